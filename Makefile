@@ -1,0 +1,101 @@
+# ncclwatch: plain make.
+#   make                 build/ncclwatch and build/libnccl-profiler-ncclwatch.so
+#   make test            every test that needs no GPU (unit, CLI, plugin harness)
+#   make SANITIZE=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer (build-san/)
+#   make MPI=0           build without MPI even when mpicc is present
+#   make fuzz            libFuzzer targets (clang) in build-fuzz/
+
+CC       ?= cc
+SANITIZE ?= 0
+MPI      ?= auto
+
+ifeq ($(SANITIZE),1)
+BUILD    ?= build-san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else
+BUILD    ?= build
+SANFLAGS :=
+endif
+
+VERSION  := $(shell cat VERSION)
+WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wvla \
+            -Wshadow -Wformat=2 -Wno-format-nonliteral -Wpointer-arith -Wundef
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -MMD -MP -Isrc \
+            -DNW_VERSION='"$(VERSION)"'
+LDLIBS   := -ljansson -lsqlite3 -lmicrohttpd -lncursesw -ldl -lpthread -lm
+
+# MPI: on when mpicc answers, unless MPI=0. The build says which.
+ifneq ($(MPI),0)
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+endif
+ifneq ($(strip $(MPI_LIBS)),)
+CFLAGS += -DNW_HAVE_MPI=1 $(MPI_CFLAGS)
+LDLIBS += $(MPI_LIBS)
+MPI_STATE := MPI support: yes ($(MPI_LIBS))
+else
+CFLAGS += -DNW_HAVE_MPI=0
+MPI_STATE := MPI support: no (install libopenmpi-dev or set MPI=1 with mpicc on PATH)
+endif
+
+PLUGIN_SRC := $(wildcard src/plugin/*.c)
+APP_SRC    := $(filter-out $(PLUGIN_SRC),$(shell find src -name '*.c' | sort))
+APP_OBJ    := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_OBJ    := $(filter-out $(BUILD)/obj/src/main.o,$(APP_OBJ))
+PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/pic/%.o)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+HELPER_SRC := $(wildcard tests/helpers/*.c)
+HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/%)
+
+BIN    := $(BUILD)/ncclwatch
+PLUGIN := $(BUILD)/libnccl-profiler-ncclwatch.so
+
+.PHONY: all test clean fuzz mpi-state
+all: mpi-state $(BIN) $(PLUGIN)
+
+mpi-state:
+	@echo "ncclwatch $(VERSION): $(MPI_STATE)"
+
+$(BIN): $(APP_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+# The plugin links nothing but libc, libpthread and libm, and exports only
+# the ncclProfiler_v* tables (everything else is hidden).
+$(PLUGIN): $(PLUGIN_OBJ)
+	$(CC) $(CFLAGS) -shared -Wl,--version-script=src/plugin/exports.map -o $@ $^ -lpthread -lm
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out $(MPI_CFLAGS),$(CFLAGS)) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS) -lcmocka
+
+$(BUILD)/tests/%: tests/helpers/%.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
+
+test: all $(UNIT_BIN) $(HELPER_BIN)
+	@BUILD=$(BUILD) tests/run.sh
+
+# libFuzzer targets: tests/fuzz/fuzz_<name>.c, each linked with the modules.
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+fuzz: $(FUZZ_BIN)
+build-fuzz/%: tests/fuzz/%.c $(filter-out src/main.c,$(APP_SRC))
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 \
+	  -fsanitize=fuzzer,address,undefined -o $@ $< $(filter-out src/main.c $(wildcard src/comm/*mpi*.c),$(APP_SRC)) \
+	  -ljansson -lsqlite3 -lmicrohttpd -lncursesw -ldl -lpthread -lm
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(APP_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d)

@@ -1,0 +1,66 @@
+/*
+ * coll: the collectives ncclwatch measures, their size rules and the
+ * bus-bandwidth factors nccl-tests uses (DESIGN.md, "busbw").
+ */
+#ifndef NW_COLL_H
+#define NW_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum nw_op {
+	NW_ALL_REDUCE,
+	NW_ALL_GATHER,
+	NW_REDUCE_SCATTER,
+	NW_BROADCAST,
+	NW_REDUCE,
+	NW_ALLTOALL,
+	NW_SENDRECV,
+	NW_GATHER,
+	NW_SCATTER,
+	NW_NOPS
+};
+
+/* Data types, numbered as NCCL numbers them (ncclDataType_t). */
+enum nw_dtype {
+	NW_INT8, NW_UINT8, NW_INT32, NW_UINT32, NW_INT64, NW_UINT64,
+	NW_HALF, NW_FLOAT, NW_DOUBLE, NW_BFLOAT16, NW_FP8E4M3, NW_FP8E5M2,
+	NW_NDTYPES
+};
+
+/* Reduction ops, numbered as NCCL numbers them (ncclRedOp_t). */
+enum nw_redop { NW_SUM, NW_PROD, NW_MAX, NW_MIN, NW_AVG, NW_NREDOPS };
+
+struct nw_coll {
+	enum nw_op op;
+	const char *name;  /* "all_reduce", as nccl-tests' binaries are named */
+	int has_redop;     /* takes a reduction op */
+	int has_root;      /* takes a root rank */
+	int split;         /* size is the whole buffer, n chunks of count elements */
+	int verify_inplace; /* nccl-tests verifies the in-place result */
+};
+
+const struct nw_coll *nw_coll_get(enum nw_op op);
+/* Look up by name ("all_reduce", also "allreduce"); NULL when unknown. */
+const struct nw_coll *nw_coll_find(const char *name);
+
+/* busbw = algbw * factor for n ranks. */
+double nw_busbw_factor(enum nw_op op, int nranks);
+/* algbw in GB/s (10^9 bytes) for size_bytes moved in time_us. */
+double nw_algbw(uint64_t size_bytes, double time_us);
+
+/*
+ * The element count nccl-tests prints for a size (per rank for split ops),
+ * and the size actually used after rounding down to whole elements (and to
+ * n equal chunks for split ops). Returns 0 when the size holds no element.
+ */
+uint64_t nw_coll_count(enum nw_op op, uint64_t size_bytes, size_t elem_size, int nranks,
+                       uint64_t *size_used);
+
+const char *nw_dtype_name(enum nw_dtype t);      /* nccl-tests' spelling: "float" */
+size_t nw_dtype_size(enum nw_dtype t);
+int nw_dtype_find(const char *name);             /* -1 when unknown; accepts aliases */
+const char *nw_redop_name(enum nw_redop r);      /* "sum" */
+int nw_redop_find(const char *name);             /* -1 when unknown */
+
+#endif

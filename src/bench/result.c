@@ -1,0 +1,352 @@
+#include "bench/result.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/coll.h"
+#include "util/util.h"
+
+void nw_run_init(struct nw_run *run)
+{
+	memset(run, 0, sizeof(*run));
+}
+
+void nw_run_release(struct nw_run *run)
+{
+	for (size_t i = 0; i < run->nrows; i++)
+		free(run->rows[i].rank_times);
+	free(run->rows);
+	if (run->h.extra)
+		json_decref(run->h.extra);
+	nw_run_init(run);
+}
+
+struct nw_row *nw_run_add(struct nw_run *run, const struct nw_row *row)
+{
+	if (run->nrows == run->cap) {
+		run->cap = run->cap ? run->cap * 2 : 64;
+		run->rows = nw_realloc(run->rows, run->cap * sizeof(*run->rows));
+	}
+	run->rows[run->nrows] = *row;
+	return &run->rows[run->nrows++];
+}
+
+void nw_row_compute_bw(struct nw_row *row)
+{
+	const struct nw_coll *c = nw_coll_find(row->op);
+	row->algbw_gbs = nw_algbw(row->size_bytes, row->time_us);
+	row->busbw_gbs = c ? row->algbw_gbs * nw_busbw_factor(c->op, row->nranks) : 0;
+}
+
+double nw_run_avg_busbw(const struct nw_run *run)
+{
+	double sum = 0;
+	for (size_t i = 0; i < run->nrows; i++)
+		sum += run->rows[i].busbw_gbs;
+	return run->nrows ? sum / (double)run->nrows : 0;
+}
+
+/*
+ * nccl-tests' number rendering: two decimals while the integer part is
+ * short, then one, then none, then exponent form, all in a fixed width.
+ */
+static void nt_float(char *buf, size_t len, double v, int width)
+{
+	int power = 0;
+	for (uint64_t p = 1; v >= (double)p && power < 20; p *= 10)
+		power++;
+	if (power < width - 2)
+		snprintf(buf, len, "%*.2f", width, v);
+	else if (power < width - 1)
+		snprintf(buf, len, "%*.1f", width, v);
+	else if (power < width + 1)
+		snprintf(buf, len, "%*.0f", width, v);
+	else
+		snprintf(buf, len, "%*.1e", width, v);
+}
+
+static size_t nt_body(char *buf, size_t len, const struct nw_row *r)
+{
+	char t[32], a[32], b[32];
+	nt_float(t, sizeof(t), r->time_us, 7);
+	nt_float(a, sizeof(a), r->algbw_gbs, 6);
+	nt_float(b, sizeof(b), r->busbw_gbs, 6);
+	int n;
+	if (r->wrong >= 0)
+		n = snprintf(buf, len, "  %7s  %6s  %6s  %6g", t, a, b, (double)r->wrong);
+	else
+		n = snprintf(buf, len, "  %7s  %6s  %6s    N/A", t, a, b);
+	return n < 0 ? 0 : (size_t)n;
+}
+
+void nw_nt_format_row(char *buf, size_t len, const struct nw_row *oop, const struct nw_row *ip)
+{
+	const struct nw_row *r = oop ? oop : ip;
+	if (!len)
+		return;
+	buf[0] = '\0';
+	if (!r)
+		return;
+	int n = snprintf(buf, len, "%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i",
+	                 r->size_bytes, r->count, r->dtype, r->redop, r->root);
+	size_t used = n < 0 ? 0 : (size_t)n;
+	if (used >= len)
+		return;
+	if (oop)
+		used += nt_body(buf + used, len - used, oop);
+	else
+		used += (size_t)snprintf(buf + used, len - used, "%32s", "");
+	if (used < len && ip)
+		nt_body(buf + used, len - used, ip);
+}
+
+void nw_nt_print_table_header(FILE *f)
+{
+	fputs("#                                                              out-of-place                       in-place          \n"
+	      "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong \n"
+	      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)         \n",
+	      f);
+}
+
+void nw_nt_print_footer(FILE *f, int64_t wrong_total, double avg_busbw)
+{
+	fprintf(f, "# Out of bounds values : %" PRId64 " %s\n", wrong_total, wrong_total ? "FAILED" : "OK");
+	fprintf(f, "# Avg bus bandwidth    : %g \n", avg_busbw);
+	fputs("#\n", f);
+}
+
+/* JSON numbers: round to what is meaningful so files stay readable. */
+static json_t *jnum(double v, double scale)
+{
+	if (!isfinite(v))
+		return json_null();
+	return json_real(round(v * scale) / scale);
+}
+
+static void set_str(json_t *o, const char *k, const char *v)
+{
+	json_object_set_new(o, k, json_string(v ? v : ""));
+}
+
+json_t *nw_run_to_json(const struct nw_run *run, int per_rank)
+{
+	const struct nw_run_header *h = &run->h;
+	json_t *jr = json_object();
+	set_str(jr, "tool_version", h->tool_version);
+	set_str(jr, "source", h->source);
+	set_str(jr, "backend", h->backend);
+	set_str(jr, "nccl_version", h->nccl_version);
+	set_str(jr, "nccl_path", h->nccl_path);
+	set_str(jr, "driver", h->driver);
+	set_str(jr, "cuda_driver", h->cuda_driver);
+	set_str(jr, "host", h->host);
+	set_str(jr, "gpus", h->gpus);
+	set_str(jr, "cmdline", h->cmdline);
+	set_str(jr, "time", h->time);
+	if (h->input[0])
+		set_str(jr, "input", h->input);
+	json_object_set_new(jr, "nranks", json_integer(h->nranks));
+	json_object_set_new(jr, "nhosts", json_integer(h->nhosts));
+	json_object_set_new(jr, "link_gbs", h->link_gbs > 0 ? jnum(h->link_gbs, 1000) : json_null());
+	if (h->extra)
+		json_object_set(jr, "extra", h->extra);
+
+	json_t *rows = json_array();
+	for (size_t i = 0; i < run->nrows; i++) {
+		const struct nw_row *r = &run->rows[i];
+		json_t *o = json_object();
+		set_str(o, "op", r->op);
+		set_str(o, "dtype", r->dtype);
+		set_str(o, "redop", r->redop);
+		json_object_set_new(o, "root", json_integer(r->root));
+		json_object_set_new(o, "size_bytes", json_integer((json_int_t)r->size_bytes));
+		json_object_set_new(o, "count", json_integer((json_int_t)r->count));
+		json_object_set_new(o, "nranks", json_integer(r->nranks));
+		json_object_set_new(o, "inplace", json_boolean(r->inplace));
+		json_object_set_new(o, "time_us", jnum(r->time_us, 1000));
+		json_object_set_new(o, "algbw_gbs", jnum(r->algbw_gbs, 10000));
+		json_object_set_new(o, "busbw_gbs", jnum(r->busbw_gbs, 10000));
+		json_object_set_new(o, "wrong", r->wrong >= 0 ? json_integer(r->wrong) : json_null());
+		if (per_rank && r->nrank_times) {
+			json_t *ranks = json_array();
+			for (int k = 0; k < r->nrank_times; k++) {
+				const struct nw_rank_time *t = &r->rank_times[k];
+				json_t *x = json_object();
+				json_object_set_new(x, "rank", json_integer(t->rank));
+				set_str(x, "host", t->host);
+				json_object_set_new(x, "gpu", json_integer(t->gpu));
+				json_object_set_new(x, "time_us", jnum(t->time_us, 1000));
+				json_array_append_new(ranks, x);
+			}
+			json_object_set_new(o, "ranks", ranks);
+		}
+		json_array_append_new(rows, o);
+	}
+	json_t *doc = json_object();
+	json_object_set_new(doc, "schema", json_string("ncclwatch.results/1"));
+	json_object_set_new(doc, "run", jr);
+	json_object_set_new(doc, "results", rows);
+	return doc;
+}
+
+static void get_str(const json_t *o, const char *k, char *dst, size_t len)
+{
+	const json_t *v = json_object_get(o, k);
+	nw_strlcpy(dst, json_is_string(v) ? json_string_value(v) : "", len);
+}
+
+static double get_num(const json_t *o, const char *k, double dflt)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+int nw_run_from_json(const json_t *doc, struct nw_run *run, char *err, size_t errlen)
+{
+	nw_run_init(run);
+	const json_t *schema = json_object_get(doc, "schema");
+	if (!json_is_string(schema) || strncmp(json_string_value(schema), "ncclwatch.results/", 18))
+		return nw_seterr(err, errlen, "not an ncclwatch results document (no \"schema\": \"ncclwatch.results/1\")");
+	const json_t *jr = json_object_get(doc, "run");
+	const json_t *rows = json_object_get(doc, "results");
+	if (!json_is_object(jr) || !json_is_array(rows))
+		return nw_seterr(err, errlen, "results document lacks \"run\" or \"results\"");
+	struct nw_run_header *h = &run->h;
+	get_str(jr, "tool_version", h->tool_version, sizeof(h->tool_version));
+	get_str(jr, "source", h->source, sizeof(h->source));
+	get_str(jr, "backend", h->backend, sizeof(h->backend));
+	get_str(jr, "nccl_version", h->nccl_version, sizeof(h->nccl_version));
+	get_str(jr, "nccl_path", h->nccl_path, sizeof(h->nccl_path));
+	get_str(jr, "driver", h->driver, sizeof(h->driver));
+	get_str(jr, "cuda_driver", h->cuda_driver, sizeof(h->cuda_driver));
+	get_str(jr, "host", h->host, sizeof(h->host));
+	get_str(jr, "gpus", h->gpus, sizeof(h->gpus));
+	get_str(jr, "cmdline", h->cmdline, sizeof(h->cmdline));
+	get_str(jr, "time", h->time, sizeof(h->time));
+	get_str(jr, "input", h->input, sizeof(h->input));
+	h->nranks = (int)get_num(jr, "nranks", 0);
+	h->nhosts = (int)get_num(jr, "nhosts", 0);
+	h->link_gbs = get_num(jr, "link_gbs", 0);
+	const json_t *extra = json_object_get(jr, "extra");
+	if (json_is_object(extra))
+		h->extra = json_deep_copy(extra);
+
+	size_t i;
+	const json_t *o;
+	json_array_foreach(rows, i, o) {
+		if (!json_is_object(o)) {
+			nw_run_release(run);
+			return nw_seterr(err, errlen, "results[%zu] is not an object", i);
+		}
+		struct nw_row r;
+		memset(&r, 0, sizeof(r));
+		get_str(o, "op", r.op, sizeof(r.op));
+		get_str(o, "dtype", r.dtype, sizeof(r.dtype));
+		get_str(o, "redop", r.redop, sizeof(r.redop));
+		r.root = (int)get_num(o, "root", -1);
+		double sz = get_num(o, "size_bytes", -1), cnt = get_num(o, "count", 0);
+		if (!r.op[0] || sz < 0) {
+			nw_run_release(run);
+			return nw_seterr(err, errlen, "results[%zu] lacks \"op\" or \"size_bytes\"", i);
+		}
+		r.size_bytes = (uint64_t)sz;
+		r.count = cnt > 0 ? (uint64_t)cnt : 0;
+		r.nranks = (int)get_num(o, "nranks", h->nranks);
+		r.inplace = json_is_true(json_object_get(o, "inplace"));
+		r.time_us = get_num(o, "time_us", 0);
+		r.algbw_gbs = get_num(o, "algbw_gbs", 0);
+		r.busbw_gbs = get_num(o, "busbw_gbs", 0);
+		const json_t *w = json_object_get(o, "wrong");
+		r.wrong = json_is_integer(w) ? (int64_t)json_integer_value(w) : -1;
+		const json_t *ranks = json_object_get(o, "ranks");
+		if (json_is_array(ranks) && json_array_size(ranks)) {
+			size_t k;
+			const json_t *x;
+			r.rank_times = nw_calloc(json_array_size(ranks), sizeof(*r.rank_times));
+			json_array_foreach(ranks, k, x) {
+				struct nw_rank_time *t = &r.rank_times[r.nrank_times++];
+				t->rank = (int)get_num(x, "rank", (double)k);
+				t->gpu = (int)get_num(x, "gpu", -1);
+				get_str(x, "host", t->host, sizeof(t->host));
+				t->time_us = get_num(x, "time_us", 0);
+			}
+		}
+		nw_run_add(run, &r);
+	}
+	return 0;
+}
+
+int nw_run_write_json(const struct nw_run *run, FILE *f, int per_rank)
+{
+	json_t *doc = nw_run_to_json(run, per_rank);
+	int rc = json_dumpf(doc, f, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
+	json_decref(doc);
+	fputc('\n', f);
+	return rc == 0 && !ferror(f) ? 0 : -1;
+}
+
+void nw_csv_print_header(FILE *f, int per_rank)
+{
+	fputs("op,dtype,redop,root,size_bytes,count,nranks,inplace,time_us,algbw_gbs,busbw_gbs,wrong", f);
+	if (per_rank)
+		fputs(",rank,host,gpu", f);
+	fputc('\n', f);
+}
+
+static void csv_line(FILE *f, const struct nw_row *r, double time_us, int per_rank,
+                     const struct nw_rank_time *t)
+{
+	double alg = nw_algbw(r->size_bytes, time_us);
+	double bus = r->time_us > 0 ? r->busbw_gbs * r->time_us / time_us : 0;
+	if (!t) {
+		alg = r->algbw_gbs;
+		bus = r->busbw_gbs;
+	}
+	fprintf(f, "%s,%s,%s,%d,%" PRIu64 ",%" PRIu64 ",%d,%d,%.3f,%.4f,%.4f,", r->op, r->dtype,
+	        r->redop, r->root, r->size_bytes, r->count, r->nranks, r->inplace, time_us, alg, bus);
+	if (r->wrong >= 0)
+		fprintf(f, "%" PRId64, r->wrong);
+	if (per_rank) {
+		if (t)
+			fprintf(f, ",%d,%s,%d", t->rank, t->host, t->gpu);
+		else
+			fputs(",all,,", f);
+	}
+	fputc('\n', f);
+}
+
+void nw_csv_print_row(FILE *f, const struct nw_row *r, int per_rank)
+{
+	csv_line(f, r, r->time_us, per_rank, NULL);
+	if (per_rank)
+		for (int k = 0; k < r->nrank_times; k++)
+			csv_line(f, r, r->rank_times[k].time_us, per_rank, &r->rank_times[k]);
+}
+
+int nw_run_write_csv(const struct nw_run *run, FILE *f, int per_rank)
+{
+	nw_csv_print_header(f, per_rank);
+	for (size_t i = 0; i < run->nrows; i++)
+		nw_csv_print_row(f, &run->rows[i], per_rank);
+	return ferror(f) ? -1 : 0;
+}
+
+void nw_header_fill_local(struct nw_run_header *h, const char *source, int argc, char **argv)
+{
+	nw_strlcpy(h->tool_version, NW_VERSION, sizeof(h->tool_version));
+	nw_strlcpy(h->source, source, sizeof(h->source));
+	nw_hostname(h->host, sizeof(h->host));
+	nw_utc_iso(h->time, sizeof(h->time));
+	size_t used = 0;
+	h->cmdline[0] = '\0';
+	for (int i = 0; i < argc && used + 2 < sizeof(h->cmdline); i++) {
+		int n = snprintf(h->cmdline + used, sizeof(h->cmdline) - used, "%s%s", i ? " " : "", argv[i]);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+	if (used >= sizeof(h->cmdline))
+		h->cmdline[sizeof(h->cmdline) - 1] = '\0';
+}

@@ -1,0 +1,103 @@
+/*
+ * result: the one result model shared by bench, check, import, history,
+ * compare, report and tune; and its three renderings (nccl-tests' text
+ * table, JSON, CSV). Field names are the documented schema (docs/results.md).
+ */
+#ifndef NW_RESULT_H
+#define NW_RESULT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+/* One rank's view of one row (only with --per-rank). */
+struct nw_rank_time {
+	int rank;
+	int gpu;           /* device index on its host, -1 for host backends */
+	char host[64];
+	double time_us;
+};
+
+/* One (op, dtype, redop, size, placement) measurement. */
+struct nw_row {
+	char op[24];       /* "all_reduce" */
+	char dtype[16];    /* nccl-tests' spelling: "float" */
+	char redop[8];     /* "sum" ... or "none" */
+	int root;          /* -1 when the op has none */
+	uint64_t size_bytes; /* as nccl-tests reports "size" */
+	uint64_t count;    /* as nccl-tests reports "count" */
+	int nranks;
+	int inplace;       /* 0 out-of-place, 1 in-place */
+	double time_us;
+	double algbw_gbs;
+	double busbw_gbs;
+	int64_t wrong;     /* mismatched elements; -1 when not checked (N/A) */
+	int nrank_times;   /* 0 unless per-rank detail was gathered */
+	struct nw_rank_time *rank_times; /* owned by the row */
+};
+
+/* Where a run came from and what it ran on. Strings are "" when unknown. */
+struct nw_run_header {
+	char tool_version[32];
+	char source[16];         /* "bench", "check", "import", "tune" */
+	char backend[16];        /* "nccl", "mpi", or "nccl-tests" for imports */
+	char nccl_version[32];   /* "2.28.9" */
+	char nccl_path[512];
+	char driver[32];         /* "580.159.04" */
+	char cuda_driver[16];    /* "13.0" */
+	char host[256];
+	char gpus[512];          /* "2 x NVIDIA H200" */
+	char cmdline[2048];
+	char time[32];           /* ISO 8601 UTC */
+	char input[512];         /* file an import came from */
+	int nranks;
+	int nhosts;
+	double link_gbs;         /* bottleneck link, GB/s each way; 0 unknown */
+	json_t *extra;           /* optional object (fingerprint, settings); owned */
+};
+
+struct nw_run {
+	struct nw_run_header h;
+	struct nw_row *rows;
+	size_t nrows, cap;
+};
+
+void nw_run_init(struct nw_run *run);
+/* Frees rows, per-rank arrays and h.extra; leaves an empty, reusable run. */
+void nw_run_release(struct nw_run *run);
+/* Appends a copy of row (per-rank array is moved: row->rank_times becomes the run's). */
+struct nw_row *nw_run_add(struct nw_run *run, const struct nw_row *row);
+
+/* Fill time/algbw/busbw of a row from its op, size, nranks and time_us. */
+void nw_row_compute_bw(struct nw_row *row);
+
+/* Mean busbw over every row (both placements), as nccl-tests' footer. */
+double nw_run_avg_busbw(const struct nw_run *run);
+
+/*
+ * nccl-tests' text table. nw_nt_format_row writes one result line (no
+ * newline) for an out-of-place row and its in-place twin (ip may be NULL:
+ * the in-place columns are then left blank). Byte-identical to
+ * nccl-tests 2.19's rows.
+ */
+void nw_nt_format_row(char *buf, size_t len, const struct nw_row *oop, const struct nw_row *ip);
+void nw_nt_print_table_header(FILE *f);
+/* "# Out of bounds values : N OK|FAILED" and "# Avg bus bandwidth    : X " */
+void nw_nt_print_footer(FILE *f, int64_t wrong_total, double avg_busbw);
+
+/* JSON: {"schema":"ncclwatch.results/1","run":{...},"results":[...]} */
+json_t *nw_run_to_json(const struct nw_run *run, int per_rank);
+/* Parse what nw_run_to_json wrote; -1 with err filled on a bad document. */
+int nw_run_from_json(const json_t *doc, struct nw_run *run, char *err, size_t errlen);
+int nw_run_write_json(const struct nw_run *run, FILE *f, int per_rank);
+
+/* CSV: a header line, one line per row; with per_rank, one line per rank too. */
+void nw_csv_print_header(FILE *f, int per_rank);
+void nw_csv_print_row(FILE *f, const struct nw_row *row, int per_rank);
+int nw_run_write_csv(const struct nw_run *run, FILE *f, int per_rank);
+
+/* Fill tool_version, host, time and cmdline of a fresh header. */
+void nw_header_fill_local(struct nw_run_header *h, const char *source, int argc, char **argv);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * ncclwatch: how fast do bytes move between my GPUs, and if slow, why.
+ * The command table: a new command is one row here and one file in src/cmd/.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "util/util.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+};
+
+static const struct command commands[] = {
+	{ "bench",    cmd_bench,    "measure collectives over a size sweep (nccl-tests compatible)" },
+	{ "check",    cmd_check,    "pass/fail pre-flight: doctor plus a short bench against expectations" },
+	{ "topo",     cmd_topo,     "GPUs, links, NICs, and the bandwidth they should give" },
+	{ "doctor",   cmd_doctor,   "what in this machine, container or environment hurts NCCL" },
+	{ "logscan",  cmd_logscan,  "read NCCL_DEBUG=INFO logs: what NCCL did and what went wrong" },
+	{ "import",   cmd_import,   "bring nccl-tests outputs (text or -J JSON) into the result model" },
+	{ "history",  cmd_history,  "list, show, export, delete and name recorded runs" },
+	{ "compare",  cmd_compare,  "compare two runs; find regressions and what changed" },
+	{ "report",   cmd_report,   "self-contained HTML (or SVG) report of runs" },
+	{ "tune",     cmd_tune,     "measure NCCL settings against defaults on this machine" },
+	{ "top",      cmd_top,      "live view of a training job's collectives (profiler plugin)" },
+	{ "exporter", cmd_exporter, "Prometheus /metrics from the profiler plugin's stats" },
+	{ "version",  cmd_version,  "tool version, the NCCL that would load, driver, other NCCLs" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ncclwatch <command> [options]\n\ncommands:\n");
+	for (size_t i = 0; i < NW_ARRAY_LEN(commands); i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "  %-9s %s\n", "help", "help <command>: options of one command");
+	fprintf(f, "\nncclwatch --version prints the version; docs/ has the manual.\n");
+}
+
+static const struct command *find(const char *name)
+{
+	for (size_t i = 0; i < NW_ARRAY_LEN(commands); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static int help(const char *name)
+{
+	if (!name) {
+		usage(stdout);
+		return 0;
+	}
+	const char *text = cmd_usage(name);
+	if (!text)
+		return nw_error("no command '%s'; 'ncclwatch --help' lists them", name), 2;
+	fputs(text, stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *name = argv[1];
+	int rc;
+	if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
+		usage(stdout);
+		rc = 0;
+	} else if (!strcmp(name, "--version")) {
+		printf("ncclwatch %s\n", NW_VERSION);
+		rc = 0;
+	} else if (!strcmp(name, "help")) {
+		rc = help(argc > 2 ? argv[2] : NULL);
+	} else {
+		const struct command *c = find(name);
+		if (!c) {
+			nw_error("unknown command '%s'; 'ncclwatch --help' lists the commands", name);
+			return 2;
+		}
+		/* A command's own --help/-h answers with its usage. */
+		if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
+			rc = help(name);
+		else
+			rc = c->fn(argc - 1, argv + 1);
+	}
+	if (nw_finish_stdout() != 0 && rc == 0)
+		rc = 1;
+	return rc;
+}

@@ -1,0 +1,21 @@
+# Helpers for CLI tests: each check prints "ok - name" or "not ok - name".
+# Source it; $NW is the binary under test, $REFDIR the reference outputs.
+set -u
+TMP=$(mktemp -d /tmp/nwcli.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+OUT=$TMP/out ERR=$TMP/err
+
+# run CMD...: runs it, keeps stdout in $OUT, stderr in $ERR, status in $RC.
+run() { "$@" >"$OUT" 2>"$ERR"; RC=$?; }
+ok() { echo "ok - $1"; }
+notok() { echo "not ok - $1"; shift; for l in "$@"; do echo "#   $l"; done; echo "#   rc=$RC"; echo "#   stdout:"; head -20 "$OUT" | sed 's/^/#     /'; echo "#   stderr:"; head -20 "$ERR" | sed 's/^/#     /'; }
+# expect_rc NAME WANT
+expect_rc() { if [ "$RC" -eq "$2" ]; then ok "$1"; else notok "$1" "exit $RC, wanted $2"; fi; }
+# expect_out NAME REGEX (stdout), expect_err NAME REGEX (stderr)
+expect_out() { if grep -Eq -- "$2" "$OUT"; then ok "$1"; else notok "$1" "stdout lacks /$2/"; fi; }
+expect_err() { if grep -Eq -- "$2" "$ERR"; then ok "$1"; else notok "$1" "stderr lacks /$2/"; fi; }
+expect_no_out() { if grep -Eq -- "$2" "$OUT"; then notok "$1" "stdout has /$2/"; else ok "$1"; fi; }
+# expect_true NAME CMD...: passes when CMD succeeds
+expect_true() { local n=$1; shift; if "$@"; then ok "$n"; else notok "$n" "failed: $*"; fi; }
+# A crash (signal) is never acceptable: exit codes 128+ fail.
+expect_no_crash() { if [ "$RC" -lt 128 ]; then ok "$1"; else notok "$1" "killed by signal $((RC - 128))"; fi; }

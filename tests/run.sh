@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every test that needs no GPU: cmocka unit binaries in $BUILD/tests,
+# then tests/cli/test_*.sh (which print "ok - name" / "not ok - name").
+# Ends with the line "N passed, N failed" and a non-zero exit on failure.
+set -u
+BUILD=${BUILD:-build}
+export BUILD
+export NW=${NW:-$PWD/$BUILD/ncclwatch}
+export NW_PLUGIN=${NW_PLUGIN:-$PWD/$BUILD/libnccl-profiler-ncclwatch.so}
+export NW_TESTS=$PWD/$BUILD/tests
+export SRCDIR=$PWD
+export REFDIR=${REFDIR:-$(cd "$PWD/../shared/reference" 2>/dev/null && pwd)}
+pass=0 fail=0 failed=()
+logdir=$(mktemp -d /tmp/nwtest.XXXXXX)
+
+for t in "$BUILD"/tests/test_*; do
+	[ -x "$t" ] || continue
+	name=$(basename "$t")
+	out="$logdir/$name.log"
+	CMOCKA_MESSAGE_OUTPUT=stdout "$t" >"$out" 2>&1
+	rc=$?
+	p=$(grep -c '^\[       OK \]' "$out")
+	f=$(grep -c '^\[  FAILED  \] [a-z_]' "$out" || true)
+	[ "$f" -gt 0 ] 2>/dev/null || f=0
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+	pass=$((pass + p)); fail=$((fail + f))
+	if [ "$f" -gt 0 ]; then failed+=("$name"); echo "FAIL $name (log: $out)"; sed -n '1,200p' "$out" | grep -v '^\[       OK \]\|^\[ RUN      \]' | head -40; else echo "ok   $name ($p tests)"; fi
+done
+
+for s in tests/cli/test_*.sh; do
+	[ -f "$s" ] || continue
+	name=$(basename "$s" .sh)
+	out="$logdir/$name.log"
+	bash "$s" >"$out" 2>&1
+	rc=$?
+	p=$(grep -c '^ok - ' "$out")
+	f=$(grep -c '^not ok - ' "$out")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$name exited $rc" >>"$out"; fi
+	pass=$((pass + p)); fail=$((fail + f))
+	if [ "$f" -gt 0 ]; then failed+=("$name"); echo "FAIL $name (log: $out)"; grep -A8 '^not ok' "$out" | head -60; tail -5 "$out"; else echo "ok   $name ($p checks)"; fi
+done
+
+echo
+[ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,95 @@
+/* Formulas, number rendering and table rows against nccl-tests' own rows. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bench/coll.h"
+#include "bench/result.h"
+
+static struct nw_row mkrow(const char *op, uint64_t size, uint64_t count, const char *redop,
+                           int root, int nranks, int inplace, double t, int64_t wrong)
+{
+	struct nw_row r;
+	memset(&r, 0, sizeof(r));
+	strcpy(r.op, op);
+	strcpy(r.dtype, "float");
+	strcpy(r.redop, redop);
+	r.root = root;
+	r.size_bytes = size;
+	r.count = count;
+	r.nranks = nranks;
+	r.inplace = inplace;
+	r.time_us = t;
+	r.wrong = wrong;
+	nw_row_compute_bw(&r);
+	return r;
+}
+
+/* Rows copied from ../shared/reference/h200x2 (nccl-tests 2.19.6, 2 ranks). */
+static void row_all_reduce_small(void **state)
+{
+	(void)state;
+	struct nw_row a = mkrow("all_reduce", 8, 2, "sum", -1, 2, 0, 11.81, 0);
+	struct nw_row b = mkrow("all_reduce", 8, 2, "sum", -1, 2, 1, 11.43, 0);
+	char buf[256];
+	nw_nt_format_row(buf, sizeof(buf), &a, &b);
+	assert_string_equal(buf, "           8             2     float     sum      -1    11.81    0.00    0.00       0    11.43    0.00    0.00       0");
+}
+
+static void row_all_reduce_large(void **state)
+{
+	(void)state;
+	struct nw_row a = mkrow("all_reduce", 4294967296ULL, 1073741824ULL, "sum", -1, 2, 0, 12644.1, 0);
+	struct nw_row b = mkrow("all_reduce", 4294967296ULL, 1073741824ULL, "sum", -1, 2, 1, 12609.8, 0);
+	char buf[256];
+	nw_nt_format_row(buf, sizeof(buf), &a, &b);
+	assert_string_equal(buf, "  4294967296    1073741824     float     sum      -1  12644.1  339.68  339.68       0  12609.8  340.61  340.61       0");
+}
+
+static void row_alltoall_na(void **state)
+{
+	(void)state;
+	struct nw_row a = mkrow("alltoall", 4294967296ULL, 536870912ULL, "none", -1, 2, 0, 6372.20, 0);
+	struct nw_row b = mkrow("alltoall", 4294967296ULL, 536870912ULL, "none", -1, 2, 1, 5917.73, -1);
+	char buf[256];
+	nw_nt_format_row(buf, sizeof(buf), &a, &b);
+	assert_string_equal(buf, "  4294967296     536870912     float    none      -1  6372.20  674.02  337.01       0  5917.73  725.78  362.89    N/A");
+}
+
+static void busbw_factors(void **state)
+{
+	(void)state;
+	assert_true(nw_busbw_factor(NW_ALL_REDUCE, 2) == 1.0);
+	assert_true(nw_busbw_factor(NW_ALL_REDUCE, 8) == 1.75);
+	assert_true(nw_busbw_factor(NW_ALL_GATHER, 4) == 0.75);
+	assert_true(nw_busbw_factor(NW_BROADCAST, 8) == 1.0);
+	assert_true(nw_busbw_factor(NW_SENDRECV, 8) == 1.0);
+	assert_true(nw_busbw_factor(NW_ALLTOALL, 2) == 0.5);
+}
+
+static void counts(void **state)
+{
+	(void)state;
+	uint64_t used;
+	assert_int_equal(nw_coll_count(NW_ALL_GATHER, 1024, 4, 2, &used), 128);
+	assert_int_equal(used, 1024);
+	assert_int_equal(nw_coll_count(NW_ALL_REDUCE, 1024, 4, 2, &used), 256);
+	assert_int_equal(nw_coll_count(NW_ALL_GATHER, 8, 4, 8, &used), 0);
+	assert_int_equal(nw_coll_count(NW_REDUCE_SCATTER, 1000, 4, 3, &used), 83);
+	assert_int_equal(used, 996);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(row_all_reduce_small),
+		cmocka_unit_test(row_all_reduce_large),
+		cmocka_unit_test(row_alltoall_na),
+		cmocka_unit_test(busbw_factors),
+		cmocka_unit_test(counts),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
