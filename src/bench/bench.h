@@ -1,0 +1,64 @@
+/*
+ * bench: the size sweep over collectives, shared by the bench, check and
+ * tune commands. One call runs every (op, dtype, redop, root, size,
+ * placement) the options ask for on one communicator set-up and fills a
+ * run in the result model.
+ */
+#ifndef NW_BENCH_H
+#define NW_BENCH_H
+
+#include <stdint.h>
+
+#include "bench/coll.h"
+#include "bench/result.h"
+
+enum nw_backend_kind { NW_BACKEND_AUTO, NW_BACKEND_NCCL, NW_BACKEND_MPI };
+
+/* nccl-tests' -a: how the times of several ranks become the one reported. */
+enum nw_average { NW_AVG_RANK0 = 0, NW_AVG_MEAN = 1, NW_AVG_MIN = 2, NW_AVG_MAX = 3 };
+
+struct nw_bench_opts {
+	enum nw_backend_kind backend;
+	int ops[NW_NOPS];           /* enum nw_op, in run order */
+	int nops;
+	int dtypes[NW_NDTYPES];
+	int ndtypes;
+	int redops[NW_NREDOPS];
+	int nredops;
+	int root;                   /* -r: a rank, or -1 for every rank (nccl-tests' "all") */
+	uint64_t min_bytes, max_bytes; /* -b, -e */
+	uint64_t step_bytes;        /* -i (used when step_factor is 0) */
+	double step_factor;         /* -f */
+	int iters, warmup, agg_iters; /* -n, -w, -m */
+	int check;                  /* -c: verify every result element */
+	int blocking;               /* -z */
+	int graph_launches;         /* -G: capture the -n batch as a CUDA graph, launch it this many times */
+	enum nw_average average;    /* -a */
+	int ngpus;                  /* -g: GPUs driven by this process (0: all visible) */
+	int nthreads;               /* -t */
+	int cputime;                /* -C: report CPU (host) time (the default on GPUs too) */
+	double timeout_s;           /* -T: a collective not done in this time ends the run */
+	int per_rank;               /* gather every rank's time */
+	int pairs;                  /* --pairs: send/recv for every pair of ranks */
+	int oop_only, ip_only;      /* placements to run (both by default) */
+	const char *nccl_lib;       /* --nccl-lib */
+	int quiet;                  /* no progress lines on stderr */
+};
+
+/* nccl-tests' defaults (-b 32M -e 32M ... ) adapted: see docs/bench.md. */
+void nw_bench_opts_default(struct nw_bench_opts *o);
+
+/* Called once per finished size (out-of-place row, in-place row; either may be NULL). */
+typedef void (*nw_bench_row_fn)(const struct nw_row *oop, const struct nw_row *ip, void *arg);
+
+/*
+ * Run the sweep. Fills run (header and rows; the caller has nw_run_init'ed
+ * it and owns it afterwards) and calls row_fn as rows complete (on the
+ * rank that reports, rank 0). Returns 0 on success; 1 when every
+ * collective ran but verification found wrong elements; -1 with err filled
+ * when something failed (no GPU, NCCL error, timeout, a peer that died).
+ */
+int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
+                 void *arg, char *err, size_t errlen);
+
+#endif
