@@ -19,10 +19,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A free loopback port (asks the kernel; a random high port if python3 is missing).
+# A free loopback port below Linux's ephemeral range (32768 and up), so that
+# no outgoing connection of another program can take it meanwhile.
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null ||
-		echo $((30000 + RANDOM % 20000))
+	local p i
+	for i in $(seq 1 50); do
+		p=$((20000 + RANDOM % 12000))
+		if command -v python3 >/dev/null; then
+			python3 -c 'import socket, sys; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$p" 2>/dev/null && break
+		else
+			{ : >/dev/tcp/127.0.0.1/"$p"; } 2>/dev/null || break
+		fi
+	done
+	echo "$p"
 }
 
 # start NAME RANK WORLD [VAR=value ...] -- [probe args]: one rank in the background.
