@@ -486,8 +486,10 @@ void nw_boot_ranklist(const int *ranks, int n, char *out, size_t outlen)
 		while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
 			j++;
 		const char *sep = i ? "," : "";
-		if (j > i)
+		if (j >= i + 2)
 			app(out, outlen, "%s%d-%d", sep, ranks[i], ranks[j]);
+		else if (j == i + 1)
+			app(out, outlen, "%s%d,%d", sep, ranks[i], ranks[j]);
 		else
 			app(out, outlen, "%s%d", sep, ranks[i]);
 		i = j + 1;
