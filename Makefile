@@ -19,7 +19,7 @@ endif
 
 VERSION  := $(shell cat VERSION)
 WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wvla \
-            -Wshadow -Wformat=2 -Wno-format-nonliteral -Wpointer-arith -Wundef
+            -Wshadow -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation -Wpointer-arith -Wundef
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -MMD -MP -Isrc \
             -DNW_VERSION='"$(VERSION)"'
