@@ -70,6 +70,25 @@ struct nw_backend {
 	void *priv;
 };
 
+/*
+ * Byte offsets of a rank's send and recv pointers for a call. Out of
+ * place: send in the send buffer, recv in the recv buffer. In place
+ * (nccl-tests' layout): both in the recv buffer, the smaller side at the
+ * rank's chunk (all_gather and gather send from it, reduce_scatter and
+ * scatter receive into it).
+ */
+static inline void nw_call_offsets(const struct nw_call *c, int rank, size_t *soff, size_t *roff)
+{
+	size_t chunk = (size_t)c->count * nw_dtype_size((enum nw_dtype)c->dtype);
+	*soff = *roff = c->shift;
+	if (!c->inplace)
+		return;
+	if (c->op == NW_ALL_GATHER || c->op == NW_GATHER)
+		*soff += (size_t)rank * chunk;
+	else if (c->op == NW_REDUCE_SCATTER || c->op == NW_SCATTER)
+		*roff += (size_t)rank * chunk;
+}
+
 struct nw_bench_opts;
 
 /* NCCL on this process's GPUs (ngpus of them, 0: all visible). */

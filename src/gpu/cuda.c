@@ -52,6 +52,7 @@ static void load(void)
 		{ (void **)&cu.MemFreeHost, "cuMemFreeHost" },
 		{ (void **)&cu.MemcpyHtoD, "cuMemcpyHtoD_v2" },
 		{ (void **)&cu.MemcpyDtoH, "cuMemcpyDtoH_v2" },
+		{ (void **)&cu.MemcpyDtoD, "cuMemcpyDtoD_v2" },
 		{ (void **)&cu.MemsetD32, "cuMemsetD32_v2" },
 		{ (void **)&cu.StreamCreate, "cuStreamCreate" },
 		{ (void **)&cu.StreamDestroy, "cuStreamDestroy_v2" },

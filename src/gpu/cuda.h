@@ -50,6 +50,7 @@ struct nw_cu {
 	nw_CUresult (*MemFreeHost)(void *p);
 	nw_CUresult (*MemcpyHtoD)(nw_CUdeviceptr dst, const void *src, size_t bytes);
 	nw_CUresult (*MemcpyDtoH)(void *dst, nw_CUdeviceptr src, size_t bytes);
+	nw_CUresult (*MemcpyDtoD)(nw_CUdeviceptr dst, nw_CUdeviceptr src, size_t bytes);
 	nw_CUresult (*MemsetD32)(nw_CUdeviceptr dst, unsigned int v, size_t n);
 	nw_CUresult (*StreamCreate)(nw_CUstream *s, unsigned int flags);
 	nw_CUresult (*StreamDestroy)(nw_CUstream s);
