@@ -102,6 +102,21 @@ static size_t bracket_rank_tag(const char *s, size_t len, struct nw_lp *lp)
 	return skip_one_space(s, len, i + 2);
 }
 
+/* Ray's worker prefix "(RayWorkerWrapper pid=803, ip=10.0.0.7) " or "(pid=803) ". */
+static size_t ray_tag(const char *s, size_t len, struct nw_lp *lp)
+{
+	if (len < 8 || s[0] != '(')
+		return 0;
+	const char *close = memchr(s, ')', len < 200 ? len : 200);
+	if (!close || !memmem(s, (size_t)(close - s), "pid=", 4))
+		return 0;
+	size_t i = (size_t)(close - s) + 1;
+	if (i < len && s[i] != ' ')
+		return 0;
+	set_tag(lp, s + 1, (size_t)(close - s) - 1);
+	return skip_one_space(s, len, i);
+}
+
 /* A leading timestamp: "2026-11-30T11:39:33.123456Z ", "2026-11-30 11:39:33,123 ", "[2026-11-30 11:39:33] ". */
 static size_t timestamp(const char *s, size_t len)
 {
@@ -140,14 +155,15 @@ size_t nw_lp_nccl_prefix(const char *s, size_t len)
 		i++;
 	if (i == 0 || i >= len || s[i] != ':')
 		return 0;
+	/* ":pid:tid", or ":pid" alone in some builds */
 	for (int field = 0; field < 2; field++) {
 		size_t d = ++i;
 		while (i < len && is_digit(s[i]))
 			i++;
 		if (i == d || i >= len)
 			return 0;
-		if (field == 0 && s[i] != ':')
-			return 0;
+		if (s[i] != ':')
+			break;
 	}
 	if (s[i] != ' ')
 		return 0;
@@ -204,11 +220,11 @@ size_t nw_lp_strip(char *line, size_t len, size_t *newlen, struct nw_lp *lp)
 	for (int round = 0; round < 6; round++) {
 		const char *s = line + off;
 		size_t n = len - off, k;
-		if (n && s[0] != '[' && !is_digit(s[0]) && !is_host_char(s[0]) && s[0] != ' ')
+		if (n && s[0] != '[' && s[0] != '(' && !is_digit(s[0]) && !is_host_char(s[0]) && s[0] != ' ')
 			break;
 		if (nw_lp_nccl_prefix(s, n))
 			break;
-		if ((k = mpi_tag(s, n, lp)) || (k = bracket_rank_tag(s, n, lp)) || (k = timestamp(s, n)) ||
+		if ((k = mpi_tag(s, n, lp)) || (k = bracket_rank_tag(s, n, lp)) || (k = ray_tag(s, n, lp)) || (k = timestamp(s, n)) ||
 		    (k = host_tag(s, n, lp))) {
 			off += k;
 			continue;

@@ -3,7 +3,7 @@
  * program output, so the NCCL log and nccl-tests parsers see the program's
  * own text. Handled, in any stacking order: ANSI colour sequences (anywhere
  * in the line), Open MPI's "[1,3]<stdout>:", torchrun/PyTorch "[rank3]:" and
- * "[default0]:", srun --label "3: ", pdsh "host: " (only in front of text
+ * "[default0]:", Ray's "(Worker pid=803, ip=...) ", srun --label "3: ", pdsh "host: " (only in front of text
  * that looks like NCCL or nccl-tests output), and leading timestamps
  * ("2026-11-30T11:39:33.123Z ", "[2026-11-30 11:39:33] ").
  */
@@ -24,7 +24,7 @@ struct nw_lp {
 size_t nw_lp_strip(char *line, size_t len, size_t *newlen, struct nw_lp *lp);
 
 /*
- * Whether s[0..len) starts with NCCL's log prefix "host:pid:tid [dev] ";
+ * Whether s[0..len) starts with NCCL's log prefix "host:pid:tid [dev] " (or "host:pid [dev] ");
  * returns the prefix length (0 when not).
  */
 size_t nw_lp_nccl_prefix(const char *s, size_t len);
