@@ -62,8 +62,8 @@ static void print_header(const json_t *doc)
 		printf("; %" JSON_INTEGER_FORMAT " NCCL-looking lines not understood", i_of(in, "unparsed"));
 	if (i_of(in, "long_lines") > 0)
 		printf("; %" JSON_INTEGER_FORMAT " over-long lines cut", i_of(in, "long_lines"));
-	if (i_of(in, "dropped") > 0)
-		printf("; %" JSON_INTEGER_FORMAT " entries beyond table limits dropped", i_of(in, "dropped"));
+	if (i_of(in, "not_recorded") > 0)
+		printf("; %" JSON_INTEGER_FORMAT " lines not recorded (tables full)", i_of(in, "not_recorded"));
 	printf("\n");
 }
 

@@ -238,10 +238,14 @@ struct nw_log {
 	int nerrors;
 	/* line being fed: where it came from */
 	char tag[48];
-	/* a one-entry cache of the last process looked up */
+	/* a one-entry cache of the last host and process looked up */
 	uint32_t last_host;
 	int last_pid;
 	uint32_t last_proc;
+	int last_valid;
+	uint32_t cached_host;
+	char cached_host_name[LG_NAME];
+	size_t cached_host_len;
 };
 
 struct nw_log *nw_log_new(void)
@@ -394,6 +398,8 @@ static uint32_t host_get(struct nw_log *lg, const char *s, size_t n, int create)
 {
 	if (n >= LG_NAME)
 		n = LG_NAME - 1;
+	if (create && n == lg->cached_host_len && n && !memcmp(s, lg->cached_host_name, n))
+		return lg->cached_host;
 	int created;
 	uint32_t *v = ht_get(&lg->host_idx, hash_str(s, n), n, create, &created);
 	if (!v) {
@@ -405,17 +411,29 @@ static uint32_t host_get(struct nw_log *lg, const char *s, size_t n, int create)
 		*v = (uint32_t)lg->nhosts++;
 		copy_str(lg->hosts[*v].name, LG_NAME, s, n);
 	}
+	if (create) {
+		memcpy(lg->cached_host_name, s, n);
+		lg->cached_host_len = n;
+		lg->cached_host = *v;
+	}
 	return *v;
 }
 
 static uint32_t proc_get(struct nw_log *lg, uint32_t host, int pid)
 {
-	if (host == lg->last_host && pid == lg->last_pid && lg->last_proc != UINT32_MAX)
+	if (host == lg->last_host && pid == lg->last_pid && lg->last_valid) {
+		if (lg->last_proc == UINT32_MAX)
+			lg->dropped++;
 		return lg->last_proc;
+	}
 	int created;
 	uint32_t *v = ht_get(&lg->proc_idx, host, (uint64_t)(uint32_t)pid, 1, &created);
+	lg->last_host = host;
+	lg->last_pid = pid;
+	lg->last_valid = 1;
 	if (!v) {
 		lg->dropped++;
+		lg->last_proc = UINT32_MAX;
 		return UINT32_MAX;
 	}
 	if (created) {
@@ -936,6 +954,10 @@ static void info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, 
 			lg->nvls_available = 1;
 			return;
 		}
+		if (starts(s, n, "NET/IB") && find(s, n, "GPU Direct RDMA Disabled")) {
+			lg->gdr_off_lines++;
+			return;
+		}
 		break;
 	case 'c':
 		if (starts(s, n, "cudaDriverVersion ")) {
@@ -1004,9 +1026,7 @@ static void info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, 
 	case ' ':
 		if (host != UINT32_MAX && !lg->hosts[host].nvlink && (find(s, n, "NVL[") || find(s, n, "/NVL)")))
 			lg->hosts[host].nvlink = 1;
-		if (find(s, n, "GPU Direct RDMA Disabled"))
-			lg->gdr_off_lines++;
-		break;
+		return;
 	default:
 		if (is_digit(s[0]) && (at = find(s, n, " nvls channels"))) {
 			const char *c = at;
@@ -1020,16 +1040,14 @@ static void info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, 
 		}
 		break;
 	}
-	if ((at = find(s, n, " set by environment to "))) {
+	if (starts(s, n, "NCCL_") && (at = find(s, n, " set by environment to "))) {
 		info_env(lg, s, n, at);
 		return;
 	}
 	if (s[0] >= 'A' && s[0] <= 'Z' && info_algo(lg, s, n))
 		return;
-	if (s[0] >= 'a' && s[0] <= 'z' && find(s, n, " -> ") && info_trace(lg, host, s, n))
-		return;
-	if (find(s, n, "GPU Direct RDMA Disabled"))
-		lg->gdr_off_lines++;
+	if (s[0] >= 'a' && s[0] <= 'z')
+		info_trace(lg, host, s, n);
 }
 
 /* ---- lines that are not NCCL's ---- */
@@ -1219,16 +1237,23 @@ void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 	}
 	while (len && (line[len - 1] == '\r' || line[len - 1] == '\n'))
 		len--;
-	struct nw_lp lp;
-	size_t n;
-	size_t off = nw_lp_strip(line, len, &n, &lp);
-	const char *s = line + off;
-	nw_strlcpy(lg->tag, lp.tag, sizeof(lg->tag));
-	if (!n) {
-		lg->blank_lines++;
-		return;
+	size_t n = len, pl = 0;
+	const char *s = line;
+	if (!memchr(line, '\x1b', len))
+		pl = nw_lp_nccl_prefix(line, len);
+	if (!pl) {
+		struct nw_lp lp;
+		size_t off = nw_lp_strip(line, len, &n, &lp);
+		s = line + off;
+		nw_strlcpy(lg->tag, lp.tag, sizeof(lg->tag));
+		if (!n) {
+			lg->blank_lines++;
+			return;
+		}
+		pl = nw_lp_nccl_prefix(s, n);
+	} else {
+		lg->tag[0] = '\0';
 	}
-	size_t pl = nw_lp_nccl_prefix(s, n);
 	if (!pl && memchr(s, 'N', n)) {
 		size_t g = glued_nccl_line(lg, s, n);
 		if (g) {
@@ -1250,9 +1275,9 @@ void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 	const char *c1 = memchr(s, ':', pl);
 	uint32_t host = host_get(lg, s, (size_t)(c1 - s), 1);
 	size_t used;
-	long long pid = parse_ll(c1 + 1, pl, &used);
+	long long pid = parse_ll(c1 + 1, pl - (size_t)(c1 + 1 - s), &used);
 	const char *lb = memchr(s, '[', pl);
-	long long dev = parse_ll(lb + 1, pl, &used);
+	long long dev = parse_ll(lb + 1, pl - (size_t)(lb + 1 - s), &used);
 	uint32_t proc = host == UINT32_MAX ? UINT32_MAX : proc_get(lg, host, (int)pid);
 	const char *m = s + pl;
 	size_t mn = n - pl;
@@ -1810,7 +1835,7 @@ json_t *nw_log_report(struct nw_log *lg)
 	json_object_set_new(in, "other_lines", json_integer((json_int_t)lg->other_lines));
 	json_object_set_new(in, "unparsed", json_integer((json_int_t)lg->unparsed));
 	json_object_set_new(in, "long_lines", json_integer((json_int_t)lg->long_lines));
-	json_object_set_new(in, "dropped", json_integer((json_int_t)(lg->dropped + lg->groups_overflow)));
+	json_object_set_new(in, "not_recorded", json_integer((json_int_t)(lg->dropped + lg->groups_overflow)));
 	json_object_set_new(doc, "input", in);
 
 	json_t *hosts = json_array();
@@ -1820,37 +1845,46 @@ json_t *nw_log_report(struct nw_log *lg)
 	json_object_set_new(doc, "nhosts", json_integer((json_int_t)lg->nhosts));
 	json_object_set_new(doc, "processes", json_integer((json_int_t)lg->nprocs));
 
-	/* versions: one entry per distinct version string */
-	json_t *vers = json_array();
+	/* versions: one entry per distinct version string (the first 64) */
+	struct { const char *v; size_t np; long cuda; json_t *hosts; uint32_t last_host; } vs[64];
+	size_t nvs = 0;
 	for (size_t i = 0; i < lg->nprocs; i++) {
-		const char *v = lg->procs[i].version;
-		if (!v[0])
+		const struct proc *p = &lg->procs[i];
+		if (!p->version[0])
 			continue;
-		int dup = 0;
-		for (size_t k = 0; k < i; k++)
-			dup |= !strcmp(lg->procs[k].version, v);
-		if (dup)
-			continue;
-		json_t *hv = json_array();
-		size_t np = 0;
-		for (size_t k = i; k < lg->nprocs; k++) {
-			if (strcmp(lg->procs[k].version, v))
+		size_t k = 0;
+		while (k < nvs && strcmp(vs[k].v, p->version))
+			k++;
+		if (k == nvs) {
+			if (nvs == NW_ARRAY_LEN(vs))
 				continue;
-			np++;
-			const char *h = lg->hosts[lg->procs[k].host].name;
+			vs[nvs].v = p->version;
+			vs[nvs].np = 0;
+			vs[nvs].cuda = p->cuda_driver;
+			vs[nvs].hosts = json_array();
+			vs[nvs].last_host = UINT32_MAX;
+			nvs++;
+		}
+		vs[k].np++;
+		if (p->host != vs[k].last_host && json_array_size(vs[k].hosts) < 16) {
+			const char *h = lg->hosts[p->host].name;
 			int hdup = 0;
 			size_t idx;
 			json_t *x;
-			json_array_foreach(hv, idx, x) hdup |= !strcmp(json_string_value(x), h);
-			if (!hdup && json_array_size(hv) < 16)
-				json_array_append_new(hv, jstr(h));
+			json_array_foreach(vs[k].hosts, idx, x) hdup |= !strcmp(json_string_value(x), h);
+			if (!hdup)
+				json_array_append_new(vs[k].hosts, jstr(h));
+			vs[k].last_host = p->host;
 		}
+	}
+	json_t *vers = json_array();
+	for (size_t k = 0; k < nvs; k++) {
 		json_t *o = json_object();
-		json_object_set_new(o, "version", jstr(v));
-		json_object_set_new(o, "processes", json_integer((json_int_t)np));
-		json_object_set_new(o, "hosts", hv);
-		if (lg->procs[i].cuda_driver > 0)
-			json_object_set_new(o, "cuda_driver", json_integer(lg->procs[i].cuda_driver));
+		json_object_set_new(o, "version", jstr(vs[k].v));
+		json_object_set_new(o, "processes", json_integer((json_int_t)vs[k].np));
+		json_object_set_new(o, "hosts", vs[k].hosts);
+		if (vs[k].cuda > 0)
+			json_object_set_new(o, "cuda_driver", json_integer(vs[k].cuda));
 		json_array_append_new(vers, o);
 	}
 	json_object_set_new(doc, "versions", vers);
