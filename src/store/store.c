@@ -160,8 +160,11 @@ static int exec_retry(struct nw_store *s, const char *sql)
 	}
 }
 
-/* One integer from a query with no parameters; -1 on error. */
-static int query_int(struct nw_store *s, const char *sql, long long *out)
+/*
+ * Integers from the one row of a query with no parameters (out[0..nout));
+ * -1 on error. One statement reads one snapshot of the database.
+ */
+static int query_ints(struct nw_store *s, const char *sql, long long *out, int nout)
 {
 	sqlite3_stmt *st = NULL;
 	int rc;
@@ -170,7 +173,8 @@ static int query_int(struct nw_store *s, const char *sql, long long *out)
 		if (rc == SQLITE_OK) {
 			rc = sqlite3_step(st);
 			if (rc == SQLITE_ROW)
-				*out = sqlite3_column_int64(st, 0);
+				for (int k = 0; k < nout; k++)
+					out[k] = sqlite3_column_int64(st, k);
 			sqlite3_finalize(st);
 			st = NULL;
 		}
@@ -186,12 +190,14 @@ enum owner { OWN_OURS, OWN_EMPTY, OWN_FOREIGN, OWN_ERROR };
 
 static enum owner check_owner(struct nw_store *s, long long *version)
 {
-	long long appid = 0, ntables = 0;
-	*version = 0;
-	if (query_int(s, "PRAGMA application_id", &appid) ||
-	    query_int(s, "PRAGMA user_version", version) ||
-	    query_int(s, "SELECT count(*) FROM sqlite_master", &ntables))
+	long long v[3] = { 0, 0, 0 };
+	/* one statement, so a database being created meanwhile is seen before or after, never half */
+	if (query_ints(s, "SELECT (SELECT application_id FROM pragma_application_id),"
+	                  " (SELECT user_version FROM pragma_user_version),"
+	                  " (SELECT count(*) FROM sqlite_master)", v, 3))
 		return OWN_ERROR;
+	long long appid = v[0], ntables = v[2];
+	*version = v[1];
 	if (appid == NW_STORE_APP_ID)
 		return OWN_OURS;
 	if (appid == 0 && ntables == 0 && *version == 0)
@@ -316,7 +322,7 @@ int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **o
 	}
 	/* Ours or empty from here on: safe to set the journal mode. */
 	long long dummy;
-	if (query_int(s, "PRAGMA journal_mode = WAL", &dummy) ||
+	if (query_ints(s, "PRAGMA journal_mode = WAL", &dummy, 1) ||
 	    sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL) != SQLITE_OK) {
 		db_err(s, "setting WAL mode", err, errlen);
 		goto fail;
