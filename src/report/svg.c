@@ -229,8 +229,9 @@ int nw_svg_chart(FILE *f, const struct nw_report_input *in, const char *op,
 	for (size_t r = 0; r < in->nruns; r++) {
 		const char *col = palette[r % NW_ARRAY_LEN(palette)];
 		double y = ly + 18.0 * (double)shown++;
-		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">",
-		        lx, y + 4, col, lx + 20, y + 9);
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"%s\" fill=\"%s\" fill-opacity=\"%s\"/>"
+		           "<text x=\"%.1f\" y=\"%.1f\">",
+		        lx, y + (r ? 4 : 3.5), r ? "3" : "5", col, r ? "1" : "0.45", lx + 20, y + 9);
 		nw_xml_escape(f, in->labels[r]);
 		if (!ns[r])
 			fputs(" (no rows)", f);
