@@ -207,7 +207,7 @@ static void write_rank_family(struct nw_prom *out, enum rank_metric which, const
 			break;
 		}
 		case RM_AGE:
-			v = now_real - (double)h->updated_ns * 1e-9;
+			v = now_real - (double)h->updated_ns / 1e9;
 			if (v < 0)
 				v = 0;
 			break;
@@ -218,10 +218,10 @@ static void write_rank_family(struct nw_prom *out, enum rank_metric which, const
 			v = ratio(h->busy_kernel_ns, h->busy_window_ns);
 			break;
 		case RM_BUSY_TOTAL:
-			v = (double)h->busy_est_total_ns * 1e-9;
+			v = (double)h->busy_est_total_ns / 1e9;
 			break;
 		case RM_WALL_TOTAL:
-			v = (double)h->wall_total_ns * 1e-9;
+			v = (double)h->wall_total_ns / 1e9;
 			break;
 		case RM_OPS_DROPPED: v = (double)h->ops_dropped; break;
 		case RM_EVENTS_BAD: v = (double)h->events_bad; break;
@@ -304,7 +304,7 @@ static void write_coll_family(struct nw_prom *out, enum coll_metric which, const
 						l[5] = (struct nw_label){ "source", nws_src_name(sample_src[k]) };
 						if (which == CM_DURATION)
 							nw_prom_histogram(out, coll_fam[which].name, l, 6, le, t->hist,
-							                  NW_SAMPLE_NBOUNDS, (double)t->sum_ns * 1e-9);
+							                  NW_SAMPLE_NBOUNDS, (double)t->sum_ns / 1e9);
 						else
 							nw_prom_sample(out, coll_fam[which].name, l, 6, (double)t->bytes);
 					}
@@ -316,7 +316,7 @@ static void write_coll_family(struct nw_prom *out, enum coll_metric which, const
 					if (nw_sample_best(&d, &t) < 0)
 						break; /* nothing timed in the window: absent, not 0 */
 					l[5] = (struct nw_label){ "nranks", lb.nranks };
-					double bw = (double)t->bytes / ((double)t->sum_ns * 1e-9) *
+					double bw = (double)t->bytes / ((double)t->sum_ns / 1e9) *
 					            nws_busbw_factor(op, r->hdr.nranks);
 					nw_prom_sample(out, coll_fam[which].name, l, 6, bw);
 					break;
@@ -360,8 +360,8 @@ static void write_lateness(struct nw_prom *out, const struct nw_metrics *m, cons
 					{ "host", r->hdr.hostname }, { "comm", lb.comm }, { "rank", lb.rank },
 					{ "basis", basis },
 				};
-				double v = f == 0 ? late[i].mean_late_us * 1e-6
-				         : f == 1 ? late[i].max_late_us * 1e-6
+				double v = f == 0 ? late[i].mean_late_us / 1e6
+				         : f == 1 ? late[i].max_late_us / 1e6
 				         : (double)late[i].nlast / (double)late[i].nseq;
 				if (!started) {
 					nw_prom_family(out, names[f], "gauge", helps[f]);
@@ -422,7 +422,7 @@ static double realtime_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 void nw_metrics_write(const struct nw_metrics *m, const struct nw_sf_set *set,
