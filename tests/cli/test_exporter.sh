@@ -115,3 +115,18 @@ if [ -x "$NW_TESTS/plugin_harness" ] && [ -f "$SRCDIR/tests/cli/harness_sums.sh"
 	source "$SRCDIR/tests/cli/harness_sums.sh"
 	harness_check_exporter
 fi
+
+# every metric the dashboard and the rules use is documented in docs/metrics.md
+undoc=
+for n in $(grep -ohE 'ncclwatch(_[a-z0-9_]+|:[a-z0-9_:]+)' "$SRCDIR/deploy/grafana/ncclwatch.json" \
+		"$SRCDIR/deploy/prometheus/ncclwatch-rules.yml" | sed -E 's/_(bucket|sum|count)$//' | sort -u); do
+	grep -q "\`$n\`" "$SRCDIR/docs/metrics.md" || undoc="$undoc $n"
+done
+RC=0
+if [ -z "$undoc" ]; then ok "dashboard and rules use documented metrics only"; else notok "dashboard and rules use documented metrics only" "undocumented:$undoc"; fi
+for t in "$TMP/empty.prom"; do
+	for n in $(sed -n 's/^# TYPE \([^ ]*\) .*/\1/p' "$t"); do
+		grep -q "\`$n\`" "$SRCDIR/docs/metrics.md" || undoc="$undoc $n"
+	done
+done
+if [ -z "$undoc" ]; then ok "every exported family is documented"; else notok "every exported family is documented" "undocumented:$undoc"; fi

@@ -187,6 +187,16 @@ static void each_family_once(void **state)
 		assert_true(n < 64);
 		nw_strlcpy(seen[n++], name, sizeof(seen[0]));
 	}
+	/* and docs/metrics.md documents each (tests run from the source tree) */
+	char *doc = nw_read_file("docs/metrics.md", 1 << 20, NULL);
+	assert_non_null(doc);
+	for (int i = 0; i < n; i++) {
+		char quoted[128 + 8];
+		snprintf(quoted, sizeof(quoted), "`%.100s`", seen[i]);
+		if (!strstr(doc, quoted))
+			fail_msg("%s is not documented in docs/metrics.md", seen[i]);
+	}
+	free(doc);
 	assert_true(n >= 10);
 	free(copy);
 	free(s);
