@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -46,7 +45,7 @@ const char usage_doctor[] =
 	"\n"
 	"exit status: 0 nothing above info, 1 warnings, 2 errors (or a usage error).\n";
 
-/* Everything doctor and check need, probed once. Caller frees with doctor_state_free. */
+/* What one doctor run holds; released at the command's exit. */
 struct doctor_state {
 	struct nw_nvml_snap *snap;
 	struct nw_topo *topo;
@@ -160,24 +159,12 @@ int cmd_doctor(int argc, char **argv)
 		}
 	}
 
-	const char *root = nw_sys_root(sysroot);
 	st.snap = nw_calloc(1, sizeof(*st.snap));
 	st.topo = nw_calloc(1, sizeof(*st.topo));
-	if (nw_probe_nvml(st.snap, nvml_json, err, sizeof(err)) < 0) {
+	if (nw_doc_probe_all(nw_sys_root(sysroot), nvml_json, nccl_lib, interval, st.snap, st.topo, &st.ctx,
+	                     err, sizeof(err)) < 0) {
 		nw_error("%s", err);
 		goto out;
-	}
-	nw_topo_probe(st.topo, root, st.snap);
-	st.ctx.nccl_override = nccl_lib;
-	nw_doc_gather(&st.ctx, root, NULL, st.snap, st.topo);
-	int has_links = 0;
-	for (int g = 0; g < st.snap->ngpus; g++)
-		has_links |= st.snap->gpus[g].nlinks > 0;
-	if (interval < 0)
-		interval = has_links && !nvml_json && !getenv("NCCLWATCH_NVML_JSON") ? 1.0 : 0.0;
-	if (interval > 0 && has_links) {
-		usleep((useconds_t)(interval * 1e6));
-		(void)nw_nvml_reread_errors(st.snap);
 	}
 	nw_doc_run(&st.ctx, only, nonly, &st.findings);
 

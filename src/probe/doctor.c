@@ -524,3 +524,26 @@ void nw_doc_gather(struct nw_doc_ctx *c, const char *root, char **env,
 	if (nw_sys_line(root, "/sys/devices/system/cpu/online", online, sizeof(online)) == 0)
 		c->ncpus_online = nw_cpulist_parse(online, bits, NW_DOC_CPU_BITS);
 }
+
+int nw_doc_probe_all(const char *root, const char *nvml_json, const char *nccl_lib, double interval,
+                     struct nw_nvml_snap *snap, struct nw_topo *topo, struct nw_doc_ctx *c, char *err,
+                     size_t errlen)
+{
+	nw_doc_ctx_init(c, snap, topo);
+	if (nw_probe_nvml(snap, nvml_json, err, errlen) < 0)
+		return -1;
+	nw_topo_probe(topo, root, snap);
+	c->nccl_override = nccl_lib;
+	nw_doc_gather(c, root, NULL, snap, topo);
+	int has_links = 0;
+	for (int g = 0; g < snap->ngpus; g++)
+		has_links |= snap->gpus[g].nlinks > 0;
+	int live = !nvml_json && !getenv("NCCLWATCH_NVML_JSON");
+	if (interval < 0)
+		interval = has_links && live ? 1.0 : 0.0;
+	if (interval > 0 && has_links && live) {
+		usleep((useconds_t)(interval * 1e6));
+		(void)nw_nvml_reread_errors(snap);
+	}
+	return 0;
+}

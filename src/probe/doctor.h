@@ -126,6 +126,19 @@ int nw_findings_from_json(const json_t *a, struct nw_findings *f, char *err, siz
 void nw_doc_gather(struct nw_doc_ctx *c, const char *root, char **env,
                    const struct nw_nvml_snap *snap, const struct nw_topo *topo);
 void nw_doc_ctx_release(struct nw_doc_ctx *c);
+
+/*
+ * Everything doctor needs, probed once: NVML (replayed from nvml_json or
+ * $NCCLWATCH_NVML_JSON, else live), the topology under root, the facts;
+ * with interval > 0 (seconds) and a live driver with NVLinks, the NVLink
+ * error counters are read again after that long. interval < 0 picks 1 s
+ * for a live driver with NVLinks, else 0. snap, topo and c are the
+ * caller's (c released with nw_doc_ctx_release). -1 with err when a
+ * named recording cannot be read.
+ */
+int nw_doc_probe_all(const char *root, const char *nvml_json, const char *nccl_lib, double interval,
+                     struct nw_nvml_snap *snap, struct nw_topo *topo, struct nw_doc_ctx *c, char *err,
+                     size_t errlen);
 /* An empty context (nothing known) over snap and topo, for tests. */
 void nw_doc_ctx_init(struct nw_doc_ctx *c, const struct nw_nvml_snap *snap, const struct nw_topo *topo);
 
