@@ -211,8 +211,10 @@ static int parse(int argc, char **argv, struct tune_opts *o)
 				}
 			}
 		} else if (OPT("--budget")) {
-			if (!missing && (nw_parse_duration(v, &o->budget_s, err, sizeof(err)) != 0 || o->budget_s <= 0))
-				return nw_error("--budget: %s", o->budget_s <= 0 && !err[0] ? "must be above zero" : err), 2;
+			if (!missing && nw_parse_duration(v, &o->budget_s, err, sizeof(err)) != 0)
+				return nw_error("--budget: %s", err), 2;
+			if (!missing && o->budget_s <= 0)
+				return nw_error("--budget: must be above zero (e.g. 10m)"), 2;
 		} else if (OPT("--repeats")) {
 			if (!missing && nw_parse_long(v, 1, 1000, &lv, "--repeats", err, sizeof(err)) != 0)
 				return nw_error("%s", err), 2;
@@ -727,6 +729,12 @@ static void print_tune_verdict(const struct tune *t)
 		printf("  %s: better in %d, worse in %d (op x band)\n", t->vs.v[v].label, nb, nw);
 	}
 	printf("\n");
+	int nskipped = 0;
+	for (int v = 1; v < t->vs.n; v++)
+		nskipped += t->vs.v[v].status == NW_TV_SKIPPED;
+	if (nskipped)
+		printf("(%d of %d variants were left out for lack of time: the verdict covers the others only)\n",
+		       nskipped, t->vs.n - 1);
 	if (t->rec >= 0) {
 		const struct nw_tune_variant *var = &t->vs.v[t->rec];
 		int nb, nw;

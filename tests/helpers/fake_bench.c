@@ -13,7 +13,8 @@
  *   FAKE_NOISE=0.01   uniform multiplicative noise of +-1% per size
  *   FAKE_SLEEP=0.05   seconds to sleep per run (a run's cost)
  *   FAKE_NRANKS=2     ranks reported
- *   FAKE_LOG=FILE     append one line per run: "-c X" and the NCCL_* variables
+ *   FAKE_LOG=FILE     append one line per run: "pid N -c X --op LIST" and the
+ *                     NCCL_* variables
  *
  * NAME "DEFAULT" matches when no NCCL_* variable other than NCCL_NVLS_ENABLE
  * is set (VALUE is then ignored).
@@ -141,7 +142,7 @@ int main(int argc, char **argv)
 	if (log) {
 		FILE *f = fopen(log, "a");
 		if (f) {
-			fprintf(f, "-c %d --op %s", check, ops);
+			fprintf(f, "pid %d -c %d --op %s", (int)getpid(), check, ops);
 			for (char **p = environ; *p; p++)
 				if (!strncmp(*p, "NCCL_", 5))
 					fprintf(f, " %s", *p);
