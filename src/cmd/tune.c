@@ -39,6 +39,7 @@ const char usage_tune[] =
 	"  -d TYPE, -o REDOP    data type and reduction (default float, sum)\n"
 	"  -g N                 GPUs per process (bench's -g)\n"
 	"  --backend nccl|mpi   bench backend (default: bench's own)\n"
+	"  --nccl-lib PATH      the libnccl.so.2 every run loads (bench's --nccl-lib)\n"
 	"  --bands LIST         size band boundaries (default 64K,16M: small < 64K,\n"
 	"                       medium 64K-16M, large >= 16M); 'none' for one band\n"
 	"  --settings LIST      built-in groups to try: algo, proto, channels,\n"
@@ -79,7 +80,7 @@ const char usage_tune[] =
 
 struct tune_opts {
 	const char *ops;
-	const char *b, *e, *f, *n, *w, *d, *o, *g, *backend;
+	const char *b, *e, *f, *n, *w, *d, *o, *g, *backend, *nccl_lib;
 	const char *bands_spec;
 	unsigned groups;
 	char *vars[MAXVARS];
@@ -188,6 +189,8 @@ static int parse(int argc, char **argv, struct tune_opts *o)
 			o->g = v;
 		} else if (OPT("--backend")) {
 			o->backend = v;
+		} else if (OPT("--nccl-lib")) {
+			o->nccl_lib = v;
 		} else if (OPT("--bands")) {
 			o->bands_spec = v;
 		} else if (OPT("--settings")) {
@@ -1074,6 +1077,16 @@ int cmd_tune(int argc, char **argv)
 		         o.w, o.d, o.o, o.g ? " -g " : "", o.g ? o.g : "", o.backend ? " --backend " : "",
 		         o.backend ? o.backend : "");
 		bargs = nw_tune_split_words(spec);
+		if (o.nccl_lib) {
+			/* A path may hold blanks: appended as its own word. */
+			int nb = 0;
+			while (bargs[nb])
+				nb++;
+			bargs = nw_realloc(bargs, (size_t)(nb + 3) * sizeof(*bargs));
+			bargs[nb] = nw_strdup("--nccl-lib");
+			bargs[nb + 1] = nw_strdup(o.nccl_lib);
+			bargs[nb + 2] = NULL;
+		}
 	}
 	t.child.launcher = launcher;
 	t.child.bench_cmd = self;

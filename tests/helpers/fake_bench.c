@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 			dt = v;
 		else if (!strcmp(a, "-o"))
 			ro = v;
-		else if (strcmp(a, "-n") && strcmp(a, "-w") && strcmp(a, "-g") && strcmp(a, "--backend")) {
+		else if (strcmp(a, "-n") && strcmp(a, "-w") && strcmp(a, "-g") && strcmp(a, "--backend") && strcmp(a, "--nccl-lib")) {
 			fprintf(stderr, "fake_bench: unknown option '%s'\n", a);
 			return 2;
 		}
