@@ -56,6 +56,9 @@ const char usage_tune[] =
 	"  --min-gain PCT       smallest speed gain that can count (default 2)\n"
 	"  --prune-after N      after N repeats drop variants slower than the default\n"
 	"                       in every band (default 2; 0: never)\n"
+	"  --confirm N          before recommending a variant, run N more interleaved\n"
+	"                       rounds of it and the default; it must still win\n"
+	"                       (default 3; 0: recommend without confirming)\n"
 	"  --timeout DURATION   kill a run that takes longer (default: 5x the first\n"
 	"                       default run, at least 30 s; 10m before that run)\n"
 	"  --launcher \"CMD\"     prefix for multi-process runs, split on blanks\n"
@@ -93,6 +96,7 @@ struct tune_opts {
 	int repeats_set;
 	double min_gain;
 	long prune_after;
+	long confirm;
 	double timeout_s;
 	const char *launcher;
 	const char *env_out;
@@ -156,6 +160,7 @@ static int parse(int argc, char **argv, struct tune_opts *o)
 	o->repeats = 5;
 	o->min_gain = 0.02;
 	o->prune_after = 2;
+	o->confirm = 3;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
 		int missing = 0;
@@ -235,6 +240,11 @@ static int parse(int argc, char **argv, struct tune_opts *o)
 				return nw_error("%s", err), 2;
 			if (!missing)
 				o->prune_after = lv;
+		} else if (OPT("--confirm")) {
+			if (!missing && nw_parse_long(v, 0, 100, &lv, "--confirm", err, sizeof(err)) != 0)
+				return nw_error("%s", err), 2;
+			if (!missing)
+				o->confirm = lv;
 		} else if (OPT("--timeout")) {
 			if (!missing && (nw_parse_duration(v, &o->timeout_s, err, sizeof(err)) != 0))
 				return nw_error("--timeout: %s", err), 2;
@@ -360,6 +370,8 @@ struct tune {
 	int *also;
 	int nalso;
 	char stripped[1024];   /* NCCL_* names unset in the measured runs */
+	int candidate;         /* a winner that could not be confirmed, or -1 */
+	char unconfirmed[256]; /* why not */
 };
 
 static double elapsed(const struct tune *t)
@@ -416,7 +428,7 @@ static void safe_name(const char *label, char *buf, size_t len)
  * or when the variant failed (its status says which), -1 when the child
  * could not be started or we were interrupted.
  */
-static int run_one(struct tune *t, int v, int repeat, int check)
+static int run_one(struct tune *t, int v, int repeat, int check, const char *note)
 {
 	struct nw_tune_variant *var = &t->vs.v[v];
 	char ops[256], err[NW_ERRLEN], e1[32], e2[32];
@@ -425,8 +437,11 @@ static int run_one(struct tune *t, int v, int repeat, int check)
 	if (!t->o->quiet) {
 		fmt_dur(elapsed(t), e1, sizeof(e1));
 		fmt_dur(remaining(t), e2, sizeof(e2));
-		fprintf(stderr, "tune: [%d/%d] %s, repeat %d/%d%s  elapsed %s  eta %s\n", i, n < i ? i : n,
-		        var->label, repeat, t->repeats, check ? " (verified)" : "", e1, e2);
+		if (note)
+			fprintf(stderr, "tune: [%d] %s, repeat %d (%s)  elapsed %s\n", i, var->label, repeat, note, e1);
+		else
+			fprintf(stderr, "tune: [%d/%d] %s, repeat %d/%d%s  elapsed %s  eta %s\n", i, n < i ? i : n,
+			        var->label, repeat, t->repeats, check ? " (verified)" : "", e1, e2);
 	}
 	char *keep_path = NULL;
 	if (t->o->save_runs) {
@@ -482,16 +497,25 @@ static int run_one(struct tune *t, int v, int repeat, int check)
 	return 0;
 }
 
+/* Seconds kept back from the plan for confirming a winner (two runs per round). */
+static double reserve(const struct tune *t)
+{
+	if (t->o->check_env || t->o->confirm <= 0)
+		return 0;
+	return (double)t->o->confirm * 2 * t->est[0];
+}
+
 /* Re-plans repeats and variants for the time left; marks what is dropped. */
 static void replan(struct tune *t)
 {
 	int n = t->vs.n;
 	int *active = nw_calloc((size_t)n, sizeof(int));
+	/* Variants left out earlier compete again: estimates change as runs finish. */
 	for (int v = 0; v < n; v++)
-		active[v] = t->vs.v[v].status == NW_TV_ACTIVE;
+		active[v] = t->vs.v[v].status == NW_TV_ACTIVE || t->vs.v[v].status == NW_TV_SKIPPED;
 	struct nw_tune_plan_in in = {
 		.n = n, .cost_s = t->est, .active = active, .done = t->done,
-		.budget_left_s = t->o->budget_s > 0 ? t->o->budget_s - elapsed(t) : 0,
+		.budget_left_s = t->o->budget_s > 0 ? t->o->budget_s - elapsed(t) - reserve(t) : 0,
 		.min_repeats = (int)(t->o->repeats < NW_TUNE_MIN_REPEATS ? t->o->repeats : NW_TUNE_MIN_REPEATS),
 		.max_repeats = (int)t->o->repeats,
 	};
@@ -506,6 +530,9 @@ static void replan(struct tune *t)
 			var->status = NW_TV_SKIPPED;
 			snprintf(var->why, sizeof(var->why), "left out for lack of time after %d run%s",
 			         t->done[v], t->done[v] == 1 ? "" : "s");
+		} else if (var->status == NW_TV_SKIPPED && t->keep[v]) {
+			var->status = NW_TV_ACTIVE;
+			var->why[0] = '\0';
 		}
 	}
 	if (!out.fits && !t->stopped[0] && !t->o->quiet)
@@ -549,7 +576,7 @@ static int measure(struct tune *t)
 	t->repeats = (int)t->o->repeats;
 	for (int v = 0; v < n; v++)
 		t->keep[v] = 1;
-	if (run_one(t, 0, 1, 1) != 0)
+	if (run_one(t, 0, 1, 1, NULL) != 0)
 		return interrupted ? 130 : 3;
 	if (t->vs.v[0].status != NW_TV_ACTIVE) {
 		nw_error("the default run failed, so nothing can be compared: %s", t->vs.v[0].why);
@@ -565,29 +592,40 @@ static int measure(struct tune *t)
 		t->est[v] = c0 * (0.25 + 0.75 * nv / (t->nops ? t->nops : 1));
 	}
 	replan(t);
+	int *order = nw_calloc((size_t)n, sizeof(int));
+	int rc = 0;
 	for (int r = 1; r <= t->repeats; r++) {
-		int start = (r - 1) % n;
-		for (int k = 0; k < n; k++) {
-			int v = (start + k) % n;
+		/* This round's variants, rotated by one more each round. */
+		int m = 0;
+		for (int v = 0; v < n; v++)
+			if (t->vs.v[v].status == NW_TV_ACTIVE && t->keep[v] && t->done[v] < r)
+				order[m++] = v;
+		for (int k = 0; k < m; k++) {
+			int v = order[(k + r - 1) % m];
 			struct nw_tune_variant *var = &t->vs.v[v];
-			if (var->status != NW_TV_ACTIVE || !t->keep[v] || t->done[v] >= r)
+			if (var->status != NW_TV_ACTIVE)
 				continue;
-			if (t->o->budget_s > 0 && elapsed(t) + t->est[v] > t->o->budget_s) {
+			if (t->o->budget_s > 0 && elapsed(t) + t->est[v] > t->o->budget_s - reserve(t)) {
 				snprintf(t->stopped, sizeof(t->stopped), "the budget ran out during repeat %d", r);
-				return 0;
+				goto out;
 			}
-			if (run_one(t, v, r, r == 1) != 0)
-				return interrupted ? 130 : 3;
+			if (run_one(t, v, t->done[v] + 1, t->done[v] == 0, NULL) != 0) {
+				rc = interrupted ? 130 : 3;
+				goto out;
+			}
 			if (v == 0 && var->status != NW_TV_ACTIVE) {
 				nw_error("the default run failed on repeat %d, so the comparison stops: %s", r, var->why);
-				return 3;
+				rc = 3;
+				goto out;
 			}
 		}
 		if (!t->o->check_env && t->o->prune_after > 0 && r == t->o->prune_after)
 			prune(t, r);
 		replan(t);
 	}
-	return 0;
+out:
+	free(order);
+	return rc;
 }
 
 static const char *status_name(enum nw_tune_status s)
@@ -643,6 +681,9 @@ static void count_verdicts(const struct tune *t, int v, int *better, int *worse)
 
 static void analyze(struct tune *t)
 {
+	free(t->cmps);
+	free(t->cells);
+	free(t->also);
 	size_t n = (size_t)t->vs.n * NW_NOPS * (size_t)t->nbands;
 	t->cmps = nw_calloc(n, sizeof(*t->cmps));
 	t->cells = nw_calloc((size_t)NW_NOPS * (size_t)t->nbands, sizeof(*t->cells));
@@ -651,13 +692,61 @@ static void analyze(struct tune *t)
 	t->rec = t->o->check_env ? -1 : nw_tune_recommend(&t->data, &t->vs, t->cmps, t->also, &t->nalso);
 }
 
+/*
+ * A winner is measured again before it is recommended: o->confirm more
+ * rounds of it and the default, alternating which goes first, then the
+ * verdicts are recomputed over all runs. When it no longer wins the next
+ * candidate gets the same treatment (three candidates at most). Leaves
+ * t->rec confirmed or -1 (t->candidate then names an unconfirmed winner).
+ * Returns 0, 3 (the default failed) or 130.
+ */
+static int confirm(struct tune *t)
+{
+	t->candidate = -1;
+	analyze(t);
+	if (t->o->check_env || t->o->confirm <= 0)
+		return 0;
+	for (int attempt = 0; attempt < 3 && t->rec >= 0 && !t->vs.v[t->rec].confirmed; attempt++) {
+		int v = t->rec;
+		double need = (double)t->o->confirm * (t->est[0] + t->est[v]);
+		if (t->stopped[0] || (t->o->budget_s > 0 && elapsed(t) + need > t->o->budget_s)) {
+			snprintf(t->unconfirmed, sizeof(t->unconfirmed), "no time left for %ld confirmation rounds (about %.0f s)",
+			         t->o->confirm, need);
+			break;
+		}
+		for (long k = 0; k < t->o->confirm && t->vs.v[v].status == NW_TV_ACTIVE; k++) {
+			int order[2] = { k % 2 ? v : 0, k % 2 ? 0 : v };
+			for (int j = 0; j < 2; j++) {
+				int w = order[j];
+				if (run_one(t, w, t->done[w] + 1, 0, "confirming") != 0)
+					return interrupted ? 130 : 3;
+				if (w == 0 && t->vs.v[0].status != NW_TV_ACTIVE) {
+					nw_error("the default run failed while confirming: %s", t->vs.v[0].why);
+					return 3;
+				}
+			}
+		}
+		t->vs.v[v].confirmed = 1;
+		analyze(t);
+	}
+	if (t->rec >= 0 && !t->vs.v[t->rec].confirmed) {
+		t->candidate = t->rec;
+		if (!t->unconfirmed[0])
+			snprintf(t->unconfirmed, sizeof(t->unconfirmed), "three candidates in a row lost their lead when measured again");
+		t->rec = -1;
+		t->nalso = 0;
+	}
+	return 0;
+}
+
 static void print_header(const struct tune *t)
 {
 	char el[32], bud[32];
 	fmt_dur(elapsed(t), el, sizeof(el));
 	fmt_dur(t->o->budget_s, bud, sizeof(bud));
-	printf("ncclwatch tune%s: NCCL %s, %d rank%s%s%s%s, backend %s\n", t->o->check_env ? " --check-env" : "",
-	       t->nccl_version[0] ? t->nccl_version : "(unknown)", t->nranks, t->nranks == 1 ? "" : "s",
+	printf("ncclwatch tune%s: %s%s%s%d rank%s%s%s%s, backend %s\n", t->o->check_env ? " --check-env" : "",
+	       t->nccl_version[0] ? "NCCL " : "", t->nccl_version, t->nccl_version[0] ? ", " : "",
+	       t->nranks, t->nranks == 1 ? "" : "s",
 	       t->gpus[0] ? " (" : "", t->gpus, t->gpus[0] ? ")" : "", t->backend[0] ? t->backend : "?");
 	printf("%d variant%s, %d run%s in %s%s%s%s; gain = speed over the defaults, median of repeats\n",
 	       t->vs.n, t->vs.n == 1 ? "" : "s", t->runs_total, t->runs_total == 1 ? "" : "s", el,
@@ -742,10 +831,14 @@ static void print_tune_verdict(const struct tune *t)
 		const struct nw_tune_variant *var = &t->vs.v[t->rec];
 		int nb, nw;
 		count_verdicts(t, t->rec, &nb, &nw);
-		printf("recommendation: %s (better in %d op x band, worse in none)\n", var->label, nb);
+		printf("recommendation: %s (better in %d op x band, worse in none%s)\n", var->label, nb,
+		       var->confirmed ? ", confirmed by a second measurement" : "");
 		for (int i = 0; i < t->nalso; i++)
 			printf("  also better somewhere and worse nowhere, not combined (combinations were not measured): %s\n",
 			       t->vs.v[t->also[i]].label);
+	} else if (t->candidate >= 0) {
+		printf("defaults are best here as far as confirmed: %s looked faster but was not confirmed (%s); run again with more --budget\n",
+		       t->vs.v[t->candidate].label, t->unconfirmed);
 	} else if (any_best) {
 		printf("defaults are best here for a process-wide setting: no variant is faster in some band without being slower in another\n");
 	} else {
@@ -810,9 +903,10 @@ static json_t *variant_json(const struct tune *t, int v)
 	for (int op = 0; op < NW_NOPS; op++)
 		if (t->opmask & var->opmask & (1u << op))
 			json_array_append_new(ops, json_string(nw_coll_get((enum nw_op)op)->name));
-	return json_pack("{s:s, s:o, s:b, s:o, s:s, s:s, s:i, s:o}", "label", var->label, "env", env,
+	return json_pack("{s:s, s:o, s:b, s:o, s:s, s:s, s:i, s:b, s:o}", "label", var->label, "env", env,
 	                 "keeps_current_env", var->keep_env, "ops", ops, "status", status_name(var->status),
-	                 "why", var->why, "runs", var->runs, "cost_s", num_or_null(var->cost_s));
+	                 "why", var->why, "runs", var->runs, "confirmed", var->confirmed,
+	                 "cost_s", num_or_null(var->cost_s));
 }
 
 /* The whole result as JSON (schema ncclwatch.tune/1, docs/tune.md); caller decrefs. */
@@ -881,6 +975,10 @@ static json_t *tune_json(const struct tune *t)
 		json_t *rec = json_object(), *env = json_object(), *also = json_array();
 		json_object_set_new(rec, "defaults_best", json_boolean(t->rec < 0));
 		json_object_set_new(rec, "label", t->rec >= 0 ? json_string(t->vs.v[t->rec].label) : json_null());
+		json_object_set_new(rec, "confirmed", json_boolean(t->rec >= 0 && t->vs.v[t->rec].confirmed));
+		json_object_set_new(rec, "unconfirmed_candidate",
+		                    t->candidate >= 0 ? json_string(t->vs.v[t->candidate].label) : json_null());
+		json_object_set_new(rec, "unconfirmed_why", t->candidate >= 0 ? json_string(t->unconfirmed) : json_null());
 		if (t->rec >= 0)
 			for (int i = 0; i < t->vs.v[t->rec].nset; i++)
 				json_object_set_new(env, t->vs.v[t->rec].set[i].name, json_string(t->vs.v[t->rec].set[i].value));
@@ -902,6 +1000,9 @@ static int write_env_file(const struct tune *t, const char *path)
 	if (!f)
 		return nw_error("cannot write '%s': %s", path, strerror(errno));
 	int rc = nw_tune_write_env(f, &t->data, &t->vs, t->cmps, t->rec, now, host, t->nccl_version);
+	if (rc == 0 && t->candidate >= 0 && fprintf(f, "# (%s looked faster but was not confirmed: %s)\n",
+	                                             t->vs.v[t->candidate].label, t->unconfirmed) < 0)
+		rc = -1;
 	if (f != stdout && fclose(f) != 0)
 		rc = -1;
 	if (rc != 0)
@@ -1124,7 +1225,18 @@ int cmd_tune(int argc, char **argv)
 	if (mrc == 130)
 		snprintf(t.stopped, sizeof(t.stopped), "interrupted");
 
-	analyze(&t);
+	if (mrc == 0) {
+		mrc = confirm(&t);
+		if (mrc == 3) {
+			rc = 3;
+			goto out;
+		}
+		if (mrc == 130)
+			snprintf(t.stopped, sizeof(t.stopped), "interrupted");
+	} else {
+		t.candidate = -1;
+		analyze(&t);
+	}
 	int to_stdout_json = o.json_out && !strcmp(o.json_out, "-");
 	if (!to_stdout_json) {
 		print_header(&t);

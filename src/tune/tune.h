@@ -72,6 +72,7 @@ struct nw_tune_variant {
 	enum nw_tune_status status;
 	char why[1024];    /* failure reason and stderr tail; why it was pruned or skipped */
 	int runs;          /* runs finished (successful or not) */
+	int confirmed;     /* its confirmation rounds against the default were run */
 	double cost_s;     /* mean wall seconds per run, 0 before the first */
 };
 

@@ -10,6 +10,8 @@
  *   FAKE_FAIL="NAME=VALUE:HOW;..."  when $NAME is VALUE: HOW is "exit" (exit 3
  *                 with a message on stderr), "wrong" (wrong elements with -c 1,
  *                 exit 1), "hang" (never finishes) or "garbage" (exit 0, bad JSON)
+ *   FAKE_EFFECT_LIMIT=N with FAKE_COUNTER=FILE: effects apply only in the first N
+ *                 runs where one holds (FILE counts them), so a win can vanish
  *   FAKE_NOISE=0.01   uniform multiplicative noise of +-1% per size
  *   FAKE_SLEEP=0.05   seconds to sleep per run (a run's cost)
  *   FAKE_NRANKS=2     ranks reported
@@ -74,11 +76,45 @@ static void failure(char *buf, size_t len)
 	}
 }
 
+static int effects_off;
+
+/* Counts runs where an effect rule holds; turns effects off past FAKE_EFFECT_LIMIT. */
+static void count_effect_runs(void)
+{
+	const char *lim = getenv("FAKE_EFFECT_LIMIT"), *file = getenv("FAKE_COUNTER");
+	const char *s = getenv("FAKE_EFFECT");
+	int any = 0;
+	while (s && *s) {
+		size_t n = strcspn(s, ";");
+		const char *colon = memchr(s, ':', n);
+		any |= colon && holds(s, (size_t)(colon - s));
+		s += n;
+		if (*s)
+			s++;
+	}
+	if (!lim || !file || !any)
+		return;
+	int count = 0;
+	FILE *f = fopen(file, "r");
+	if (f) {
+		if (fscanf(f, "%d", &count) != 1)
+			count = 0;
+		fclose(f);
+	}
+	count++;
+	f = fopen(file, "w");
+	if (f) {
+		fprintf(f, "%d\n", count);
+		fclose(f);
+	}
+	effects_off = count > atoi(lim);
+}
+
 /* The product of the FAKE_EFFECT factors that apply to size. */
 static double effect(uint64_t size)
 {
 	double f = 1;
-	const char *s = getenv("FAKE_EFFECT");
+	const char *s = effects_off ? NULL : getenv("FAKE_EFFECT");
 	while (s && *s) {
 		size_t n = strcspn(s, ";");
 		char rule[256];
@@ -170,6 +206,7 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	count_effect_runs();
 	uint64_t lo, hi;
 	if (nw_parse_size(b, &lo, NULL, 0) || nw_parse_size(e, &hi, NULL, 0) || lo == 0)
 		return 2;
