@@ -298,6 +298,33 @@ else
 	echo "# python3 not found: the fake-peer checks did not run"
 fi
 
+# --- the real command: ncclwatch bench joins through the bootstrap and refuses
+# ranks started with different arguments before it touches a GPU
+start_nw() { # NAME RANK WORLD bench-args...
+	local name=$1 r=$2 w=$3
+	shift 3
+	(
+		env RANK="$r" WORLD_SIZE="$w" LOCAL_RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT=$((PORT - 1)) \
+			timeout "$LIMIT" "$NW" "$@" >"$TMP/$name.$r.out" 2>"$TMP/$name.$r.err"
+		echo $? >"$TMP/$name.$r.rc"
+	) &
+	PIDS+=($!)
+}
+begin
+start_nw nwfp 0 2 bench -b 8 -e 1M -T "$TO"
+start_nw nwfp 1 2 bench -b 8 -e 2M -T "$TO"
+finish
+every_rank nwfp "0 1" expect_rc "bench refuses different arguments" 3
+every_rank nwfp "0 1" expect_err "bench names the rank and the argument" \
+	"rank 1 on [^ ]+ has '[^']*e=2097152[^']*' where rank 0 on [^ ]+ has '[^']*e=1048576"
+begin
+start_nw nwmiss 0 2 bench -b 8 -e 1M -T "$TO"
+finish
+rank_is nwmiss 0
+expect_rc "bench without its other rank fails" 3
+expect_err "bench names the missing rank" 'rank 1 never connected to 127\.0\.0\.1'
+in_time "bench gives up on a missing rank within -T"
+
 # --- bad combinations, refused by name before any network
 bad() {
 	local label=$1 want=$2
