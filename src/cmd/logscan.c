@@ -26,6 +26,8 @@ const char usage_logscan[] =
 	"options:\n"
 	"  --json         the report as JSON (schema ncclwatch.logscan/1)\n"
 	"  --brief        only the errors and the diagnoses\n"
+	"  --list-diagnoses  every diagnosis this version can make: id, severity,\n"
+	"                 what it means, the fix (tab-separated), then exit\n"
 	"  -h, --help     this text\n"
 	"\n"
 	"The report: NCCL versions per process and host, communicators, the\n"
@@ -172,11 +174,22 @@ static void print_problems(const json_t *doc)
 	}
 }
 
+static int list_diagnoses(void)
+{
+	const struct nw_log_rule_info *r;
+	size_t n = nw_log_rules(&r);
+	static const char *const sev[] = { "info", "warning", "error" };
+	for (size_t i = 0; i < n; i++)
+		printf("%s\t%s\t%s\t%s\n", r[i].id, sev[r[i].severity], r[i].summary, r[i].fix);
+	return 0;
+}
+
 int cmd_logscan(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "brief", no_argument, NULL, 'b' },
+		{ "list-diagnoses", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -187,6 +200,7 @@ int cmd_logscan(int argc, char **argv)
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'b': brief = 1; break;
+		case 'l': return list_diagnoses();
 		case 'h': fputs(usage_logscan, stdout); return 0;
 		default:
 			nw_error("unknown option '%s'; 'ncclwatch help logscan' lists them", argv[optind - 1]);
