@@ -105,8 +105,8 @@ static void print_report(const json_t *doc)
 		       i_of(o, "init_started") > i_of(o, "init_completed") ? i_of(o, "init_started") : i_of(o, "ranks_seen"));
 		if (i_of(o, "channels") > 0)
 			printf(", %" JSON_INTEGER_FORMAT " channels, ring %s", i_of(o, "channels"), s_of(o, "ring"));
-		if (i_of(o, "tree_lines") > 0)
-			printf(", %" JSON_INTEGER_FORMAT " tree lines", i_of(o, "tree_lines"));
+		if (s_of(o, "tree")[0])
+			printf(", tree %s", s_of(o, "tree"));
 		printf("\n");
 	}
 
@@ -118,6 +118,13 @@ static void print_report(const json_t *doc)
 		       " between nodes), %" JSON_INTEGER_FORMAT " channel connections, e.g. %s\n",
 		       s_of(o, "transport"), i_of(o, "pairs"), i_of(o, "pairs") == 1 ? "" : "s", i_of(o, "intra_node_pairs"),
 		       i_of(o, "inter_node_pairs"), i_of(o, "connections"), s_of(o, "example"));
+	}
+	if (i_of(doc, "npairs") > 0 && i_of(doc, "npairs") <= 16) {
+		json_array_foreach(json_object_get(doc, "pairs"), i, o) {
+			printf("    %s rank %" JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT ": %s (%" JSON_INTEGER_FORMAT " channel%s)\n",
+			       s_of(o, "comm"), i_of(o, "src"), i_of(o, "dst"), s_of(o, "transport"), i_of(o, "connections"),
+			       i_of(o, "connections") == 1 ? "" : "s");
+		}
 	}
 	const json_t *ct = json_object_get(doc, "collective_transports");
 	if (json_is_true(json_object_get(ct, "nvls_available")) || i_of(ct, "nvls_channels") > 0)

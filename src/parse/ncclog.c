@@ -172,6 +172,7 @@ struct comm {
 	int ranks_seen, init_started, init_completed;
 	int nchannels, ring_lines, tree_lines;
 	char ring[96];
+	char tree[96];   /* the first "Trees [0] ..." line's first channel */
 };
 
 struct pair {
@@ -617,7 +618,7 @@ static void info_comm(struct nw_log *lg, uint32_t proc, int dev, const char *s, 
 		return;
 	uint64_t id = 0;
 	int has_id = 0;
-	if ((vn = after_key(s, n, "commId", &v))) {
+	if ((vn = after_key(s, n, "commId", &v)) || (vn = after_key(s, n, "commHash", &v))) {
 		id = parse_hex(v, vn, &used);
 		has_id = used > 0;
 	}
@@ -1051,8 +1052,20 @@ static void info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, 
 	case 'T':
 		if (starts(s, n, "Tree ") || starts(s, n, "Trees ")) {
 			struct comm *c = comm_of_dev(lg, proc, dev, NULL);
-			if (c)
+			if (c) {
 				c->tree_lines++;
+				if (!c->tree[0] && starts(s, n, "Trees ")) {
+					/* "Trees [0] -1/-1/-1->1->0 [1] ...": keep channel 0's */
+					const char *e = s + 6;
+					while (e < s + n && *e != ' ')
+						e++;
+					if (e < s + n)
+						e++;
+					while (e < s + n && *e != ' ')
+						e++;
+					copy_str(c->tree, sizeof(c->tree), s + 6, (size_t)(e - (s + 6)));
+				}
+			}
 			return;
 		}
 		break;
@@ -1954,6 +1967,7 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(o, "ring", jstr(c->ring));
 		json_object_set_new(o, "ring_lines", json_integer(c->ring_lines));
 		json_object_set_new(o, "tree_lines", json_integer(c->tree_lines));
+		json_object_set_new(o, "tree", jstr(c->tree));
 		json_array_append_new(comms, o);
 	}
 	json_object_set_new(doc, "communicators", comms);
@@ -1977,6 +1991,31 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_array_append_new(tr, o);
 	}
 	json_object_set_new(doc, "transports", tr);
+	json_t *pairs = json_array();
+	for (size_t i = 0; i < lg->npairs && i < 1024; i++) {
+		const struct pair *p = &lg->pairs[i];
+		if (p->transport == UINT32_MAX)
+			continue;
+		json_t *o = json_object();
+		char id[32] = "";
+		if (p->comm != UINT32_MAX) {
+			const struct comm *c = &lg->comms[p->comm];
+			if (c->has_id)
+				snprintf(id, sizeof(id), "0x%" PRIx64, c->id);
+			else
+				snprintf(id, sizeof(id), "size-%d", c->nranks);
+		}
+		json_object_set_new(o, "comm", json_string(id));
+		json_object_set_new(o, "src", json_integer(p->src));
+		json_object_set_new(o, "dst", json_integer(p->dst));
+		json_object_set_new(o, "transport", jstr(lg->transports[p->transport].name));
+		json_object_set_new(o, "connections", json_integer(p->connections));
+		int same = pair_same_node(lg, p);
+		json_object_set_new(o, "same_node", same < 0 ? json_null() : json_boolean(same));
+		json_array_append_new(pairs, o);
+	}
+	json_object_set_new(doc, "pairs", pairs);
+	json_object_set_new(doc, "npairs", json_integer((json_int_t)lg->npairs));
 	json_t *nv = json_object();
 	json_object_set_new(nv, "nvls_available", json_boolean(lg->nvls_available));
 	json_object_set_new(nv, "nvls_channels", json_integer(lg->nvls_channels_max));
