@@ -578,7 +578,7 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	}
 	rc = wrong ? 1 : 0;
 out:
-	if (rc < 0 && g && g->size > 1 && g->kind == NW_GROUP_MPI) {
+	if (rc < 0 && g && g->size > 1) {
 		/* tell the others before they wait on us forever */
 		fprintf(stderr, "ncclwatch: error: rank %d on %s: %s\n", g->rank, g->host, err);
 		nw_group_abort(g, err);
