@@ -8,6 +8,8 @@
 CC       ?= cc
 SANITIZE ?= 0
 MPI      ?= auto
+V        ?= 0
+Q        := $(if $(filter 1,$(V)),,@)
 
 ifeq ($(SANITIZE),1)
 BUILD    ?= build-san
@@ -19,7 +21,7 @@ endif
 
 VERSION  := $(shell cat VERSION)
 WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wvla \
-            -Wshadow -Wformat=2 -Wno-format-nonliteral -Wpointer-arith -Wundef
+            -Wshadow -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation -Wpointer-arith -Wundef
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -MMD -MP -Isrc \
             -DNW_VERSION='"$(VERSION)"'
@@ -59,28 +61,34 @@ mpi-state:
 	@echo "ncclwatch $(VERSION): $(MPI_STATE)"
 
 $(BIN): $(APP_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # The plugin links nothing but libc, libpthread and libm, and exports only
 # the ncclProfiler_v* tables (everything else is hidden).
 $(PLUGIN): $(PLUGIN_OBJ)
-	$(CC) $(CFLAGS) -shared -Wl,--version-script=src/plugin/exports.map -o $@ $^ -lpthread -lm
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,--version-script=src/plugin/exports.map -o $@ $^ -lpthread -lm
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out $(MPI_CFLAGS),$(CFLAGS)) -fPIC -fvisibility=hidden -c -o $@ $<
+	@echo "  CC (so) $<"
+	$(Q)$(CC) $(filter-out $(MPI_CFLAGS),$(CFLAGS)) -fPIC -fvisibility=hidden -c -o $@ $<
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS) -lcmocka
+	@echo "  TEST    $@"
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS) -lcmocka
 
 $(BUILD)/tests/%: tests/helpers/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
+	@echo "  HELPER  $@"
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
 
 test: all $(UNIT_BIN) $(HELPER_BIN)
 	@BUILD=$(BUILD) tests/run.sh

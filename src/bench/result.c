@@ -165,7 +165,7 @@ json_t *nw_run_to_json(const struct nw_run *run, int per_rank)
 		json_object_set_new(o, "count", json_integer((json_int_t)r->count));
 		json_object_set_new(o, "nranks", json_integer(r->nranks));
 		json_object_set_new(o, "inplace", json_boolean(r->inplace));
-		json_object_set_new(o, "time_us", jnum(r->time_us, 1000));
+		json_object_set_new(o, "time_us", jnum(r->time_us, 1e6));
 		json_object_set_new(o, "algbw_gbs", jnum(r->algbw_gbs, 10000));
 		json_object_set_new(o, "busbw_gbs", jnum(r->busbw_gbs, 10000));
 		json_object_set_new(o, "wrong", r->wrong >= 0 ? json_integer(r->wrong) : json_null());
@@ -177,7 +177,7 @@ json_t *nw_run_to_json(const struct nw_run *run, int per_rank)
 				json_object_set_new(x, "rank", json_integer(t->rank));
 				set_str(x, "host", t->host);
 				json_object_set_new(x, "gpu", json_integer(t->gpu));
-				json_object_set_new(x, "time_us", jnum(t->time_us, 1000));
+				json_object_set_new(x, "time_us", jnum(t->time_us, 1e6));
 				json_array_append_new(ranks, x);
 			}
 			json_object_set_new(o, "ranks", ranks);

@@ -54,6 +54,7 @@ struct nw_run_header {
 	int nranks;
 	int nhosts;
 	double link_gbs;         /* bottleneck link, GB/s each way; 0 unknown */
+	int rank;                /* process rank that filled the run (0 reports); not serialised */
 	json_t *extra;           /* optional object (fingerprint, settings); owned */
 };
 

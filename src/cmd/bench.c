@@ -1,12 +1,73 @@
-/* Placeholder until the bench command lands. */
+/*
+ * bench: every collective over a size sweep, with nccl-tests' flags and
+ * its text table (byte-identical rows), plus JSON/CSV and per-rank detail.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
 #include "cmd/cmd.h"
+#include "cmd/bench_cli.h"
 #include "util/util.h"
 
-const char usage_bench[] = "usage: ncclwatch bench\n";
+const char usage_bench[] =
+	"usage: ncclwatch bench [options]\n"
+	"\n"
+	"Measures collectives over a size sweep and prints nccl-tests' table (same\n"
+	"rows, same meaning), then what nccl-tests cannot say (peak, %% of link).\n"
+	"Runs on the GPUs of this process (NCCL loaded at run time), one process per\n"
+	"GPU under mpirun/srun or torchrun (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT),\n"
+	"or on hosts with --backend mpi under mpirun.\n"
+	"\n"
+	"what to run:\n"
+	"  --op LIST          collectives, comma-separated, or 'all': all_reduce all_gather\n"
+	"                     reduce_scatter broadcast reduce alltoall sendrecv gather scatter\n"
+	"                     (default all_reduce)\n"
+	"  -d, --datatype T   int8 uint8 int32 uint32 int64 uint64 half float double bfloat16\n"
+	"                     f8e4m3 f8e5m2, a comma list, or 'all' (default float)\n"
+	"  -o, --redop OP     sum prod min max avg, a comma list, or 'all' (default sum)\n"
+	"  -r, --root N       root rank for broadcast/reduce/gather/scatter, or 'all' (default 0)\n"
+	"sizes (K, M, G suffixes are 1024-based):\n"
+	"  -b, --minbytes S   smallest size (default 8)\n"
+	"  -e, --maxbytes S   largest size (default 1G)\n"
+	"  -f, --stepfactor F multiply the size by F each step (default 2)\n"
+	"  -i, --stepbytes S  add S each step instead (with -f 1)\n"
+	"timing:\n"
+	"  -n, --iters N      timed launches per size (default 20)\n"
+	"  -w, --warmup_iters N  warm-up launches per size, all sizes first (default 5)\n"
+	"  -m, --agg_iters N  collectives aggregated in one group per launch (default 1)\n"
+	"  -G, --cudagraph N  capture the -n launches as a CUDA graph, replay it N times\n"
+	"  -a, --average N    time over ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)\n"
+	"  -z, --blocking 0|1 wait for each collective before the next (default 0)\n"
+	"  -C, --report_cputime 0|1  report the host time to launch, not to complete\n"
+	"  -T, --timeout S    a collective not done in S seconds ends the run (default none)\n"
+	"checking:\n"
+	"  -c, --check N      verify every element of every result, N > 0 on (default 1)\n"
+	"where:\n"
+	"  -g, --ngpus N      GPUs driven by this process (default: all visible when alone,\n"
+	"                     1 per process when launched as several)\n"
+	"  -t, --nthreads N   threads per process (only 1 is supported; use -g)\n"
+	"  --backend B        nccl (GPUs, default) or mpi (host memory over MPI)\n"
+	"  --nccl-lib PATH    load this libnccl.so.2 (else NCCLWATCH_NCCL_LIB, PyTorch's, the system's)\n"
+	"output:\n"
+	"  --json FILE        results as JSON (docs/results.md); '-' for stdout (no table then)\n"
+	"  -J FILE            the same as --json\n"
+	"  --csv FILE         results as CSV; '-' for stdout (no table then)\n"
+	"  --per-rank         each rank's time per size: '#' lines in the table, records in JSON/CSV\n"
+	"  --oop-only, --ip-only  only out-of-place or in-place\n"
+	"  --db PATH, --no-history  where to record the run (default: the history database)\n"
+	"\n"
+	"exit status: 0 ok, 1 wrong results, 2 bad usage, 3 the run failed (no GPU, NCCL error, timeout)\n";
 
 int cmd_bench(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return nw_error("'bench' is not built yet"), 2;
+	struct bench_cli cli;
+	int rc = bench_cli_parse(argc, argv, &cli, "bench");
+	if (rc)
+		return rc;
+	return bench_cli_run(&cli, argc, argv, "bench");
 }

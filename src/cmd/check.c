@@ -224,11 +224,11 @@ static int run_bench(const struct check_opts *o, struct nw_run *run, char *err, 
 
 static void print_text(const struct nw_check_verdict *cv, double elapsed)
 {
-	printf("ncclwatch check: %s (%.1f s)\n", nw_verdict_name(cv->v), elapsed);
+	printf("ncclwatch check: %s (%.1f s)\n", nw_check_level_name(cv->v), elapsed);
 	for (int v = NW_FAIL; v >= NW_PASS; v--)
 		for (size_t i = 0; i < cv->n; i++)
-			if (cv->items[i].v == (enum nw_verdict)v)
-				printf("  %-4s %-28s %s\n", nw_verdict_name(cv->items[i].v), cv->items[i].what,
+			if (cv->items[i].v == (enum nw_check_level)v)
+				printf("  %-4s %-28s %s\n", nw_check_level_name(cv->items[i].v), cv->items[i].what,
 				       cv->items[i].reason);
 }
 
@@ -309,7 +309,7 @@ int cmd_check(int argc, char **argv)
 	if (o.json) {
 		json_t *doc = json_object();
 		json_object_set_new(doc, "schema", json_string("ncclwatch.check/1"));
-		json_object_set_new(doc, "verdict", json_string(nw_verdict_name(cv.v)));
+		json_object_set_new(doc, "verdict", json_string(nw_check_level_name(cv.v)));
 		json_object_set_new(doc, "exit", json_integer(nw_verdict_exit(&cv)));
 		json_object_set_new(doc, "elapsed_s", json_real(elapsed));
 		json_object_set_new(doc, "items", nw_verdict_to_json(&cv));

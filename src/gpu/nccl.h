@@ -34,3 +34,65 @@ size_t nw_nccl_find_all(struct nw_nccl_where **out);
 int nw_nccl_file_version(const char *path, char *ver, size_t len);
 
 #endif
+
+#ifndef NW_GPU_NCCL_API
+#define NW_GPU_NCCL_API
+#include "gpu/cuda.h"
+
+/* The part of NCCL's ABI ncclwatch uses (nccl.h 2.x, declared here). */
+typedef struct nw_ncclComm *nw_ncclComm_t;
+typedef struct { char internal[128]; } nw_ncclUniqueId;
+typedef int nw_ncclResult_t;
+enum { NW_NCCL_SUCCESS = 0, NW_NCCL_IN_PROGRESS = 7 };
+
+/* ncclConfig_t as of NCCL 2.28 (its size and version tell NCCL which fields we know). */
+struct nw_ncclConfig {
+	size_t size;
+	unsigned int magic;
+	unsigned int version;
+	int blocking, cgaClusterSize, minCTAs, maxCTAs;
+	const char *netName;
+	int splitShare, trafficClass;
+	const char *commName;
+	int collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs, nChannelsPerNetPeer, nvlinkCentricSched;
+};
+
+struct nw_nccl {
+	nw_ncclResult_t (*GetVersion)(int *v);
+	nw_ncclResult_t (*GetUniqueId)(nw_ncclUniqueId *id);
+	nw_ncclResult_t (*CommInitRank)(nw_ncclComm_t *c, int n, nw_ncclUniqueId id, int rank);
+	nw_ncclResult_t (*CommInitRankConfig)(nw_ncclComm_t *c, int n, nw_ncclUniqueId id, int rank,
+	                                      struct nw_ncclConfig *cfg); /* NULL before 2.14 */
+	nw_ncclResult_t (*CommDestroy)(nw_ncclComm_t c);
+	nw_ncclResult_t (*CommAbort)(nw_ncclComm_t c);
+	nw_ncclResult_t (*CommGetAsyncError)(nw_ncclComm_t c, nw_ncclResult_t *e);
+	const char *(*GetErrorString)(nw_ncclResult_t r);
+	const char *(*GetLastError)(nw_ncclComm_t c); /* NULL before 2.13 */
+	nw_ncclResult_t (*GroupStart)(void);
+	nw_ncclResult_t (*GroupEnd)(void);
+	nw_ncclResult_t (*AllReduce)(const void *s, void *r, size_t n, int t, int op, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*AllGather)(const void *s, void *r, size_t n, int t, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*ReduceScatter)(const void *s, void *r, size_t n, int t, int op, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*Broadcast)(const void *s, void *r, size_t n, int t, int root, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*Reduce)(const void *s, void *r, size_t n, int t, int op, int root, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*Send)(const void *s, size_t n, int t, int peer, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*Recv)(void *r, size_t n, int t, int peer, nw_ncclComm_t c, nw_CUstream st);
+	/* NCCL 2.28+; NULL before (grouped send/recv are used instead) */
+	nw_ncclResult_t (*AlltoAll)(const void *s, void *r, size_t n, int t, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*Gather)(const void *s, void *r, size_t n, int t, int root, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*Scatter)(const void *s, void *r, size_t n, int t, int root, nw_ncclComm_t c, nw_CUstream st);
+	int version_code;            /* 22809 */
+	char version[32];            /* "2.28.9" */
+	struct nw_nccl_where where;  /* the file loaded and why */
+};
+
+/*
+ * Locate (nw_nccl_locate) and dlopen NCCL, resolve its symbols and ask its
+ * version. The table lives for the process. NULL with err on failure.
+ */
+const struct nw_nccl *nw_nccl_load(const char *override_path, char *err, size_t errlen);
+
+/* "ncclUnhandledCudaError: ... (last error: ...)" for a result code. */
+const char *nw_nccl_strerror(const struct nw_nccl *nc, nw_ncclComm_t comm, nw_ncclResult_t r,
+                             char *buf, size_t len);
+#endif

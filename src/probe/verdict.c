@@ -18,15 +18,15 @@ void nw_verdict_opts_default(struct nw_verdict_opts *o)
 	o->fail_below_uncal = 0.40;
 }
 
-const char *nw_verdict_name(enum nw_verdict v)
+const char *nw_check_level_name(enum nw_check_level v)
 {
 	return v == NW_FAIL ? "FAIL" : v == NW_WARN ? "WARN" : "PASS";
 }
 
-static struct nw_verdict_item *add(struct nw_check_verdict *cv, enum nw_verdict v, const char *what,
+static struct nw_verdict_item *add(struct nw_check_verdict *cv, enum nw_check_level v, const char *what,
                                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-static struct nw_verdict_item *add(struct nw_check_verdict *cv, enum nw_verdict v, const char *what,
+static struct nw_verdict_item *add(struct nw_check_verdict *cv, enum nw_check_level v, const char *what,
                                    const char *fmt, ...)
 {
 	if (cv->n == cv->cap) {
@@ -161,7 +161,7 @@ void nw_verdict_add_bench(struct nw_check_verdict *cv, const struct nw_run *run,
 			it = add(cv, NW_PASS, what, "%.1f GB/s busbw; not compared: %s", m->busbw_gbs, basis);
 		} else {
 			double ratio = m->busbw_gbs / expect;
-			enum nw_verdict v = ratio < fail ? NW_FAIL : ratio < warn ? NW_WARN : NW_PASS;
+			enum nw_check_level v = ratio < fail ? NW_FAIL : ratio < warn ? NW_WARN : NW_PASS;
 			it = add(cv, v, what, "%.1f GB/s busbw, %.0f%% of %.1f expected (%s)%s%s", m->busbw_gbs,
 			         ratio * 100.0, expect, basis, v != NW_PASS && cause[0] ? "; likely cause: " : "",
 			         v != NW_PASS ? cause : "");
@@ -183,7 +183,7 @@ json_t *nw_verdict_to_json(const struct nw_check_verdict *cv)
 		const struct nw_verdict_item *it = &cv->items[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "what", json_string(it->what));
-		json_object_set_new(o, "verdict", json_string(nw_verdict_name(it->v)));
+		json_object_set_new(o, "verdict", json_string(nw_check_level_name(it->v)));
 		if (it->measured_gbs > 0)
 			json_object_set_new(o, "busbw_gbs", json_real(it->measured_gbs));
 		if (it->expected_gbs > 0)

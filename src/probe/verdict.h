@@ -15,10 +15,10 @@
 #include "probe/doctor.h"
 #include "probe/topo.h"
 
-enum nw_verdict { NW_PASS, NW_WARN, NW_FAIL };
+enum nw_check_level { NW_PASS, NW_WARN, NW_FAIL };
 
 struct nw_verdict_item {
-	enum nw_verdict v;
+	enum nw_check_level v;
 	char what[64];          /* "all_reduce 4G", "doctor env.workarounds", "bench" */
 	double measured_gbs;    /* busbw; 0 for non-bandwidth items */
 	double expected_gbs;    /* 0 when there was nothing to compare with */
@@ -33,7 +33,7 @@ struct nw_verdict_opts {
 };
 
 struct nw_check_verdict {
-	enum nw_verdict v;
+	enum nw_check_level v;
 	struct nw_verdict_item *items;
 	size_t n, cap;
 };
@@ -59,7 +59,7 @@ void nw_verdict_add_bench(struct nw_check_verdict *cv, const struct nw_run *run,
 
 /* 0 PASS, 1 WARN, 2 FAIL. */
 int nw_verdict_exit(const struct nw_check_verdict *cv);
-const char *nw_verdict_name(enum nw_verdict v);
+const char *nw_check_level_name(enum nw_check_level v);
 json_t *nw_verdict_to_json(const struct nw_check_verdict *cv);
 void nw_verdict_release(struct nw_check_verdict *cv);
 

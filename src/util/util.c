@@ -1,6 +1,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -274,4 +275,44 @@ char *nw_read_file(const char *path, size_t max, size_t *len_out)
 	if (len_out)
 		*len_out = len;
 	return buf;
+}
+
+int nw_ncpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+struct par {
+	void (*fn)(void *arg, int i, int n);
+	void *arg;
+	int i, n;
+};
+
+static void *par_main(void *v)
+{
+	struct par *p = v;
+	p->fn(p->arg, p->i, p->n);
+	return NULL;
+}
+
+void nw_parallel(int nthreads, void (*fn)(void *arg, int i, int n), void *arg)
+{
+	if (nthreads < 1)
+		nthreads = 1;
+	if (nthreads > 64)
+		nthreads = 64;
+	pthread_t tid[64];
+	struct par p[64];
+	int started[64] = { 0 };
+	for (int i = 1; i < nthreads; i++) {
+		p[i] = (struct par){ fn, arg, i, nthreads };
+		started[i] = pthread_create(&tid[i], NULL, par_main, &p[i]) == 0;
+		if (!started[i])
+			fn(arg, i, nthreads);
+	}
+	fn(arg, 0, nthreads);
+	for (int i = 1; i < nthreads; i++)
+		if (started[i])
+			pthread_join(tid[i], NULL);
 }

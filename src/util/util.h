@@ -64,4 +64,12 @@ int nw_finish_stdout(void);
 /* Read a whole small file into a NUL-terminated buffer (caller frees); NULL on error. */
 char *nw_read_file(const char *path, size_t max, size_t *len_out);
 
+/*
+ * Run fn(arg, i, n) for i in [0, n) on up to nthreads threads (the caller's
+ * included) and wait for all. Falls back to running inline.
+ */
+void nw_parallel(int nthreads, void (*fn)(void *arg, int i, int n), void *arg);
+/* Online CPUs, at least 1. */
+int nw_ncpus(void);
+
 #endif

@@ -1,0 +1,373 @@
+#include "bench/pattern.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Largest integer magnitude exactly representable, per type (0: wraps). */
+static double exact_limit(int dtype)
+{
+	switch (dtype) {
+	case NW_HALF: return 2048;
+	case NW_BFLOAT16: return 256;
+	case NW_FP8E4M3: return 16;
+	case NW_FP8E5M2: return 8;
+	case NW_FLOAT: return 16777216.0;
+	case NW_DOUBLE: return 9007199254740992.0;
+	default: return 0;
+	}
+}
+
+static int is_unsigned(int t)
+{
+	return t == NW_UINT8 || t == NW_UINT32 || t == NW_UINT64;
+}
+
+static int is_float(int t)
+{
+	return t == NW_HALF || t == NW_FLOAT || t == NW_DOUBLE || t == NW_BFLOAT16 ||
+	       t == NW_FP8E4M3 || t == NW_FP8E5M2;
+}
+
+/* Amplitude of values so that sums over every rank stay exact. */
+static int64_t amplitude(const struct nw_pattern *p)
+{
+	double lim = exact_limit(p->dtype);
+	int64_t a = 5;
+	if (lim > 0) {
+		int64_t m = (int64_t)(lim / (p->nranks > 0 ? p->nranks : 1));
+		if (m < a)
+			a = m;
+	}
+	return a < 1 ? 1 : a;
+}
+
+#define PRIME 13u
+
+int64_t nw_pattern_value(const struct nw_pattern *p, int r, uint64_t i)
+{
+	uint64_t h = (i + (uint64_t)r * 7u + p->seed) % PRIME;
+	if (p->redop == NW_PROD && nw_coll_get(p->op)->has_redop) {
+		/* at most one rank in thirteen holds a 2 at a given i: products stay tiny */
+		return ((i + (uint64_t)r * 3u + p->seed) % PRIME) == 0 ? 2 : 1;
+	}
+	int64_t a = amplitude(p);
+	int64_t span = 2 * a + 1;
+	int64_t v = (int64_t)(h % (uint64_t)span);
+	return is_unsigned(p->dtype) ? v : v - a;
+}
+
+uint64_t nw_pattern_input_count(const struct nw_pattern *p, int r)
+{
+	switch (p->op) {
+	case NW_REDUCE_SCATTER:
+	case NW_ALLTOALL:
+		return p->count * (uint64_t)p->nranks;
+	case NW_SCATTER:
+		return r == p->root ? p->count * (uint64_t)p->nranks : 0;
+	default:
+		return p->count;
+	}
+}
+
+uint64_t nw_pattern_output_count(const struct nw_pattern *p, int r)
+{
+	switch (p->op) {
+	case NW_ALL_GATHER:
+	case NW_ALLTOALL:
+		return p->count * (uint64_t)p->nranks;
+	case NW_GATHER:
+		return r == p->root ? p->count * (uint64_t)p->nranks : 0;
+	case NW_REDUCE:
+		return r == p->root ? p->count : 0;
+	default:
+		return p->count;
+	}
+}
+
+int nw_pattern_checks_rank(const struct nw_pattern *p, int r)
+{
+	if (p->op == NW_REDUCE || p->op == NW_GATHER)
+		return r == p->root;
+	if (p->pair)
+		return r == p->pair_a || r == p->pair_b;
+	return 1;
+}
+
+/* Wrap an integer to the width of an integer type (two's complement). */
+static double wrap_int(int t, int64_t v)
+{
+	switch (t) {
+	case NW_INT8: return (double)(int8_t)v;
+	case NW_UINT8: return (double)(uint8_t)v;
+	case NW_INT32: return (double)(int32_t)v;
+	case NW_UINT32: return (double)(uint32_t)v;
+	case NW_UINT64: return (double)(uint64_t)v;
+	default: return (double)v;
+	}
+}
+
+/* The reduction over every rank of v(r, i). */
+static double reduced(const struct nw_pattern *p, uint64_t i)
+{
+	int64_t acc = nw_pattern_value(p, 0, i);
+	for (int r = 1; r < p->nranks; r++) {
+		int64_t v = nw_pattern_value(p, r, i);
+		switch (p->redop) {
+		case NW_PROD: acc *= v; break;
+		case NW_MAX: acc = v > acc ? v : acc; break;
+		case NW_MIN: acc = v < acc ? v : acc; break;
+		default: acc += v; break;
+		}
+	}
+	if (p->redop == NW_AVG) {
+		if (is_float(p->dtype))
+			return (double)acc / p->nranks;
+		/* integer avg: the wrapped sum divided, truncating */
+		double s = wrap_int(p->dtype, acc);
+		return trunc(s / p->nranks);
+	}
+	return is_float(p->dtype) ? (double)acc : wrap_int(p->dtype, acc);
+}
+
+/* What rank r must hold at output element j. */
+static double expected(const struct nw_pattern *p, int r, uint64_t j)
+{
+	uint64_t c = p->count ? p->count : 1;
+	int n = p->nranks;
+	switch (p->op) {
+	case NW_ALL_REDUCE:
+	case NW_REDUCE:
+		return reduced(p, j);
+	case NW_REDUCE_SCATTER:
+		return reduced(p, (uint64_t)r * c + j);
+	case NW_ALL_GATHER:
+	case NW_GATHER:
+		return (double)nw_pattern_value(p, (int)(j / c), j % c);
+	case NW_BROADCAST:
+		return (double)nw_pattern_value(p, p->root, j);
+	case NW_ALLTOALL:
+		return (double)nw_pattern_value(p, (int)(j / c), (uint64_t)r * c + j % c);
+	case NW_SENDRECV:
+		if (p->pair)
+			return (double)nw_pattern_value(p, r == p->pair_a ? p->pair_b : p->pair_a, j);
+		return (double)nw_pattern_value(p, (r - 1 + n) % n, j);
+	case NW_SCATTER:
+		return (double)nw_pattern_value(p, p->root, (uint64_t)r * c + j);
+	default:
+		return 0;
+	}
+}
+
+/* ---- element encodings ---- */
+
+static uint16_t f32_to_f16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint32_t sign = (x >> 16) & 0x8000u;
+	int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+	uint32_t man = x & 0x7fffffu;
+	if (((x >> 23) & 0xff) == 0xff)
+		return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+	if (exp >= 31)
+		return (uint16_t)(sign | 0x7c00u);
+	if (exp <= 0) {
+		if (exp < -10)
+			return (uint16_t)sign;
+		man |= 0x800000u;
+		uint32_t shift = (uint32_t)(14 - exp);
+		uint32_t half = man >> shift;
+		uint32_t rem = man & ((1u << shift) - 1);
+		uint32_t mid = 1u << (shift - 1);
+		if (rem > mid || (rem == mid && (half & 1)))
+			half++;
+		return (uint16_t)(sign | half);
+	}
+	uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
+	uint32_t rem = man & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+		h++;
+	return (uint16_t)h;
+}
+
+static float f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+	uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
+	uint32_t x;
+	if (exp == 0) {
+		if (!man) {
+			x = sign;
+		} else {
+			int e = -1;
+			do {
+				man <<= 1;
+				e++;
+			} while (!(man & 0x400u));
+			x = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+		}
+	} else if (exp == 31) {
+		x = sign | 0x7f800000u | (man << 13);
+	} else {
+		x = sign | ((exp - 15 + 127) << 23) | (man << 13);
+	}
+	float f;
+	memcpy(&f, &x, 4);
+	return f;
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((x >> 16) | 0x40u);
+	uint32_t lsb = (x >> 16) & 1u;
+	x += 0x7fffu + lsb;
+	return (uint16_t)(x >> 16);
+}
+
+static float bf16_to_f32(uint16_t b)
+{
+	uint32_t x = (uint32_t)b << 16;
+	float f;
+	memcpy(&f, &x, 4);
+	return f;
+}
+
+/*
+ * fp8: e4m3 (bias 7, no infinities, S.1111.111 is NaN, max 448) and e5m2
+ * (bias 15, IEEE-like). Encoded by searching the nearest representable
+ * value: exact for the small integers patterns use, and round-to-nearest
+ * for anything else.
+ */
+static double fp8_decode(uint8_t b, int e4m3)
+{
+	int sign = b >> 7;
+	int ebits = e4m3 ? 4 : 5, mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+	int exp = (b >> mbits) & ((1 << ebits) - 1);
+	int man = b & ((1 << mbits) - 1);
+	double v;
+	if (e4m3 && exp == 15 && man == 7)
+		return NAN;
+	if (!e4m3 && exp == 31)
+		return man ? NAN : (sign ? -INFINITY : INFINITY);
+	if (exp == 0)
+		v = ldexp((double)man, 1 - bias - mbits);
+	else
+		v = ldexp((double)((1 << mbits) | man), exp - bias - mbits);
+	return sign ? -v : v;
+}
+
+static uint8_t fp8_encode(double v, int e4m3)
+{
+	if (isnan(v))
+		return e4m3 ? 0x7f : 0x7e;
+	uint8_t sign = v < 0 ? 0x80 : 0;
+	double a = fabs(v);
+	uint8_t best = 0;
+	double bestd = INFINITY;
+	for (int b = 0; b < 128; b++) {
+		double d = fp8_decode((uint8_t)b, e4m3);
+		if (isnan(d) || isinf(d))
+			continue;
+		double diff = fabs(d - a);
+		if (diff < bestd || (diff == bestd && !(b & 1))) {
+			bestd = diff;
+			best = (uint8_t)b;
+		}
+	}
+	return (uint8_t)(sign | best);
+}
+
+void nw_dtype_store(int t, void *dst, double v)
+{
+	switch (t) {
+	case NW_INT8: { int8_t x = (int8_t)(int64_t)v; memcpy(dst, &x, 1); break; }
+	case NW_UINT8: { uint8_t x = (uint8_t)(int64_t)v; memcpy(dst, &x, 1); break; }
+	case NW_INT32: { int32_t x = (int32_t)(int64_t)v; memcpy(dst, &x, 4); break; }
+	case NW_UINT32: { uint32_t x = (uint32_t)(int64_t)v; memcpy(dst, &x, 4); break; }
+	case NW_INT64: { int64_t x = (int64_t)v; memcpy(dst, &x, 8); break; }
+	case NW_UINT64: { uint64_t x = (uint64_t)(int64_t)v; memcpy(dst, &x, 8); break; }
+	case NW_HALF: { uint16_t x = f32_to_f16((float)v); memcpy(dst, &x, 2); break; }
+	case NW_FLOAT: { float x = (float)v; memcpy(dst, &x, 4); break; }
+	case NW_DOUBLE: memcpy(dst, &v, 8); break;
+	case NW_BFLOAT16: { uint16_t x = f32_to_bf16((float)v); memcpy(dst, &x, 2); break; }
+	case NW_FP8E4M3: { uint8_t x = fp8_encode(v, 1); memcpy(dst, &x, 1); break; }
+	case NW_FP8E5M2: { uint8_t x = fp8_encode(v, 0); memcpy(dst, &x, 1); break; }
+	default: break;
+	}
+}
+
+double nw_dtype_load(int t, const void *src)
+{
+	switch (t) {
+	case NW_INT8: { int8_t x; memcpy(&x, src, 1); return x; }
+	case NW_UINT8: { uint8_t x; memcpy(&x, src, 1); return x; }
+	case NW_INT32: { int32_t x; memcpy(&x, src, 4); return x; }
+	case NW_UINT32: { uint32_t x; memcpy(&x, src, 4); return x; }
+	case NW_INT64: { int64_t x; memcpy(&x, src, 8); return (double)x; }
+	case NW_UINT64: { uint64_t x; memcpy(&x, src, 8); return (double)x; }
+	case NW_HALF: { uint16_t x; memcpy(&x, src, 2); return f16_to_f32(x); }
+	case NW_FLOAT: { float x; memcpy(&x, src, 4); return x; }
+	case NW_DOUBLE: { double x; memcpy(&x, src, 8); return x; }
+	case NW_BFLOAT16: { uint16_t x; memcpy(&x, src, 2); return bf16_to_f32(x); }
+	case NW_FP8E4M3: { uint8_t x; memcpy(&x, src, 1); return fp8_decode(x, 1); }
+	case NW_FP8E5M2: { uint8_t x; memcpy(&x, src, 1); return fp8_decode(x, 0); }
+	default: return NAN;
+	}
+}
+
+/* Fast paths for the common types; the generic path handles the rest. */
+void nw_pattern_fill(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, void *dst)
+{
+	size_t es = nw_dtype_size(p->dtype);
+	char *d = dst;
+	if (p->dtype == NW_FLOAT) {
+		float *f = dst;
+		for (uint64_t k = 0; k < n; k++)
+			f[k] = (float)nw_pattern_value(p, r, first + k);
+		return;
+	}
+	for (uint64_t k = 0; k < n; k++)
+		nw_dtype_store(p->dtype, d + k * es, (double)nw_pattern_value(p, r, first + k));
+}
+
+/* Tolerance for avg on floating types (a relative error bound). */
+static double tolerance(const struct nw_pattern *p)
+{
+	if (p->redop != NW_AVG || !is_float(p->dtype) || !nw_coll_get(p->op)->has_redop)
+		return 0;
+	switch (p->dtype) {
+	case NW_HALF: return 1e-2;
+	case NW_BFLOAT16: return 2e-2;
+	case NW_FP8E4M3: return 0.13;
+	case NW_FP8E5M2: return 0.26;
+	case NW_FLOAT: return 1e-5;
+	default: return 1e-12;
+	}
+}
+
+uint64_t nw_pattern_verify(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, const void *out)
+{
+	size_t es = nw_dtype_size(p->dtype);
+	const char *o = out;
+	double tol = tolerance(p);
+	uint64_t wrong = 0;
+	for (uint64_t k = 0; k < n; k++) {
+		double want = expected(p, r, first + k);
+		double got = nw_dtype_load(p->dtype, o + k * es);
+		if (tol > 0) {
+			/* the expected value as the type can hold it, then a relative margin */
+			char tmp[8];
+			nw_dtype_store(p->dtype, tmp, want);
+			double rep = nw_dtype_load(p->dtype, tmp);
+			double scale = fabs(want) > 1 ? fabs(want) : 1;
+			if (!(fabs(got - rep) <= tol * scale) && !(fabs(got - want) <= tol * scale))
+				wrong++;
+		} else if (!(got == want)) {
+			wrong++;
+		}
+	}
+	return wrong;
+}

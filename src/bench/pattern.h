@@ -1,0 +1,53 @@
+/*
+ * pattern: the data every rank sends, and the result every rank must see,
+ * computed independently of the collective under test.
+ *
+ * Element i of rank r's input is a small integer v(r, i) that depends on
+ * both r and i, so a chunk at the wrong offset or from the wrong rank is
+ * caught, not only a wrong sum. Values are small enough that every
+ * partial sum or product is exact in the data type, so results compare
+ * exactly (avg excepted: compared with a tolerance for floating types).
+ */
+#ifndef NW_PATTERN_H
+#define NW_PATTERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench/coll.h"
+
+struct nw_pattern {
+	enum nw_op op;
+	int dtype;       /* enum nw_dtype */
+	int redop;       /* enum nw_redop (ignored by ops without one) */
+	int root;
+	int nranks;
+	uint64_t count;  /* nccl-tests' per-rank count (chunk size for split ops) */
+	uint32_t seed;
+	int pair;        /* sendrecv between pair_a and pair_b only */
+	int pair_a, pair_b;
+};
+
+/* The input value of rank r at element i (a small integer). */
+int64_t nw_pattern_value(const struct nw_pattern *p, int r, uint64_t i);
+
+/* Elements in the input (send) buffer of rank r, and in its output. */
+uint64_t nw_pattern_input_count(const struct nw_pattern *p, int r);
+uint64_t nw_pattern_output_count(const struct nw_pattern *p, int r);
+/* 1 when rank r's output is defined (e.g. only the root's for reduce/gather). */
+int nw_pattern_checks_rank(const struct nw_pattern *p, int r);
+
+/* Write rank r's input elements [first, first+n) as dtype into dst. */
+void nw_pattern_fill(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, void *dst);
+
+/*
+ * Count the elements of out (rank r's output elements [first, first+n),
+ * as dtype) that differ from what the collective must produce.
+ */
+uint64_t nw_pattern_verify(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, const void *out);
+
+/* Element conversion (exposed for tests): double <-> dtype bits. */
+void nw_dtype_store(int dtype, void *dst, double v);
+double nw_dtype_load(int dtype, const void *src);
+
+#endif

@@ -1,0 +1,590 @@
+/*
+ * The sweep: every (op, dtype, redop, root, size, placement) the options
+ * ask for, timed the way nccl-tests times it (a batch of -n launches on a
+ * host clock, from before the first launch to the streams' completion,
+ * divided by -n; warm-up over every size first; buffers shifted between
+ * iterations), verified against patterns computed on the host.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "bench/pattern.h"
+#include "comm/backend.h"
+#include "comm/group.h"
+#include "util/util.h"
+
+void nw_bench_opts_default(struct nw_bench_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->backend = NW_BACKEND_AUTO;
+	o->ops[0] = NW_ALL_REDUCE;
+	o->nops = 1;
+	o->dtypes[0] = NW_FLOAT;
+	o->ndtypes = 1;
+	o->redops[0] = NW_SUM;
+	o->nredops = 1;
+	o->root = 0;
+	o->min_bytes = 8;
+	o->max_bytes = 1ULL << 30;
+	o->step_bytes = 1ULL << 20;
+	o->step_factor = 2;
+	o->iters = 20;
+	o->warmup = 5;
+	o->agg_iters = 1;
+	o->check = 1;
+	o->average = NW_AVG_MEAN;
+	o->nthreads = 1;
+	o->timeout_s = 0;
+}
+
+/* The sizes of the sweep, as nccl-tests walks them. *n gets the count. */
+static uint64_t *sizes(const struct nw_bench_opts *o, size_t *n)
+{
+	size_t cap = 64, k = 0;
+	uint64_t *v = nw_malloc(cap * sizeof(*v));
+	for (uint64_t s = o->min_bytes; s <= o->max_bytes;) {
+		if (k == cap) {
+			cap *= 2;
+			v = nw_realloc(v, cap * sizeof(*v));
+		}
+		v[k++] = s;
+		uint64_t next = o->step_factor > 1 ? (uint64_t)((double)s * o->step_factor) : s + o->step_bytes;
+		if (next <= s || k > 100000)
+			break;
+		s = next;
+	}
+	*n = k;
+	return v;
+}
+
+struct ctx {
+	const struct nw_bench_opts *o;
+	struct nw_backend *be;
+	struct nw_group *g;
+	struct nw_run *run;
+	nw_bench_row_fn row_fn;
+	void *arg;
+	size_t buf_bytes;
+	int pattern_key; /* dtype*2+prod of the pattern in the send buffers, -1 none */
+	int nthreads;
+	int64_t pairs_wrong;
+	char *err;
+	size_t errlen;
+};
+
+/* --- host-side pattern work, split over threads --- */
+
+struct job {
+	const struct nw_pattern *p;
+	int rank;
+	uint64_t first, n;
+	char *buf;
+	uint64_t wrong[64];
+	int verify;
+};
+
+static void job_part(void *v, int i, int n)
+{
+	struct job *j = v;
+	uint64_t per = (j->n + (uint64_t)n - 1) / (uint64_t)n;
+	uint64_t a = per * (uint64_t)i, b = a + per;
+	if (b > j->n)
+		b = j->n;
+	if (a >= b)
+		return;
+	size_t es = nw_dtype_size((enum nw_dtype)j->p->dtype);
+	if (j->verify)
+		j->wrong[i] = nw_pattern_verify(j->p, j->rank, j->first + a, b - a, j->buf + a * es);
+	else
+		nw_pattern_fill(j->p, j->rank, j->first + a, b - a, j->buf + a * es);
+}
+
+/* Write rank's pattern (elements [0, count)) into a local rank's send buffer. */
+static int upload(struct ctx *x, const struct nw_pattern *p, int local, uint64_t count)
+{
+	size_t es = nw_dtype_size((enum nw_dtype)p->dtype);
+	size_t chunk_elems = (64u << 20) / es;
+	char *stage = x->be->ops->host_alloc(x->be, 0);
+	if (!stage)
+		return nw_seterr(x->err, x->errlen, "cannot allocate a host staging buffer");
+	for (uint64_t done = 0; done < count; done += chunk_elems) {
+		uint64_t k = count - done < chunk_elems ? count - done : chunk_elems;
+		struct job j = { .p = p, .rank = x->be->rank0 + local, .first = done, .n = k, .buf = stage };
+		nw_parallel(x->nthreads, job_part, &j);
+		if (x->be->ops->write(x->be, local, NW_BUF_SEND, done * es, stage, k * es, x->err, x->errlen))
+			return -1;
+	}
+	return 0;
+}
+
+/* Count wrong elements of a local rank's output (count elements at byte offset off of recv). */
+static int verify(struct ctx *x, const struct nw_pattern *p, int local, size_t off, uint64_t count,
+                  uint64_t *wrong)
+{
+	size_t es = nw_dtype_size((enum nw_dtype)p->dtype);
+	size_t chunk_elems = (64u << 20) / es;
+	char *stage = x->be->ops->host_alloc(x->be, 0);
+	if (!stage)
+		return nw_seterr(x->err, x->errlen, "cannot allocate a host staging buffer");
+	for (uint64_t done = 0; done < count; done += chunk_elems) {
+		uint64_t k = count - done < chunk_elems ? count - done : chunk_elems;
+		if (x->be->ops->read(x->be, local, NW_BUF_RECV, off + done * es, stage, k * es, x->err, x->errlen))
+			return -1;
+		struct job j = { .p = p, .rank = x->be->rank0 + local, .first = done, .n = k, .buf = stage, .verify = 1 };
+		nw_parallel(x->nthreads, job_part, &j);
+		for (int t = 0; t < 64; t++)
+			*wrong += j.wrong[t];
+	}
+	return 0;
+}
+
+static void describe(char *buf, size_t len, const struct nw_call *c, uint64_t size)
+{
+	char sz[32];
+	nw_format_size(size, sz, sizeof(sz));
+	snprintf(buf, len, "%s of %s (%s%s%s, %s)", nw_coll_get(c->op)->name, sz,
+	         nw_dtype_name((enum nw_dtype)c->dtype), nw_coll_get(c->op)->has_redop ? " " : "",
+	         nw_coll_get(c->op)->has_redop ? nw_redop_name((enum nw_redop)c->redop) : "",
+	         c->inplace ? "in-place" : "out-of-place");
+}
+
+/* One timed batch; *usec gets this process's time per operation. */
+static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, double *usec)
+{
+	const struct nw_bench_opts *o = x->o;
+	struct nw_backend *be = x->be;
+	char what[128];
+	describe(what, sizeof(what), c, size);
+	size_t steps = total_bytes ? x->buf_bytes / total_bytes : 1;
+	if (steps < 1)
+		steps = 1;
+	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
+	/* one synchronising launch first, then every rank starts together */
+	c->shift = 0;
+	if (be->ops->launch(be, c, 1, x->err, x->errlen) || be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
+		return -1;
+	if (nw_group_barrier(x->g, x->err, x->errlen))
+		return -1;
+	double t0, t_launched;
+	int graph = o->graph_launches > 0 && be->graphs;
+	if (graph) {
+		if (be->ops->graph_begin(be, x->err, x->errlen))
+			return -1;
+		for (int it = 0; it < o->iters; it++) {
+			c->shift = total_bytes * (it % steps);
+			if (be->ops->launch(be, c, agg, x->err, x->errlen)) {
+				be->ops->graph_end(be, NULL, 0);
+				return -1;
+			}
+		}
+		if (be->ops->graph_end(be, x->err, x->errlen))
+			return -1;
+		if (nw_group_barrier(x->g, x->err, x->errlen))
+			return -1;
+		t0 = nw_now();
+		if (be->ops->graph_launch(be, o->graph_launches, x->err, x->errlen))
+			return -1;
+	} else {
+		t0 = nw_now();
+		for (int it = 0; it < o->iters; it++) {
+			c->shift = total_bytes * (it % steps);
+			if (be->ops->launch(be, c, agg, x->err, x->errlen))
+				return -1;
+			if (o->blocking && be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
+				return -1;
+		}
+	}
+	t_launched = nw_now();
+	if (be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
+		return -1;
+	double t1 = nw_now();
+	double per = (o->cputime ? t_launched - t0 : t1 - t0) / ((double)o->iters * agg);
+	if (graph)
+		per /= o->graph_launches;
+	*usec = per * 1e6;
+	c->shift = 0;
+	return 0;
+}
+
+/* Combine every process's time as -a says; fills per-rank detail when asked. */
+static int combine(struct ctx *x, double mine, struct nw_row *row)
+{
+	struct nw_group *g = x->g;
+	double *all = nw_calloc((size_t)g->size, sizeof(double));
+	if (nw_group_allgather(g, &mine, all, sizeof(double), x->err, x->errlen)) {
+		free(all);
+		return -1;
+	}
+	double v = all[0];
+	if (x->o->average != NW_AVG_RANK0) {
+		double sum = 0, mn = all[0], mx = all[0];
+		for (int i = 0; i < g->size; i++) {
+			sum += all[i];
+			mn = all[i] < mn ? all[i] : mn;
+			mx = all[i] > mx ? all[i] : mx;
+		}
+		v = x->o->average == NW_AVG_MIN ? mn : x->o->average == NW_AVG_MAX ? mx : sum / g->size;
+	}
+	row->time_us = v;
+	if (x->o->per_rank) {
+		int nl = x->be->nlocal;
+		row->nrank_times = g->size * nl;
+		row->rank_times = nw_calloc((size_t)row->nrank_times, sizeof(*row->rank_times));
+		/* hostnames and devices of every rank, gathered once per row (small) */
+		struct { char host[64]; int gpu[64]; } me, *info = nw_calloc((size_t)g->size, sizeof(me));
+		memset(&me, 0, sizeof(me));
+		nw_strlcpy(me.host, g->host, sizeof(me.host));
+		for (int i = 0; i < nl && i < 64; i++)
+			me.gpu[i] = x->be->gpu[i];
+		if (nw_group_allgather(g, &me, info, sizeof(me), x->err, x->errlen)) {
+			free(info);
+			free(all);
+			return -1;
+		}
+		for (int p = 0; p < g->size; p++)
+			for (int i = 0; i < nl; i++) {
+				struct nw_rank_time *t = &row->rank_times[p * nl + i];
+				t->rank = p * nl + i;
+				t->gpu = info[p].gpu[i];
+				nw_strlcpy(t->host, info[p].host, sizeof(t->host));
+				t->time_us = all[p];
+			}
+		free(info);
+	}
+	free(all);
+	return 0;
+}
+
+/* Verify one placement: fresh inputs, one launch, every element compared. */
+static int check_once(struct ctx *x, struct nw_call *c, const struct nw_pattern *p, int64_t *wrong_out)
+{
+	struct nw_backend *be = x->be;
+	size_t es = nw_dtype_size((enum nw_dtype)c->dtype);
+	uint64_t wrong = 0;
+	char what[128];
+	describe(what, sizeof(what), c, 0);
+	c->shift = 0;
+	for (int i = 0; i < be->nlocal; i++) {
+		int rank = be->rank0 + i;
+		/* poison: a value no pattern produces, so unwritten output is caught */
+		if (be->ops->fill32(be, i, NW_BUF_RECV, 0x7f7f7f7fu, x->err, x->errlen))
+			return -1;
+		if (c->inplace) {
+			size_t soff, roff;
+			nw_call_offsets(c, rank, &soff, &roff);
+			uint64_t in = nw_pattern_input_count(p, rank);
+			if (in && be->ops->copy(be, i, 0, soff, in * es, x->err, x->errlen))
+				return -1;
+		}
+	}
+	if (nw_group_barrier(x->g, x->err, x->errlen))
+		return -1;
+	if (be->ops->launch(be, c, 1, x->err, x->errlen) || be->ops->wait(be, x->o->timeout_s, what, x->err, x->errlen))
+		return -1;
+	for (int i = 0; i < be->nlocal; i++) {
+		int rank = be->rank0 + i;
+		if (!nw_pattern_checks_rank(p, rank))
+			continue;
+		size_t soff, roff;
+		nw_call_offsets(c, rank, &soff, &roff);
+		if (verify(x, p, i, roff, nw_pattern_output_count(p, rank), &wrong))
+			return -1;
+	}
+	int64_t mine = (int64_t)wrong;
+	int64_t *all = nw_calloc((size_t)x->g->size, sizeof(int64_t));
+	if (nw_group_allgather(x->g, &mine, all, sizeof(mine), x->err, x->errlen)) {
+		free(all);
+		return -1;
+	}
+	int64_t sum = 0;
+	for (int k = 0; k < x->g->size; k++)
+		sum += all[k];
+	free(all);
+	*wrong_out = sum;
+	return 0;
+}
+
+/* Every size of one (op, dtype, redop, root). Returns -1 on failure, else the wrong-element total. */
+static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, int dtype, int redop, int root)
+{
+	const struct nw_bench_opts *o = x->o;
+	struct nw_backend *be = x->be;
+	size_t es = nw_dtype_size((enum nw_dtype)dtype), nsz;
+	int n = be->nranks;
+	uint64_t *sz = sizes(o, &nsz);
+	int64_t wrong_total = 0;
+	struct nw_call c = { .op = coll->op, .dtype = dtype, .redop = redop, .root = root };
+
+	/* Patterns in the send buffers, once per type (products use their own). */
+	if (o->check) {
+		int key = dtype * 2 + (redop == NW_PROD && coll->has_redop);
+		if (key != x->pattern_key) {
+			struct nw_pattern p = { .op = coll->op, .dtype = dtype, .redop = coll->has_redop ? redop : NW_SUM,
+			                        .root = root, .nranks = n, .count = 1 };
+			for (int i = 0; i < be->nlocal; i++)
+				if (upload(x, &p, i, x->buf_bytes / es))
+					goto fail;
+			x->pattern_key = key;
+		}
+	}
+	/* Warm-up over every size first (doubling), as nccl-tests does. */
+	for (uint64_t wsz = o->min_bytes; wsz <= o->max_bytes && o->warmup > 0; wsz *= 2) {
+		uint64_t used, count = nw_coll_count(coll->op, wsz, es, n, &used);
+		if (!count)
+			continue;
+		c.count = count;
+		c.inplace = 0;
+		for (int w = 0; w < o->warmup; w++)
+			if (be->ops->launch(be, &c, o->agg_iters > 0 ? o->agg_iters : 1, x->err, x->errlen))
+				goto fail;
+		char what[128];
+		describe(what, sizeof(what), &c, used);
+		if (be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
+			goto fail;
+	}
+	for (size_t k = 0; k < nsz; k++) {
+		uint64_t used, count = nw_coll_count(coll->op, sz[k], es, n, &used);
+		if (!count)
+			continue;
+		struct nw_row rows[2];
+		int have[2] = { 0, 0 };
+		for (int ip = 0; ip < 2; ip++) {
+			if ((ip && o->oop_only) || (!ip && o->ip_only))
+				continue;
+			c.count = count;
+			c.inplace = ip;
+			struct nw_row *r = &rows[ip];
+			memset(r, 0, sizeof(*r));
+			nw_strlcpy(r->op, coll->name, sizeof(r->op));
+			nw_strlcpy(r->dtype, nw_dtype_name((enum nw_dtype)dtype), sizeof(r->dtype));
+			nw_strlcpy(r->redop, coll->has_redop ? nw_redop_name((enum nw_redop)redop) : "none", sizeof(r->redop));
+			r->root = coll->has_root ? root : -1;
+			r->size_bytes = used;
+			r->count = count;
+			r->nranks = n;
+			r->inplace = ip;
+			r->wrong = -1;
+			double mine;
+			if (time_batch(x, &c, used, used, &mine) || combine(x, mine, r))
+				goto fail;
+			nw_row_compute_bw(r);
+			if (o->check && (!ip || coll->verify_inplace)) {
+				struct nw_pattern p = { .op = coll->op, .dtype = dtype,
+				                        .redop = coll->has_redop ? redop : NW_SUM,
+				                        .root = root, .nranks = n, .count = count };
+				if (check_once(x, &c, &p, &r->wrong))
+					goto fail;
+				wrong_total += r->wrong;
+			}
+			have[ip] = 1;
+		}
+		struct nw_row *a = have[0] ? nw_run_add(x->run, &rows[0]) : NULL;
+		struct nw_row *b = have[1] ? nw_run_add(x->run, &rows[1]) : NULL;
+		if (x->row_fn && x->g->rank == 0)
+			x->row_fn(a, b, x->arg);
+	}
+	free(sz);
+	return wrong_total;
+fail:
+	free(sz);
+	return -1;
+}
+
+/*
+ * Pairwise mode: for every pair of ranks, both send and receive -e bytes
+ * at once while the others wait; the matrix of busbw (size / time, per
+ * direction) goes to run->h.extra["pairs"].
+ */
+static int run_pairs(struct ctx *x)
+{
+	const struct nw_bench_opts *o = x->o;
+	struct nw_backend *be = x->be;
+	int n = be->nranks, dtype = o->dtypes[0];
+	size_t es = nw_dtype_size((enum nw_dtype)dtype);
+	uint64_t count = o->max_bytes / es;
+	if (n < 2)
+		return nw_seterr(x->err, x->errlen, "--pairs needs at least 2 ranks (this run has %d)", n);
+	if (!count)
+		return nw_seterr(x->err, x->errlen, "--pairs: -e is smaller than one element");
+	if (o->check) {
+		struct nw_pattern p = { .op = NW_SENDRECV, .dtype = dtype, .nranks = n, .count = 1 };
+		for (int i = 0; i < be->nlocal; i++)
+			if (upload(x, &p, i, count))
+				return -1;
+	}
+	json_t *matrix = json_array(), *list = json_array();
+	for (int a = 0; a < n; a++) {
+		json_t *row = json_array();
+		for (int b = 0; b < n; b++)
+			json_array_append_new(row, json_null());
+		json_array_append_new(matrix, row);
+	}
+	double *all = nw_calloc((size_t)x->g->size, sizeof(double));
+	int rc = -1;
+	for (int a = 0; a < n; a++)
+		for (int b = a + 1; b < n; b++) {
+			struct nw_call c = { .op = NW_SENDRECV, .dtype = dtype, .count = count, .pair = 1, .pair_a = a, .pair_b = b };
+			for (int w = 0; w < o->warmup; w++)
+				if (be->ops->launch(be, &c, 1, x->err, x->errlen))
+					goto out;
+			if (be->ops->wait(be, o->timeout_s, "sendrecv pair warm-up", x->err, x->errlen))
+				goto out;
+			double mine;
+			if (time_batch(x, &c, count * es, count * es, &mine) ||
+			    nw_group_allgather(x->g, &mine, all, sizeof(double), x->err, x->errlen))
+				goto out;
+			double ta = all[a / be->nlocal], tb = all[b / be->nlocal];
+			double t = ta > tb ? ta : tb;
+			int64_t wrong = -1;
+			if (o->check) {
+				struct nw_pattern p = { .op = NW_SENDRECV, .dtype = dtype, .nranks = n, .count = count,
+				                        .pair = 1, .pair_a = a, .pair_b = b };
+				if (check_once(x, &c, &p, &wrong))
+					goto out;
+			}
+			double bw = nw_algbw(count * es, t);
+			json_array_set_new(json_array_get(matrix, (size_t)a), (size_t)b, json_real(round(bw * 100) / 100));
+			json_array_set_new(json_array_get(matrix, (size_t)b), (size_t)a, json_real(round(bw * 100) / 100));
+			json_t *e = json_object();
+			json_object_set_new(e, "a", json_integer(a));
+			json_object_set_new(e, "b", json_integer(b));
+			json_object_set_new(e, "time_us", json_real(round(t * 1000) / 1000));
+			json_object_set_new(e, "busbw_gbs", json_real(round(bw * 100) / 100));
+			json_object_set_new(e, "wrong", wrong >= 0 ? json_integer(wrong) : json_null());
+			json_array_append_new(list, e);
+			if (wrong > 0)
+				x->pairs_wrong += wrong;
+		}
+	json_t *pairs = json_object();
+	json_object_set_new(pairs, "size_bytes", json_integer((json_int_t)(count * es)));
+	json_object_set_new(pairs, "dtype", json_string(nw_dtype_name((enum nw_dtype)dtype)));
+	json_object_set_new(pairs, "busbw_gbs", matrix);
+	json_object_set_new(pairs, "pairs", list);
+	matrix = list = NULL;
+	if (!x->run->h.extra)
+		x->run->h.extra = json_object();
+	json_object_set_new(x->run->h.extra, "pairs", pairs);
+	rc = 0;
+out:
+	if (matrix)
+		json_decref(matrix);
+	if (list)
+		json_decref(list);
+	free(all);
+	return rc;
+}
+
+/* A string every process must agree on: version and what the options ask. */
+static void fingerprint(const struct nw_bench_opts *o, char *buf, size_t len)
+{
+	size_t u = (size_t)snprintf(buf, len, "ncclwatch %s b=%" PRIu64 " e=%" PRIu64 " f=%g i=%" PRIu64
+	                            " n=%d w=%d m=%d c=%d G=%d g=%d r=%d be=%d ops=",
+	                            NW_VERSION, o->min_bytes, o->max_bytes, o->step_factor, o->step_bytes, o->iters,
+	                            o->warmup, o->agg_iters, o->check, o->graph_launches, o->ngpus, o->root, o->backend);
+	for (int i = 0; i < o->nops && u < len; i++)
+		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : "", nw_coll_get((enum nw_op)o->ops[i])->name);
+	for (int i = 0; i < o->ndtypes && u < len; i++)
+		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " d=", nw_dtype_name((enum nw_dtype)o->dtypes[i]));
+	for (int i = 0; i < o->nredops && u < len; i++)
+		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " o=", nw_redop_name((enum nw_redop)o->redops[i]));
+}
+
+int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
+                 void *arg, char *err, size_t errlen)
+{
+	struct nw_group *g = NULL;
+	struct nw_backend *be = NULL;
+	int rc = -1;
+	char fp[1024];
+	fingerprint(o, fp, sizeof(fp));
+	if (o->min_bytes > o->max_bytes)
+		return nw_seterr(err, errlen, "-b %" PRIu64 " is larger than -e %" PRIu64, o->min_bytes, o->max_bytes);
+	if (nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp, o->timeout_s > 0 ? o->timeout_s : 300, err, errlen))
+		return -1;
+	if (o->backend == NW_BACKEND_MPI) {
+		if (nw_backend_mpi_open(&be, g, err, errlen))
+			goto out;
+	} else if (nw_backend_nccl_open(&be, g, o, err, errlen)) {
+		goto out;
+	}
+	for (int i = 0; i < o->ndtypes; i++)
+		if (!be->dtype_ok[o->dtypes[i]]) {
+			nw_seterr(err, errlen, "data type '%s' is not supported by the %s backend%s; choose another with -d",
+			          nw_dtype_name((enum nw_dtype)o->dtypes[i]), be->name,
+			          !strcmp(be->name, "nccl") ? " on this GPU (fp8 needs compute capability 9.0, bfloat16 8.0)" : "");
+			goto out;
+		}
+	if (o->graph_launches > 0 && !be->graphs) {
+		nw_seterr(err, errlen, "-G (CUDA graphs) needs the NCCL backend");
+		goto out;
+	}
+	struct nw_run_header *h = &run->h;
+	nw_strlcpy(h->backend, be->name, sizeof(h->backend));
+	nw_strlcpy(h->nccl_version, be->nccl_version, sizeof(h->nccl_version));
+	nw_strlcpy(h->nccl_path, be->nccl_path, sizeof(h->nccl_path));
+	nw_strlcpy(h->driver, be->driver, sizeof(h->driver));
+	nw_strlcpy(h->cuda_driver, be->cuda_driver, sizeof(h->cuda_driver));
+	nw_strlcpy(h->gpus, be->gpus, sizeof(h->gpus));
+	h->nranks = be->nranks;
+	h->rank = g->rank;
+	h->nhosts = g->size / (g->local_size > 0 ? g->local_size : 1);
+
+	/* Buffers: the largest size, whole (split ops use it for n chunks). */
+	uint64_t maxb = o->max_bytes;
+	size_t maxes = 8;
+	if (maxb < maxes * (uint64_t)be->nranks)
+		maxb = maxes * (uint64_t)be->nranks;
+	struct ctx x = { .o = o, .be = be, .g = g, .run = run, .row_fn = row_fn, .arg = arg,
+	                 .buf_bytes = (size_t)maxb, .pattern_key = -1, .err = err, .errlen = errlen };
+	x.nthreads = nw_ncpus() / (be->nlocal > 0 ? be->nlocal : 1);
+	if (g->local_size > 1)
+		x.nthreads /= g->local_size;
+	if (x.nthreads > 16)
+		x.nthreads = 16;
+	if (x.nthreads < 1)
+		x.nthreads = 1;
+	if (be->ops->alloc(be, x.buf_bytes, err, errlen))
+		goto out;
+
+	int64_t wrong = 0;
+	if (o->pairs) {
+		if (run_pairs(&x))
+			goto out;
+		rc = x.pairs_wrong ? 1 : 0;
+		goto out;
+	}
+	for (int i = 0; i < o->nops; i++) {
+		const struct nw_coll *coll = nw_coll_get((enum nw_op)o->ops[i]);
+		int nred = coll->has_redop ? o->nredops : 1;
+		int r0 = coll->has_root ? (o->root < 0 ? 0 : o->root) : -1;
+		int r1 = coll->has_root ? (o->root < 0 ? be->nranks - 1 : o->root) : -1;
+		if (coll->has_root && r1 >= be->nranks) {
+			nw_seterr(err, errlen, "-r %d: root must be below the number of ranks (%d)", o->root, be->nranks);
+			goto out;
+		}
+		for (int d = 0; d < o->ndtypes; d++)
+			for (int k = 0; k < nred; k++)
+				for (int root = r0; root <= r1; root++) {
+					int redop = coll->has_redop ? o->redops[k] : NW_SUM;
+					int64_t w = sweep_one(&x, coll, o->dtypes[d], redop, root);
+					if (w < 0)
+						goto out;
+					wrong += w;
+				}
+	}
+	rc = wrong ? 1 : 0;
+out:
+	if (rc < 0 && g && g->size > 1 && g->kind == NW_GROUP_MPI) {
+		/* tell the others before they wait on us forever */
+		fprintf(stderr, "ncclwatch: error: rank %d on %s: %s\n", g->rank, g->host, err);
+		nw_group_abort(g, err);
+	}
+	if (be)
+		be->ops->destroy(be);
+	nw_group_close(g);
+	return rc;
+}

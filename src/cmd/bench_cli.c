@@ -1,0 +1,404 @@
+#include "cmd/bench_cli.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/util.h"
+
+/* Parse a comma list of names with 'all' through a finder; fills ids, returns count or -1. */
+static int parse_list(const char *arg, int *ids, int max, int (*find)(const char *), int nall,
+                      const char *what, char *err, size_t errlen)
+{
+	if (!strcmp(arg, "all")) {
+		for (int i = 0; i < nall; i++)
+			ids[i] = i;
+		return nall;
+	}
+	char *copy = nw_strdup(arg);
+	int n = 0;
+	for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int id = find(tok);
+		if (id < 0) {
+			nw_seterr(err, errlen, "unknown %s '%s'", what, tok);
+			free(copy);
+			return -1;
+		}
+		if (n >= max) {
+			nw_seterr(err, errlen, "too many %ss in '%s'", what, arg);
+			free(copy);
+			return -1;
+		}
+		ids[n++] = id;
+	}
+	free(copy);
+	if (!n)
+		return nw_seterr(err, errlen, "empty %s list", what);
+	return n;
+}
+
+static int find_op(const char *s)
+{
+	const struct nw_coll *c = nw_coll_find(s);
+	return c ? (int)c->op : -1;
+}
+
+enum {
+	OPT_OP = 1000, OPT_BACKEND, OPT_JSON, OPT_CSV, OPT_PER_RANK, OPT_PAIRS, OPT_NCCL_LIB,
+	OPT_NO_HISTORY, OPT_DB, OPT_OOP, OPT_IP, OPT_QUIET,
+};
+
+int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cmd)
+{
+	static const struct option longs[] = {
+		{ "minbytes", required_argument, NULL, 'b' }, { "maxbytes", required_argument, NULL, 'e' },
+		{ "stepbytes", required_argument, NULL, 'i' }, { "stepfactor", required_argument, NULL, 'f' },
+		{ "iters", required_argument, NULL, 'n' }, { "warmup_iters", required_argument, NULL, 'w' },
+		{ "agg_iters", required_argument, NULL, 'm' }, { "redop", required_argument, NULL, 'o' },
+		{ "datatype", required_argument, NULL, 'd' }, { "root", required_argument, NULL, 'r' },
+		{ "check", required_argument, NULL, 'c' }, { "blocking", required_argument, NULL, 'z' },
+		{ "cudagraph", required_argument, NULL, 'G' }, { "average", required_argument, NULL, 'a' },
+		{ "ngpus", required_argument, NULL, 'g' }, { "nthreads", required_argument, NULL, 't' },
+		{ "report_cputime", required_argument, NULL, 'C' }, { "timeout", required_argument, NULL, 'T' },
+		{ "output_file", required_argument, NULL, 'J' },
+		{ "op", required_argument, NULL, OPT_OP }, { "backend", required_argument, NULL, OPT_BACKEND },
+		{ "json", required_argument, NULL, OPT_JSON }, { "csv", required_argument, NULL, OPT_CSV },
+		{ "per-rank", no_argument, NULL, OPT_PER_RANK }, { "pairs", no_argument, NULL, OPT_PAIRS },
+		{ "nccl-lib", required_argument, NULL, OPT_NCCL_LIB },
+		{ "no-history", no_argument, NULL, OPT_NO_HISTORY }, { "db", required_argument, NULL, OPT_DB },
+		{ "oop-only", no_argument, NULL, OPT_OOP }, { "ip-only", no_argument, NULL, OPT_IP },
+		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ NULL, 0, NULL, 0 },
+	};
+	memset(cli, 0, sizeof(*cli));
+	nw_bench_opts_default(&cli->o);
+	struct nw_bench_opts *o = &cli->o;
+	char err[NW_ERRLEN] = "";
+	long v;
+	double d;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:", longs, NULL)) != -1) {
+		int bad = 0;
+		switch (c) {
+		case 'b': bad = nw_parse_size(optarg, &o->min_bytes, err, sizeof(err)); break;
+		case 'e': bad = nw_parse_size(optarg, &o->max_bytes, err, sizeof(err)); break;
+		case 'i': bad = nw_parse_size(optarg, &o->step_bytes, err, sizeof(err)); break;
+		case 'f':
+			bad = nw_parse_double(optarg, 1, 1024, &d, "-f (step factor)", err, sizeof(err));
+			o->step_factor = d;
+			break;
+		case 'n': bad = nw_parse_long(optarg, 1, 100000000, &v, "-n (iterations)", err, sizeof(err)); o->iters = (int)v; break;
+		case 'w': bad = nw_parse_long(optarg, 0, 100000000, &v, "-w (warm-up iterations)", err, sizeof(err)); o->warmup = (int)v; break;
+		case 'm': bad = nw_parse_long(optarg, 1, 1024, &v, "-m (aggregated iterations)", err, sizeof(err)); o->agg_iters = (int)v; break;
+		case 'c': bad = nw_parse_long(optarg, 0, 1000000, &v, "-c (check)", err, sizeof(err)); o->check = v > 0; break;
+		case 'z': bad = nw_parse_long(optarg, 0, 1, &v, "-z (blocking)", err, sizeof(err)); o->blocking = (int)v; break;
+		case 'G': bad = nw_parse_long(optarg, 0, 1000000, &v, "-G (graph launches)", err, sizeof(err)); o->graph_launches = (int)v; break;
+		case 'a': bad = nw_parse_long(optarg, 0, 3, &v, "-a (average)", err, sizeof(err)); o->average = (enum nw_average)v; break;
+		case 'g': bad = nw_parse_long(optarg, 1, 64, &v, "-g (GPUs per process)", err, sizeof(err)); o->ngpus = (int)v; break;
+		case 't':
+			bad = nw_parse_long(optarg, 1, 64, &v, "-t (threads)", err, sizeof(err));
+			o->nthreads = (int)v;
+			if (!bad && v != 1)
+				bad = nw_seterr(err, sizeof(err), "-t %ld: several threads per process are not supported; "
+				                "drive several GPUs with -g N, or start one process per GPU (mpirun, torchrun)", v);
+			break;
+		case 'C': bad = nw_parse_long(optarg, 0, 1, &v, "-C (report CPU time)", err, sizeof(err)); o->cputime = (int)v; break;
+		case 'T': bad = nw_parse_duration(optarg, &o->timeout_s, err, sizeof(err)); break;
+		case 'r':
+			if (!strcmp(optarg, "all"))
+				o->root = -1;
+			else {
+				bad = nw_parse_long(optarg, 0, 1 << 20, &v, "-r (root)", err, sizeof(err));
+				o->root = (int)v;
+			}
+			break;
+		case 'o':
+			o->nredops = parse_list(optarg, o->redops, NW_NREDOPS, nw_redop_find, NW_NREDOPS, "reduction op (-o)", err, sizeof(err));
+			bad = o->nredops < 0;
+			break;
+		case 'd':
+			o->ndtypes = parse_list(optarg, o->dtypes, NW_NDTYPES, nw_dtype_find, NW_NDTYPES, "data type (-d)", err, sizeof(err));
+			bad = o->ndtypes < 0;
+			break;
+		case OPT_OP:
+			o->nops = parse_list(optarg, o->ops, NW_NOPS, find_op, NW_NOPS, "collective (--op)", err, sizeof(err));
+			bad = o->nops < 0;
+			break;
+		case OPT_BACKEND:
+			if (!strcmp(optarg, "nccl"))
+				o->backend = NW_BACKEND_NCCL;
+			else if (!strcmp(optarg, "mpi"))
+				o->backend = NW_BACKEND_MPI;
+			else
+				bad = nw_seterr(err, sizeof(err), "unknown backend '%s' (nccl or mpi)", optarg);
+			break;
+		case 'J':
+		case OPT_JSON: cli->json_path = optarg; break;
+		case OPT_CSV: cli->csv_path = optarg; break;
+		case OPT_PER_RANK: o->per_rank = 1; break;
+		case OPT_PAIRS: o->pairs = 1; break;
+		case OPT_NCCL_LIB: o->nccl_lib = optarg; break;
+		case OPT_NO_HISTORY: cli->no_history = 1; break;
+		case OPT_DB: cli->db_path = optarg; break;
+		case OPT_OOP: o->oop_only = 1; break;
+		case OPT_IP: o->ip_only = 1; break;
+		case OPT_QUIET: o->quiet = 1; break;
+		case ':':
+			bad = nw_seterr(err, sizeof(err), "option '%s' needs a value", argv[optind - 1]);
+			break;
+		default:
+			bad = nw_seterr(err, sizeof(err), "unknown option '%s'", argv[optind - 1]);
+			break;
+		}
+		if (bad) {
+			nw_error("%s: %s; see 'ncclwatch help %s'", cmd, err, cmd);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		nw_error("%s: unexpected argument '%s'; see 'ncclwatch help %s'", cmd, argv[optind], cmd);
+		return 2;
+	}
+	if (o->min_bytes > o->max_bytes) {
+		nw_error("%s: -b %" PRIu64 " is larger than -e %" PRIu64 "; the sweep goes from -b up to -e", cmd,
+		         o->min_bytes, o->max_bytes);
+		return 2;
+	}
+	if (o->min_bytes == 0) {
+		nw_error("%s: -b 0: the smallest size must be at least one element", cmd);
+		return 2;
+	}
+	if (o->step_factor <= 1 && o->step_bytes == 0) {
+		nw_error("%s: -f 1 with -i 0 would never advance; give -f > 1 or -i > 0", cmd);
+		return 2;
+	}
+	if (o->oop_only && o->ip_only) {
+		nw_error("%s: --oop-only and --ip-only exclude each other", cmd);
+		return 2;
+	}
+	cli->cur_op = -1;
+	cli->table = !(cli->json_path && !strcmp(cli->json_path, "-")) && !(cli->csv_path && !strcmp(cli->csv_path, "-"));
+	return 0;
+}
+
+static void section_end(struct bench_cli *cli)
+{
+	if (cli->cur_op < 0 || !cli->table)
+		return;
+	const struct nw_coll *c = nw_coll_get((enum nw_op)cli->cur_op);
+	nw_nt_print_footer(stdout, cli->wrong_op, cli->bus_n ? cli->bus_sum / (double)cli->bus_n : 0);
+	printf("# Collective test concluded: %s_perf\n#\n", c->name);
+}
+
+static void section_start(struct bench_cli *cli, const struct nw_row *r)
+{
+	const struct nw_bench_opts *o = &cli->o;
+	const struct nw_run_header *h = &cli->run->h;
+	const struct nw_coll *c = nw_coll_find(r->op);
+	cli->cur_op = c ? (int)c->op : -1;
+	cli->wrong_op = 0;
+	cli->bus_sum = 0;
+	cli->bus_n = 0;
+	printf("# ncclwatch %s  NCCL %s  backend %s\n", NW_VERSION, h->nccl_version[0] ? h->nccl_version : "-", h->backend);
+	printf("# Collective test starting: %s_perf\n", r->op);
+	char step[32];
+	if (o->step_factor > 1)
+		snprintf(step, sizeof(step), "%g(factor)", o->step_factor);
+	else
+		snprintf(step, sizeof(step), "%" PRIu64 "(bytes)", o->step_bytes);
+	printf("# nThread 1 nGpus %d minBytes %" PRIu64 " maxBytes %" PRIu64 " step: %s warmup iters: %d iters: %d "
+	       "agg iters: %d validation: %d graph: %d\n", h->nranks, o->min_bytes, o->max_bytes, step, o->warmup,
+	       o->iters, o->agg_iters, o->check, o->graph_launches);
+	printf("#\n# Using devices: %s on %s%s (%d ranks)\n#\n", h->gpus, h->host, h->nhosts > 1 ? " and others" : "",
+	       h->nranks);
+	nw_nt_print_table_header(stdout);
+}
+
+static void per_rank_line(const struct nw_row *r)
+{
+	if (!r || !r->nrank_times)
+		return;
+	int slow = 0;
+	double mn = r->rank_times[0].time_us, mx = mn;
+	for (int k = 0; k < r->nrank_times; k++) {
+		double t = r->rank_times[k].time_us;
+		if (t > mx) {
+			mx = t;
+			slow = k;
+		}
+		mn = t < mn ? t : mn;
+	}
+	printf("#   %s ranks:", r->inplace ? "in-place" : "out-of-place");
+	for (int k = 0; k < r->nrank_times && k < 16; k++)
+		printf(" %d@%s:%d=%.2fus", r->rank_times[k].rank, r->rank_times[k].host, r->rank_times[k].gpu,
+		       r->rank_times[k].time_us);
+	if (r->nrank_times > 16)
+		printf(" ...");
+	printf("; slowest rank %d (%s), spread %.1f%%\n", r->rank_times[slow].rank, r->rank_times[slow].host,
+	       mn > 0 ? (mx - mn) / mn * 100 : 0);
+}
+
+static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
+{
+	struct bench_cli *cli = arg;
+	const struct nw_row *r = oop ? oop : ip;
+	if (!cli->table || !r)
+		return;
+	const struct nw_coll *c = nw_coll_find(r->op);
+	if (!c || (int)c->op != cli->cur_op) {
+		section_end(cli);
+		section_start(cli, r);
+	}
+	char line[512];
+	nw_nt_format_row(line, sizeof(line), oop, ip);
+	puts(line);
+	const struct nw_row *rs[2] = { oop, ip };
+	for (int k = 0; k < 2; k++)
+		if (rs[k]) {
+			cli->bus_sum += rs[k]->busbw_gbs;
+			cli->bus_n++;
+			if (rs[k]->wrong > 0)
+				cli->wrong_op += rs[k]->wrong;
+		}
+	if (cli->o.per_rank) {
+		per_rank_line(oop);
+		per_rank_line(ip);
+	}
+	fflush(stdout);
+}
+
+/* What nccl-tests does not say: the peak per op, and where it is reached. */
+static void summary(const struct bench_cli *cli, const struct nw_run *run)
+{
+	for (int i = 0; i < cli->o.nops; i++) {
+		const char *name = nw_coll_get((enum nw_op)cli->o.ops[i])->name;
+		const struct nw_row *best = NULL;
+		for (size_t k = 0; k < run->nrows; k++) {
+			const struct nw_row *r = &run->rows[k];
+			if (!strcmp(r->op, name) && (!best || r->busbw_gbs > best->busbw_gbs))
+				best = r;
+		}
+		if (!best)
+			continue;
+		char sz[32];
+		nw_format_size(best->size_bytes, sz, sizeof(sz));
+		printf("# ncclwatch: %-14s peak busbw %8.2f GB/s at %s (%s)", name, best->busbw_gbs, sz,
+		       best->inplace ? "in-place" : "out-of-place");
+		if (run->h.link_gbs > 0)
+			printf(", %.1f%% of the %.0f GB/s link", best->busbw_gbs / run->h.link_gbs * 100, run->h.link_gbs);
+		else
+			printf(", link bandwidth unknown");
+		printf("\n");
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The pairwise matrix, then the slowest pairs by name. */
+static void print_pairs(const struct nw_run *run)
+{
+	json_t *p = run->h.extra ? json_object_get(run->h.extra, "pairs") : NULL;
+	if (!p)
+		return;
+	json_t *m = json_object_get(p, "busbw_gbs"), *list = json_object_get(p, "pairs");
+	size_t n = json_array_size(m), np = json_array_size(list);
+	char sz[32];
+	nw_format_size((uint64_t)json_integer_value(json_object_get(p, "size_bytes")), sz, sizeof(sz));
+	printf("# ncclwatch pairs: send/recv of %s both ways between each pair of ranks, the others idle\n", sz);
+	printf("# busbw per direction, GB/s (%s)\n#      ", run->h.gpus);
+	for (size_t b = 0; b < n; b++)
+		printf(" %7zu", b);
+	printf("\n");
+	for (size_t a = 0; a < n; a++) {
+		printf("# %4zu ", a);
+		for (size_t b = 0; b < n; b++) {
+			json_t *v = json_array_get(json_array_get(m, a), b);
+			if (json_is_number(v))
+				printf(" %7.1f", json_number_value(v));
+			else
+				printf(" %7s", "-");
+		}
+		printf("\n");
+	}
+	if (!np)
+		return;
+	double *bw = nw_calloc(np, sizeof(double));
+	for (size_t i = 0; i < np; i++)
+		bw[i] = json_number_value(json_object_get(json_array_get(list, i), "busbw_gbs"));
+	qsort(bw, np, sizeof(double), cmp_double);
+	double med = bw[np / 2];
+	free(bw);
+	printf("# median pair %.1f GB/s; ", med);
+	int named = 0;
+	for (size_t i = 0; i < np; i++) {
+		json_t *e = json_array_get(list, i);
+		double v = json_number_value(json_object_get(e, "busbw_gbs"));
+		json_t *w = json_object_get(e, "wrong");
+		if (v < 0.8 * med || (json_is_integer(w) && json_integer_value(w) > 0)) {
+			printf("%sslow pair %lld<->%lld %.1f GB/s (%.0f%% of median)%s", named ? "; " : "",
+			       (long long)json_integer_value(json_object_get(e, "a")),
+			       (long long)json_integer_value(json_object_get(e, "b")), v, med > 0 ? v / med * 100 : 0,
+			       json_is_integer(w) && json_integer_value(w) > 0 ? " WITH WRONG DATA" : "");
+			named++;
+		}
+	}
+	printf("%s\n", named ? "" : "no pair below 80% of the median");
+}
+
+static int write_out(const char *path, const struct nw_run *run, int per_rank, int json)
+{
+	FILE *f = !strcmp(path, "-") ? stdout : fopen(path, "w");
+	if (!f)
+		return nw_error("cannot write '%s': %m", path);
+	int rc = json ? nw_run_write_json(run, f, per_rank) : nw_run_write_csv(run, f, per_rank);
+	if (f != stdout && fclose(f) != 0)
+		rc = -1;
+	if (rc)
+		return nw_error("writing '%s' failed: %m", path);
+	return 0;
+}
+
+int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
+{
+	struct nw_run run;
+	nw_run_init(&run);
+	argv[0] = (char *)cmd;
+	nw_header_fill_local(&run.h, cmd, argc, argv);
+	cli->run = &run;
+	char err[NW_ERRLEN] = "";
+	int rc = nw_bench_run(&cli->o, &run, on_row, cli, err, sizeof(err));
+	int status;
+	if (rc < 0) {
+		if (cli->table && cli->cur_op >= 0)
+			fflush(stdout);
+		nw_error("%s: %s", cmd, err);
+		status = 3;
+	} else {
+		status = rc ? 1 : 0;
+		if (run.h.rank == 0) {
+			section_end(cli);
+			if (cli->table && cli->o.pairs)
+				print_pairs(&run);
+			else if (cli->table)
+				summary(cli, &run);
+			if (rc == 1)
+				nw_error("%s: results have wrong elements (see #wrong): NCCL, the GPU or the link "
+				         "corrupted data", cmd);
+			if (cli->json_path && write_out(cli->json_path, &run, cli->o.per_rank, 1))
+				status = 3;
+			if (cli->csv_path && write_out(cli->csv_path, &run, cli->o.per_rank, 0))
+				status = 3;
+		}
+	}
+	nw_run_release(&run);
+	return status;
+}

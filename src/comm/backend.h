@@ -1,0 +1,108 @@
+/*
+ * backend: what moves the bytes. The sweep (src/bench/sweep.c) drives one
+ * backend the same way whether it is NCCL on GPUs or MPI on hosts: buffers
+ * per local rank, launches of one collective for every local rank at once,
+ * a wait bounded by the timeout, and copies in and out for verification.
+ */
+#ifndef NW_BACKEND_H
+#define NW_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench/coll.h"
+#include "comm/group.h"
+
+/* One collective call, the same on every local rank but for offsets. */
+struct nw_call {
+	enum nw_op op;
+	int dtype, redop, root;
+	uint64_t count;      /* nccl-tests' paramcount: per-rank chunk for split ops */
+	size_t shift;        /* bytes added to both buffers (cache rotation) */
+	int inplace;
+	int pair;            /* sendrecv between ranks pair_a and pair_b only, both ways */
+	int pair_a, pair_b;
+};
+
+/* The peer of a rank in a pair call, or -1 when it sits this one out. */
+static inline int nw_call_pair_peer(const struct nw_call *c, int rank)
+{
+	return rank == c->pair_a ? c->pair_b : rank == c->pair_b ? c->pair_a : -1;
+}
+
+enum nw_buf { NW_BUF_SEND, NW_BUF_RECV };
+
+struct nw_backend;
+
+struct nw_backend_ops {
+	/* Give each local rank send and recv buffers of this many bytes. */
+	int (*alloc)(struct nw_backend *be, size_t bytes, char *err, size_t errlen);
+	/* Enqueue agg calls (nccl-tests -m) for every local rank, as one group. */
+	int (*launch)(struct nw_backend *be, const struct nw_call *c, int agg, char *err, size_t errlen);
+	/* Wait until every local rank's work is done, at most timeout_s (0: no limit). */
+	int (*wait)(struct nw_backend *be, double timeout_s, const char *what, char *err, size_t errlen);
+	/* Graphs (-G): capture the launches between begin and end, replay n times. NULL when unsupported. */
+	int (*graph_begin)(struct nw_backend *be, char *err, size_t errlen);
+	int (*graph_end)(struct nw_backend *be, char *err, size_t errlen);
+	int (*graph_launch)(struct nw_backend *be, int times, char *err, size_t errlen);
+	void (*graph_free)(struct nw_backend *be);
+	/* Copy between host memory and a local rank's buffer at a byte offset. */
+	int (*write)(struct nw_backend *be, int local, enum nw_buf b, size_t off, const void *src, size_t n,
+	             char *err, size_t errlen);
+	int (*read)(struct nw_backend *be, int local, enum nw_buf b, size_t off, void *dst, size_t n,
+	            char *err, size_t errlen);
+	/* Copy within a local rank's memory (send -> recv) and fill a buffer with a 32-bit word. */
+	int (*copy)(struct nw_backend *be, int local, size_t src_off, size_t dst_off, size_t n, char *err, size_t errlen);
+	int (*fill32)(struct nw_backend *be, int local, enum nw_buf b, uint32_t word, char *err, size_t errlen);
+	/* Host-visible staging memory (pinned for GPUs); freed by destroy. */
+	void *(*host_alloc)(struct nw_backend *be, size_t n);
+	void (*destroy)(struct nw_backend *be);
+};
+
+struct nw_backend {
+	const struct nw_backend_ops *ops;
+	const char *name;       /* "nccl", "mpi" */
+	int nlocal;             /* ranks driven by this process */
+	int rank0;              /* global rank of local rank 0 */
+	int nranks;             /* ranks in all */
+	int dtype_ok[NW_NDTYPES]; /* types this backend can reduce */
+	int graphs;             /* graph_* usable */
+	struct nw_group *group; /* the process group (for host-side exchange) */
+	/* Description for the run header and per-rank output. */
+	int gpu[64];            /* device ordinal of each local rank, -1 for hosts */
+	char gpus[512];         /* "2 x NVIDIA H200" */
+	char nccl_version[32];
+	char nccl_path[512];
+	char driver[32];
+	char cuda_driver[16];
+	void *priv;
+};
+
+/*
+ * Byte offsets of a rank's send and recv pointers for a call. Out of
+ * place: send in the send buffer, recv in the recv buffer. In place
+ * (nccl-tests' layout): both in the recv buffer, the smaller side at the
+ * rank's chunk (all_gather and gather send from it, reduce_scatter and
+ * scatter receive into it).
+ */
+static inline void nw_call_offsets(const struct nw_call *c, int rank, size_t *soff, size_t *roff)
+{
+	size_t chunk = (size_t)c->count * nw_dtype_size((enum nw_dtype)c->dtype);
+	*soff = *roff = c->shift;
+	if (!c->inplace)
+		return;
+	if (c->op == NW_ALL_GATHER || c->op == NW_GATHER)
+		*soff += (size_t)rank * chunk;
+	else if (c->op == NW_REDUCE_SCATTER || c->op == NW_SCATTER)
+		*roff += (size_t)rank * chunk;
+}
+
+struct nw_bench_opts;
+
+/* NCCL on this process's GPUs (ngpus of them, 0: all visible). */
+int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_bench_opts *o,
+                         char *err, size_t errlen);
+/* MPI collectives on host memory (one rank per process). */
+int nw_backend_mpi_open(struct nw_backend **out, struct nw_group *g, char *err, size_t errlen);
+
+#endif

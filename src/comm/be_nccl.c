@@ -1,0 +1,558 @@
+/*
+ * The NCCL backend: one communicator rank per local GPU, one non-blocking
+ * stream each, driven from this thread (nccl-tests' -g), NCCL and the
+ * driver loaded at run time.
+ */
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "comm/backend.h"
+#include "gpu/cuda.h"
+#include "gpu/nccl.h"
+#include "util/util.h"
+
+#define MAXLOCAL 64
+
+struct nccl_priv {
+	const struct nw_cu *cu;
+	const struct nw_nccl *nc;
+	nw_CUdevice dev[MAXLOCAL];
+	nw_CUcontext ctx[MAXLOCAL];
+	nw_CUstream stream[MAXLOCAL];
+	nw_ncclComm_t comm[MAXLOCAL];
+	nw_CUdeviceptr send[MAXLOCAL], recv[MAXLOCAL];
+	nw_CUgraphExec gexec[MAXLOCAL];
+	size_t bytes;
+	void *pinned[16];
+	int npinned;
+	int aborted;
+};
+
+static struct nccl_priv *P(struct nw_backend *be)
+{
+	return be->priv;
+}
+
+static int cu_fail(struct nccl_priv *p, nw_CUresult r, int gpu, const char *what, char *err, size_t errlen)
+{
+	char b[160];
+	return nw_seterr(err, errlen, "GPU %d: %s failed: %s", gpu, what, nw_cuda_strerror(p->cu, r, b, sizeof(b)));
+}
+
+static int nccl_fail(struct nccl_priv *p, nw_ncclResult_t r, int local, const char *what, char *err, size_t errlen)
+{
+	char b[512];
+	nw_nccl_strerror(p->nc, local >= 0 ? p->comm[local] : NULL, r, b, sizeof(b));
+	return nw_seterr(err, errlen, "%s on GPU %d failed: %s", what, local >= 0 ? (int)p->dev[local] : -1, b);
+}
+
+static int set_ctx(struct nw_backend *be, int i, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	nw_CUresult r = p->cu->CtxSetCurrent(p->ctx[i]);
+	return r ? cu_fail(p, r, p->dev[i], "selecting the device", err, errlen) : 0;
+}
+
+static void free_buffers(struct nw_backend *be)
+{
+	struct nccl_priv *p = P(be);
+	for (int i = 0; i < be->nlocal; i++) {
+		p->cu->CtxSetCurrent(p->ctx[i]);
+		if (p->send[i])
+			p->cu->MemFree(p->send[i]);
+		if (p->recv[i])
+			p->cu->MemFree(p->recv[i]);
+		p->send[i] = p->recv[i] = 0;
+	}
+	p->bytes = 0;
+}
+
+static int be_alloc(struct nw_backend *be, size_t bytes, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	free_buffers(be);
+	bytes = (bytes + 4095) & ~(size_t)4095;
+	for (int i = 0; i < be->nlocal; i++) {
+		if (set_ctx(be, i, err, errlen))
+			return -1;
+		size_t freeb = 0, total = 0;
+		p->cu->MemGetInfo(&freeb, &total);
+		if (freeb < 2 * bytes + (256u << 20))
+			return nw_seterr(err, errlen,
+			                 "too little GPU memory on GPU %d: the sweep needs 2 x %.2f GiB (send and receive "
+			                 "buffers for -e), %.2f GiB is free of %.2f GiB; lower -e or free the GPU",
+			                 (int)p->dev[i], bytes / 1073741824.0, freeb / 1073741824.0, total / 1073741824.0);
+		nw_CUresult r = p->cu->MemAlloc(&p->send[i], bytes);
+		if (!r)
+			r = p->cu->MemAlloc(&p->recv[i], bytes);
+		if (r)
+			return cu_fail(p, r, p->dev[i], "allocating buffers", err, errlen);
+		/* a defined value everywhere (1.0f); patterns are written before checks */
+		p->cu->MemsetD32(p->send[i], 0x3f800000u, bytes / 4);
+		p->cu->MemsetD32(p->recv[i], 0x3f800000u, bytes / 4);
+	}
+	p->bytes = bytes;
+	return 0;
+}
+
+static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	const struct nw_nccl *nc = p->nc;
+	int rank = be->rank0 + i, n = be->nranks;
+	size_t soff, roff;
+	nw_call_offsets(c, rank, &soff, &roff);
+	char *base_s = (char *)(uintptr_t)(c->inplace ? p->recv[i] : p->send[i]);
+	char *base_r = (char *)(uintptr_t)p->recv[i];
+	const void *s = base_s + soff;
+	void *r = base_r + roff;
+	nw_ncclComm_t comm = p->comm[i];
+	nw_CUstream st = p->stream[i];
+	size_t cnt = (size_t)c->count, es = nw_dtype_size((enum nw_dtype)c->dtype);
+	int t = c->dtype;
+	nw_ncclResult_t rc = 0;
+	switch (c->op) {
+	case NW_ALL_REDUCE: rc = nc->AllReduce(s, r, cnt, t, c->redop, comm, st); break;
+	case NW_ALL_GATHER: rc = nc->AllGather(s, r, cnt, t, comm, st); break;
+	case NW_REDUCE_SCATTER: rc = nc->ReduceScatter(s, r, cnt, t, c->redop, comm, st); break;
+	case NW_BROADCAST: rc = nc->Broadcast(s, r, cnt, t, c->root, comm, st); break;
+	case NW_REDUCE: rc = nc->Reduce(s, r, cnt, t, c->redop, c->root, comm, st); break;
+	case NW_SENDRECV: {
+		int to = (rank + 1) % n, from = (rank - 1 + n) % n;
+		if (c->pair) {
+			to = from = nw_call_pair_peer(c, rank);
+			if (to < 0)
+				break;
+		}
+		rc = nc->GroupStart();
+		if (!rc)
+			rc = nc->Send(s, cnt, t, to, comm, st);
+		if (!rc)
+			rc = nc->Recv(r, cnt, t, from, comm, st);
+		if (!rc)
+			rc = nc->GroupEnd();
+		break;
+	}
+	case NW_ALLTOALL:
+		if (nc->AlltoAll) {
+			rc = nc->AlltoAll(s, r, cnt, t, comm, st);
+			break;
+		}
+		rc = nc->GroupStart();
+		for (int k = 0; k < n && !rc; k++) {
+			rc = nc->Send((const char *)s + (size_t)k * cnt * es, cnt, t, k, comm, st);
+			if (!rc)
+				rc = nc->Recv((char *)r + (size_t)k * cnt * es, cnt, t, k, comm, st);
+		}
+		if (!rc)
+			rc = nc->GroupEnd();
+		break;
+	case NW_GATHER:
+		if (nc->Gather) {
+			rc = nc->Gather(s, r, cnt, t, c->root, comm, st);
+			break;
+		}
+		rc = nc->GroupStart();
+		if (!rc)
+			rc = nc->Send(s, cnt, t, c->root, comm, st);
+		for (int k = 0; k < n && !rc && rank == c->root; k++)
+			rc = nc->Recv((char *)r + (size_t)k * cnt * es, cnt, t, k, comm, st);
+		if (!rc)
+			rc = nc->GroupEnd();
+		break;
+	case NW_SCATTER:
+		if (nc->Scatter) {
+			rc = nc->Scatter(s, r, cnt, t, c->root, comm, st);
+			break;
+		}
+		rc = nc->GroupStart();
+		for (int k = 0; k < n && !rc && rank == c->root; k++)
+			rc = nc->Send((const char *)s + (size_t)k * cnt * es, cnt, t, k, comm, st);
+		if (!rc)
+			rc = nc->Recv(r, cnt, t, c->root, comm, st);
+		if (!rc)
+			rc = nc->GroupEnd();
+		break;
+	default:
+		return nw_seterr(err, errlen, "internal: unknown op %d", c->op);
+	}
+	if (rc)
+		return nccl_fail(p, rc, i, nw_coll_get(c->op)->name, err, errlen);
+	return 0;
+}
+
+static int be_launch(struct nw_backend *be, const struct nw_call *c, int agg, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	int grouped = be->nlocal > 1 || agg > 1;
+	nw_ncclResult_t rc;
+	if (grouped && (rc = p->nc->GroupStart()) != 0)
+		return nccl_fail(p, rc, -1, "ncclGroupStart", err, errlen);
+	for (int a = 0; a < agg; a++)
+		for (int i = 0; i < be->nlocal; i++)
+			if (one_call(be, i, c, err, errlen)) {
+				if (grouped)
+					p->nc->GroupEnd();
+				return -1;
+			}
+	if (grouped && (rc = p->nc->GroupEnd()) != 0)
+		return nccl_fail(p, rc, 0, nw_coll_get(c->op)->name, err, errlen);
+	return 0;
+}
+
+static void abort_all(struct nw_backend *be)
+{
+	struct nccl_priv *p = P(be);
+	if (p->aborted)
+		return;
+	p->aborted = 1;
+	for (int i = 0; i < be->nlocal; i++)
+		if (p->comm[i])
+			p->nc->CommAbort(p->comm[i]);
+	for (int i = 0; i < be->nlocal; i++)
+		p->comm[i] = NULL;
+}
+
+static int be_wait(struct nw_backend *be, double timeout_s, const char *what, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	int done[MAXLOCAL] = { 0 };
+	int left = be->nlocal;
+	double start = nw_now();
+	unsigned spins = 0;
+	while (left) {
+		for (int i = 0; i < be->nlocal; i++) {
+			if (done[i])
+				continue;
+			nw_CUresult r = p->cu->StreamQuery(p->stream[i]);
+			if (r == NW_CUDA_SUCCESS) {
+				done[i] = 1;
+				left--;
+				continue;
+			}
+			if (r != NW_CUDA_ERROR_NOT_READY) {
+				cu_fail(p, r, p->dev[i], what, err, errlen);
+				abort_all(be);
+				return -1;
+			}
+			nw_ncclResult_t ae = 0;
+			if (p->nc->CommGetAsyncError(p->comm[i], &ae) == 0 && ae != 0 && ae != NW_NCCL_IN_PROGRESS) {
+				nccl_fail(p, ae, i, what, err, errlen);
+				abort_all(be);
+				return -1;
+			}
+		}
+		if (!left)
+			break;
+		if ((++spins & 1023) == 0 && timeout_s > 0 && nw_now() - start > timeout_s) {
+			char waiting[128] = "";
+			size_t u = 0;
+			for (int i = 0; i < be->nlocal && u < sizeof(waiting) - 8; i++)
+				if (!done[i])
+					u += (size_t)snprintf(waiting + u, sizeof(waiting) - u, "%s%d", u ? "," : "", (int)p->dev[i]);
+			nw_seterr(err, errlen,
+			          "%s did not finish within %g s (-T) on GPU %s; a peer may have died or hung, or the "
+			          "link is stuck: look at the other ranks' output and NCCL_DEBUG=WARN; raise -T if the "
+			          "size is simply slow here", what, timeout_s, waiting);
+			abort_all(be);
+			return -1;
+		}
+		if ((spins & 63) == 0)
+			sched_yield();
+	}
+	return 0;
+}
+
+static int be_graph_begin(struct nw_backend *be, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	for (int i = 0; i < be->nlocal; i++) {
+		if (set_ctx(be, i, err, errlen))
+			return -1;
+		nw_CUresult r = p->cu->StreamBeginCapture(p->stream[i], NW_CU_CAPTURE_MODE_THREAD_LOCAL);
+		if (r)
+			return cu_fail(p, r, p->dev[i], "starting graph capture", err, errlen);
+	}
+	return 0;
+}
+
+static void be_graph_free(struct nw_backend *be)
+{
+	struct nccl_priv *p = P(be);
+	for (int i = 0; i < be->nlocal; i++)
+		if (p->gexec[i]) {
+			p->cu->GraphExecDestroy(p->gexec[i]);
+			p->gexec[i] = NULL;
+		}
+}
+
+static int be_graph_end(struct nw_backend *be, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	be_graph_free(be);
+	int rc = 0;
+	for (int i = 0; i < be->nlocal; i++) {
+		nw_CUgraph g = NULL;
+		nw_CUresult r = p->cu->StreamEndCapture(p->stream[i], &g);
+		if (!r)
+			r = p->cu->GraphInstantiateWithFlags(&p->gexec[i], g, 0);
+		if (g)
+			p->cu->GraphDestroy(g);
+		if (r && !rc)
+			rc = cu_fail(p, r, p->dev[i], "building the CUDA graph (-G)", err, errlen);
+	}
+	return rc;
+}
+
+static int be_graph_launch(struct nw_backend *be, int times, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	for (int t = 0; t < times; t++)
+		for (int i = 0; i < be->nlocal; i++) {
+			nw_CUresult r = p->cu->GraphLaunch(p->gexec[i], p->stream[i]);
+			if (r)
+				return cu_fail(p, r, p->dev[i], "launching the CUDA graph", err, errlen);
+		}
+	return 0;
+}
+
+static nw_CUdeviceptr bufptr(struct nccl_priv *p, int i, enum nw_buf b)
+{
+	return b == NW_BUF_SEND ? p->send[i] : p->recv[i];
+}
+
+static int be_write(struct nw_backend *be, int i, enum nw_buf b, size_t off, const void *src, size_t n,
+                    char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	if (set_ctx(be, i, err, errlen))
+		return -1;
+	nw_CUresult r = p->cu->MemcpyHtoD(bufptr(p, i, b) + off, src, n);
+	return r ? cu_fail(p, r, p->dev[i], "copying to the GPU", err, errlen) : 0;
+}
+
+static int be_read(struct nw_backend *be, int i, enum nw_buf b, size_t off, void *dst, size_t n,
+                   char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	if (set_ctx(be, i, err, errlen))
+		return -1;
+	nw_CUresult r = p->cu->MemcpyDtoH(dst, bufptr(p, i, b) + off, n);
+	return r ? cu_fail(p, r, p->dev[i], "copying from the GPU", err, errlen) : 0;
+}
+
+static int be_copy(struct nw_backend *be, int i, size_t soff, size_t doff, size_t n, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	if (set_ctx(be, i, err, errlen))
+		return -1;
+	nw_CUresult r = p->cu->MemcpyDtoD(p->recv[i] + doff, p->send[i] + soff, n);
+	if (!r)
+		r = p->cu->CtxSynchronize();
+	return r ? cu_fail(p, r, p->dev[i], "preparing in-place data", err, errlen) : 0;
+}
+
+static int be_fill32(struct nw_backend *be, int i, enum nw_buf b, uint32_t word, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	if (set_ctx(be, i, err, errlen))
+		return -1;
+	nw_CUresult r = p->cu->MemsetD32(bufptr(p, i, b), word, p->bytes / 4);
+	if (!r)
+		r = p->cu->CtxSynchronize();
+	return r ? cu_fail(p, r, p->dev[i], "filling a buffer", err, errlen) : 0;
+}
+
+/* One pinned staging buffer of 64 MiB (n == 0) or larger on request; kept until destroy. */
+static void *be_host_alloc(struct nw_backend *be, size_t n)
+{
+	struct nccl_priv *p = P(be);
+	if (n == 0) {
+		if (p->npinned)
+			return p->pinned[0];
+		n = 64u << 20;
+	}
+	if (p->npinned >= (int)NW_ARRAY_LEN(p->pinned))
+		return NULL;
+	void *h = NULL;
+	if (p->cu->MemHostAlloc(&h, n, 1 /* portable */) != 0)
+		return NULL;
+	p->pinned[p->npinned++] = h;
+	return h;
+}
+
+static void be_destroy(struct nw_backend *be)
+{
+	if (!be)
+		return;
+	struct nccl_priv *p = P(be);
+	if (p) {
+		be_graph_free(be);
+		if (!p->aborted)
+			for (int i = 0; i < be->nlocal; i++)
+				if (p->comm[i]) {
+					p->cu->CtxSetCurrent(p->ctx[i]);
+					p->nc->CommDestroy(p->comm[i]);
+				}
+		free_buffers(be);
+		for (int i = 0; i < p->npinned; i++)
+			p->cu->MemFreeHost(p->pinned[i]);
+		for (int i = 0; i < be->nlocal; i++) {
+			if (p->stream[i])
+				p->cu->StreamDestroy(p->stream[i]);
+			if (p->ctx[i])
+				p->cu->DevicePrimaryCtxRelease(p->dev[i]);
+		}
+		free(p);
+	}
+	free(be);
+}
+
+static const struct nw_backend_ops nccl_ops = {
+	.alloc = be_alloc,
+	.launch = be_launch,
+	.wait = be_wait,
+	.graph_begin = be_graph_begin,
+	.graph_end = be_graph_end,
+	.graph_launch = be_graph_launch,
+	.graph_free = be_graph_free,
+	.write = be_write,
+	.read = be_read,
+	.copy = be_copy,
+	.fill32 = be_fill32,
+	.host_alloc = be_host_alloc,
+	.destroy = be_destroy,
+};
+
+int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_bench_opts *o,
+                         char *err, size_t errlen)
+{
+	*out = NULL;
+	char e2[NW_ERRLEN];
+	const struct nw_cu *cu = nw_cuda_load(e2, sizeof(e2));
+	if (!cu)
+		return nw_seterr(err, errlen, "%s. Without a GPU, 'bench --backend mpi' measures host collectives "
+		                 "over MPI instead", e2);
+	const struct nw_nccl *nc = nw_nccl_load(o->nccl_lib, err, errlen);
+	if (!nc)
+		return -1;
+	int visible = 0;
+	cu->DeviceGetCount(&visible);
+	if (visible < 1)
+		return nw_seterr(err, errlen, "no GPU visible to the CUDA driver (CUDA_VISIBLE_DEVICES='%s'); "
+		                 "check nvidia-smi and the container's GPU access", getenv("CUDA_VISIBLE_DEVICES") ?
+		                 getenv("CUDA_VISIBLE_DEVICES") : "unset");
+	int ngpus = o->ngpus > 0 ? o->ngpus : (g->size > 1 ? 1 : visible);
+	int first = g->local_rank * ngpus;
+	if (ngpus > MAXLOCAL || first + ngpus > visible)
+		return nw_seterr(err, errlen,
+		                 "this process (local rank %d of %d) needs GPUs %d..%d but %d are visible; "
+		                 "lower -g or start fewer processes per node", g->local_rank, g->local_size, first,
+		                 first + ngpus - 1, visible);
+
+	struct nw_backend *be = nw_calloc(1, sizeof(*be));
+	struct nccl_priv *p = nw_calloc(1, sizeof(*p));
+	be->ops = &nccl_ops;
+	be->priv = p;
+	be->name = "nccl";
+	be->group = g;
+	be->nlocal = ngpus;
+	be->nranks = g->size * ngpus;
+	be->rank0 = g->rank * ngpus;
+	be->graphs = 1;
+	p->cu = cu;
+	p->nc = nc;
+	for (int t = 0; t < NW_NDTYPES; t++)
+		be->dtype_ok[t] = 1;
+	nw_strlcpy(be->nccl_version, nc->version, sizeof(be->nccl_version));
+	nw_strlcpy(be->nccl_path, nc->where.path, sizeof(be->nccl_path));
+	snprintf(be->cuda_driver, sizeof(be->cuda_driver), "%d.%d", cu->driver_version / 1000,
+	         (cu->driver_version % 1000) / 10);
+	char *dv = nw_read_file("/proc/driver/nvidia/version", 4096, NULL);
+	if (dv) {
+		char *k = strstr(dv, "Kernel Module");
+		if (k && sscanf(k, "Kernel Module %31s", be->driver) != 1)
+			be->driver[0] = '\0';
+		free(dv);
+	}
+
+	struct nw_cu_device info;
+	for (int i = 0; i < ngpus; i++) {
+		int ord = first + i;
+		be->gpu[i] = ord;
+		if (nw_cuda_device_info(cu, ord, &info, err, errlen))
+			goto fail;
+		int ccmaj = info.cc_major;
+		if (ccmaj < 9) {
+			be->dtype_ok[NW_FP8E4M3] = be->dtype_ok[NW_FP8E5M2] = 0;
+		}
+		if (ccmaj < 8)
+			be->dtype_ok[NW_BFLOAT16] = 0;
+		if (i == 0)
+			snprintf(be->gpus, sizeof(be->gpus), "%d x %s", be->nranks, info.name);
+		nw_CUresult r = cu->DeviceGet(&p->dev[i], ord);
+		if (!r)
+			r = cu->DevicePrimaryCtxRetain(&p->ctx[i], p->dev[i]);
+		if (!r)
+			r = cu->CtxSetCurrent(p->ctx[i]);
+		if (!r)
+			r = cu->StreamCreate(&p->stream[i], NW_CU_STREAM_NON_BLOCKING);
+		if (r) {
+			cu_fail(p, r, ord, "creating a context and stream", err, errlen);
+			goto fail;
+		}
+	}
+
+	nw_ncclUniqueId id;
+	memset(&id, 0, sizeof(id));
+	if (g->rank == 0) {
+		nw_ncclResult_t rc = nc->GetUniqueId(&id);
+		if (rc) {
+			nccl_fail(p, rc, -1, "ncclGetUniqueId", err, errlen);
+			goto fail;
+		}
+	}
+	if (nw_group_bcast(g, &id, sizeof(id), 0, err, errlen))
+		goto fail;
+
+	struct nw_ncclConfig cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.size = sizeof(cfg);
+	cfg.magic = 0xcafebeef;
+	cfg.version = (unsigned)(nc->version_code < 22809 ? nc->version_code : 22809);
+	cfg.blocking = cfg.cgaClusterSize = cfg.minCTAs = cfg.maxCTAs = INT_MIN;
+	cfg.splitShare = cfg.trafficClass = cfg.collnetEnable = cfg.CTAPolicy = INT_MIN;
+	cfg.shrinkShare = cfg.nvlsCTAs = cfg.nChannelsPerNetPeer = INT_MIN;
+	cfg.nvlinkCentricSched = 1; /* as nccl-tests does on 2.28+ */
+	int use_cfg = nc->CommInitRankConfig && nc->version_code >= 22800;
+
+	if (ngpus > 1)
+		nc->GroupStart();
+	for (int i = 0; i < ngpus; i++) {
+		cu->CtxSetCurrent(p->ctx[i]);
+		nw_ncclResult_t rc = use_cfg ? nc->CommInitRankConfig(&p->comm[i], be->nranks, id, be->rank0 + i, &cfg)
+		                             : nc->CommInitRank(&p->comm[i], be->nranks, id, be->rank0 + i);
+		if (rc) {
+			if (ngpus > 1)
+				nc->GroupEnd();
+			nccl_fail(p, rc, i, "creating the NCCL communicator", err, errlen);
+			goto fail;
+		}
+	}
+	if (ngpus > 1) {
+		nw_ncclResult_t rc = nc->GroupEnd();
+		if (rc) {
+			nccl_fail(p, rc, 0, "creating the NCCL communicators", err, errlen);
+			goto fail;
+		}
+	}
+	*out = be;
+	return 0;
+fail:
+	be_destroy(be);
+	return -1;
+}

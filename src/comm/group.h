@@ -1,0 +1,41 @@
+/*
+ * group: the processes of one run and the small host-side exchanges they
+ * need (the NCCL unique id, per-rank times, hostnames). Launched by MPI
+ * (mpirun, srun with PMI/PMIx), by env rendezvous (torchrun, Kubernetes,
+ * Slurm variables) or alone.
+ */
+#ifndef NW_GROUP_H
+#define NW_GROUP_H
+
+#include <stddef.h>
+
+enum nw_group_kind { NW_GROUP_LOCAL, NW_GROUP_MPI, NW_GROUP_ENV };
+
+struct nw_group {
+	enum nw_group_kind kind;
+	int rank, size;            /* of processes */
+	int local_rank, local_size;
+	const char *kind_name;     /* "local", "mpi", "env" */
+	char host[64];
+	void *priv;
+};
+
+/* Is this process started by an MPI launcher (mpirun, srun --mpi)? */
+int nw_group_mpi_launched(void);
+
+/*
+ * Join the run's process group: MPI when launched by MPI (or force_mpi),
+ * env rendezvous when RANK/WORLD_SIZE or Slurm variables say so, else a
+ * group of one. 'fingerprint' must be equal on every process (tool
+ * version and arguments): a mismatch is refused by name.
+ */
+int nw_group_open(struct nw_group **out, int force_mpi, const char *fingerprint, double timeout_s,
+                  char *err, size_t errlen);
+int nw_group_bcast(struct nw_group *g, void *buf, size_t len, int root, char *err, size_t errlen);
+int nw_group_allgather(struct nw_group *g, const void *mine, void *all, size_t len, char *err, size_t errlen);
+int nw_group_barrier(struct nw_group *g, char *err, size_t errlen);
+/* Tell the other processes to stop (best effort), with the reason. */
+void nw_group_abort(struct nw_group *g, const char *why);
+void nw_group_close(struct nw_group *g);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * cuda: the CUDA driver API (libcuda.so.1) opened at run time. Only the
+ * symbols ncclwatch uses are declared, from the documented ABI; they are
+ * reached through nw_cu (a table of pointers), never under the vendor's
+ * own names.
+ */
+#ifndef NW_GPU_CUDA_H
+#define NW_GPU_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int nw_CUresult;
+typedef int nw_CUdevice;
+typedef unsigned long long nw_CUdeviceptr;
+typedef struct nw_CUctx_st *nw_CUcontext;
+typedef struct nw_CUstream_st *nw_CUstream;
+typedef struct nw_CUgraph_st *nw_CUgraph;
+typedef struct nw_CUgraphExec_st *nw_CUgraphExec;
+
+enum {
+	NW_CUDA_SUCCESS = 0,
+	NW_CUDA_ERROR_NOT_READY = 600,
+	NW_CU_ATTR_PCI_BUS_ID = 33,
+	NW_CU_ATTR_PCI_DEVICE_ID = 34,
+	NW_CU_ATTR_PCI_DOMAIN_ID = 50,
+	NW_CU_ATTR_CC_MAJOR = 75,
+	NW_CU_ATTR_CC_MINOR = 76,
+	NW_CU_STREAM_NON_BLOCKING = 1,
+	NW_CU_CAPTURE_MODE_GLOBAL = 0,
+	NW_CU_CAPTURE_MODE_THREAD_LOCAL = 1,
+};
+
+struct nw_cu {
+	nw_CUresult (*Init)(unsigned int flags);
+	nw_CUresult (*DriverGetVersion)(int *v);
+	nw_CUresult (*DeviceGetCount)(int *n);
+	nw_CUresult (*DeviceGet)(nw_CUdevice *d, int ordinal);
+	nw_CUresult (*DeviceGetName)(char *name, int len, nw_CUdevice d);
+	nw_CUresult (*DeviceGetAttribute)(int *v, int attr, nw_CUdevice d);
+	nw_CUresult (*DeviceTotalMem)(size_t *bytes, nw_CUdevice d);
+	nw_CUresult (*DevicePrimaryCtxRetain)(nw_CUcontext *ctx, nw_CUdevice d);
+	nw_CUresult (*DevicePrimaryCtxRelease)(nw_CUdevice d);
+	nw_CUresult (*CtxSetCurrent)(nw_CUcontext ctx);
+	nw_CUresult (*CtxSynchronize)(void);
+	nw_CUresult (*MemGetInfo)(size_t *free_b, size_t *total_b);
+	nw_CUresult (*MemAlloc)(nw_CUdeviceptr *p, size_t bytes);
+	nw_CUresult (*MemFree)(nw_CUdeviceptr p);
+	nw_CUresult (*MemHostAlloc)(void **p, size_t bytes, unsigned int flags);
+	nw_CUresult (*MemFreeHost)(void *p);
+	nw_CUresult (*MemcpyHtoD)(nw_CUdeviceptr dst, const void *src, size_t bytes);
+	nw_CUresult (*MemcpyDtoH)(void *dst, nw_CUdeviceptr src, size_t bytes);
+	nw_CUresult (*MemcpyDtoD)(nw_CUdeviceptr dst, nw_CUdeviceptr src, size_t bytes);
+	nw_CUresult (*MemsetD32)(nw_CUdeviceptr dst, unsigned int v, size_t n);
+	nw_CUresult (*StreamCreate)(nw_CUstream *s, unsigned int flags);
+	nw_CUresult (*StreamDestroy)(nw_CUstream s);
+	nw_CUresult (*StreamQuery)(nw_CUstream s);
+	nw_CUresult (*StreamSynchronize)(nw_CUstream s);
+	nw_CUresult (*StreamBeginCapture)(nw_CUstream s, int mode);
+	nw_CUresult (*StreamEndCapture)(nw_CUstream s, nw_CUgraph *g);
+	nw_CUresult (*GraphInstantiateWithFlags)(nw_CUgraphExec *e, nw_CUgraph g, unsigned long long flags);
+	nw_CUresult (*GraphLaunch)(nw_CUgraphExec e, nw_CUstream s);
+	nw_CUresult (*GraphExecDestroy)(nw_CUgraphExec e);
+	nw_CUresult (*GraphDestroy)(nw_CUgraph g);
+	nw_CUresult (*GetErrorString)(nw_CUresult r, const char **s);
+	nw_CUresult (*GetErrorName)(nw_CUresult r, const char **s);
+	char path[1024]; /* the file loaded */
+	int driver_version; /* cuDriverGetVersion: 13000 */
+};
+
+/*
+ * Open libcuda.so.1 (or $NCCLWATCH_CUDA_LIB) and cuInit(0). Returns the
+ * table (valid for the life of the process) or NULL with err saying what
+ * is missing and what to do (no driver, driver too old, no device).
+ */
+const struct nw_cu *nw_cuda_load(char *err, size_t errlen);
+
+/* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for a result code. */
+const char *nw_cuda_strerror(const struct nw_cu *cu, nw_CUresult r, char *buf, size_t len);
+
+/* What a process can say about one device. */
+struct nw_cu_device {
+	int ordinal;
+	char name[96];
+	char bus_id[20];     /* "0000:00:06.0" */
+	int cc_major, cc_minor;
+	size_t total_mem;
+};
+int nw_cuda_device_info(const struct nw_cu *cu, int ordinal, struct nw_cu_device *d, char *err, size_t errlen);
+
+#endif

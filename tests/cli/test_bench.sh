@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# bench as a user runs it: flags refused by name, no GPU named as such,
+# and the whole pipeline for real over MPI with 2 and 4 processes.
+. "$(dirname "$0")/lib.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export NCCLWATCH_CUDA_LIB=/nonexistent/libcuda.so.1
+
+run "$NW" bench --no-history
+expect_rc "no GPU: exit 3" 3
+expect_err "no GPU: names the missing driver" "no NVIDIA driver: cannot open '/nonexistent/libcuda.so.1'"
+expect_err "no GPU: says what to do instead" "backend mpi"
+expect_no_crash "no GPU: no crash"
+
+for bad in "-n abc" "-b 2G -e 1K" "--op all_reduce,frobnicate" "-d float17" "-o median" "-f 0.5" "-w -1" "-T 5x" "-b 1Q" "-a 7" "-t 4" "--backend cuda" "-n" "--nosuch"; do
+	run "$NW" bench --no-history $bad
+	expect_rc "refused: $bad" 2
+done
+run "$NW" bench -n abc; expect_err "-n abc named" "'abc' is not a whole number"
+run "$NW" bench -b 2G -e 1K; expect_err "-b > -e named" "larger than -e"
+run "$NW" bench --op all_reduce,frobnicate; expect_err "unknown op named" "frobnicate"
+run "$NW" bench -d float17; expect_err "unknown type named" "float17"
+
+run "$NW" help bench
+expect_rc "help bench" 0
+expect_out "help lists -G" "cudagraph"
+
+# The MPI host backend: the same pipeline, for real, on CPUs.
+# Open MPI leaks at exit by design; leak checking covers our code in the other tests.
+mpi() { ASAN_OPTIONS=detect_leaks=0 mpirun -np "$1" "$NW" bench --backend mpi --no-history "${@:2}"; }
+run mpi 2 --op all -b 8 -e 256K -f 4 -c 1 --json "$TMP/r2.json"
+expect_rc "mpi np=2 all ops: exit 0" 0
+expect_out "mpi np=2: nccl-tests header" "^#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+expect_out "mpi np=2: footer" "^# Avg bus bandwidth    : [0-9.]+ $"
+for op in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter; do
+	expect_out "mpi np=2: $op section" "Collective test starting: ${op}_perf"
+done
+# Formulas and zero wrong elements, from the JSON every row carries.
+check_json() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+f = {"all_reduce": 2*(n-1)/n, "all_gather": (n-1)/n, "reduce_scatter": (n-1)/n, "alltoall": (n-1)/n,
+     "gather": (n-1)/n, "scatter": (n-1)/n, "broadcast": 1, "reduce": 1, "sendrecv": 1}
+bad = 0
+for r in doc["results"]:
+    alg = r["size_bytes"] / 1e3 / r["time_us"]
+    if abs(r["algbw_gbs"] - alg) > 1e-3 * max(1, alg) + 1e-3: bad += 1; print("algbw", r)
+    if abs(r["busbw_gbs"] - alg * f[r["op"]]) > 1e-3 * max(1, alg) + 1e-3: bad += 1; print("busbw", r)
+    if r["nranks"] != n: bad += 1; print("nranks", r)
+    if r["wrong"] not in (0, None): bad += 1; print("wrong", r)
+    if r["wrong"] is None and not (r["inplace"] and r["op"] in ("alltoall", "sendrecv")): bad += 1; print("unchecked", r)
+ops = {r["op"] for r in doc["results"]}
+if len(ops) != 9: bad += 1; print("ops", ops)
+if doc["run"]["nranks"] != n or doc["run"]["backend"] != "mpi": bad += 1
+sys.exit(1 if bad else 0)
+PY
+}
+expect_true "mpi np=2: busbw formulas, zero wrong, every op" check_json "$TMP/r2.json" 2
+
+run mpi 4 --op all -b 8 -e 64K -f 8 -d int8,int32,uint64,double -o sum,prod,min,max,avg -r all --json "$TMP/r4.json"
+expect_rc "mpi np=4 all ops, types, redops, roots: exit 0" 0
+expect_true "mpi np=4: busbw formulas, zero wrong" check_json "$TMP/r4.json" 4
+expect_out "mpi np=4: root 3 rows" "^ +[0-9]+ +[0-9]+ +int8 +none +3 "
+
+run mpi 4 --op all_reduce,sendrecv -b 1K -e 64K -f 4 --per-rank --csv "$TMP/r4.csv" --json "$TMP/r4p.json"
+expect_rc "mpi np=4 per-rank: exit 0" 0
+expect_out "per-rank: slowest rank named" "^#   out-of-place ranks: 0@.*slowest rank [0-3] .*spread"
+expect_true "per-rank: CSV has 4 rank lines per row" bash -c "[ \$(grep -c ',1,$(hostname),-1$' '$TMP/r4.csv') -gt 0 ] && [ \$(grep -c ',all,,$' '$TMP/r4.csv') -eq \$(grep -c ',3,$(hostname),-1$' '$TMP/r4.csv') ]"
+expect_true "per-rank: JSON ranks arrays of 4" python3 -c "
+import json; d=json.load(open('$TMP/r4p.json'))
+assert all(len(r['ranks'])==4 and sorted(x['rank'] for x in r['ranks'])==[0,1,2,3] for r in d['results'])"
+
+run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi --no-history -d half
+expect_rc "mpi: half refused" 3
+expect_err "mpi: half named" "'half' is not supported by the mpi backend"
+
+# Table written to a file and JSON to stdout: no table mixed in.
+run mpi 2 -b 1K -e 4K --json -
+expect_rc "json to stdout: exit 0" 0
+expect_true "json to stdout parses" python3 -c "import json,sys; json.load(open('$OUT'))"
+
+# Pairwise mode: every pair measured, verified, named when slow.
+run mpi 4 --pairs -e 256K --json "$TMP/pairs.json"
+expect_rc "pairs np=4: exit 0" 0
+expect_out "pairs: matrix header" "^# ncclwatch pairs: send/recv of 256K both ways"
+expect_out "pairs: median line" "^# median pair [0-9.]+ GB/s"
+expect_true "pairs: 6 pairs, all verified" python3 -c "
+import json; p=json.load(open('$TMP/pairs.json'))['run']['extra']['pairs']
+assert len(p['pairs'])==6 and all(e['wrong']==0 for e in p['pairs']), p
+assert len(p['busbw_gbs'])==4 and p['busbw_gbs'][1][0]==p['busbw_gbs'][0][1]"
+run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 1 "$NW" bench --backend mpi --no-history --pairs
+expect_rc "pairs with one rank refused" 3
+expect_err "pairs: says why" "needs at least 2 ranks"
