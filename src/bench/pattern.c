@@ -88,6 +88,8 @@ int nw_pattern_checks_rank(const struct nw_pattern *p, int r)
 {
 	if (p->op == NW_REDUCE || p->op == NW_GATHER)
 		return r == p->root;
+	if (p->pair)
+		return r == p->pair_a || r == p->pair_b;
 	return 1;
 }
 
@@ -146,6 +148,8 @@ static double expected(const struct nw_pattern *p, int r, uint64_t j)
 	case NW_ALLTOALL:
 		return (double)nw_pattern_value(p, (int)(j / c), (uint64_t)r * c + j % c);
 	case NW_SENDRECV:
+		if (p->pair)
+			return (double)nw_pattern_value(p, r == p->pair_a ? p->pair_b : p->pair_a, j);
 		return (double)nw_pattern_value(p, (r - 1 + n) % n, j);
 	case NW_SCATTER:
 		return (double)nw_pattern_value(p, p->root, (uint64_t)r * c + j);

@@ -297,6 +297,63 @@ static void summary(const struct bench_cli *cli, const struct nw_run *run)
 	}
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The pairwise matrix, then the slowest pairs by name. */
+static void print_pairs(const struct nw_run *run)
+{
+	json_t *p = run->h.extra ? json_object_get(run->h.extra, "pairs") : NULL;
+	if (!p)
+		return;
+	json_t *m = json_object_get(p, "busbw_gbs"), *list = json_object_get(p, "pairs");
+	size_t n = json_array_size(m), np = json_array_size(list);
+	char sz[32];
+	nw_format_size((uint64_t)json_integer_value(json_object_get(p, "size_bytes")), sz, sizeof(sz));
+	printf("# ncclwatch pairs: send/recv of %s both ways between each pair of ranks, the others idle\n", sz);
+	printf("# busbw per direction, GB/s (%s)\n#      ", run->h.gpus);
+	for (size_t b = 0; b < n; b++)
+		printf(" %7zu", b);
+	printf("\n");
+	for (size_t a = 0; a < n; a++) {
+		printf("# %4zu ", a);
+		for (size_t b = 0; b < n; b++) {
+			json_t *v = json_array_get(json_array_get(m, a), b);
+			if (json_is_number(v))
+				printf(" %7.1f", json_number_value(v));
+			else
+				printf(" %7s", "-");
+		}
+		printf("\n");
+	}
+	if (!np)
+		return;
+	double *bw = nw_calloc(np, sizeof(double));
+	for (size_t i = 0; i < np; i++)
+		bw[i] = json_number_value(json_object_get(json_array_get(list, i), "busbw_gbs"));
+	qsort(bw, np, sizeof(double), cmp_double);
+	double med = bw[np / 2];
+	free(bw);
+	printf("# median pair %.1f GB/s; ", med);
+	int named = 0;
+	for (size_t i = 0; i < np; i++) {
+		json_t *e = json_array_get(list, i);
+		double v = json_number_value(json_object_get(e, "busbw_gbs"));
+		json_t *w = json_object_get(e, "wrong");
+		if (v < 0.8 * med || (json_is_integer(w) && json_integer_value(w) > 0)) {
+			printf("%sslow pair %lld<->%lld %.1f GB/s (%.0f%% of median)%s", named ? "; " : "",
+			       (long long)json_integer_value(json_object_get(e, "a")),
+			       (long long)json_integer_value(json_object_get(e, "b")), v, med > 0 ? v / med * 100 : 0,
+			       json_is_integer(w) && json_integer_value(w) > 0 ? " WITH WRONG DATA" : "");
+			named++;
+		}
+	}
+	printf("%s\n", named ? "" : "no pair below 80% of the median");
+}
+
 static int write_out(const char *path, const struct nw_run *run, int per_rank, int json)
 {
 	FILE *f = !strcmp(path, "-") ? stdout : fopen(path, "w");
@@ -329,7 +386,9 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 		status = rc ? 1 : 0;
 		if (run.h.rank == 0) {
 			section_end(cli);
-			if (cli->table)
+			if (cli->table && cli->o.pairs)
+				print_pairs(&run);
+			else if (cli->table)
 				summary(cli, &run);
 			if (rc == 1)
 				nw_error("%s: results have wrong elements (see #wrong): NCCL, the GPU or the link "

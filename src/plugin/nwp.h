@@ -1,0 +1,186 @@
+/*
+ * nwp: internals of the ncclwatch profiler plugin (not installed anywhere).
+ *
+ * Threads: NCCL calls Coll/P2p events on the thread that launches the
+ * operation and KernelCh/ProxyOp events on the communicator's proxy thread.
+ * Those hot paths only fill a preallocated slot with plain stores and
+ * atomics. One publisher thread per process (publish.c) turns finished
+ * slots into aggregates in the shared stats files, runs the activation-mask
+ * policy and writes trace dumps. Registration (init/finalize) takes a mutex;
+ * no event callback ever does.
+ */
+#ifndef NW_NWP_H
+#define NW_NWP_H
+
+#include <stdint.h>
+#include <pthread.h>
+
+#include "plugin/nwstats.h"
+
+/* NCCL's profiler ABI, declared from its documented layout (profiler_v4/v5/v6.h). */
+enum {
+	NWP_EV_GROUP = 1 << 0,
+	NWP_EV_COLL = 1 << 1,
+	NWP_EV_P2P = 1 << 2,
+	NWP_EV_PROXYOP = 1 << 3,
+	NWP_EV_PROXYSTEP = 1 << 4,
+	NWP_EV_PROXYCTRL = 1 << 5,
+	NWP_EV_KERNELCH = 1 << 6,
+	NWP_EV_NETPLUGIN = 1 << 7,
+	NWP_EV_GROUPAPI = 1 << 8,
+	NWP_EV_COLLAPI = 1 << 9,
+	NWP_EV_P2PAPI = 1 << 10,
+	NWP_EV_KERNELLAUNCH = 1 << 11,
+	NWP_EV_CECOLL = 1 << 12,
+	NWP_EV_CESYNC = 1 << 13,
+	NWP_EV_CEBATCH = 1 << 14
+};
+#define NWP_STATE_KERNELCH_STOP 22   /* ncclProfilerKernelChStop */
+
+typedef void (*nwp_logfn_t)(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
+
+/* Slot states (in-flight operation pool). */
+enum { NWP_FREE = 0, NWP_ACTIVE = 1, NWP_STOPPED = 2, NWP_DONE = 3 };
+enum { NWP_KIND_COLL = 1, NWP_KIND_P2P = 2 };
+
+/*
+ * One in-flight operation. Written by the launching thread (fields up to
+ * proto, then state with release), by the proxy thread (atomics below) and
+ * read by the publisher. 128 bytes, 64-aligned: handles are slot pointers
+ * whose low bits tag the event kind.
+ */
+struct nwp_slot {
+	uint32_t state;          /* atomic: NWP_* */
+	uint8_t kind;            /* NWP_KIND_* */
+	uint8_t expect_kch;      /* KernelCh was in the mask at start */
+	uint8_t nch;             /* channels NCCL announced (0: unknown) */
+	uint8_t nwarps;
+	int32_t peer;            /* root or peer */
+	uint32_t _pad;
+	uint64_t seq;
+	uint64_t count;
+	uint64_t enq_ns, enq_end_ns;
+	const char *func, *dtype, *algo, *proto;  /* NCCL's static strings */
+	uint32_t kch_started, kch_stopped;        /* atomics (proxy thread) */
+	uint64_t kstart_gpu, kend_gpu;            /* atomics: min start, max end (GPU clock) */
+	uint32_t px_started, px_stopped;          /* atomics */
+	uint64_t px_last_ns;                      /* atomic: realtime of last ProxyOp stop */
+	uint64_t px_first_ns;                     /* atomic: realtime of first ProxyOp start */
+};
+_Static_assert(sizeof(struct nwp_slot) == 128, "slot size");
+
+/* Recent execution times of one op x bucket (slow-op detection). */
+#define NWP_RECENT 32
+struct nwp_recent {
+	uint32_t n, pos;
+	uint64_t ns[NWP_RECENT];
+};
+
+/* One communicator seen by this process. */
+struct nwp_comm {
+	int index;                 /* position in the process arena */
+	int alive;                 /* registered and not finalized */
+	uint64_t comm_hash;
+	int rank, nranks, nnodes;
+	char name[64];
+	struct nwp_slot *slots;    /* pool (arena part), pool_size entries */
+	uint64_t head;             /* atomic: next slot to hand out (launching thread) */
+	uint64_t tail;             /* atomic: oldest slot not yet freed (publisher) */
+	uint64_t dropped;          /* atomic: ops lost because the pool was full */
+	int64_t off_min;           /* atomic: min(realtime - GPU clock) this period */
+	int64_t off_est;           /* publisher: GPU -> realtime offset in use */
+	int off_valid;
+	/* publisher-only state */
+	int fd;
+	void *map;
+	size_t map_len;
+	struct nws_header *hdr;
+	struct nws_record *rec;    /* [NWS_NOPS][NWS_NBUCKETS] */
+	struct nws_opent *ring;
+	uint32_t ring_len;
+	uint64_t ring_head;
+	uint64_t last_end_ns;      /* busy-time union: end of the last busy interval */
+	uint64_t busy_sec_start;   /* second of busy_slot[0] */
+	uint64_t busy_k[64], busy_e[64];
+	uint64_t busy_k_total, busy_e_total;
+	uint64_t ops_total, kernel_ops, slow_ops, late, bad;
+	uint64_t last_seq[NWS_NOPS];
+	struct nwp_recent recent[NWS_NOPS][NWS_NBUCKETS];
+	char path[512];
+};
+
+/* Process-wide state. */
+struct nwp_global {
+	pthread_mutex_t lock;      /* init/finalize/publisher only */
+	int disabled;              /* atomic */
+	int logged;                /* atomic: the one log line was written */
+	nwp_logfn_t logfn;
+	int *mask_ptr;             /* NCCL's activation mask (one int per process) */
+	int mask;                  /* last value stored (publisher) */
+	int base_mask;             /* Coll|P2p(|ProxyOp) */
+	int kernel_on;             /* policy state */
+	int burst_left;            /* atomic: KernelCh sample ops left */
+	int kmode;                 /* enum nws_kmode */
+	int abi;                   /* 4, 5 or 6 */
+	int pid;
+	uint64_t proc_start;
+	char host[64];
+	char dir[400];
+	uint32_t pool_size;        /* power of two */
+	uint32_t ring_len;
+	double slow_factor;
+	uint64_t slow_floor_ns;
+	uint64_t dump_min_ns;
+	uint64_t sample_ns;
+	uint64_t period_ns;
+	uint64_t busy_window_s;
+	struct nwp_slot *arena;    /* max_comms * pool_size slots */
+	size_t arena_len;
+	int max_comms;
+	struct nwp_comm **comms;   /* max_comms entries */
+	int ncomms_alive;
+	pthread_t thread;
+	int thread_running;
+	int stop;                  /* atomic: publisher should exit */
+	uint64_t mask_switches;
+	uint64_t last_switch_ns;
+	uint64_t last_sample_ns;
+	uint64_t burst_started_ns;
+	uint64_t dumps;
+	uint64_t last_auto_dump_ns;
+	int dump_requested;        /* atomic: SIGUSR2 or trigger file */
+	int64_t trigger_mtime;     /* last trigger file mtime acted on (ns) */
+	uint64_t last_trigger_check_ns;
+	/* cost model window (all comms) */
+	double win_exec_ns, win_cost_ns;
+	uint64_t win_start_ns;
+	char last_dump[128];
+	char disabled_reason[128];
+};
+
+extern struct nwp_global nwp_g;
+
+/* Clocks. */
+uint64_t nwp_realtime_ns(void);
+uint64_t nwp_mono_ns(void);
+
+/* Disable the plugin for good: mask 0, one log line through NCCL's logger. */
+void nwp_disable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Hot-path counters and tables kept in plugin.c, for the publisher. */
+uint64_t nwp_bad_events(void);
+uint64_t nwp_late_events(void);
+int *nwp_thread_gen(void);
+struct nwp_comm *nwp_comm_at(int i);
+
+/* Publisher (publish.c). */
+int nwp_config(char *err, size_t errlen);
+int nwp_comm_open(struct nwp_comm *c, char *err, size_t errlen);
+void nwp_comm_close(struct nwp_comm *c);
+int nwp_thread_start(void);
+pthread_t nwp_thread_stop(void);
+void nwp_drain(struct nwp_comm *c, uint64_t now_rt, int final);
+void nwp_publish_header(struct nwp_comm *c, uint64_t now_rt, uint32_t state);
+int nwp_dump_all(const char *why);
+
+#endif

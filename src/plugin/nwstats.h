@@ -1,0 +1,293 @@
+/*
+ * nwstats: the fixed layout of the per-rank stats file that the profiler
+ * plugin publishes and `ncclwatch top` / `ncclwatch exporter` read.
+ *
+ * This header is the one contract between a training process and the
+ * tools: plain C, fixed-width types, no pointers, no padding left to the
+ * compiler (every struct is checked by _Static_assert below). A change to
+ * any struct here bumps NWS_VERSION.
+ *
+ * One file per rank of each communicator (process x communicator), in
+ * $NCCLWATCH_DIR (default /dev/shm/ncclwatch-<uid>, mode 0700; files 0600),
+ * named "<host>.<pid>.<commhash as 16 hex>.r<rank>.nws". The file is
+ *
+ *   struct nws_header                     at 0
+ *   struct nws_record [NWS_NOPS][NWS_NBUCKETS]   at header.off_records
+ *   struct nws_opent  [header.ring_len]   at header.off_ring
+ *
+ * Writer: one thread per process (the plugin's publisher), never the
+ * training job's threads. Readers never lock anything: every record, every
+ * ring entry and the header's live part carry a generation counter used as
+ * a seqlock. The writer makes it odd, writes, then makes it even again
+ * (release ordering); a reader copies the part, re-reads the counter and
+ * retries when it was odd or changed (nws_read_begin / nws_read_retry).
+ *
+ * The identity part of the header (everything before live_gen) is written
+ * once before `magic` is stored; a file whose magic is not NWS_MAGIC yet is
+ * still being created.
+ *
+ * Byte counts follow nccl-tests' "size" (DESIGN.md, busbw): all_reduce,
+ * broadcast, reduce, send, recv: count x type size; all_gather,
+ * reduce_scatter, alltoall, gather, scatter: the whole buffer
+ * (count x type size x nranks). So busbw = bytes / time x nws_busbw_factor.
+ *
+ * Timestamps are CLOCK_REALTIME nanoseconds (so ranks on one host, and
+ * hosts with synchronised clocks, can be compared). GPU kernel timestamps
+ * (GPU globaltimer) are mapped onto CLOCK_REALTIME by the plugin.
+ */
+#ifndef NW_NWSTATS_H
+#define NW_NWSTATS_H
+
+#include <stdint.h>
+
+#define NWS_MAGIC   UINT64_C(0x315354415457434e) /* "NCWTATS1" read as little-endian bytes */
+#define NWS_VERSION 1u
+
+/* Operations, in this order everywhere (stats files, tools, metrics). */
+enum nws_op {
+	NWS_OP_ALL_REDUCE,
+	NWS_OP_ALL_GATHER,
+	NWS_OP_REDUCE_SCATTER,
+	NWS_OP_BROADCAST,
+	NWS_OP_REDUCE,
+	NWS_OP_ALLTOALL,
+	NWS_OP_GATHER,
+	NWS_OP_SCATTER,
+	NWS_OP_SEND,
+	NWS_OP_RECV,
+	NWS_OP_SENDRECV,
+	NWS_OP_OTHER,      /* anything NCCL names that we do not know */
+	NWS_NOPS
+};
+
+/*
+ * Size buckets (power of two): bucket 0 holds 0 bytes; bucket b >= 1 holds
+ * [2^(b-1), 2^b) bytes; the last bucket holds everything from 2^40 up.
+ */
+#define NWS_NBUCKETS 42
+
+/*
+ * Time histogram (fixed log bins, microseconds): bin 0 holds < 1 us; bin i
+ * in 1..30 holds [2^(i-1), 2^i) us; bin 31 holds >= 2^30 us.
+ */
+#define NWS_NHIST 32
+
+/* Where an execution time came from. */
+enum nws_src {
+	NWS_SRC_KERNEL, /* GPU kernel timestamps (KernelCh events): exact execution time */
+	NWS_SRC_PROXY,  /* proxy thread network progress (ProxyOp events): network part only */
+	NWS_SRC_CPU,    /* CPU enqueue (Coll/P2p start to stop): launch cost, NOT execution */
+	NWS_NSRC
+};
+
+/* Default number of entries in the per-file operation ring (flight recorder). */
+#define NWS_RING_DEFAULT 1024
+
+/* Header states. */
+enum nws_state {
+	NWS_STATE_RUNNING  = 1,
+	NWS_STATE_FINISHED = 2, /* NCCL finalized the communicator; figures are final */
+	NWS_STATE_DISABLED = 3  /* the plugin disabled itself; see disabled_reason */
+};
+
+/* Kernel-timestamp policy in force (header.kernel_mode). */
+enum nws_kmode {
+	NWS_KMODE_AUTO  = 0, /* KernelCh for large ops, rare samples for small ones */
+	NWS_KMODE_ON    = 1, /* KernelCh on every op (NCCLWATCH_KERNEL=on) */
+	NWS_KMODE_OFF   = 2  /* never (NCCLWATCH_KERNEL=off) */
+};
+
+/* Timing of one time source inside one record. */
+struct nws_timing {
+	uint64_t count;            /* ops timed by this source */
+	uint64_t bytes;            /* bytes of those ops (for busbw = bytes / sum) */
+	uint64_t sum_ns;           /* total execution (or enqueue, for CPU) time */
+	uint64_t min_ns;           /* 0 when count == 0 */
+	uint64_t max_ns;
+	uint64_t hist[NWS_NHIST];  /* see NWS_NHIST */
+};
+
+/* Aggregate of one operation x size bucket. Every op counts in exactly one
+ * record (by op and bytes) and in exactly one timing (by its source). */
+struct nws_record {
+	uint64_t gen;              /* seqlock: odd while the writer updates */
+	uint64_t count;            /* ops */
+	uint64_t bytes;            /* sum of bytes (nccl-tests size) */
+	uint64_t last_ns;          /* realtime of the last op's end (or enqueue) */
+	struct nws_timing t[NWS_NSRC];
+};
+
+/* Flight-recorder entry: one operation. */
+struct nws_opent {
+	uint64_t gen;              /* seqlock */
+	uint64_t idx;              /* 1-based running op index in this file; 0: empty */
+	uint64_t seq;              /* NCCL's per-collective sequence number (flags & NWS_OPF_SEQ) */
+	uint64_t bytes;            /* nccl-tests size */
+	uint64_t count;            /* elements, as NCCL gave them (per rank) */
+	uint64_t enq_ns;           /* realtime when NCCL started the event (enqueue) */
+	uint64_t enq_end_ns;       /* realtime when NCCL stopped it (enqueued) */
+	uint64_t start_ns;         /* execution start for src (KERNEL/PROXY); enq_ns for CPU */
+	uint64_t end_ns;           /* execution end; enq_end_ns for CPU */
+	uint16_t op;               /* enum nws_op */
+	uint8_t src;               /* enum nws_src */
+	uint8_t flags;             /* NWS_OPF_* */
+	uint8_t nchannels;
+	uint8_t nwarps;
+	uint8_t dtype;             /* ncclDataType_t numbering; 255 unknown */
+	uint8_t nkch;              /* KernelCh events that reported (channels timed) */
+	int32_t peer;              /* root for rooted collectives, peer for p2p, -1 */
+	uint32_t _pad0;
+	char algo[16];             /* "Ring", "Tree", ... or "" */
+	char proto[8];             /* "LL", "LL128", "Simple" or "" */
+};
+
+#define NWS_OPF_SEQ     0x01u  /* seq is valid (collectives) */
+#define NWS_OPF_SLOW    0x02u  /* far slower than recent peers (triggered a dump) */
+#define NWS_OPF_PARTIAL 0x04u  /* some expected kernel events never came */
+
+struct nws_header {
+	/* --- identity: written once, before magic --- */
+	uint64_t magic;            /* NWS_MAGIC */
+	uint32_t version;          /* NWS_VERSION */
+	uint32_t header_size;      /* sizeof(struct nws_header) */
+	uint64_t file_size;        /* whole file */
+	uint32_t nops;             /* NWS_NOPS */
+	uint32_t nbuckets;         /* NWS_NBUCKETS */
+	uint32_t nhist;            /* NWS_NHIST */
+	uint32_t nsrc;             /* NWS_NSRC */
+	uint32_t record_size;      /* sizeof(struct nws_record) */
+	uint32_t opent_size;       /* sizeof(struct nws_opent) */
+	uint64_t off_records;      /* offset of records[NWS_NOPS][NWS_NBUCKETS] */
+	uint64_t off_ring;         /* offset of ring[ring_len] */
+	uint32_t ring_len;         /* entries in the ring */
+	int32_t pid;
+	uint64_t proc_start;       /* field 22 of /proc/<pid>/stat (clock ticks since boot) */
+	uint64_t created_ns;       /* realtime when the file was made */
+	uint64_t comm_hash;        /* NCCL's commHash / commId: same on every rank of the comm */
+	int32_t rank;
+	int32_t nranks;
+	int32_t nnodes;
+	uint32_t abi;              /* profiler interface NCCL loaded: 4, 5 or 6 */
+	char hostname[64];
+	char comm_name[64];        /* user-given communicator name, may be "" */
+	char plugin_version[16];
+
+	/* --- live part, under live_gen --- */
+	uint64_t live_gen;         /* seqlock for everything below */
+	uint64_t updated_ns;       /* realtime of the last publish (heartbeat) */
+	uint32_t state;            /* enum nws_state */
+	uint32_t kernel_mode;      /* enum nws_kmode */
+	uint32_t mask;             /* NCCL event activation mask the plugin set last */
+	uint32_t _pad0;
+	uint64_t ops_total;        /* ops accounted in records */
+	uint64_t ops_dropped;      /* ops not recorded because the in-flight pool was full */
+	uint64_t events_bad;       /* malformed or unknown events ignored */
+	uint64_t events_late;      /* kernel events for an op already accounted */
+	uint64_t mask_switches;    /* times KernelCh was switched on or off */
+	uint64_t kernel_ops;       /* ops timed from kernel timestamps */
+	uint64_t slow_ops;         /* ops flagged NWS_OPF_SLOW */
+	uint64_t dumps;            /* trace dumps written */
+	uint64_t ring_head;        /* idx of the newest ring entry (0: none) */
+	uint64_t last_seq[NWS_NOPS];  /* newest NCCL seq number seen per op (+1; 0 none) */
+	/* busy time: fraction of wall time with an op of this comm executing */
+	uint64_t busy_window_ns;   /* length of the sliding window */
+	uint64_t busy_kernel_ns;   /* kernel-timed busy time inside the window (exact) */
+	uint64_t busy_est_ns;      /* plus untimed ops estimated from their bucket's kernel mean */
+	uint64_t busy_kernel_total_ns; /* the same, cumulative since start (counters) */
+	uint64_t busy_est_total_ns;
+	uint64_t wall_total_ns;    /* wall time the cumulative figures cover */
+	char last_dump[128];       /* file name of the last trace dump, "" when none */
+	char disabled_reason[128]; /* why the plugin stopped, "" while running */
+};
+
+_Static_assert(sizeof(struct nws_timing) == 5 * 8 + NWS_NHIST * 8, "nws_timing layout");
+_Static_assert(sizeof(struct nws_record) == 4 * 8 + NWS_NSRC * sizeof(struct nws_timing), "nws_record layout");
+_Static_assert(sizeof(struct nws_opent) == 9 * 8 + 8 + 8 + 24, "nws_opent layout");
+_Static_assert(sizeof(struct nws_header) % 8 == 0, "nws_header layout");
+
+/* Lower-case op names as the tools print them ("all_reduce", ..., "send"). */
+static inline const char *nws_op_name(unsigned op)
+{
+	static const char *const names[NWS_NOPS] = {
+		"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall",
+		"gather", "scatter", "send", "recv", "sendrecv", "other"
+	};
+	return op < NWS_NOPS ? names[op] : "other";
+}
+
+/* Source names ("kernel", "proxy", "cpu"). */
+static inline const char *nws_src_name(unsigned src)
+{
+	static const char *const names[NWS_NSRC] = { "kernel", "proxy", "cpu" };
+	return src < NWS_NSRC ? names[src] : "unknown";
+}
+
+/* Size bucket of a byte count (see NWS_NBUCKETS). */
+static inline unsigned nws_size_bucket(uint64_t bytes)
+{
+	unsigned b = 0;
+	while (bytes && b < NWS_NBUCKETS - 1) {
+		bytes >>= 1;
+		b++;
+	}
+	return b;
+}
+
+/* Smallest byte count that falls in bucket b (0, 1, 2, 4, ...). */
+static inline uint64_t nws_bucket_lo(unsigned b)
+{
+	return b == 0 ? 0 : UINT64_C(1) << (b - 1);
+}
+
+/* Histogram bin of a duration in nanoseconds (see NWS_NHIST). */
+static inline unsigned nws_time_bin(uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	unsigned i = 0;
+	while (us && i < NWS_NHIST - 1) {
+		us >>= 1;
+		i++;
+	}
+	return i;
+}
+
+/* Upper bound of bin i in microseconds (1, 2, 4, ...); 0 for the last (open) bin. */
+static inline uint64_t nws_bin_hi_us(unsigned i)
+{
+	return i >= NWS_NHIST - 1 ? 0 : UINT64_C(1) << i;
+}
+
+/*
+ * busbw factor for nranks (nccl-tests' rules): all_reduce 2(n-1)/n;
+ * all_gather, reduce_scatter, alltoall, gather, scatter (n-1)/n; the rest 1.
+ */
+static inline double nws_busbw_factor(unsigned op, int nranks)
+{
+	double n = nranks > 0 ? (double)nranks : 1.0;
+	switch (op) {
+	case NWS_OP_ALL_REDUCE:
+		return 2.0 * (n - 1.0) / n;
+	case NWS_OP_ALL_GATHER:
+	case NWS_OP_REDUCE_SCATTER:
+	case NWS_OP_ALLTOALL:
+	case NWS_OP_GATHER:
+	case NWS_OP_SCATTER:
+		return (n - 1.0) / n;
+	default:
+		return 1.0;
+	}
+}
+
+/* Seqlock helpers for readers: copy between begin and retry, loop on retry. */
+static inline uint64_t nws_read_begin(const uint64_t *gen)
+{
+	return __atomic_load_n(gen, __ATOMIC_ACQUIRE);
+}
+
+static inline int nws_read_retry(const uint64_t *gen, uint64_t begin)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return (begin & 1) || __atomic_load_n(gen, __ATOMIC_RELAXED) != begin;
+}
+
+#endif

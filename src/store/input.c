@@ -1,0 +1,115 @@
+/* What a user may name as a run: an id, a file, or a baseline name. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store/compare.h"
+#include "util/util.h"
+
+static int all_digits(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* Load run id (from_name: the baseline name that led there, or NULL). */
+static int load_from_db(const struct nw_store_opts *o, const char *spec, int by_name,
+                        struct nw_run *run, char *label, size_t labellen, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	if (nw_store_path(o, path, sizeof(path), err, errlen))
+		return -1;
+	struct nw_store *s;
+	struct stat st;
+	if (by_name && stat(path, &st) != 0)
+		return nw_seterr(err, errlen, "'%s' is not a run id, a file, or a baseline name (no history database at '%s')", spec, path);
+	if (nw_store_open(path, NW_STORE_READ, &s, err, errlen))
+		return -1;
+	int rc = -1;
+	long long id = 0;
+	if (by_name) {
+		int found = nw_store_baseline_get(s, spec, &id, err, errlen);
+		if (found < 0)
+			goto out;
+		if (!found) {
+			nw_seterr(err, errlen, "'%s' is not a run id, a file, or a baseline name in '%s': 'ncclwatch history baseline' lists the names",
+			          spec, path);
+			goto out;
+		}
+		snprintf(label, labellen, "%s (run %lld)", spec, id);
+	} else {
+		char *end;
+		errno = 0;
+		id = strtoll(spec, &end, 10);
+		if (errno || *end || id <= 0) {
+			nw_seterr(err, errlen, "bad run id '%s': 'ncclwatch history' lists the runs", spec);
+			goto out;
+		}
+		snprintf(label, labellen, "run %lld", id);
+	}
+	rc = nw_store_load(s, id, run, err, errlen);
+out:
+	nw_store_close(s);
+	return rc;
+}
+
+/* An ncclwatch results JSON file; 1 when the file is not one (try other kinds). */
+static int load_json(const char *path, struct nw_run *run, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *doc = json_load_file(path, 0, &je);
+	if (!doc)
+		return 1;
+	json_t *schema = json_object_get(doc, "schema");
+	if (!json_is_string(schema) || strncmp(json_string_value(schema), "ncclwatch.results/", 18)) {
+		json_decref(doc);
+		return 1;
+	}
+	int rc = nw_run_from_json(doc, run, err, errlen);
+	json_decref(doc);
+	if (rc) {
+		char inner[NW_ERRLEN];
+		nw_strlcpy(inner, err ? err : "", sizeof(inner));
+		return nw_seterr(err, errlen, "'%s': %s", path, inner);
+	}
+	return 0;
+}
+
+int nw_input_load(const struct nw_store_opts *o, const char *spec, struct nw_run *run,
+                  char *label, size_t labellen, char *err, size_t errlen)
+{
+	nw_run_init(run);
+	if (!spec || !*spec)
+		return nw_seterr(err, errlen, "empty run name: give a run id, a baseline name or a results file");
+	if (all_digits(spec))
+		return load_from_db(o, spec, 0, run, label, labellen, err, errlen);
+	struct stat st;
+	if (stat(spec, &st) == 0) {
+		if (!S_ISREG(st.st_mode))
+			return nw_seterr(err, errlen, "'%s' is not a regular file: give a run id, a baseline name or a results file", spec);
+		snprintf(label, labellen, "%s", base_name(spec));
+		int rc = load_json(spec, run, err, errlen);
+		if (rc <= 0)
+			return rc;
+		return nw_seterr(err, errlen, "'%s' is not an ncclwatch results file (JSON with \"schema\": \"ncclwatch.results/1\")",
+		                 spec);
+	}
+	int stat_errno = errno;
+	if (strchr(spec, '/'))
+		return nw_seterr(err, errlen, "cannot read '%s': %s", spec, strerror(stat_errno));
+	if (nw_store_baseline_name_ok(spec, NULL, 0))
+		return nw_seterr(err, errlen, "'%s' is not a run id, a file, or a baseline name", spec);
+	return load_from_db(o, spec, 1, run, label, labellen, err, errlen);
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The profiler plugin, driven through its real ABI by tests/helpers/plugin_harness
+# (several rank processes, NCCL's v4/v5/v6 descriptor layouts, a late rank),
+# with the stats files read back through the statsfile reader.
+source "$(dirname "$0")/lib.sh"
+H=$NW_TESTS/plugin_harness
+
+# Only the three profiler tables are exported, and nothing but libc/libpthread/libm is needed.
+syms=$(nm -D --defined-only "$NW_PLUGIN" | awk '{print $3}' | sort | tr '\n' ' ')
+if [ "$syms" = "ncclProfiler_v4 ncclProfiler_v5 ncclProfiler_v6 " ]; then ok "plugin exports only ncclProfiler_v4/v5/v6"
+else notok "plugin exports only ncclProfiler_v4/v5/v6" "exports: $syms"; fi
+if readelf -d "$NW_PLUGIN" | grep NEEDED | grep -Eqv 'lib(c|pthread|m|dl)\.so|ld-linux|libasan|libubsan|libstdc|libgcc'; then
+	notok "plugin links nothing but libc" "$(readelf -d "$NW_PLUGIN" | grep NEEDED)"
+else ok "plugin links nothing but libc"; fi
+
+for abi in 4 5 6; do
+	d=$TMP/abi$abi; mkdir -p "$d"
+	run "$H" --plugin "$NW_PLUGIN" --dir "$d" --abi $abi --ranks 4 --late 2 --late-us 1500 --ops 15 --check
+	expect_rc "abi v$abi: 4 ranks, counts and bytes match what was fed" 0
+	expect_out "abi v$abi: check ok" "^check ok scenario=normal abi=$abi ranks=4 files=8"
+	expect_out "abi v$abi: late rank 2 found as the straggler" "^straggler comm=5eed000000c0ffee rank=2 "
+	expect_no_out "abi v$abi: no failed check" "check FAIL"
+done
+expect_out "harness prints what it fed, per comm/rank/op" \
+	"^fed comm=5eed000000c0ffee name=world rank=3 nranks=4 op=all_gather count=15 bytes=245760$"
+
+# Files are 0600 in a 0700 directory when the plugin makes the directory.
+d=$TMP/fresh/stats
+mkdir -p "$TMP/fresh"
+run "$H" --plugin "$NW_PLUGIN" --dir "$d" --ranks 2 --ops 3 --check
+expect_rc "plugin creates its stats directory" 0
+expect_true "stats directory is mode 700" test "$(stat -c %a "$d")" = 700
+expect_true "stats files are mode 600" test "$(stat -c %a "$(ls "$d"/*.nws | head -1)")" = 600
+
+# Kernel timestamps off and auto: counts stay exact whatever the time source.
+for k in off auto; do
+	d=$TMP/k$k; mkdir -p "$d"
+	run "$H" --plugin "$NW_PLUGIN" --dir "$d" --kernel $k --ranks 2 --late 1 --ops 10 --check
+	expect_rc "NCCLWATCH_KERNEL=$k: counts and bytes still exact" 0
+	expect_out "NCCLWATCH_KERNEL=$k: late rank found from enqueue times" "^straggler comm=[0-9a-f]+ rank=1 "
+done
+
+d=$TMP/pool; mkdir -p "$d"
+run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario pool --ops 500 --check
+expect_rc "full in-flight pool: drops counted, every op accounted or dropped" 0
+expect_out "full in-flight pool: plugin stays enabled" "^pool ops_total=64 ops_dropped=436 state=finished"
+expect_no_crash "full in-flight pool: no crash"
+
+d=$TMP/slow; mkdir -p "$d"
+run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario slow --check
+expect_rc "an op 50x slower than its peers is flagged and dumps a trace" 0
+expect_out "slow-op dump is a Chrome trace with the slow op marked" "^dump trace\..*\.json events=41 slow=1"
+
+d=$TMP/trigger; mkdir -p "$d"
+run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario trigger --check
+expect_rc "touching \$NCCLWATCH_DIR/dump writes a trace" 0
+
+for s in null-descr bad-type null-handle bad-handle bad-context; do
+	for abi in 4 5; do
+		d=$TMP/$s$abi; mkdir -p "$d"
+		run "$H" --plugin "$NW_PLUGIN" --dir "$d" --abi $abi --scenario $s --check
+		expect_rc "bad input ($s, v$abi): disabled with one log line, file says why" 0
+		expect_no_crash "bad input ($s, v$abi): no crash"
+	done
+done
+expect_out "the one log line names the problem" "^logged: ncclwatch profiler disabled: startEvent called with a context"
+
+# A stats directory owned by someone else, or a bad NCCLWATCH_* value: disabled, never a crash.
+d=$TMP/conf; mkdir -p "$d"
+NCCLWATCH_POOL=1000 run "$H" --plugin "$NW_PLUGIN" --dir "$d" --ranks 1 --ops 2
+expect_no_crash "bad NCCLWATCH_POOL: no crash"
+expect_err "bad NCCLWATCH_POOL: one line naming the variable" "disabled: NCCLWATCH_POOL=1000 is not a power of two"
+
+run "$H" --plugin "$NW_PLUGIN" --dir "$TMP/none" --scenario nosuch
+expect_rc "harness rejects an unknown scenario" 2
