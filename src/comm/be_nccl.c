@@ -267,13 +267,25 @@ static int be_wait(struct nw_backend *be, double timeout_s, const char *what, ch
 	return 0;
 }
 
+/* Capture mode: thread-local as nccl-tests; NCCLWATCH_CAPTURE_MODE=global|relaxed to try others. */
+static int capture_mode(void)
+{
+	const char *m = getenv("NCCLWATCH_CAPTURE_MODE");
+	if (m && !strcmp(m, "global"))
+		return NW_CU_CAPTURE_MODE_GLOBAL;
+	if (m && !strcmp(m, "relaxed"))
+		return 2;
+	return NW_CU_CAPTURE_MODE_THREAD_LOCAL;
+}
+
 static int be_graph_begin(struct nw_backend *be, char *err, size_t errlen)
 {
 	struct nccl_priv *p = P(be);
+	int mode = capture_mode();
 	for (int i = 0; i < be->nlocal; i++) {
 		if (set_ctx(be, i, err, errlen))
 			return -1;
-		nw_CUresult r = p->cu->StreamBeginCapture(p->stream[i], NW_CU_CAPTURE_MODE_THREAD_LOCAL);
+		nw_CUresult r = p->cu->StreamBeginCapture(p->stream[i], mode);
 		if (r)
 			return cu_fail(p, r, p->dev[i], "starting graph capture", err, errlen);
 	}
