@@ -87,6 +87,22 @@ finish
 every_rank root2 "0 1 2 3" expect_rc "broadcast from rank 2" 0
 every_rank root2 "0 1 2 3" expect_out "broadcast from rank 2 arrives" '^bcast ok$'
 
+# --- srun's variables in place of torchrun's (rank 0's host from the step's node list)
+begin
+for r in 0 1 2; do
+	(
+		env SLURM_PROCID="$r" SLURM_STEP_NUM_TASKS=3 SLURM_LOCALID="$r" SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=3 \
+			SLURM_STEP_ID=0 SLURM_JOB_ID=4242 SLURM_STEP_NODELIST=127.0.0.1 NCCLWATCH_PORT="$PORT" \
+			timeout "$LIMIT" "$PROBE" --timeout 20 >"$TMP/slurm.$r.out" 2>"$TMP/slurm.$r.err"
+		echo $? >"$TMP/slurm.$r.rc"
+	) &
+	PIDS+=($!)
+done
+finish
+every_rank slurm "0 1 2" expect_rc "srun tasks meet" 0
+every_rank slurm "0 1 2" expect_out "srun tasks know their place" '^rank=[0-2] size=3 local_rank=[0-2] local_size=3$'
+every_rank slurm "0 1 2" expect_out "srun tasks finish" '^done$'
+
 # --- rank 2 dies before the allgather
 begin
 for r in 0 1 3; do start die "$r" 4; done
