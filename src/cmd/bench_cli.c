@@ -276,6 +276,11 @@ static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
 /* What nccl-tests does not say: the peak per op, and where it is reached. */
 static void summary(const struct bench_cli *cli, const struct nw_run *run)
 {
+	if (run->h.nranks == 1) {
+		printf("# ncclwatch: one rank: every collective is a local copy or nothing at all, so these\n"
+		       "# bandwidths say nothing about links (busbw is 0 by definition); use 2 or more GPUs\n");
+		return;
+	}
 	for (int i = 0; i < cli->o.nops; i++) {
 		const char *name = nw_coll_get((enum nw_op)cli->o.ops[i])->name;
 		const struct nw_row *best = NULL;
