@@ -328,7 +328,7 @@ static struct nw_topo *probe_topology(struct nw_run *run)
 }
 
 /* What nccl-tests does not say: the peak per op, and where it is reached. */
-static void summary(const struct bench_cli *cli, struct nw_run *run, const struct nw_topo *topo)
+static void summary(const struct bench_cli *cli, const struct nw_run *run, const struct nw_topo *topo)
 {
 	if (run->h.nranks == 1) {
 		printf("# ncclwatch: one rank: every collective is a local copy or nothing at all, so these\n"
