@@ -697,7 +697,7 @@ int nw_store_list(struct nw_store *s, const struct nw_store_filter *f,
 		" FROM runs WHERE (?1 = '' OR host = ?1)"
 		" AND (?2 = '' OR EXISTS (SELECT 1 FROM results r WHERE r.run_id = runs.id AND r.op = ?2))"
 		" AND (?3 = '' OR time >= ?3) AND (?4 = '' OR time <= ?4)"
-		" ORDER BY id LIMIT ?5";
+		" ORDER BY id DESC LIMIT ?5";
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return db_err(s, "listing runs", err, errlen);
@@ -731,6 +731,12 @@ int nw_store_list(struct nw_store *s, const struct nw_store_filter *f,
 		*out = NULL;
 		*n = 0;
 		return db_err(s, "listing runs", err, errlen);
+	}
+	/* newest first from the query (so a limit keeps the latest); oldest first out */
+	for (size_t i = 0; i < *n / 2; i++) {
+		struct nw_store_entry t = (*out)[i];
+		(*out)[i] = (*out)[*n - 1 - i];
+		(*out)[*n - 1 - i] = t;
 	}
 	return 0;
 }

@@ -44,6 +44,12 @@ run "$NW" compare "$TMP/ar_slow.txt" "$FIX/nt_all_reduce.txt" --brief
 expect_rc "the other way round is faster, exit 0" 0
 expect_out "faster band" 'all_reduce float sum, out-of-place, 64M-256M \(3 sizes\): busbw \+25\.0%'
 
+"$NW" compare "$FIX/nt_all_reduce.txt" - --brief <"$TMP/ar_slow.txt" >"$OUT" 2>"$ERR"; RC=$?
+expect_rc "B from standard input" 1
+expect_out "stdin labelled" '^B: stdin '
+"$NW" compare - - <"$TMP/ar_slow.txt" >"$OUT" 2>"$ERR"; RC=$?
+expect_rc "both from standard input is a usage error" 2
+
 # A 3% change everywhere is within the default tolerance; small sizes use time.
 plant "$FIX/nt_all_gather.txt" 0 99999999999 1.03 >"$TMP/ag_3.txt"
 run "$NW" compare "$FIX/nt_all_gather.txt" "$TMP/ag_3.txt"
