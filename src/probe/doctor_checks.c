@@ -86,7 +86,7 @@ static void check_nccl(const struct nw_doc_ctx *c, struct nw_findings *out)
 {
 	const char *id = "version.nccl";
 	if (c->nccl_state < 0) {
-		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: this build has no NCCL locator");
+		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: NCCL was not looked for");
 		return;
 	}
 	if (c->nccl_state == 0) {
@@ -129,7 +129,7 @@ static void check_nccl_many(const struct nw_doc_ctx *c, struct nw_findings *out)
 {
 	const char *id = "version.nccl_many";
 	if (c->all_state < 0) {
-		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: this build has no NCCL locator");
+		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: NCCL was not looked for");
 		return;
 	}
 	char list[600] = "";

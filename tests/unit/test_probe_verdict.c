@@ -88,7 +88,7 @@ static void healthy_passes(void **state)
 	/* 5% slower than the reference: still a pass (noise), 15%: a warning, 30%: a failure. */
 	nw_verdict_release(&cv);
 	nw_run_release(&r);
-	static const struct { double slow; enum nw_verdict want; } steps[] = {
+	static const struct { double slow; enum nw_check_level want; } steps[] = {
 		{ 1.05, NW_PASS }, { 1.0 / 0.85, NW_WARN }, { 1.0 / 0.70, NW_FAIL },
 	};
 	for (size_t i = 0; i < 3; i++) {
