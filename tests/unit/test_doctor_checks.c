@@ -542,8 +542,15 @@ static void versions(void **state)
 	strcpy(x->ctx.all[1].how, "system");
 	strcpy(x->ctx.all[1].version, "2.28.3");
 	x->ctx.nall = 2;
-	assert_int_equal(run1(x, "version.nccl_many"), NW_SEV_WARN);
+	/* PyTorch's loads and the system's is older: said, not a problem for what is measured. */
+	assert_int_equal(run1(x, "version.nccl_many"), NW_SEV_INFO);
 	assert_true(seen(x, "/lib/x86_64-linux-gnu/libnccl.so.2 2.28.3 (system)"));
+	/* The system's loads while PyTorch has another: what is measured is not what trains. */
+	struct nw_nccl_where torch = x->ctx.nccl;
+	x->ctx.nccl = x->ctx.all[1];
+	assert_int_equal(run1(x, "version.nccl_many"), NW_SEV_WARN);
+	assert_true(seen(x, "NCCL 2.28.3 loads (system, /lib/x86_64-linux-gnu/libnccl.so.2) but PyTorch's is another version"));
+	x->ctx.nccl = torch;
 	/* An NCCL built for CUDA 13.0 on a driver that supports 12.4. */
 	x->snap.cuda_driver = 12040;
 	assert_int_equal(run1(x, "version.nccl_cuda"), NW_SEV_ERROR);
