@@ -497,12 +497,17 @@ static int run_one(struct tune *t, int v, int repeat, int check, const char *not
 	return 0;
 }
 
-/* Seconds kept back from the plan for confirming a winner (two runs per round). */
+/*
+ * Seconds kept back from the plan for confirming a winner (two runs per
+ * round), at most a quarter of the budget so that a small budget still
+ * measures something.
+ */
 static double reserve(const struct tune *t)
 {
-	if (t->o->check_env || t->o->confirm <= 0)
+	if (t->o->check_env || t->o->confirm <= 0 || t->o->budget_s <= 0)
 		return 0;
-	return (double)t->o->confirm * 2 * t->est[0];
+	double r = (double)t->o->confirm * 2 * t->est[0];
+	return r < t->o->budget_s / 4 ? r : t->o->budget_s / 4;
 }
 
 /* Re-plans repeats and variants for the time left; marks what is dropped. */
@@ -605,7 +610,7 @@ static int measure(struct tune *t)
 			struct nw_tune_variant *var = &t->vs.v[v];
 			if (var->status != NW_TV_ACTIVE)
 				continue;
-			if (t->o->budget_s > 0 && elapsed(t) + t->est[v] > t->o->budget_s - reserve(t)) {
+			if (t->o->budget_s > 0 && elapsed(t) + t->est[v] > t->o->budget_s) {
 				snprintf(t->stopped, sizeof(t->stopped), "the budget ran out during repeat %d", r);
 				goto out;
 			}
