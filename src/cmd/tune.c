@@ -800,6 +800,24 @@ static void print_tune_table(const struct tune *t)
 	}
 }
 
+/* Variants still in the running with fewer repeats than a verdict needs. */
+static int few_repeats(const struct tune *t)
+{
+	int n = 0;
+	for (int v = 1; v < t->vs.n; v++)
+		n += t->vs.v[v].status == NW_TV_ACTIVE && t->done[v] < NW_TUNE_MIN_REPEATS;
+	return n;
+}
+
+/* 1 when nothing could be judged: the default, or every variant left, has too few repeats. */
+static int no_verdict(const struct tune *t)
+{
+	int active = 0;
+	for (int v = 1; v < t->vs.n; v++)
+		active += t->vs.v[v].status == NW_TV_ACTIVE;
+	return t->done[0] < NW_TUNE_MIN_REPEATS || (active && few_repeats(t) == active);
+}
+
 static void print_tune_verdict(const struct tune *t)
 {
 	int any_best = 0;
@@ -840,6 +858,15 @@ static void print_tune_verdict(const struct tune *t)
 	if (nskipped)
 		printf("(%d of %d variants were left out for lack of time: the verdict covers the others only)\n",
 		       nskipped, t->vs.n - 1);
+	int nfew = few_repeats(t);
+	if (no_verdict(t)) {
+		printf("no verdict: too few repeats (%d needed)%s%s; give more --budget or time\n", NW_TUNE_MIN_REPEATS,
+		       t->stopped[0] ? ", " : "", t->stopped);
+		return;
+	}
+	if (nfew)
+		printf("(%d variant%s stopped before %d repeats and got no verdict)\n", nfew, nfew == 1 ? "" : "s",
+		       NW_TUNE_MIN_REPEATS);
 	if (t->rec >= 0) {
 		const struct nw_tune_variant *var = &t->vs.v[t->rec];
 		int nb, nw;
@@ -986,7 +1013,8 @@ static json_t *tune_json(const struct tune *t)
 	json_object_set_new(doc, "cells", cells);
 	if (!t->o->check_env) {
 		json_t *rec = json_object(), *env = json_object(), *also = json_array();
-		json_object_set_new(rec, "defaults_best", json_boolean(t->rec < 0));
+		json_object_set_new(rec, "verdict", json_boolean(!no_verdict(t)));
+		json_object_set_new(rec, "defaults_best", json_boolean(t->rec < 0 && !no_verdict(t)));
 		json_object_set_new(rec, "label", t->rec >= 0 ? json_string(t->vs.v[t->rec].label) : json_null());
 		json_object_set_new(rec, "confirmed", json_boolean(t->rec >= 0 && t->vs.v[t->rec].confirmed));
 		json_object_set_new(rec, "unconfirmed_candidate",
@@ -1012,7 +1040,12 @@ static int write_env_file(const struct tune *t, const char *path)
 	FILE *f = !strcmp(path, "-") ? stdout : fopen(path, "w");
 	if (!f)
 		return nw_error("cannot write '%s': %s", path, strerror(errno));
-	int rc = nw_tune_write_env(f, &t->data, &t->vs, t->cmps, t->rec, now, host, t->nccl_version);
+	int rc;
+	if (no_verdict(t))
+		rc = fprintf(f, "# ncclwatch tune on %s, %s: no verdict (too few repeats%s%s); nothing to set.\n", host, now,
+		             t->stopped[0] ? ", " : "", t->stopped) < 0 ? -1 : 0;
+	else
+		rc = nw_tune_write_env(f, &t->data, &t->vs, t->cmps, t->rec, now, host, t->nccl_version);
 	if (rc == 0 && t->candidate >= 0 && fprintf(f, "# (%s looked faster but was not confirmed: %s)\n",
 	                                             t->vs.v[t->candidate].label, t->unconfirmed) < 0)
 		rc = -1;

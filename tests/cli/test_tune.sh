@@ -145,6 +145,13 @@ expect_true "budget: stayed within the budget ($runs runs of 0.2 s)" test "$runs
 expect_true "budget: variants run 3 times, or the stop is said" bash -c "grep -q '^stopped early: the budget ran out' '$OUT' || awk '{v=\"default\"; for(i=1;i<=NF;i++) if (\$i ~ /^NCCL_[A-Z_]*=/ && \$i !~ /NVLS_ENABLE/) v=\$i; n[v]++} END {for (v in n) if (n[v] < 3) exit 1}' '$LOG'"
 expect_out "budget: the verdict says what it covers" "variants were left out for lack of time: the verdict covers the others only"
 
+# --- too little time for any verdict: said, and nothing set
+FAKE_SLEEP=0.3 run "$NW" "${T[@]}" --settings proto --budget 0.5s --env-out "$TMP/few.env" -q
+expect_rc "no verdict: exit 0" 0
+expect_out "no verdict: said" "^no verdict: too few repeats"
+expect_no_out "no verdict: no defaults-best claim" "defaults are best"
+expect_true "no verdict: env file says so" grep -q "no verdict" "$TMP/few.env"
+
 # --- JSON
 run "$NW" "${T[@]}" --settings proto --repeats 3 --json "$TMP/t.json" -q
 expect_rc "json: exit 0" 0
