@@ -53,7 +53,8 @@ const char usage_tune[] =
 	"how long:\n"
 	"  --budget DURATION    time for the whole search (e.g. 10m): repeats and\n"
 	"                       variants are planned to fit; what was left out is said\n"
-	"  --repeats N          repeats per variant (default 5; with --budget the most)\n"
+	"  --repeats N          repeats per variant, 3 or more (default 5; with --budget\n"
+	"                       the most)\n"
 	"  --min-gain PCT       smallest speed gain that can count (default 2)\n"
 	"  --prune-after N      after N repeats drop variants slower than the default\n"
 	"                       in every band (default 2; 0: never)\n"
@@ -229,7 +230,7 @@ static int parse(int argc, char **argv, struct tune_opts *o)
 			if (!missing && o->budget_s <= 0)
 				return nw_error("--budget: must be above zero (e.g. 10m)"), 2;
 		} else if (OPT("--repeats")) {
-			if (!missing && nw_parse_long(v, 1, 1000, &lv, "--repeats", err, sizeof(err)) != 0)
+			if (!missing && nw_parse_long(v, NW_TUNE_MIN_REPEATS, 1000, &lv, "--repeats", err, sizeof(err)) != 0)
 				return nw_error("%s", err), 2;
 			if (!missing) {
 				o->repeats = lv;
