@@ -766,7 +766,8 @@ static void print_header(const struct tune *t)
 	       t->vs.n, t->vs.n == 1 ? "" : "s", t->runs_total, t->runs_total == 1 ? "" : "s", el,
 	       t->o->budget_s > 0 ? " (budget " : "", t->o->budget_s > 0 ? bud : "", t->o->budget_s > 0 ? ")" : "");
 	if (t->stripped[0])
-		printf("unset in every run (keep one with --keep NAME): %s\n", t->stripped);
+		printf("unset in %s (keep one with --keep NAME): %s\n",
+		       t->o->check_env ? "the 'defaults' runs" : "every run", t->stripped);
 	if (t->stopped[0])
 		printf("stopped early: %s\n", t->stopped);
 }
