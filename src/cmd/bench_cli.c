@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/store.h"
 #include "util/util.h"
 
 /* Parse a comma list of names with 'all' through a finder; fills ids, returns count or -1. */
@@ -275,6 +276,11 @@ static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
 /* What nccl-tests does not say: the peak per op, and where it is reached. */
 static void summary(const struct bench_cli *cli, const struct nw_run *run)
 {
+	if (run->h.nranks == 1) {
+		printf("# ncclwatch: one rank: every collective is a local copy or nothing at all, so these\n"
+		       "# bandwidths say nothing about links (busbw is 0 by definition); use 2 or more GPUs\n");
+		return;
+	}
 	for (int i = 0; i < cli->o.nops; i++) {
 		const char *name = nw_coll_get((enum nw_op)cli->o.ops[i])->name;
 		const struct nw_row *best = NULL;
@@ -397,6 +403,14 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 				status = 3;
 			if (cli->csv_path && write_out(cli->csv_path, &run, cli->o.per_rank, 0))
 				status = 3;
+			struct nw_store_opts so = { .db_path = cli->db_path, .disabled = cli->no_history };
+			long long id = 0;
+			char serr[NW_ERRLEN];
+			nw_fingerprint_collect(&run);
+			if (nw_store_record(&so, &run, &id, serr, sizeof(serr)) != 0)
+				nw_warn("%s: the run was not recorded in history: %s", cmd, serr);
+			else if (id > 0 && !cli->o.quiet)
+				fprintf(stderr, "ncclwatch: %s: recorded as run %lld (ncclwatch history show %lld)\n", cmd, id, id);
 		}
 	}
 	nw_run_release(&run);

@@ -110,7 +110,7 @@ static void print_rows(const struct nw_cmp *c)
 			snprintf(bb, sizeof(bb), "%.2f", r->busbw_b);
 			snprintf(tb, sizeof(tb), "%.2f", r->time_b);
 		}
-		printf("%10s %10s %10s %10s %10s %8s  %s", size, ba, bb, ta, tb, ch, nw_verdict_name(r->verdict));
+		printf("%10s %10s %10s %10s %10s %8s  %s", size, ba, bb, ta, tb, ch, nw_cmp_verdict_name(r->verdict));
 		if (r->verdict == NW_V_SAME || r->verdict == NW_V_SLOWER || r->verdict == NW_V_FASTER)
 			printf(" (%s, +-%.0f%%%s)", r->by_time ? "time" : "busbw", r->threshold * 100,
 			       r->from_repeats ? " from repeats" : "");
@@ -118,7 +118,7 @@ static void print_rows(const struct nw_cmp *c)
 	}
 }
 
-static void print_bands(const struct nw_cmp *c, enum nw_verdict v)
+static void print_bands(const struct nw_cmp *c, enum nw_cmp_verdict v)
 {
 	int any = 0;
 	for (size_t i = 0; i < c->nbands; i++) {

@@ -32,8 +32,8 @@ const char usage_doctor[] =
 	"\n"
 	"options:\n"
 	"  --json              JSON (schema ncclwatch.doctor/1) on stdout\n"
-	"  --only ID[,ID...]   run only checks whose id starts with one of these\n"
-	"                      (\"env\", \"hw.nvlink\", ...)\n"
+	"  --only ID[,ID...]   run only these checks: ids (\"hw.nvlink\") or groups\n"
+	"                      (\"version\", \"env\", \"os\", \"hw\", \"cpu\")\n"
 	"  --problems          list only findings at info or above (text output)\n"
 	"  --interval DUR      read NVLink error counters twice, DUR apart, to see\n"
 	"                      them grow (\"2s\", \"500ms\"; default 1s with a live driver\n"
@@ -152,7 +152,7 @@ int cmd_doctor(int argc, char **argv)
 	for (size_t k = 0; k < nonly; k++) {
 		int match = 0;
 		for (size_t i = 0; i < nchecks; i++)
-			match |= !strncmp(table[i].id, only[k], strlen(only[k]));
+			match |= nw_doc_selects(only[k], table[i].id);
 		if (!match) {
 			nw_error("--only '%s' matches no check; 'ncclwatch help doctor' and docs/doctor.md list them", only[k]);
 			goto out;

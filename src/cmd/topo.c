@@ -286,6 +286,8 @@ int cmd_topo(int argc, char **argv)
 	if (!why[0]) {
 		if (t->ngpus == 0)
 			snprintf(why, sizeof(why), "no GPU%s%s", t->nvml_why[0] ? ": " : "", t->nvml_why);
+		else if (vis->ngpus == 1)
+			snprintf(why, sizeof(why), "1 visible GPU: nothing crosses a link");
 		else
 			ops = expectations(vis, why, sizeof(why));
 	}

@@ -25,8 +25,8 @@ struct nt_gpu {
 /* What one output stream has said so far about the run it is printing. */
 struct nt_stream {
 	char tag[48];
-	struct nw_run sub[NT_MAX_SUB];
-	int nsub;
+	struct nw_run *sub;  /* one table per process printing it, NT_MAX_SUB at most */
+	int nsub, cap_sub;
 	char op[24];
 	char nt_version[32];
 	int nccl_code;
@@ -70,6 +70,7 @@ static void stream_reset(struct nt_stream *st)
 	memcpy(tag, st->tag, sizeof(tag));
 	for (int i = 0; i < st->nsub; i++)
 		nw_run_release(&st->sub[i]);
+	free(st->sub);
 	memset(st, 0, sizeof(*st));
 	memcpy(st->tag, tag, sizeof(tag));
 	st->nthread = st->ngpus = st->iters = st->warmup = st->validation = st->graph = -1;
@@ -374,8 +375,13 @@ static int add_rows(struct nt_stream *st, const struct nw_row *oop, const struct
 	}
 	if (j == NT_MAX_SUB)
 		return -1;
-	if (j == st->nsub)
+	if (j == st->nsub) {
+		if (st->nsub == st->cap_sub) {
+			st->cap_sub = st->cap_sub ? st->cap_sub * 2 : 2;
+			st->sub = nw_realloc(st->sub, (size_t)st->cap_sub * sizeof(*st->sub));
+		}
 		nw_run_init(&st->sub[st->nsub++]);
+	}
 	if (oop)
 		nw_run_add(&st->sub[j], oop);
 	if (ip)
@@ -461,7 +467,7 @@ static int parse_rank_line(struct nt_stream *st, const char *s, size_t n)
 	i += 2;
 	while (i < k && t[i].s[0] != '[')
 		i++;
-	if (st->sub[0].nrows || st->nsub > 1)
+	if (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows))
 		return 1; /* another process's header after rows: caller restarts */
 	if (!note_rank(st, rank))
 		return 0;
@@ -512,7 +518,7 @@ static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s,
 	s++, n--;
 	while (n && *s == ' ')
 		s++, n--;
-	int has_rows = st->sub[0].nrows > 0 || st->nsub > 1;
+	int has_rows = st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0);
 	if (starts(s, n, "nccl-tests version") || starts(s, n, "Collective test starting:") ||
 	    starts(s, n, "nThread ")) {
 		if (has_rows)

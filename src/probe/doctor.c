@@ -115,6 +115,12 @@ int nw_findings_from_json(const json_t *a, struct nw_findings *f, char *err, siz
 	return 0;
 }
 
+int nw_doc_selects(const char *name, const char *id)
+{
+	size_t len = strlen(name);
+	return !strcmp(name, id) || (len && !strncmp(name, id, len) && id[len] == '.');
+}
+
 void nw_doc_run(const struct nw_doc_ctx *c, const char *const *only, size_t nonly,
                 struct nw_findings *out)
 {
@@ -123,7 +129,7 @@ void nw_doc_run(const struct nw_doc_ctx *c, const char *const *only, size_t nonl
 	for (size_t i = 0; i < n; i++) {
 		int want = nonly == 0;
 		for (size_t k = 0; k < nonly && !want; k++)
-			want = !strncmp(t[i].id, only[k], strlen(only[k]));
+			want = nw_doc_selects(only[k], t[i].id);
 		if (want)
 			t[i].fn(c, out);
 	}
@@ -344,7 +350,8 @@ static int acs_from_config(const unsigned char *cfg, size_t len, int *has, unsig
 	return 0;
 }
 
-static void add_bridge(struct nw_doc_ctx *c, const char *root, const char *bdf, const char *below)
+static void add_bridge(struct nw_doc_ctx *c, const char *root, const char *bdf, const char *dir,
+                       const char *below)
 {
 	for (int i = 0; i < c->nacs; i++)
 		if (!strcmp(c->acs[i].bdf, bdf))
@@ -356,7 +363,7 @@ static void add_bridge(struct nw_doc_ctx *c, const char *root, const char *bdf, 
 	nw_strlcpy(a->bdf, bdf, sizeof(a->bdf));
 	nw_strlcpy(a->below, below, sizeof(a->below));
 	char p[PATH_MAX], full[PATH_MAX];
-	nw_sys_fmt(p, sizeof(p), "/sys/bus/pci/devices/%s/config", bdf);
+	nw_sys_fmt(p, sizeof(p), "%s/config", dir);
 	if (nw_sys_path(root, p, full, sizeof(full)) == 0) {
 		size_t len = 0;
 		unsigned char *cfg = (unsigned char *)nw_read_file(full, 4097, &len);
@@ -408,15 +415,13 @@ static void walk_up(struct nw_doc_ctx *c, const char *root, const char *pci_path
 			memcpy(comp, p, n);
 			comp[n] = '\0';
 			if (sscanf(comp, "%x:%x:%x.%x%c", &a, &b, &d, &f, &x) == 4) {
-				if (last[0]) {
+				if (last[0] && lastend < sizeof(prefix)) {
 					char what[64];
 					snprintf(what, sizeof(what), "bridge %s above %s", last, name);
-					add_bridge(c, root, last, name);
-					if (lastend < sizeof(prefix)) {
-						memcpy(prefix, pci_path, lastend);
-						prefix[lastend] = '\0';
-						add_link(c, root, prefix, what);
-					}
+					memcpy(prefix, pci_path, lastend);
+					prefix[lastend] = '\0';
+					add_bridge(c, root, last, prefix, name);
+					add_link(c, root, prefix, what);
 				}
 				nw_strlcpy(last, comp, sizeof(last));
 				lastend = (size_t)(p + n - pci_path);

@@ -100,8 +100,10 @@ struct nw_doc_check {
 
 /* The table of every check, in report order. */
 const struct nw_doc_check *nw_doc_checks(size_t *n);
+/* Whether a check id is selected by a name: the id itself or its group ("env" for "env.debug"). */
+int nw_doc_selects(const char *name, const char *id);
 
-/* Run every check (or only those whose id starts with one of the prefixes). */
+/* Run every check, or only those named in only[]: a check id ("hw.nvlink") or a group ("env"). */
 void nw_doc_run(const struct nw_doc_ctx *c, const char *const *only, size_t nonly,
                 struct nw_findings *out);
 

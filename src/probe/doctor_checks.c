@@ -278,13 +278,13 @@ static void check_list_var(const struct nw_doc_ctx *c, struct nw_findings *out, 
 		ADD(out, id, NW_SEV_OK, NULL, NULL, "%s=%s excludes %s", var, val, missing[0] || found[0] || down[0] ? "listed names" : "nothing");
 		return;
 	}
-	if (nmissing && !nfound)
+	if (!nfound)
 		ADD(out, id, NW_SEV_ERROR,
 		    hca ? "NCCL finds no usable HCA and falls back to sockets, or fails"
 		        : "NCCL finds no interface to bootstrap on and fails at init (\"no socket interface found\")",
 		    hca ? "name devices listed in /sys/class/infiniband (ibv_devices), or unset it"
 		        : "name an interface listed by 'ip link' (prefix match; '=' for exact, '^' to exclude)",
-		    "%s=%s: no %s matches '%s'%s%s", var, val, what, missing,
+		    "%s=%s: no %s matches '%s'%s%s", var, val, what, missing[0] ? missing : "-",
 		    ndown ? "; down: " : "", down);
 	else if (nmissing || ndown)
 		ADD(out, id, NW_SEV_WARN, "part of the list is unusable: NCCL uses fewer links than you meant",
@@ -585,8 +585,8 @@ static void check_removeipc(const struct nw_doc_ctx *c, struct nw_findings *out)
 	          !strcasecmp(value, "on");
 	if (yes && c->uid >= 0 && c->uid < 1000)
 		ADD(out, id, NW_SEV_INFO, "RemoveIPC spares system users; jobs run as a regular user are exposed",
-		    "set RemoveIPC=no if jobs run as regular users", "RemoveIPC=%s%s; this process runs as uid %ld",
-		    value[0] ? value : "yes (default)", where[0] ? "" : "", c->uid);
+		    "set RemoveIPC=no if jobs run as regular users", "RemoveIPC=%s in %s; this process runs as uid %ld",
+		    value[0] ? value : "yes (default)", where[0] ? where : "logind.conf", c->uid);
 	else if (yes)
 		ADD(out, id, NW_SEV_WARN,
 		    "logind removes a user's shared memory and semaphores when their last session ends: "

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "parse/nccltests.h"
 #include "store/compare.h"
 #include "util/util.h"
 
@@ -87,6 +88,36 @@ static int load_json(const char *path, struct nw_run *run, char *err, size_t err
 	return 0;
 }
 
+/*
+ * nccl-tests output, text or -J JSON. Several runs in one file (one per op,
+ * or repeats) are merged into one run: compare then matches them by key and
+ * uses the spread of repeats as their noise.
+ */
+static int load_nccltests(const char *path, struct nw_run *run, char *err, size_t errlen)
+{
+	struct nw_run *runs = NULL;
+	size_t unparsed = 0;
+	int n = nw_nt_parse_path(path, &runs, &unparsed, err, errlen);
+	if (n < 0)
+		return -1;
+	if (n == 0) {
+		free(runs);
+		return nw_seterr(err, errlen, "'%s' is neither an ncclwatch results file nor nccl-tests output (no result table found)",
+		                 path);
+	}
+	*run = runs[0];
+	for (int i = 1; i < n; i++) {
+		for (size_t k = 0; k < runs[i].nrows; k++) {
+			nw_run_add(run, &runs[i].rows[k]);
+			runs[i].rows[k].rank_times = NULL; /* moved */
+			runs[i].rows[k].nrank_times = 0;
+		}
+		nw_run_release(&runs[i]);
+	}
+	free(runs);
+	return 0;
+}
+
 int nw_input_load(const struct nw_store_opts *o, const char *spec, struct nw_run *run,
                   char *label, size_t labellen, char *err, size_t errlen)
 {
@@ -103,8 +134,7 @@ int nw_input_load(const struct nw_store_opts *o, const char *spec, struct nw_run
 		int rc = load_json(spec, run, err, errlen);
 		if (rc <= 0)
 			return rc;
-		return nw_seterr(err, errlen, "'%s' is not an ncclwatch results file (JSON with \"schema\": \"ncclwatch.results/1\")",
-		                 spec);
+		return load_nccltests(spec, run, err, errlen);
 	}
 	int stat_errno = errno;
 	if (strchr(spec, '/'))

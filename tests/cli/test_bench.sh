@@ -91,3 +91,11 @@ assert len(p['busbw_gbs'])==4 and p['busbw_gbs'][1][0]==p['busbw_gbs'][0][1]"
 run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 1 "$NW" bench --backend mpi --no-history --pairs
 expect_rc "pairs with one rank refused" 3
 expect_err "pairs: says why" "needs at least 2 ranks"
+
+# Every bench is recorded in history (rank 0 records the whole run once).
+run env NCCLWATCH_DB="$TMP/h.db" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi -b 1K -e 4K
+expect_rc "recorded bench: exit 0" 0
+expect_err "recorded bench: says the run id" "recorded as run 1"
+run env NCCLWATCH_DB="$TMP/h.db" "$NW" history
+expect_out "history lists the bench run once" "^ +1 .* bench +all_reduce"
+expect_no_out "history: no second run" "^ +2 "

@@ -25,8 +25,10 @@ fi
 
 DIR=$TMP/stats
 mkdir -p "$DIR"
-if [ -x "$NW_TESTS/plugin_harness" ]; then
-	NCCLWATCH_DIR=$DIR "$NW_TESTS/plugin_harness" >"$TMP/fed" 2>"$TMP/harness.err" || true
+# stats files from the real plugin driven by the harness: 4 ranks, rank 2 late by 3 ms
+if ! "$NW_TESTS/plugin_harness" --plugin "$NW_PLUGIN" --dir "$DIR" --ranks 4 --ops 20 --late 2 \
+	--late-us 3000 >"$TMP/fed" 2>"$TMP/harness.err"; then
+	echo "not ok - plugin harness ran"; cat "$TMP/harness.err"; exit 1
 fi
 
 # exporter on a free loopback port (port 0: it prints the one it got)
@@ -102,13 +104,19 @@ else
 	RC=1; notok "the configured baseline reaches the baseline rule" "$(cat "$TMP/q.json")"
 fi
 
-# with the plugin harness' data: per-op series of the harness' communicators
-if [ -s "$TMP/fed" ]; then
-	if wait_series 'sum by (op) (ncclwatch_coll_ops_total)' 10; then
-		ok "collective series from the harness' stats files are queryable"
-	else
-		RC=1; notok "collective series from the harness' stats files are queryable" "$(cat "$TMP/q.json")"
-	fi
+# the harness' collectives are queryable, with the counts it fed
+if wait_series 'sum(ncclwatch_coll_ops_total{comm="5eed000000c0ffee",op="all_reduce"})' 10; then
+	want=$(awk '/^fed comm=5eed000000c0ffee .* op=all_reduce /{split($7, a, "="); s += a[2]} END {print s}' "$TMP/fed")
+	expect_true "all_reduce ops of the 4 ranks in prometheus equal what was fed ($want)" grep -q "\"$want\"\]" "$TMP/q.json"
+else
+	RC=1; notok "collective series from the harness' stats files are queryable" "$(cat "$TMP/q.json")"
+fi
+# the straggler alert goes pending for the late rank, and only for it
+if wait_series 'ALERTS{alertname="NcclwatchStragglerRank"}' 15; then
+	expect_true "straggler alert is pending for rank 2" grep -q '"rank":"2"' "$TMP/q.json"
+	expect_true "and for no other rank" sh -c "! grep -q '\"rank\":\"[013]\"' '$TMP/q.json'"
+else
+	RC=1; notok "straggler alert is pending for rank 2" "$(cat "$TMP/q.json")"
 fi
 
 # every dashboard expression parses and runs on a real server
