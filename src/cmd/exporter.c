@@ -78,6 +78,7 @@ static char *render(void *ctx, size_t *len)
 	return nw_prom_take(&p, len);
 }
 
+/* Parse options; --once prints one scrape, else serve until SIGINT/SIGTERM. */
 int cmd_exporter(int argc, char **argv)
 {
 	static const struct option opts[] = {

@@ -85,6 +85,7 @@ static void on_fatal(int sig)
 	raise(sig);
 }
 
+/* Leave curses mode once (atexit and normal exit both call it). */
 static void end_curses(void)
 {
 	if (curses_on && !isendwin())
@@ -92,6 +93,7 @@ static void end_curses(void)
 	curses_on = 0;
 }
 
+/* Quit signals set a flag; crash signals restore the terminal and die. */
 static void install_signals(void)
 {
 	struct sigaction sa;
@@ -142,6 +144,7 @@ static size_t straggler_line(char *buf, size_t len, const struct nw_view *v, siz
 	return 0;
 }
 
+/* --once: load, build the table with life-long rates, print it plainly. */
 static int print_once(const struct top_opts *o)
 {
 	struct nw_sf_set set;
@@ -198,6 +201,7 @@ static int table_rows(void)
 	return n > 1 ? n : 1;
 }
 
+/* Paint one screen: summary, key help, error line, table page, straggler line. */
 static void draw(const struct top_opts *o, const struct nw_view *v, const char *err, int paused,
                  int live_rates, size_t *first)
 {
@@ -262,6 +266,10 @@ static void draw(const struct top_opts *o, const struct nw_view *v, const char *
 	refresh();
 }
 
+/*
+ * The terminal view: refresh every interval (rates between the last two
+ * samples), keys between refreshes; returns the exit status.
+ */
 static int run_live(struct top_opts *o)
 {
 	int rc = 1, paused = 0;
@@ -370,6 +378,7 @@ static int run_live(struct top_opts *o)
 	return rc;
 }
 
+/* Parse options, then the snapshot (--once) or the live view. */
 int cmd_top(int argc, char **argv)
 {
 	static const struct option opts[] = {

@@ -34,6 +34,7 @@ void nw_metrics_size_label(unsigned bucket, char *buf, size_t len)
 	nw_format_size(nws_bucket_lo(bucket), buf, len);
 }
 
+/* nws op number of a result row's op name; -1 when the plugin has no such op. */
 static int op_by_name(const char *name)
 {
 	for (unsigned op = 0; op < NWS_NOPS; op++)
@@ -97,6 +98,7 @@ struct rank_labels {
 	char nranks[16];
 };
 
+/* Fill lb with the comm, rank, pid and nranks label values of r. */
 static void rank_labels(const struct nw_sf_rank *r, struct rank_labels *lb)
 {
 	snprintf(lb->comm, sizeof(lb->comm), "%016llx", (unsigned long long)r->hdr.comm_hash);
@@ -169,11 +171,13 @@ static const struct {
 	               "trace dumps the plugin wrote" },
 };
 
+/* part / whole, NAN when whole is 0 (the figure is then left out). */
 static double ratio(uint64_t part, uint64_t whole)
 {
 	return whole ? (double)part / (double)whole : NAN;
 }
 
+/* One per-rank family (header fields of each kept file); nothing when no rank has a value. */
 static void write_rank_family(struct nw_prom *out, enum rank_metric which, const struct nw_sf_set *set,
                               const unsigned char *keep, double now_real)
 {
@@ -260,6 +264,11 @@ static const struct {
 
 static const unsigned sample_src[NW_SAMPLE_NSRC] = { NWS_SRC_KERNEL, NWS_SRC_PROXY };
 
+/*
+ * One per (rank, op, size bucket) family from the sample now; the busbw
+ * gauge subtracts prev (NULL: the whole life) and is left out when the
+ * window timed nothing.
+ */
 static void write_coll_family(struct nw_prom *out, enum coll_metric which, const struct nw_sf_set *set,
                               const unsigned char *keep, const struct nw_sample *now,
                               const struct nw_sample *prev)
@@ -327,6 +336,7 @@ static void write_coll_family(struct nw_prom *out, enum coll_metric which, const
 	}
 }
 
+/* The three lateness families, from one straggler analysis per communicator. */
 static void write_lateness(struct nw_prom *out, const struct nw_metrics *m, const struct nw_sf_set *set,
                            const unsigned char *keep)
 {
@@ -419,6 +429,7 @@ static void write_exporter(struct nw_prom *out, const struct nw_metrics *m, cons
 	}
 }
 
+/* CLOCK_REALTIME in seconds: the plugin's heartbeat clock. */
 static double realtime_now(void)
 {
 	struct timespec ts;

@@ -24,6 +24,7 @@ const char *nw_view_sort_name(enum nw_view_sort s)
 	return (unsigned)s < NW_VIEW_NSORT ? sort_names[s] : "comm";
 }
 
+/* 1 when r's communicator matches the filter (hex id prefix or name substring). */
 static int comm_matches(const struct nw_sf_rank *r, const char *want)
 {
 	if (!want || !*want)
@@ -80,6 +81,7 @@ static void fill_lateness(const struct nw_sf_set *set, size_t window, struct nw_
 	free(comms);
 }
 
+/* Descending order of two figures, unknown (NAN or negative) last. */
 static int cmp_num_desc(double a, double b)
 {
 	/* unknown values (NAN, negative) sort last */
@@ -91,6 +93,7 @@ static int cmp_num_desc(double a, double b)
 	return a > b ? -1 : a < b ? 1 : 0;
 }
 
+/* Communicator, op, rank, pid order. */
 static int cmp_comm(const struct nw_view_row *a, const struct nw_view_row *b)
 {
 	if (a->comm_hash != b->comm_hash)
@@ -102,6 +105,7 @@ static int cmp_comm(const struct nw_view_row *a, const struct nw_view_row *b)
 	return a->pid < b->pid ? -1 : a->pid > b->pid;
 }
 
+/* qsort_r comparator: the chosen sort key, ties in communicator order. */
 static int cmp_row(const void *pa, const void *pb, void *ctx)
 {
 	const struct nw_view_row *a = pa, *b = pb;

@@ -121,11 +121,26 @@ run "$NW" top --once --all --dir "$H" --sort busbw
 expect_rc "--sort busbw" 0
 expect_true "highest busbw first (the straggler's all_reduce: the others wait in theirs)" grep -Eq '^5eed000000c0ffee +world +[a-z]+ +2\* all_reduce' <(sed -n 3p "$OUT")
 
+# wait_for FILE TEXT: until FILE holds TEXT, at most 30 s
+wait_for() {
+	local i
+	for i in $(seq 300); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # the live view over the harness' 32 rows in a 24-line terminal: it says
 # which rows it shows, and the arrow and page keys scroll
 if command -v script >/dev/null; then
-	(sleep 1; printf '\033OB'; sleep 0.5; printf '\033[6~'; sleep 0.5; printf q) |
-		TERM=xterm timeout 20 script -qec "$NW top --all --dir $H --interval 0.2" /dev/null >"$TMP/tty4" 2>&1
+	# keys go in only once the screen shows what they act on (bounded waits)
+	: >"$TMP/tty4"
+	{
+		wait_for "$TMP/tty4" 'rows 1-18 of 32'; printf '\033OB'
+		wait_for "$TMP/tty4" '2-19'; printf '\033[6~'
+		wait_for "$TMP/tty4" '15-32'; printf q
+	} | TERM=xterm timeout 60 script -qfec "$NW top --all --dir $H --interval 0.2" /dev/null >"$TMP/tty4" 2>&1
 	RC=$?
 	expect_rc "scrolling, then quit" 0
 	expect_true "the screen says which rows it shows" grep -q 'rows 1-18 of 32' "$TMP/tty4"
