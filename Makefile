@@ -93,14 +93,22 @@ $(BUILD)/tests/%: tests/helpers/%.c $(LIB_OBJ)
 test: all $(UNIT_BIN) $(HELPER_BIN)
 	@BUILD=$(BUILD) tests/run.sh
 
-# libFuzzer targets: tests/fuzz/fuzz_<name>.c, each linked with the modules.
-FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+# libFuzzer targets: tests/fuzz/fuzz_<name>.c, linked with every module
+# (compiled once, instrumented, without MPI).
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+FUZZ_OBJ   := $(filter-out src/main.c,$(APP_SRC))
+FUZZ_OBJ   := $(FUZZ_OBJ:%.c=build-fuzz/obj/%.o)
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 \
+              -Wno-format-truncation
 fuzz: $(FUZZ_BIN)
-build-fuzz/%: tests/fuzz/%.c $(filter-out src/main.c,$(APP_SRC))
+build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 \
-	  -fsanitize=fuzzer,address,undefined -o $@ $< $(filter-out src/main.c $(wildcard src/comm/*mpi*.c),$(APP_SRC)) \
+	@echo "  CC (fz) $<"
+	$(Q)clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+build-fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
+	@echo "  FUZZ    $@"
+	$(Q)clang $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) \
 	  -ljansson -lsqlite3 -lmicrohttpd -lncursesw -ldl -lpthread -lm
 
 clean:
