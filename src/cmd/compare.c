@@ -22,7 +22,8 @@ const char usage_compare[] =
 	"\n"
 	"A and B are each: a run id from 'ncclwatch history', a baseline name\n"
 	"('ncclwatch history baseline NAME ID'), an ncclwatch results JSON file\n"
-	"(bench --json), or an nccl-tests output (text or -J JSON).\n"
+	"(bench --json), or an nccl-tests output (text or -J JSON); '-' reads one\n"
+	"of them from standard input.\n"
 	"\n"
 	"Sizes at or above --latency-below are compared on busbw with --tolerance;\n"
 	"smaller (latency-bound) sizes on time with --latency-tolerance. Where a run\n"
@@ -110,7 +111,7 @@ static void print_rows(const struct nw_cmp *c)
 			snprintf(bb, sizeof(bb), "%.2f", r->busbw_b);
 			snprintf(tb, sizeof(tb), "%.2f", r->time_b);
 		}
-		printf("%10s %10s %10s %10s %10s %8s  %s", size, ba, bb, ta, tb, ch, nw_verdict_name(r->verdict));
+		printf("%10s %10s %10s %10s %10s %8s  %s", size, ba, bb, ta, tb, ch, nw_cmp_verdict_name(r->verdict));
 		if (r->verdict == NW_V_SAME || r->verdict == NW_V_SLOWER || r->verdict == NW_V_FASTER)
 			printf(" (%s, +-%.0f%%%s)", r->by_time ? "time" : "busbw", r->threshold * 100,
 			       r->from_repeats ? " from repeats" : "");
@@ -118,7 +119,7 @@ static void print_rows(const struct nw_cmp *c)
 	}
 }
 
-static void print_bands(const struct nw_cmp *c, enum nw_verdict v)
+static void print_bands(const struct nw_cmp *c, enum nw_cmp_verdict v)
 {
 	int any = 0;
 	for (size_t i = 0; i < c->nbands; i++) {
@@ -224,6 +225,8 @@ int cmd_compare(int argc, char **argv)
 	}
 	if (nspec != 2)
 		return nw_error("compare needs two runs: ncclwatch compare A B (run ids, baseline names or result files)"), 2;
+	if (!strcmp(spec[0], "-") && !strcmp(spec[1], "-"))
+		return nw_error("only one of A and B can be standard input ('-')"), 2;
 
 	struct nw_run ra, rb;
 	char la[300], lb[300];

@@ -10,6 +10,7 @@
 #include "bench/result.h"
 #include "cmd/cmd.h"
 #include "parse/nccltests.h"
+#include "store/store.h"
 #include "util/util.h"
 
 const char usage_import[] =
@@ -26,6 +27,7 @@ const char usage_import[] =
 	"  --table        re-print nccl-tests' table from the model (round-trip check)\n"
 	"  --op NAME      collective to record when the output does not say\n"
 	"                 (outputs older than \"# Collective test starting\")\n"
+	NW_STORE_USAGE
 	"  -h, --help     this text\n"
 	"\n"
 	"Lines that are neither nccl-tests output nor NCCL log lines are counted\n"
@@ -37,6 +39,7 @@ enum import_format { IMPORT_CSV, IMPORT_JSON, IMPORT_TABLE };
 struct import_opts {
 	enum import_format format;
 	const char *op;
+	struct nw_store_opts store;
 };
 
 /* nccl-tests' table for one run: out-of-place rows paired with their in-place twins. */
@@ -76,12 +79,20 @@ static void print_table(const struct nw_run *run)
  * (source "import", backend "nccl-tests", input, host, gpus, nccl_version)
  * and rows are final. Recording into history belongs in this function.
  */
-static void import_run_complete(struct nw_run *run, const struct import_opts *o)
+static int import_run_complete(struct nw_run *run, const struct import_opts *o)
 {
 	if (o->op)
 		for (size_t i = 0; i < run->nrows; i++)
 			if (!strcmp(run->rows[i].op, "unknown"))
 				nw_strlcpy(run->rows[i].op, o->op, sizeof(run->rows[i].op));
+	char err[NW_ERRLEN];
+	long long id = 0;
+	nw_fingerprint_collect(run);
+	if (nw_store_record(&o->store, run, &id, err, sizeof(err)))
+		return nw_error("not recorded in history: %s", err);
+	if (id)
+		fprintf(stderr, "recorded as run %lld\n", id);
+	return 0;
 }
 
 int cmd_import(int argc, char **argv)
@@ -94,8 +105,19 @@ int cmd_import(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct import_opts o = { IMPORT_CSV, NULL };
+	struct import_opts o = { IMPORT_CSV, NULL, { NULL, 0 } };
 	int c, rc = 0;
+	/* history options (--db PATH, --no-history) are taken out before getopt */
+	int kept = 1;
+	for (int i = 1; i < argc; i++) {
+		char err[NW_ERRLEN];
+		int h = nw_store_parse_opt(argc, argv, &i, &o.store, err, sizeof(err));
+		if (h < 0)
+			return nw_error("%s", err), 2;
+		if (!h)
+			argv[kept++] = argv[i];
+	}
+	argc = kept;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -137,7 +159,8 @@ int cmd_import(int argc, char **argv)
 		}
 		all = nw_realloc(all, (nall + (size_t)n) * sizeof(*all));
 		for (int i = 0; i < n; i++) {
-			import_run_complete(&runs[i], &o);
+			if (import_run_complete(&runs[i], &o))
+				rc = 2;
 			all[nall++] = runs[i];
 		}
 		free(runs);

@@ -60,7 +60,7 @@ static void cmp_table(FILE *f, const struct nw_cmp *c, int only_flagged)
 			continue;
 		char size[32];
 		nw_format_size(r->size, size, sizeof(size));
-		fprintf(f, "<tr class=\"%s\"><td>", nw_verdict_name(r->verdict));
+		fprintf(f, "<tr class=\"%s\"><td>", nw_cmp_verdict_name(r->verdict));
 		esc(f, r->op);
 		fprintf(f, " ");
 		esc(f, r->dtype);
@@ -85,7 +85,7 @@ static void cmp_table(FILE *f, const struct nw_cmp *c, int only_flagged)
 			fprintf(f, "<td class=\"num\">%+.1f%%</td>", r->change * 100);
 		else
 			fputs("<td></td>", f);
-		fprintf(f, "<td>%s%s</td></tr>\n", nw_verdict_name(r->verdict), r->by_time ? " (time)" : "");
+		fprintf(f, "<td>%s%s</td></tr>\n", nw_cmp_verdict_name(r->verdict), r->by_time ? " (time)" : "");
 	}
 	fputs("</table>\n", f);
 }
@@ -124,7 +124,7 @@ static void cmp_section(FILE *f, const struct nw_report_input *in, const struct 
 			nw_format_size(b->from, from, sizeof(from));
 			nw_format_size(b->to, to, sizeof(to));
 			nw_format_size(b->worst_size, worst, sizeof(worst));
-			fprintf(f, "<li><b>%s</b> ", nw_verdict_name(b->verdict));
+			fprintf(f, "<li><b>%s</b> ", nw_cmp_verdict_name(b->verdict));
 			esc(f, b->op);
 			fprintf(f, " %s, %s&ndash;%s (%d sizes): %+.1f%% %s on average, %+.1f%% at %s</li>\n",
 			        b->inplace ? "in-place" : "out-of-place", from, to, b->nsizes, b->mean_change * 100,
@@ -221,12 +221,15 @@ static void fp_section(FILE *f, const struct nw_report_input *in)
 	for (i = 0; i < nk; i++) {
 		char first[1024];
 		fp_text(json_object_get(flat[0], names[i]), first, sizeof(first));
-		int differs = 0;
+		int differs = 0, known = first[0] != '\0';
 		for (size_t r = 1; r < in->nruns; r++) {
 			char t[1024];
 			fp_text(json_object_get(flat[r], names[i]), t, sizeof(t));
 			differs |= strcmp(t, first) != 0;
+			known |= t[0] != '\0';
 		}
+		if (!known)
+			continue; /* unknown in every run */
 		if (!strcmp(names[i], "time"))
 			differs = 0; /* always differs; not a cause */
 		fputs("<tr><td>", f);

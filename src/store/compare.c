@@ -15,7 +15,7 @@ void nw_cmp_opts_default(struct nw_cmp_opts *o)
 	o->min_size = 0;
 }
 
-const char *nw_verdict_name(enum nw_verdict v)
+const char *nw_cmp_verdict_name(enum nw_cmp_verdict v)
 {
 	switch (v) {
 	case NW_V_SAME: return "same";
@@ -537,7 +537,7 @@ json_t *nw_cmp_to_json(const struct nw_cmp *c, const struct nw_cmp_opts *o, cons
 		json_object_set_new(x, "change", num_or_null(r->change));
 		json_object_set_new(x, "tolerance", num_or_null(r->threshold));
 		json_object_set_new(x, "tolerance_from", json_string(r->from_repeats ? "repeats" : "option"));
-		json_object_set_new(x, "verdict", json_string(nw_verdict_name(r->verdict)));
+		json_object_set_new(x, "verdict", json_string(nw_cmp_verdict_name(r->verdict)));
 		json_array_append_new(rows, x);
 	}
 	json_object_set_new(doc, "rows", rows);
@@ -551,7 +551,7 @@ json_t *nw_cmp_to_json(const struct nw_cmp *c, const struct nw_cmp_opts *o, cons
 		                                "mean_change", num_or_null(b->mean_change), "worst_change",
 		                                num_or_null(b->worst_change), "worst_size_bytes", (json_int_t)b->worst_size,
 		                                "compared_on", b->by_time ? "time" : "busbw", "verdict",
-		                                nw_verdict_name(b->verdict)));
+		                                nw_cmp_verdict_name(b->verdict)));
 	}
 	json_object_set_new(doc, "bands", bands);
 	json_t *diffs = json_array();

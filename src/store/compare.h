@@ -35,8 +35,8 @@ struct nw_cmp_opts {
 /* 5%, 20% below 1 MiB, nothing left out. */
 void nw_cmp_opts_default(struct nw_cmp_opts *o);
 
-enum nw_verdict { NW_V_SAME, NW_V_SLOWER, NW_V_FASTER, NW_V_ONLY_A, NW_V_ONLY_B, NW_V_NA };
-const char *nw_verdict_name(enum nw_verdict v); /* "same", "slower", ... */
+enum nw_cmp_verdict { NW_V_SAME, NW_V_SLOWER, NW_V_FASTER, NW_V_ONLY_A, NW_V_ONLY_B, NW_V_NA };
+const char *nw_cmp_verdict_name(enum nw_cmp_verdict v); /* "same", "slower", ... */
 
 /* One compared key. Means over repeats; change > 0 means B is faster. */
 struct nw_cmp_row {
@@ -53,7 +53,7 @@ struct nw_cmp_row {
 	double change;         /* speed(B)/speed(A) - 1: -0.2 is 20% slower */
 	double threshold;      /* relative tolerance applied */
 	int from_repeats;      /* threshold from the spread of repeats, not the stated tolerance */
-	enum nw_verdict verdict;
+	enum nw_cmp_verdict verdict;
 };
 
 /* Contiguous sizes of one op/dtype/redop/placement with one verdict (slower or faster). */
@@ -67,7 +67,7 @@ struct nw_cmp_band {
 	double mean_change, worst_change;
 	uint64_t worst_size;
 	int by_time;           /* every size in it was compared on time */
-	enum nw_verdict verdict;
+	enum nw_cmp_verdict verdict;
 };
 
 /* One fingerprint difference; lower rank is more likely to matter. */
