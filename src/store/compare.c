@@ -148,8 +148,8 @@ static void judge(struct acc *x, const struct nw_cmp_opts *o)
 		return;
 	}
 	c->by_time = c->size < o->lat_below;
-	int bus_ok = c->busbw_a > 0 && c->busbw_b > 0;
-	int time_ok = c->time_a > 0 && c->time_b > 0;
+	int bus_ok = c->busbw_a > 0 && c->busbw_b > 0 && isfinite(c->busbw_a) && isfinite(c->busbw_b);
+	int time_ok = c->time_a > 0 && c->time_b > 0 && isfinite(c->time_a) && isfinite(c->time_b);
 	if (!c->by_time && !bus_ok)
 		c->by_time = 1;
 	if (c->by_time && !time_ok) {
