@@ -15,9 +15,9 @@
 # Builds build/ncclwatch first when it is missing. Works with one GPU too
 # (then every collective runs on one rank: the figures are local copies).
 set -u
-cd "$(dirname "$0")/../.."
 OUT=${OUT:-./out}
-mkdir -p "$OUT"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
+cd "$(dirname "$0")/../.."
 NW=${NW:-build/ncclwatch}
 BUDGET=${BUDGET:-330s}
 

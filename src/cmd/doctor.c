@@ -32,8 +32,8 @@ const char usage_doctor[] =
 	"\n"
 	"options:\n"
 	"  --json              JSON (schema ncclwatch.doctor/1) on stdout\n"
-	"  --only ID[,ID...]   run only checks whose id starts with one of these\n"
-	"                      (\"env\", \"hw.nvlink\", ...)\n"
+	"  --only ID[,ID...]   run only these checks: ids (\"hw.nvlink\") or groups\n"
+	"                      (\"version\", \"env\", \"os\", \"hw\", \"cpu\")\n"
 	"  --problems          list only findings at info or above (text output)\n"
 	"  --interval DUR      read NVLink error counters twice, DUR apart, to see\n"
 	"                      them grow (\"2s\", \"500ms\"; default 1s with a live driver\n"
@@ -69,8 +69,8 @@ static void print_text(const struct nw_findings *f, int problems_only, size_t nc
 	size_t cnt[NW_SEV_ERROR + 1] = { 0 };
 	for (size_t i = 0; i < f->n; i++)
 		cnt[f->v[i].sev]++;
-	printf("ncclwatch doctor: %zu checks: %zu error%s, %zu warning%s, %zu info, %zu ok, %zu skipped\n\n",
-	       nchecks, cnt[NW_SEV_ERROR], cnt[NW_SEV_ERROR] == 1 ? "" : "s", cnt[NW_SEV_WARN],
+	printf("ncclwatch doctor: %zu check%s: %zu error%s, %zu warning%s, %zu info, %zu ok, %zu skipped\n\n",
+	       nchecks, nchecks == 1 ? "" : "s", cnt[NW_SEV_ERROR], cnt[NW_SEV_ERROR] == 1 ? "" : "s", cnt[NW_SEV_WARN],
 	       cnt[NW_SEV_WARN] == 1 ? "" : "s", cnt[NW_SEV_INFO], cnt[NW_SEV_OK], cnt[NW_SEV_SKIP]);
 	printf("%-6s %-20s %s\n", "LEVEL", "CHECK", "SEEN");
 	for (int s = NW_SEV_ERROR; s >= NW_SEV_OK; s--) {
@@ -152,7 +152,7 @@ int cmd_doctor(int argc, char **argv)
 	for (size_t k = 0; k < nonly; k++) {
 		int match = 0;
 		for (size_t i = 0; i < nchecks; i++)
-			match |= !strncmp(table[i].id, only[k], strlen(only[k]));
+			match |= nw_doc_selects(only[k], table[i].id);
 		if (!match) {
 			nw_error("--only '%s' matches no check; 'ncclwatch help doctor' and docs/doctor.md list them", only[k]);
 			goto out;
@@ -183,7 +183,14 @@ int cmd_doctor(int argc, char **argv)
 		printf("\n");
 		json_decref(doc);
 	} else {
-		print_text(&st.findings, problems, nonly ? nonly : nchecks);
+		size_t nrun = 0;
+		for (size_t i = 0; i < nchecks; i++) {
+			int sel = nonly == 0;
+			for (size_t k = 0; k < nonly; k++)
+				sel |= nw_doc_selects(only[k], table[i].id);
+			nrun += (size_t)sel;
+		}
+		print_text(&st.findings, problems, nrun);
 	}
 	rc = nw_findings_exit(&st.findings);
 out:

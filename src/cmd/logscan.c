@@ -26,6 +26,8 @@ const char usage_logscan[] =
 	"options:\n"
 	"  --json         the report as JSON (schema ncclwatch.logscan/1)\n"
 	"  --brief        only the errors and the diagnoses\n"
+	"  --list-diagnoses  every diagnosis this version can make: id, severity,\n"
+	"                 what it means, the fix (tab-separated), then exit\n"
 	"  -h, --help     this text\n"
 	"\n"
 	"The report: NCCL versions per process and host, communicators, the\n"
@@ -103,8 +105,8 @@ static void print_report(const json_t *doc)
 		       i_of(o, "init_started") > i_of(o, "init_completed") ? i_of(o, "init_started") : i_of(o, "ranks_seen"));
 		if (i_of(o, "channels") > 0)
 			printf(", %" JSON_INTEGER_FORMAT " channels, ring %s", i_of(o, "channels"), s_of(o, "ring"));
-		if (i_of(o, "tree_lines") > 0)
-			printf(", %" JSON_INTEGER_FORMAT " tree lines", i_of(o, "tree_lines"));
+		if (s_of(o, "tree")[0])
+			printf(", tree %s", s_of(o, "tree"));
 		printf("\n");
 	}
 
@@ -116,6 +118,13 @@ static void print_report(const json_t *doc)
 		       " between nodes), %" JSON_INTEGER_FORMAT " channel connections, e.g. %s\n",
 		       s_of(o, "transport"), i_of(o, "pairs"), i_of(o, "pairs") == 1 ? "" : "s", i_of(o, "intra_node_pairs"),
 		       i_of(o, "inter_node_pairs"), i_of(o, "connections"), s_of(o, "example"));
+	}
+	if (i_of(doc, "npairs") > 0 && i_of(doc, "npairs") <= 16) {
+		json_array_foreach(json_object_get(doc, "pairs"), i, o) {
+			printf("    %s rank %" JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT ": %s (%" JSON_INTEGER_FORMAT " channel%s)\n",
+			       s_of(o, "comm"), i_of(o, "src"), i_of(o, "dst"), s_of(o, "transport"), i_of(o, "connections"),
+			       i_of(o, "connections") == 1 ? "" : "s");
+		}
 	}
 	const json_t *ct = json_object_get(doc, "collective_transports");
 	if (json_is_true(json_object_get(ct, "nvls_available")) || i_of(ct, "nvls_channels") > 0)
@@ -172,11 +181,22 @@ static void print_problems(const json_t *doc)
 	}
 }
 
+static int list_diagnoses(void)
+{
+	const struct nw_log_rule_info *r;
+	size_t n = nw_log_rules(&r);
+	static const char *const sev[] = { "info", "warning", "error" };
+	for (size_t i = 0; i < n; i++)
+		printf("%s\t%s\t%s\t%s\n", r[i].id, sev[r[i].severity], r[i].summary, r[i].fix);
+	return 0;
+}
+
 int cmd_logscan(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "brief", no_argument, NULL, 'b' },
+		{ "list-diagnoses", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -187,6 +207,7 @@ int cmd_logscan(int argc, char **argv)
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'b': brief = 1; break;
+		case 'l': return list_diagnoses();
 		case 'h': fputs(usage_logscan, stdout); return 0;
 		default:
 			nw_error("unknown option '%s'; 'ncclwatch help logscan' lists them", argv[optind - 1]);

@@ -76,7 +76,7 @@ static void print_gpus(const struct nw_topo *t)
 		if (g->nvlinks_total > 0) {
 			printf("  NVLink %d/%d up", g->nvlinks_active, g->nvlinks_total);
 			if (g->nvlink_gbs > 0)
-				printf(" x %.3f GB/s", g->nvlink_gbs);
+				printf(" x %.3f GB/s = %.1f GB/s", g->nvlink_gbs, g->nvlinks_active * g->nvlink_gbs);
 			if (g->nvlinks_to_switch)
 				printf(" (%d to NVSwitch)", g->nvlinks_to_switch);
 		}
@@ -286,6 +286,8 @@ int cmd_topo(int argc, char **argv)
 	if (!why[0]) {
 		if (t->ngpus == 0)
 			snprintf(why, sizeof(why), "no GPU%s%s", t->nvml_why[0] ? ": " : "", t->nvml_why);
+		else if (vis->ngpus == 1)
+			snprintf(why, sizeof(why), "1 visible GPU: nothing crosses a link");
 		else
 			ops = expectations(vis, why, sizeof(why));
 	}

@@ -15,6 +15,7 @@
 #include "bench/coll.h"
 #include "bench/result.h"
 #include "cmd/cmd.h"
+#include "store/store.h"
 #include "tune/tune.h"
 #include "util/util.h"
 
@@ -52,7 +53,8 @@ const char usage_tune[] =
 	"how long:\n"
 	"  --budget DURATION    time for the whole search (e.g. 10m): repeats and\n"
 	"                       variants are planned to fit; what was left out is said\n"
-	"  --repeats N          repeats per variant (default 5; with --budget the most)\n"
+	"  --repeats N          repeats per variant, 3 or more (default 5; with --budget\n"
+	"                       the most)\n"
 	"  --min-gain PCT       smallest speed gain that can count (default 2)\n"
 	"  --prune-after N      after N repeats drop variants slower than the default\n"
 	"                       in every band (default 2; 0: never)\n"
@@ -69,7 +71,8 @@ const char usage_tune[] =
 	"                       (only comments when the defaults are best)\n"
 	"  --json FILE          write every figure as JSON ('-': stdout, no table)\n"
 	"  --save-runs DIR      keep each run's results JSON in DIR\n"
-	"  --no-history         do not record the runs in history\n"
+	"history (every successful run is recorded, source \"tune\", with its variant):\n"
+	NW_STORE_USAGE
 	"  -q, --quiet          no progress lines on stderr\n"
 	"testing:\n"
 	"  --bench-cmd PATH     run PATH instead of this binary as the bench (for\n"
@@ -102,7 +105,7 @@ struct tune_opts {
 	const char *env_out;
 	const char *json_out;
 	const char *save_runs;
-	int no_history;
+	struct nw_store_opts so;
 	int quiet;
 	const char *bench_cmd;
 };
@@ -167,10 +170,13 @@ static int parse(int argc, char **argv, struct tune_opts *o)
 		long lv;
 		double dv;
 #define OPT(name) ((v = optval(argc, argv, &i, (name), &missing)) != NULL || missing)
+		int h = nw_store_parse_opt(argc, argv, &i, &o->so, err, sizeof(err));
+		if (h < 0)
+			return nw_error("%s", err), 2;
+		if (h > 0)
+			continue;
 		if (!strcmp(a, "--check-env")) {
 			o->check_env = 1;
-		} else if (!strcmp(a, "--no-history")) {
-			o->no_history = 1;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			o->quiet = 1;
 		} else if (OPT("--op") || OPT("--ops")) {
@@ -224,7 +230,7 @@ static int parse(int argc, char **argv, struct tune_opts *o)
 			if (!missing && o->budget_s <= 0)
 				return nw_error("--budget: must be above zero (e.g. 10m)"), 2;
 		} else if (OPT("--repeats")) {
-			if (!missing && nw_parse_long(v, 1, 1000, &lv, "--repeats", err, sizeof(err)) != 0)
+			if (!missing && nw_parse_long(v, NW_TUNE_MIN_REPEATS, 1000, &lv, "--repeats", err, sizeof(err)) != 0)
 				return nw_error("%s", err), 2;
 			if (!missing) {
 				o->repeats = lv;
@@ -474,7 +480,10 @@ static int run_one(struct tune *t, int v, int repeat, int check, const char *not
 	if (!r.have_run || (r.rc != 0 && r.rc != 1)) {
 		var->status = NW_TV_FAILED;
 		snprintf(var->why, sizeof(var->why), "repeat %d: %.900s", repeat, r.err[0] ? r.err : "no results");
-	} else if (r.rc == 1 || wrong > 0) {
+	} else if (r.rc == 1 && wrong == 0) {
+		var->status = NW_TV_FAILED;
+		snprintf(var->why, sizeof(var->why), "repeat %d: %.900s (but no wrong element in its results)", repeat, r.err);
+	} else if (wrong > 0) {
 		var->status = NW_TV_WRONG;
 		snprintf(var->why, sizeof(var->why), "repeat %d: verification found %lld wrong element%s%s%.900s",
 		         repeat, (long long)wrong, wrong == 1 ? "" : "s", r.err[0] ? "; " : "", r.err);
@@ -497,12 +506,17 @@ static int run_one(struct tune *t, int v, int repeat, int check, const char *not
 	return 0;
 }
 
-/* Seconds kept back from the plan for confirming a winner (two runs per round). */
+/*
+ * Seconds kept back from the plan for confirming a winner (two runs per
+ * round), at most a quarter of the budget so that a small budget still
+ * measures something.
+ */
 static double reserve(const struct tune *t)
 {
-	if (t->o->check_env || t->o->confirm <= 0)
+	if (t->o->check_env || t->o->confirm <= 0 || t->o->budget_s <= 0)
 		return 0;
-	return (double)t->o->confirm * 2 * t->est[0];
+	double r = (double)t->o->confirm * 2 * t->est[0];
+	return r < t->o->budget_s / 4 ? r : t->o->budget_s / 4;
 }
 
 /* Re-plans repeats and variants for the time left; marks what is dropped. */
@@ -605,7 +619,7 @@ static int measure(struct tune *t)
 			struct nw_tune_variant *var = &t->vs.v[v];
 			if (var->status != NW_TV_ACTIVE)
 				continue;
-			if (t->o->budget_s > 0 && elapsed(t) + t->est[v] > t->o->budget_s - reserve(t)) {
+			if (t->o->budget_s > 0 && elapsed(t) + t->est[v] > t->o->budget_s) {
 				snprintf(t->stopped, sizeof(t->stopped), "the budget ran out during repeat %d", r);
 				goto out;
 			}
@@ -752,7 +766,8 @@ static void print_header(const struct tune *t)
 	       t->vs.n, t->vs.n == 1 ? "" : "s", t->runs_total, t->runs_total == 1 ? "" : "s", el,
 	       t->o->budget_s > 0 ? " (budget " : "", t->o->budget_s > 0 ? bud : "", t->o->budget_s > 0 ? ")" : "");
 	if (t->stripped[0])
-		printf("unset in every run (keep one with --keep NAME): %s\n", t->stripped);
+		printf("unset in %s (keep one with --keep NAME): %s\n",
+		       t->o->check_env ? "the 'defaults' runs" : "every run", t->stripped);
 	if (t->stopped[0])
 		printf("stopped early: %s\n", t->stopped);
 }
@@ -785,6 +800,24 @@ static void print_tune_table(const struct tune *t)
 			       "", why);
 		}
 	}
+}
+
+/* Variants still in the running with fewer repeats than a verdict needs. */
+static int few_repeats(const struct tune *t)
+{
+	int n = 0;
+	for (int v = 1; v < t->vs.n; v++)
+		n += t->vs.v[v].status == NW_TV_ACTIVE && t->done[v] < NW_TUNE_MIN_REPEATS;
+	return n;
+}
+
+/* 1 when nothing could be judged: the default, or every variant left, has too few repeats. */
+static int no_verdict(const struct tune *t)
+{
+	int active = 0;
+	for (int v = 1; v < t->vs.n; v++)
+		active += t->vs.v[v].status == NW_TV_ACTIVE;
+	return t->done[0] < NW_TUNE_MIN_REPEATS || (active && few_repeats(t) == active);
 }
 
 static void print_tune_verdict(const struct tune *t)
@@ -827,6 +860,15 @@ static void print_tune_verdict(const struct tune *t)
 	if (nskipped)
 		printf("(%d of %d variants were left out for lack of time: the verdict covers the others only)\n",
 		       nskipped, t->vs.n - 1);
+	int nfew = few_repeats(t);
+	if (no_verdict(t)) {
+		printf("no verdict: too few repeats (%d needed)%s%s; give more --budget or time\n", NW_TUNE_MIN_REPEATS,
+		       t->stopped[0] ? ", " : "", t->stopped);
+		return;
+	}
+	if (nfew)
+		printf("(%d variant%s stopped before %d repeats and got no verdict)\n", nfew, nfew == 1 ? "" : "s",
+		       NW_TUNE_MIN_REPEATS);
 	if (t->rec >= 0) {
 		const struct nw_tune_variant *var = &t->vs.v[t->rec];
 		int nb, nw;
@@ -973,7 +1015,8 @@ static json_t *tune_json(const struct tune *t)
 	json_object_set_new(doc, "cells", cells);
 	if (!t->o->check_env) {
 		json_t *rec = json_object(), *env = json_object(), *also = json_array();
-		json_object_set_new(rec, "defaults_best", json_boolean(t->rec < 0));
+		json_object_set_new(rec, "verdict", json_boolean(!no_verdict(t)));
+		json_object_set_new(rec, "defaults_best", json_boolean(t->rec < 0 && !no_verdict(t)));
 		json_object_set_new(rec, "label", t->rec >= 0 ? json_string(t->vs.v[t->rec].label) : json_null());
 		json_object_set_new(rec, "confirmed", json_boolean(t->rec >= 0 && t->vs.v[t->rec].confirmed));
 		json_object_set_new(rec, "unconfirmed_candidate",
@@ -999,7 +1042,12 @@ static int write_env_file(const struct tune *t, const char *path)
 	FILE *f = !strcmp(path, "-") ? stdout : fopen(path, "w");
 	if (!f)
 		return nw_error("cannot write '%s': %s", path, strerror(errno));
-	int rc = nw_tune_write_env(f, &t->data, &t->vs, t->cmps, t->rec, now, host, t->nccl_version);
+	int rc;
+	if (no_verdict(t))
+		rc = fprintf(f, "# ncclwatch tune on %s, %s: no verdict (too few repeats%s%s); nothing to set.\n", host, now,
+		             t->stopped[0] ? ", " : "", t->stopped) < 0 ? -1 : 0;
+	else
+		rc = nw_tune_write_env(f, &t->data, &t->vs, t->cmps, t->rec, now, host, t->nccl_version);
 	if (rc == 0 && t->candidate >= 0 && fprintf(f, "# (%s looked faster but was not confirmed: %s)\n",
 	                                             t->vs.v[t->candidate].label, t->unconfirmed) < 0)
 		rc = -1;
@@ -1087,6 +1135,106 @@ static void tune_release(struct tune *t)
 	free(t->also);
 	nw_tune_data_release(&t->data);
 	nw_tune_variants_release(&t->vs);
+}
+
+/* Whether a child of variant v ran without the environment entry e (see the runner). */
+static int unset_for(const struct tune_opts *o, const struct nw_tune_variant *v, const char *e)
+{
+	if (v->keep_env || strncmp(e, "NCCL_", 5) != 0 || !strncmp(e, "NCCL_NVLS_ENABLE=", 17))
+		return 0;
+	size_t n = strcspn(e, "=");
+	for (int i = 0; i < o->nkeep; i++)
+		if (strlen(o->keep[i]) == n && !strncmp(o->keep[i], e, n))
+			return 0;
+	return 1;
+}
+
+/* Makes this process's NCCL_* variables those a child of v had (saved: the originals). */
+static void env_as_child(const struct tune_opts *o, char **saved, const struct nw_tune_variant *v)
+{
+	for (;;) { /* unset every NCCL_* (restart: unsetenv changes environ) */
+		char **e = environ;
+		while (*e && strncmp(*e, "NCCL_", 5) != 0)
+			e++;
+		if (!*e)
+			break;
+		char name[256];
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
+		unsetenv(name);
+	}
+	for (char **e = saved; e && *e; e++) {
+		if (v && unset_for(o, v, *e))
+			continue;
+		char name[256];
+		size_t n = strcspn(*e, "=");
+		snprintf(name, sizeof(name), "%.*s", (int)n, *e);
+		setenv(name, *e + n + 1, 1);
+	}
+	for (int i = 0; v && i < v->nset; i++)
+		setenv(v->set[i].name, v->set[i].value, 1);
+}
+
+/*
+ * Records every successful run in history: source "tune", h.extra["tune"]
+ * = {variant, env, repeat, mode, started}, and a fingerprint whose "env"
+ * is the environment that run had (not tune's own). Failures to record are
+ * warnings: the measurement stands.
+ */
+static void record(struct tune *t, const char *started)
+{
+	const struct tune_opts *o = t->o;
+	char err[NW_ERRLEN], path[4096];
+	struct nw_store *db = NULL;
+	if (o->so.disabled || t->nruns == 0)
+		return;
+	if (nw_store_path(&o->so, path, sizeof(path), err, sizeof(err)) != 0 ||
+	    nw_store_open(path, NW_STORE_WRITE, &db, err, sizeof(err)) != 0) {
+		nw_warn("history: %s; the runs are not recorded (--no-history to skip it)", err);
+		return;
+	}
+	int n = 0;
+	for (char **e = environ; *e; e++)
+		n += !strncmp(*e, "NCCL_", 5);
+	char **saved = nw_calloc((size_t)n + 1, sizeof(char *));
+	n = 0;
+	for (char **e = environ; *e; e++)
+		if (!strncmp(*e, "NCCL_", 5))
+			saved[n++] = nw_strdup(*e);
+	long long first = 0, last = 0;
+	int recorded = 0;
+	for (int i = 0; i < t->nruns; i++) {
+		struct nw_run *run = &t->runs[i];
+		const struct nw_tune_variant *v = &t->vs.v[t->run_variant[i]];
+		nw_strlcpy(run->h.source, "tune", sizeof(run->h.source));
+		if (!json_is_object(run->h.extra)) {
+			json_decref(run->h.extra);
+			run->h.extra = json_object();
+		}
+		json_t *env = json_object();
+		for (int k = 0; k < v->nset; k++)
+			json_object_set_new(env, v->set[k].name, json_string(v->set[k].value));
+		json_object_set_new(run->h.extra, "tune",
+		                    json_pack("{s:s, s:o, s:i, s:s, s:b, s:s}", "variant", v->label, "env", env,
+		                              "repeat", t->run_repeat[i], "mode", o->check_env ? "check-env" : "tune",
+		                              "keeps_current_env", v->keep_env, "started", started));
+		json_object_del(run->h.extra, "fingerprint");
+		env_as_child(o, saved, v);
+		nw_fingerprint_collect(run);
+		long long id = 0;
+		if (nw_store_insert(db, run, &id, err, sizeof(err)) != 0) {
+			nw_warn("history: %s; %d of %d runs recorded", err, recorded, t->nruns);
+			break;
+		}
+		if (!recorded++)
+			first = id;
+		last = id;
+	}
+	env_as_child(o, saved, NULL);
+	nw_tune_argv_free(saved);
+	nw_store_close(db);
+	if (recorded && !o->quiet)
+		fprintf(stderr, "tune: recorded %d run%s in history (ids %lld-%lld, source tune)\n", recorded,
+		        recorded == 1 ? "" : "s", first, last);
 }
 
 int cmd_tune(int argc, char **argv)
@@ -1207,6 +1355,8 @@ int cmd_tune(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	char started[32];
+	nw_utc_iso(started, sizeof(started));
 	t.t0 = nw_now();
 	if (!o.quiet) {
 		char bud[32];
@@ -1237,6 +1387,7 @@ int cmd_tune(int argc, char **argv)
 		t.candidate = -1;
 		analyze(&t);
 	}
+	record(&t, started);
 	int to_stdout_json = o.json_out && !strcmp(o.json_out, "-");
 	if (!to_stdout_json) {
 		print_header(&t);

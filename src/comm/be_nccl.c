@@ -267,15 +267,21 @@ static int be_wait(struct nw_backend *be, double timeout_s, const char *what, ch
 	return 0;
 }
 
-/* Capture mode: thread-local as nccl-tests; NCCLWATCH_CAPTURE_MODE=global|relaxed to try others. */
+/*
+ * Capture mode. nccl-tests captures in thread-local mode through cudart;
+ * through the driver API, NCCL 2.28.9's first capture on a communicator
+ * was invalidated on an H200 in both global and thread-local mode and
+ * succeeded in relaxed mode (gpu-check, 2026-11-30), so relaxed is the
+ * default. NCCLWATCH_CAPTURE_MODE=global|thread chooses another.
+ */
 static int capture_mode(void)
 {
 	const char *m = getenv("NCCLWATCH_CAPTURE_MODE");
 	if (m && !strcmp(m, "global"))
 		return NW_CU_CAPTURE_MODE_GLOBAL;
-	if (m && !strcmp(m, "relaxed"))
-		return 2;
-	return NW_CU_CAPTURE_MODE_THREAD_LOCAL;
+	if (m && !strcmp(m, "thread"))
+		return NW_CU_CAPTURE_MODE_THREAD_LOCAL;
+	return NW_CU_CAPTURE_MODE_RELAXED;
 }
 
 static int be_graph_begin(struct nw_backend *be, char *err, size_t errlen)

@@ -56,6 +56,7 @@ static int int_var(const char *name, const char *v, long min, long max, const ch
 	return 0;
 }
 
+/* A port variable; add is 1 for MASTER_PORT (the bootstrap takes the next port). */
 static int parse_port(const char *name, const char *v, int add, int *out, char *err, size_t errlen)
 {
 	int p;
@@ -486,8 +487,10 @@ void nw_boot_ranklist(const int *ranks, int n, char *out, size_t outlen)
 		while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
 			j++;
 		const char *sep = i ? "," : "";
-		if (j > i)
+		if (j >= i + 2)
 			app(out, outlen, "%s%d-%d", sep, ranks[i], ranks[j]);
+		else if (j == i + 1)
+			app(out, outlen, "%s%d,%d", sep, ranks[i], ranks[j]);
 		else
 			app(out, outlen, "%s%d", sep, ranks[i]);
 		i = j + 1;
@@ -743,6 +746,7 @@ static int send_msg(int fd, int type, unsigned arg, uint32_t seq, const void *p,
 	return 0;
 }
 
+/* Non-blocking, and no Nagle delay for the small messages. */
 static void tune_socket(int fd)
 {
 	int one = 1;
@@ -766,6 +770,7 @@ struct nw_boot {
 	char where[300];      /* "ADDR:PORT (MASTER_ADDR, MASTER_PORT+1)" for messages */
 };
 
+/* The name of a collective (or message) in messages to the user. */
 static const char *op_name(int type)
 {
 	switch (type) {
@@ -789,7 +794,7 @@ static const char *who(const struct nw_boot *b, int r, char *buf, size_t len)
 	return buf;
 }
 
-/* "rank 2 on hostB" / "ranks 2-3 on hostB, 4 on hostC" (hosts NULL: "ranks 2,3"). */
+/* "rank 2 on hostB" / "ranks 2,3 on hostB, 4-7 on hostC" (hosts NULL: "ranks 2,3"). */
 static void ranks_text(char *const *hosts, const int *ranks, int n, char *out, size_t outlen)
 {
 	out[0] = '\0';
@@ -845,6 +850,7 @@ const char *nw_boot_host(const struct nw_boot *b, int rank)
 	return b->hosts[rank];
 }
 
+/* nw_boot_env_parse's view of the real environment. */
 static const char *env_get(const char *name, void *arg)
 {
 	(void)arg;
@@ -852,14 +858,13 @@ static const char *env_get(const char *name, void *arg)
 }
 
 /* Resolve addr:port for a stream socket; NULL with err on failure. */
-static struct addrinfo *resolve(const char *addr, int port, int passive, char *err, size_t errlen)
+static struct addrinfo *resolve(const char *addr, int port, char *err, size_t errlen)
 {
 	struct addrinfo hints, *res = NULL;
 	char ps[16];
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = passive ? AI_PASSIVE : 0;
 	snprintf(ps, sizeof(ps), "%d", port);
 	int rc = getaddrinfo(addr, ps, &hints, &res);
 	if (rc) {
@@ -869,6 +874,7 @@ static struct addrinfo *resolve(const char *addr, int port, int passive, char *e
 	return res;
 }
 
+/* "10.0.0.2:40112" or "[fd00::2]:40112" for a peer's address. */
 static void addr_text(const struct sockaddr *sa, socklen_t len, char *out, size_t outlen)
 {
 	char h[NI_MAXHOST], s[NI_MAXSERV];
@@ -890,65 +896,86 @@ static void raise_nofile(int need)
 	}
 }
 
+/* A bound, listening socket on sa, or -1 with errno set. */
+static int bind_listen(int family, const struct sockaddr *sa, socklen_t len, int backlog)
+{
+	int s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -1;
+	int one = 1, zero = 0;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (family == AF_INET6)
+		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(s, sa, len) == 0 && listen(s, backlog) == 0)
+		return s;
+	int e = errno;
+	close(s);
+	errno = e;
+	return -1;
+}
+
 /*
- * Rank 0's listening socket on env->addr:port. The address must be one of
- * this machine's; when MASTER_ADDR does not resolve here or is not local
- * (a Kubernetes service address), rank 0 listens on every address, as
- * torchrun's own store does, and says so in its messages. -1 with err.
+ * Rank 0's listening socket. When MASTER_ADDR is a literal address, rank 0
+ * listens on exactly that address (127.0.0.1 stays private to the host). A
+ * host name may resolve differently here than on the other hosts (Debian's
+ * 127.0.1.1 for the own name, a Kubernetes service address), so for a name,
+ * or a literal address that is not one of this machine's, rank 0 listens on
+ * every address, as torchrun's own store does; 'note' then says so for the
+ * messages. The fd, or -1 with err.
  */
 static int listen_on(struct nw_boot *b, const struct nw_boot_env *e, char *note, size_t notelen,
                      char *err, size_t errlen)
 {
-	char rerr[256] = "";
-	struct addrinfo *res = resolve(e->addr, e->port, 0, rerr, sizeof(rerr)), *ai;
-	int fd = -1, last = 0, any = 0;
-	char myhost[NW_BOOT_MAX_HOST + 1];
+	char myhost[NW_BOOT_MAX_HOST + 1], eb[80];
+	int fd = -1, last = 0, backlog = b->size < 4096 ? b->size + 16 : 4096;
+	struct addrinfo hints, *res = NULL;
+	char ps[16];
 	nw_hostname(myhost, sizeof(myhost));
-	for (int pass = 0; pass < 2 && fd < 0; pass++) {
-		struct addrinfo *list = res;
-		if (pass == 1) {
-			/* fall back to every address (only when the name is not a local address) */
-			if (last == EADDRINUSE || last == EACCES)
-				break;
-			if (res)
-				freeaddrinfo(res);
-			res = resolve(NULL, e->port, 1, rerr, sizeof(rerr));
-			list = res;
-			any = 1;
-		}
-		for (ai = list; ai && fd < 0; ai = ai->ai_next) {
-			int s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-			if (s < 0) {
-				last = errno;
-				continue;
-			}
-			int one = 1, zero = 0;
-			setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-			if (ai->ai_family == AF_INET6 && any)
-				setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-			int backlog = b->size < 4096 ? b->size + 16 : 4096;
-			if (bind(s, ai->ai_addr, ai->ai_addrlen) == 0 && listen(s, backlog) == 0) {
-				fd = s;
-				break;
-			}
-			last = errno;
-			close(s);
-		}
-	}
-	if (res)
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+	snprintf(ps, sizeof(ps), "%d", e->port);
+	if (getaddrinfo(e->addr, ps, &hints, &res) == 0 && res) {
+		fd = bind_listen(res->ai_family, res->ai_addr, res->ai_addrlen, backlog);
+		last = fd < 0 ? errno : 0;
 		freeaddrinfo(res);
+		if (fd < 0 && last != EADDRNOTAVAIL)
+			goto failed;
+		if (fd < 0)
+			app(note, notelen, " (%s '%s' is not an address of %s, so rank 0 listens on every address)",
+			    e->addr_from, e->addr, myhost);
+	} else {
+		app(note, notelen, " (rank 0 listens on every address of %s)", myhost);
+	}
+	if (fd < 0) {
+		struct sockaddr_in6 a6;
+		struct sockaddr_in a4;
+		memset(&a6, 0, sizeof(a6));
+		a6.sin6_family = AF_INET6;
+		a6.sin6_addr = in6addr_any;
+		a6.sin6_port = htons((uint16_t)e->port);
+		fd = bind_listen(AF_INET6, (struct sockaddr *)&a6, sizeof(a6), backlog);
+		if (fd < 0 && errno != EADDRINUSE && errno != EACCES) {
+			/* no IPv6 here: IPv4 alone */
+			memset(&a4, 0, sizeof(a4));
+			a4.sin_family = AF_INET;
+			a4.sin_addr.s_addr = htonl(INADDR_ANY);
+			a4.sin_port = htons((uint16_t)e->port);
+			fd = bind_listen(AF_INET, (struct sockaddr *)&a4, sizeof(a4), backlog);
+		}
+		last = fd < 0 ? errno : 0;
+	}
+failed:
 	if (fd < 0) {
 		if (last == EADDRINUSE)
 			return nw_seterr(err, errlen,
 			                 "cannot listen on %s: port %d is in use on %s (rank 0); another job or program holds it: "
 			                 "set NCCLWATCH_PORT to a free port on every rank",
 			                 b->where, e->port, myhost);
-		return nw_seterr(err, errlen, "cannot listen on %s on %s (rank 0): %s%s%s", b->where, myhost,
-		                 last ? strerror(last) : rerr, last && rerr[0] ? "; " : "", last ? rerr : "");
+		return nw_seterr(err, errlen, "cannot listen on %s on %s (rank 0): %s", b->where, myhost,
+		                 errtext(last, eb, sizeof(eb)));
 	}
-	if (any)
-		app(note, notelen, " (%s '%s' is not an address of %s%s%s, so rank 0 listens on every address)",
-		         e->addr_from, e->addr, myhost, rerr[0] ? ": " : "", rerr);
 	tune_socket(fd);
 	return fd;
 }
@@ -1276,7 +1303,7 @@ static int dial(struct nw_boot *b, const struct nw_boot_env *e, double deadline,
 	char last[256] = "no attempt finished";
 	int delay_ms = 50;
 	for (int attempt = 0; attempt < 1000000; attempt++) {
-		struct addrinfo *res = resolve(e->addr, e->port, 0, last, sizeof(last));
+		struct addrinfo *res = resolve(e->addr, e->port, last, sizeof(last));
 		for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
 			int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
 			if (fd < 0) {

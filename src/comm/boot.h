@@ -146,7 +146,7 @@ void nw_boot_hello_free(struct nw_boot_hello *h);
  * ("..." marks text cut to keep them short). Both empty when equal.
  */
 void nw_boot_fpdiff(const char *a, const char *b, char *da, size_t dalen, char *db, size_t dblen);
-/* Ascending rank list as text with ranges: {0,1,2,5} -> "0-2,5". */
+/* Ascending rank list as text, runs of three or more as ranges: {0,1,2,5,7,8} -> "0-2,5,7,8". */
 void nw_boot_ranklist(const int *ranks, int n, char *out, size_t outlen);
 
 #endif

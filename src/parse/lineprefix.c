@@ -181,14 +181,18 @@ size_t nw_lp_nccl_prefix(const char *s, size_t len)
 	return i + 2;
 }
 
-/* Text after a pdsh/srun prefix that we accept as program output. */
+/*
+ * Text after a pdsh/srun prefix that we accept as program output: NCCL's
+ * line, nccl-tests' ("#", or a row starting with blanks), or another
+ * launcher prefix. Not any "word: text", which would eat the names of
+ * Python exceptions ("DistBackendError: [1] is setting up ...").
+ */
 static int looks_like_output(const char *s, size_t len)
 {
-	if (!len)
+	if (!len || s[0] == '#' || s[0] == ' ')
 		return 1;
-	if (s[0] == '#' || s[0] == '[' || s[0] == ' ' || is_digit(s[0]))
-		return 1;
-	return nw_lp_nccl_prefix(s, len) > 0;
+	return nw_lp_nccl_prefix(s, len) > 0 || mpi_tag(s, len, NULL) || bracket_rank_tag(s, len, NULL) ||
+	       ray_tag(s, len, NULL) || timestamp(s, len);
 }
 
 /* "host: " (pdsh, clush) or "3: " (srun --label), only before program output. */

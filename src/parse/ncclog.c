@@ -34,18 +34,21 @@ struct htab {
 	size_t cap, n, max;
 };
 
-static void ht_init(struct htab *t, size_t max)
+/* Starts small and doubles (keeping at most half the slots used) until max entries. */
+static void ht_alloc(struct htab *t, size_t cap)
 {
-	size_t cap = 16;
-	while (cap < max * 2)
-		cap *= 2;
 	t->cap = cap;
-	t->max = max;
-	t->n = 0;
 	t->ka = nw_calloc(cap, sizeof(*t->ka));
 	t->kb = nw_calloc(cap, sizeof(*t->kb));
 	t->val = nw_calloc(cap, sizeof(*t->val));
 	t->used = nw_calloc(cap, 1);
+}
+
+static void ht_init(struct htab *t, size_t max)
+{
+	t->max = max;
+	t->n = 0;
+	ht_alloc(t, 16);
 }
 
 static void ht_free(struct htab *t)
@@ -54,6 +57,24 @@ static void ht_free(struct htab *t)
 	free(t->kb);
 	free(t->val);
 	free(t->used);
+}
+
+static size_t ht_slot(const struct htab *t, uint64_t a, uint64_t b);
+
+static void ht_grow(struct htab *t)
+{
+	struct htab old = *t;
+	ht_alloc(t, old.cap * 2);
+	for (size_t i = 0; i < old.cap; i++) {
+		if (!old.used[i])
+			continue;
+		size_t j = ht_slot(t, old.ka[i], old.kb[i]);
+		t->used[j] = 1;
+		t->ka[j] = old.ka[i];
+		t->kb[j] = old.kb[i];
+		t->val[j] = old.val[i];
+	}
+	ht_free(&old);
 }
 
 static uint64_t mix64(uint64_t x)
@@ -70,29 +91,51 @@ static uint64_t mix64(uint64_t x)
  * The value slot of (a, b). With create, a missing key is inserted with
  * value UINT32_MAX and *created set; NULL when missing (or the map is full).
  */
-static uint32_t *ht_get(struct htab *t, uint64_t a, uint64_t b, int create, int *created)
+/* The slot holding (a, b), or the empty slot where it would go. */
+static size_t ht_slot(const struct htab *t, uint64_t a, uint64_t b)
 {
 	size_t mask = t->cap - 1;
 	size_t i = (size_t)(mix64(a ^ mix64(b + 0x9e3779b97f4a7c15ULL))) & mask;
+	while (t->used[i] && !(t->ka[i] == a && t->kb[i] == b))
+		i = (i + 1) & mask;
+	return i;
+}
+
+static uint32_t *ht_get(struct htab *t, uint64_t a, uint64_t b, int create, int *created)
+{
 	if (created)
 		*created = 0;
-	for (;;) {
-		if (!t->used[i]) {
-			if (!create || t->n >= t->max)
-				return NULL;
-			t->used[i] = 1;
-			t->ka[i] = a;
-			t->kb[i] = b;
-			t->val[i] = UINT32_MAX;
-			t->n++;
-			if (created)
-				*created = 1;
-			return &t->val[i];
-		}
-		if (t->ka[i] == a && t->kb[i] == b)
-			return &t->val[i];
-		i = (i + 1) & mask;
+	size_t i = ht_slot(t, a, b);
+	if (t->used[i])
+		return &t->val[i];
+	if (!create || t->n >= t->max)
+		return NULL;
+	if ((t->n + 1) * 2 > t->cap) {
+		ht_grow(t);
+		i = ht_slot(t, a, b);
 	}
+	t->used[i] = 1;
+	t->ka[i] = a;
+	t->kb[i] = b;
+	t->val[i] = UINT32_MAX;
+	t->n++;
+	if (created)
+		*created = 1;
+	return &t->val[i];
+}
+
+/* Make room for element n of an array of elem-sized items (zero-filled), doubling its capacity. */
+static void *grow(void *p, size_t *cap, size_t n, size_t elem)
+{
+	if (n < *cap)
+		return p;
+	size_t nc = *cap ? *cap * 2 : 16;
+	while (nc <= n)
+		nc *= 2;
+	p = nw_realloc(p, nc * elem);
+	memset((char *)p + *cap * elem, 0, (nc - *cap) * elem);
+	*cap = nc;
+	return p;
 }
 
 static uint64_t hash_str(const char *s, size_t n)
@@ -129,6 +172,7 @@ struct comm {
 	int ranks_seen, init_started, init_completed;
 	int nchannels, ring_lines, tree_lines;
 	char ring[96];
+	char tree[96];   /* the first "Trees [0] ..." line's first channel */
 };
 
 struct pair {
@@ -193,21 +237,21 @@ struct nw_log {
 	json_t *files;
 	/* tables */
 	struct host *hosts;
-	size_t nhosts;
+	size_t nhosts, cap_hosts;
 	struct htab host_idx;
 	struct proc *procs;
-	size_t nprocs;
+	size_t nprocs, cap_procs;
 	struct htab proc_idx;
 	struct comm *comms;
-	size_t ncomms;
+	size_t ncomms, cap_comms;
 	struct htab comm_key, comm_ptr, comm_dev;
 	struct htab rank_idx, gpu_idx;
 	uint32_t *rank_host;
 	uint64_t *rank_bus;
 	uint8_t *rank_flags;
-	size_t nranks;
+	size_t nranks, cap_rank_host, cap_rank_bus, cap_rank_flags;
 	struct pair *pairs;
-	size_t npairs;
+	size_t npairs, cap_pairs;
 	struct htab pair_idx;
 	struct transport transports[LG_MAX_TRANSPORTS];
 	size_t ntransports;
@@ -218,7 +262,7 @@ struct nw_log {
 	struct env envs[LG_MAX_ENV];
 	size_t nenvs;
 	struct group *groups;
-	size_t ngroups;
+	size_t ngroups, cap_groups;
 	struct htab group_idx;
 	uint64_t groups_overflow;
 	struct timeout timeouts[LG_MAX_TIMEOUTS];
@@ -252,22 +296,14 @@ struct nw_log *nw_log_new(void)
 {
 	struct nw_log *lg = nw_calloc(1, sizeof(*lg));
 	lg->files = json_array();
-	lg->hosts = nw_calloc(LG_MAX_HOSTS, sizeof(*lg->hosts));
 	ht_init(&lg->host_idx, LG_MAX_HOSTS);
-	lg->procs = nw_calloc(LG_MAX_PROCS, sizeof(*lg->procs));
 	ht_init(&lg->proc_idx, LG_MAX_PROCS);
-	lg->comms = nw_calloc(LG_MAX_COMMS, sizeof(*lg->comms));
 	ht_init(&lg->comm_key, LG_MAX_COMMS);
 	ht_init(&lg->comm_ptr, LG_MAX_PROCS * 4);
 	ht_init(&lg->comm_dev, LG_MAX_PROCS * 4);
 	ht_init(&lg->rank_idx, LG_MAX_RANKS);
 	ht_init(&lg->gpu_idx, LG_MAX_RANKS);
-	lg->rank_host = nw_calloc(LG_MAX_RANKS, sizeof(*lg->rank_host));
-	lg->rank_bus = nw_calloc(LG_MAX_RANKS, sizeof(*lg->rank_bus));
-	lg->rank_flags = nw_calloc(LG_MAX_RANKS, 1);
-	lg->pairs = nw_calloc(LG_MAX_PAIRS, sizeof(*lg->pairs));
 	ht_init(&lg->pair_idx, LG_MAX_PAIRS);
-	lg->groups = nw_calloc(LG_MAX_GROUPS, sizeof(*lg->groups));
 	ht_init(&lg->group_idx, LG_MAX_GROUPS);
 	lg->last_proc = UINT32_MAX;
 	return lg;
@@ -408,6 +444,7 @@ static uint32_t host_get(struct nw_log *lg, const char *s, size_t n, int create)
 		return UINT32_MAX;
 	}
 	if (created) {
+		lg->hosts = grow(lg->hosts, &lg->cap_hosts, lg->nhosts, sizeof(*lg->hosts));
 		*v = (uint32_t)lg->nhosts++;
 		copy_str(lg->hosts[*v].name, LG_NAME, s, n);
 	}
@@ -437,6 +474,7 @@ static uint32_t proc_get(struct nw_log *lg, uint32_t host, int pid)
 		return UINT32_MAX;
 	}
 	if (created) {
+		lg->procs = grow(lg->procs, &lg->cap_procs, lg->nprocs, sizeof(*lg->procs));
 		*v = (uint32_t)lg->nprocs++;
 		lg->procs[*v].host = host;
 		lg->procs[*v].pid = pid;
@@ -496,6 +534,7 @@ static void add_group(struct nw_log *lg, enum group_kind kind, uint32_t host, co
 		return;
 	}
 	if (created) {
+		lg->groups = grow(lg->groups, &lg->cap_groups, lg->ngroups, sizeof(*lg->groups));
 		*v = (uint32_t)lg->ngroups++;
 		struct group *g = &lg->groups[*v];
 		g->kind = kind;
@@ -579,7 +618,7 @@ static void info_comm(struct nw_log *lg, uint32_t proc, int dev, const char *s, 
 		return;
 	uint64_t id = 0;
 	int has_id = 0;
-	if ((vn = after_key(s, n, "commId", &v))) {
+	if ((vn = after_key(s, n, "commId", &v)) || (vn = after_key(s, n, "commHash", &v))) {
 		id = parse_hex(v, vn, &used);
 		has_id = used > 0;
 	}
@@ -595,6 +634,7 @@ static void info_comm(struct nw_log *lg, uint32_t proc, int dev, const char *s, 
 			return;
 		}
 		if (created) {
+			lg->comms = grow(lg->comms, &lg->cap_comms, lg->ncomms, sizeof(*lg->comms));
 			*kv = (uint32_t)lg->ncomms++;
 			struct comm *c = &lg->comms[*kv];
 			c->id = id;
@@ -626,6 +666,9 @@ static void info_comm(struct nw_log *lg, uint32_t proc, int dev, const char *s, 
 		return;
 	}
 	if (created) {
+		lg->rank_host = grow(lg->rank_host, &lg->cap_rank_host, lg->nranks, sizeof(*lg->rank_host));
+		lg->rank_bus = grow(lg->rank_bus, &lg->cap_rank_bus, lg->nranks, sizeof(*lg->rank_bus));
+		lg->rank_flags = grow(lg->rank_flags, &lg->cap_rank_flags, lg->nranks, 1);
 		*rv = (uint32_t)lg->nranks++;
 		lg->rank_host[*rv] = lg->procs[proc].host;
 		c->ranks_seen++;
@@ -717,6 +760,7 @@ static void info_connection(struct nw_log *lg, uint32_t proc, int dev, const cha
 		return;
 	}
 	if (created) {
+		lg->pairs = grow(lg->pairs, &lg->cap_pairs, lg->npairs, sizeof(*lg->pairs));
 		*v = (uint32_t)lg->npairs++;
 		lg->pairs[*v] = (struct pair){ ci, (int)src, (int)dst, ti, 0 };
 	}
@@ -920,6 +964,7 @@ static int info_trace(struct nw_log *lg, uint32_t host, const char *s, size_t n)
 	return 1;
 }
 
+/* One "NCCL INFO" message (s: after the level), dispatched on its first letter to keep the hot path short. */
 static void info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, const char *s, size_t n)
 {
 	const char *at;
@@ -1008,8 +1053,20 @@ static void info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, 
 	case 'T':
 		if (starts(s, n, "Tree ") || starts(s, n, "Trees ")) {
 			struct comm *c = comm_of_dev(lg, proc, dev, NULL);
-			if (c)
+			if (c) {
 				c->tree_lines++;
+				if (!c->tree[0] && starts(s, n, "Trees ")) {
+					/* "Trees [0] -1/-1/-1->1->0 [1] ...": keep channel 0's */
+					const char *e = s + 6;
+					while (e < s + n && *e != ' ')
+						e++;
+					if (e < s + n)
+						e++;
+					while (e < s + n && *e != ' ')
+						e++;
+					copy_str(c->tree, sizeof(c->tree), s + 6, (size_t)(e - (s + 6)));
+				}
+			}
 			return;
 		}
 		break;
@@ -1117,6 +1174,7 @@ static int python_exception(const char *s, size_t n)
 	       (i >= 7 && !memcmp(s + i - 7, "Timeout", 7));
 }
 
+/* A line that is not NCCL's: nccl-tests' device list, PyTorch errors and timeouts, other error lines. */
 static void other_line(struct nw_log *lg, const char *s, size_t n)
 {
 	lg->other_lines++;
@@ -1227,6 +1285,11 @@ static size_t glued_nccl_line(struct nw_log *lg, const char *s, size_t n)
 	return (size_t)(start - s);
 }
 
+/*
+ * Lines starting with NCCL's prefix go straight to their level's reader;
+ * others lose their launcher prefixes first (and may turn out to hold an
+ * NCCL line glued after other output).
+ */
 void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 {
 	lg->lines++;
@@ -1418,6 +1481,7 @@ struct facts {
 	const char *nvlink_host, *ib_host;
 };
 
+/* Per-transport and per-class pair counts, largest communicator, NVLink and IB presence. */
 static void compute_facts(const struct nw_log *lg, struct facts *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -1911,6 +1975,7 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(o, "ring", jstr(c->ring));
 		json_object_set_new(o, "ring_lines", json_integer(c->ring_lines));
 		json_object_set_new(o, "tree_lines", json_integer(c->tree_lines));
+		json_object_set_new(o, "tree", jstr(c->tree));
 		json_array_append_new(comms, o);
 	}
 	json_object_set_new(doc, "communicators", comms);
@@ -1934,6 +1999,31 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_array_append_new(tr, o);
 	}
 	json_object_set_new(doc, "transports", tr);
+	json_t *pairs = json_array();
+	for (size_t i = 0; i < lg->npairs && i < 1024; i++) {
+		const struct pair *p = &lg->pairs[i];
+		if (p->transport == UINT32_MAX)
+			continue;
+		json_t *o = json_object();
+		char id[32] = "";
+		if (p->comm != UINT32_MAX) {
+			const struct comm *c = &lg->comms[p->comm];
+			if (c->has_id)
+				snprintf(id, sizeof(id), "0x%" PRIx64, c->id);
+			else
+				snprintf(id, sizeof(id), "size-%d", c->nranks);
+		}
+		json_object_set_new(o, "comm", json_string(id));
+		json_object_set_new(o, "src", json_integer(p->src));
+		json_object_set_new(o, "dst", json_integer(p->dst));
+		json_object_set_new(o, "transport", jstr(lg->transports[p->transport].name));
+		json_object_set_new(o, "connections", json_integer(p->connections));
+		int same = pair_same_node(lg, p);
+		json_object_set_new(o, "same_node", same < 0 ? json_null() : json_boolean(same));
+		json_array_append_new(pairs, o);
+	}
+	json_object_set_new(doc, "pairs", pairs);
+	json_object_set_new(doc, "npairs", json_integer((json_int_t)lg->npairs));
 	json_t *nv = json_object();
 	json_object_set_new(nv, "nvls_available", json_boolean(lg->nvls_available));
 	json_object_set_new(nv, "nvls_channels", json_integer(lg->nvls_channels_max));

@@ -25,8 +25,8 @@ struct nt_gpu {
 /* What one output stream has said so far about the run it is printing. */
 struct nt_stream {
 	char tag[48];
-	struct nw_run sub[NT_MAX_SUB];
-	int nsub;
+	struct nw_run *sub;  /* one table per process printing it, NT_MAX_SUB at most */
+	int nsub, cap_sub;
 	char op[24];
 	char nt_version[32];
 	int nccl_code;
@@ -64,18 +64,21 @@ struct tok {
 	size_t col;
 };
 
+/* Forget what a stream said (its tables are released), keeping its tag. */
 static void stream_reset(struct nt_stream *st)
 {
 	char tag[sizeof(st->tag)];
 	memcpy(tag, st->tag, sizeof(tag));
 	for (int i = 0; i < st->nsub; i++)
 		nw_run_release(&st->sub[i]);
+	free(st->sub);
 	memset(st, 0, sizeof(*st));
 	memcpy(st->tag, tag, sizeof(tag));
 	st->nthread = st->ngpus = st->iters = st->warmup = st->validation = st->graph = -1;
 	st->nccl_code = -1;
 }
 
+/* Split s[0..n) at blanks into at most max tokens (with their columns); -1 when there are more. */
 static int tokenize(const char *s, size_t n, struct tok *t, int max)
 {
 	int k = 0;
@@ -355,11 +358,12 @@ static int parse_body(struct nt_stream *st, const struct tok *t, struct nw_row *
 	return 0;
 }
 
-/* Whether a token is a trailing timestamp part ("2026-11-30", "11:39:33"). */
+/* Whether a token is part of a trailing timestamp ("2026-11-30", "11:39:33"). */
 static int is_stamp(const struct tok *t)
 {
-	return t->n >= 8 && memchr(t->s, '-', t->n) ? (t->s[0] >= '0' && t->s[0] <= '9' && t->s[4] == '-')
-	       : (t->n >= 8 && t->s[2] == ':');
+	if (t->n >= 10 && t->s[4] == '-' && t->s[7] == '-')
+		return 1;
+	return t->n >= 8 && t->s[2] == ':' && t->s[5] == ':';
 }
 
 /* Add a row to the first process's table whose sizes are still below it. */
@@ -374,8 +378,13 @@ static int add_rows(struct nt_stream *st, const struct nw_row *oop, const struct
 	}
 	if (j == NT_MAX_SUB)
 		return -1;
-	if (j == st->nsub)
+	if (j == st->nsub) {
+		if (st->nsub == st->cap_sub) {
+			st->cap_sub = st->cap_sub ? st->cap_sub * 2 : 2;
+			st->sub = nw_realloc(st->sub, (size_t)st->cap_sub * sizeof(*st->sub));
+		}
 		nw_run_init(&st->sub[st->nsub++]);
+	}
 	if (oop)
 		nw_run_add(&st->sub[j], oop);
 	if (ip)
@@ -461,7 +470,7 @@ static int parse_rank_line(struct nt_stream *st, const char *s, size_t n)
 	i += 2;
 	while (i < k && t[i].s[0] != '[')
 		i++;
-	if (st->sub[0].nrows || st->nsub > 1)
+	if (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows))
 		return 1; /* another process's header after rows: caller restarts */
 	if (!note_rank(st, rank))
 		return 0;
@@ -512,7 +521,7 @@ static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s,
 	s++, n--;
 	while (n && *s == ' ')
 		s++, n--;
-	int has_rows = st->sub[0].nrows > 0 || st->nsub > 1;
+	int has_rows = st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0);
 	if (starts(s, n, "nccl-tests version") || starts(s, n, "Collective test starting:") ||
 	    starts(s, n, "nThread ")) {
 		if (has_rows)
@@ -640,6 +649,11 @@ static void pending_add(struct nt_ctx *c, struct nt_stream *st, const char *s, s
 	st->plen += n;
 }
 
+/*
+ * One line of text output: launcher prefixes off, NCCL log lines skipped
+ * (the part of a row printed before one is kept for later), then header
+ * comments, rows, or an unparsed line.
+ */
 static void process_line(struct nt_ctx *c, char *line, size_t len)
 {
 	struct nw_lp lp;
@@ -806,6 +820,7 @@ static void parse_json_doc(struct nt_ctx *c, const json_t *doc)
 	stream_finish(c, st);
 }
 
+/* One or more -J documents one after the other; a broken one ends the reading (counted). */
 static int parse_json(struct nt_ctx *c, const char *buf, size_t len)
 {
 	size_t off = 0;
@@ -832,6 +847,7 @@ static int parse_json(struct nt_ctx *c, const char *buf, size_t len)
 	return 0;
 }
 
+/* JSON when the first non-blank byte is '{', else text, line by line (lines over 8 KB are unparsed). */
 int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed,
                     char *err, size_t errlen)
 {

@@ -18,13 +18,6 @@
 
 extern char **environ;
 
-/*
- * The NCCL locator (src/gpu/nccl.c) may be absent from a build that has
- * only its header; weak references let doctor say "not checked" then.
- */
-#pragma weak nw_nccl_locate
-#pragma weak nw_nccl_find_all
-
 const char *nw_sev_name(enum nw_sev s)
 {
 	static const char *n[] = { "ok", "skip", "info", "warn", "error" };
@@ -115,6 +108,12 @@ int nw_findings_from_json(const json_t *a, struct nw_findings *f, char *err, siz
 	return 0;
 }
 
+int nw_doc_selects(const char *name, const char *id)
+{
+	size_t len = strlen(name);
+	return !strcmp(name, id) || (len && !strncmp(name, id, len) && id[len] == '.');
+}
+
 void nw_doc_run(const struct nw_doc_ctx *c, const char *const *only, size_t nonly,
                 struct nw_findings *out)
 {
@@ -123,7 +122,7 @@ void nw_doc_run(const struct nw_doc_ctx *c, const char *const *only, size_t nonl
 	for (size_t i = 0; i < n; i++) {
 		int want = nonly == 0;
 		for (size_t k = 0; k < nonly && !want; k++)
-			want = !strncmp(t[i].id, only[k], strlen(only[k]));
+			want = nw_doc_selects(only[k], t[i].id);
 		if (want)
 			t[i].fn(c, out);
 	}
@@ -344,7 +343,8 @@ static int acs_from_config(const unsigned char *cfg, size_t len, int *has, unsig
 	return 0;
 }
 
-static void add_bridge(struct nw_doc_ctx *c, const char *root, const char *bdf, const char *below)
+static void add_bridge(struct nw_doc_ctx *c, const char *root, const char *bdf, const char *dir,
+                       const char *below)
 {
 	for (int i = 0; i < c->nacs; i++)
 		if (!strcmp(c->acs[i].bdf, bdf))
@@ -356,7 +356,7 @@ static void add_bridge(struct nw_doc_ctx *c, const char *root, const char *bdf, 
 	nw_strlcpy(a->bdf, bdf, sizeof(a->bdf));
 	nw_strlcpy(a->below, below, sizeof(a->below));
 	char p[PATH_MAX], full[PATH_MAX];
-	nw_sys_fmt(p, sizeof(p), "/sys/bus/pci/devices/%s/config", bdf);
+	nw_sys_fmt(p, sizeof(p), "%s/config", dir);
 	if (nw_sys_path(root, p, full, sizeof(full)) == 0) {
 		size_t len = 0;
 		unsigned char *cfg = (unsigned char *)nw_read_file(full, 4097, &len);
@@ -408,15 +408,13 @@ static void walk_up(struct nw_doc_ctx *c, const char *root, const char *pci_path
 			memcpy(comp, p, n);
 			comp[n] = '\0';
 			if (sscanf(comp, "%x:%x:%x.%x%c", &a, &b, &d, &f, &x) == 4) {
-				if (last[0]) {
+				if (last[0] && lastend < sizeof(prefix)) {
 					char what[64];
 					snprintf(what, sizeof(what), "bridge %s above %s", last, name);
-					add_bridge(c, root, last, name);
-					if (lastend < sizeof(prefix)) {
-						memcpy(prefix, pci_path, lastend);
-						prefix[lastend] = '\0';
-						add_link(c, root, prefix, what);
-					}
+					memcpy(prefix, pci_path, lastend);
+					prefix[lastend] = '\0';
+					add_bridge(c, root, last, prefix, name);
+					add_link(c, root, prefix, what);
 				}
 				nw_strlcpy(last, comp, sizeof(last));
 				lastend = (size_t)(p + n - pci_path);
@@ -449,15 +447,11 @@ void nw_doc_gather(struct nw_doc_ctx *c, const char *root, char **env,
 	}
 	nw_sys_free_names(names, n > 0 ? n : 0);
 
-	if (nw_nccl_locate) {
-		c->nccl_state = nw_nccl_locate(c->nccl_override, &c->nccl, c->nccl_err, sizeof(c->nccl_err)) == 0;
-		if (c->nccl_state == 1)
-			(void)nw_doc_nccl_cuda(c->nccl.path, c->nccl_cuda, sizeof(c->nccl_cuda));
-	}
-	if (nw_nccl_find_all) {
-		c->nall = nw_nccl_find_all(&c->all);
-		c->all_state = 1;
-	}
+	c->nccl_state = nw_nccl_locate(c->nccl_override, &c->nccl, c->nccl_err, sizeof(c->nccl_err)) == 0;
+	if (c->nccl_state == 1)
+		(void)nw_doc_nccl_cuda(c->nccl.path, c->nccl_cuda, sizeof(c->nccl_cuda));
+	c->nall = nw_nccl_find_all(&c->all);
+	c->all_state = 1;
 
 	c->cmdline = nw_sys_slurp(root, "/proc/cmdline", 1 << 16);
 	c->modules = nw_sys_slurp(root, "/proc/modules", 1 << 20);

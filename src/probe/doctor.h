@@ -62,13 +62,13 @@ struct nw_doc_ctx {
 	int nifaces;                      /* -1 when /sys/class/net could not be read */
 	/* versions */
 	const char *nccl_override;        /* --nccl-lib, read by nw_doc_gather */
-	int nccl_state;                   /* 1 located, 0 not found, -1 locator not available */
+	int nccl_state;                   /* 1 located, 0 not found, -1 not looked for */
 	struct nw_nccl_where nccl;        /* the NCCL that would load */
 	char nccl_err[512];
 	char nccl_cuda[16];               /* CUDA it was built for, "13.0"; "" unknown */
 	struct nw_nccl_where *all;        /* every libnccl found (owned by the caller) */
 	size_t nall;
-	int all_state;                    /* 1 searched, -1 locator not available */
+	int all_state;                    /* 1 searched, -1 not searched */
 	/* OS and container */
 	char *cmdline;                    /* /proc/cmdline, NULL unknown (owned) */
 	char *modules;                    /* /proc/modules (owned) */
@@ -100,8 +100,10 @@ struct nw_doc_check {
 
 /* The table of every check, in report order. */
 const struct nw_doc_check *nw_doc_checks(size_t *n);
+/* Whether a check id is selected by a name: the id itself or its group ("env" for "env.debug"). */
+int nw_doc_selects(const char *name, const char *id);
 
-/* Run every check (or only those whose id starts with one of the prefixes). */
+/* Run every check, or only those named in only[]: a check id ("hw.nvlink") or a group ("env"). */
 void nw_doc_run(const struct nw_doc_ctx *c, const char *const *only, size_t nonly,
                 struct nw_findings *out);
 

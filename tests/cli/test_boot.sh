@@ -19,10 +19,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A free loopback port (asks the kernel; a random high port if python3 is missing).
+# A free loopback port below Linux's ephemeral range (32768 and up), so that
+# no outgoing connection of another program can take it meanwhile.
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null ||
-		echo $((30000 + RANDOM % 20000))
+	local p i
+	for i in $(seq 1 50); do
+		p=$((20000 + RANDOM % 12000))
+		if command -v python3 >/dev/null; then
+			python3 -c 'import socket, sys; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$p" 2>/dev/null && break
+		else
+			{ : >/dev/tcp/127.0.0.1/"$p"; } 2>/dev/null || break
+		fi
+	done
+	echo "$p"
 }
 
 # start NAME RANK WORLD [VAR=value ...] -- [probe args]: one rank in the background.
@@ -58,9 +67,9 @@ every_rank() {
 }
 in_time() { if [ "$ELAPSED" -le $((TO * 2 + 6)) ]; then ok "$1"; else notok "$1" "took ${ELAPSED}s with a ${TO}s timeout"; fi; }
 
-# --- four ranks agree
+# --- four ranks agree (a long timeout: checks that succeed must not depend on the load)
 begin
-for r in 0 1 2 3; do start ok "$r" 4; done
+for r in 0 1 2 3; do start ok "$r" 4 -- --timeout 20; done
 finish
 every_rank ok "0 1 2 3" expect_rc "four ranks finish" 0
 every_rank ok "0 1 2 3" expect_out "every rank has every value" '^gather 3 103$'
@@ -73,10 +82,26 @@ expect_out "the probe got to the end" '^done$'
 
 # --- a broadcast from rank 2, and NCCLWATCH_PORT in place of MASTER_PORT+1
 begin
-for r in 0 1 2 3; do start root2 "$r" 4 NCCLWATCH_PORT="$PORT" MASTER_PORT=1 LOCAL_WORLD_SIZE=4 -- --root 2; done
+for r in 0 1 2 3; do start root2 "$r" 4 NCCLWATCH_PORT="$PORT" MASTER_PORT=1 LOCAL_WORLD_SIZE=4 -- --root 2 --timeout 20; done
 finish
 every_rank root2 "0 1 2 3" expect_rc "broadcast from rank 2" 0
 every_rank root2 "0 1 2 3" expect_out "broadcast from rank 2 arrives" '^bcast ok$'
+
+# --- srun's variables in place of torchrun's (rank 0's host from the step's node list)
+begin
+for r in 0 1 2; do
+	(
+		env SLURM_PROCID="$r" SLURM_STEP_NUM_TASKS=3 SLURM_LOCALID="$r" SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=3 \
+			SLURM_STEP_ID=0 SLURM_JOB_ID=4242 SLURM_STEP_NODELIST=127.0.0.1 NCCLWATCH_PORT="$PORT" \
+			timeout "$LIMIT" "$PROBE" --timeout 20 >"$TMP/slurm.$r.out" 2>"$TMP/slurm.$r.err"
+		echo $? >"$TMP/slurm.$r.rc"
+	) &
+	PIDS+=($!)
+done
+finish
+every_rank slurm "0 1 2" expect_rc "srun tasks meet" 0
+every_rank slurm "0 1 2" expect_out "srun tasks know their place" '^rank=[0-2] size=3 local_rank=[0-2] local_size=3$'
+every_rank slurm "0 1 2" expect_out "srun tasks finish" '^done$'
 
 # --- rank 2 dies before the allgather
 begin
@@ -174,8 +199,8 @@ expect_err "the port in use is named" "port $PORT is in use .*NCCLWATCH_PORT"
 
 # --- a stray connection sending junk is ignored; the ranks still meet
 begin
-start junk 0 2
-start junk 1 2 -- --sleep-at init:1
+start junk 0 2 -- --timeout 20
+start junk 1 2 -- --sleep-at init:1 --timeout 20
 sleep 0.3
 { printf 'GET / HTTP/1.0\r\n\r\n' >/dev/tcp/127.0.0.1/"$PORT"; } 2>/dev/null
 { head -c 3000 /dev/urandom >/dev/tcp/127.0.0.1/"$PORT"; } 2>/dev/null
@@ -193,6 +218,128 @@ finish
 rank_is proto 0
 expect_rc "another protocol version is refused" 1
 expect_err "another protocol version is named" 'the process at 127\.0\.0\.1:[0-9]+ speaks bootstrap protocol 9 where this ncclwatch speaks 1'
+
+# --- a peer that joins properly and then misbehaves (a fake rank in python3)
+cat >"$TMP/fake.py" <<'PY'
+import socket, struct, sys, time
+mode, port = sys.argv[1], int(sys.argv[2])
+MAGIC, PROTO = 0x4E57424F, 1
+HELLO, WELCOME, ABORT, ENTER, GATHER, BCAST, BARRIER, RESULT = range(1, 9)
+def msg(t, arg, seq, payload=b""):
+    return struct.pack(">IBBHII", MAGIC, t, PROTO, arg, seq, len(payload)) + payload
+def recv_msg(s):
+    h = b""
+    while len(h) < 16:
+        c = s.recv(16 - len(h))
+        if not c:
+            return None
+        h += c
+    _, t, _, arg, seq, n = struct.unpack(">IBBHII", h)
+    p = b""
+    while len(p) < n:
+        p += s.recv(n - len(p))
+    return t, arg, seq, p
+host = b"fakehost"
+if mode.startswith("rank1"):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    fp = b"probe"
+    hello = struct.pack(">IIIII", 1, 2, 0, 1, 4242) + struct.pack(">H", len(host)) + host + struct.pack(">I", len(fp)) + fp
+    s.sendall(msg(HELLO, 0, 0, hello))
+    assert recv_msg(s)[0] == WELCOME
+    if mode == "rank1-junk":
+        s.sendall(b"X" * 16)
+    elif mode == "rank1-badlen":
+        s.sendall(msg(GATHER, 0, 1, b"abcd"))
+    elif mode == "rank1-badseq":
+        s.sendall(msg(GATHER, 0, 7, b"abcdefgh"))
+    elif mode == "rank1-bcast":
+        s.sendall(msg(BCAST, 1, 1, b"abcdefgh"))
+else:
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("127.0.0.1", port))
+    l.listen(4)
+    l.settimeout(10)
+    s, _ = l.accept()
+    s.settimeout(10)
+    assert recv_msg(s)[0] == HELLO
+    table = struct.pack(">I", 2)
+    for r in range(2):
+        table += struct.pack(">IIIH", r, 2, 4242, len(host)) + host
+    s.sendall(msg(WELCOME, 0, 0, table))
+    recv_msg(s)  # the real rank's allgather part
+    if mode == "rank0-junk":
+        s.sendall(bytes(range(256)))
+    elif mode == "rank0-biglen":
+        s.sendall(msg(RESULT, GATHER, 1, b"z" * 1000))
+    elif mode == "rank0-otherop":
+        s.sendall(msg(RESULT, BCAST, 1, b"z" * 16))
+s.settimeout(10)
+try:
+    while s.recv(4096):
+        pass
+except OSError:
+    pass
+PY
+fake() { # fake MODE NAME LABEL REGEX: the fake is one rank of 2, the probe the other
+	local mode=$1 name=$2 label=$3 want=$4 real=0
+	case $mode in rank0-*) real=1 ;; esac
+	begin
+	if [ $real = 1 ]; then
+		timeout "$LIMIT" python3 "$TMP/fake.py" "$mode" "$PORT" 2>/dev/null &
+		PIDS+=($!)
+		sleep 0.3
+		start "$name" 1 2 -- --value 7
+	else
+		start "$name" 0 2
+		sleep 0.3
+		timeout "$LIMIT" python3 "$TMP/fake.py" "$mode" "$PORT" 2>/dev/null &
+		PIDS+=($!)
+	fi
+	finish
+	rank_is "$name" $real
+	expect_rc "$label is refused" 1
+	expect_err "$label is named" "$want"
+	expect_no_crash "$label does not crash"
+}
+if command -v python3 >/dev/null; then
+	fake rank1-junk f1 "junk from a joined rank" 'rank 1 on fakehost sent not ncclwatch bootstrap traffic \(magic 0x58585858\) during allgather #1'
+	fake rank1-badlen f2 "a part of the wrong size" 'rank 1 on fakehost gave 4 bytes to allgather #1 where rank 0 gave 8'
+	fake rank1-badseq f3 "a part for a later allgather" 'rank 1 on fakehost called allgather #7 while rank 0 called allgather #1'
+	fake rank1-bcast f4 "a broadcast where rank 0 gathers" 'rank 1 on fakehost called broadcast #1 while rank 0 called allgather #1'
+	fake rank0-junk f5 "junk from rank 0" 'rank 0 on fakehost sent not ncclwatch bootstrap traffic'
+	fake rank0-biglen f6 "an answer of the wrong size" 'rank 0 on fakehost answered allgather #1 with 1000 bytes where this rank expects 16'
+	fake rank0-otherop f7 "an answer to another call" 'rank 0 on fakehost called broadcast #1 while rank 1 on [^ ]+ called allgather #1'
+else
+	echo "# python3 not found: the fake-peer checks did not run"
+fi
+
+# --- the real command: ncclwatch bench joins through the bootstrap and refuses
+# ranks started with different arguments before it touches a GPU
+start_nw() { # NAME RANK WORLD bench-args...
+	local name=$1 r=$2 w=$3
+	shift 3
+	(
+		env RANK="$r" WORLD_SIZE="$w" LOCAL_RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT=$((PORT - 1)) \
+			timeout "$LIMIT" "$NW" "$@" >"$TMP/$name.$r.out" 2>"$TMP/$name.$r.err"
+		echo $? >"$TMP/$name.$r.rc"
+	) &
+	PIDS+=($!)
+}
+begin
+start_nw nwfp 0 2 bench -b 8 -e 1M -T "$TO"
+start_nw nwfp 1 2 bench -b 8 -e 2M -T "$TO"
+finish
+every_rank nwfp "0 1" expect_rc "bench refuses different arguments" 3
+every_rank nwfp "0 1" expect_err "bench names the rank and the argument" \
+	"rank 1 on [^ ]+ has '[^']*e=2097152[^']*' where rank 0 on [^ ]+ has '[^']*e=1048576"
+begin
+start_nw nwmiss 0 2 bench -b 8 -e 1M -T "$TO"
+finish
+rank_is nwmiss 0
+expect_rc "bench without its other rank fails" 3
+expect_err "bench names the missing rank" 'rank 1 never connected to 127\.0\.0\.1'
+in_time "bench gives up on a missing rank within -T"
 
 # --- bad combinations, refused by name before any network
 bad() {

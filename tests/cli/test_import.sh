@@ -70,3 +70,10 @@ expect_err "unknown option named" "unknown option '--bogus'"
 head -c 200000 /dev/urandom >"$TMP/rand.bin"
 run "$NW" import "$TMP/rand.bin"
 expect_no_crash "binary garbage does not crash"
+
+# Outputs that do not name the collective: "unknown", or what --op says.
+grep -v '^# Collective test' "$FX/nt_all_gather.txt" >"$TMP/noop.txt"
+run "$NW" import "$TMP/noop.txt"
+expect_out "op unknown when not said" '^unknown,float,none,-1,1024,'
+run "$NW" import --op all_gather "$TMP/noop.txt"
+expect_out "--op names it" '^all_gather,float,none,-1,1024,'

@@ -65,3 +65,12 @@ head -c 20000 "$FX/h200x2_allreduce_info.log" >"$TMP/cut.log"
 run "$NW" logscan "$TMP/cut.log"
 expect_no_crash "truncated log does not crash"
 expect_out "truncated log: init not complete is shown" 'init complete 0/2'
+
+# docs/logscan.md lists every diagnosis id the binary can make.
+run "$NW" logscan --list-diagnoses
+expect_rc "--list-diagnoses exits 0" 0
+expect_true "--list-diagnoses lists 10 or more rules" test "$(wc -l <"$OUT")" -ge 10
+cut -f1 "$OUT" >"$TMP/ids"
+while read -r id; do
+	expect_true "docs/logscan.md lists $id" grep -q "| \`$id\` |" "$SRCDIR/docs/logscan.md"
+done <"$TMP/ids"

@@ -73,3 +73,19 @@ expect_err "bad NCCLWATCH_POOL: one line naming the variable" "disabled: NCCLWAT
 
 run "$H" --plugin "$NW_PLUGIN" --dir "$TMP/none" --scenario nosuch
 expect_rc "harness rejects an unknown scenario" 2
+
+# nwstats_dump (the raw reader used by scripts/gpu/plugin-overhead.sh) sees exactly what was fed,
+# and reports files it cannot use instead of failing on them.
+d=$TMP/dumpcheck; mkdir -p "$d"
+"$H" --plugin "$NW_PLUGIN" --dir "$d" --ranks 2 --late 0 --late-us 1000 --ops 4 >/dev/null
+echo junk >"$d/junk.nws"
+run "$NW_TESTS/nwstats_dump" "$d"
+expect_rc "nwstats_dump reads a directory with a bad file in it" 0
+expect_out "nwstats_dump: per-bucket counts and bytes as fed" \
+	"^rec comm=5eed000000c0ffee rank=1 op=all_reduce bucket=262144 count=4 bytes=1048576 kernel=4 "
+expect_out "nwstats_dump: rank line" "^rank file=.* state=finished .* comm=5eed000000c0ffee name=world rank=0 nranks=2 abi=5 ops=36 dropped=0 bad=0"
+expect_out "nwstats_dump: straggler" "^straggler comm=5eed000000c0ffee rank=0 "
+expect_out "nwstats_dump: bad file reported, not fatal" "^bad file=.*/junk.nws why=too small"
+run "$NW_TESTS/nwstats_dump" "$TMP/does-not-exist"
+expect_rc "nwstats_dump: missing directory is an error" 1
+expect_err "nwstats_dump: missing directory explained" "no stats directory '.*does-not-exist': is a job running"

@@ -25,8 +25,10 @@ fi
 
 DIR=$TMP/stats
 mkdir -p "$DIR"
-if [ -x "$NW_TESTS/plugin_harness" ]; then
-	NCCLWATCH_DIR=$DIR "$NW_TESTS/plugin_harness" >"$TMP/fed" 2>"$TMP/harness.err" || true
+# stats files from the real plugin driven by the harness: 4 ranks, rank 2 late by 10 ms
+if ! "$NW_TESTS/plugin_harness" --plugin "$NW_PLUGIN" --dir "$DIR" --ranks 4 --ops 10 --late 2 \
+	--late-us 10000 >"$TMP/fed" 2>"$TMP/harness.err"; then
+	echo "not ok - plugin harness ran"; cat "$TMP/harness.err"; exit 1
 fi
 
 # exporter on a free loopback port (port 0: it prints the one it got)
@@ -102,13 +104,30 @@ else
 	RC=1; notok "the configured baseline reaches the baseline rule" "$(cat "$TMP/q.json")"
 fi
 
-# with the plugin harness' data: per-op series of the harness' communicators
-if [ -s "$TMP/fed" ]; then
-	if wait_series 'sum by (op) (ncclwatch_coll_ops_total)' 10; then
-		ok "collective series from the harness' stats files are queryable"
-	else
-		RC=1; notok "collective series from the harness' stats files are queryable" "$(cat "$TMP/q.json")"
-	fi
+# the harness' collectives are queryable, with the counts it fed
+if wait_series 'sum(ncclwatch_coll_ops_total{comm="5eed000000c0ffee",op="all_reduce"})' 10; then
+	want=$(awk '/^fed comm=5eed000000c0ffee .* op=all_reduce /{split($7, a, "="); s += a[2]} END {print s}' "$TMP/fed")
+	expect_true "all_reduce ops of the 4 ranks in prometheus equal what was fed ($want)" grep -q "\"$want\"\]" "$TMP/q.json"
+else
+	RC=1; notok "collective series from the harness' stats files are queryable" "$(cat "$TMP/q.json")"
+fi
+# the straggler alert goes pending for the late rank, and exactly for the
+# ranks whose lateness is more than 1 ms above their peers' mean in the
+# same data (on a loaded machine another rank may be late too)
+if wait_series 'ALERTS{alertname="NcclwatchStragglerRank"}' 15; then
+	cp "$TMP/q.json" "$TMP/alerts.json"
+	query 'ncclwatch_rank_lateness_seconds{comm="5eed000000c0ffee"}'
+	expect_true "straggler alert is pending for rank 2, and for exactly the ranks the rule describes" python3 - "$TMP/alerts.json" "$TMP/q.json" <<'PY'
+import json, sys
+alerts = {r["metric"]["rank"] for r in json.load(open(sys.argv[1]))["data"]["result"]}
+late = {r["metric"]["rank"]: float(r["value"][1]) for r in json.load(open(sys.argv[2]))["data"]["result"]}
+mean = sum(late.values()) / len(late)
+want = {k for k, v in late.items() if v - mean > 0.001}
+print("# lateness", late, "alerts", sorted(alerts), "expected", sorted(want))
+sys.exit(0 if "2" in alerts and alerts == want else 1)
+PY
+else
+	RC=1; notok "straggler alert is pending for rank 2" "$(cat "$TMP/q.json")"
 fi
 
 # every dashboard expression parses and runs on a real server

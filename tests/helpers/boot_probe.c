@@ -18,6 +18,8 @@
  *   --exit-at STEP     _exit(3) just before STEP (init, gather, bcast, barrier, close)
  *   --sleep-at STEP:S  sleep S seconds just before STEP
  *   --abort-at STEP    nw_boot_abort just before STEP, then exit 2
+ *   --bench N          then time N allgathers of 8 bytes and N barriers; rank 0
+ *                      prints "bench allgather_us=X barrier_us=Y" (mean per call)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,7 @@ struct probe_opts {
 	long root;
 	char exit_at[16], sleep_at[16], abort_at[16];
 	double sleep_s;
+	long bench;
 };
 
 static void step(const struct probe_opts *o, struct nw_boot *b, const char *name)
@@ -78,6 +81,9 @@ int main(int argc, char **argv)
 			o.value_set = 1;
 		} else if (!strcmp(a, "--root")) {
 			if (nw_parse_long(v, -1, 100000, &o.root, "--root", err, sizeof(err)))
+				goto bad;
+		} else if (!strcmp(a, "--bench")) {
+			if (nw_parse_long(v, 0, 10000000, &o.bench, "--bench", err, sizeof(err)))
 				goto bad;
 		} else if (!strcmp(a, "--exit-at")) {
 			nw_strlcpy(o.exit_at, v, sizeof(o.exit_at));
@@ -143,6 +149,20 @@ int main(int argc, char **argv)
 	if (nw_boot_barrier(b, err, sizeof(err)))
 		goto fail;
 	printf("barrier ok\n");
+	if (o.bench > 0) {
+		double t0 = nw_now();
+		for (long i = 0; i < o.bench; i++)
+			if (nw_boot_allgather(b, &mine, all, sizeof(mine), err, sizeof(err)))
+				goto fail;
+		double t1 = nw_now();
+		for (long i = 0; i < o.bench; i++)
+			if (nw_boot_barrier(b, err, sizeof(err)))
+				goto fail;
+		double t2 = nw_now();
+		if (rank == 0)
+			printf("bench allgather_us=%.1f barrier_us=%.1f\n", (t1 - t0) * 1e6 / (double)o.bench,
+			       (t2 - t1) * 1e6 / (double)o.bench);
+	}
 	step(&o, b, "close");
 	printf("done\n");
 	rc = 0;

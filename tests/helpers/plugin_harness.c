@@ -414,7 +414,8 @@ static int rank_normal(const struct opts *o, int rank)
 			const struct opdef *op = &comm0_ops[j];
 			uint64_t dur = 5000 + op_bytes(op, o->nranks) / 100;
 			uint64_t s = op->coll ? seq[op->op]++ : 0;
-			feed_op(&d, ctx0, op, s, rank, o->nranks, dur, op->coll && o->nranks > 1, o->late_us,
+			feed_op(&d, ctx0, op, s, rank, o->nranks, dur, op->coll && o->nranks > 1,
+			        o->late >= 0 ? o->late_us : 0,
 			        rank == o->late, 0, (k++ % 7) == 3);
 		}
 		if (i % 2 == 0)

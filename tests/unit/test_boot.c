@@ -373,7 +373,7 @@ static void rank_lists(void **state)
 	char s[64];
 	int a[] = { 0, 1, 2, 5, 7, 8 };
 	nw_boot_ranklist(a, 6, s, sizeof(s));
-	assert_string_equal(s, "0-2,5,7-8");
+	assert_string_equal(s, "0-2,5,7,8");
 	nw_boot_ranklist(a + 3, 1, s, sizeof(s));
 	assert_string_equal(s, "5");
 	nw_boot_ranklist(a, 0, s, sizeof(s));

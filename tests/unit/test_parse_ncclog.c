@@ -140,6 +140,11 @@ static void watchdog_and_pytorch(void **state)
 	assert_int_equal(json_array_size(json_object_get(doc, "errors")), 2);
 	assert_true(nerr >= 2);
 	json_decref(doc);
+	doc = scan("torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: wait timeout after 10000ms\n", &nerr);
+	assert_int_equal(json_array_size(json_object_get(doc, "errors")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(doc, "errors"), 0), "kind")), "pytorch");
+	assert_int_equal(nerr, 1);
+	json_decref(doc);
 }
 
 /* A one-node, two-rank communicator whose pair uses the given transport. */
@@ -301,9 +306,18 @@ static void prefixes(void **state)
 		assert_int_equal(n - nw_lp_nccl_prefix(buf + off, n), strlen("NCCL INFO x"));
 	}
 	/* text that only looks like a prefix stays */
-	char buf[128] = "RuntimeError: NCCL error in: x";
-	size_t n, off = nw_lp_strip(buf, strlen(buf), &n, NULL);
-	assert_int_equal(off, 0);
+	static const char *kept[] = {
+		"RuntimeError: NCCL error in: x",
+		"torch.distributed.DistBackendError: [1] is setting up NCCL communicator",
+		"Epoch: 3 loss 0.5",
+	};
+	char buf[128];
+	size_t n, off;
+	for (size_t i = 0; i < NW_ARRAY_LEN(kept); i++) {
+		nw_strlcpy(buf, kept[i], sizeof(buf));
+		off = nw_lp_strip(buf, strlen(buf), &n, NULL);
+		assert_int_equal(off, 0);
+	}
 	struct nw_lp lp;
 	nw_strlcpy(buf, "gpu-node-07: [1,3]<stdout>:#x", sizeof(buf));
 	off = nw_lp_strip(buf, strlen(buf), &n, &lp);

@@ -280,6 +280,22 @@ static void env_file_quotes(void **state)
 	teardown_fixture(&f);
 }
 
+static void split_words(void **state)
+{
+	(void)state;
+	char **w = nw_tune_split_words("  mpirun -np\t2  --oversubscribe ");
+	assert_string_equal(w[0], "mpirun");
+	assert_string_equal(w[1], "-np");
+	assert_string_equal(w[2], "2");
+	assert_string_equal(w[3], "--oversubscribe");
+	assert_null(w[4]);
+	nw_tune_argv_free(w);
+	w = nw_tune_split_words("");
+	assert_null(w[0]);
+	nw_tune_argv_free(w);
+	nw_tune_argv_free(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +307,7 @@ int main(void)
 		cmocka_unit_test(env_file_with_winner),
 		cmocka_unit_test(env_file_defaults_best),
 		cmocka_unit_test(env_file_quotes),
+		cmocka_unit_test(split_words),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
