@@ -77,7 +77,8 @@ static struct pt *series(const struct nw_run *run, const char *op, int inplace, 
 	*n = 0;
 	for (size_t i = 0; i < run->nrows; i++) {
 		const struct nw_row *r = &run->rows[i];
-		if (strcmp(r->op, op) || r->inplace != inplace || r->size_bytes == 0)
+		if (strcmp(r->op, op) || r->inplace != inplace || r->size_bytes == 0 ||
+		    !isfinite(r->busbw_gbs) || r->busbw_gbs < 0 || r->busbw_gbs > 1e9)
 			continue;
 		if (!first)
 			first = r;

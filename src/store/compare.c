@@ -148,8 +148,8 @@ static void judge(struct acc *x, const struct nw_cmp_opts *o)
 		return;
 	}
 	c->by_time = c->size < o->lat_below;
-	int bus_ok = c->busbw_a > 0 && c->busbw_b > 0;
-	int time_ok = c->time_a > 0 && c->time_b > 0;
+	int bus_ok = c->busbw_a > 0 && c->busbw_b > 0 && isfinite(c->busbw_a) && isfinite(c->busbw_b);
+	int time_ok = c->time_a > 0 && c->time_b > 0 && isfinite(c->time_a) && isfinite(c->time_b);
 	if (!c->by_time && !bus_ok)
 		c->by_time = 1;
 	if (c->by_time && !time_ok) {
@@ -334,9 +334,22 @@ static const struct field fields[] = {
 	{ "tool_version", 11, "ncclwatch %s -> %s" },
 };
 
+/* Open MPI's own per-job variables (set by mpirun, differ on every launch). */
+static int ompi_internal(const char *name)
+{
+	static const char *const p[] = { "OMPI_MCA_ess", "OMPI_MCA_orte_", "OMPI_MCA_pmix",
+	                                 "OMPI_MCA_initial_wdir", "OMPI_MCA_shmem_RUNTIME_QUERY_hint" };
+	for (size_t i = 0; i < NW_ARRAY_LEN(p); i++)
+		if (!strncmp(name, p[i], strlen(p[i])))
+			return 1;
+	return 0;
+}
+
 /* How much an environment variable is likely to matter. */
 static int env_rank(const char *name)
 {
+	if (ompi_internal(name))
+		return 12;
 	if (!strncmp(name, "NCCL_", 5))
 		return 3;
 	if (!strncmp(name, "CUDA_", 5) || !strncmp(name, "NVIDIA_", 7))

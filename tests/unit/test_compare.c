@@ -220,8 +220,8 @@ static void attribution(void **state)
 	nw_strlcpy(a.h.nccl_version, "2.21.5", sizeof(a.h.nccl_version));
 	nw_strlcpy(a.h.driver, "570.86.15", sizeof(a.h.driver));
 	nw_strlcpy(b.h.driver, "580.159.04", sizeof(b.h.driver));
-	set_fp(&a, "{\"NCCL_NVLS_ENABLE\":\"0\",\"NCCL_ALGO\":\"Ring\",\"RANK\":\"0\",\"SLURM_JOB_ID\":\"11\"}", "ab12");
-	set_fp(&b, "{\"NCCL_NVLS_ENABLE\":\"0\",\"NCCL_PROTO\":\"Simple\",\"RANK\":\"1\",\"SLURM_JOB_ID\":\"12\"}", "ab12");
+	set_fp(&a, "{\"NCCL_NVLS_ENABLE\":\"0\",\"NCCL_ALGO\":\"Ring\",\"RANK\":\"0\",\"SLURM_JOB_ID\":\"11\",\"OMPI_MCA_orte_hnp_uri\":\"1.0;tcp://a:1\"}", "ab12");
+	set_fp(&b, "{\"NCCL_NVLS_ENABLE\":\"0\",\"NCCL_PROTO\":\"Simple\",\"RANK\":\"1\",\"SLURM_JOB_ID\":\"12\",\"OMPI_MCA_orte_hnp_uri\":\"2.0;tcp://a:2\"}", "ab12");
 	struct nw_fp_diff *d;
 	size_t n;
 	char line[1024];
@@ -235,6 +235,7 @@ static void attribution(void **state)
 	assert_string_equal(d[4].field, "env.launcher");
 	assert_non_null(strstr(d[4].text, "RANK"));
 	assert_non_null(strstr(d[4].text, "SLURM_JOB_ID"));
+	assert_non_null(strstr(d[4].text, "OMPI_MCA_orte_hnp_uri")); /* mpirun's own, per launch */
 	assert_string_equal(line, "NCCL 2.21.5 -> 2.28.9; NCCL_ALGO=Ring in A, unset in B; NCCL_PROTO=Simple set in B; "
 	                          "driver 570.86.15 -> 580.159.04; same GPUs and links");
 	free(d);
