@@ -144,6 +144,7 @@ struct opts {
 	int late;
 	long late_us;
 	int check;
+	long hold_ms;
 	const char *kernel;
 	int verbose;
 };
@@ -341,11 +342,12 @@ static void feed_op(struct drv *d, void *ctx, const struct opdef *o, uint64_t se
 	uint64_t kstart = enq + 5000;
 	uint64_t kend = kstart + dur_ns;
 	if (synced && late_us > 0) {
-		/* every rank's kernel ends when the late rank's is done */
+		/* simulated GPU clock: kernels start when their rank arrives (the late
+		 * one late_us after the others) and all end when the late one is done,
+		 * whatever the scheduler did to these processes */
 		uint64_t rel = __atomic_load_n(&sh->release_ns, __ATOMIC_RELAXED);
-		uint64_t late_end = rel + (uint64_t)late_us * 1000 + 5000 + dur_ns;
-		if (late_end > kend)
-			kend = late_end;
+		kstart = rel + (is_late ? (uint64_t)late_us * 1000 : 0) + 5000;
+		kend = rel + (uint64_t)late_us * 1000 + 5000 + dur_ns;
 	}
 	int nch = o->coll ? 2 : 1;
 	if (kernel_first && h && (mask & ev_kernelch))
@@ -421,6 +423,8 @@ static int rank_normal(const struct opts *o, int rank)
 		if (i % 2 == 0)
 			feed_op(&d, ctx1, &comm1_ops[0], (uint64_t)(i / 2), 0, 1, 20000, 0, 0, 0, 1, 0);
 	}
+	if (o->hold_ms)
+		sleep_us(o->hold_ms * 1000); /* files are live meanwhile: for top/exporter checks */
 	drv_fini(&d, ctx1);
 	drv_fini(&d, ctx0);
 	sh->final_mask[rank] = nccl_mask;
@@ -739,6 +743,7 @@ static void usage(FILE *f)
 	        "  --kernel on|off|auto NCCLWATCH_KERNEL for the plugin (default on)\n"
 	        "  --scenario S         normal, pool, slow, trigger, null-descr, bad-type, null-handle,\n"
 	        "                       bad-handle, bad-context (default normal)\n"
+	        "  --hold-ms MS         keep the communicators open MS ms after feeding (files live)\n"
 	        "  --check              read the stats files back and compare (exit 1 on mismatch)\n"
 	        "  -v                   show the plugin's INFO log lines\n",
 	        MAXR);
@@ -751,7 +756,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "plugin", 1, 0, 'p' }, { "dir", 1, 0, 'd' }, { "abi", 1, 0, 'a' }, { "ranks", 1, 0, 'r' },
 		{ "ops", 1, 0, 'n' }, { "late", 1, 0, 'l' }, { "late-us", 1, 0, 'u' }, { "kernel", 1, 0, 'k' },
-		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	char err[NW_ERRLEN];
 	long v;
@@ -784,6 +789,11 @@ int main(int argc, char **argv)
 			if (nw_parse_long(optarg, 0, 10000000, &v, "--late-us", err, sizeof(err)))
 				goto bad;
 			o.late_us = v;
+			break;
+		case 'H':
+			if (nw_parse_long(optarg, 0, 3600000, &v, "--hold-ms", err, sizeof(err)))
+				goto bad;
+			o.hold_ms = v;
 			break;
 		case 'k': o.kernel = optarg; break;
 		case 's': o.scenario = optarg; break;
