@@ -12,6 +12,8 @@ export SRCDIR=$PWD
 export REFDIR=${REFDIR:-$(cd "$PWD/../shared/reference" 2>/dev/null && pwd)}
 pass=0 fail=0 failed=()
 logdir=$(mktemp -d /tmp/nwtest.XXXXXX)
+# No test may touch the user's own history or stats.
+export XDG_DATA_HOME=$logdir/xdg NCCLWATCH_DB=$logdir/history.db NCCLWATCH_DIR=$logdir/stats
 
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] || continue

@@ -1,6 +1,9 @@
 #include "bench/pattern.h"
 
+#include "util/util.h"
+
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Largest integer magnitude exactly representable, per type (0: wraps). */
@@ -88,6 +91,8 @@ int nw_pattern_checks_rank(const struct nw_pattern *p, int r)
 {
 	if (p->op == NW_REDUCE || p->op == NW_GATHER)
 		return r == p->root;
+	if (p->pair)
+		return r == p->pair_a || r == p->pair_b;
 	return 1;
 }
 
@@ -146,6 +151,8 @@ static double expected(const struct nw_pattern *p, int r, uint64_t j)
 	case NW_ALLTOALL:
 		return (double)nw_pattern_value(p, (int)(j / c), (uint64_t)r * c + j % c);
 	case NW_SENDRECV:
+		if (p->pair)
+			return (double)nw_pattern_value(p, r == p->pair_a ? p->pair_b : p->pair_a, j);
 		return (double)nw_pattern_value(p, (r - 1 + n) % n, j);
 	case NW_SCATTER:
 		return (double)nw_pattern_value(p, p->root, (uint64_t)r * c + j);
@@ -314,19 +321,22 @@ double nw_dtype_load(int t, const void *src)
 	}
 }
 
-/* Fast paths for the common types; the generic path handles the rest. */
+/* Inputs repeat every PRIME elements: encode one period, replicate it, copy it round. */
 void nw_pattern_fill(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, void *dst)
 {
+	enum { REPS = 512 };
 	size_t es = nw_dtype_size(p->dtype);
+	unsigned m = n < PRIME ? (unsigned)n : PRIME;
+	char *tab = nw_malloc((size_t)PRIME * REPS * es);
+	for (unsigned k = 0; k < m; k++)
+		nw_dtype_store(p->dtype, tab + k * es, (double)nw_pattern_value(p, r, first + k));
+	for (unsigned k = 1; k < REPS; k++)
+		memcpy(tab + (size_t)k * m * es, tab, (size_t)m * es);
 	char *d = dst;
-	if (p->dtype == NW_FLOAT) {
-		float *f = dst;
-		for (uint64_t k = 0; k < n; k++)
-			f[k] = (float)nw_pattern_value(p, r, first + k);
-		return;
-	}
-	for (uint64_t k = 0; k < n; k++)
-		nw_dtype_store(p->dtype, d + k * es, (double)nw_pattern_value(p, r, first + k));
+	size_t period = (size_t)m * REPS * es, total = (size_t)n * es;
+	for (size_t off = 0; off < total; off += period)
+		memcpy(d + off, tab, total - off < period ? total - off : period);
+	free(tab);
 }
 
 /* Tolerance for avg on floating types (a relative error bound). */
@@ -344,8 +354,60 @@ static double tolerance(const struct nw_pattern *p)
 	}
 }
 
+/*
+ * Length of the block of outputs that j lies in, within which expected()
+ * repeats with period PRIME: chunked outputs (one chunk per source rank)
+ * change phase at each chunk; the others never do.
+ */
+static uint64_t block_end(const struct nw_pattern *p, uint64_t j)
+{
+	if (p->op == NW_ALL_GATHER || p->op == NW_GATHER || p->op == NW_ALLTOALL) {
+		uint64_t c = p->count ? p->count : 1;
+		return (j / c + 1) * c;
+	}
+	return UINT64_MAX;
+}
+
+/*
+ * Exact comparison, fast: within a block the expected encodings repeat
+ * every PRIME elements, so they are computed once per block and compared
+ * bit for bit (small integers have one encoding; the poison never matches).
+ */
+static uint64_t verify_exact(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, const char *o)
+{
+	enum { REPS = 512 }; /* periods per reference buffer: memcmp runs on ~26 KB at a time */
+	size_t es = nw_dtype_size(p->dtype);
+	char *ref = nw_malloc((size_t)PRIME * REPS * es);
+	uint64_t wrong = 0, j = first, end = first + n;
+	while (j < end) {
+		uint64_t be = block_end(p, j);
+		if (be > end)
+			be = end;
+		uint64_t len = be - j;
+		unsigned m = len < PRIME ? (unsigned)len : PRIME;
+		for (unsigned k = 0; k < m; k++)
+			nw_dtype_store(p->dtype, ref + k * es, expected(p, r, j + k));
+		for (unsigned k = 1; k < REPS; k++)
+			memcpy(ref + (size_t)k * m * es, ref, (size_t)m * es);
+		uint64_t span = (uint64_t)m * REPS; /* elements in ref, a whole number of periods */
+		const char *q = o + (j - first) * es;
+		for (uint64_t x = 0; x < len; x += span) {
+			uint64_t k = len - x < span ? len - x : span;
+			if (memcmp(q + x * es, ref, (size_t)k * es) == 0)
+				continue;
+			for (uint64_t e = 0; e < k; e++)
+				wrong += memcmp(q + (x + e) * es, ref + e * es, es) != 0;
+		}
+		j = be;
+	}
+	free(ref);
+	return wrong;
+}
+
 uint64_t nw_pattern_verify(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, const void *out)
 {
+	if (tolerance(p) == 0)
+		return verify_exact(p, r, first, n, out);
 	size_t es = nw_dtype_size(p->dtype);
 	const char *o = out;
 	double tol = tolerance(p);

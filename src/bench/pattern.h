@@ -24,6 +24,8 @@ struct nw_pattern {
 	int nranks;
 	uint64_t count;  /* nccl-tests' per-rank count (chunk size for split ops) */
 	uint32_t seed;
+	int pair;        /* sendrecv between pair_a and pair_b only */
+	int pair_a, pair_b;
 };
 
 /* The input value of rank r at element i (a small integer). */

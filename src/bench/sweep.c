@@ -71,6 +71,7 @@ struct ctx {
 	size_t buf_bytes;
 	int pattern_key; /* dtype*2+prod of the pattern in the send buffers, -1 none */
 	int nthreads;
+	int64_t pairs_wrong;
 	char *err;
 	size_t errlen;
 };
@@ -162,6 +163,10 @@ static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, ui
 	if (steps < 1)
 		steps = 1;
 	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
+	/* one synchronising launch first, then every rank starts together */
+	c->shift = 0;
+	if (be->ops->launch(be, c, 1, x->err, x->errlen) || be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
+		return -1;
 	if (nw_group_barrier(x->g, x->err, x->errlen))
 		return -1;
 	double t0, t_launched;
@@ -177,6 +182,8 @@ static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, ui
 			}
 		}
 		if (be->ops->graph_end(be, x->err, x->errlen))
+			return -1;
+		if (nw_group_barrier(x->g, x->err, x->errlen))
 			return -1;
 		t0 = nw_now();
 		if (be->ops->graph_launch(be, o->graph_launches, x->err, x->errlen))
@@ -324,9 +331,9 @@ static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, int dtype, i
 			x->pattern_key = key;
 		}
 	}
-	/* Warm-up over every size first, as nccl-tests does. */
-	for (size_t k = 0; k < nsz && o->warmup > 0; k++) {
-		uint64_t used, count = nw_coll_count(coll->op, sz[k], es, n, &used);
+	/* Warm-up over every size first (doubling), as nccl-tests does. */
+	for (uint64_t wsz = o->min_bytes; wsz <= o->max_bytes && o->warmup > 0; wsz *= 2) {
+		uint64_t used, count = nw_coll_count(coll->op, wsz, es, n, &used);
 		if (!count)
 			continue;
 		c.count = count;
@@ -385,6 +392,90 @@ static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, int dtype, i
 fail:
 	free(sz);
 	return -1;
+}
+
+/*
+ * Pairwise mode: for every pair of ranks, both send and receive -e bytes
+ * at once while the others wait; the matrix of busbw (size / time, per
+ * direction) goes to run->h.extra["pairs"].
+ */
+static int run_pairs(struct ctx *x)
+{
+	const struct nw_bench_opts *o = x->o;
+	struct nw_backend *be = x->be;
+	int n = be->nranks, dtype = o->dtypes[0];
+	size_t es = nw_dtype_size((enum nw_dtype)dtype);
+	uint64_t count = o->max_bytes / es;
+	if (n < 2)
+		return nw_seterr(x->err, x->errlen, "--pairs needs at least 2 ranks (this run has %d)", n);
+	if (!count)
+		return nw_seterr(x->err, x->errlen, "--pairs: -e is smaller than one element");
+	if (o->check) {
+		struct nw_pattern p = { .op = NW_SENDRECV, .dtype = dtype, .nranks = n, .count = 1 };
+		for (int i = 0; i < be->nlocal; i++)
+			if (upload(x, &p, i, count))
+				return -1;
+	}
+	json_t *matrix = json_array(), *list = json_array();
+	for (int a = 0; a < n; a++) {
+		json_t *row = json_array();
+		for (int b = 0; b < n; b++)
+			json_array_append_new(row, json_null());
+		json_array_append_new(matrix, row);
+	}
+	double *all = nw_calloc((size_t)x->g->size, sizeof(double));
+	int rc = -1;
+	for (int a = 0; a < n; a++)
+		for (int b = a + 1; b < n; b++) {
+			struct nw_call c = { .op = NW_SENDRECV, .dtype = dtype, .count = count, .pair = 1, .pair_a = a, .pair_b = b };
+			for (int w = 0; w < o->warmup; w++)
+				if (be->ops->launch(be, &c, 1, x->err, x->errlen))
+					goto out;
+			if (be->ops->wait(be, o->timeout_s, "sendrecv pair warm-up", x->err, x->errlen))
+				goto out;
+			double mine;
+			if (time_batch(x, &c, count * es, count * es, &mine) ||
+			    nw_group_allgather(x->g, &mine, all, sizeof(double), x->err, x->errlen))
+				goto out;
+			double ta = all[a / be->nlocal], tb = all[b / be->nlocal];
+			double t = ta > tb ? ta : tb;
+			int64_t wrong = -1;
+			if (o->check) {
+				struct nw_pattern p = { .op = NW_SENDRECV, .dtype = dtype, .nranks = n, .count = count,
+				                        .pair = 1, .pair_a = a, .pair_b = b };
+				if (check_once(x, &c, &p, &wrong))
+					goto out;
+			}
+			double bw = nw_algbw(count * es, t);
+			json_array_set_new(json_array_get(matrix, (size_t)a), (size_t)b, json_real(round(bw * 100) / 100));
+			json_array_set_new(json_array_get(matrix, (size_t)b), (size_t)a, json_real(round(bw * 100) / 100));
+			json_t *e = json_object();
+			json_object_set_new(e, "a", json_integer(a));
+			json_object_set_new(e, "b", json_integer(b));
+			json_object_set_new(e, "time_us", json_real(round(t * 1000) / 1000));
+			json_object_set_new(e, "busbw_gbs", json_real(round(bw * 100) / 100));
+			json_object_set_new(e, "wrong", wrong >= 0 ? json_integer(wrong) : json_null());
+			json_array_append_new(list, e);
+			if (wrong > 0)
+				x->pairs_wrong += wrong;
+		}
+	json_t *pairs = json_object();
+	json_object_set_new(pairs, "size_bytes", json_integer((json_int_t)(count * es)));
+	json_object_set_new(pairs, "dtype", json_string(nw_dtype_name((enum nw_dtype)dtype)));
+	json_object_set_new(pairs, "busbw_gbs", matrix);
+	json_object_set_new(pairs, "pairs", list);
+	matrix = list = NULL;
+	if (!x->run->h.extra)
+		x->run->h.extra = json_object();
+	json_object_set_new(x->run->h.extra, "pairs", pairs);
+	rc = 0;
+out:
+	if (matrix)
+		json_decref(matrix);
+	if (list)
+		json_decref(list);
+	free(all);
+	return rc;
 }
 
 /* A string every process must agree on: version and what the options ask. */
@@ -460,6 +551,12 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 		goto out;
 
 	int64_t wrong = 0;
+	if (o->pairs) {
+		if (run_pairs(&x))
+			goto out;
+		rc = x.pairs_wrong ? 1 : 0;
+		goto out;
+	}
 	for (int i = 0; i < o->nops; i++) {
 		const struct nw_coll *coll = nw_coll_get((enum nw_op)o->ops[i]);
 		int nred = coll->has_redop ? o->nredops : 1;
@@ -473,6 +570,16 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 			for (int k = 0; k < nred; k++)
 				for (int root = r0; root <= r1; root++) {
 					int redop = coll->has_redop ? o->redops[k] : NW_SUM;
+					int fp8 = o->dtypes[d] == NW_FP8E4M3 || o->dtypes[d] == NW_FP8E5M2;
+					if (coll->has_redop && redop == NW_AVG && fp8 && !strcmp(be->name, "nccl")) {
+						/* NCCL refuses avg on fp8 (ncclInvalidArgument, 2.28.9 on an H200) */
+						if (o->ndtypes == 1 && o->nredops == 1) {
+							nw_seterr(err, errlen, "NCCL does not support -o avg on %s; choose sum, prod, min or max",
+							          nw_dtype_name((enum nw_dtype)o->dtypes[d]));
+							goto out;
+						}
+						continue;
+					}
 					int64_t w = sweep_one(&x, coll, o->dtypes[d], redop, root);
 					if (w < 0)
 						goto out;
@@ -481,7 +588,7 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	}
 	rc = wrong ? 1 : 0;
 out:
-	if (rc < 0 && g && g->size > 1 && g->kind == NW_GROUP_MPI) {
+	if (rc < 0 && g && g->size > 1) {
 		/* tell the others before they wait on us forever */
 		fprintf(stderr, "ncclwatch: error: rank %d on %s: %s\n", g->rank, g->host, err);
 		nw_group_abort(g, err);

@@ -1,12 +1,260 @@
-/* Placeholder until the compare command lands; replaced by its real implementation. */
+/* ncclwatch compare A B: what got slower, where, by how much, and what changed. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/result.h"
 #include "cmd/cmd.h"
+#include "store/compare.h"
+#include "store/store.h"
 #include "util/util.h"
 
-const char usage_compare[] = "usage: ncclwatch compare (not built yet)\n";
+const char usage_compare[] =
+	"usage: ncclwatch compare [options] A B\n"
+	"\n"
+	"Compare run B against run A (the reference) for every op, size, dtype,\n"
+	"redop and placement they share; say what got slower or faster, in which\n"
+	"size bands and by how much, and which differences between the two runs'\n"
+	"fingerprints may explain it (NCCL version, NCCL_* variables, topology,\n"
+	"driver, GPUs, host), most likely first.\n"
+	"\n"
+	"A and B are each: a run id from 'ncclwatch history', a baseline name\n"
+	"('ncclwatch history baseline NAME ID'), an ncclwatch results JSON file\n"
+	"(bench --json), or an nccl-tests output (text or -J JSON); '-' reads one\n"
+	"of them from standard input.\n"
+	"\n"
+	"Sizes at or above --latency-below are compared on busbw with --tolerance;\n"
+	"smaller (latency-bound) sizes on time with --latency-tolerance. Where a run\n"
+	"holds repeats of the same size, the spread of the repeats is the tolerance.\n"
+	"\n"
+	"options:\n"
+	"  --tolerance PCT          busbw change tolerated (default 5)\n"
+	"  --latency-tolerance PCT  time change tolerated below --latency-below (default 20)\n"
+	"  --latency-below SIZE     latency-bound sizes are those below SIZE (default 1M)\n"
+	"  --min-size SIZE          leave out sizes below SIZE (default: none)\n"
+	"  --brief                  only the summary, not every size\n"
+	"  --json                   the comparison as JSON (schema ncclwatch.compare/1)\n"
+	"  --db PATH                history database (default $NCCLWATCH_DB, else\n"
+	"                           $XDG_DATA_HOME/ncclwatch/history.db)\n"
+	"\n"
+	"exit status: 0 no regression, 1 something got slower beyond tolerance,\n"
+	"2 bad usage or unreadable input.\n"
+	"\n"
+	"examples:\n"
+	"  ncclwatch compare before-update 42\n"
+	"  ncclwatch compare old.json new.json --tolerance 3 --min-size 1M\n";
+
+/* "5", "5%", "2.5" -> 0.05, 0.025; -1 with err on junk. */
+static int parse_pct(const char *s, const char *what, double *out, char *err, size_t errlen)
+{
+	char buf[64];
+	if (nw_strlcpy(buf, s, sizeof(buf)) >= sizeof(buf))
+		return nw_seterr(err, errlen, "%s: '%s' is too long, give a percentage such as 5", what, s);
+	size_t n = strlen(buf);
+	if (n && buf[n - 1] == '%')
+		buf[n - 1] = '\0';
+	double v;
+	if (nw_parse_double(buf, 0, 1000, &v, what, err, errlen))
+		return -1;
+	*out = v / 100;
+	return 0;
+}
+
+static void describe(const char *tag, const char *label, const struct nw_run *r)
+{
+	printf("%s: %s (", tag, label);
+	const char *sep = "";
+	if (r->h.host[0])
+		printf("%shost %s", sep, r->h.host), sep = ", ";
+	if (r->h.time[0])
+		printf("%s%s", sep, r->h.time), sep = ", ";
+	if (r->h.nccl_version[0])
+		printf("%sNCCL %s", sep, r->h.nccl_version), sep = ", ";
+	if (r->h.gpus[0])
+		printf("%s%s", sep, r->h.gpus), sep = ", ";
+	printf("%s%zu rows)\n", sep, r->nrows);
+}
+
+static void fmt_change(char *buf, size_t len, double change)
+{
+	if (isfinite(change))
+		snprintf(buf, len, "%+.1f%%", change * 100);
+	else
+		snprintf(buf, len, "-");
+}
+
+static void print_rows(const struct nw_cmp *c)
+{
+	for (size_t i = 0; i < c->nrows; i++) {
+		const struct nw_cmp_row *r = &c->rows[i];
+		if (i == 0 || strcmp(r->op, c->rows[i - 1].op) || strcmp(r->dtype, c->rows[i - 1].dtype) ||
+		    strcmp(r->redop, c->rows[i - 1].redop) || r->root != c->rows[i - 1].root ||
+		    r->inplace != c->rows[i - 1].inplace) {
+			char root[32] = "";
+			if (r->root >= 0)
+				snprintf(root, sizeof(root), " root %d", r->root);
+			printf("\n%s %s %s%s, %s\n", r->op, r->dtype, r->redop, root,
+			       r->inplace ? "in-place" : "out-of-place");
+			printf("%10s %10s %10s %10s %10s %8s  %s\n", "size", "busbw A", "busbw B", "time A",
+			       "time B", "change", "verdict");
+		}
+		char size[32], ch[32], ba[32] = "-", bb[32] = "-", ta[32] = "-", tb[32] = "-";
+		nw_format_size(r->size, size, sizeof(size));
+		fmt_change(ch, sizeof(ch), r->change);
+		if (r->na) {
+			snprintf(ba, sizeof(ba), "%.2f", r->busbw_a);
+			snprintf(ta, sizeof(ta), "%.2f", r->time_a);
+		}
+		if (r->nb) {
+			snprintf(bb, sizeof(bb), "%.2f", r->busbw_b);
+			snprintf(tb, sizeof(tb), "%.2f", r->time_b);
+		}
+		printf("%10s %10s %10s %10s %10s %8s  %s", size, ba, bb, ta, tb, ch, nw_cmp_verdict_name(r->verdict));
+		if (r->verdict == NW_V_SAME || r->verdict == NW_V_SLOWER || r->verdict == NW_V_FASTER)
+			printf(" (%s, +-%.0f%%%s)", r->by_time ? "time" : "busbw", r->threshold * 100,
+			       r->from_repeats ? " from repeats" : "");
+		putchar('\n');
+	}
+}
+
+static void print_bands(const struct nw_cmp *c, enum nw_cmp_verdict v)
+{
+	int any = 0;
+	for (size_t i = 0; i < c->nbands; i++) {
+		const struct nw_cmp_band *b = &c->bands[i];
+		if (b->verdict != v)
+			continue;
+		char from[32], to[32], worst[32];
+		nw_format_size(b->from, from, sizeof(from));
+		nw_format_size(b->to, to, sizeof(to));
+		nw_format_size(b->worst_size, worst, sizeof(worst));
+		printf("  %s %s %s, %s, %s%s%s (%d size%s): %s %+.1f%% on average, %s %+.1f%% at %s\n", b->op,
+		       b->dtype, b->redop, b->inplace ? "in-place" : "out-of-place", from, b->from == b->to ? "" : "-",
+		       b->from == b->to ? "" : to, b->nsizes, b->nsizes == 1 ? "" : "s",
+		       b->by_time ? "speed (time)" : "busbw", b->mean_change * 100,
+		       v == NW_V_SLOWER ? "worst" : "best", b->worst_change * 100, worst);
+		any = 1;
+	}
+	if (!any)
+		printf("  none\n");
+}
+
+static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int brief,
+                       const char *la, const struct nw_run *a, const char *lb, const struct nw_run *b)
+{
+	char lat[32];
+	nw_format_size(o->lat_below, lat, sizeof(lat));
+	describe("A", la, a);
+	describe("B", lb, b);
+	printf("tolerance: busbw +-%g%% at %s and above, time +-%g%% below %s; the spread of repeats where a run repeats a size\n",
+	       o->tolerance * 100, lat, o->lat_tolerance * 100, lat);
+	if (o->min_size) {
+		char ms[32];
+		nw_format_size(o->min_size, ms, sizeof(ms));
+		printf("left out: sizes below %s\n", ms);
+	}
+	if (!brief)
+		print_rows(c);
+	printf("\nslower in B:\n");
+	print_bands(c, NW_V_SLOWER);
+	printf("faster in B:\n");
+	print_bands(c, NW_V_FASTER);
+	if (c->nonly)
+		printf("not compared: %d size%s in only one run (or with no usable figure)\n", c->nonly,
+		       c->nonly == 1 ? "" : "s");
+	printf("\nwhat differs (most likely to matter first):\n");
+	if (!c->ndiffs)
+		printf("  nothing recorded\n");
+	for (size_t i = 0; i < c->ndiffs; i++)
+		printf("  %s\n", c->diffs[i].text);
+	printf("in short: %s\n", c->attribution);
+	int total = c->nslower + c->nfaster + c->nsame;
+	if (nw_cmp_regressed(c))
+		printf("\nresult: REGRESSION: %d of %d compared sizes slower beyond tolerance\n", c->nslower, total);
+	else
+		printf("\nresult: no regression (%d compared sizes, %d faster)\n", total, c->nfaster);
+}
 
 int cmd_compare(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return nw_error("'compare' is not built yet"), 2;
+	struct nw_store_opts so = { 0 };
+	struct nw_cmp_opts o;
+	nw_cmp_opts_default(&o);
+	const char *spec[2] = { NULL, NULL };
+	int nspec = 0, json = 0, brief = 0, rc = 2;
+	char err[NW_ERRLEN];
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int h = nw_store_parse_opt(argc, argv, &i, &so, err, sizeof(err));
+		if (h < 0)
+			return nw_error("%s", err), 2;
+		if (h > 0) {
+			if (so.disabled)
+				return nw_error("--no-history has no meaning for compare (it records nothing)"), 2;
+			continue;
+		}
+		int has_val = !strcmp(a, "--tolerance") || !strcmp(a, "--latency-tolerance") ||
+		              !strcmp(a, "--latency-below") || !strcmp(a, "--min-size");
+		if (has_val && i + 1 >= argc)
+			return nw_error("%s needs a value; 'ncclwatch help compare' lists the options", a), 2;
+		if (!strcmp(a, "--tolerance")) {
+			if (parse_pct(argv[++i], "--tolerance", &o.tolerance, err, sizeof(err)))
+				return nw_error("%s", err), 2;
+		} else if (!strcmp(a, "--latency-tolerance")) {
+			if (parse_pct(argv[++i], "--latency-tolerance", &o.lat_tolerance, err, sizeof(err)))
+				return nw_error("%s", err), 2;
+		} else if (!strcmp(a, "--latency-below")) {
+			if (nw_parse_size(argv[++i], &o.lat_below, err, sizeof(err)))
+				return nw_error("--latency-below: %s", err), 2;
+		} else if (!strcmp(a, "--min-size")) {
+			if (nw_parse_size(argv[++i], &o.min_size, err, sizeof(err)))
+				return nw_error("--min-size: %s", err), 2;
+		} else if (!strcmp(a, "--json")) {
+			json = 1;
+		} else if (!strcmp(a, "--brief")) {
+			brief = 1;
+		} else if (a[0] == '-' && a[1]) {
+			return nw_error("unknown option '%s'; 'ncclwatch help compare' lists the options", a), 2;
+		} else if (nspec < 2) {
+			spec[nspec++] = a;
+		} else {
+			return nw_error("compare takes two runs, got a third ('%s')", a), 2;
+		}
+	}
+	if (nspec != 2)
+		return nw_error("compare needs two runs: ncclwatch compare A B (run ids, baseline names or result files)"), 2;
+	if (!strcmp(spec[0], "-") && !strcmp(spec[1], "-"))
+		return nw_error("only one of A and B can be standard input ('-')"), 2;
+
+	struct nw_run ra, rb;
+	char la[300], lb[300];
+	struct nw_cmp c;
+	memset(&c, 0, sizeof(c));
+	nw_run_init(&ra);
+	nw_run_init(&rb);
+	if (nw_input_load(&so, spec[0], &ra, la, sizeof(la), err, sizeof(err)) ||
+	    nw_input_load(&so, spec[1], &rb, lb, sizeof(lb), err, sizeof(err))) {
+		nw_error("%s", err);
+		goto out;
+	}
+	if (nw_compare(&ra, &rb, &o, &c, err, sizeof(err))) {
+		nw_error("%s", err);
+		goto out;
+	}
+	if (json) {
+		json_t *doc = nw_cmp_to_json(&c, &o, la, lb);
+		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+		putchar('\n');
+		json_decref(doc);
+	} else {
+		print_text(&c, &o, brief, la, &ra, lb, &rb);
+	}
+	rc = nw_cmp_regressed(&c) ? 1 : 0;
+out:
+	nw_cmp_release(&c);
+	nw_run_release(&ra);
+	nw_run_release(&rb);
+	return rc;
 }

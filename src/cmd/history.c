@@ -1,12 +1,410 @@
-/* Placeholder until the history command lands; replaced by its real implementation. */
+/* ncclwatch history: list, show, export, delete and name recorded runs. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/result.h"
 #include "cmd/cmd.h"
+#include "store/compare.h"
+#include "store/store.h"
 #include "util/util.h"
 
-const char usage_history[] = "usage: ncclwatch history (not built yet)\n";
+const char usage_history[] =
+	"usage: ncclwatch history [list] [--host H] [--op OP] [--since DATE] [--until DATE] [--limit N] [--json]\n"
+	"       ncclwatch history show ID [--json | --csv]\n"
+	"       ncclwatch history export ID|all [--json | --csv] [list filters]\n"
+	"       ncclwatch history delete ID\n"
+	"       ncclwatch history baseline [NAME ID | --delete NAME]\n"
+	"\n"
+	"Every bench, check, import and tune run is recorded (unless --no-history)\n"
+	"with its results and a fingerprint of what it ran on. This command reads\n"
+	"and manages that record.\n"
+	"\n"
+	"  list       one line per run: id, time (UTC), host, source, ops, NCCL\n"
+	"             version, peak busbw, baseline names (the default)\n"
+	"  show ID    a run's header, fingerprint and results table\n"
+	"  export     a run (ID) or every run matching the filters (all), as\n"
+	"             ncclwatch results JSON (default) or CSV\n"
+	"  delete ID  remove a run (and baselines naming it)\n"
+	"  baseline NAME ID\n"
+	"             name run ID, e.g. 'before-update'; compare and report accept\n"
+	"             the name wherever they take a run; setting a name again moves it\n"
+	"  baseline   list the names; --delete NAME removes one\n"
+	"\n"
+	"options:\n"
+	"  --host H        only runs recorded on host H\n"
+	"  --op OP         only runs with results for OP (all_reduce, ...)\n"
+	"  --since DATE    only runs at or after DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)\n"
+	"  --until DATE    only runs at or before DATE (a bare date includes that day)\n"
+	"  --limit N       only the latest N runs (listed oldest first)\n"
+	"  --json, --csv   output format\n"
+	"  --db PATH       history database (default $NCCLWATCH_DB, else\n"
+	"                  $XDG_DATA_HOME/ncclwatch/history.db)\n";
+
+struct hopts {
+	struct nw_store_opts so;
+	struct nw_store_filter f;
+	int json, csv, del;
+	const char *args[3];
+	int nargs;
+};
+
+static int parse(int argc, char **argv, struct hopts *o)
+{
+	char err[NW_ERRLEN];
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int h = nw_store_parse_opt(argc, argv, &i, &o->so, err, sizeof(err));
+		if (h < 0)
+			return nw_error("%s", err);
+		if (h > 0) {
+			if (o->so.disabled)
+				return nw_error("--no-history has no meaning for history");
+			continue;
+		}
+		const char **dst = !strcmp(a, "--host") ? &o->f.host : !strcmp(a, "--op") ? &o->f.op :
+		                   !strcmp(a, "--since") ? &o->f.since : !strcmp(a, "--until") ? &o->f.until : NULL;
+		if (dst || !strcmp(a, "--limit")) {
+			if (i + 1 >= argc || !argv[i + 1][0])
+				return nw_error("%s needs a value; 'ncclwatch help history' lists the options", a);
+			if (dst) {
+				*dst = argv[++i];
+			} else {
+				long n;
+				if (nw_parse_long(argv[++i], 1, LONG_MAX, &n, "--limit", err, sizeof(err)))
+					return nw_error("%s", err);
+				o->f.limit = n;
+			}
+		} else if (!strcmp(a, "--json")) {
+			o->json = 1;
+		} else if (!strcmp(a, "--csv")) {
+			o->csv = 1;
+		} else if (!strcmp(a, "--delete")) {
+			o->del = 1;
+		} else if (a[0] == '-' && a[1]) {
+			return nw_error("unknown option '%s'; 'ncclwatch help history' lists the options", a);
+		} else if (o->nargs < 3) {
+			o->args[o->nargs++] = a;
+		} else {
+			return nw_error("too many arguments ('%s'); 'ncclwatch help history' shows the forms", a);
+		}
+	}
+	if (o->json && o->csv)
+		return nw_error("give --json or --csv, not both");
+	if (o->f.op && !o->f.op[0])
+		return nw_error("--op needs an op name");
+	return 0;
+}
+
+static int parse_id(const char *s, long long *id)
+{
+	char err[NW_ERRLEN];
+	long v;
+	if (!s)
+		return nw_error("give a run id; 'ncclwatch history' lists the runs");
+	if (nw_parse_long(s, 1, LONG_MAX, &v, "run id", err, sizeof(err)))
+		return nw_error("bad run id '%s': 'ncclwatch history' lists the runs", s);
+	*id = v;
+	return 0;
+}
+
+static int open_db(const struct hopts *o, struct nw_store **s)
+{
+	char path[PATH_MAX], err[NW_ERRLEN];
+	if (nw_store_path(&o->so, path, sizeof(path), err, sizeof(err)) ||
+	    nw_store_open(path, NW_STORE_READ, s, err, sizeof(err)))
+		return nw_error("%s", err);
+	return 0;
+}
+
+static int do_list(struct nw_store *s, const struct hopts *o)
+{
+	struct nw_store_entry *e;
+	size_t n;
+	char err[NW_ERRLEN];
+	if (nw_store_list(s, &o->f, &e, &n, err, sizeof(err)))
+		return nw_error("%s", err);
+	if (o->json) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(a, json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:f,s:i,s:s}", "id", (json_int_t)e[i].id,
+			                                   "time", e[i].time, "host", e[i].host, "source", e[i].source,
+			                                   "ops", e[i].ops, "nccl_version", e[i].nccl_version,
+			                                   "peak_busbw_gbs", e[i].peak_busbw, "rows", e[i].nrows,
+			                                   "baselines", e[i].baselines));
+		json_dumpf(a, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
+		putchar('\n');
+		json_decref(a);
+	} else if (o->csv) {
+		printf("id,time,host,source,ops,nccl_version,peak_busbw_gbs,rows,baselines\n");
+		for (size_t i = 0; i < n; i++)
+			printf("%lld,%s,%s,%s,\"%s\",%s,%.2f,%d,\"%s\"\n", e[i].id, e[i].time, e[i].host, e[i].source,
+			       e[i].ops, e[i].nccl_version, e[i].peak_busbw, e[i].nrows, e[i].baselines);
+	} else if (!n) {
+		fprintf(stderr, "no runs recorded%s\n", o->f.host || o->f.op || o->f.since || o->f.until ? " match the filters" : " yet");
+	} else {
+		printf("%6s  %-20s  %-16s  %-7s  %-28s  %-8s  %10s  %s\n", "id", "time (UTC)", "host", "source",
+		       "ops", "NCCL", "peak busbw", "baseline");
+		for (size_t i = 0; i < n; i++)
+			printf("%6lld  %-20s  %-16s  %-7s  %-28s  %-8s  %10.2f  %s\n", e[i].id, e[i].time, e[i].host,
+			       e[i].source, e[i].ops, e[i].nccl_version[0] ? e[i].nccl_version : "-", e[i].peak_busbw,
+			       e[i].baselines);
+	}
+	free(e);
+	return 0;
+}
+
+static int same_row_key(const struct nw_row *a, const struct nw_row *b)
+{
+	return a->size_bytes == b->size_bytes && a->root == b->root && !strcmp(a->op, b->op) &&
+	       !strcmp(a->dtype, b->dtype) && !strcmp(a->redop, b->redop);
+}
+
+/* nccl-tests' table: each out-of-place row with its in-place twin, per op. */
+static void print_table(const struct nw_run *run)
+{
+	char *used = nw_calloc(run->nrows + 1, 1);
+	const char *op = NULL;
+	for (size_t i = 0; i < run->nrows; i++) {
+		if (used[i])
+			continue;
+		const struct nw_row *r = &run->rows[i], *oop = NULL, *ip = NULL;
+		used[i] = 1;
+		if (r->inplace)
+			ip = r;
+		else
+			oop = r;
+		for (size_t j = i + 1; j < run->nrows && !ip; j++)
+			if (!used[j] && run->rows[j].inplace && same_row_key(r, &run->rows[j])) {
+				ip = &run->rows[j];
+				used[j] = 1;
+			}
+		if (!op || strcmp(op, r->op)) {
+			op = r->op;
+			printf("#\n# %s\n", op);
+			nw_nt_print_table_header(stdout);
+		}
+		char line[512];
+		nw_nt_format_row(line, sizeof(line), oop, ip);
+		printf("%s\n", line);
+	}
+	free(used);
+}
+
+static void print_kv(const char *k, const char *v)
+{
+	if (v && *v)
+		printf("%-14s %s\n", k, v);
+}
+
+static int do_show(struct nw_store *s, const struct hopts *o)
+{
+	long long id;
+	if (parse_id(o->args[1], &id))
+		return -1;
+	struct nw_run run;
+	char err[NW_ERRLEN];
+	if (nw_store_load(s, id, &run, err, sizeof(err)))
+		return nw_error("%s", err);
+	if (o->json) {
+		nw_run_write_json(&run, stdout, 1);
+	} else if (o->csv) {
+		nw_run_write_csv(&run, stdout, 0);
+	} else {
+		const struct nw_run_header *h = &run.h;
+		char num[64];
+		printf("run %lld\n", id);
+		print_kv("time", h->time);
+		print_kv("host", h->host);
+		print_kv("source", h->source);
+		print_kv("backend", h->backend);
+		print_kv("NCCL", h->nccl_version);
+		print_kv("NCCL library", h->nccl_path);
+		print_kv("driver", h->driver);
+		print_kv("CUDA driver", h->cuda_driver);
+		print_kv("GPUs", h->gpus);
+		snprintf(num, sizeof(num), "%d", h->nranks);
+		print_kv("ranks", h->nranks ? num : "");
+		snprintf(num, sizeof(num), "%d", h->nhosts);
+		print_kv("hosts", h->nhosts ? num : "");
+		snprintf(num, sizeof(num), "%.1f GB/s", h->link_gbs);
+		print_kv("link", h->link_gbs > 0 ? num : "");
+		print_kv("command", h->cmdline);
+		print_kv("input", h->input);
+		print_kv("ncclwatch", h->tool_version);
+		json_t *fp = nw_fingerprint_of(&run);
+		const json_t *topo = json_object_get(fp, "topology");
+		if (json_is_string(topo))
+			print_kv("topology", json_string_value(topo));
+		const json_t *env = json_object_get(fp, "env");
+		if (json_is_object(env) && json_object_size(env)) {
+			printf("environment:\n");
+			const char *k;
+			const json_t *v;
+			json_object_foreach((json_t *)env, k, v)
+				printf("  %s=%s\n", k, json_is_string(v) ? json_string_value(v) : "");
+		}
+		json_decref(fp);
+		print_table(&run);
+	}
+	nw_run_release(&run);
+	return 0;
+}
+
+static int do_export(struct nw_store *s, const struct hopts *o)
+{
+	char err[NW_ERRLEN];
+	if (!o->args[1])
+		return nw_error("export needs a run id or 'all'");
+	if (strcmp(o->args[1], "all")) {
+		long long id;
+		if (parse_id(o->args[1], &id))
+			return -1;
+		struct nw_run run;
+		if (nw_store_load(s, id, &run, err, sizeof(err)))
+			return nw_error("%s", err);
+		if (o->csv)
+			nw_run_write_csv(&run, stdout, 1);
+		else
+			nw_run_write_json(&run, stdout, 1);
+		nw_run_release(&run);
+		return 0;
+	}
+	struct nw_store_entry *e;
+	size_t n;
+	if (nw_store_list(s, &o->f, &e, &n, err, sizeof(err)))
+		return nw_error("%s", err);
+	json_t *runs = json_array();
+	if (o->csv) {
+		fputs("run_id,", stdout);
+		nw_csv_print_header(stdout, 0);
+	}
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct nw_run run;
+		if (nw_store_load(s, e[i].id, &run, err, sizeof(err))) {
+			rc = nw_error("%s", err);
+			break;
+		}
+		if (o->csv) {
+			for (size_t k = 0; k < run.nrows; k++) {
+				printf("%lld,", e[i].id);
+				nw_csv_print_row(stdout, &run.rows[k], 0);
+			}
+		} else {
+			json_t *doc = nw_run_to_json(&run, 1);
+			json_object_set_new(json_object_get(doc, "run"), "id", json_integer(e[i].id));
+			json_array_append_new(runs, doc);
+		}
+		nw_run_release(&run);
+	}
+	if (!o->csv && !rc) {
+		json_t *doc = json_pack("{s:s,s:o}", "schema", "ncclwatch.history/1", "runs", runs);
+		runs = NULL;
+		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
+		putchar('\n');
+		json_decref(doc);
+	}
+	if (runs)
+		json_decref(runs);
+	free(e);
+	return rc;
+}
+
+static int do_baseline(struct nw_store *s, const struct hopts *o)
+{
+	char err[NW_ERRLEN];
+	if (o->del) {
+		if (o->nargs != 2)
+			return nw_error("usage: ncclwatch history baseline --delete NAME");
+		if (nw_store_baseline_delete(s, o->args[1], err, sizeof(err)))
+			return nw_error("%s", err);
+		fprintf(stderr, "baseline '%s' deleted\n", o->args[1]);
+		return 0;
+	}
+	if (o->nargs == 3) {
+		long long id;
+		if (parse_id(o->args[2], &id))
+			return -1;
+		if (nw_store_baseline_set(s, o->args[1], id, err, sizeof(err)))
+			return nw_error("%s", err);
+		fprintf(stderr, "baseline '%s' is run %lld\n", o->args[1], id);
+		return 0;
+	}
+	if (o->nargs != 1)
+		return nw_error("usage: ncclwatch history baseline NAME ID (or no argument to list them)");
+	struct nw_store_baseline *b;
+	size_t n;
+	if (nw_store_baseline_list(s, &b, &n, err, sizeof(err)))
+		return nw_error("%s", err);
+	if (o->json) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(a, json_pack("{s:s,s:I,s:s}", "name", b[i].name, "run_id",
+			                                   (json_int_t)b[i].run_id, "set", b[i].set_time));
+		json_dumpf(a, stdout, JSON_INDENT(1));
+		putchar('\n');
+		json_decref(a);
+	} else if (!n) {
+		fprintf(stderr, "no baselines; name one with: ncclwatch history baseline NAME ID\n");
+	} else {
+		printf("%-24s %8s  %s\n", "name", "run", "set (UTC)");
+		for (size_t i = 0; i < n; i++)
+			printf("%-24s %8lld  %s\n", b[i].name, b[i].run_id, b[i].set_time);
+	}
+	free(b);
+	return 0;
+}
 
 int cmd_history(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return nw_error("'history' is not built yet"), 2;
+	struct hopts o;
+	memset(&o, 0, sizeof(o));
+	if (parse(argc, argv, &o))
+		return 2;
+	const char *sub = o.nargs ? o.args[0] : "list";
+	int (*fn)(struct nw_store *, const struct hopts *) = NULL;
+	int max_args = 1;
+	if (!strcmp(sub, "list")) {
+		fn = do_list;
+	} else if (!strcmp(sub, "show")) {
+		fn = do_show;
+		max_args = 2;
+	} else if (!strcmp(sub, "export")) {
+		fn = do_export;
+		max_args = 2;
+	} else if (!strcmp(sub, "delete")) {
+		max_args = 2;
+	} else if (!strcmp(sub, "baseline")) {
+		fn = do_baseline;
+		max_args = 3;
+	} else {
+		return nw_error("unknown history command '%s': list, show, export, delete or baseline", sub), 2;
+	}
+	if (o.nargs > max_args)
+		return nw_error("too many arguments for 'history %s'; 'ncclwatch help history' shows the forms", sub), 2;
+	if (o.del && strcmp(sub, "baseline"))
+		return nw_error("--delete belongs to 'history baseline --delete NAME'; to delete a run: history delete ID"), 2;
+	long long del_id = 0;
+	if (!strcmp(sub, "delete") && parse_id(o.args[1], &del_id))
+		return 2;
+	if ((!strcmp(sub, "show") || !strcmp(sub, "export")) && o.nargs < 2)
+		return nw_error("'history %s' needs a run id%s", sub, strcmp(sub, "export") ? "" : " or 'all'"), 2;
+	struct nw_store *s;
+	if (open_db(&o, &s))
+		return 2;
+	int rc;
+	if (fn) {
+		rc = fn(s, &o) ? 2 : 0;
+	} else {
+		char err[NW_ERRLEN];
+		rc = nw_store_delete(s, del_id, err, sizeof(err)) ? (nw_error("%s", err), 2) : 0;
+		if (!rc)
+			fprintf(stderr, "run %lld deleted\n", del_id);
+	}
+	nw_store_close(s);
+	return rc;
 }

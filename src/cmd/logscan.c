@@ -1,12 +1,262 @@
-/* Placeholder until the logscan command lands; replaced by its real implementation. */
+/*
+ * logscan: read NCCL_DEBUG=INFO logs as an expert would: what NCCL did
+ * (versions, communicators, transports, rings and trees, algorithms, the
+ * environment) and what went wrong (grouped errors, then diagnoses).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cmd/cmd.h"
+#include "parse/ncclog.h"
 #include "util/util.h"
 
-const char usage_logscan[] = "usage: ncclwatch logscan (not built yet)\n";
+const char usage_logscan[] =
+	"usage: ncclwatch logscan [options] [FILE...]\n"
+	"\n"
+	"Read NCCL_DEBUG=INFO logs (NCCL 2.4 to 2.28+; several ranks and nodes\n"
+	"interleaved; mixed with PyTorch, nccl-tests and launcher output; prefixes\n"
+	"such as \"[1,3]<stdout>:\", \"[rank3]:\", \"host: \", timestamps and ANSI\n"
+	"colours are stripped) and report what NCCL did and what went wrong.\n"
+	"FILE \"-\" (or no FILE, with standard input not a terminal) reads stdin.\n"
+	"\n"
+	"options:\n"
+	"  --json         the report as JSON (schema ncclwatch.logscan/1)\n"
+	"  --brief        only the errors and the diagnoses\n"
+	"  --list-diagnoses  every diagnosis this version can make: id, severity,\n"
+	"                 what it means, the fix (tab-separated), then exit\n"
+	"  -h, --help     this text\n"
+	"\n"
+	"The report: NCCL versions per process and host, communicators, the\n"
+	"transport of every connected peer pair (P2P and its mode, SHM, NET/IB with\n"
+	"or without GDRDMA, NET/Socket, NET plugins, NVLS, CollNet), ring and tree\n"
+	"graphs, algorithms and protocols when logged, NCCL_* variables set by the\n"
+	"environment, WARN and error lines grouped by cause, then a list of\n"
+	"diagnoses with a fix each (docs/logscan.md lists every diagnosis id).\n"
+	"One pass, bounded memory: logs of any size.\n"
+	"\n"
+	"Exit status: 0 no error found, 1 errors found (error diagnoses or\n"
+	"WARN/error lines), 2 usage or read error.\n";
+
+static const char *s_of(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static json_int_t i_of(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+static void print_header(const json_t *doc)
+{
+	const json_t *in = json_object_get(doc, "input");
+	printf("%" JSON_INTEGER_FORMAT " lines (%" JSON_INTEGER_FORMAT " from NCCL), %" JSON_INTEGER_FORMAT
+	       " process%s on %" JSON_INTEGER_FORMAT " host%s",
+	       i_of(in, "lines"), i_of(in, "nccl_lines"), i_of(doc, "processes"), i_of(doc, "processes") == 1 ? "" : "es",
+	       i_of(doc, "nhosts"), i_of(doc, "nhosts") == 1 ? "" : "s");
+	if (i_of(in, "unparsed") > 0)
+		printf("; %" JSON_INTEGER_FORMAT " NCCL-looking lines not understood", i_of(in, "unparsed"));
+	if (i_of(in, "long_lines") > 0)
+		printf("; %" JSON_INTEGER_FORMAT " over-long lines cut", i_of(in, "long_lines"));
+	if (i_of(in, "not_recorded") > 0)
+		printf("; %" JSON_INTEGER_FORMAT " lines not recorded (tables full)", i_of(in, "not_recorded"));
+	printf("\n");
+}
+
+static void print_report(const json_t *doc)
+{
+	size_t i;
+	const json_t *o;
+
+	print_header(doc);
+	printf("\nNCCL versions\n");
+	if (!json_array_size(json_object_get(doc, "versions")))
+		printf("  (no \"NCCL version\" line)\n");
+	json_array_foreach(json_object_get(doc, "versions"), i, o) {
+		printf("  %-24s %" JSON_INTEGER_FORMAT " process%s on", s_of(o, "version"), i_of(o, "processes"),
+		       i_of(o, "processes") == 1 ? "" : "es");
+		size_t k;
+		const json_t *h;
+		json_array_foreach(json_object_get(o, "hosts"), k, h) printf("%s %s", k ? "," : "", json_string_value(h));
+		if (i_of(o, "cuda_driver") > 0)
+			printf("  (CUDA driver %" JSON_INTEGER_FORMAT ".%" JSON_INTEGER_FORMAT ")", i_of(o, "cuda_driver") / 1000,
+			       (i_of(o, "cuda_driver") % 1000) / 10);
+		printf("\n");
+	}
+	if (s_of(doc, "pytorch_nccl_version")[0])
+		printf("  PyTorch reports NCCL %s\n", s_of(doc, "pytorch_nccl_version"));
+
+	printf("\nCommunicators\n");
+	if (!json_array_size(json_object_get(doc, "communicators")))
+		printf("  (no communicator init line)\n");
+	json_array_foreach(json_object_get(doc, "communicators"), i, o) {
+		printf("  %-20s %" JSON_INTEGER_FORMAT " rank%s (%" JSON_INTEGER_FORMAT " in the log)", s_of(o, "id"),
+		       i_of(o, "nranks"), i_of(o, "nranks") == 1 ? "" : "s", i_of(o, "ranks_seen"));
+		if (i_of(o, "nnodes") > 0)
+			printf(", %" JSON_INTEGER_FORMAT " node%s, %" JSON_INTEGER_FORMAT " local ranks", i_of(o, "nnodes"),
+			       i_of(o, "nnodes") == 1 ? "" : "s", i_of(o, "local_ranks"));
+		printf(", init complete %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT, i_of(o, "init_completed"),
+		       i_of(o, "init_started") > i_of(o, "init_completed") ? i_of(o, "init_started") : i_of(o, "ranks_seen"));
+		if (i_of(o, "channels") > 0)
+			printf(", %" JSON_INTEGER_FORMAT " channels, ring %s", i_of(o, "channels"), s_of(o, "ring"));
+		if (s_of(o, "tree")[0])
+			printf(", tree %s", s_of(o, "tree"));
+		printf("\n");
+	}
+
+	printf("\nTransports (connected peer pairs)\n");
+	if (!json_array_size(json_object_get(doc, "transports")))
+		printf("  (no connection line: NCCL connects lazily, at the first collective, and logs it at INFO)\n");
+	json_array_foreach(json_object_get(doc, "transports"), i, o) {
+		printf("  %-26s %4" JSON_INTEGER_FORMAT " pair%s (%" JSON_INTEGER_FORMAT " in-node, %" JSON_INTEGER_FORMAT
+		       " between nodes), %" JSON_INTEGER_FORMAT " channel connections, e.g. %s\n",
+		       s_of(o, "transport"), i_of(o, "pairs"), i_of(o, "pairs") == 1 ? "" : "s", i_of(o, "intra_node_pairs"),
+		       i_of(o, "inter_node_pairs"), i_of(o, "connections"), s_of(o, "example"));
+	}
+	if (i_of(doc, "npairs") > 0 && i_of(doc, "npairs") <= 16) {
+		json_array_foreach(json_object_get(doc, "pairs"), i, o) {
+			printf("    %s rank %" JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT ": %s (%" JSON_INTEGER_FORMAT " channel%s)\n",
+			       s_of(o, "comm"), i_of(o, "src"), i_of(o, "dst"), s_of(o, "transport"), i_of(o, "connections"),
+			       i_of(o, "connections") == 1 ? "" : "s");
+		}
+	}
+	const json_t *ct = json_object_get(doc, "collective_transports");
+	if (json_is_true(json_object_get(ct, "nvls_available")) || i_of(ct, "nvls_channels") > 0)
+		printf("  NVLS: %s, %" JSON_INTEGER_FORMAT " channels\n",
+		       json_is_true(json_object_get(ct, "nvls_available")) ? "available" : "not reported", i_of(ct, "nvls_channels"));
+	if (json_is_true(json_object_get(ct, "collnet_connected")))
+		printf("  CollNet: connected\n");
+	json_array_foreach(json_object_get(doc, "networks"), i, o) {
+		printf("  network on %s: IB %s; sockets %s\n", s_of(o, "host"), s_of(o, "ib")[0] ? s_of(o, "ib") : "-",
+		       s_of(o, "socket")[0] ? s_of(o, "socket") : "-");
+	}
+
+	if (json_array_size(json_object_get(doc, "graphs"))) {
+		printf("\nGraphs\n");
+		json_array_foreach(json_object_get(doc, "graphs"), i, o) {
+			printf("  %-15s %3" JSON_INTEGER_FORMAT " channels, bw %s, type %s\n", s_of(o, "pattern"),
+			       i_of(o, "channels"), s_of(o, "bw"), s_of(o, "type"));
+		}
+	}
+	if (json_array_size(json_object_get(doc, "algorithms"))) {
+		printf("\nAlgorithms and protocols\n");
+		json_array_foreach(json_object_get(doc, "algorithms"), i, o) {
+			printf("  %-14s %-15s %-7s %6" JSON_INTEGER_FORMAT " call%s, %" JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT " bytes\n",
+			       s_of(o, "op"), s_of(o, "algo"), s_of(o, "proto"), i_of(o, "calls"), i_of(o, "calls") == 1 ? "" : "s",
+			       i_of(o, "min_bytes"), i_of(o, "max_bytes"));
+		}
+	}
+	printf("\nNCCL_* set by the environment\n");
+	if (!json_array_size(json_object_get(doc, "env")))
+		printf("  (none logged: NCCL_DEBUG_SUBSYS needs ENV, the default INIT,ENV has it)\n");
+	json_array_foreach(json_object_get(doc, "env"), i, o) printf("  %s=%s\n", s_of(o, "name"), s_of(o, "value"));
+}
+
+static void print_problems(const json_t *doc)
+{
+	size_t i;
+	const json_t *o;
+	printf("\nErrors and warnings, grouped by cause\n");
+	if (!json_array_size(json_object_get(doc, "errors")))
+		printf("  none\n");
+	json_array_foreach(json_object_get(doc, "errors"), i, o) {
+		printf("  %6" JSON_INTEGER_FORMAT " x [%s] %s%s%s%s\n", i_of(o, "count"), s_of(o, "kind"), s_of(o, "first"),
+		       s_of(o, "first_host")[0] ? " (first on " : "", s_of(o, "first_host"),
+		       s_of(o, "first_host")[0] ? (json_is_true(json_object_get(o, "several_hosts")) ? ", and other hosts)" : ")") : "");
+	}
+	if (i_of(doc, "errors_not_grouped") > 0)
+		printf("  %6" JSON_INTEGER_FORMAT " x lines of further causes (beyond the table's limit)\n", i_of(doc, "errors_not_grouped"));
+
+	printf("\nDiagnosis\n");
+	if (!json_array_size(json_object_get(doc, "diagnoses")))
+		printf("  nothing wrong found\n");
+	json_array_foreach(json_object_get(doc, "diagnoses"), i, o) {
+		printf("  %-7s %s: %s\n          fix: %s\n", s_of(o, "severity"), s_of(o, "id"), s_of(o, "message"), s_of(o, "fix"));
+	}
+}
+
+static int list_diagnoses(void)
+{
+	const struct nw_log_rule_info *r;
+	size_t n = nw_log_rules(&r);
+	static const char *const sev[] = { "info", "warning", "error" };
+	for (size_t i = 0; i < n; i++)
+		printf("%s\t%s\t%s\t%s\n", r[i].id, sev[r[i].severity], r[i].summary, r[i].fix);
+	return 0;
+}
 
 int cmd_logscan(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return nw_error("'logscan' is not built yet"), 2;
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "brief", no_argument, NULL, 'b' },
+		{ "list-diagnoses", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int json = 0, brief = 0, c, rc = 0;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'b': brief = 1; break;
+		case 'l': return list_diagnoses();
+		case 'h': fputs(usage_logscan, stdout); return 0;
+		default:
+			nw_error("unknown option '%s'; 'ncclwatch help logscan' lists them", argv[optind - 1]);
+			return 2;
+		}
+	}
+	char *stdin_only[] = { "-" };
+	char **files = argv + optind;
+	int nfiles = argc - optind;
+	if (nfiles == 0) {
+		if (isatty(STDIN_FILENO)) {
+			nw_error("no log given; name log files, or pipe one in ('-' reads standard input)");
+			return 2;
+		}
+		files = stdin_only;
+		nfiles = 1;
+	}
+
+	struct nw_log *lg = nw_log_new();
+	for (int i = 0; i < nfiles; i++) {
+		int is_stdin = !strcmp(files[i], "-");
+		FILE *f = is_stdin ? stdin : fopen(files[i], "rb");
+		if (!f) {
+			nw_error("cannot open '%s': %s", files[i], strerror(errno));
+			rc = 2;
+			continue;
+		}
+		char err[NW_ERRLEN];
+		if (nw_log_feed_file(lg, f, is_stdin ? "(stdin)" : files[i], err, sizeof(err)) < 0) {
+			nw_error("%s", err);
+			rc = 2;
+		}
+		if (!is_stdin)
+			fclose(f);
+	}
+	json_t *doc = nw_log_report(lg);
+	if (json) {
+		json_dumpf(doc, stdout, JSON_INDENT(1));
+		fputc('\n', stdout);
+	} else {
+		if (!brief)
+			print_report(doc);
+		else
+			print_header(doc);
+		print_problems(doc);
+	}
+	if (rc == 0 && nw_log_nerrors(lg) > 0)
+		rc = 1;
+	json_decref(doc);
+	nw_log_free(lg);
+	return rc;
 }

@@ -20,7 +20,15 @@ struct nw_call {
 	uint64_t count;      /* nccl-tests' paramcount: per-rank chunk for split ops */
 	size_t shift;        /* bytes added to both buffers (cache rotation) */
 	int inplace;
+	int pair;            /* sendrecv between ranks pair_a and pair_b only, both ways */
+	int pair_a, pair_b;
 };
+
+/* The peer of a rank in a pair call, or -1 when it sits this one out. */
+static inline int nw_call_pair_peer(const struct nw_call *c, int rank)
+{
+	return rank == c->pair_a ? c->pair_b : rank == c->pair_b ? c->pair_a : -1;
+}
 
 enum nw_buf { NW_BUF_SEND, NW_BUF_RECV };
 

@@ -137,13 +137,19 @@ static int one_call(struct nw_backend *be, const struct nw_call *c, char *err, s
 	case NW_ALLTOALL:
 		rc = MPI_Alltoall(in, cnt, t, r, cnt, t, w);
 		break;
-	case NW_SENDRECV:
+	case NW_SENDRECV: {
+		int to = (rank + 1) % n, from = (rank - 1 + n) % n;
+		if (c->pair) {
+			to = from = nw_call_pair_peer(c, rank);
+			if (to < 0)
+				break;
+		}
 		if (c->inplace)
-			rc = MPI_Sendrecv_replace(r, cnt, t, (rank + 1) % n, 0, (rank - 1 + n) % n, 0, w, MPI_STATUS_IGNORE);
+			rc = MPI_Sendrecv_replace(r, cnt, t, to, 0, from, 0, w, MPI_STATUS_IGNORE);
 		else
-			rc = MPI_Sendrecv(s, cnt, t, (rank + 1) % n, 0, r, cnt, t, (rank - 1 + n) % n, 0, w,
-			                  MPI_STATUS_IGNORE);
+			rc = MPI_Sendrecv(s, cnt, t, to, 0, r, cnt, t, from, 0, w, MPI_STATUS_IGNORE);
 		break;
+	}
 	case NW_GATHER:
 		rc = MPI_Gather(c->inplace && rank == c->root ? MPI_IN_PLACE : s, cnt, t, r, cnt, t, c->root, w);
 		break;

@@ -121,15 +121,22 @@ static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char 
 	case NW_REDUCE_SCATTER: rc = nc->ReduceScatter(s, r, cnt, t, c->redop, comm, st); break;
 	case NW_BROADCAST: rc = nc->Broadcast(s, r, cnt, t, c->root, comm, st); break;
 	case NW_REDUCE: rc = nc->Reduce(s, r, cnt, t, c->redop, c->root, comm, st); break;
-	case NW_SENDRECV:
+	case NW_SENDRECV: {
+		int to = (rank + 1) % n, from = (rank - 1 + n) % n;
+		if (c->pair) {
+			to = from = nw_call_pair_peer(c, rank);
+			if (to < 0)
+				break;
+		}
 		rc = nc->GroupStart();
 		if (!rc)
-			rc = nc->Send(s, cnt, t, (rank + 1) % n, comm, st);
+			rc = nc->Send(s, cnt, t, to, comm, st);
 		if (!rc)
-			rc = nc->Recv(r, cnt, t, (rank - 1 + n) % n, comm, st);
+			rc = nc->Recv(r, cnt, t, from, comm, st);
 		if (!rc)
 			rc = nc->GroupEnd();
 		break;
+	}
 	case NW_ALLTOALL:
 		if (nc->AlltoAll) {
 			rc = nc->AlltoAll(s, r, cnt, t, comm, st);
@@ -260,13 +267,31 @@ static int be_wait(struct nw_backend *be, double timeout_s, const char *what, ch
 	return 0;
 }
 
+/*
+ * Capture mode. nccl-tests captures in thread-local mode through cudart;
+ * through the driver API, NCCL 2.28.9's first capture on a communicator
+ * was invalidated on an H200 in both global and thread-local mode and
+ * succeeded in relaxed mode (gpu-check, 2026-11-30), so relaxed is the
+ * default. NCCLWATCH_CAPTURE_MODE=global|thread chooses another.
+ */
+static int capture_mode(void)
+{
+	const char *m = getenv("NCCLWATCH_CAPTURE_MODE");
+	if (m && !strcmp(m, "global"))
+		return NW_CU_CAPTURE_MODE_GLOBAL;
+	if (m && !strcmp(m, "thread"))
+		return NW_CU_CAPTURE_MODE_THREAD_LOCAL;
+	return NW_CU_CAPTURE_MODE_RELAXED;
+}
+
 static int be_graph_begin(struct nw_backend *be, char *err, size_t errlen)
 {
 	struct nccl_priv *p = P(be);
+	int mode = capture_mode();
 	for (int i = 0; i < be->nlocal; i++) {
 		if (set_ctx(be, i, err, errlen))
 			return -1;
-		nw_CUresult r = p->cu->StreamBeginCapture(p->stream[i], NW_CU_CAPTURE_MODE_GLOBAL);
+		nw_CUresult r = p->cu->StreamBeginCapture(p->stream[i], mode);
 		if (r)
 			return cu_fail(p, r, p->dev[i], "starting graph capture", err, errlen);
 	}

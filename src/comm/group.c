@@ -8,6 +8,7 @@
 #include <mpi.h>
 #endif
 
+#include "comm/boot.h"
 #include "util/util.h"
 
 int nw_group_mpi_launched(void)
@@ -107,7 +108,23 @@ int nw_group_open(struct nw_group **out, int force_mpi, const char *fingerprint,
 		                 "with torchrun / RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT instead");
 #endif
 	}
-	(void)fingerprint;
+	struct nw_boot *b = NULL;
+	int env = nw_boot_init(&b, fingerprint, timeout_s > 0 ? timeout_s : 300, err, errlen);
+	if (env < 0) {
+		free(g);
+		return -1;
+	}
+	if (env > 0) {
+		g->kind = NW_GROUP_ENV;
+		g->kind_name = "env";
+		g->priv = b;
+		g->rank = nw_boot_rank(b);
+		g->size = nw_boot_size(b);
+		g->local_rank = nw_boot_local_rank(b);
+		g->local_size = nw_boot_local_size(b);
+		*out = g;
+		return 0;
+	}
 	g->kind = NW_GROUP_LOCAL;
 	g->kind_name = "local";
 	*out = g;
@@ -122,6 +139,8 @@ int nw_group_bcast(struct nw_group *g, void *buf, size_t len, int root, char *er
 		return rc == MPI_SUCCESS ? 0 : mpi_err(err, errlen, "broadcast", rc);
 	}
 #endif
+	if (g->kind == NW_GROUP_ENV)
+		return nw_boot_bcast(g->priv, buf, len, root, err, errlen);
 	(void)g; (void)buf; (void)len; (void)root; (void)err; (void)errlen;
 	return 0;
 }
@@ -134,6 +153,8 @@ int nw_group_allgather(struct nw_group *g, const void *mine, void *all, size_t l
 		return rc == MPI_SUCCESS ? 0 : mpi_err(err, errlen, "allgather", rc);
 	}
 #endif
+	if (g->kind == NW_GROUP_ENV)
+		return nw_boot_allgather(g->priv, mine, all, len, err, errlen);
 	(void)err; (void)errlen;
 	memcpy(all, mine, len);
 	(void)g;
@@ -148,13 +169,18 @@ int nw_group_barrier(struct nw_group *g, char *err, size_t errlen)
 		return rc == MPI_SUCCESS ? 0 : mpi_err(err, errlen, "barrier", rc);
 	}
 #endif
+	if (g->kind == NW_GROUP_ENV)
+		return nw_boot_barrier(g->priv, err, errlen);
 	(void)g; (void)err; (void)errlen;
 	return 0;
 }
 
 void nw_group_abort(struct nw_group *g, const char *why)
 {
-	(void)why;
+	if (g && g->kind == NW_GROUP_ENV) {
+		nw_boot_abort(g->priv, why);
+		return;
+	}
 #if NW_HAVE_MPI
 	if (g && g->kind == NW_GROUP_MPI && g->size > 1)
 		MPI_Abort(MPI_COMM_WORLD, 3);
@@ -166,6 +192,8 @@ void nw_group_close(struct nw_group *g)
 {
 	if (!g)
 		return;
+	if (g->kind == NW_GROUP_ENV)
+		nw_boot_close(g->priv);
 #if NW_HAVE_MPI
 	if (g->kind == NW_GROUP_MPI) {
 		int fin = 0;

@@ -1,0 +1,157 @@
+/* The exporter's HTTP endpoint on libmicrohttpd (see httpd.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "export/httpd.h"
+#include "export/promtext.h"
+#include "util/util.h"
+
+struct nw_httpd {
+	struct MHD_Daemon *d;
+	nw_httpd_render_fn render;
+	void *ctx;
+	unsigned port;
+};
+
+int nw_httpd_parse_listen(const char *s, void *ss, size_t *addrlen, char *err, size_t errlen)
+{
+	char host[256];
+	const char *colon = s ? strrchr(s, ':') : NULL;
+	if (!colon)
+		return nw_seterr(err, errlen, "bad listen address '%s': give ADDR:PORT, e.g. 127.0.0.1:9850",
+		                 s ? s : "");
+	size_t hl = (size_t)(colon - s);
+	if (hl >= sizeof(host))
+		return nw_seterr(err, errlen, "bad listen address '%s': address too long", s);
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	long port;
+	char perr[NW_ERRLEN];
+	if (nw_parse_long(colon + 1, 0, 65535, &port, "port", perr, sizeof(perr)) < 0)
+		return nw_seterr(err, errlen, "bad listen address '%s': %s", s, perr);
+
+	memset(ss, 0, sizeof(struct sockaddr_storage));
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+		struct sockaddr_in6 *a6 = ss;
+		host[hl - 1] = '\0';
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
+			return nw_seterr(err, errlen, "bad listen address '%s': '%s' is not an IPv6 address",
+			                 s, host + 1);
+		*addrlen = sizeof(*a6);
+		return 0;
+	}
+	struct sockaddr_in *a4 = ss;
+	a4->sin_family = AF_INET;
+	a4->sin_port = htons((uint16_t)port);
+	if (hl == 0)
+		a4->sin_addr.s_addr = htonl(INADDR_ANY);
+	else if (!strcmp(host, "localhost"))
+		a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+		return nw_seterr(err, errlen,
+		                 "bad listen address '%s': '%s' is not an IPv4 address (IPv6 goes in brackets: [::1]:9850)",
+		                 s, host);
+	*addrlen = sizeof(*a4);
+	return 0;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
+                             char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	enum MHD_Result ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_len, void **req_ctx)
+{
+	static const char text[] = "text/plain; charset=utf-8";
+	struct nw_httpd *h = cls;
+	(void)version;
+	(void)upload;
+	(void)upload_len;
+	(void)req_ctx;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		static const char m[] = "only GET and HEAD are served here\n";
+		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, text, (char *)m, sizeof(m) - 1,
+		             MHD_RESPMEM_PERSISTENT);
+	}
+	if (!strcmp(url, "/metrics")) {
+		size_t len = 0;
+		char *body = h->render(h->ctx, &len);
+		if (!body) {
+			static const char m[] = "rendering metrics failed; see the exporter's stderr\n";
+			return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, text, (char *)m, sizeof(m) - 1,
+			             MHD_RESPMEM_PERSISTENT);
+		}
+		return reply(c, MHD_HTTP_OK, NW_PROM_CONTENT_TYPE, body, len, MHD_RESPMEM_MUST_FREE);
+	}
+	if (!strcmp(url, "/")) {
+		static const char m[] = "ncclwatch exporter: metrics are at /metrics\n";
+		return reply(c, MHD_HTTP_OK, text, (char *)m, sizeof(m) - 1, MHD_RESPMEM_PERSISTENT);
+	}
+	static const char m[] = "not found: metrics are at /metrics\n";
+	return reply(c, MHD_HTTP_NOT_FOUND, text, (char *)m, sizeof(m) - 1, MHD_RESPMEM_PERSISTENT);
+}
+
+struct nw_httpd *nw_httpd_start(const char *listen, nw_httpd_render_fn render, void *ctx,
+                                char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	size_t alen = 0;
+	if (nw_httpd_parse_listen(listen, &ss, &alen, err, errlen) < 0)
+		return NULL;
+	struct nw_httpd *h = nw_calloc(1, sizeof(*h));
+	h->render = render;
+	h->ctx = ctx;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	errno = 0;
+	h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
+	                        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+	                        MHD_OPTION_END);
+	if (!h->d) {
+		int e = errno;
+		nw_seterr(err, errlen, "cannot listen on '%s': %s; pick another address or port with --listen",
+		          listen, e ? strerror(e) : "libmicrohttpd refused to start");
+		free(h);
+		return NULL;
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+	h->port = info ? info->port : 0;
+	return h;
+}
+
+unsigned nw_httpd_port(const struct nw_httpd *h)
+{
+	return h->port;
+}
+
+void nw_httpd_stop(struct nw_httpd *h)
+{
+	if (!h)
+		return;
+	if (h->d)
+		MHD_stop_daemon(h->d);
+	free(h);
+}

@@ -1,0 +1,477 @@
+/* Prometheus metrics from the plugin's stats files (see metrics.h, docs/metrics.md). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "bench/result.h"
+#include "export/hist.h"
+#include "export/metrics.h"
+#include "util/util.h"
+
+void nw_metrics_init(struct nw_metrics *m, const char *dir, int all, double window_s)
+{
+	memset(m, 0, sizeof(*m));
+	nw_strlcpy(m->dir, dir, sizeof(m->dir));
+	m->all = all;
+	m->window_s = window_s;
+	m->late_window = 256;
+}
+
+void nw_metrics_free(struct nw_metrics *m)
+{
+	nw_sample_free(&m->base);
+	nw_sample_free(&m->cand);
+	free(m->bl);
+	memset(m, 0, sizeof(*m));
+}
+
+void nw_metrics_size_label(unsigned bucket, char *buf, size_t len)
+{
+	nw_format_size(nws_bucket_lo(bucket), buf, len);
+}
+
+static int op_by_name(const char *name)
+{
+	for (unsigned op = 0; op < NWS_NOPS; op++)
+		if (!strcmp(nws_op_name(op), name))
+			return (int)op;
+	return -1;
+}
+
+int nw_metrics_load_baseline(struct nw_metrics *m, const char *path, char *err, size_t errlen)
+{
+	int rc = -1;
+	json_error_t je;
+	struct nw_run run;
+	nw_run_init(&run);
+	json_t *doc = json_load_file(path, 0, &je);
+	if (!doc) {
+		nw_seterr(err, errlen, "cannot read baseline '%s': %s (line %d); give a JSON result of 'ncclwatch bench --json'",
+		          path, je.text, je.line);
+		goto out;
+	}
+	char e2[NW_ERRLEN];
+	if (nw_run_from_json(doc, &run, e2, sizeof(e2)) < 0) {
+		nw_seterr(err, errlen, "baseline '%s': %s", path, e2);
+		goto out;
+	}
+	for (size_t i = 0; i < run.nrows; i++) {
+		const struct nw_row *row = &run.rows[i];
+		int op = op_by_name(row->op);
+		if (op < 0 || !(row->busbw_gbs > 0) || row->nranks < 1)
+			continue;
+		unsigned b = nws_size_bucket(row->size_bytes);
+		size_t k;
+		for (k = 0; k < m->nbl; k++)
+			if (m->bl[k].op == (unsigned)op && m->bl[k].bucket == b &&
+			    m->bl[k].nranks == row->nranks)
+				break;
+		if (k == m->nbl) {
+			m->bl = nw_realloc(m->bl, (m->nbl + 1) * sizeof(*m->bl));
+			m->bl[k] = (struct nw_baseline){ (unsigned)op, b, row->nranks, 0 };
+			m->nbl++;
+		}
+		if (row->busbw_gbs * 1e9 > m->bl[k].busbw)
+			m->bl[k].busbw = row->busbw_gbs * 1e9;
+	}
+	if (!m->nbl) {
+		nw_seterr(err, errlen, "baseline '%s' has no row with a busbw for an op the plugin knows", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	json_decref(doc);
+	nw_run_release(&run);
+	return rc;
+}
+
+/* Labels of one rank: host, comm, rank (strings kept in lb). */
+struct rank_labels {
+	char comm[17];
+	char rank[16];
+	char pid[16];
+	char nranks[16];
+};
+
+static void rank_labels(const struct nw_sf_rank *r, struct rank_labels *lb)
+{
+	snprintf(lb->comm, sizeof(lb->comm), "%016llx", (unsigned long long)r->hdr.comm_hash);
+	snprintf(lb->rank, sizeof(lb->rank), "%d", r->hdr.rank);
+	snprintf(lb->pid, sizeof(lb->pid), "%d", r->hdr.pid);
+	snprintf(lb->nranks, sizeof(lb->nranks), "%d", r->hdr.nranks);
+}
+
+/*
+ * Which files of the set to export: not stale unless asked, and one file
+ * per (comm, rank) (a stale leftover never doubles a live series: the
+ * live one, else the most recently updated, wins). keep[i] is 1 or 0.
+ */
+static void choose(const struct nw_metrics *m, const struct nw_sf_set *set, unsigned char *keep)
+{
+	for (size_t i = 0; i < set->n; i++)
+		keep[i] = m->all || set->ranks[i].live != NW_SF_STALE;
+	for (size_t i = 0; i < set->n; i++) {
+		if (!keep[i])
+			continue;
+		const struct nws_header *a = &set->ranks[i].hdr;
+		for (size_t j = i + 1; j < set->n; j++) {
+			const struct nws_header *b = &set->ranks[j].hdr;
+			if (!keep[j] || a->comm_hash != b->comm_hash || a->rank != b->rank)
+				continue;
+			int a_live = set->ranks[i].live != NW_SF_STALE, b_live = set->ranks[j].live != NW_SF_STALE;
+			int take_b = b_live != a_live ? b_live : b->updated_ns > a->updated_ns;
+			if (take_b) {
+				keep[i] = 0;
+				break;
+			}
+			keep[j] = 0;
+		}
+	}
+}
+
+/* Per-rank gauges and counters taken from the header. */
+enum rank_metric {
+	RM_INFO, RM_AGE, RM_BUSY_RATIO, RM_BUSY_EXACT_RATIO, RM_BUSY_TOTAL, RM_WALL_TOTAL,
+	RM_OPS_DROPPED, RM_EVENTS_BAD, RM_EVENTS_LATE, RM_SLOW_OPS, RM_MASK_SWITCHES, RM_DUMPS,
+	RM_N
+};
+
+static const struct {
+	const char *name, *type, *help;
+} rank_fam[RM_N] = {
+	[RM_INFO] = { "ncclwatch_rank_info", "gauge",
+	              "1 for each rank of each communicator the exporter reads; labels name its process and communicator" },
+	[RM_AGE] = { "ncclwatch_stats_age_seconds", "gauge",
+	             "seconds since the plugin last published this rank's stats (a heartbeat)" },
+	[RM_BUSY_RATIO] = { "ncclwatch_comm_busy_ratio", "gauge",
+	                    "share of wall time with a collective of this communicator executing on this rank, over the plugin's recent window, kernel-timed plus estimated untimed ops (0..1)" },
+	[RM_BUSY_EXACT_RATIO] = { "ncclwatch_comm_busy_kernel_ratio", "gauge",
+	                          "the part of ncclwatch_comm_busy_ratio measured from GPU kernel timestamps alone (0..1)" },
+	[RM_BUSY_TOTAL] = { "ncclwatch_comm_busy_seconds_total", "counter",
+	                    "seconds this rank had a collective of this communicator executing (kernel-timed plus estimated)" },
+	[RM_WALL_TOTAL] = { "ncclwatch_comm_wall_seconds_total", "counter",
+	                    "wall-clock seconds the busy counter covers" },
+	[RM_OPS_DROPPED] = { "ncclwatch_plugin_ops_dropped_total", "counter",
+	                     "operations the plugin could not record (its in-flight pool was full)" },
+	[RM_EVENTS_BAD] = { "ncclwatch_plugin_events_bad_total", "counter",
+	                    "malformed or unknown profiler events the plugin ignored" },
+	[RM_EVENTS_LATE] = { "ncclwatch_plugin_events_late_total", "counter",
+	                     "kernel events that arrived after their operation was accounted" },
+	[RM_SLOW_OPS] = { "ncclwatch_plugin_slow_ops_total", "counter",
+	                  "operations flagged far slower than their recent peers" },
+	[RM_MASK_SWITCHES] = { "ncclwatch_plugin_mask_switches_total", "counter",
+	                       "times the plugin switched GPU kernel timestamps on or off" },
+	[RM_DUMPS] = { "ncclwatch_plugin_trace_dumps_total", "counter",
+	               "trace dumps the plugin wrote" },
+};
+
+static double ratio(uint64_t part, uint64_t whole)
+{
+	return whole ? (double)part / (double)whole : NAN;
+}
+
+static void write_rank_family(struct nw_prom *out, enum rank_metric which, const struct nw_sf_set *set,
+                              const unsigned char *keep, double now_real)
+{
+	int started = 0;
+	for (size_t i = 0; i < set->n; i++) {
+		if (!keep[i])
+			continue;
+		const struct nw_sf_rank *r = &set->ranks[i];
+		const struct nws_header *h = &r->hdr;
+		struct rank_labels lb;
+		rank_labels(r, &lb);
+		struct nw_label l[10] = {
+			{ "host", h->hostname }, { "comm", lb.comm }, { "rank", lb.rank },
+		};
+		size_t nl = 3;
+		double v;
+		char abi[16], kmode[16];
+		switch (which) {
+		case RM_INFO: {
+			snprintf(abi, sizeof(abi), "%u", h->abi);
+			snprintf(kmode, sizeof(kmode), "%s",
+			         h->kernel_mode == NWS_KMODE_ON ? "on" : h->kernel_mode == NWS_KMODE_OFF ? "off" : "auto");
+			l[nl++] = (struct nw_label){ "comm_name", h->comm_name };
+			l[nl++] = (struct nw_label){ "nranks", lb.nranks };
+			l[nl++] = (struct nw_label){ "pid", lb.pid };
+			l[nl++] = (struct nw_label){ "state", nw_sf_live_name(r->live) };
+			l[nl++] = (struct nw_label){ "profiler_abi", abi };
+			l[nl++] = (struct nw_label){ "kernel_timing", kmode };
+			l[nl++] = (struct nw_label){ "plugin_version", h->plugin_version };
+			v = 1;
+			break;
+		}
+		case RM_AGE:
+			v = now_real - (double)h->updated_ns / 1e9;
+			if (v < 0)
+				v = 0;
+			break;
+		case RM_BUSY_RATIO:
+			v = ratio(h->busy_est_ns, h->busy_window_ns);
+			break;
+		case RM_BUSY_EXACT_RATIO:
+			v = ratio(h->busy_kernel_ns, h->busy_window_ns);
+			break;
+		case RM_BUSY_TOTAL:
+			v = (double)h->busy_est_total_ns / 1e9;
+			break;
+		case RM_WALL_TOTAL:
+			v = (double)h->wall_total_ns / 1e9;
+			break;
+		case RM_OPS_DROPPED: v = (double)h->ops_dropped; break;
+		case RM_EVENTS_BAD: v = (double)h->events_bad; break;
+		case RM_EVENTS_LATE: v = (double)h->events_late; break;
+		case RM_SLOW_OPS: v = (double)h->slow_ops; break;
+		case RM_MASK_SWITCHES: v = (double)h->mask_switches; break;
+		default: v = (double)h->dumps; break;
+		}
+		if (isnan(v))
+			continue; /* a figure the plugin does not have is absent, not 0 */
+		if (!started) {
+			nw_prom_family(out, rank_fam[which].name, rank_fam[which].type, rank_fam[which].help);
+			started = 1;
+		}
+		nw_prom_sample(out, rank_fam[which].name, l, nl, v);
+	}
+}
+
+/* Per (rank, op, bucket) families. */
+enum coll_metric { CM_OPS, CM_BYTES, CM_DURATION, CM_TIMED_BYTES, CM_BUSBW, CM_N };
+
+static const struct {
+	const char *name, *type, *help;
+} coll_fam[CM_N] = {
+	[CM_OPS] = { "ncclwatch_coll_ops_total", "counter",
+	             "collective and point-to-point operations, by op and size bucket (size: the bucket's smallest byte count; it holds sizes up to twice that)" },
+	[CM_BYTES] = { "ncclwatch_coll_bytes_total", "counter",
+	               "bytes of those operations, counted as nccl-tests counts size" },
+	[CM_DURATION] = { "ncclwatch_coll_duration_seconds", "histogram",
+	                  "execution time of timed operations; source is kernel (GPU timestamps, exact) or proxy (network progress only)" },
+	[CM_TIMED_BYTES] = { "ncclwatch_coll_timed_bytes_total", "counter",
+	                     "bytes of the timed operations (busbw = rate of this / rate of duration _sum x busbw factor)" },
+	[CM_BUSBW] = { "ncclwatch_coll_busbw_bytes_per_second", "gauge",
+	               "bus bandwidth (nccl-tests busbw, bytes/s) of the operations timed in the exporter's recent window" },
+};
+
+static const unsigned sample_src[NW_SAMPLE_NSRC] = { NWS_SRC_KERNEL, NWS_SRC_PROXY };
+
+static void write_coll_family(struct nw_prom *out, enum coll_metric which, const struct nw_sf_set *set,
+                              const unsigned char *keep, const struct nw_sample *now,
+                              const struct nw_sample *prev)
+{
+	int started = 0;
+	double le[NW_SAMPLE_NBOUNDS];
+	nw_sample_bounds(le);
+	for (size_t i = 0; i < set->n; i++) {
+		if (!keep[i])
+			continue;
+		const struct nw_sf_rank *r = &set->ranks[i];
+		struct rank_labels lb;
+		rank_labels(r, &lb);
+		for (unsigned op = 0; op < NWS_NOPS; op++) {
+			for (unsigned b = 0; b < NWS_NBUCKETS; b++) {
+				const struct nw_sample_ent *e = nw_sample_find(now, r, op, b);
+				if (!e)
+					continue;
+				char size[32];
+				nw_metrics_size_label(b, size, sizeof(size));
+				struct nw_label l[6] = {
+					{ "host", r->hdr.hostname }, { "comm", lb.comm }, { "rank", lb.rank },
+					{ "op", nws_op_name(op) }, { "size", size },
+				};
+				if (!started) {
+					nw_prom_family(out, coll_fam[which].name, coll_fam[which].type, coll_fam[which].help);
+					started = 1;
+				}
+				switch (which) {
+				case CM_OPS:
+					nw_prom_sample(out, coll_fam[which].name, l, 5, (double)e->count);
+					break;
+				case CM_BYTES:
+					nw_prom_sample(out, coll_fam[which].name, l, 5, (double)e->bytes);
+					break;
+				case CM_DURATION:
+				case CM_TIMED_BYTES:
+					for (unsigned k = 0; k < NW_SAMPLE_NSRC; k++) {
+						const struct nw_sample_timing *t = &e->t[k];
+						if (!t->count)
+							continue;
+						l[5] = (struct nw_label){ "source", nws_src_name(sample_src[k]) };
+						if (which == CM_DURATION)
+							nw_prom_histogram(out, coll_fam[which].name, l, 6, le, t->hist,
+							                  NW_SAMPLE_NBOUNDS, (double)t->sum_ns / 1e9);
+						else
+							nw_prom_sample(out, coll_fam[which].name, l, 6, (double)t->bytes);
+					}
+					break;
+				default: {
+					struct nw_sample_ent d;
+					nw_sample_delta(e, prev ? nw_sample_find(prev, r, op, b) : NULL, &d);
+					const struct nw_sample_timing *t;
+					if (nw_sample_best(&d, &t) < 0)
+						break; /* nothing timed in the window: absent, not 0 */
+					l[5] = (struct nw_label){ "nranks", lb.nranks };
+					double bw = (double)t->bytes / ((double)t->sum_ns / 1e9) *
+					            nws_busbw_factor(op, r->hdr.nranks);
+					nw_prom_sample(out, coll_fam[which].name, l, 6, bw);
+					break;
+				}
+				}
+			}
+		}
+	}
+}
+
+static void write_lateness(struct nw_prom *out, const struct nw_metrics *m, const struct nw_sf_set *set,
+                           const unsigned char *keep)
+{
+	size_t ncomm = nw_sf_comms(set, NULL, 0);
+	if (!ncomm || !set->n)
+		return;
+	uint64_t *comms = nw_calloc(ncomm, sizeof(*comms));
+	nw_sf_comms(set, comms, ncomm);
+	/* every rank appears in at most one communicator's analysis: set->n entries suffice */
+	struct nw_sf_late *late = nw_calloc(set->n, sizeof(*late));
+	size_t nl = 0;
+	for (size_t c = 0; c < ncomm; c++)
+		nl += nw_sf_stragglers(set, comms[c], m->late_window, late + nl, set->n - nl);
+	static const char *const names[3] = {
+		"ncclwatch_rank_lateness_seconds", "ncclwatch_rank_lateness_max_seconds",
+		"ncclwatch_rank_last_arrival_ratio",
+	};
+	static const char *const helps[3] = {
+		"mean time this rank reached the recent collectives its local peers also ran after the earliest of them (a straggler makes the others wait)",
+		"largest such lateness over the same collectives",
+		"share of those collectives this rank reached last (0..1)",
+	};
+	for (int f = 0; f < 3; f++) {
+		int started = 0;
+		for (size_t i = 0; i < nl; i++) {
+			const struct nw_sf_rank *r = late[i].r;
+			if (!late[i].nseq || !r || !keep[r - set->ranks])
+				continue;
+			struct rank_labels lb;
+			rank_labels(r, &lb);
+			const char *basis = late[i].kernel_based ? "kernel" : "enqueue";
+			struct nw_label l[4] = {
+				{ "host", r->hdr.hostname }, { "comm", lb.comm }, { "rank", lb.rank },
+				{ "basis", basis },
+			};
+			double v = f == 0 ? late[i].mean_late_us / 1e6
+			         : f == 1 ? late[i].max_late_us / 1e6
+			         : (double)late[i].nlast / (double)late[i].nseq;
+			if (!started) {
+				nw_prom_family(out, names[f], "gauge", helps[f]);
+				started = 1;
+			}
+			nw_prom_sample(out, names[f], l, 4, v);
+		}
+	}
+	free(late);
+	free(comms);
+}
+
+/* The exporter's own figures and the file counts (always written). */
+static void write_exporter(struct nw_prom *out, const struct nw_metrics *m, const struct nw_sf_set *set,
+                           const char *host)
+{
+	size_t count[5] = { 0 };
+	static const char *const state[5] = { "live", "finished", "disabled", "stale", "bad" };
+	for (size_t i = 0; set && i < set->n; i++) {
+		switch (set->ranks[i].live) {
+		case NW_SF_LIVE: count[0]++; break;
+		case NW_SF_FINISHED: count[1]++; break;
+		case NW_SF_DISABLED: count[2]++; break;
+		default: count[3]++; break;
+		}
+	}
+	count[4] = set ? set->nbad : 0;
+	nw_prom_family(out, "ncclwatch_stats_files", "gauge",
+	               "stats files in the exporter's directory, by state (stale: the process is gone; bad: unreadable)");
+	for (int s = 0; s < 5; s++) {
+		struct nw_label l[2] = { { "host", host }, { "state", state[s] } };
+		nw_prom_sample(out, "ncclwatch_stats_files", l, 2, (double)count[s]);
+	}
+	struct nw_label hl[1] = { { "host", host } };
+	nw_prom_family(out, "ncclwatch_exporter_scrapes_total", "counter", "scrapes the exporter answered");
+	nw_prom_sample(out, "ncclwatch_exporter_scrapes_total", hl, 1, (double)m->scrapes);
+	nw_prom_family(out, "ncclwatch_exporter_scrape_errors_total", "counter",
+	               "scrapes that could not read the stats directory, plus stats files that could not be used");
+	nw_prom_sample(out, "ncclwatch_exporter_scrape_errors_total", hl, 1, (double)m->scrape_errors);
+	struct nw_label vl[2] = { { "host", host }, { "version", NW_VERSION } };
+	nw_prom_family(out, "ncclwatch_exporter_build_info", "gauge", "1, with the exporter's version");
+	nw_prom_sample(out, "ncclwatch_exporter_build_info", vl, 2, 1);
+	if (m->nbl) {
+		nw_prom_family(out, "ncclwatch_busbw_baseline_bytes_per_second", "gauge",
+		               "expected busbw per op, size bucket and rank count, from the bench result given with --baseline");
+		for (size_t k = 0; k < m->nbl; k++) {
+			char size[32], nr[16];
+			nw_metrics_size_label(m->bl[k].bucket, size, sizeof(size));
+			snprintf(nr, sizeof(nr), "%d", m->bl[k].nranks);
+			struct nw_label l[3] = { { "op", nws_op_name(m->bl[k].op) }, { "size", size }, { "nranks", nr } };
+			nw_prom_sample(out, "ncclwatch_busbw_baseline_bytes_per_second", l, 3, m->bl[k].busbw);
+		}
+	}
+}
+
+static double realtime_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void nw_metrics_write(const struct nw_metrics *m, const struct nw_sf_set *set,
+                      const struct nw_sample *now, const struct nw_sample *prev,
+                      struct nw_prom *out)
+{
+	unsigned char *keep = nw_calloc(set->n ? set->n : 1, 1);
+	choose(m, set, keep);
+	double t = realtime_now();
+	for (int k = 0; k < RM_N; k++)
+		write_rank_family(out, (enum rank_metric)k, set, keep, t);
+	for (int k = 0; k < CM_N; k++)
+		write_coll_family(out, (enum coll_metric)k, set, keep, now, prev);
+	write_lateness(out, m, set, keep);
+	free(keep);
+}
+
+int nw_metrics_scrape(struct nw_metrics *m, double now, struct nw_prom *out, char *err,
+                      size_t errlen)
+{
+	struct nw_sf_set set;
+	char host[256];
+	nw_hostname(host, sizeof(host));
+	m->scrapes++;
+	if (nw_sf_load(m->dir, &set, err, errlen) < 0) {
+		m->scrape_errors++;
+		write_exporter(out, m, NULL, host);
+		return -1;
+	}
+	if (set.nbad) {
+		m->scrape_errors += set.nbad;
+		nw_seterr(err, errlen, "cannot use '%s': %s", set.bad[0].path, set.bad[0].why);
+	}
+	struct nw_sample cur;
+	nw_sample_take(&set, now, &cur);
+	const struct nw_sample *prev = m->have_base ? &m->base : NULL;
+	nw_metrics_write(m, &set, &cur, prev, out);
+	write_exporter(out, m, &set, host);
+	/* keep a sample about one window old for the next scrapes' busbw */
+	if (!m->have_cand) {
+		nw_sample_move(&m->cand, &cur);
+		m->have_cand = 1;
+	} else if (now - m->cand.t >= m->window_s) {
+		nw_sample_move(&m->base, &m->cand);
+		m->have_base = 1;
+		nw_sample_move(&m->cand, &cur);
+	}
+	nw_sample_free(&cur);
+	nw_sf_free(&set);
+	return 0;
+}

@@ -1,0 +1,72 @@
+/*
+ * metrics: the exporter's Prometheus metrics (docs/metrics.md) from the
+ * plugin's stats files of one host.
+ *
+ * struct nw_metrics is the exporter's memory between scrapes: the stats
+ * directory, a sample a little older than the scrape window (for live busbw
+ * gauges), counters of scrapes and scrape errors, and an optional busbw
+ * baseline read from a bench result file. Owned by the caller; one scrape
+ * at a time (the HTTP server serialises them).
+ */
+#ifndef NW_METRICS_H
+#define NW_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export/promtext.h"
+#include "export/sample.h"
+#include "export/statsfile.h"
+
+struct nw_baseline {
+	unsigned op;       /* enum nws_op */
+	unsigned bucket;   /* nws size bucket */
+	int nranks;
+	double busbw;      /* bytes/s */
+};
+
+struct nw_metrics {
+	char dir[512];
+	int all;             /* also export stale files (dead processes) */
+	size_t late_window;  /* collectives compared for lateness (0: whole rings) */
+	double window_s;     /* busbw gauges cover at least this many seconds */
+	struct nw_sample base, cand;
+	int have_base, have_cand;
+	uint64_t scrapes, scrape_errors;
+	struct nw_baseline *bl;  /* owned */
+	size_t nbl;
+};
+
+/* Set up m for dir (copied). */
+void nw_metrics_init(struct nw_metrics *m, const char *dir, int all, double window_s);
+void nw_metrics_free(struct nw_metrics *m);
+
+/*
+ * Read a bench result (ncclwatch JSON, docs/results.md) as the busbw
+ * baseline: per op, size bucket and rank count, the best busbw of its
+ * rows. Returns 0, or -1 with err filled.
+ */
+int nw_metrics_load_baseline(struct nw_metrics *m, const char *path, char *err, size_t errlen);
+
+/*
+ * One scrape at monotonic time now: load the directory, append every
+ * metric to out. A directory that cannot be read still yields the
+ * exporter's own metrics (with the error counted); returns -1 then, with
+ * err filled, else 0. Bad files are counted as scrape errors and named in
+ * err (the first one) while the scrape still returns 0.
+ */
+int nw_metrics_scrape(struct nw_metrics *m, double now, struct nw_prom *out, char *err,
+                      size_t errlen);
+
+/*
+ * The metrics of one loaded set: now is a sample of set, prev an older one
+ * or NULL (busbw gauges then cover each file's whole life).
+ */
+void nw_metrics_write(const struct nw_metrics *m, const struct nw_sf_set *set,
+                      const struct nw_sample *now, const struct nw_sample *prev,
+                      struct nw_prom *out);
+
+/* Size-bucket label of a bucket: its smallest size, "0", "1", ..., "64K", "1G". */
+void nw_metrics_size_label(unsigned bucket, char *buf, size_t len);
+
+#endif

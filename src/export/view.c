@@ -1,0 +1,285 @@
+/* The table of `ncclwatch top` (see view.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/hist.h"
+#include "export/view.h"
+#include "util/util.h"
+
+static const char *const sort_names[NW_VIEW_NSORT] = { "comm", "busbw", "rate", "time", "busy" };
+
+int nw_view_sort_find(const char *name)
+{
+	if (!strcmp(name, "calls"))
+		return NW_VIEW_SORT_RATE;
+	for (int i = 0; i < NW_VIEW_NSORT; i++)
+		if (!strcmp(name, sort_names[i]))
+			return i;
+	return -1;
+}
+
+const char *nw_view_sort_name(enum nw_view_sort s)
+{
+	return (unsigned)s < NW_VIEW_NSORT ? sort_names[s] : "comm";
+}
+
+static int comm_matches(const struct nw_sf_rank *r, const char *want)
+{
+	if (!want || !*want)
+		return 1;
+	char hex[17];
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)r->hdr.comm_hash);
+	return !strncmp(hex, want, strlen(want)) || strstr(r->hdr.comm_name, want);
+}
+
+/* Sum of one rank's op over every size bucket: now minus prev (or life). */
+static void op_delta(const struct nw_sf_rank *r, unsigned op, const struct nw_sample *now,
+                     const struct nw_sample *prev, struct nw_sample_ent *sum,
+                     struct nw_sample_ent *life)
+{
+	memset(sum, 0, sizeof(*sum));
+	memset(life, 0, sizeof(*life));
+	for (unsigned b = 0; b < NWS_NBUCKETS; b++) {
+		const struct nw_sample_ent *e = nw_sample_find(now, r, op, b);
+		if (!e)
+			continue;
+		struct nw_sample_ent d;
+		nw_sample_delta(e, prev ? nw_sample_find(prev, r, op, b) : NULL, &d);
+		nw_sample_add(sum, &d);
+		nw_sample_add(life, e);
+	}
+}
+
+/* Lateness of every rank of every communicator in set, into the rows. */
+static void fill_lateness(const struct nw_sf_set *set, size_t window, struct nw_view *v)
+{
+	size_t ncomm = nw_sf_comms(set, NULL, 0);
+	if (!ncomm)
+		return;
+	uint64_t *comms = nw_calloc(ncomm, sizeof(*comms));
+	nw_sf_comms(set, comms, ncomm);
+	struct nw_sf_late *late = nw_calloc(set->n ? set->n : 1, sizeof(*late));
+	for (size_t c = 0; c < ncomm; c++) {
+		size_t nl = nw_sf_stragglers(set, comms[c], window, late, set->n);
+		for (size_t i = 0; i < nl; i++) {
+			if (!late[i].nseq)
+				continue;
+			for (size_t k = 0; k < v->n; k++) {
+				struct nw_view_row *row = &v->rows[k];
+				if (row->comm_hash != comms[c] || row->rank != late[i].rank ||
+				    row->pid != late[i].r->hdr.pid)
+					continue;
+				row->late_us = late[i].mean_late_us;
+				/* a tie is nobody's fault: mark only a clear last */
+				row->straggler = i == 0 && nl >= 2 && late[0].mean_late_us > late[1].mean_late_us;
+			}
+		}
+	}
+	free(late);
+	free(comms);
+}
+
+static int cmp_num_desc(double a, double b)
+{
+	/* unknown values (NAN, negative) sort last */
+	int ua = isnan(a) || a < 0, ub = isnan(b) || b < 0;
+	if (ua != ub)
+		return ua - ub;
+	if (ua)
+		return 0;
+	return a > b ? -1 : a < b ? 1 : 0;
+}
+
+static int cmp_comm(const struct nw_view_row *a, const struct nw_view_row *b)
+{
+	if (a->comm_hash != b->comm_hash)
+		return a->comm_hash < b->comm_hash ? -1 : 1;
+	if (a->op != b->op)
+		return a->op < b->op ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
+static int cmp_row(const void *pa, const void *pb, void *ctx)
+{
+	const struct nw_view_row *a = pa, *b = pb;
+	const enum nw_view_sort *key = ctx;
+	int c = 0;
+	switch (*key) {
+	case NW_VIEW_SORT_BUSBW:
+		c = cmp_num_desc(a->src >= 0 ? a->busbw_gbs : NAN, b->src >= 0 ? b->busbw_gbs : NAN);
+		break;
+	case NW_VIEW_SORT_RATE:
+		c = cmp_num_desc(a->calls_per_s, b->calls_per_s);
+		break;
+	case NW_VIEW_SORT_TIME:
+		c = cmp_num_desc(a->p50_us, b->p50_us);
+		break;
+	case NW_VIEW_SORT_BUSY:
+		c = cmp_num_desc(a->busy, b->busy);
+		break;
+	default:
+		break;
+	}
+	return c ? c : cmp_comm(a, b);
+}
+
+void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
+                   const struct nw_sample *prev, const struct nw_view_opts *o, struct nw_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->nfiles = set->n;
+	v->nbad = set->nbad;
+	double le[NW_SAMPLE_NBOUNDS];
+	nw_sample_bounds(le);
+	size_t cap = 0;
+	double dt = prev && now ? now->t - prev->t : 0;
+	for (size_t i = 0; i < set->n; i++) {
+		const struct nw_sf_rank *r = &set->ranks[i];
+		switch (r->live) {
+		case NW_SF_LIVE: v->nlive++; break;
+		case NW_SF_FINISHED: v->nfinished++; break;
+		case NW_SF_DISABLED: v->ndisabled++; break;
+		default: v->nstale++; break;
+		}
+		if (r->live == NW_SF_STALE && !o->all) {
+			v->nhidden++;
+			continue;
+		}
+		if (!comm_matches(r, o->comm))
+			continue;
+		double life_s = r->hdr.updated_ns > r->hdr.created_ns
+		                ? (double)(r->hdr.updated_ns - r->hdr.created_ns) * 1e-9 : 0;
+		double busy = nw_sf_busy_est(r);
+		for (unsigned op = 0; op < NWS_NOPS; op++) {
+			if (o->op && *o->op && !strstr(nws_op_name(op), o->op))
+				continue;
+			struct nw_sample_ent d, life;
+			op_delta(r, op, now, dt > 0 ? prev : NULL, &d, &life);
+			if (!life.count)
+				continue;
+			if (v->n == cap) {
+				cap = cap ? cap * 2 : 32;
+				v->rows = nw_realloc(v->rows, cap * sizeof(*v->rows));
+			}
+			struct nw_view_row *row = &v->rows[v->n++];
+			memset(row, 0, sizeof(*row));
+			row->comm_hash = r->hdr.comm_hash;
+			nw_strlcpy(row->comm_name, r->hdr.comm_name, sizeof(row->comm_name));
+			nw_strlcpy(row->host, r->hdr.hostname, sizeof(row->host));
+			row->pid = r->hdr.pid;
+			row->rank = r->hdr.rank;
+			row->nranks = r->hdr.nranks;
+			row->op = op;
+			row->live = r->live;
+			row->calls = life.count;
+			row->bytes = life.bytes;
+			row->interval = dt > 0;
+			if (dt > 0)
+				row->calls_per_s = (double)d.count / dt;
+			else
+				row->calls_per_s = life_s > 0 ? (double)life.count / life_s : NAN;
+			/* times: the interval's when it timed anything, else the life's */
+			const struct nw_sample_timing *t;
+			row->src = nw_sample_best(&d, &t);
+			if (row->src < 0)
+				row->src = nw_sample_best(&life, &t);
+			row->p50_us = row->p99_us = NAN;
+			if (row->src >= 0) {
+				double secs = (double)t->sum_ns * 1e-9;
+				row->busbw_gbs = (double)t->bytes / secs / 1e9 * nws_busbw_factor(op, row->nranks);
+				row->p50_us = nw_hist_quantile(le, t->hist, NW_SAMPLE_NBOUNDS, 0.5) * 1e6;
+				row->p99_us = nw_hist_quantile(le, t->hist, NW_SAMPLE_NBOUNDS, 0.99) * 1e6;
+			}
+			row->busy = busy;
+			row->late_us = NAN;
+		}
+	}
+	fill_lateness(set, o->late_window, v);
+	enum nw_view_sort key = o->sort;
+	if (v->n > 1)
+		qsort_r(v->rows, v->n, sizeof(*v->rows), cmp_row, &key);
+}
+
+void nw_view_free(struct nw_view *v)
+{
+	free(v->rows);
+	memset(v, 0, sizeof(*v));
+}
+
+void nw_view_format_us(double us, char *buf, size_t len)
+{
+	if (isnan(us))
+		snprintf(buf, len, "-");
+	else if (us < 1)
+		snprintf(buf, len, "%.0fns", us * 1e3);
+	else if (us < 1e3)
+		snprintf(buf, len, "%.1fus", us);
+	else if (us < 1e6)
+		snprintf(buf, len, "%.2fms", us / 1e3);
+	else
+		snprintf(buf, len, "%.2fs", us / 1e6);
+}
+
+#define ROW_FMT "%-16s %-10.10s %-9.9s %5s %-14s %-8s %10s %16s %9s %10s %8s %8s %5s %-6s %9s"
+
+void nw_view_format_header(char *buf, size_t len)
+{
+	snprintf(buf, len, ROW_FMT, "COMM", "NAME", "STATE", "RANK", "OP", "HOST", "CALLS", "BYTES",
+	         "CALLS/S", "BUSBW GB/s", "P50", "P99", "BUSY%", "SRC", "LATE");
+}
+
+/* The figures of a row as text, shared by both layouts. */
+struct row_text {
+	char comm[17], rank[16], calls[24], bytes[24], rate[24], bw[24], p50[16], p99[16], busy[16], late[16];
+};
+
+static void row_text(const struct nw_view_row *r, struct row_text *t)
+{
+	snprintf(t->comm, sizeof(t->comm), "%016llx", (unsigned long long)r->comm_hash);
+	snprintf(t->rank, sizeof(t->rank), "%d%s", r->rank, r->straggler ? "*" : "");
+	snprintf(t->calls, sizeof(t->calls), "%llu", (unsigned long long)r->calls);
+	snprintf(t->bytes, sizeof(t->bytes), "%llu", (unsigned long long)r->bytes);
+	if (isnan(r->calls_per_s))
+		snprintf(t->rate, sizeof(t->rate), "-");
+	else
+		snprintf(t->rate, sizeof(t->rate), "%.1f", r->calls_per_s);
+	if (r->src >= 0)
+		snprintf(t->bw, sizeof(t->bw), "%.2f", r->busbw_gbs);
+	else
+		snprintf(t->bw, sizeof(t->bw), "-");
+	nw_view_format_us(r->p50_us, t->p50, sizeof(t->p50));
+	nw_view_format_us(r->p99_us, t->p99, sizeof(t->p99));
+	if (r->busy >= 0)
+		snprintf(t->busy, sizeof(t->busy), "%.1f", r->busy * 100);
+	else
+		snprintf(t->busy, sizeof(t->busy), "-");
+	nw_view_format_us(r->late_us, t->late, sizeof(t->late));
+}
+
+void nw_view_format_row(char *buf, size_t len, const struct nw_view_row *r)
+{
+	struct row_text t;
+	row_text(r, &t);
+	snprintf(buf, len, ROW_FMT, t.comm, r->comm_name[0] ? r->comm_name : "-", nw_sf_live_name(r->live),
+	         t.rank, nws_op_name(r->op), r->host, t.calls, t.bytes, t.rate, t.bw, t.p50, t.p99, t.busy,
+	         r->src >= 0 ? nws_src_name((unsigned)r->src) : "-", t.late);
+}
+
+#define COMPACT_FMT "%-8.8s %5s %-14s %8s %10s %8s %8s %5s %-6s %8s"
+
+void nw_view_format_header_compact(char *buf, size_t len)
+{
+	snprintf(buf, len, COMPACT_FMT, "COMM", "RANK", "OP", "CALLS/S", "BUSBW GB/s", "P50", "P99",
+	         "BUSY%", "SRC", "LATE");
+}
+
+void nw_view_format_row_compact(char *buf, size_t len, const struct nw_view_row *r)
+{
+	struct row_text t;
+	row_text(r, &t);
+	snprintf(buf, len, COMPACT_FMT, t.comm, t.rank, nws_op_name(r->op), t.rate, t.bw, t.p50, t.p99,
+	         t.busy, r->src >= 0 ? nws_src_name((unsigned)r->src) : "-", t.late);
+}

@@ -1,0 +1,88 @@
+/*
+ * view: the table `ncclwatch top` shows, built from the loaded stats files
+ * and two samples (rates over the last interval), then filtered and sorted.
+ * One row per communicator x rank x op (all size buckets together). The
+ * module only computes; cmd/top.c draws it (ncurses or plain text).
+ */
+#ifndef NW_VIEW_H
+#define NW_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export/sample.h"
+#include "export/statsfile.h"
+
+enum nw_view_sort {
+	NW_VIEW_SORT_COMM,   /* communicator, op, rank (the default) */
+	NW_VIEW_SORT_BUSBW,  /* busbw, highest first */
+	NW_VIEW_SORT_RATE,   /* calls/s, highest first */
+	NW_VIEW_SORT_TIME,   /* p50 time, longest first */
+	NW_VIEW_SORT_BUSY,   /* busy %, highest first */
+	NW_VIEW_NSORT
+};
+
+struct nw_view_opts {
+	enum nw_view_sort sort;
+	const char *op;     /* show only ops whose name contains this; NULL: all */
+	const char *comm;   /* show only comms whose hex id starts with, or name contains, this */
+	int all;            /* also show stale files (dead processes) */
+	size_t late_window; /* collectives compared for lateness (0: all in the rings) */
+};
+
+struct nw_view_row {
+	uint64_t comm_hash;
+	char comm_name[64];
+	char host[64];
+	int32_t pid;
+	int rank, nranks;
+	unsigned op;              /* enum nws_op */
+	enum nw_sf_live live;
+	uint64_t calls, bytes;    /* since the rank started */
+	double calls_per_s;       /* over the interval (or the file's life, see `interval`) */
+	int src;                  /* nws_src of the times, -1 when none was timed */
+	double busbw_gbs;         /* GB/s (1e9), valid when src >= 0 */
+	double p50_us, p99_us;    /* NAN when not timed */
+	double busy;              /* 0..1, -1 unknown (per comm rank, same for its ops) */
+	double late_us;           /* mean lateness vs the earliest rank; NAN unknown */
+	int straggler;            /* this rank arrives last most: the others wait for it */
+	int interval;             /* 1: rates over the last interval; 0: over the file's life */
+};
+
+struct nw_view {
+	struct nw_view_row *rows; /* owned */
+	size_t n;
+	size_t nfiles, nlive, nfinished, ndisabled, nstale, nbad, nhidden;
+};
+
+/* Parse a sort key name ("busbw", "rate", "calls", "time", "busy", "comm"); -1 unknown. */
+int nw_view_sort_find(const char *name);
+const char *nw_view_sort_name(enum nw_view_sort s);
+
+/*
+ * Build v from set. now is a sample of set; prev an older one (NULL: rates
+ * over each file's life, created_ns to updated_ns). v is zeroed first;
+ * free with nw_view_free.
+ */
+void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
+                   const struct nw_sample *prev, const struct nw_view_opts *o, struct nw_view *v);
+void nw_view_free(struct nw_view *v);
+
+/*
+ * Text of the table, shared by the terminal view and --once: the column
+ * header and one row (no newline), each at most NW_VIEW_LINE bytes. The
+ * straggler's rank carries a '*' ("3*"); a stale rank's state says "stale".
+ */
+#define NW_VIEW_LINE 256
+void nw_view_format_header(char *buf, size_t len);
+void nw_view_format_row(char *buf, size_t len, const struct nw_view_row *r);
+/*
+ * The same for narrow terminals (about 90 columns): communicator id cut to
+ * its first 8 hex digits; no name, state, host, calls or bytes columns.
+ */
+void nw_view_format_header_compact(char *buf, size_t len);
+void nw_view_format_row_compact(char *buf, size_t len, const struct nw_view_row *r);
+/* A duration in us as "850ns", "12.3us", "4.56ms", "1.20s"; "-" for NAN. */
+void nw_view_format_us(double us, char *buf, size_t len);
+
+#endif

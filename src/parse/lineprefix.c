@@ -1,0 +1,240 @@
+#include "parse/lineprefix.h"
+
+#include <string.h>
+
+#include "util/util.h"
+
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int is_host_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '-' ||
+	       c == '.' || c == '_';
+}
+
+/* Remove ANSI escape sequences (CSI "ESC [ ... final" and two-byte ESC x) in place. */
+static size_t strip_ansi(char *s, size_t len)
+{
+	size_t r = 0, w = 0;
+	while (r < len) {
+		if (s[r] != '\x1b') {
+			s[w++] = s[r++];
+			continue;
+		}
+		r++;
+		if (r < len && s[r] == '[') {
+			r++;
+			while (r < len && !((s[r] >= '@' && s[r] <= '~')))
+				r++;
+			if (r < len)
+				r++;
+		} else if (r < len) {
+			r++;
+		}
+	}
+	return w;
+}
+
+/* Append s[0..n) to the tag (stacked prefixes are joined with '/'). */
+static void set_tag(struct nw_lp *lp, const char *s, size_t n)
+{
+	if (!lp)
+		return;
+	size_t used = strlen(lp->tag);
+	if (used && used + 1 < sizeof(lp->tag))
+		lp->tag[used++] = '/';
+	if (n >= sizeof(lp->tag) - used)
+		n = sizeof(lp->tag) - used - 1;
+	memcpy(lp->tag + used, s, n);
+	lp->tag[used + n] = '\0';
+}
+
+/* Skip one space or tab after a prefix. */
+static size_t skip_one_space(const char *s, size_t len, size_t i)
+{
+	if (i < len && (s[i] == ' ' || s[i] == '\t'))
+		i++;
+	return i;
+}
+
+/* "[1,3]<stdout>:" (Open MPI --tag-output). Returns its length or 0. */
+static size_t mpi_tag(const char *s, size_t len, struct nw_lp *lp)
+{
+	size_t i = 1;
+	if (len < 14 || s[0] != '[')
+		return 0;
+	while (i < len && is_digit(s[i]))
+		i++;
+	if (i == 1 || i >= len || s[i] != ',')
+		return 0;
+	i++;
+	size_t d = i;
+	while (i < len && is_digit(s[i]))
+		i++;
+	if (i == d || i >= len || s[i] != ']')
+		return 0;
+	size_t close = i;
+	i++;
+	if (len - i >= 9 && (!memcmp(s + i, "<stdout>:", 9) || !memcmp(s + i, "<stderr>:", 9))) {
+		set_tag(lp, s + 1, close - 1);
+		return skip_one_space(s, len, i + 9);
+	}
+	return 0;
+}
+
+/* "[rank3]:" or "[default0]:" (PyTorch, torchrun --tee). Returns its length or 0. */
+static size_t bracket_rank_tag(const char *s, size_t len, struct nw_lp *lp)
+{
+	size_t i = 1;
+	if (len < 4 || s[0] != '[')
+		return 0;
+	while (i < len && i < 24 && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
+		i++;
+	size_t d = i;
+	while (i < len && is_digit(s[i]))
+		i++;
+	if (i == d || i + 1 >= len || s[i] != ']' || s[i + 1] != ':')
+		return 0;
+	set_tag(lp, s + 1, i - 1);
+	return skip_one_space(s, len, i + 2);
+}
+
+/* Ray's worker prefix "(RayWorkerWrapper pid=803, ip=10.0.0.7) " or "(pid=803) ". */
+static size_t ray_tag(const char *s, size_t len, struct nw_lp *lp)
+{
+	if (len < 8 || s[0] != '(')
+		return 0;
+	const char *close = memchr(s, ')', len < 200 ? len : 200);
+	if (!close || !memmem(s, (size_t)(close - s), "pid=", 4))
+		return 0;
+	size_t i = (size_t)(close - s) + 1;
+	if (i < len && s[i] != ' ')
+		return 0;
+	set_tag(lp, s + 1, (size_t)(close - s) - 1);
+	return skip_one_space(s, len, i);
+}
+
+/* A leading timestamp: "2026-11-30T11:39:33.123456Z ", "2026-11-30 11:39:33,123 ", "[2026-11-30 11:39:33] ". */
+static size_t timestamp(const char *s, size_t len)
+{
+	size_t i = 0;
+	int bracket = 0;
+	if (len && s[0] == '[') {
+		bracket = 1;
+		i = 1;
+	}
+	if (len - i < 19)
+		return 0;
+	const char *p = s + i;
+	if (!(is_digit(p[0]) && is_digit(p[1]) && is_digit(p[2]) && is_digit(p[3]) && p[4] == '-' &&
+	      is_digit(p[5]) && is_digit(p[6]) && p[7] == '-' && is_digit(p[8]) && is_digit(p[9]) &&
+	      (p[10] == 'T' || p[10] == ' ') && is_digit(p[11]) && is_digit(p[12]) && p[13] == ':' &&
+	      is_digit(p[14]) && is_digit(p[15]) && p[16] == ':' && is_digit(p[17]) && is_digit(p[18])))
+		return 0;
+	i += 19;
+	while (i < len && (is_digit(s[i]) || s[i] == '.' || s[i] == ',' || s[i] == 'Z' || s[i] == '+' ||
+	                   s[i] == ':' || (s[i] == '-' && i + 1 < len && is_digit(s[i + 1]))))
+		i++;
+	if (bracket) {
+		if (i >= len || s[i] != ']')
+			return 0;
+		i++;
+	}
+	if (i < len && s[i] != ' ' && s[i] != '\t')
+		return 0;
+	return skip_one_space(s, len, i);
+}
+
+size_t nw_lp_nccl_prefix(const char *s, size_t len)
+{
+	size_t i = 0;
+	while (i < len && is_host_char(s[i]))
+		i++;
+	if (i == 0 || i >= len || s[i] != ':')
+		return 0;
+	/* ":pid:tid", or ":pid" alone in some builds */
+	for (int field = 0; field < 2; field++) {
+		size_t d = ++i;
+		while (i < len && is_digit(s[i]))
+			i++;
+		if (i == d || i >= len)
+			return 0;
+		if (s[i] != ':')
+			break;
+	}
+	if (s[i] != ' ')
+		return 0;
+	i++;
+	if (i >= len || s[i] != '[')
+		return 0;
+	i++;
+	if (i < len && s[i] == '-')
+		i++;
+	size_t d = i;
+	while (i < len && is_digit(s[i]))
+		i++;
+	if (i == d || i + 1 >= len || s[i] != ']' || s[i + 1] != ' ')
+		return 0;
+	return i + 2;
+}
+
+/*
+ * Text after a pdsh/srun prefix that we accept as program output: NCCL's
+ * line, nccl-tests' ("#", or a row starting with blanks), or another
+ * launcher prefix. Not any "word: text", which would eat the names of
+ * Python exceptions ("DistBackendError: [1] is setting up ...").
+ */
+static int looks_like_output(const char *s, size_t len)
+{
+	if (!len || s[0] == '#' || s[0] == ' ')
+		return 1;
+	return nw_lp_nccl_prefix(s, len) > 0 || mpi_tag(s, len, NULL) || bracket_rank_tag(s, len, NULL) ||
+	       ray_tag(s, len, NULL) || timestamp(s, len);
+}
+
+/* "host: " (pdsh, clush) or "3: " (srun --label), only before program output. */
+static size_t host_tag(const char *s, size_t len, struct nw_lp *lp)
+{
+	size_t i = 0;
+	while (i < len && i < 64 && s[i] == ' ')
+		i++;
+	size_t start = i;
+	while (i < len && i < 128 && is_host_char(s[i]))
+		i++;
+	if (i == start || i + 1 >= len || s[i] != ':' || s[i + 1] != ' ')
+		return 0;
+	size_t end = i;
+	i += 2;
+	if (!looks_like_output(s + i, len - i))
+		return 0;
+	set_tag(lp, s + start, end - start);
+	return i;
+}
+
+size_t nw_lp_strip(char *line, size_t len, size_t *newlen, struct nw_lp *lp)
+{
+	if (lp)
+		lp->tag[0] = '\0';
+	if (memchr(line, '\x1b', len))
+		len = strip_ansi(line, len);
+	size_t off = 0;
+	for (int round = 0; round < 6; round++) {
+		const char *s = line + off;
+		size_t n = len - off, k;
+		if (n && s[0] != '[' && s[0] != '(' && !is_digit(s[0]) && !is_host_char(s[0]) && s[0] != ' ')
+			break;
+		if (nw_lp_nccl_prefix(s, n))
+			break;
+		if ((k = mpi_tag(s, n, lp)) || (k = bracket_rank_tag(s, n, lp)) || (k = ray_tag(s, n, lp)) || (k = timestamp(s, n)) ||
+		    (k = host_tag(s, n, lp))) {
+			off += k;
+			continue;
+		}
+		break;
+	}
+	*newlen = len - off;
+	return off;
+}

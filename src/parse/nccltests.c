@@ -1,0 +1,933 @@
+#include "parse/nccltests.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/coll.h"
+#include "parse/lineprefix.h"
+#include "util/util.h"
+
+#define NT_MAX_LINE 8192     /* longer lines are not nccl-tests output */
+#define NT_MAX_STREAMS 64    /* launcher streams ("[1,3]<stdout>:") kept apart */
+#define NT_MAX_SUB 64        /* processes repeating the same table in one stream */
+#define NT_MAX_HOSTS 16
+#define NT_MAX_GPUNAMES 8
+#define NT_MAX_TOKENS 40
+#define NT_MAX_INPUT ((size_t)1 << 30)
+
+struct nt_gpu {
+	char name[96];
+	int n;
+};
+
+/* What one output stream has said so far about the run it is printing. */
+struct nt_stream {
+	char tag[48];
+	struct nw_run *sub;  /* one table per process printing it, NT_MAX_SUB at most */
+	int nsub, cap_sub;
+	char op[24];
+	char nt_version[32];
+	int nccl_code;
+	long nthread, ngpus, iters, warmup, validation, graph;
+	int ranks_seen[64];  /* distinct rank numbers of the device list (first 64) */
+	int nranks_seen;
+	int dup_ranks;       /* Rank lines whose number was already listed */
+	char hosts[NT_MAX_HOSTS][64];
+	int nhosts;
+	struct nt_gpu gpus[NT_MAX_GPUNAMES];
+	int ngpunames;
+	int error_column;
+	int have_oob;
+	int64_t oob;
+	int have_avg;
+	double avg;
+	char pending[1024];  /* a row cut by NCCL log lines, rebuilt piece by piece */
+	size_t plen;
+};
+
+struct nt_ctx {
+	const char *name;
+	struct nw_run *runs;
+	size_t nruns, cap;
+	size_t unparsed;
+	struct nt_stream *streams[NT_MAX_STREAMS];
+	int nstreams;
+	char known_hosts[NT_MAX_HOSTS][64]; /* hosts named at the start of NCCL log lines */
+	int nknown;
+};
+
+struct tok {
+	const char *s;
+	size_t n;
+	size_t col;
+};
+
+/* Forget what a stream said (its tables are released), keeping its tag. */
+static void stream_reset(struct nt_stream *st)
+{
+	char tag[sizeof(st->tag)];
+	memcpy(tag, st->tag, sizeof(tag));
+	for (int i = 0; i < st->nsub; i++)
+		nw_run_release(&st->sub[i]);
+	free(st->sub);
+	memset(st, 0, sizeof(*st));
+	memcpy(st->tag, tag, sizeof(tag));
+	st->nthread = st->ngpus = st->iters = st->warmup = st->validation = st->graph = -1;
+	st->nccl_code = -1;
+}
+
+/* Split s[0..n) at blanks into at most max tokens (with their columns); -1 when there are more. */
+static int tokenize(const char *s, size_t n, struct tok *t, int max)
+{
+	int k = 0;
+	size_t i = 0;
+	while (i < n) {
+		while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
+			i++;
+		if (i >= n)
+			break;
+		size_t st = i;
+		while (i < n && s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			i++;
+		if (k == max)
+			return -1;
+		t[k].s = s + st;
+		t[k].n = i - st;
+		t[k].col = st;
+		k++;
+	}
+	return k;
+}
+
+static int tok_is(const struct tok *t, const char *w)
+{
+	size_t n = strlen(w);
+	return t->n == n && !memcmp(t->s, w, n);
+}
+
+/* A token as a finite or infinite double (whole token must be consumed). */
+static int tok_double(const struct tok *t, double *v)
+{
+	char buf[64];
+	if (!t->n || t->n >= sizeof(buf))
+		return -1;
+	memcpy(buf, t->s, t->n);
+	buf[t->n] = '\0';
+	char *end;
+	errno = 0;
+	*v = strtod(buf, &end);
+	if (end == buf || *end)
+		return -1;
+	return 0;
+}
+
+/* A token of decimal digits (optionally signed) as a long long. */
+static int tok_ll(const struct tok *t, long long *v, int allow_sign)
+{
+	char buf[32];
+	if (!t->n || t->n >= sizeof(buf))
+		return -1;
+	memcpy(buf, t->s, t->n);
+	buf[t->n] = '\0';
+	const char *p = buf;
+	if (allow_sign && *p == '-')
+		p++;
+	if (!*p)
+		return -1;
+	for (; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -1;
+	char *end;
+	errno = 0;
+	*v = strtoll(buf, &end, 10);
+	return errno ? -1 : 0;
+}
+
+static void tok_copy(const struct tok *t, char *dst, size_t len)
+{
+	size_t n = t->n < len - 1 ? t->n : len - 1;
+	memcpy(dst, t->s, n);
+	dst[n] = '\0';
+}
+
+/* "22809" -> "2.28.9"; codes before 2.9 were major*1000 + minor*100 + patch. */
+static void version_from_code(long code, char *buf, size_t len)
+{
+	if (code >= 10000)
+		snprintf(buf, len, "%ld.%ld.%ld", code / 10000, (code / 100) % 100, code % 100);
+	else if (code >= 1000)
+		snprintf(buf, len, "%ld.%ld.%ld", code / 1000, (code / 100) % 10, code % 100);
+	else
+		buf[0] = '\0';
+}
+
+/* "./build/all_reduce_perf" -> "all_reduce"; keeps unknown names as they are. */
+static void op_from_program(const char *s, size_t n, char *op, size_t len)
+{
+	const char *base = s;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '/')
+			base = s + i + 1;
+	size_t bn = n - (size_t)(base - s);
+	if (bn > 5 && !memcmp(base + bn - 5, "_perf", 5))
+		bn -= 5;
+	else if (bn > 9 && !memcmp(base + bn - 9, "_perf_mpi", 9))
+		bn -= 9;
+	if (bn >= len)
+		bn = len - 1;
+	memcpy(op, base, bn);
+	op[bn] = '\0';
+}
+
+static void add_host(char hosts[][64], int *nhosts, const char *h, size_t n)
+{
+	if (!n)
+		return;
+	if (n > 63)
+		n = 63;
+	for (int i = 0; i < *nhosts; i++)
+		if (strlen(hosts[i]) == n && !memcmp(hosts[i], h, n))
+			return;
+	if (*nhosts == NT_MAX_HOSTS)
+		return;
+	memcpy(hosts[*nhosts], h, n);
+	hosts[*nhosts][n] = '\0';
+	(*nhosts)++;
+}
+
+static void add_gpu(struct nt_stream *st, const char *name, size_t n)
+{
+	while (n && (name[n - 1] == ' ' || name[n - 1] == '\r'))
+		n--;
+	if (!n)
+		return;
+	if (n > sizeof(st->gpus[0].name) - 1)
+		n = sizeof(st->gpus[0].name) - 1;
+	for (int i = 0; i < st->ngpunames; i++)
+		if (strlen(st->gpus[i].name) == n && !memcmp(st->gpus[i].name, name, n)) {
+			st->gpus[i].n++;
+			return;
+		}
+	if (st->ngpunames == NT_MAX_GPUNAMES)
+		return;
+	memcpy(st->gpus[st->ngpunames].name, name, n);
+	st->gpus[st->ngpunames].name[n] = '\0';
+	st->gpus[st->ngpunames++].n = 1;
+}
+
+/* Count a rank of the device list; returns 0 when it was listed already. */
+static int note_rank(struct nt_stream *st, long long rank)
+{
+	for (int i = 0; i < st->nranks_seen && i < (int)NW_ARRAY_LEN(st->ranks_seen); i++)
+		if (st->ranks_seen[i] == rank) {
+			st->dup_ranks++;
+			return 0;
+		}
+	if (st->nranks_seen < (int)NW_ARRAY_LEN(st->ranks_seen))
+		st->ranks_seen[st->nranks_seen] = (int)rank;
+	st->nranks_seen++;
+	return 1;
+}
+
+static void push_run(struct nt_ctx *c, struct nw_run *run)
+{
+	if (c->nruns == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 8;
+		c->runs = nw_realloc(c->runs, c->cap * sizeof(*c->runs));
+	}
+	c->runs[c->nruns++] = *run;
+	nw_run_init(run);
+}
+
+static void set_extra_int(json_t *o, const char *k, long v)
+{
+	if (v >= 0)
+		json_object_set_new(o, k, json_integer(v));
+}
+
+/* Fill a finished run's header from what its stream said. */
+static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_run *run)
+{
+	struct nw_run_header *h = &run->h;
+	nw_strlcpy(h->tool_version, NW_VERSION, sizeof(h->tool_version));
+	nw_strlcpy(h->source, "import", sizeof(h->source));
+	nw_strlcpy(h->backend, "nccl-tests", sizeof(h->backend));
+	if (st->nccl_code > 0)
+		version_from_code(st->nccl_code, h->nccl_version, sizeof(h->nccl_version));
+	nw_strlcpy(h->input, c->name ? c->name : "", sizeof(h->input));
+	size_t used = 0;
+	for (int i = 0; i < st->nhosts && used + 1 < sizeof(h->host); i++) {
+		int n = snprintf(h->host + used, sizeof(h->host) - used, "%s%s", i ? "," : "", st->hosts[i]);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+	if (used >= sizeof(h->host))
+		h->host[sizeof(h->host) - 1] = '\0';
+	used = 0;
+	for (int i = 0; i < st->ngpunames && used + 1 < sizeof(h->gpus); i++) {
+		int n = snprintf(h->gpus + used, sizeof(h->gpus) - used, "%s%d x %s", i ? ", " : "",
+		                 st->gpus[i].n, st->gpus[i].name);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+	if (used >= sizeof(h->gpus))
+		h->gpus[sizeof(h->gpus) - 1] = '\0';
+	h->nhosts = st->nhosts;
+	if (st->nranks_seen > 0)
+		h->nranks = st->nranks_seen;
+	else if (st->nthread > 0 && st->ngpus > 0)
+		h->nranks = (int)(st->nthread * st->ngpus);
+	json_t *x = json_object();
+	if (st->nt_version[0])
+		json_object_set_new(x, "nccl_tests_version", json_string(st->nt_version));
+	set_extra_int(x, "nthreads", st->nthread);
+	set_extra_int(x, "ngpus", st->ngpus);
+	set_extra_int(x, "iters", st->iters);
+	set_extra_int(x, "warmup_iters", st->warmup);
+	set_extra_int(x, "validation", st->validation);
+	set_extra_int(x, "graph", st->graph);
+	if (st->have_avg && isfinite(st->avg))
+		json_object_set_new(x, "avg_busbw_reported", json_real(st->avg));
+	if (st->have_oob)
+		json_object_set_new(x, "out_of_bounds_reported", json_integer(st->oob));
+	if (st->error_column)
+		json_object_set_new(x, "error_column", json_true());
+	if (st->nsub > 1 || st->dup_ranks)
+		json_object_set_new(x, "processes_repeating_header", json_integer(st->nsub > 1 ? st->nsub : st->dup_ranks + 1));
+	h->extra = x;
+	for (size_t i = 0; i < run->nrows; i++) {
+		struct nw_row *r = &run->rows[i];
+		nw_strlcpy(r->op, st->op[0] ? st->op : "unknown", sizeof(r->op));
+		r->nranks = h->nranks;
+		if (st->error_column && st->have_oob && st->oob == 0)
+			r->wrong = 0;
+	}
+}
+
+static int parse_row(struct nt_stream *st, const char *s, size_t n);
+
+/* End of a stream's run: its rows become runs of the result. */
+static void stream_finish(struct nt_ctx *c, struct nt_stream *st)
+{
+	if (st->plen) {
+		if (parse_row(st, st->pending, st->plen) < 0)
+			c->unparsed++;
+		st->plen = 0;
+	}
+	for (int i = 0; i < st->nsub; i++) {
+		if (!st->sub[i].nrows)
+			continue;
+		fill_header(c, st, &st->sub[i]);
+		push_run(c, &st->sub[i]);
+	}
+	stream_reset(st);
+}
+
+static struct nt_stream *get_stream(struct nt_ctx *c, const char *tag)
+{
+	for (int i = 0; i < c->nstreams; i++)
+		if (!strcmp(c->streams[i]->tag, tag))
+			return c->streams[i];
+	if (c->nstreams == NT_MAX_STREAMS)
+		return c->streams[0];
+	struct nt_stream *st = nw_calloc(1, sizeof(*st));
+	nw_strlcpy(st->tag, tag, sizeof(st->tag));
+	stream_reset(st);
+	c->streams[c->nstreams++] = st;
+	return st;
+}
+
+/* One placement's four columns: time, algbw, busbw, #wrong (or old "error"). */
+static int parse_body(struct nt_stream *st, const struct tok *t, struct nw_row *r)
+{
+	double v;
+	if (tok_double(&t[0], &r->time_us) || tok_double(&t[1], &r->algbw_gbs) ||
+	    tok_double(&t[2], &r->busbw_gbs))
+		return -1;
+	if (tok_is(&t[3], "N/A")) {
+		r->wrong = -1;
+		return 0;
+	}
+	if (tok_double(&t[3], &v) || !(v >= 0) || v > 9.2e18)
+		return -1;
+	r->wrong = st->error_column ? -1 : (int64_t)v;
+	return 0;
+}
+
+/* Whether a token is part of a trailing timestamp ("2026-11-30", "11:39:33"). */
+static int is_stamp(const struct tok *t)
+{
+	if (t->n >= 10 && t->s[4] == '-' && t->s[7] == '-')
+		return 1;
+	return t->n >= 8 && t->s[2] == ':' && t->s[5] == ':';
+}
+
+/* Add a row to the first process's table whose sizes are still below it. */
+static int add_rows(struct nt_stream *st, const struct nw_row *oop, const struct nw_row *ip)
+{
+	const struct nw_row *r = oop ? oop : ip;
+	int j;
+	for (j = 0; j < st->nsub; j++) {
+		struct nw_run *run = &st->sub[j];
+		if (!run->nrows || run->rows[run->nrows - 1].size_bytes < r->size_bytes)
+			break;
+	}
+	if (j == NT_MAX_SUB)
+		return -1;
+	if (j == st->nsub) {
+		if (st->nsub == st->cap_sub) {
+			st->cap_sub = st->cap_sub ? st->cap_sub * 2 : 2;
+			st->sub = nw_realloc(st->sub, (size_t)st->cap_sub * sizeof(*st->sub));
+		}
+		nw_run_init(&st->sub[st->nsub++]);
+	}
+	if (oop)
+		nw_run_add(&st->sub[j], oop);
+	if (ip)
+		nw_run_add(&st->sub[j], ip);
+	return 0;
+}
+
+/*
+ * A result row: size count type [redop] [root] then one or two placements
+ * of four columns (with -R/per-iteration tables, eight each), maybe a
+ * timestamp. Returns 0 when it was a row, -1 when not.
+ */
+static int parse_row(struct nt_stream *st, const char *s, size_t n)
+{
+	struct tok t[NT_MAX_TOKENS];
+	int k = tokenize(s, n, t, NT_MAX_TOKENS);
+	long long size, count, root = -1;
+	double dummy;
+	if (k < 7 || tok_ll(&t[0], &size, 0) || tok_ll(&t[1], &count, 0))
+		return -1;
+	if (!tok_double(&t[2], &dummy))
+		return -1;
+	struct nw_row base;
+	memset(&base, 0, sizeof(base));
+	base.size_bytes = (uint64_t)size;
+	base.count = (uint64_t)count;
+	tok_copy(&t[2], base.dtype, sizeof(base.dtype));
+	int i = 3;
+	if (tok_double(&t[i], &dummy) && !tok_is(&t[i], "N/A")) {
+		tok_copy(&t[i], base.redop, sizeof(base.redop));
+		i++;
+	} else {
+		nw_strlcpy(base.redop, "none", sizeof(base.redop));
+	}
+	while (k > i && is_stamp(&t[k - 1]))
+		k--;
+	int rest = k - i;
+	if (rest % 4 == 1) {
+		if (tok_ll(&t[i], &root, 1) || root < -1 || root > 1000000)
+			return -1;
+		i++;
+		rest--;
+	}
+	base.root = (int)root;
+	struct nw_row oop = base, ip = base;
+	ip.inplace = 1;
+	int have_oop = 0, have_ip = 0;
+	if (rest == 8 || rest == 16) {
+		if (parse_body(st, &t[i], &oop) || parse_body(st, &t[i + rest / 2], &ip))
+			return -1;
+		have_oop = have_ip = 1;
+	} else if (rest == 4) {
+		/* one placement: in-place only when it sits in the in-place columns */
+		if (t[i].col >= 80) {
+			if (parse_body(st, &t[i], &ip))
+				return -1;
+			have_ip = 1;
+		} else {
+			if (parse_body(st, &t[i], &oop))
+				return -1;
+			have_oop = 1;
+		}
+	} else {
+		return -1;
+	}
+	return add_rows(st, have_oop ? &oop : NULL, have_ip ? &ip : NULL);
+}
+
+/* "#  Rank  0 Group  0 Pid    643 on         vm device  0 [0000:00:06] NVIDIA H200" */
+static int parse_rank_line(struct nt_stream *st, const char *s, size_t n)
+{
+	struct tok t[NT_MAX_TOKENS];
+	int k = tokenize(s, n, t, NT_MAX_TOKENS);
+	long long rank;
+	if (k < 8 || !tok_is(&t[0], "Rank") || tok_ll(&t[1], &rank, 0))
+		return -1;
+	int i = 2;
+	while (i + 1 < k && !tok_is(&t[i], "on"))
+		i++;
+	if (i + 1 >= k)
+		return -1;
+	const struct tok *host = &t[i + 1];
+	i += 2;
+	while (i < k && t[i].s[0] != '[')
+		i++;
+	if (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows))
+		return 1; /* another process's header after rows: caller restarts */
+	if (!note_rank(st, rank))
+		return 0;
+	add_host(st->hosts, &st->nhosts, host->s, host->n);
+	if (i + 1 < k)
+		add_gpu(st, t[i + 1].s, n - t[i + 1].col);
+	return 0;
+}
+
+static long tok_long_or(const struct tok *t, long dflt)
+{
+	long long v;
+	return tok_ll(t, &v, 0) || v > 1000000000 ? dflt : (long)v;
+}
+
+/* "# nThread 1 nGpus 2 minBytes 8 ... warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0" */
+static void parse_params(struct nt_stream *st, const char *s, size_t n)
+{
+	struct tok t[NT_MAX_TOKENS];
+	int k = tokenize(s, n, t, NT_MAX_TOKENS);
+	for (int i = 0; i + 1 < k; i++) {
+		const struct tok *nx = &t[i + 1];
+		if (tok_is(&t[i], "nThread"))
+			st->nthread = tok_long_or(nx, -1);
+		else if (tok_is(&t[i], "nGpus"))
+			st->ngpus = tok_long_or(nx, -1);
+		else if (tok_is(&t[i], "iters:")) {
+			if (i > 0 && tok_is(&t[i - 1], "warmup"))
+				st->warmup = tok_long_or(nx, -1);
+			else if (!(i > 0 && tok_is(&t[i - 1], "agg")))
+				st->iters = tok_long_or(nx, -1);
+		} else if (tok_is(&t[i], "validation:"))
+			st->validation = tok_long_or(nx, -1);
+		else if (tok_is(&t[i], "graph:"))
+			st->graph = tok_long_or(nx, -1);
+	}
+}
+
+static int starts(const char *s, size_t n, const char *w)
+{
+	size_t m = strlen(w);
+	return n >= m && !memcmp(s, w, m);
+}
+
+/* A '#' line of nccl-tests' header or footer. */
+static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	s++, n--;
+	while (n && *s == ' ')
+		s++, n--;
+	int has_rows = st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0);
+	if (starts(s, n, "nccl-tests version") || starts(s, n, "Collective test starting:") ||
+	    starts(s, n, "nThread ")) {
+		if (has_rows)
+			stream_finish(c, st);
+	}
+	struct tok t[NT_MAX_TOKENS];
+	if (starts(s, n, "nccl-tests version")) {
+		int k = tokenize(s, n, t, NT_MAX_TOKENS);
+		if (k >= 3)
+			tok_copy(&t[2], st->nt_version, sizeof(st->nt_version));
+		for (int i = 3; i < k; i++) {
+			struct tok v = t[i];
+			int lib = starts(v.s, v.n, "nccl-library=");
+			if (!lib && !starts(v.s, v.n, "nccl-headers="))
+				continue;
+			v.s += 13, v.n -= 13;
+			long code = tok_long_or(&v, -1);
+			if (code > 0 && (lib || st->nccl_code < 0))
+				st->nccl_code = (int)code;
+		}
+	} else if (starts(s, n, "Collective test starting:")) {
+		int k = tokenize(s + 25, n - 25, t, NT_MAX_TOKENS);
+		if (k >= 1)
+			op_from_program(t[0].s, t[0].n, st->op, sizeof(st->op));
+	} else if (starts(s, n, "nThread ")) {
+		parse_params(st, s, n);
+	} else if (starts(s, n, "Rank ")) {
+		if (parse_rank_line(st, s, n) == 1) {
+			stream_finish(c, st);
+			parse_rank_line(st, s, n);
+		}
+	} else if (starts(s, n, "size ") || starts(s, n, "size\t")) {
+		int k = tokenize(s, n, t, NT_MAX_TOKENS);
+		for (int i = 0; i < k; i++)
+			if (tok_is(&t[i], "error"))
+				st->error_column = 1;
+	} else if (starts(s, n, "Out of bounds values")) {
+		const char *colon = memchr(s, ':', n);
+		if (colon) {
+			int k = tokenize(colon + 1, n - (size_t)(colon + 1 - s), t, NT_MAX_TOKENS);
+			long long v;
+			if (k >= 1 && !tok_ll(&t[0], &v, 0)) {
+				st->have_oob = 1;
+				st->oob = v;
+			}
+		}
+	} else if (starts(s, n, "Avg bus bandwidth")) {
+		const char *colon = memchr(s, ':', n);
+		if (colon) {
+			int k = tokenize(colon + 1, n - (size_t)(colon + 1 - s), t, NT_MAX_TOKENS);
+			if (k >= 1 && !tok_double(&t[0], &st->avg))
+				st->have_avg = 1;
+		}
+	} else if (starts(s, n, "Collective test concluded")) {
+		stream_finish(c, st);
+	}
+}
+
+/*
+ * Where an NCCL log line starts inside s (it may follow the first half of a
+ * table row printed without a newline); -1 when there is none. Host names
+ * may begin with digits, so a host seen at the start of other NCCL lines is
+ * preferred when the row's digits run into it ("-1vm:803:803 [0] NCCL").
+ */
+static long find_nccl_line(struct nt_ctx *c, const char *s, size_t n)
+{
+	const char *p = s;
+	while ((p = memmem(p, n - (size_t)(p - s), " NCCL ", 6))) {
+		/* back from " NCCL" to "[dev]" (WARN lines have "file.cc:123" between) */
+		const char *q = p;
+		const char *lb = NULL;
+		for (const char *b = q; b > s && q - b < 160; b--)
+			if (*b == '[') {
+				lb = b;
+				break;
+			}
+		p += 6;
+		if (!lb || lb - s < 5 || lb[-1] != ' ')
+			continue;
+		const char *e = lb - 1; /* the space before '[' */
+		const char *b = e;
+		int colons = 0;
+		while (b > s && colons < 2) {
+			b--;
+			if (*b == ':')
+				colons++;
+			else if (*b < '0' || *b > '9')
+				break;
+		}
+		if (colons < 2 || *b != ':')
+			continue;
+		const char *host_end = b;
+		while (b > s && (b[-1] != ' ' && b[-1] != '\t' && b[-1] != '#'))
+			b--;
+		size_t hn = (size_t)(host_end - b);
+		for (int i = 0; i < c->nknown; i++) {
+			size_t kn = strlen(c->known_hosts[i]);
+			if (kn < hn && !memcmp(host_end - kn, c->known_hosts[i], kn)) {
+				b = host_end - kn;
+				break;
+			}
+		}
+		if (nw_lp_nccl_prefix(b, n - (size_t)(b - s)))
+			return b - s;
+	}
+	return -1;
+}
+
+static int is_blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			return 0;
+	return 1;
+}
+
+static void pending_add(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	if (st->plen + n >= sizeof(st->pending)) {
+		c->unparsed++;
+		st->plen = 0;
+		return;
+	}
+	memcpy(st->pending + st->plen, s, n);
+	st->plen += n;
+}
+
+/*
+ * One line of text output: launcher prefixes off, NCCL log lines skipped
+ * (the part of a row printed before one is kept for later), then header
+ * comments, rows, or an unparsed line.
+ */
+static void process_line(struct nt_ctx *c, char *line, size_t len)
+{
+	struct nw_lp lp;
+	size_t n;
+	size_t off = nw_lp_strip(line, len, &n, &lp);
+	char *s = line + off;
+	while (n && (s[n - 1] == '\r' || s[n - 1] == ' '))
+		n--;
+	if (!n)
+		return;
+	struct nt_stream *st = get_stream(c, lp.tag);
+	int cut = 0;
+	if (memmem(s, n, " NCCL ", 6)) {
+		long at = find_nccl_line(c, s, n);
+		if (at == 0) {
+			size_t hn = 0;
+			while (hn < n && s[hn] != ':')
+				hn++;
+			if (c->nknown < NT_MAX_HOSTS)
+				add_host(c->known_hosts, &c->nknown, s, hn);
+			return;
+		}
+		if (at > 0) {
+			n = (size_t)at;
+			cut = 1;
+			if (is_blank(s, n))
+				return;
+		}
+	}
+	if (memchr(s, '\0', n)) {
+		c->unparsed++;
+		return;
+	}
+	if (s[0] == '#') {
+		if (st->plen)
+			stream_finish(c, st), st = get_stream(c, lp.tag);
+		parse_comment(c, st, s, n);
+		return;
+	}
+	size_t i = 0;
+	while (i < n && s[i] == ' ')
+		i++;
+	int rowish = i < n && s[i] >= '0' && s[i] <= '9';
+	if (cut && (rowish || st->plen)) {
+		pending_add(c, st, s, n);
+		return;
+	}
+	if (st->plen) {
+		pending_add(c, st, s, n);
+		if (st->plen && parse_row(st, st->pending, st->plen) < 0)
+			c->unparsed++;
+		st->plen = 0;
+		return;
+	}
+	if (!rowish || parse_row(st, s, n) < 0)
+		c->unparsed++;
+}
+
+/* Pull string/number fields out of nccl-tests' -J document. */
+static const char *jstr(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static double jnum(const json_t *o, const char *k, double dflt)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+static int json_body(const json_t *b, struct nw_row *r)
+{
+	if (!json_is_object(b))
+		return -1;
+	const json_t *t = json_object_get(b, "time");
+	if (!t)
+		t = json_object_get(b, "cpu_time");
+	if (!json_is_number(t))
+		return -1;
+	r->time_us = json_number_value(t);
+	r->algbw_gbs = jnum(b, "alg_bw", 0);
+	r->busbw_gbs = jnum(b, "bus_bw", 0);
+	const json_t *w = json_object_get(b, "nwrong");
+	double wv = json_is_number(w) ? json_number_value(w) : -1;
+	r->wrong = wv >= 0 && wv < 9.2e18 ? (int64_t)wv : -1;
+	return 0;
+}
+
+/* One nccl-tests -J document into one run on a stream's scratch state. */
+static void parse_json_doc(struct nt_ctx *c, const json_t *doc)
+{
+	struct nt_stream *st = get_stream(c, "\x01json");
+	stream_reset(st);
+	const json_t *args = json_object_get(doc, "args");
+	const json_t *a0 = json_array_get(args, 0);
+	if (json_is_string(a0))
+		op_from_program(json_string_value(a0), strlen(json_string_value(a0)), st->op, sizeof(st->op));
+	double code = jnum(doc, "nccl_version", -1);
+	if (code > 0 && code < 1e7)
+		st->nccl_code = (int)code;
+	const json_t *cfg = json_object_get(doc, "config");
+	st->nthread = (long)jnum(cfg, "nthreads", -1);
+	st->ngpus = (long)jnum(cfg, "ngpus", -1);
+	st->iters = (long)jnum(cfg, "iterations", -1);
+	st->warmup = (long)jnum(cfg, "warmup_iters", -1);
+	st->validation = (long)jnum(cfg, "validation", -1);
+	st->graph = (long)jnum(cfg, "graph", -1);
+	size_t i;
+	const json_t *d;
+	json_array_foreach(json_object_get(cfg, "devices"), i, d) {
+		double rank = jnum(d, "rank", -1);
+		if (rank >= 0 && rank < 1e9 && !note_rank(st, (long long)rank))
+			continue;
+		const char *h = jstr(d, "hostname"), *g = jstr(d, "device_info");
+		if (h)
+			add_host(st->hosts, &st->nhosts, h, strlen(h));
+		if (g)
+			add_gpu(st, g, strlen(g));
+	}
+	const json_t *oob = json_object_get(doc, "out_of_bounds");
+	if (json_is_number(json_object_get(oob, "count"))) {
+		st->have_oob = 1;
+		st->oob = (int64_t)jnum(oob, "count", 0);
+	}
+	const json_t *avg = json_object_get(doc, "average_bus_bandwidth");
+	if (json_is_number(json_object_get(avg, "bandwidth"))) {
+		st->have_avg = 1;
+		st->avg = jnum(avg, "bandwidth", 0);
+	}
+	json_array_foreach(json_object_get(doc, "results"), i, d) {
+		struct nw_row base;
+		memset(&base, 0, sizeof(base));
+		double size = jnum(d, "size", -1), count = jnum(d, "count", -1);
+		const char *type = jstr(d, "type"), *redop = jstr(d, "redop");
+		if (size < 0 || size > 1.8e19 || count < 0 || count > 1.8e19 || !type) {
+			c->unparsed++;
+			continue;
+		}
+		base.size_bytes = (uint64_t)size;
+		base.count = (uint64_t)count;
+		nw_strlcpy(base.dtype, type, sizeof(base.dtype));
+		nw_strlcpy(base.redop, redop ? redop : "none", sizeof(base.redop));
+		const json_t *root = json_object_get(d, "root");
+		base.root = -1;
+		if (json_is_string(root)) {
+			long r;
+			const char *rs = json_string_value(root);
+			while (*rs == ' ')
+				rs++;
+			if (!nw_parse_long(rs, -1, 1000000, &r, "root", NULL, 0))
+				base.root = (int)r;
+		} else if (json_is_number(root)) {
+			double r = json_number_value(root);
+			base.root = r >= -1 && r <= 1000000 ? (int)r : -1;
+		}
+		struct nw_row oop = base, ip = base;
+		ip.inplace = 1;
+		int ho = !json_body(json_object_get(d, "out_of_place"), &oop);
+		int hi = !json_body(json_object_get(d, "in_place"), &ip);
+		if ((!ho && !hi) || add_rows(st, ho ? &oop : NULL, hi ? &ip : NULL) < 0)
+			c->unparsed++;
+	}
+	stream_finish(c, st);
+}
+
+/* One or more -J documents one after the other; a broken one ends the reading (counted). */
+static int parse_json(struct nt_ctx *c, const char *buf, size_t len)
+{
+	size_t off = 0;
+	while (off < len) {
+		while (off < len && (buf[off] == ' ' || buf[off] == '\n' || buf[off] == '\r' || buf[off] == '\t'))
+			off++;
+		if (off >= len)
+			break;
+		json_error_t jerr;
+		json_t *doc = json_loadb(buf + off, len - off, JSON_DISABLE_EOF_CHECK, &jerr);
+		if (!doc) {
+			c->unparsed++;
+			break;
+		}
+		if (json_is_object(doc))
+			parse_json_doc(c, doc);
+		else
+			c->unparsed++;
+		json_decref(doc);
+		if (jerr.position <= 0)
+			break;
+		off += (size_t)jerr.position;
+	}
+	return 0;
+}
+
+/* JSON when the first non-blank byte is '{', else text, line by line (lines over 8 KB are unparsed). */
+int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed,
+                    char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	struct nt_ctx c;
+	memset(&c, 0, sizeof(c));
+	c.name = name;
+	size_t first = 0;
+	while (first < len && (buf[first] == ' ' || buf[first] == '\n' || buf[first] == '\r' || buf[first] == '\t'))
+		first++;
+	if (first < len && buf[first] == '{') {
+		parse_json(&c, buf + first, len - first);
+	} else {
+		char *line = nw_malloc(NT_MAX_LINE);
+		size_t off = 0;
+		while (off < len) {
+			const char *nl = memchr(buf + off, '\n', len - off);
+			size_t n = nl ? (size_t)(nl - (buf + off)) : len - off;
+			if (n >= NT_MAX_LINE) {
+				c.unparsed++;
+			} else {
+				memcpy(line, buf + off, n);
+				line[n] = '\0';
+				process_line(&c, line, n);
+			}
+			off += n + (nl ? 1 : 0);
+		}
+		free(line);
+	}
+	for (int i = 0; i < c.nstreams; i++) {
+		stream_finish(&c, c.streams[i]);
+		free(c.streams[i]);
+	}
+	if (unparsed)
+		*unparsed = c.unparsed;
+	*runs = c.runs;
+	return (int)c.nruns;
+}
+
+/* Read all of a stream (stdin) into memory, up to NT_MAX_INPUT bytes. */
+static char *read_stream(FILE *f, size_t *len_out)
+{
+	size_t cap = 65536, len = 0;
+	char *buf = nw_malloc(cap);
+	for (;;) {
+		if (len == cap) {
+			if (cap >= NT_MAX_INPUT)
+				break;
+			cap *= 2;
+			buf = nw_realloc(buf, cap);
+		}
+		size_t n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f)) {
+		free(buf);
+		return NULL;
+	}
+	*len_out = len;
+	return buf;
+}
+
+int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
+{
+	size_t len = 0;
+	char *buf;
+	*runs = NULL;
+	if (!strcmp(path, "-")) {
+		buf = read_stream(stdin, &len);
+		if (!buf)
+			return nw_seterr(err, errlen, "cannot read standard input: %s", strerror(errno));
+	} else {
+		buf = nw_read_file(path, NT_MAX_INPUT, &len);
+		if (!buf)
+			return nw_seterr(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+	}
+	int n = nw_nt_parse_buf(buf, len, strcmp(path, "-") ? path : "(stdin)", runs, unparsed, err, errlen);
+	free(buf);
+	return n;
+}

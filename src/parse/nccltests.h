@@ -1,0 +1,26 @@
+/*
+ * nccltests: read nccl-tests outputs into the result model (bench/result.h).
+ *
+ * Text of every nccl-tests version (the old "error" column and the newer
+ * "#wrong", "N/A", rows without in-place columns, several runs one after the
+ * other, headers repeated by several processes, launcher prefixes such as
+ * "[1,0]<stdout>:", rows cut by NCCL log lines), and the "-J" JSON file.
+ * Each run gets: op ("all_reduce" from "all_reduce_perf"), nranks (from the
+ * device list, else nThread * nGpus), backend "nccl-tests", source "import",
+ * nccl_version ("2.28.9" from nccl-library=22809), host and gpus from the
+ * device list, input (the path given), and in h.extra what the header said
+ * (nccl_tests_version, nthreads, ngpus, iters, warmup_iters, validation,
+ * graph, reported avg_busbw and out_of_bounds).
+ */
+#ifndef NW_NCCLTESTS_H
+#define NW_NCCLTESTS_H
+
+#include <stddef.h>
+
+#include "bench/result.h"
+
+/* Parse nccl-tests output (text of any version, or -J JSON) from path ("-" = stdin). Returns the number of runs found (>= 0) and sets *runs to a malloc'ed array the caller frees (nw_run_release on each, then free); -1 with err filled on an I/O error. Unparsed lines are counted in *unparsed (may be NULL). */
+int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen);
+int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen);
+
+#endif

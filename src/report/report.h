@@ -1,0 +1,49 @@
+/*
+ * report: busbw-against-size charts as inline SVG, and one self-contained
+ * HTML page (inline CSS and SVG, no script, no network) with a chart per op,
+ * several runs overlaid, the link line when known, the comparison of two
+ * runs and their fingerprints side by side.
+ */
+#ifndef NW_REPORT_H
+#define NW_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "bench/result.h"
+#include "store/compare.h"
+
+/* The runs of a report, in legend order. */
+struct nw_report_input {
+	const struct nw_run *const *runs;
+	const char *const *labels;
+	size_t nruns;
+};
+
+struct nw_report_opts {
+	const char *title;       /* page title; NULL: "ncclwatch report" */
+	double link_gbs;         /* > 0: the link line; 0: from the runs' headers */
+	int inplace;             /* plot in-place rows instead of out-of-place */
+	struct nw_cmp_opts cmp;  /* for the comparison table of two runs */
+	int width, height;       /* chart size in px; 0: 800 x 380 */
+};
+
+/* Ops present in the runs, in order of first appearance; *ops is the caller's to free(). */
+void nw_report_ops(const struct nw_report_input *in, char (**ops)[24], size_t *n);
+
+/*
+ * One chart (an <svg> element, usable as a file or inline): busbw against
+ * size on a log2 axis for op, one line per run, the link line when known.
+ * -1 with err when no run has a row of op in the chosen placement.
+ */
+int nw_svg_chart(FILE *f, const struct nw_report_input *in, const char *op,
+                 const struct nw_report_opts *o, char *err, size_t errlen);
+
+/* The whole HTML page. -1 with err when there is nothing to chart. */
+int nw_report_html(FILE *f, const struct nw_report_input *in, const struct nw_report_opts *o,
+                   char *err, size_t errlen);
+
+/* Write s with &, <, >, " and ' escaped for XML/HTML text and attributes. */
+void nw_xml_escape(FILE *f, const char *s);
+
+#endif

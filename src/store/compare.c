@@ -1,0 +1,569 @@
+#include "store/compare.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+void nw_cmp_opts_default(struct nw_cmp_opts *o)
+{
+	o->tolerance = 0.05;
+	o->lat_tolerance = 0.20;
+	o->lat_below = 1ULL << 20;
+	o->min_size = 0;
+}
+
+const char *nw_cmp_verdict_name(enum nw_cmp_verdict v)
+{
+	switch (v) {
+	case NW_V_SAME: return "same";
+	case NW_V_SLOWER: return "slower";
+	case NW_V_FASTER: return "faster";
+	case NW_V_ONLY_A: return "only-a";
+	case NW_V_ONLY_B: return "only-b";
+	case NW_V_NA: return "n/a";
+	}
+	return "?";
+}
+
+/* Per-key accumulation over the repeats of each side. */
+struct side {
+	int n;
+	double bus_sum, bus_min, bus_max;
+	double time_sum, time_min, time_max;
+};
+
+struct acc {
+	struct nw_cmp_row row;
+	int op_order;
+	struct side s[2];
+};
+
+static int same_key(const struct nw_cmp_row *k, const struct nw_row *r)
+{
+	return k->size == r->size_bytes && k->inplace == r->inplace && k->root == r->root &&
+	       !strcmp(k->op, r->op) && !strcmp(k->dtype, r->dtype) && !strcmp(k->redop, r->redop);
+}
+
+static void side_add(struct side *s, const struct nw_row *r)
+{
+	if (s->n == 0) {
+		s->bus_min = s->bus_max = r->busbw_gbs;
+		s->time_min = s->time_max = r->time_us;
+	}
+	s->n++;
+	s->bus_sum += r->busbw_gbs;
+	s->time_sum += r->time_us;
+	s->bus_min = fmin(s->bus_min, r->busbw_gbs);
+	s->bus_max = fmax(s->bus_max, r->busbw_gbs);
+	s->time_min = fmin(s->time_min, r->time_us);
+	s->time_max = fmax(s->time_max, r->time_us);
+}
+
+/* Relative spread of repeats, (max - min) / mean; 0 for a single value. */
+static double spread(const struct side *s, int by_time)
+{
+	if (s->n < 2)
+		return 0;
+	double mean = (by_time ? s->time_sum : s->bus_sum) / s->n;
+	double range = by_time ? s->time_max - s->time_min : s->bus_max - s->bus_min;
+	return mean > 0 ? range / mean : 0;
+}
+
+static int cmp_acc(const void *pa, const void *pb)
+{
+	const struct acc *a = pa, *b = pb;
+	if (a->op_order != b->op_order)
+		return a->op_order < b->op_order ? -1 : 1;
+	int c = strcmp(a->row.dtype, b->row.dtype);
+	if (!c)
+		c = strcmp(a->row.redop, b->row.redop);
+	if (!c && a->row.root != b->row.root)
+		c = a->row.root < b->row.root ? -1 : 1;
+	if (!c && a->row.inplace != b->row.inplace)
+		c = a->row.inplace < b->row.inplace ? -1 : 1;
+	if (!c && a->row.size != b->row.size)
+		c = a->row.size < b->row.size ? -1 : 1;
+	return c;
+}
+
+/* Gather every key of both runs (A first), with the per-side sums. */
+static struct acc *gather(const struct nw_run *a, const struct nw_run *b, uint64_t min_size, size_t *n)
+{
+	size_t cap = a->nrows + b->nrows + 1, nacc = 0;
+	struct acc *v = nw_calloc(cap, sizeof(*v));
+	char (*ops)[24] = nw_calloc(cap, sizeof(*ops));
+	size_t nops = 0;
+	const struct nw_run *runs[2] = { a, b };
+	for (int side = 0; side < 2; side++) {
+		for (size_t i = 0; i < runs[side]->nrows; i++) {
+			const struct nw_row *r = &runs[side]->rows[i];
+			if (r->size_bytes < min_size)
+				continue;
+			size_t k;
+			for (k = 0; k < nacc; k++)
+				if (same_key(&v[k].row, r))
+					break;
+			if (k == nacc) {
+				struct nw_cmp_row *c = &v[nacc].row;
+				nw_strlcpy(c->op, r->op, sizeof(c->op));
+				nw_strlcpy(c->dtype, r->dtype, sizeof(c->dtype));
+				nw_strlcpy(c->redop, r->redop, sizeof(c->redop));
+				c->root = r->root;
+				c->inplace = r->inplace;
+				c->size = r->size_bytes;
+				size_t o;
+				for (o = 0; o < nops; o++)
+					if (!strcmp(ops[o], r->op))
+						break;
+				if (o == nops)
+					nw_strlcpy(ops[nops++], r->op, sizeof(ops[0]));
+				v[nacc].op_order = (int)o;
+				nacc++;
+			}
+			side_add(&v[k].s[side], r);
+		}
+	}
+	free(ops);
+	qsort(v, nacc, sizeof(*v), cmp_acc);
+	*n = nacc;
+	return v;
+}
+
+/* The verdict of one key. */
+static void judge(struct acc *x, const struct nw_cmp_opts *o)
+{
+	struct nw_cmp_row *c = &x->row;
+	c->na = x->s[0].n;
+	c->nb = x->s[1].n;
+	if (c->na)
+		c->busbw_a = x->s[0].bus_sum / c->na, c->time_a = x->s[0].time_sum / c->na;
+	if (c->nb)
+		c->busbw_b = x->s[1].bus_sum / c->nb, c->time_b = x->s[1].time_sum / c->nb;
+	c->change = NAN;
+	if (!c->na || !c->nb) {
+		c->verdict = c->na ? NW_V_ONLY_A : NW_V_ONLY_B;
+		return;
+	}
+	c->by_time = c->size < o->lat_below;
+	int bus_ok = c->busbw_a > 0 && c->busbw_b > 0;
+	int time_ok = c->time_a > 0 && c->time_b > 0;
+	if (!c->by_time && !bus_ok)
+		c->by_time = 1;
+	if (c->by_time && !time_ok) {
+		c->verdict = NW_V_NA;
+		return;
+	}
+	c->change = c->by_time ? c->time_a / c->time_b - 1 : c->busbw_b / c->busbw_a - 1;
+	double noise = fmax(spread(&x->s[0], c->by_time), spread(&x->s[1], c->by_time));
+	if (c->na > 1 || c->nb > 1) {
+		c->from_repeats = 1;
+		c->threshold = fmax(noise, 0.01);
+	} else {
+		c->threshold = c->by_time ? o->lat_tolerance : o->tolerance;
+	}
+	if (c->change < -c->threshold)
+		c->verdict = NW_V_SLOWER;
+	else if (c->change > c->threshold)
+		c->verdict = NW_V_FASTER;
+	else
+		c->verdict = NW_V_SAME;
+}
+
+static int same_group(const struct nw_cmp_row *a, const struct nw_cmp_row *b)
+{
+	return a->inplace == b->inplace && a->root == b->root && !strcmp(a->op, b->op) &&
+	       !strcmp(a->dtype, b->dtype) && !strcmp(a->redop, b->redop);
+}
+
+/* Contiguous runs of slower (or faster) sizes within one op/dtype/redop/placement. */
+static void find_bands(struct nw_cmp *c)
+{
+	c->bands = nw_calloc(c->nrows + 1, sizeof(*c->bands));
+	struct nw_cmp_band *cur = NULL;
+	for (size_t i = 0; i < c->nrows; i++) {
+		const struct nw_cmp_row *r = &c->rows[i];
+		int banded = r->verdict == NW_V_SLOWER || r->verdict == NW_V_FASTER;
+		if (cur && (!banded || r->verdict != cur->verdict || !same_group(r, &c->rows[i - 1]))) {
+			cur->mean_change /= cur->nsizes;
+			cur = NULL;
+		}
+		if (!banded)
+			continue;
+		if (!cur) {
+			cur = &c->bands[c->nbands++];
+			nw_strlcpy(cur->op, r->op, sizeof(cur->op));
+			nw_strlcpy(cur->dtype, r->dtype, sizeof(cur->dtype));
+			nw_strlcpy(cur->redop, r->redop, sizeof(cur->redop));
+			cur->inplace = r->inplace;
+			cur->from = r->size;
+			cur->verdict = r->verdict;
+			cur->worst_change = r->change;
+			cur->worst_size = r->size;
+			cur->by_time = 1;
+		}
+		cur->to = r->size;
+		cur->nsizes++;
+		cur->mean_change += r->change;
+		if (!r->by_time)
+			cur->by_time = 0;
+		if ((r->verdict == NW_V_SLOWER && r->change < cur->worst_change) ||
+		    (r->verdict == NW_V_FASTER && r->change > cur->worst_change)) {
+			cur->worst_change = r->change;
+			cur->worst_size = r->size;
+		}
+	}
+	if (cur)
+		cur->mean_change /= cur->nsizes;
+}
+
+int nw_compare(const struct nw_run *a, const struct nw_run *b, const struct nw_cmp_opts *o,
+               struct nw_cmp *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	size_t n;
+	struct acc *v = gather(a, b, o->min_size, &n);
+	out->rows = nw_calloc(n + 1, sizeof(*out->rows));
+	for (size_t i = 0; i < n; i++) {
+		judge(&v[i], o);
+		out->rows[i] = v[i].row;
+		switch (v[i].row.verdict) {
+		case NW_V_SLOWER: out->nslower++; break;
+		case NW_V_FASTER: out->nfaster++; break;
+		case NW_V_SAME: out->nsame++; break;
+		default: out->nonly++; break;
+		}
+	}
+	out->nrows = n;
+	free(v);
+	if (out->nslower + out->nfaster + out->nsame == 0) {
+		nw_cmp_release(out);
+		return nw_seterr(err, errlen, "the two runs share no measurement (same op, dtype, redop, placement and size%s): nothing to compare",
+		                 o->min_size ? ", at or above --min-size" : "");
+	}
+	find_bands(out);
+	nw_fingerprint_diff(a, b, &out->diffs, &out->ndiffs, out->attribution, sizeof(out->attribution));
+	return 0;
+}
+
+void nw_cmp_release(struct nw_cmp *c)
+{
+	free(c->rows);
+	free(c->bands);
+	free(c->diffs);
+	memset(c, 0, sizeof(*c));
+}
+
+int nw_cmp_regressed(const struct nw_cmp *c)
+{
+	return c->nslower > 0;
+}
+
+/* ---- fingerprints ---- */
+
+static void put_if_absent(json_t *o, const char *k, json_t *v)
+{
+	const json_t *old = json_object_get(o, k);
+	if (!old || json_is_null(old) || (json_is_string(old) && !json_string_length(old)))
+		json_object_set_new(o, k, v);
+	else
+		json_decref(v);
+}
+
+json_t *nw_fingerprint_of(const struct nw_run *run)
+{
+	const struct nw_run_header *h = &run->h;
+	const json_t *rec = h->extra ? json_object_get(h->extra, "fingerprint") : NULL;
+	json_t *fp = json_is_object(rec) ? json_deep_copy(rec) : json_object();
+	put_if_absent(fp, "host", json_string(h->host));
+	put_if_absent(fp, "gpus", json_string(h->gpus));
+	put_if_absent(fp, "driver", json_string(h->driver));
+	put_if_absent(fp, "cuda_driver", json_string(h->cuda_driver));
+	put_if_absent(fp, "nccl_version", json_string(h->nccl_version));
+	put_if_absent(fp, "nccl_path", json_string(h->nccl_path));
+	put_if_absent(fp, "backend", json_string(h->backend));
+	put_if_absent(fp, "tool_version", json_string(h->tool_version));
+	if (h->nranks > 0)
+		put_if_absent(fp, "nranks", json_integer(h->nranks));
+	if (h->nhosts > 0)
+		put_if_absent(fp, "nhosts", json_integer(h->nhosts));
+	if (h->link_gbs > 0)
+		put_if_absent(fp, "link_gbs", json_real(h->link_gbs));
+	const json_t *topo = h->extra ? json_object_get(h->extra, "topology") : NULL;
+	if (json_is_string(topo))
+		put_if_absent(fp, "topology", json_string(json_string_value(topo)));
+	return fp;
+}
+
+/* A fingerprint value as text; "" when absent or unknown (0 counts as unknown). */
+static void val_text(const json_t *v, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (json_is_string(v))
+		nw_strlcpy(buf, json_string_value(v), len);
+	else if (json_is_integer(v) && json_integer_value(v) != 0)
+		snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else if (json_is_real(v) && json_real_value(v) != 0)
+		snprintf(buf, len, "%g", json_real_value(v));
+	else if (json_is_boolean(v))
+		nw_strlcpy(buf, json_is_true(v) ? "true" : "false", len);
+}
+
+/* Header fields in the order they tend to matter; fmt takes A then B. */
+struct field {
+	const char *key;
+	int rank;
+	const char *fmt;
+};
+
+static const struct field fields[] = {
+	{ "nccl_version", 1, "NCCL %s -> %s" },
+	{ "nccl_path", 2, "NCCL library %s -> %s" },
+	{ "topology", 4, "topology '%s' -> '%s'" },
+	{ "topology_hash", 4, "topology changed (hash %s -> %s)" },
+	{ "link_gbs", 4, "link bandwidth %s -> %s GB/s" },
+	{ "driver", 6, "driver %s -> %s" },
+	{ "cuda_driver", 6, "CUDA driver API %s -> %s" },
+	{ "gpus", 7, "GPUs %s -> %s" },
+	{ "nranks", 8, "%s ranks -> %s ranks" },
+	{ "nhosts", 8, "%s hosts -> %s hosts" },
+	{ "host", 10, "host %s -> %s" },
+	{ "backend", 11, "backend %s -> %s" },
+	{ "tool_version", 11, "ncclwatch %s -> %s" },
+};
+
+/* How much an environment variable is likely to matter. */
+static int env_rank(const char *name)
+{
+	if (!strncmp(name, "NCCL_", 5))
+		return 3;
+	if (!strncmp(name, "CUDA_", 5) || !strncmp(name, "NVIDIA_", 7))
+		return 5;
+	if (!strncmp(name, "LD_", 3) || !strncmp(name, "UCX_", 4) || !strncmp(name, "FI_", 3) ||
+	    !strncmp(name, "OMPI_MCA_", 9) || !strcmp(name, "NCCLWATCH_NCCL_LIB"))
+		return 9;
+	return 12; /* launcher: RANK, SLURM_*, MASTER_*, OMPI_COMM_WORLD_* ... */
+}
+
+struct diffs {
+	struct nw_fp_diff *v;
+	size_t n, cap;
+};
+
+static struct nw_fp_diff *diff_add(struct diffs *d, int rank, const char *field, const char *a,
+                                   const char *b)
+{
+	if (d->n == d->cap) {
+		d->cap = d->cap ? d->cap * 2 : 16;
+		d->v = nw_realloc(d->v, d->cap * sizeof(*d->v));
+	}
+	struct nw_fp_diff *x = &d->v[d->n++];
+	memset(x, 0, sizeof(*x));
+	x->rank = rank;
+	nw_strlcpy(x->field, field, sizeof(x->field));
+	nw_strlcpy(x->a, a, sizeof(x->a));
+	nw_strlcpy(x->b, b, sizeof(x->b));
+	return x;
+}
+
+static int cmp_diff(const void *pa, const void *pb)
+{
+	const struct nw_fp_diff *a = pa, *b = pb;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return strcmp(a->field, b->field);
+}
+
+static void env_diffs(struct diffs *d, const json_t *ea, const json_t *eb)
+{
+	/* union of names, each once */
+	const json_t *sides[2] = { ea, eb };
+	char launcher[600] = "";
+	size_t lused = 0;
+	int nlauncher = 0;
+	for (int s = 0; s < 2; s++) {
+		const char *name;
+		const json_t *v;
+		json_object_foreach((json_t *)sides[s], name, v) {
+			if (s == 1 && json_object_get(ea, name))
+				continue; /* seen from A's side */
+			char a[256], b[256];
+			val_text(json_object_get(ea, name), a, sizeof(a));
+			val_text(json_object_get(eb, name), b, sizeof(b));
+			int has_a = json_object_get(ea, name) != NULL, has_b = json_object_get(eb, name) != NULL;
+			if (has_a && has_b && !strcmp(a, b))
+				continue;
+			int rank = env_rank(name);
+			if (rank == 12) {
+				int k = snprintf(launcher + lused, sizeof(launcher) - lused, "%s%s", nlauncher ? ", " : "", name);
+				if (k > 0 && (size_t)k < sizeof(launcher) - lused)
+					lused += (size_t)k;
+				nlauncher++;
+				continue;
+			}
+			char field[80];
+			snprintf(field, sizeof(field), "env.%s", name);
+			struct nw_fp_diff *x = diff_add(d, rank, field, has_a ? a : "", has_b ? b : "");
+			if (!has_a)
+				snprintf(x->text, sizeof(x->text), "%s=%s set in B", name, b);
+			else if (!has_b)
+				snprintf(x->text, sizeof(x->text), "%s=%s in A, unset in B", name, a);
+			else
+				snprintf(x->text, sizeof(x->text), "%s %s -> %s", name, a, b);
+		}
+	}
+	if (nlauncher) {
+		struct nw_fp_diff *x = diff_add(d, 12, "env.launcher", "", "");
+		snprintf(x->text, sizeof(x->text), "launcher variables differ (%s)", launcher);
+	}
+}
+
+void nw_fingerprint_diff(const struct nw_run *ra, const struct nw_run *rb, struct nw_fp_diff **out,
+                         size_t *n, char *summary, size_t summarylen)
+{
+	json_t *fa = nw_fingerprint_of(ra), *fb = nw_fingerprint_of(rb);
+	struct diffs d = { 0 };
+	int topo_differs = 0;
+	for (size_t i = 0; i < NW_ARRAY_LEN(fields); i++) {
+		const struct field *f = &fields[i];
+		char a[256], b[256];
+		val_text(json_object_get(fa, f->key), a, sizeof(a));
+		val_text(json_object_get(fb, f->key), b, sizeof(b));
+		if (!a[0] || !b[0] || !strcmp(a, b))
+			continue; /* unknown on one side, or the same */
+		if (f->rank == 4) {
+			if (topo_differs)
+				continue; /* one topology line is enough */
+			topo_differs = 1;
+		}
+		struct nw_fp_diff *x = diff_add(&d, f->rank, f->key, a, b);
+		snprintf(x->text, sizeof(x->text), f->fmt, a, b);
+	}
+	const json_t *ea = json_object_get(fa, "env"), *eb = json_object_get(fb, "env");
+	if (json_is_object(ea) && json_is_object(eb))
+		env_diffs(&d, ea, eb);
+	if (d.n)
+		qsort(d.v, d.n, sizeof(*d.v), cmp_diff);
+
+	/* The one-line summary: what differs that may matter, then what is the same. */
+	size_t used = 0;
+	summary[0] = '\0';
+	int shown = 0;
+	for (size_t i = 0; i < d.n && shown < 5; i++) {
+		if (d.v[i].rank > 9 && shown)
+			break;
+		int k = snprintf(summary + used, summarylen - used, "%s%s", shown ? "; " : "", d.v[i].text);
+		if (k < 0 || (size_t)k >= summarylen - used)
+			break;
+		used += (size_t)k;
+		shown++;
+	}
+	if ((size_t)shown < d.n && d.v[shown].rank <= 9) {
+		int k = snprintf(summary + used, summarylen - used, "; and %zu more", d.n - (size_t)shown);
+		if (k > 0 && (size_t)k < summarylen - used)
+			used += (size_t)k;
+	}
+	char ga[256], gb[256], ta[256], tb[256], na[64], nb[64];
+	val_text(json_object_get(fa, "gpus"), ga, sizeof(ga));
+	val_text(json_object_get(fb, "gpus"), gb, sizeof(gb));
+	const char *tk = json_object_get(fa, "topology_hash") && json_object_get(fb, "topology_hash") ? "topology_hash" : "topology";
+	val_text(json_object_get(fa, tk), ta, sizeof(ta));
+	val_text(json_object_get(fb, tk), tb, sizeof(tb));
+	if (!ta[0] || !tb[0]) {
+		tk = "link_gbs";
+		val_text(json_object_get(fa, tk), ta, sizeof(ta));
+		val_text(json_object_get(fb, tk), tb, sizeof(tb));
+	}
+	val_text(json_object_get(fa, "nccl_version"), na, sizeof(na));
+	val_text(json_object_get(fb, "nccl_version"), nb, sizeof(nb));
+	int same_gpus = ga[0] && !strcmp(ga, gb), same_links = ta[0] && !strcmp(ta, tb);
+	int same_nccl = na[0] && !strcmp(na, nb);
+	char same[256] = "";
+	if (same_nccl || same_gpus || same_links) {
+		snprintf(same, sizeof(same), "same %s%s%s%s%s", same_nccl ? "NCCL " : "", same_nccl ? na : "",
+		         same_nccl && (same_gpus || same_links) ? ", " : "",
+		         same_gpus && same_links ? "GPUs and links" : same_gpus ? "GPUs" : "",
+		         same_links && !same_gpus ? "links" : "");
+	}
+	if (!d.n) {
+		snprintf(summary, summarylen, "no recorded difference%s%s: suspect the machine itself (clocks, other jobs, a sick GPU, link or node)",
+		         same[0] ? "; " : "", same);
+	} else if (same[0] && used < summarylen) {
+		snprintf(summary + used, summarylen - used, "; %s", same);
+	}
+	json_decref(fa);
+	json_decref(fb);
+	*out = d.v;
+	*n = d.n;
+}
+
+/* ---- JSON ---- */
+
+static json_t *num_or_null(double v)
+{
+	return isfinite(v) ? json_real(round(v * 10000) / 10000) : json_null();
+}
+
+json_t *nw_cmp_to_json(const struct nw_cmp *c, const struct nw_cmp_opts *o, const char *label_a,
+                       const char *label_b)
+{
+	json_t *doc = json_object();
+	json_object_set_new(doc, "schema", json_string("ncclwatch.compare/1"));
+	json_object_set_new(doc, "a", json_string(label_a));
+	json_object_set_new(doc, "b", json_string(label_b));
+	json_object_set_new(doc, "options",
+	                    json_pack("{s:f,s:f,s:I,s:I}", "tolerance", o->tolerance, "latency_tolerance",
+	                              o->lat_tolerance, "latency_below_bytes", (json_int_t)o->lat_below,
+	                              "min_size_bytes", (json_int_t)o->min_size));
+	json_t *rows = json_array();
+	for (size_t i = 0; i < c->nrows; i++) {
+		const struct nw_cmp_row *r = &c->rows[i];
+		json_t *x = json_object();
+		json_object_set_new(x, "op", json_string(r->op));
+		json_object_set_new(x, "dtype", json_string(r->dtype));
+		json_object_set_new(x, "redop", json_string(r->redop));
+		json_object_set_new(x, "root", json_integer(r->root));
+		json_object_set_new(x, "inplace", json_boolean(r->inplace));
+		json_object_set_new(x, "size_bytes", json_integer((json_int_t)r->size));
+		json_object_set_new(x, "repeats_a", json_integer(r->na));
+		json_object_set_new(x, "repeats_b", json_integer(r->nb));
+		json_object_set_new(x, "busbw_a_gbs", r->na ? num_or_null(r->busbw_a) : json_null());
+		json_object_set_new(x, "busbw_b_gbs", r->nb ? num_or_null(r->busbw_b) : json_null());
+		json_object_set_new(x, "time_a_us", r->na ? num_or_null(r->time_a) : json_null());
+		json_object_set_new(x, "time_b_us", r->nb ? num_or_null(r->time_b) : json_null());
+		json_object_set_new(x, "compared_on", json_string(r->by_time ? "time" : "busbw"));
+		json_object_set_new(x, "change", num_or_null(r->change));
+		json_object_set_new(x, "tolerance", num_or_null(r->threshold));
+		json_object_set_new(x, "tolerance_from", json_string(r->from_repeats ? "repeats" : "option"));
+		json_object_set_new(x, "verdict", json_string(nw_cmp_verdict_name(r->verdict)));
+		json_array_append_new(rows, x);
+	}
+	json_object_set_new(doc, "rows", rows);
+	json_t *bands = json_array();
+	for (size_t i = 0; i < c->nbands; i++) {
+		const struct nw_cmp_band *b = &c->bands[i];
+		json_array_append_new(bands,
+		                      json_pack("{s:s,s:s,s:s,s:b,s:I,s:I,s:i,s:o,s:o,s:I,s:s,s:s}", "op", b->op, "dtype",
+		                                b->dtype, "redop", b->redop, "inplace", b->inplace, "from_bytes",
+		                                (json_int_t)b->from, "to_bytes", (json_int_t)b->to, "sizes", b->nsizes,
+		                                "mean_change", num_or_null(b->mean_change), "worst_change",
+		                                num_or_null(b->worst_change), "worst_size_bytes", (json_int_t)b->worst_size,
+		                                "compared_on", b->by_time ? "time" : "busbw", "verdict",
+		                                nw_cmp_verdict_name(b->verdict)));
+	}
+	json_object_set_new(doc, "bands", bands);
+	json_t *diffs = json_array();
+	for (size_t i = 0; i < c->ndiffs; i++) {
+		const struct nw_fp_diff *d = &c->diffs[i];
+		json_array_append_new(diffs, json_pack("{s:i,s:s,s:s,s:s,s:s}", "rank", d->rank, "field", d->field,
+		                                       "a", d->a, "b", d->b, "text", d->text));
+	}
+	json_object_set_new(doc, "differences", diffs);
+	json_object_set_new(doc, "attribution", json_string(c->attribution));
+	json_object_set_new(doc, "summary", json_pack("{s:i,s:i,s:i,s:i}", "slower", c->nslower, "faster",
+	                                              c->nfaster, "same", c->nsame, "unmatched", c->nonly));
+	json_object_set_new(doc, "regression", json_boolean(nw_cmp_regressed(c)));
+	return doc;
+}

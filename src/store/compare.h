@@ -1,0 +1,117 @@
+/*
+ * compare: two runs side by side, per op, size, dtype, redop and placement;
+ * a verdict per size that respects noise; the size bands that got slower or
+ * faster; and the fingerprint differences that may explain it, most likely
+ * to matter first. Also: loading a run from anything a user may name (a run
+ * id, a baseline name, our JSON, nccl-tests' output).
+ */
+#ifndef NW_COMPARE_H
+#define NW_COMPARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "bench/result.h"
+#include "store/store.h"
+
+/*
+ * Load what spec names into run (initialised here; nw_run_release it):
+ * a run id ("12"), an existing file (ncclwatch results JSON, or nccl-tests
+ * text or -J JSON output, whose runs are merged into one), or a baseline
+ * name. label gets a short name for display ("run 12", "baseline good",
+ * "nt_all_reduce.txt"). The database (for ids and names) comes from o.
+ */
+int nw_input_load(const struct nw_store_opts *o, const char *spec, struct nw_run *run,
+                  char *label, size_t labellen, char *err, size_t errlen);
+
+struct nw_cmp_opts {
+	double tolerance;       /* relative busbw change tolerated, e.g. 0.05 */
+	double lat_tolerance;   /* relative time change tolerated below lat_below, e.g. 0.20 */
+	uint64_t lat_below;     /* sizes below this are latency-bound: compared on time */
+	uint64_t min_size;      /* sizes below this are left out */
+};
+/* 5%, 20% below 1 MiB, nothing left out. */
+void nw_cmp_opts_default(struct nw_cmp_opts *o);
+
+enum nw_cmp_verdict { NW_V_SAME, NW_V_SLOWER, NW_V_FASTER, NW_V_ONLY_A, NW_V_ONLY_B, NW_V_NA };
+const char *nw_cmp_verdict_name(enum nw_cmp_verdict v); /* "same", "slower", ... */
+
+/* One compared key. Means over repeats; change > 0 means B is faster. */
+struct nw_cmp_row {
+	char op[24];
+	char dtype[16];
+	char redop[8];
+	int root;
+	int inplace;
+	uint64_t size;
+	int na, nb;            /* rows (repeats) of this key in A and B */
+	double busbw_a, busbw_b;
+	double time_a, time_b;
+	int by_time;           /* latency-bound: compared on time */
+	double change;         /* speed(B)/speed(A) - 1: -0.2 is 20% slower */
+	double threshold;      /* relative tolerance applied */
+	int from_repeats;      /* threshold from the spread of repeats, not the stated tolerance */
+	enum nw_cmp_verdict verdict;
+};
+
+/* Contiguous sizes of one op/dtype/redop/placement with one verdict (slower or faster). */
+struct nw_cmp_band {
+	char op[24];
+	char dtype[16];
+	char redop[8];
+	int inplace;
+	uint64_t from, to;
+	int nsizes;
+	double mean_change, worst_change;
+	uint64_t worst_size;
+	int by_time;           /* every size in it was compared on time */
+	enum nw_cmp_verdict verdict;
+};
+
+/* One fingerprint difference; lower rank is more likely to matter. */
+struct nw_fp_diff {
+	int rank;
+	char field[64];        /* "nccl_version", "env.NCCL_PROTO", ... */
+	char a[256], b[256];   /* "" when absent on that side */
+	char text[640];        /* "NCCL 2.21.5 -> 2.28.9" */
+};
+
+struct nw_cmp {
+	struct nw_cmp_row *rows;
+	size_t nrows;
+	struct nw_cmp_band *bands;
+	size_t nbands;
+	struct nw_fp_diff *diffs;
+	size_t ndiffs;
+	char attribution[2048]; /* one line in plain words */
+	int nslower, nfaster, nsame, nonly;
+};
+
+/* Compare A (before) with B (after). Release out with nw_cmp_release. */
+int nw_compare(const struct nw_run *a, const struct nw_run *b, const struct nw_cmp_opts *o,
+               struct nw_cmp *out, char *err, size_t errlen);
+void nw_cmp_release(struct nw_cmp *c);
+/* Regression: some compared size got slower beyond its tolerance. */
+int nw_cmp_regressed(const struct nw_cmp *c);
+
+/*
+ * The fingerprint of a run as recorded (extra.fingerprint), completed from
+ * its header where fields are missing. New reference; caller decrefs.
+ */
+json_t *nw_fingerprint_of(const struct nw_run *run);
+
+/*
+ * Fingerprint differences between A and B, sorted by rank, and a plain
+ * one-line summary ("NCCL 2.21.5 -> 2.28.9; NCCL_PROTO=Simple set in B; same
+ * GPUs and links"). *diffs is the caller's to free().
+ */
+void nw_fingerprint_diff(const struct nw_run *a, const struct nw_run *b, struct nw_fp_diff **diffs,
+                         size_t *n, char *summary, size_t summarylen);
+
+/* {"schema":"ncclwatch.compare/1", ...}: rows, bands, differences, verdict. */
+json_t *nw_cmp_to_json(const struct nw_cmp *c, const struct nw_cmp_opts *o, const char *label_a,
+                       const char *label_b);
+
+#endif

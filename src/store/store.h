@@ -1,0 +1,153 @@
+/*
+ * store: the run history in SQLite, and the fingerprint of what a run ran on.
+ *
+ * One database file ($XDG_DATA_HOME/ncclwatch/history.db by default,
+ * NCCLWATCH_DB or --db PATH to change it) holds every recorded run: its
+ * header, its rows and a fingerprint (host, GPUs, driver, NCCL, topology,
+ * NCCL_* and launcher variables). Many processes may record at once (every
+ * rank of a job, several jobs): the file is in WAL mode, writers wait for
+ * each other and retry, and each run is one transaction. A file that is not
+ * ours (another application's database, a damaged file, not SQLite at all)
+ * is refused before anything is written to it. The schema carries a version
+ * (PRAGMA user_version) and is migrated forward by a table of steps.
+ *
+ * Commands that record (bench, check, import, tune) need three calls:
+ *   nw_store_parse_opt   in their option loop
+ *   nw_fingerprint_collect once the header is filled
+ *   nw_store_record      when the run is complete
+ */
+#ifndef NW_STORE_H
+#define NW_STORE_H
+
+#include <stddef.h>
+
+#include "bench/result.h"
+
+/* History options of a recording command; zero-initialise it. */
+struct nw_store_opts {
+	const char *db_path; /* --db PATH; NULL: NCCLWATCH_DB, then the default */
+	int disabled;        /* --no-history */
+};
+
+/* Usage lines for the history options, for a command's usage text. */
+#define NW_STORE_USAGE \
+	"  --db PATH            history database (default $NCCLWATCH_DB, else\n" \
+	"                       $XDG_DATA_HOME/ncclwatch/history.db)\n" \
+	"  --no-history         do not record this run\n"
+
+/*
+ * Consume a history option at argv[*i] (--db PATH, --db=PATH, --no-history);
+ * returns 1 when consumed (advancing *i past a value), 0 when not a history
+ * option, -1 with err on a bad value. o->db_path points into argv.
+ */
+int nw_store_parse_opt(int argc, char **argv, int *i, struct nw_store_opts *o, char *err,
+                       size_t errlen);
+
+/*
+ * Fill run->h.extra["fingerprint"] from the header and this process's
+ * environment: host, gpus, gpu_count, driver, cuda_driver, nccl_version,
+ * nccl_path, nranks, nhosts, tool_version, cmdline, time, and "env" (every
+ * NCCL_* and launcher variable). Keys the caller already put there (e.g.
+ * "topology" summary string, "topology_hash") are kept.
+ */
+void nw_fingerprint_collect(struct nw_run *run);
+
+/*
+ * Record a run (results + fingerprint; the fingerprint is collected first
+ * when the run has none). *id_out (may be NULL) gets its id, or 0 when
+ * history is disabled. Honors opts->disabled and NCCLWATCH_DB.
+ */
+int nw_store_record(const struct nw_store_opts *o, struct nw_run *run, long long *id_out,
+                    char *err, size_t errlen);
+
+/*
+ * The database path for these options: o->db_path, else NCCLWATCH_DB, else
+ * $XDG_DATA_HOME/ncclwatch/history.db, else ~/.local/share/ncclwatch/history.db.
+ */
+int nw_store_path(const struct nw_store_opts *o, char *buf, size_t len, char *err, size_t errlen);
+
+/* The schema version this code writes (PRAGMA user_version). */
+#define NW_STORE_SCHEMA_VERSION 2
+/* PRAGMA application_id of our files: "NCWH". */
+#define NW_STORE_APP_ID 0x4e435748
+
+/* An open history database. */
+struct nw_store;
+
+enum nw_store_mode {
+	NW_STORE_READ,   /* the file must exist; never created */
+	NW_STORE_WRITE,  /* created (with its directory) when absent */
+};
+
+/*
+ * Open (and, for NW_STORE_WRITE, create or migrate) the database at path.
+ * Refuses files that are not ours without writing to them. The caller
+ * closes *out with nw_store_close.
+ */
+int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **out, char *err,
+                  size_t errlen);
+void nw_store_close(struct nw_store *s);
+
+/* Insert a run in one transaction; *id_out gets its id. */
+int nw_store_insert(struct nw_store *s, struct nw_run *run, long long *id_out, char *err,
+                    size_t errlen);
+
+/* One line of `history` listing. */
+struct nw_store_entry {
+	long long id;
+	char time[32];
+	char host[256];
+	char source[16];
+	char ops[160];          /* "all_reduce,all_gather" */
+	char nccl_version[32];
+	double peak_busbw;      /* GB/s, highest busbw of any row */
+	int nrows;
+	char baselines[128];    /* baseline names of this run, comma-separated */
+};
+
+/* Filters of a listing; NULL/empty fields do not filter. */
+struct nw_store_filter {
+	const char *host;
+	const char *op;
+	const char *since;  /* ISO 8601 prefix: "2026-11-30" or "2026-11-30T10:00:00Z" */
+	const char *until;  /* inclusive; a bare date means the whole day */
+	long long limit;    /* 0: all; else the latest `limit` runs */
+};
+
+/* Runs matching f, oldest first; *out is the caller's to free(). */
+int nw_store_list(struct nw_store *s, const struct nw_store_filter *f,
+                  struct nw_store_entry **out, size_t *n, char *err, size_t errlen);
+
+/* Load run id into run (initialised here; release with nw_run_release). */
+int nw_store_load(struct nw_store *s, long long id, struct nw_run *run, char *err, size_t errlen);
+
+/* Delete run id (and the baselines naming it). -1 when there is no such run. */
+int nw_store_delete(struct nw_store *s, long long id, char *err, size_t errlen);
+
+/* Ids of every run, oldest first; *ids is the caller's to free(). */
+int nw_store_ids(struct nw_store *s, long long **ids, size_t *n, char *err, size_t errlen);
+
+/*
+ * Baselines: a name for a run. Names are 1-63 characters of letters,
+ * digits, '.', '_' and '-', not all digits (so they never read as an id).
+ */
+int nw_store_baseline_name_ok(const char *name, char *err, size_t errlen);
+/* Set (or move) baseline name to run id. */
+int nw_store_baseline_set(struct nw_store *s, const char *name, long long id, char *err,
+                          size_t errlen);
+/* Remove baseline name; -1 when there is none. */
+int nw_store_baseline_delete(struct nw_store *s, const char *name, char *err, size_t errlen);
+/* The run a baseline names; 0 when the name is unknown, -1 on error. */
+int nw_store_baseline_get(struct nw_store *s, const char *name, long long *id, char *err,
+                          size_t errlen);
+
+struct nw_store_baseline {
+	char name[64];
+	long long run_id;
+	char set_time[32];
+};
+/* Every baseline, by name; *out is the caller's to free(). */
+int nw_store_baseline_list(struct nw_store *s, struct nw_store_baseline **out, size_t *n,
+                           char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# ncclwatch check as a user runs it: on this GPU-less machine (FAIL naming
+# the missing driver), judging recorded results against the 2xH200 model,
+# with the doctor's findings, and with bad input.
+source "$(dirname "$0")/lib.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+FX=$SRCDIR/tests/fixtures
+H200=(--sysroot "$FX/sysfs/h200x2" --nvml-json "$FX/nvml/h200x2.json")
+CLEAN=(env -u NCCL_P2P_DISABLE -u NCCL_SHM_DISABLE -u NCCL_DEBUG -u MASTER_ADDR -u CUDA_VISIBLE_DEVICES -u NCCLWATCH_NVML_JSON -u NCCLWATCH_SYSROOT)
+
+run "${CLEAN[@]}" NCCLWATCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$NW" check
+expect_rc "no GPU: exit 2" 2
+expect_out "no GPU: FAIL naming the missing driver" "FAIL +gpu +no GPU: no NVIDIA driver \(/nonexistent/libnvidia-ml.so.1 not found\)"
+expect_out "no GPU: verdict and elapsed time" "^ncclwatch check: FAIL \([0-9.]+ s\)"
+
+run "${CLEAN[@]}" NCCLWATCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$NW" check --json
+expect_true "no GPU json: FAIL item" python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+assert d["schema"]=="ncclwatch.check/1" and d["verdict"]=="FAIL" and d["exit"]==2
+assert any(i["what"]=="gpu" and "no NVIDIA driver" in i["reason"] for i in d["items"])
+assert isinstance(d["doctor"], list) and len(d["doctor"])>=25
+' "$OUT"
+
+# The host backend runs without a GPU: alone (1 rank) and under mpirun.
+run "${CLEAN[@]}" ASAN_OPTIONS=detect_leaks=0 "$NW" check --backend mpi -b 1M -e 4M -n 2 -w 1
+expect_rc "--backend mpi alone: PASS" 0
+expect_out "--backend mpi alone: says one rank crosses no link" "PASS all_reduce 4M +1 rank: nothing crosses a link"
+run "${CLEAN[@]}" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" check --backend mpi -b 1M -e 4M -n 2 -w 1 --json
+expect_no_crash "--backend mpi under mpirun: no crash"
+cp "$OUT" "$TMP/base.json"
+expect_true "--backend mpi under mpirun: 2 ranks measured, one report" python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+assert d["exit"] in (0,1) and d["verdict"] in ("PASS","WARN"), d["verdict"]
+r=d["results"]
+assert r["run"]["nranks"]==2 and r["run"]["backend"]=="mpi"
+assert {x["op"] for x in r["results"]}=={"all_reduce","all_gather"}
+assert any(i["what"]=="all_reduce 4M" and "no expectation (host backend" in i["reason"] for i in d["items"])
+' "$OUT"
+run "${CLEAN[@]}" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" check --backend mpi -b 1M -e 4M -n 2 -w 1 --baseline "$TMP/base.json"
+expect_no_crash "--backend mpi against its own baseline: no crash"
+expect_out "--backend mpi against its own baseline: compared" "all_reduce 4M +[0-9.]+ GB/s busbw, [0-9]+% of [0-9.]+ expected \(baseline"
+
+run "${CLEAN[@]}" "$NW" check "${H200[@]}" --results "$FX/results/h200x2-check.json"
+expect_rc "reference figures on the 2xH200 model: PASS" 0
+expect_out "PASS line per op" "PASS all_reduce 4G +339.7 GB/s busbw, 100% of 339.7 expected"
+
+run "${CLEAN[@]}" NCCL_P2P_DISABLE=1 "$NW" check "${H200[@]}" --results "$FX/results/h200x2-check.json"
+expect_rc "P2P disabled, bandwidth intact: WARN from doctor" 1
+expect_out "WARN names the variable" "WARN doctor env.workarounds +NCCL_P2P_DISABLE=1"
+
+run "${CLEAN[@]}" NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 "$NW" check "${H200[@]}" --results "$FX/results/h200x2-check-slow16x.json"
+expect_rc "bandwidth collapsed: FAIL" 2
+expect_out "FAIL names the cause" "FAIL all_reduce 4G .*likely cause: NCCL_P2P_DISABLE=1; NCCL_SHM_DISABLE=1"
+
+run "${CLEAN[@]}" "$NW" check "${H200[@]}" --results "$FX/results/h200x2-check-slow16x.json" --baseline "$FX/results/h200x2-check.json"
+expect_rc "against a baseline: FAIL" 2
+expect_out "baseline named" "expected \(baseline"
+
+run "${CLEAN[@]}" "$NW" check "${H200[@]}" --no-bench
+expect_rc "--no-bench on the healthy tree: PASS" 0
+
+run "$NW" check --baseline 42
+expect_rc "run id as baseline: exit 2" 2
+expect_err "run id: says what to give" "history run ids are not supported yet"
+run "$NW" check --results /dev/null
+expect_rc "unreadable results: exit 2" 2
+run "$NW" check --backend tcp
+expect_rc "bad backend: exit 2" 2
+run "$NW" check -b 4G -e 1G
+expect_rc "-b above -e: exit 2" 2
+run "$NW" check --warn-below 0.5 --fail-below 0.8
+expect_rc "fail above warn: exit 2" 2
+run "$NW" help check
+expect_out "help lists --baseline" "--baseline FILE"

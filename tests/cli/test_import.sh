@@ -1,0 +1,79 @@
+# ncclwatch import: nccl-tests outputs into the result model, as a user runs it.
+. tests/cli/lib.sh
+FX=$SRCDIR/tests/fixtures/nccltests
+
+# Every data row re-rendered from the model is byte-identical to the file's.
+for f in "$FX"/nt_*.txt; do
+	name=$(basename "$f" .txt)
+	run "$NW" import --table "$f"
+	expect_rc "import --table $name exits 0" 0
+	grep -E '^ +[0-9]' "$f" >"$TMP/want"
+	grep -E '^ +[0-9]' "$OUT" >"$TMP/got"
+	expect_true "import --table $name rows byte-identical" cmp -s "$TMP/want" "$TMP/got"
+	want_avg=$(sed -n 's/^# Avg bus bandwidth *: \([0-9.]*\).*/\1/p' "$f")
+	got_avg=$(sed -n 's/^# Avg bus bandwidth *: \([0-9.]*\).*/\1/p' "$OUT")
+	expect_true "import --table $name average $got_avg ~ $want_avg" \
+		awk -v a="$got_avg" -v b="$want_avg" 'BEGIN { d = a - b; exit !(d < 0.002 && d > -0.002) }'
+done
+
+run "$NW" import "$FX/nt_all_reduce.txt"
+expect_rc "import csv exits 0" 0
+expect_out "csv header" '^op,dtype,redop,root,size_bytes,count,nranks,inplace,time_us,algbw_gbs,busbw_gbs,wrong$'
+expect_out "csv 8 GB in-place row" '^all_reduce,float,sum,-1,8589934592,2147483648,2,1,24826.100,346.0000,346.0000,0$'
+expect_true "csv has 62 rows" test "$(grep -c '^all_reduce,' "$OUT")" -eq 62
+
+run "$NW" import --json "$FX/nt_sendrecv.txt"
+expect_rc "import --json exits 0" 0
+expect_true "json is valid and complete" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["run"]
+assert d["schema"] == "ncclwatch.results/1"
+assert (r["backend"], r["source"], r["nccl_version"], r["host"], r["gpus"], r["nranks"]) == ("nccl-tests", "import", "2.28.9", "vm", "2 x NVIDIA H200", 2), r
+assert r["input"].endswith("nt_sendrecv.txt")
+assert len(d["results"]) == 24 and d["results"][1]["wrong"] is None and d["results"][0]["wrong"] == 0
+' "$OUT"
+
+run "$NW" import --json "$FX/xf_six_concatenated.txt"
+expect_true "several runs give an array of documents" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [x["results"][0]["op"] for x in d] == ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall", "sendrecv"]
+' "$OUT"
+
+run "$NW" import --table - <"$FX/xf_all_reduce_ompi_tagged.txt"
+expect_rc "stdin with [1,0]<stdout>: prefixes exits 0" 0
+grep -E '^ +[0-9]' "$FX/nt_all_reduce.txt" >"$TMP/want"
+grep -E '^ +[0-9]' "$OUT" >"$TMP/got"
+expect_true "prefixed rows byte-identical" cmp -s "$TMP/want" "$TMP/got"
+
+run "$NW" import "$SRCDIR/tests/fixtures/logs/h200x2_allreduce_info.log"
+expect_rc "row cut by NCCL log lines exits 0" 0
+expect_out "row rebuilt from pieces" '^all_reduce,float,sum,-1,67108864,16777216,2,0,261.740,256.4000,256.4000,0$'
+
+printf 'hello\nworld\n' >"$TMP/notnt.txt"
+run "$NW" import "$TMP/notnt.txt"
+expect_rc "no table exits 1" 1
+expect_err "no table says so" "no nccl-tests result table"
+expect_err "unparsed lines counted" "2 lines not understood"
+
+run "$NW" import /nonexistent/x.txt
+expect_rc "missing file exits 2" 2
+expect_err "missing file named" "cannot read '/nonexistent/x.txt'"
+
+run "$NW" import
+expect_rc "no argument exits 2" 2
+run "$NW" import --bogus "$FX/nt_all_reduce.txt"
+expect_rc "unknown option exits 2" 2
+expect_err "unknown option named" "unknown option '--bogus'"
+
+head -c 200000 /dev/urandom >"$TMP/rand.bin"
+run "$NW" import "$TMP/rand.bin"
+expect_no_crash "binary garbage does not crash"
+
+# Outputs that do not name the collective: "unknown", or what --op says.
+grep -v '^# Collective test' "$FX/nt_all_gather.txt" >"$TMP/noop.txt"
+run "$NW" import "$TMP/noop.txt"
+expect_out "op unknown when not said" '^unknown,float,none,-1,1024,'
+run "$NW" import --op all_gather "$TMP/noop.txt"
+expect_out "--op names it" '^all_gather,float,none,-1,1024,'

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# report: a self-contained HTML page (no script, nothing fetched) and SVG
+# charts from real nccl-tests outputs; rendered by headless Chromium.
+source "$(dirname "$0")/lib.sh"
+FIX=$SRCDIR/tests/fixtures/nccltests
+
+# the same planted drop as test_compare.sh
+awk '/^#/ || NF < 13 { print; next }
+     $1 + 0 >= 67108864 && $1 + 0 <= 268435456 {
+	printf "%12s  %12s  %8s  %6s  %6s  %7.2f  %6.2f  %6.2f  %6s  %7.2f  %6.2f  %6.2f  %6s\n",
+	       $1, $2, $3, $4, $5, $6 * 1.25, $7 / 1.25, $8 / 1.25, $9, $10 * 1.25, $11 / 1.25, $12 / 1.25, $13
+	next }
+     { print }' "$FIX/nt_all_reduce.txt" >"$TMP/after.txt"
+
+run "$NW" report "$FIX/nt_all_reduce.txt" "$TMP/after.txt" -o "$TMP/r.html" --link-gbs 478.1
+expect_rc "report of two runs" 0
+expect_err "says where it wrote" "wrote $TMP/r.html"
+cp "$TMP/r.html" "$OUT"
+expect_out "is HTML" '^<!DOCTYPE html>'
+expect_out "has an inline SVG chart" '<svg xmlns="http://www.w3.org/2000/svg"'
+expect_out "has both runs in the legend" 'after\.txt</text>'
+expect_out "has the link line" 'link 478 GB/s'
+expect_out "has the comparison verdict" 'regression: 6 of 62 sizes slower'
+expect_out "has the slower band" 'out-of-place, 64M&ndash;256M \(3 sizes\): -20\.0% busbw'
+expect_out "has the fingerprints" '<h2>Fingerprints</h2>'
+expect_no_out "no script" '<script'
+expect_no_out "nothing fetched" '(src|href)='
+n=$(grep -o 'https\?://[^"]*' "$OUT" | grep -vc '^http://www.w3.org/2000/svg$'); RC=$n
+expect_rc "no URL but the SVG namespace" 0
+
+run "$NW" report "$FIX/nt_all_reduce.txt" "$FIX/nt_all_gather.txt" "$FIX/nt_broadcast.txt" -o "$TMP/three.html"
+expect_rc "report of three runs" 0
+n=$(grep -c '<svg ' "$TMP/three.html"); RC=$n; expect_rc "one chart per op" 3
+expect_true "no comparison with three runs" sh -c "! grep -q '<h2>Comparison' '$TMP/three.html'"
+
+run "$NW" report "$FIX/nt_all_reduce.txt" "$TMP/after.txt" --svg "$TMP/ar.svg"
+expect_rc "one SVG chart" 0
+cp "$TMP/ar.svg" "$OUT"
+expect_out "SVG document" '^<svg xmlns='
+n=$(grep -c '<polyline' "$OUT"); RC=$n; expect_rc "two lines" 2
+n=$(grep -c '<circle' "$OUT"); RC=$n; expect_rc "one point per size per run" 62
+run "$NW" report "$FIX/nt_all_reduce.txt" --svg - --op all_gather
+expect_rc "op absent from the runs" 2
+expect_err "says so" "no out-of-place rows for 'all_gather'"
+run "$NW" report "$FIX/nt_all_reduce.txt" --svg - --inplace
+expect_rc "in-place chart to stdout" 0
+expect_out "in-place named" 'in-place</text>'
+
+# Bad usage: clear errors, nothing half-written.
+run "$NW" report "$FIX/nt_all_reduce.txt"
+expect_rc "no output named" 2
+expect_err "says how" 'say where to write: -o FILE.html'
+run "$NW" report -o "$TMP/x.html"
+expect_rc "no run" 2
+run "$NW" report "$TMP/absent.txt" -o "$TMP/x.html"
+expect_rc "missing input" 2
+expect_true "no file written on error" test ! -e "$TMP/x.html"
+run "$NW" report "$FIX/nt_all_reduce.txt" -o "$TMP/nodir/x.html"
+expect_rc "unwritable output" 2
+expect_err "names the output" "cannot write '$TMP/nodir/x.html'"
+run "$NW" report "$FIX/nt_all_reduce.txt" -o "$TMP/x.html" --link-gbs fast
+expect_rc "bad --link-gbs" 2
+
+# Render it as a browser would, and look at the pixels.
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$CHROMIUM" ]; then
+	echo "ok - report renders in headless chromium # skip: chromium is not installed"
+else
+	prof=$(mktemp -d "$TMP/prof.XXXXXX")
+	timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
+		--disable-component-update --disable-sync --no-first-run --user-data-dir="$prof" \
+		--screenshot="$TMP/shot.png" --window-size=1200,1600 "file://$TMP/r.html" >"$TMP/chromium.log" 2>&1
+	expect_true "chromium wrote a screenshot" test -s "$TMP/shot.png"
+	# The chart's two series colours must be on screen (decoded with Python's zlib).
+	if command -v python3 >/dev/null; then
+		python3 - "$TMP/shot.png" >"$OUT" 2>"$ERR" <<'PY'
+import struct, sys, zlib
+data = open(sys.argv[1], 'rb').read()
+assert data[:8] == b'\x89PNG\r\n\x1a\n'
+pos, idat, w = 8, b'', 0
+while pos < len(data):
+    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
+    body = data[pos + 8:pos + 8 + n]
+    if kind == b'IHDR':
+        w, h, depth, ctype = struct.unpack('>IIBB', body[:10])
+        bpp = {2: 3, 6: 4}[ctype]
+    elif kind == b'IDAT':
+        idat += body
+    pos += 12 + n
+raw, stride, prev, seen = zlib.decompress(idat), w * bpp, None, set()
+for y in range(min(h, 800)):  # the first chart is in the top half
+    f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+    for i in range(stride):
+        a = line[i - bpp] if i >= bpp else 0
+        b = prev[i] if prev else 0
+        c = prev[i - bpp] if prev and i >= bpp else 0
+        if f == 1: line[i] = (line[i] + a) & 255
+        elif f == 2: line[i] = (line[i] + b) & 255
+        elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
+        elif f == 4:
+            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    for x in range(0, stride, bpp):
+        seen.add(bytes(line[x:x + 3]))
+    prev = line
+# B in full orange; A wide and pale blue (#0072B2 at 45% on white) where B leaves it visible
+near = lambda want: any(all(abs(p[k] - want[k]) < 25 for k in range(3)) for p in seen)
+print('blue' if bytes((0xD5, 0x5E, 0x00)) in seen and near((140, 191, 220)) else 'missing')
+print('red' if bytes((0xB2, 0x22, 0x22)) in seen else 'nolink')
+PY
+		RC=$?
+		expect_rc "screenshot decoded" 0
+		expect_out "both series drawn" '^blue$'
+		expect_out "link line drawn" '^red$'
+	fi
+fi

@@ -1,0 +1,261 @@
+/* compare: verdicts that respect noise, size bands, and fingerprint attribution. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bench/result.h"
+#include "store/compare.h"
+#include "util/util.h"
+
+/* all_reduce out-of-place rows of the reference run (nccl-tests 2.19.6, 2 x H200). */
+static const struct {
+	uint64_t size;
+	double time_us;
+} ref[] = {
+	{ 8, 11.81 }, { 1024, 12.08 }, { 65536, 11.97 }, { 524288, 14.09 }, { 1048576, 15.11 },
+	{ 4194304, 35.62 }, { 16777216, 78.52 }, { 67108864, 259.11 }, { 134217728, 475.58 },
+	{ 268435456, 895.79 }, { 1073741824, 3305.38 }, { 4294967296ULL, 12644.1 },
+};
+
+static void add(struct nw_run *run, const char *op, uint64_t size, double t, int inplace)
+{
+	struct nw_row r;
+	memset(&r, 0, sizeof(r));
+	nw_strlcpy(r.op, op, sizeof(r.op));
+	nw_strlcpy(r.dtype, "float", sizeof(r.dtype));
+	nw_strlcpy(r.redop, "sum", sizeof(r.redop));
+	r.root = -1;
+	r.size_bytes = size;
+	r.count = size / 4;
+	r.nranks = 2;
+	r.inplace = inplace;
+	r.time_us = t;
+	r.wrong = 0;
+	nw_row_compute_bw(&r);
+	nw_run_add(run, &r);
+}
+
+/* The reference rows; sizes in [lo, hi] take `factor` times as long. */
+static void make(struct nw_run *run, uint64_t lo, uint64_t hi, double factor)
+{
+	nw_run_init(run);
+	nw_strlcpy(run->h.nccl_version, "2.28.9", sizeof(run->h.nccl_version));
+	nw_strlcpy(run->h.gpus, "2 x NVIDIA H200", sizeof(run->h.gpus));
+	nw_strlcpy(run->h.host, "vm", sizeof(run->h.host));
+	run->h.nranks = 2;
+	for (size_t i = 0; i < NW_ARRAY_LEN(ref); i++) {
+		double f = ref[i].size >= lo && ref[i].size <= hi ? factor : 1;
+		add(run, "all_reduce", ref[i].size, ref[i].time_us * f, 0);
+	}
+}
+
+static struct nw_cmp_opts defaults(void)
+{
+	struct nw_cmp_opts o;
+	nw_cmp_opts_default(&o);
+	return o;
+}
+
+static void identical_runs(void **state)
+{
+	(void)state;
+	struct nw_run a, b;
+	make(&a, 0, 0, 1);
+	make(&b, 0, 0, 1);
+	struct nw_cmp c;
+	struct nw_cmp_opts o = defaults();
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_int_equal(c.nrows, NW_ARRAY_LEN(ref));
+	assert_int_equal(c.nsame, NW_ARRAY_LEN(ref));
+	assert_int_equal(c.nbands, 0);
+	assert_false(nw_cmp_regressed(&c));
+	assert_non_null(strstr(c.attribution, "no recorded difference"));
+	nw_cmp_release(&c);
+	nw_run_release(&a);
+	nw_run_release(&b);
+}
+
+/* A 20% busbw drop from 64M to 256M is one band, exactly there, and nothing else. */
+static void planted_band(void **state)
+{
+	(void)state;
+	struct nw_run a, b;
+	make(&a, 0, 0, 1);
+	make(&b, 64ULL << 20, 256ULL << 20, 1 / 0.8);
+	struct nw_cmp c;
+	struct nw_cmp_opts o = defaults();
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_true(nw_cmp_regressed(&c));
+	assert_int_equal(c.nslower, 3);
+	assert_int_equal(c.nfaster, 0);
+	assert_int_equal(c.nbands, 1);
+	assert_int_equal(c.bands[0].from, 64ULL << 20);
+	assert_int_equal(c.bands[0].to, 256ULL << 20);
+	assert_int_equal(c.bands[0].nsizes, 3);
+	assert_true(c.bands[0].mean_change > -0.2001 && c.bands[0].mean_change < -0.1999);
+	assert_int_equal(c.bands[0].verdict, NW_V_SLOWER);
+	/* the other way round it is faster, and not a regression */
+	nw_cmp_release(&c);
+	assert_int_equal(nw_compare(&b, &a, &o, &c, NULL, 0), 0);
+	assert_false(nw_cmp_regressed(&c));
+	assert_int_equal(c.nfaster, 3);
+	nw_cmp_release(&c);
+	/* --min-size above the band leaves nothing slower */
+	o.min_size = 512ULL << 20;
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_false(nw_cmp_regressed(&c));
+	assert_int_equal(c.nrows, 2);
+	nw_cmp_release(&c);
+	nw_run_release(&a);
+	nw_run_release(&b);
+}
+
+/* Below 1M sizes are judged on time with the looser tolerance. */
+static void latency_band(void **state)
+{
+	(void)state;
+	struct nw_run a, b;
+	struct nw_cmp c;
+	struct nw_cmp_opts o = defaults();
+	make(&a, 0, 0, 1);
+	make(&b, 0, 512 << 10, 1.15); /* 15% longer: within 20% */
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_false(nw_cmp_regressed(&c));
+	assert_true(c.rows[0].by_time);
+	assert_false(c.rows[4].by_time);
+	nw_cmp_release(&c);
+	nw_run_release(&b);
+	make(&b, 0, 512 << 10, 1.30); /* 30% longer */
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_true(nw_cmp_regressed(&c));
+	assert_int_equal(c.nslower, 4);
+	assert_int_equal(c.nbands, 1);
+	assert_true(c.bands[0].by_time);
+	assert_int_equal(c.bands[0].from, 8);
+	assert_int_equal(c.bands[0].to, 512 << 10);
+	nw_cmp_release(&c);
+	nw_run_release(&a);
+	nw_run_release(&b);
+}
+
+/* With repeats, their spread is the tolerance, not the stated 5%. */
+static void repeats_spread(void **state)
+{
+	(void)state;
+	struct nw_run a, b;
+	struct nw_cmp c;
+	struct nw_cmp_opts o = defaults();
+	nw_run_init(&a);
+	nw_run_init(&b);
+	/* A repeats 256M three times, 10% apart; B is 8% below A's mean. */
+	add(&a, "all_reduce", 256ULL << 20, 895.79, 0);
+	add(&a, "all_reduce", 256ULL << 20, 895.79 * 1.10, 0);
+	add(&a, "all_reduce", 256ULL << 20, 895.79 * 1.05, 0);
+	add(&b, "all_reduce", 256ULL << 20, 895.79 * 3 / (1 + 1 / 1.10 + 1 / 1.05) / 0.92, 0);
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_int_equal(c.nrows, 1);
+	assert_int_equal(c.rows[0].na, 3);
+	assert_true(c.rows[0].from_repeats);
+	assert_true(c.rows[0].change < -0.07 && c.rows[0].change > -0.09);
+	assert_int_equal(c.rows[0].verdict, NW_V_SAME); /* inside the 9.5% spread */
+	nw_cmp_release(&c);
+	/* without the repeats the same change is beyond 5% */
+	a.nrows = 1;
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_false(c.rows[0].from_repeats);
+	assert_int_equal(c.rows[0].verdict, NW_V_SLOWER);
+	nw_cmp_release(&c);
+	nw_run_release(&a);
+	nw_run_release(&b);
+}
+
+/* Sizes in only one run are listed, not judged; no shared size is an error. */
+static void unmatched(void **state)
+{
+	(void)state;
+	struct nw_run a, b;
+	struct nw_cmp c;
+	struct nw_cmp_opts o = defaults();
+	char err[NW_ERRLEN];
+	make(&a, 0, 0, 1);
+	nw_run_init(&b);
+	add(&b, "all_reduce", 8, 11.81, 0);
+	add(&b, "all_reduce", 3, 1, 0);
+	add(&b, "all_gather", 1024, 100, 0);
+	assert_int_equal(nw_compare(&a, &b, &o, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.nsame, 1);
+	assert_int_equal(c.nonly, NW_ARRAY_LEN(ref) - 1 + 2);
+	assert_false(nw_cmp_regressed(&c));
+	nw_cmp_release(&c);
+	nw_run_release(&b);
+	nw_run_init(&b);
+	add(&b, "broadcast", 1024, 10, 0);
+	assert_int_equal(nw_compare(&a, &b, &o, &c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "no measurement"));
+	nw_run_release(&a);
+	nw_run_release(&b);
+}
+
+static void set_fp(struct nw_run *run, const char *env_json, const char *topo_hash)
+{
+	json_t *fp = json_object();
+	json_object_set_new(fp, "env", json_loads(env_json, 0, NULL));
+	if (topo_hash)
+		json_object_set_new(fp, "topology_hash", json_string(topo_hash));
+	run->h.extra = json_object();
+	json_object_set_new(run->h.extra, "fingerprint", fp);
+}
+
+/* NCCL version first, then NCCL_* settings, then the rest; plain words. */
+static void attribution(void **state)
+{
+	(void)state;
+	struct nw_run a, b;
+	make(&a, 0, 0, 1);
+	make(&b, 0, 0, 1);
+	nw_strlcpy(a.h.nccl_version, "2.21.5", sizeof(a.h.nccl_version));
+	nw_strlcpy(a.h.driver, "570.86.15", sizeof(a.h.driver));
+	nw_strlcpy(b.h.driver, "580.159.04", sizeof(b.h.driver));
+	set_fp(&a, "{\"NCCL_NVLS_ENABLE\":\"0\",\"NCCL_ALGO\":\"Ring\",\"RANK\":\"0\",\"SLURM_JOB_ID\":\"11\"}", "ab12");
+	set_fp(&b, "{\"NCCL_NVLS_ENABLE\":\"0\",\"NCCL_PROTO\":\"Simple\",\"RANK\":\"1\",\"SLURM_JOB_ID\":\"12\"}", "ab12");
+	struct nw_fp_diff *d;
+	size_t n;
+	char line[1024];
+	nw_fingerprint_diff(&a, &b, &d, &n, line, sizeof(line));
+	assert_int_equal(n, 5);
+	assert_string_equal(d[0].text, "NCCL 2.21.5 -> 2.28.9");
+	assert_string_equal(d[1].field, "env.NCCL_ALGO");
+	assert_string_equal(d[1].text, "NCCL_ALGO=Ring in A, unset in B");
+	assert_string_equal(d[2].text, "NCCL_PROTO=Simple set in B");
+	assert_string_equal(d[3].text, "driver 570.86.15 -> 580.159.04");
+	assert_string_equal(d[4].field, "env.launcher");
+	assert_non_null(strstr(d[4].text, "RANK"));
+	assert_non_null(strstr(d[4].text, "SLURM_JOB_ID"));
+	assert_string_equal(line, "NCCL 2.21.5 -> 2.28.9; NCCL_ALGO=Ring in A, unset in B; NCCL_PROTO=Simple set in B; "
+	                          "driver 570.86.15 -> 580.159.04; same GPUs and links");
+	free(d);
+	/* a topology change is named; unknown fields on one side are not differences */
+	json_object_set_new(json_object_get(b.h.extra, "fingerprint"), "topology_hash", json_string("cd34"));
+	b.h.driver[0] = '\0';
+	nw_fingerprint_diff(&a, &b, &d, &n, line, sizeof(line));
+	assert_int_equal(n, 5);
+	assert_string_equal(d[3].text, "topology changed (hash ab12 -> cd34)");
+	assert_non_null(strstr(line, "; same GPUs"));
+	assert_null(strstr(line, "links"));
+	free(d);
+	nw_run_release(&a);
+	nw_run_release(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(identical_runs), cmocka_unit_test(planted_band), cmocka_unit_test(latency_band),
+		cmocka_unit_test(repeats_spread), cmocka_unit_test(unmatched),    cmocka_unit_test(attribution),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

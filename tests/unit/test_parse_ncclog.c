@@ -1,0 +1,394 @@
+/*
+ * NCCL log reader: each diagnosis rule on short logs. The lines follow the
+ * formats NCCL, PyTorch and nccl-tests print (the real fixture logs are
+ * checked end to end by tests/cli/test_logscan.sh).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "parse/lineprefix.h"
+#include "parse/ncclog.h"
+#include "util/util.h"
+
+static json_t *scan(const char *text, int *nerrors)
+{
+	struct nw_log *lg = nw_log_new();
+	nw_log_feed_buf(lg, text, strlen(text));
+	json_t *doc = nw_log_report(lg);
+	if (nerrors)
+		*nerrors = nw_log_nerrors(lg);
+	nw_log_free(lg);
+	return doc;
+}
+
+static const json_t *diag(const json_t *doc, const char *id)
+{
+	size_t i;
+	const json_t *o;
+	json_array_foreach(json_object_get(doc, "diagnoses"), i, o)
+		if (!strcmp(json_string_value(json_object_get(o, "id")), id))
+			return o;
+	return NULL;
+}
+
+static const char *diag_msg(const json_t *doc, const char *id)
+{
+	const json_t *d = diag(doc, id);
+	assert_non_null(d);
+	return json_string_value(json_object_get(d, "message"));
+}
+
+static size_t ndiag(const json_t *doc)
+{
+	return json_array_size(json_object_get(doc, "diagnoses"));
+}
+
+static void version_mismatch(void **state)
+{
+	(void)state;
+	json_t *doc = scan("nodeA:100:100 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
+	                   "nodeB:200:200 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+	                   "nodeC:300:300 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n", NULL);
+	const char *m = diag_msg(doc, "nccl-version-mismatch");
+	assert_non_null(strstr(m, "2.28.9+cuda13.0 (2 processes"));
+	assert_non_null(strstr(m, "2.21.5+cuda12.4 (1 process, e.g. on 'nodeB')"));
+	assert_int_equal(json_array_size(json_object_get(doc, "versions")), 2);
+	json_decref(doc);
+	doc = scan("nodeA:100:100 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
+	           "nodeB:200:200 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n", NULL);
+	assert_null(diag(doc, "nccl-version-mismatch"));
+	json_decref(doc);
+}
+
+static void size1_communicators(void **state)
+{
+	(void)state;
+	int nerr;
+	json_t *doc = scan("vm:10:10 [0] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 60 commId 0xaaa - Init START\n"
+	                   "vm:11:11 [0] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 60 commId 0xbbb - Init START\n"
+	                   "vm:10:10 [0] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 60 commId 0xaaa - Init COMPLETE\n"
+	                   "vm:11:11 [0] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 60 commId 0xbbb - Init COMPLETE\n",
+	                   &nerr);
+	assert_non_null(strstr(diag_msg(doc, "size1-communicators"), "2 processes"));
+	assert_int_equal(nerr, 1);
+	assert_null(diag(doc, "duplicate-gpu")); /* two communicators, not one */
+	assert_null(diag(doc, "init-incomplete"));
+	json_decref(doc);
+	/* nccl-tests built without MPI: each process prints itself as rank 0 */
+	doc = scan("#  Rank  0 Group  0 Pid   4242 on         vm device  0 [0000:00:06] NVIDIA H200\n"
+	           "#  Rank  0 Group  0 Pid   4243 on         vm device  0 [0000:00:06] NVIDIA H200\n", NULL);
+	assert_non_null(diag(doc, "size1-communicators"));
+	json_decref(doc);
+	doc = scan("#  Rank  0 Group  0 Pid   4242 on         vm device  0 [0000:00:06] NVIDIA H200\n"
+	           "#  Rank  1 Group  0 Pid   4242 on         vm device  1 [0000:00:07] NVIDIA H200\n", NULL);
+	assert_null(diag(doc, "size1-communicators"));
+	json_decref(doc);
+}
+
+static void duplicate_gpu(void **state)
+{
+	(void)state;
+	json_t *doc = scan("vm:10:10 [0] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0xabc - Init START\n"
+	                   "vm:11:11 [0] NCCL INFO ncclCommInitRankConfig comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0xabc - Init START\n"
+	                   "vm:11:11 [0] init.cc:1100 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60\n"
+	                   "vm:11:11 [0] NCCL INFO init.cc:1700 -> 5\n", NULL);
+	const char *m = diag_msg(doc, "duplicate-gpu");
+	assert_non_null(strstr(m, "ranks 0 and 1"));
+	assert_non_null(strstr(m, "busId 60"));
+	assert_non_null(strstr(diag_msg(doc, "nccl-error"), "ncclInvalidUsage"));
+	assert_non_null(diag(doc, "init-incomplete"));
+	assert_non_null(diag(doc, "nccl-warnings"));
+	json_decref(doc);
+}
+
+static void no_socket_interface(void **state)
+{
+	(void)state;
+	json_t *doc = scan("vm:10:10 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to nosuchif0\n"
+	                   "vm:10:10 [0] misc/socket.cc:484 NCCL WARN Bootstrap : no socket interface found\n", NULL);
+	assert_non_null(strstr(diag_msg(doc, "no-socket-interface"), "NCCL_SOCKET_IFNAME=nosuchif0"));
+	json_decref(doc);
+}
+
+static void shm_failure(void **state)
+{
+	(void)state;
+	json_t *doc = scan("vm:10:30 [0] include/shmutils.h:52 NCCL WARN Error: failed to extend /dev/shm/nccl-D1Ti8A to 9637892 bytes\n", NULL);
+	assert_non_null(diag(doc, "shm-failure"));
+	json_decref(doc);
+}
+
+static void watchdog_and_pytorch(void **state)
+{
+	(void)state;
+	int nerr;
+	json_t *doc = scan(
+		"[rank0]:[E1130 11:39:33.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=5000) ran for 5081 milliseconds before timing out.\n"
+		"[rank0]:[E1130 11:39:33.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=5000) ran for 5081 milliseconds before timing out.\n"
+		"Traceback (most recent call last):\n"
+		"torch.distributed.DistStoreError: Timed out after 31 seconds waiting for clients. 1/2 clients joined.\n",
+		&nerr);
+	assert_non_null(strstr(diag_msg(doc, "watchdog-timeout"), "rank 0 ALLREDUCE SeqNum=3 (timeout 5000 ms, ran 5081 ms)"));
+	assert_int_equal(json_array_size(json_object_get(doc, "timeouts")), 1);
+	assert_non_null(diag(doc, "rendezvous-timeout"));
+	assert_int_equal(json_array_size(json_object_get(doc, "errors")), 2);
+	assert_true(nerr >= 2);
+	json_decref(doc);
+	doc = scan("torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: wait timeout after 10000ms\n", &nerr);
+	assert_int_equal(json_array_size(json_object_get(doc, "errors")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(doc, "errors"), 0), "kind")), "pytorch");
+	assert_int_equal(nerr, 1);
+	json_decref(doc);
+}
+
+/* A one-node, two-rank communicator whose pair uses the given transport. */
+static json_t *one_node(const char *transport, const char *extra)
+{
+	char text[4096];
+	snprintf(text, sizeof(text),
+	         "%s"
+	         "vm:10:10 [0] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0xc0 - Init START\n"
+	         "vm:10:11 [1] NCCL INFO ncclCommInitRankConfig comm 0x2 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 70 commId 0xc0 - Init START\n"
+	         "vm:10:11 [1] NCCL INFO + PCI[48.0] - GPU/0-70 (1)\n"
+	         "vm:10:11 [1] NCCL INFO               + NVL[370.8] - NVS/0-0\n"
+	         "vm:10:11 [1] NCCL INFO comm 0x2 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0\n"
+	         "vm:10:10 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n"
+	         "vm:10:20 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via %s\n"
+	         "vm:10:21 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via %s\n"
+	         "vm:10:21 [1] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via %s\n"
+	         "vm:10:10 [0] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0xc0 - Init COMPLETE\n"
+	         "vm:10:11 [1] NCCL INFO ncclCommInitRankConfig comm 0x2 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 70 commId 0xc0 - Init COMPLETE\n",
+	         extra, transport, transport, transport);
+	return scan(text, NULL);
+}
+
+static void transports_within_node(void **state)
+{
+	(void)state;
+	json_t *doc = one_node("NET/Socket/0", "vm:10:10 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.\n"
+	                                       "vm:10:10 [0] NCCL INFO NCCL_SHM_DISABLE set by environment to 1.\n");
+	assert_non_null(strstr(diag_msg(doc, "net-within-node"), "2 peer pairs on the same node talk through the network (TCP sockets), although the GPUs are joined by NVLink"));
+	assert_non_null(strstr(diag_msg(doc, "transport-disabled"), "NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1"));
+	assert_null(diag(doc, "socket-between-nodes"));
+	const json_t *t = json_array_get(json_object_get(doc, "transports"), 0);
+	assert_string_equal(json_string_value(json_object_get(t, "transport")), "NET/Socket");
+	assert_int_equal(json_integer_value(json_object_get(t, "pairs")), 2);
+	assert_int_equal(json_integer_value(json_object_get(t, "connections")), 3);
+	json_decref(doc);
+
+	doc = one_node("SHM/direct/direct", "vm:10:10 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.\n");
+	const char *m = diag_msg(doc, "shm-instead-of-p2p");
+	assert_non_null(strstr(m, "because NCCL_P2P_DISABLE is set"));
+	assert_non_null(strstr(m, "NVLink"));
+	json_decref(doc);
+
+	doc = one_node("P2P/CUMEM/read", "");
+	assert_int_equal(ndiag(doc), 0);
+	t = json_array_get(json_object_get(doc, "transports"), 0);
+	assert_string_equal(json_string_value(json_object_get(t, "transport")), "P2P/CUMEM/read");
+	assert_string_equal(json_string_value(json_object_get(t, "class")), "P2P");
+	json_decref(doc);
+}
+
+/* Two nodes, one rank each. */
+static json_t *two_nodes(const char *transport, const char *extra)
+{
+	char text[4096];
+	snprintf(text, sizeof(text),
+	         "%s"
+	         "nodeA:10:10 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0xd0 - Init START\n"
+	         "nodeB:20:20 [0] NCCL INFO ncclCommInitRank comm 0x9 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0xd0 - Init START\n"
+	         "nodeA:10:30 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via %s\n"
+	         "nodeA:10:30 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via %s\n"
+	         "nodeA:10:10 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0xd0 - Init COMPLETE\n"
+	         "nodeB:20:20 [0] NCCL INFO ncclCommInitRank comm 0x9 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0xd0 - Init COMPLETE\n",
+	         extra, transport, transport);
+	return scan(text, NULL);
+}
+
+static void transports_between_nodes(void **state)
+{
+	(void)state;
+	json_t *doc = two_nodes("NET/Socket/0", "nodeA:10:10 [0] NCCL INFO NET/IB : No device found.\n");
+	assert_non_null(strstr(diag_msg(doc, "socket-between-nodes"), "no InfiniBand/RoCE device"));
+	assert_null(diag(doc, "net-within-node"));
+	assert_null(diag(doc, "duplicate-gpu")); /* same busId, different hosts */
+	json_decref(doc);
+	doc = two_nodes("NET/Socket/0", "nodeA:10:10 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.0.1<0>\n");
+	assert_non_null(strstr(diag_msg(doc, "socket-between-nodes"), "although InfiniBand/RoCE devices were found (on 'nodeA')"));
+	json_decref(doc);
+	doc = two_nodes("NET/IB/0", "");
+	assert_non_null(diag(doc, "gdr-disabled"));
+	assert_null(diag(doc, "socket-between-nodes"));
+	json_decref(doc);
+	doc = two_nodes("NET/IB/1/GDRDMA", "");
+	assert_int_equal(ndiag(doc), 0);
+	const json_t *t = json_array_get(json_object_get(doc, "transports"), 0);
+	assert_string_equal(json_string_value(json_object_get(t, "transport")), "NET/IB/GDRDMA");
+	assert_true(json_is_true(json_object_get(t, "gdrdma")));
+	assert_int_equal(json_integer_value(json_object_get(t, "inter_node_pairs")), 2);
+	json_decref(doc);
+	doc = two_nodes("NET/AWS Libfabric/0/GDRDMA", "");
+	t = json_array_get(json_object_get(doc, "transports"), 0);
+	assert_string_equal(json_string_value(json_object_get(t, "class")), "NET/plugin");
+	json_decref(doc);
+}
+
+static void forced_algo_proto(void **state)
+{
+	(void)state;
+	int nerr;
+	json_t *doc = scan("vm:10:10 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n"
+	                   "vm:10:10 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n"
+	                   "vm:10:10 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}\n"
+	                   "vm:10:10 [0] NCCL INFO AllReduce: 1024 Bytes -> Algo 1 proto 2 time 12.5\n", &nerr);
+	assert_non_null(strstr(diag_msg(doc, "forced-algorithm"), "NCCL_ALGO=Ring"));
+	assert_non_null(strstr(diag_msg(doc, "forced-protocol"), "NCCL_PROTO=Simple"));
+	assert_int_equal(nerr, 0);
+	const json_t *a = json_array_get(json_object_get(doc, "algorithms"), 0);
+	assert_int_equal(json_array_size(json_object_get(doc, "algorithms")), 1); /* numbers mapped to names */
+	assert_int_equal(json_integer_value(json_object_get(a, "calls")), 2);
+	assert_int_equal(json_integer_value(json_object_get(a, "min_bytes")), 1024);
+	json_decref(doc);
+}
+
+static void ranks_missing_and_old_formats(void **state)
+{
+	(void)state;
+	/* NCCL 2.7-era lines: no commId, busId in the channel lines, "Ring" connections of 2.4 */
+	json_t *doc = scan("host1:500:500 [0] NCCL INFO comm 0x55d0 rank 0 nranks 4 cudaDev 0 busId 1a000 - Init COMPLETE\n"
+	                   "host1:501:501 [1] NCCL INFO comm 0x56d0 rank 1 nranks 4 cudaDev 1 busId 1b000 - Init COMPLETE\n"
+	                   "host1:500:510 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC\n"
+	                   "host1:500:510 [0] NCCL INFO Channel 00 : 0[1a000] -> 1[1b000] via P2P/IPC\n"
+	                   "host1:500:510 [0] NCCL INFO comm 0x55d0 rank 0 nranks 4 cudaDev 0 busId 1a000 - Destroy COMPLETE\n", NULL);
+	const json_t *c = json_array_get(json_object_get(doc, "communicators"), 0);
+	assert_string_equal(json_string_value(json_object_get(c, "id")), "size-4");
+	assert_int_equal(json_integer_value(json_object_get(c, "ranks_seen")), 2);
+	assert_int_equal(json_integer_value(json_object_get(c, "init_completed")), 2);
+	const json_t *t = json_array_get(json_object_get(doc, "transports"), 0);
+	assert_string_equal(json_string_value(json_object_get(t, "transport")), "P2P/IPC");
+	assert_int_equal(json_integer_value(json_object_get(t, "connections")), 2);
+	assert_null(diag(doc, "ranks-missing")); /* only said for communicators with an id */
+	json_decref(doc);
+	doc = scan("vm:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1a000 commId 0x77 - Init COMPLETE\n", NULL);
+	assert_non_null(strstr(diag_msg(doc, "ranks-missing"), "has 4 ranks but only 1 appear"));
+	json_decref(doc);
+}
+
+static void prefixes(void **state)
+{
+	(void)state;
+	static const char *lines[] = {
+		"[1,3]<stdout>:vm:803:803 [0] NCCL INFO x",
+		"[rank3]:vm:803:803 [0] NCCL INFO x",
+		"[default3]:vm:803:803 [0] NCCL INFO x",
+		"gpu-node-07: vm:803:803 [0] NCCL INFO x",
+		"3: vm:803:803 [0] NCCL INFO x",
+		"2026-11-30T11:39:33.123456Z vm:803:803 [0] NCCL INFO x",
+		"[2026-11-30 11:39:33] vm:803:803 [0] NCCL INFO x",
+		"\x1b[36m(RayWorkerWrapper pid=803, ip=10.0.0.7)\x1b[0m vm:803:803 [0] NCCL INFO x",
+		"gpu-node-07: [1,3]<stderr>: 2026-11-30 11:39:33,123 vm:803:803 [0] NCCL INFO x",
+		"\x1b[1mvm:803:803 [0] \x1b[32mNCCL INFO x\x1b[0m",
+		"vm:803 [0] NCCL INFO x",
+	};
+	for (size_t i = 0; i < NW_ARRAY_LEN(lines); i++) {
+		char buf[256];
+		size_t n;
+		nw_strlcpy(buf, lines[i], sizeof(buf));
+		size_t off = nw_lp_strip(buf, strlen(buf), &n, NULL);
+		assert_true(nw_lp_nccl_prefix(buf + off, n) > 0);
+		assert_int_equal(n - nw_lp_nccl_prefix(buf + off, n), strlen("NCCL INFO x"));
+	}
+	/* text that only looks like a prefix stays */
+	static const char *kept[] = {
+		"RuntimeError: NCCL error in: x",
+		"torch.distributed.DistBackendError: [1] is setting up NCCL communicator",
+		"Epoch: 3 loss 0.5",
+	};
+	char buf[128];
+	size_t n, off;
+	for (size_t i = 0; i < NW_ARRAY_LEN(kept); i++) {
+		nw_strlcpy(buf, kept[i], sizeof(buf));
+		off = nw_lp_strip(buf, strlen(buf), &n, NULL);
+		assert_int_equal(off, 0);
+	}
+	struct nw_lp lp;
+	nw_strlcpy(buf, "gpu-node-07: [1,3]<stdout>:#x", sizeof(buf));
+	off = nw_lp_strip(buf, strlen(buf), &n, &lp);
+	assert_string_equal(buf + off, "#x");
+	assert_string_equal(lp.tag, "gpu-node-07/1,3");
+}
+
+/* Every table is capped: a log with more processes and causes than fit is read whole, the rest counted. */
+static void bounded_tables(void **state)
+{
+	(void)state;
+	struct nw_log *lg = nw_log_new();
+	char line[256];
+	for (int i = 0; i < 20000; i++) {
+		int n = snprintf(line, sizeof(line), "host%d:%d:%d [0] NCCL INFO NCCL version 2.%d.3+cuda12.4", i % 5000, i, i, i % 30);
+		nw_log_feed_line(lg, line, (size_t)n);
+		n = snprintf(line, sizeof(line), "host%d:%d:%d [0] misc.cc:%d NCCL WARN cause %c%c%c", i % 5000, i, i, i,
+		             'a' + i % 26, 'a' + i / 26 % 26, 'a' + i / 676 % 26);
+		nw_log_feed_line(lg, line, (size_t)n);
+	}
+	json_t *doc = nw_log_report(lg);
+	const json_t *in = json_object_get(doc, "input");
+	assert_int_equal(json_integer_value(json_object_get(in, "lines")), 40000);
+	assert_true(json_integer_value(json_object_get(in, "not_recorded")) > 0);
+	assert_true(json_array_size(json_object_get(doc, "errors")) <= 512);
+	assert_non_null(diag(doc, "nccl-version-mismatch"));
+	json_decref(doc);
+	nw_log_free(lg);
+}
+
+static void garbage(void **state)
+{
+	(void)state;
+	size_t len = 1 << 20;
+	char *buf = nw_malloc(len);
+	uint32_t x = 7;
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (char)(x >> 16);
+		if (i % 97 == 0)
+			buf[i] = '\n';
+		if (i % 389 == 0)
+			buf[i] = '\0';
+	}
+	struct nw_log *lg = nw_log_new();
+	nw_log_feed_buf(lg, buf, len);
+	json_t *doc = nw_log_report(lg);
+	char *text = json_dumps(doc, 0);
+	assert_non_null(text); /* strings from the log are valid JSON */
+	free(text);
+	json_decref(doc);
+	nw_log_free(lg);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(version_mismatch),
+		cmocka_unit_test(size1_communicators),
+		cmocka_unit_test(duplicate_gpu),
+		cmocka_unit_test(no_socket_interface),
+		cmocka_unit_test(shm_failure),
+		cmocka_unit_test(watchdog_and_pytorch),
+		cmocka_unit_test(transports_within_node),
+		cmocka_unit_test(transports_between_nodes),
+		cmocka_unit_test(forced_algo_proto),
+		cmocka_unit_test(ranks_missing_and_old_formats),
+		cmocka_unit_test(prefixes),
+		cmocka_unit_test(bounded_tables),
+		cmocka_unit_test(garbage),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,373 @@
+/* History database: round trip, options, refusal of foreign files, forward migration. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+
+#include "bench/result.h"
+#include "store/store.h"
+#include "util/util.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/nwstore.XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void path_in(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* Two rows of the reference all_reduce run (nccl-tests 2.19.6 on 2 x H200). */
+static void make_run(struct nw_run *run)
+{
+	nw_run_init(run);
+	nw_strlcpy(run->h.source, "import", sizeof(run->h.source));
+	nw_strlcpy(run->h.backend, "nccl-tests", sizeof(run->h.backend));
+	nw_strlcpy(run->h.host, "vm", sizeof(run->h.host));
+	nw_strlcpy(run->h.gpus, "2 x NVIDIA H200", sizeof(run->h.gpus));
+	nw_strlcpy(run->h.nccl_version, "2.28.9", sizeof(run->h.nccl_version));
+	nw_strlcpy(run->h.time, "2026-11-30T11:39:33Z", sizeof(run->h.time));
+	run->h.nranks = 2;
+	run->h.link_gbs = 478.1;
+	const double t[2] = { 259.11, 3305.38 };
+	const uint64_t sz[2] = { 67108864ULL, 1073741824ULL };
+	for (int i = 0; i < 2; i++) {
+		struct nw_row r;
+		memset(&r, 0, sizeof(r));
+		nw_strlcpy(r.op, "all_reduce", sizeof(r.op));
+		nw_strlcpy(r.dtype, "float", sizeof(r.dtype));
+		nw_strlcpy(r.redop, "sum", sizeof(r.redop));
+		r.root = -1;
+		r.size_bytes = sz[i];
+		r.count = sz[i] / 4;
+		r.nranks = 2;
+		r.time_us = t[i];
+		r.wrong = i ? -1 : 0;
+		nw_row_compute_bw(&r);
+		if (i) {
+			r.nrank_times = 2;
+			r.rank_times = nw_calloc(2, sizeof(*r.rank_times));
+			for (int k = 0; k < 2; k++) {
+				r.rank_times[k].rank = k;
+				r.rank_times[k].gpu = k;
+				nw_strlcpy(r.rank_times[k].host, "vm", sizeof(r.rank_times[k].host));
+				r.rank_times[k].time_us = t[i] + k;
+			}
+		}
+		nw_run_add(run, &r);
+	}
+}
+
+static void round_trip(void **state)
+{
+	(void)state;
+	char path[128], err[NW_ERRLEN];
+	path_in(path, sizeof(path), "sub/dir/h.db");
+	setenv("NCCL_PROTO", "Simple", 1);
+	struct nw_run run, back;
+	make_run(&run);
+	struct nw_store_opts o = { path, 0 };
+	long long id = 0;
+	assert_int_equal(nw_store_record(&o, &run, &id, err, sizeof(err)), 0);
+	assert_true(id > 0);
+	struct nw_store *s;
+	assert_int_equal(nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)), 0);
+	assert_int_equal(nw_store_load(s, id, &back, err, sizeof(err)), 0);
+	assert_int_equal(back.nrows, 2);
+	assert_string_equal(back.h.nccl_version, "2.28.9");
+	assert_string_equal(back.h.host, "vm");
+	assert_true(back.h.link_gbs > 478.0 && back.h.link_gbs < 478.2);
+	assert_true(back.rows[0].busbw_gbs == run.rows[0].busbw_gbs);
+	assert_int_equal(back.rows[0].wrong, 0);
+	assert_int_equal(back.rows[1].wrong, -1);
+	assert_int_equal(back.rows[1].nrank_times, 2);
+	assert_true(back.rows[1].rank_times[1].time_us == 3306.38);
+	json_t *fp = json_object_get(back.h.extra, "fingerprint");
+	assert_non_null(fp);
+	assert_int_equal(json_integer_value(json_object_get(fp, "gpu_count")), 2);
+	/* no command line in the header: this process's own */
+	assert_non_null(strstr(json_string_value(json_object_get(fp, "cmdline")), "test_store_db"));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(fp, "env"), "NCCL_PROTO")), "Simple");
+
+	struct nw_store_entry *e;
+	size_t n;
+	assert_int_equal(nw_store_list(s, NULL, &e, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(e[0].ops, "all_reduce");
+	assert_true(e[0].peak_busbw > 324.8 && e[0].peak_busbw < 324.9);
+	free(e);
+	struct nw_store_filter f = { .host = "other" };
+	assert_int_equal(nw_store_list(s, &f, &e, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 0);
+	free(e);
+	struct nw_store_filter g = { .op = "all_reduce", .since = "2026-11-30", .until = "2026-11-30" };
+	assert_int_equal(nw_store_list(s, &g, &e, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 1);
+	free(e);
+	struct nw_store_filter bad = { .since = "yesterday" };
+	assert_int_equal(nw_store_list(s, &bad, &e, &n, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "yesterday"));
+
+	long long bid = 0;
+	assert_int_equal(nw_store_baseline_set(s, "good", id, err, sizeof(err)), 0);
+	assert_int_equal(nw_store_baseline_get(s, "good", &bid, err, sizeof(err)), 1);
+	assert_int_equal(bid, id);
+	assert_int_equal(nw_store_baseline_set(s, "42", id, err, sizeof(err)), -1);
+	assert_int_equal(nw_store_baseline_set(s, "x", id + 100, err, sizeof(err)), -1);
+	assert_int_equal(nw_store_delete(s, id, err, sizeof(err)), 0);
+	assert_int_equal(nw_store_baseline_get(s, "good", &bid, err, sizeof(err)), 0);
+	assert_int_equal(nw_store_delete(s, id, err, sizeof(err)), -1);
+	nw_store_close(s);
+	nw_run_release(&run);
+	nw_run_release(&back);
+	unsetenv("NCCL_PROTO");
+}
+
+static void parse_opts(void **state)
+{
+	(void)state;
+	char a0[] = "bench", a1[] = "--db", a2[] = "/x.db", a3[] = "--no-history", a4[] = "--db=/y.db",
+	     a5[] = "-n", a6[] = "--db";
+	char *argv[] = { a0, a1, a2, a3, a4, a5, a6 };
+	struct nw_store_opts o = { 0 };
+	char err[NW_ERRLEN];
+	int i = 1;
+	assert_int_equal(nw_store_parse_opt(7, argv, &i, &o, err, sizeof(err)), 1);
+	assert_int_equal(i, 2);
+	assert_string_equal(o.db_path, "/x.db");
+	i = 3;
+	assert_int_equal(nw_store_parse_opt(7, argv, &i, &o, err, sizeof(err)), 1);
+	assert_int_equal(o.disabled, 1);
+	i = 4;
+	assert_int_equal(nw_store_parse_opt(7, argv, &i, &o, err, sizeof(err)), 1);
+	assert_string_equal(o.db_path, "/y.db");
+	i = 5;
+	assert_int_equal(nw_store_parse_opt(7, argv, &i, &o, err, sizeof(err)), 0);
+	i = 6;
+	assert_int_equal(nw_store_parse_opt(7, argv, &i, &o, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "--db"));
+
+	struct nw_run run;
+	make_run(&run);
+	long long id = 7;
+	struct nw_store_opts off = { "/nonexistent/dir/never.db", 1 };
+	assert_int_equal(nw_store_record(&off, &run, &id, err, sizeof(err)), 0);
+	assert_int_equal(id, 0);
+	assert_int_equal(access("/nonexistent/dir/never.db", F_OK), -1);
+	nw_run_release(&run);
+}
+
+static void default_path(void **state)
+{
+	(void)state;
+	char buf[256], err[NW_ERRLEN];
+	unsetenv("NCCLWATCH_DB");
+	setenv("XDG_DATA_HOME", "/data", 1);
+	assert_int_equal(nw_store_path(NULL, buf, sizeof(buf), err, sizeof(err)), 0);
+	assert_string_equal(buf, "/data/ncclwatch/history.db");
+	unsetenv("XDG_DATA_HOME");
+	setenv("HOME", "/home/u", 1);
+	assert_int_equal(nw_store_path(NULL, buf, sizeof(buf), err, sizeof(err)), 0);
+	assert_string_equal(buf, "/home/u/.local/share/ncclwatch/history.db");
+	setenv("NCCLWATCH_DB", "/env.db", 1);
+	assert_int_equal(nw_store_path(NULL, buf, sizeof(buf), err, sizeof(err)), 0);
+	assert_string_equal(buf, "/env.db");
+	struct nw_store_opts o = { "/opt.db", 0 };
+	assert_int_equal(nw_store_path(&o, buf, sizeof(buf), err, sizeof(err)), 0);
+	assert_string_equal(buf, "/opt.db");
+	unsetenv("NCCLWATCH_DB");
+}
+
+static long file_size(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fclose(f);
+	return n;
+}
+
+/* Another application's SQLite file and a text file are refused and left as they were. */
+static void foreign_files(void **state)
+{
+	(void)state;
+	char path[128], err[NW_ERRLEN];
+	path_in(path, sizeof(path), "other.db");
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	long before = file_size(path);
+	struct nw_store *s;
+	assert_int_equal(nw_store_open(path, NW_STORE_WRITE, &s, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not an ncclwatch history database"));
+	assert_int_equal(file_size(path), before);
+	char wal[160];
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	assert_int_equal(access(wal, F_OK), -1);
+
+	path_in(path, sizeof(path), "notes.txt");
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("these are my notes, not a database\n", f);
+	fclose(f);
+	struct nw_run run;
+	make_run(&run);
+	struct nw_store_opts o = { path, 0 };
+	assert_int_equal(nw_store_record(&o, &run, NULL, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not an SQLite file"));
+	assert_int_equal(file_size(path), (long)strlen("these are my notes, not a database\n"));
+	nw_run_release(&run);
+
+	/* Our own file, with its pages overwritten: an error naming the damage, no crash. */
+	path_in(path, sizeof(path), "damaged.db");
+	make_run(&run);
+	struct nw_store_opts d = { path, 0 };
+	assert_int_equal(nw_store_record(&d, &run, NULL, err, sizeof(err)), 0);
+	assert_int_equal(nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)), 0);
+	nw_store_close(s); /* checkpoints the WAL into the main file */
+	f = fopen(path, "r+b");
+	assert_non_null(f);
+	fseek(f, 100, SEEK_SET);
+	for (int i = 0; i < 8000; i++)
+		fputc(0x5a, f);
+	fclose(f);
+	int rc = nw_store_open(path, NW_STORE_WRITE, &s, err, sizeof(err));
+	if (rc == 0) {
+		struct nw_run back;
+		rc = nw_store_load(s, 1, &back, err, sizeof(err));
+		nw_store_close(s);
+	}
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, path));
+	nw_run_release(&run);
+}
+
+/* A version 1 database, as step 1 of the schema made it, with one run in it. */
+static const char v1_schema[] =
+	"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+	"INSERT INTO meta(key, value) VALUES('application', 'ncclwatch history');"
+	"CREATE TABLE runs("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" time TEXT NOT NULL, host TEXT NOT NULL, source TEXT NOT NULL, backend TEXT NOT NULL,"
+	" tool_version TEXT NOT NULL, nccl_version TEXT NOT NULL, nccl_path TEXT NOT NULL,"
+	" driver TEXT NOT NULL, cuda_driver TEXT NOT NULL, gpus TEXT NOT NULL,"
+	" cmdline TEXT NOT NULL, input TEXT NOT NULL, nranks INTEGER NOT NULL,"
+	" nhosts INTEGER NOT NULL, ops TEXT NOT NULL, peak_busbw REAL NOT NULL,"
+	" nrows INTEGER NOT NULL, extra TEXT);"
+	"CREATE TABLE results("
+	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" seq INTEGER NOT NULL, op TEXT NOT NULL, dtype TEXT NOT NULL, redop TEXT NOT NULL,"
+	" root INTEGER NOT NULL, size_bytes INTEGER NOT NULL, count INTEGER NOT NULL,"
+	" nranks INTEGER NOT NULL, inplace INTEGER NOT NULL, time_us REAL NOT NULL,"
+	" algbw_gbs REAL NOT NULL, busbw_gbs REAL NOT NULL, wrong INTEGER, ranks TEXT,"
+	" PRIMARY KEY(run_id, seq));"
+	"CREATE INDEX runs_time ON runs(time);"
+	"INSERT INTO runs VALUES(1, '2026-11-01T10:00:00Z', 'vm', 'import', 'nccl-tests', '0.1.0',"
+	" '2.21.5', '', '', '', '2 x NVIDIA H200', 'all_reduce_perf -g 2', 'old.txt', 2, 1,"
+	" 'all_reduce', 259.0, 1, NULL);"
+	"INSERT INTO results VALUES(1, 0, 'all_reduce', 'float', 'sum', -1, 67108864, 16777216, 2,"
+	" 0, 259.11, 259.0, 259.0, 0, NULL);"
+	"PRAGMA application_id = 1313036104;"
+	"PRAGMA user_version = 1;";
+
+static void migrate_v1(void **state)
+{
+	(void)state;
+	char path[128], err[NW_ERRLEN];
+	path_in(path, sizeof(path), "v1.db");
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+
+	struct nw_store *s;
+	assert_int_equal(nw_store_open(path, NW_STORE_WRITE, &s, err, sizeof(err)), 0);
+	struct nw_run old;
+	assert_int_equal(nw_store_load(s, 1, &old, err, sizeof(err)), 0);
+	assert_string_equal(old.h.nccl_version, "2.21.5");
+	assert_true(old.h.link_gbs == 0);
+	assert_int_equal(old.nrows, 1);
+	assert_true(old.rows[0].busbw_gbs == 259.0);
+	/* what version 2 added works on the migrated file */
+	assert_int_equal(nw_store_baseline_set(s, "before-update", 1, err, sizeof(err)), 0);
+	struct nw_run run;
+	make_run(&run);
+	long long id;
+	assert_int_equal(nw_store_insert(s, &run, &id, err, sizeof(err)), 0);
+	assert_int_equal(id, 2);
+	nw_store_close(s);
+	nw_run_release(&run);
+	nw_run_release(&old);
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), NW_STORE_SCHEMA_VERSION);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+/* A file from a newer ncclwatch is refused rather than misread. */
+static void newer_schema(void **state)
+{
+	(void)state;
+	char path[128], err[NW_ERRLEN];
+	path_in(path, sizeof(path), "v99.db");
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE meta(key, value); PRAGMA application_id = 1313036104; PRAGMA user_version = 99;",
+	                              NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	struct nw_store *s;
+	assert_int_equal(nw_store_open(path, NW_STORE_WRITE, &s, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "newer"));
+}
+
+static void read_missing(void **state)
+{
+	(void)state;
+	char path[128], err[NW_ERRLEN];
+	path_in(path, sizeof(path), "absent.db");
+	struct nw_store *s;
+	assert_int_equal(nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "no history database"));
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(round_trip),
+		cmocka_unit_test(parse_opts),
+		cmocka_unit_test(default_path),
+		cmocka_unit_test(foreign_files),
+		cmocka_unit_test(migrate_v1),
+		cmocka_unit_test(newer_schema),
+		cmocka_unit_test(read_missing),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
