@@ -101,3 +101,10 @@ expect_out "running job: counts already published" "^rec comm=5eed000000c0ffee r
 wait $hp
 run "$NW_TESTS/nwstats_dump" "$d"
 expect_out "after finalize: finished" "^rank file=.* state=finished .* name=world rank=1 "
+
+# Hot-path cost on this CPU (a figure, not a timing assertion): every op fed is accounted or counted as dropped.
+d=$TMP/hot; mkdir -p "$d"
+run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario hotpath --kernel off --ops 20000 --check
+expect_rc "hot path: every op accounted or counted as dropped" 0
+expect_out "hot path: prints ns per op" "^hotpath abi=5 ops=20000 plugin_ns_per_op=[0-9.]+ null_ns_per_op=[0-9.]+ added_ns_per_op="
+grep '^hotpath abi' "$OUT" | sed 's/^/# /'
