@@ -59,11 +59,9 @@ static uint64_t proc_start_time(int pid)
 	char *p = strrchr(buf, ')');
 	if (!p)
 		return 0;
-	/* after ") " comes field 3; field 22 is 19 fields further on */
-	p++;
-	for (int field = 2; field < 22 && p; field++) {
+	/* p is at the end of field 2; each step moves to the space before the next field */
+	for (int field = 2; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
-	}
 	if (!p)
 		return 0;
 	char *end;

@@ -159,12 +159,20 @@ static inline struct nwp_comm *slot_comm(const struct nwp_slot *s)
 	return &comm_store[i];
 }
 
-/* Our communicator behind a context, or NULL (unmonitored, or not ours). */
-static inline struct nwp_comm *ctx_comm(void *ctx)
+/* Is ctx one of the contexts init handed out (alive or not)? */
+static inline int ctx_ours(const void *ctx)
 {
 	uintptr_t p = (uintptr_t)ctx, base = (uintptr_t)comm_store;
-	if (!base || p < base || p >= base + (uintptr_t)nwp_g.max_comms * sizeof(struct nwp_comm) ||
-	    (p - base) % sizeof(struct nwp_comm))
+	if (ctx == &unmonitored_ctx)
+		return 1;
+	return base && p >= base && p < base + (uintptr_t)nwp_g.max_comms * sizeof(struct nwp_comm) &&
+	       (p - base) % sizeof(struct nwp_comm) == 0;
+}
+
+/* Our live communicator behind a context, or NULL (unmonitored, finalized, or not ours). */
+static inline struct nwp_comm *ctx_comm(void *ctx)
+{
+	if (ctx == &unmonitored_ctx || !ctx_ours(ctx))
 		return NULL;
 	struct nwp_comm *c = ctx;
 	return __atomic_load_n(&c->alive, __ATOMIC_ACQUIRE) ? c : NULL;
@@ -228,7 +236,8 @@ static void *op_start(struct nwp_comm *c, int kind, const union d_body *u)
 	/* a KernelCh sample burst ends after a fixed number of ops */
 	if (__atomic_load_n(&nwp_g.burst_left, __ATOMIC_RELAXED) > 0 &&
 	    __atomic_sub_fetch(&nwp_g.burst_left, 1, __ATOMIC_ACQ_REL) == 0 && nwp_g.mask_ptr)
-		__atomic_store_n(nwp_g.mask_ptr, nwp_g.base_mask, __ATOMIC_RELAXED);
+		__atomic_store_n(nwp_g.mask_ptr, __atomic_load_n(&nwp_g.base_mask, __ATOMIC_RELAXED),
+		                 __ATOMIC_RELAXED);
 	__atomic_store_n(&s->state, NWP_ACTIVE, __ATOMIC_RELEASE);
 	return s;
 }
@@ -307,9 +316,9 @@ static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
 	case NWP_EV_P2P: {
 		struct nwp_comm *c = ctx_comm(ctx);
 		if (!c) {
-			if (ctx != &unmonitored_ctx)
+			if (!ctx_ours(ctx))
 				nwp_disable("startEvent called with a context this plugin did not make");
-			return 0;
+			return 0; /* unmonitored or already finalized: nothing to record */
 		}
 		*eHandle = op_start(c, type == NWP_EV_COLL ? NWP_KIND_COLL : NWP_KIND_P2P, u);
 		return 0;
@@ -516,6 +525,8 @@ static int plugin_init(int abi, void **context, uint64_t comm_hash, int *mask, c
 	c->nranks = nranks;
 	c->nnodes = nnodes;
 	c->off_min = INT64_MAX;
+	c->off_prev = INT64_MAX;
+	c->off_window = nwp_realtime_ns() / 1000000000ull / 10;
 	c->fd = -1;
 	snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
 	if (nwp_comm_open(c, err, sizeof(err)) != 0) {
@@ -524,12 +535,10 @@ static int plugin_init(int abi, void **context, uint64_t comm_hash, int *mask, c
 		*mask = 0;
 		return 0;
 	}
-	if (nnodes > 1)
-		nwp_g.base_mask |= NWP_EV_PROXYOP;
-	if (!nwp_g.mask) {
-		nwp_g.base_mask |= NWP_EV_COLL | NWP_EV_P2P;
+	int base = nwp_g.base_mask | NWP_EV_COLL | NWP_EV_P2P | (nnodes > 1 ? NWP_EV_PROXYOP : 0);
+	__atomic_store_n(&nwp_g.base_mask, base, __ATOMIC_RELAXED);
+	if (!nwp_g.mask)
 		nwp_g.kernel_on = nwp_g.kmode == NWS_KMODE_ON;
-	}
 	nwp_g.mask = nwp_g.base_mask | (nwp_g.kernel_on ? NWP_EV_KERNELCH : 0);
 	*mask = nwp_g.mask;
 	__atomic_store_n(&c->alive, 1, __ATOMIC_RELEASE);

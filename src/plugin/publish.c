@@ -361,7 +361,12 @@ static void account(struct nwp_comm *c, struct nwp_slot *s, unsigned src, unsign
 	if (src == NWS_SRC_KERNEL) {
 		uint64_t ks = __atomic_load_n(&s->kstart_gpu, __ATOMIC_RELAXED);
 		uint64_t ke = __atomic_load_n(&s->kend_gpu, __ATOMIC_RELAXED);
-		int64_t off = c->off_valid ? c->off_est : (c->off_min != INT64_MAX ? c->off_min : 0);
+		/* GPU globaltimer -> realtime: the smallest (arrival - timestamp) seen over the
+		 * last 10-20 s is the offset plus the proxy thread's least delay */
+		int64_t cur = __atomic_load_n(&c->off_min, __ATOMIC_RELAXED);
+		int64_t off = c->off_prev < cur ? c->off_prev : cur;
+		if (off == INT64_MAX)
+			off = 0;
 		if (!ks || ke < ks)
 			ke = ks;
 		dur = ke - ks;
@@ -635,6 +640,7 @@ static void policy(uint64_t now)
 		nwp_g.burst_started_ns = now;
 		__atomic_store_n(&nwp_g.burst_left, BURST_OPS, __ATOMIC_RELAXED);
 		set_mask(base | NWP_EV_KERNELCH);
+		nwp_g.mask_switches++; /* the hot path switches it back */
 		return;
 	}
 	set_mask(nwp_g.mask);
@@ -780,12 +786,11 @@ static void *thread_main(void *arg)
 				continue;
 			}
 			nwp_drain(c, now, 0);
-			/* GPU clock -> realtime offset: a fresh minimum every 10 s */
-			int64_t om = __atomic_load_n(&c->off_min, __ATOMIC_RELAXED);
-			if (om != INT64_MAX && (!c->off_valid || now / (10 * SEC) != (now - nwp_g.period_ns) / (10 * SEC))) {
-				c->off_est = om;
-				c->off_valid = 1;
-				__atomic_store_n(&c->off_min, INT64_MAX, __ATOMIC_RELAXED);
+			/* GPU clock offset: keep the minimum of this and the previous 10 s window,
+			 * so a drifting clock is followed and one delayed event changes nothing */
+			if (now / (10 * SEC) != c->off_window) {
+				c->off_window = now / (10 * SEC);
+				c->off_prev = __atomic_exchange_n(&c->off_min, INT64_MAX, __ATOMIC_RELAXED);
 			}
 			nwp_publish_header(c, now, NWS_STATE_RUNNING);
 		}

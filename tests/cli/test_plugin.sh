@@ -35,7 +35,7 @@ expect_true "stats files are mode 600" test "$(stat -c %a "$(ls "$d"/*.nws | hea
 # Kernel timestamps off and auto: counts stay exact whatever the time source.
 for k in off auto; do
 	d=$TMP/k$k; mkdir -p "$d"
-	run "$H" --plugin "$NW_PLUGIN" --dir "$d" --kernel $k --ranks 2 --late 1 --ops 10 --check
+	run "$H" --plugin "$NW_PLUGIN" --dir "$d" --kernel $k --ranks 2 --late 1 --late-us 8000 --ops 10 --check
 	expect_rc "NCCLWATCH_KERNEL=$k: counts and bytes still exact" 0
 	expect_out "NCCLWATCH_KERNEL=$k: late rank found from enqueue times" "^straggler comm=[0-9a-f]+ rank=1 "
 done
@@ -89,3 +89,22 @@ expect_out "nwstats_dump: bad file reported, not fatal" "^bad file=.*/junk.nws w
 run "$NW_TESTS/nwstats_dump" "$TMP/does-not-exist"
 expect_rc "nwstats_dump: missing directory is an error" 1
 expect_err "nwstats_dump: missing directory explained" "no stats directory '.*does-not-exist': is a job running"
+
+# While the job runs, the files are live and already hold what was fed.
+d=$TMP/live; mkdir -p "$d"
+"$H" --plugin "$NW_PLUGIN" --dir "$d" --ranks 2 --ops 3 --hold-ms 3000 >"$TMP/live.out" 2>&1 &
+hp=$!
+sleep 1.5
+run "$NW_TESTS/nwstats_dump" "$d"
+expect_out "running job: files are live" "^rank file=.* state=live .* name=world rank=1 nranks=2 .* ops=27 dropped=0"
+expect_out "running job: counts already published" "^rec comm=5eed000000c0ffee rank=0 op=alltoall bucket=2048 count=3 bytes=6144 "
+wait $hp
+run "$NW_TESTS/nwstats_dump" "$d"
+expect_out "after finalize: finished" "^rank file=.* state=finished .* name=world rank=1 "
+
+# Hot-path cost on this CPU (a figure, not a timing assertion): every op fed is accounted or counted as dropped.
+d=$TMP/hot; mkdir -p "$d"
+run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario hotpath --kernel off --ops 20000 --check
+expect_rc "hot path: every op accounted or counted as dropped" 0
+expect_out "hot path: prints ns per op" "^hotpath abi=5 ops=20000 plugin_ns_per_op=[0-9.]+ null_ns_per_op=[0-9.]+ added_ns_per_op="
+grep '^hotpath abi' "$OUT" | sed 's/^/# /'

@@ -144,6 +144,7 @@ struct opts {
 	int late;
 	long late_us;
 	int check;
+	long hold_ms;
 	const char *kernel;
 	int verbose;
 };
@@ -341,11 +342,12 @@ static void feed_op(struct drv *d, void *ctx, const struct opdef *o, uint64_t se
 	uint64_t kstart = enq + 5000;
 	uint64_t kend = kstart + dur_ns;
 	if (synced && late_us > 0) {
-		/* every rank's kernel ends when the late rank's is done */
+		/* simulated GPU clock: kernels start when their rank arrives (the late
+		 * one late_us after the others) and all end when the late one is done,
+		 * whatever the scheduler did to these processes */
 		uint64_t rel = __atomic_load_n(&sh->release_ns, __ATOMIC_RELAXED);
-		uint64_t late_end = rel + (uint64_t)late_us * 1000 + 5000 + dur_ns;
-		if (late_end > kend)
-			kend = late_end;
+		kstart = rel + (is_late ? (uint64_t)late_us * 1000 : 0) + 5000;
+		kend = rel + (uint64_t)late_us * 1000 + 5000 + dur_ns;
 	}
 	int nch = o->coll ? 2 : 1;
 	if (kernel_first && h && (mask & ev_kernelch))
@@ -421,6 +423,8 @@ static int rank_normal(const struct opts *o, int rank)
 		if (i % 2 == 0)
 			feed_op(&d, ctx1, &comm1_ops[0], (uint64_t)(i / 2), 0, 1, 20000, 0, 0, 0, 1, 0);
 	}
+	if (o->hold_ms)
+		sleep_us(o->hold_ms * 1000); /* files are live meanwhile: for top/exporter checks */
 	drv_fini(&d, ctx1);
 	drv_fini(&d, ctx0);
 	sh->final_mask[rank] = nccl_mask;
@@ -538,6 +542,62 @@ static int rank_dump(const struct opts *o, int rank)
 	}
 	drv_fini(&d, ctx);
 	sh->final_mask[rank] = nccl_mask;
+	return 0;
+}
+
+static int null_start(void *ctx, void **h, void *d) { (void)ctx; (void)d; *h = NULL; return 0; }
+static int null_stop(void *h) { (void)h; return 0; }
+
+/*
+ * Hot-path cost on this CPU: ops fed as NCCL feeds them with kernel
+ * timestamps off (Group start, Coll start, Coll stop, Group stop), timed
+ * against the same loop calling do-nothing functions. Prints figures only.
+ */
+static int rank_hotpath(const struct opts *o, int rank)
+{
+	void *lib;
+	struct drv d;
+	memset(&d, 0, sizeof(d));
+	if (load_plugin(o, &d, &lib) != 0)
+		return 2;
+	static int nccl_mask;
+	d.mask = &nccl_mask;
+	void *ctx = NULL;
+	drv_init(&d, &ctx, HASH0, &nccl_mask, "hotpath", 1, 0);
+	const struct opdef *op = &comm0_ops[0];
+	unsigned char gbuf[256], buf[256];
+	struct table_v5 nulltab = { "null", NULL, null_start, null_stop, NULL, NULL };
+	struct drv nd = d;
+	nd.abi = 5;
+	nd.t5 = &nulltab;
+	double ns[2];
+	for (int pass = 0; pass < 2; pass++) {
+		struct drv *dv = pass == 0 ? &nd : &d;
+		uint64_t t0 = now_ns();
+		for (int i = 0; i < o->ops; i++) {
+			void *group = NULL, *h = NULL;
+			memset(gbuf, 0, 32);
+			if (dv->abi == 4)
+				((struct descr_v4 *)gbuf)->type = ev_group;
+			else
+				((struct descr_v5 *)gbuf)->type = ev_group;
+			drv_start(dv, ctx, &group, gbuf);
+			make_descr(dv, buf, op, (uint64_t)i, 0, 1, group);
+			drv_start(dv, ctx, &h, buf);
+			if (h)
+				drv_stop(dv, h);
+			if (group)
+				drv_stop(dv, group);
+			if (pass == 1) {
+				sh->fed[rank][0][op->op].count++;
+				sh->fed[rank][0][op->op].bytes += op_bytes(op, 1);
+			}
+		}
+		ns[pass] = (double)(now_ns() - t0) / o->ops;
+	}
+	printf("hotpath abi=%d ops=%d plugin_ns_per_op=%.1f null_ns_per_op=%.1f added_ns_per_op=%.1f\n", o->abi,
+	       o->ops, ns[1], ns[0], ns[1] - ns[0]);
+	drv_fini(&d, ctx);
 	return 0;
 }
 
@@ -696,6 +756,17 @@ static int check_all(const struct opts *o)
 		}
 		if (!sh->disabled_ok[0])
 			fail("the plugin cleared the activation mask when the pool filled");
+	} else if (!strcmp(sc, "hotpath")) {
+		const struct nw_sf_rank *f = find_rank(&set, HASH0, 0);
+		if (!f)
+			fail("no stats file");
+		else if (f->hdr.ops_total + f->hdr.ops_dropped != sh->fed[0][0][NWS_OP_ALL_REDUCE].count)
+			fail("accounted %llu + dropped %llu != fed %llu", (unsigned long long)f->hdr.ops_total,
+			     (unsigned long long)f->hdr.ops_dropped,
+			     (unsigned long long)sh->fed[0][0][NWS_OP_ALL_REDUCE].count);
+		else
+			printf("hotpath accounted=%llu dropped=%llu\n", (unsigned long long)f->hdr.ops_total,
+			       (unsigned long long)f->hdr.ops_dropped);
 	} else if (!strcmp(sc, "slow") || !strcmp(sc, "trigger")) {
 		const struct nw_sf_rank *f = find_rank(&set, HASH0, 0);
 		if (!f)
@@ -737,8 +808,10 @@ static void usage(FILE *f)
 	        "  --late R             rank that arrives late at every collective (default -1: none)\n"
 	        "  --late-us U          how late, microseconds (default 2000)\n"
 	        "  --kernel on|off|auto NCCLWATCH_KERNEL for the plugin (default on)\n"
-	        "  --scenario S         normal, pool, slow, trigger, null-descr, bad-type, null-handle,\n"
+	        "  --scenario S         normal, pool, slow, trigger, hotpath (prints ns per op), null-descr,\n"
+	        "                       bad-type, null-handle,\n"
 	        "                       bad-handle, bad-context (default normal)\n"
+	        "  --hold-ms MS         keep the communicators open MS ms after feeding (files live)\n"
 	        "  --check              read the stats files back and compare (exit 1 on mismatch)\n"
 	        "  -v                   show the plugin's INFO log lines\n",
 	        MAXR);
@@ -751,7 +824,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "plugin", 1, 0, 'p' }, { "dir", 1, 0, 'd' }, { "abi", 1, 0, 'a' }, { "ranks", 1, 0, 'r' },
 		{ "ops", 1, 0, 'n' }, { "late", 1, 0, 'l' }, { "late-us", 1, 0, 'u' }, { "kernel", 1, 0, 'k' },
-		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	char err[NW_ERRLEN];
 	long v;
@@ -785,6 +858,11 @@ int main(int argc, char **argv)
 				goto bad;
 			o.late_us = v;
 			break;
+		case 'H':
+			if (nw_parse_long(optarg, 0, 3600000, &v, "--hold-ms", err, sizeof(err)))
+				goto bad;
+			o.hold_ms = v;
+			break;
 		case 'k': o.kernel = optarg; break;
 		case 's': o.scenario = optarg; break;
 		case 'c': o.check = 1; break;
@@ -801,7 +879,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "plugin_harness: --late %d is not a rank of %d\n", o.late, o.nranks);
 		return 2;
 	}
-	static const char *const scen[] = { "normal", "pool", "slow", "trigger", "null-descr", "bad-type",
+	static const char *const scen[] = { "normal", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
 	                                    "null-handle", "bad-handle", "bad-context" };
 	int known = 0;
 	for (size_t i = 0; i < NW_ARRAY_LEN(scen); i++)
@@ -845,6 +923,8 @@ int main(int argc, char **argv)
 				rc = rank_pool(&o, r);
 			else if (!strcmp(o.scenario, "slow") || !strcmp(o.scenario, "trigger"))
 				rc = rank_dump(&o, r);
+			else if (!strcmp(o.scenario, "hotpath"))
+				rc = rank_hotpath(&o, r);
 			else
 				rc = rank_bad(&o, r);
 			fflush(NULL);

@@ -1,0 +1,393 @@
+/*
+ * Unit tests for the stats-file layout helpers (plugin/nwstats.h) and the
+ * reader (export/statsfile.c): validation of bad files, liveness,
+ * aggregates and straggler analysis, on files written here by hand.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "export/statsfile.h"
+#include "util/util.h"
+
+static uint64_t self_start(void)
+{
+	char buf[1024];
+	FILE *f = fopen("/proc/self/stat", "r");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	assert_non_null(p);
+	return strtoull(p + 1, NULL, 10);
+}
+
+static uint64_t rt_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* An in-memory stats file laid out as the plugin lays it out. */
+struct img {
+	unsigned char *buf;
+	size_t len;
+	struct nws_header *h;
+	struct nws_record *rec;
+	struct nws_opent *ring;
+};
+
+static void img_make(struct img *m, uint32_t ring_len, uint64_t hash, int rank, int nranks)
+{
+	uint64_t off_rec = (sizeof(struct nws_header) + 63) & ~63ull;
+	uint64_t off_ring = off_rec + (uint64_t)NWS_NOPS * NWS_NBUCKETS * sizeof(struct nws_record);
+	m->len = off_ring + ring_len * sizeof(struct nws_opent);
+	m->buf = calloc(1, m->len);
+	assert_non_null(m->buf);
+	m->h = (struct nws_header *)m->buf;
+	m->rec = (struct nws_record *)(m->buf + off_rec);
+	m->ring = (struct nws_opent *)(m->buf + off_ring);
+	struct nws_header *h = m->h;
+	h->magic = NWS_MAGIC;
+	h->version = NWS_VERSION;
+	h->header_size = sizeof(*h);
+	h->file_size = m->len;
+	h->nops = NWS_NOPS;
+	h->nbuckets = NWS_NBUCKETS;
+	h->nhist = NWS_NHIST;
+	h->nsrc = NWS_NSRC;
+	h->record_size = sizeof(struct nws_record);
+	h->opent_size = sizeof(struct nws_opent);
+	h->off_records = off_rec;
+	h->off_ring = off_ring;
+	h->ring_len = ring_len;
+	h->pid = (int32_t)getpid();
+	h->proc_start = self_start();
+	h->comm_hash = hash;
+	h->rank = rank;
+	h->nranks = nranks;
+	h->nnodes = 1;
+	h->abi = 5;
+	nw_hostname(h->hostname, sizeof(h->hostname));
+	snprintf(h->comm_name, sizeof(h->comm_name), "world");
+	h->state = NWS_STATE_RUNNING;
+	h->updated_ns = rt_ns();
+}
+
+static void img_write(const struct img *m, const char *path, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(m->buf, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/nwsf.XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_buckets_and_bins(void **state)
+{
+	(void)state;
+	assert_int_equal(nws_size_bucket(0), 0);
+	assert_int_equal(nws_size_bucket(1), 1);
+	assert_int_equal(nws_size_bucket(7), 3);
+	assert_int_equal(nws_size_bucket(8), 4);
+	assert_int_equal(nws_bucket_lo(4), 8);
+	assert_int_equal(nws_size_bucket(256 << 10), 19);
+	assert_int_equal(nws_bucket_lo(nws_size_bucket(1ull << 30)), 1ull << 30);
+	assert_int_equal(nws_size_bucket(1ull << 40), NWS_NBUCKETS - 1);
+	assert_int_equal(nws_size_bucket(UINT64_MAX), NWS_NBUCKETS - 1);
+	assert_int_equal(nws_time_bin(999), 0);
+	assert_int_equal(nws_time_bin(1000), 1);
+	assert_int_equal(nws_time_bin(1999), 1);
+	assert_int_equal(nws_time_bin(2000), 2);
+	assert_int_equal(nws_time_bin(UINT64_MAX), NWS_NHIST - 1);
+	assert_int_equal(nws_bin_hi_us(0), 1);
+	assert_int_equal(nws_bin_hi_us(NWS_NHIST - 1), 0);
+	assert_string_equal(nws_op_name(NWS_OP_ALLTOALL), "alltoall");
+	assert_string_equal(nws_op_name(999), "other");
+	assert_true(nws_busbw_factor(NWS_OP_ALL_REDUCE, 2) == 1.0);
+	assert_true(nws_busbw_factor(NWS_OP_ALL_GATHER, 4) == 0.75);
+	assert_true(nws_busbw_factor(NWS_OP_SEND, 8) == 1.0);
+}
+
+/* Each way a file can be wrong is reported with its reason, never read. */
+static void test_bad_files(void **state)
+{
+	(void)state;
+	struct img m;
+	char path[512], err[NW_ERRLEN];
+	struct nw_sf_rank r;
+	snprintf(path, sizeof(path), "%s/x.nws", tmpdir);
+
+	img_make(&m, 16, 1, 0, 1);
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.live, NW_SF_LIVE);
+	nw_sf_rank_release(&r);
+
+	img_write(&m, path, 100);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "too small"));
+
+	img_write(&m, path, m.len - 8);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "truncated"));
+
+	m.h->magic ^= 1;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "bad magic"));
+	m.h->magic ^= 1;
+
+	m.h->version = 9;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "version 9"));
+	m.h->version = NWS_VERSION;
+
+	m.h->record_size += 8;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "sizes differ"));
+	m.h->record_size -= 8;
+
+	m.h->ring_len = 1000;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "outside the file"));
+	m.h->ring_len = 16;
+
+	m.h->off_records = 12;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "outside the file"));
+	free(m.buf);
+
+	/* a directory with one good and two bad files: the good one is read */
+	struct nw_sf_set set;
+	img_make(&m, 16, 7, 0, 1);
+	snprintf(path, sizeof(path), "%s/good.nws", tmpdir);
+	img_write(&m, path, m.len);
+	free(m.buf);
+	snprintf(path, sizeof(path), "%s/other.txt", tmpdir);
+	FILE *f = fopen(path, "w");
+	fputs("ignored: not .nws", f);
+	fclose(f);
+	assert_int_equal(nw_sf_load(tmpdir, &set, err, sizeof(err)), 0);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.nbad, 1); /* x.nws, still broken */
+	assert_int_equal(set.ranks[0].hdr.comm_hash, 7);
+	nw_sf_free(&set);
+
+	snprintf(path, sizeof(path), "%s/none", tmpdir);
+	assert_int_equal(nw_sf_load(path, &set, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "no stats directory"));
+	const char *names[] = { "x.nws", "good.nws", "other.txt" };
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);
+		unlink(path);
+	}
+}
+
+static void test_liveness(void **state)
+{
+	(void)state;
+	struct img m;
+	char path[512], err[NW_ERRLEN];
+	struct nw_sf_rank r;
+	snprintf(path, sizeof(path), "%s/l.nws", tmpdir);
+	img_make(&m, 4, 1, 0, 1);
+
+	m.h->proc_start += 1; /* same pid, another process (pid reused) */
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.live, NW_SF_STALE);
+	nw_sf_rank_release(&r);
+	m.h->proc_start -= 1;
+
+	m.h->state = NWS_STATE_FINISHED;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.live, NW_SF_FINISHED);
+	nw_sf_rank_release(&r);
+
+	m.h->state = NWS_STATE_DISABLED;
+	snprintf(m.h->disabled_reason, sizeof(m.h->disabled_reason), "why");
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.live, NW_SF_DISABLED);
+	assert_string_equal(r.hdr.disabled_reason, "why");
+	nw_sf_rank_release(&r);
+
+	/* another host: only the heartbeat tells */
+	m.h->state = NWS_STATE_RUNNING;
+	snprintf(m.h->hostname, sizeof(m.h->hostname), "elsewhere-host-name");
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.live, NW_SF_LIVE);
+	nw_sf_rank_release(&r);
+	m.h->updated_ns -= 3600ull * 1000000000ull;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.live, NW_SF_STALE);
+	nw_sf_rank_release(&r);
+	free(m.buf);
+	unlink(path);
+}
+
+/* busbw from kernel times only; CPU enqueue times never count. */
+static void test_aggregate(void **state)
+{
+	(void)state;
+	struct img m;
+	char path[512], err[NW_ERRLEN];
+	struct nw_sf_rank r;
+	struct nw_sf_agg a;
+	snprintf(path, sizeof(path), "%s/a.nws", tmpdir);
+	img_make(&m, 4, 1, 0, 2);
+	unsigned b = nws_size_bucket(1 << 20);
+	struct nws_record *rec = &m.rec[NWS_OP_ALL_REDUCE * NWS_NBUCKETS + b];
+	rec->count = 10;
+	rec->bytes = 10ull << 20;
+	struct nws_timing *k = &rec->t[NWS_SRC_KERNEL];
+	k->count = 4;
+	k->bytes = 4ull << 20;
+	k->sum_ns = 4 * 10000; /* 10 us each */
+	k->min_ns = 9000;
+	k->max_ns = 12000;
+	k->hist[nws_time_bin(10000)] = 4;
+	struct nws_timing *c = &rec->t[NWS_SRC_CPU];
+	c->count = 6;
+	c->bytes = 6ull << 20;
+	c->sum_ns = 6 * 1000;
+	/* a CPU-only record elsewhere */
+	struct nws_record *rc2 = &m.rec[NWS_OP_BROADCAST * NWS_NBUCKETS + 3];
+	rc2->count = 5;
+	rc2->bytes = 20;
+	rc2->t[NWS_SRC_CPU].count = 5;
+	img_write(&m, path, m.len);
+	free(m.buf);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+
+	nw_sf_aggregate(&r, NWS_OP_ALL_REDUCE, (int)b, &a);
+	assert_true(a.valid);
+	assert_int_equal(a.src, NWS_SRC_KERNEL);
+	assert_int_equal(a.count, 10);
+	assert_int_equal(a.timed, 4);
+	assert_true(a.mean_us > 9.99 && a.mean_us < 10.01);
+	/* algbw = 1 MiB / 10 us = 104.8576 GB/s; busbw x 2(n-1)/n = x1 for n=2 */
+	assert_true(a.algbw_gbs > 104.85 && a.algbw_gbs < 104.87);
+	assert_true(a.busbw_gbs > 104.85 && a.busbw_gbs < 104.87);
+	assert_true(a.p50_us <= 16.0 && a.p50_us >= 8.0);
+	assert_true(a.max_us > 11.99 && a.max_us < 12.01);
+
+	nw_sf_aggregate(&r, NWS_OP_ALL_REDUCE, -1, &a); /* all buckets */
+	assert_int_equal(a.count, 10);
+	assert_true(a.valid);
+
+	nw_sf_aggregate(&r, NWS_OP_BROADCAST, -1, &a);
+	assert_int_equal(a.count, 5);
+	assert_false(a.valid);
+	assert_int_equal(a.src, -1);
+
+	nw_sf_aggregate(&r, 99, -1, &a);
+	assert_int_equal(a.count, 0);
+	nw_sf_rank_release(&r);
+	unlink(path);
+}
+
+/* Three ranks; rank 1 arrives 100 us after the others at every collective. */
+static void test_stragglers(void **state)
+{
+	(void)state;
+	char path[512], err[NW_ERRLEN];
+	for (int rank = 0; rank < 3; rank++) {
+		struct img m;
+		img_make(&m, 64, 0xabc, rank, 3);
+		uint64_t t0 = 1000000000000ull;
+		for (int i = 0; i < 20; i++) {
+			struct nws_opent *e = &m.ring[i];
+			e->idx = (uint64_t)i + 1;
+			e->seq = (uint64_t)i;
+			e->op = NWS_OP_ALL_REDUCE;
+			e->flags = NWS_OPF_SEQ;
+			e->src = NWS_SRC_KERNEL;
+			e->enq_ns = t0 + (uint64_t)i * 1000000 + (rank == 1 ? 100000 : 0) + (uint64_t)rank * 10;
+			e->start_ns = e->enq_ns + 5000;
+			e->end_ns = t0 + (uint64_t)i * 1000000 + 200000;
+		}
+		/* rank 2 misses seq 0 in its ring: only common seqs count */
+		if (rank == 2)
+			m.ring[0].flags = 0;
+		/* p2p entries (no seq) are ignored */
+		m.ring[30].idx = 31;
+		m.ring[30].op = NWS_OP_SEND;
+		snprintf(path, sizeof(path), "%s/s%d.nws", tmpdir, rank);
+		img_write(&m, path, m.len);
+		free(m.buf);
+	}
+	struct nw_sf_set set;
+	assert_int_equal(nw_sf_load(tmpdir, &set, err, sizeof(err)), 0);
+	struct nw_sf_late late[8];
+	size_t n = nw_sf_stragglers(&set, 0xabc, 0, late, 8);
+	assert_int_equal(n, 3);
+	assert_int_equal(late[0].rank, 1);
+	assert_int_equal(late[0].nseq, 19);
+	assert_int_equal(late[0].nlast, 19);
+	assert_true(late[0].kernel_based);
+	assert_true(late[0].mean_late_us > 99.9 && late[0].mean_late_us < 100.1);
+	assert_true(late[1].mean_late_us < 0.1);
+	/* only the newest 5 */
+	n = nw_sf_stragglers(&set, 0xabc, 5, late, 8);
+	assert_int_equal(n, 3);
+	assert_int_equal(late[0].nseq, 5);
+	/* unknown comm, or fewer than 2 ranks */
+	assert_int_equal(nw_sf_stragglers(&set, 0xdef, 0, late, 8), 0);
+	uint64_t comms[4];
+	assert_int_equal(nw_sf_comms(&set, comms, 4), 1);
+	assert_int_equal(comms[0], 0xabc);
+	nw_sf_free(&set);
+	for (int rank = 0; rank < 3; rank++) {
+		snprintf(path, sizeof(path), "%s/s%d.nws", tmpdir, rank);
+		unlink(path);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_buckets_and_bins),
+		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_liveness),
+		cmocka_unit_test(test_aggregate),
+		cmocka_unit_test(test_stragglers),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
