@@ -181,6 +181,47 @@ static void baseline_and_wrong(void **state)
 	nw_run_release(&base);
 }
 
+/* bench --pairs results: the pair against the model's send/recv over its path, or a baseline. */
+static void pairs(void **state)
+{
+	(void)state;
+	struct nw_check_verdict cv = { 0 };
+	struct nw_verdict_opts o;
+	struct nw_findings f = { 0 };
+	nw_verdict_opts_default(&o);
+	/* 4 GB send/recv at the reference's 365.07 GB/s. */
+	json_t *good = json_loads("{\"size_bytes\": 4294967296, \"pairs\": [{\"a\": 0, \"b\": 1, "
+	                          "\"busbw_gbs\": 365.07, \"wrong\": 0}]}", 0, NULL);
+	json_t *slow = json_loads("{\"size_bytes\": 4294967296, \"pairs\": [{\"a\": 0, \"b\": 1, "
+	                          "\"busbw_gbs\": 21.5, \"wrong\": null}]}", 0, NULL);
+	assert_non_null(good);
+	assert_non_null(slow);
+	nw_verdict_add_pairs(&cv, good, NULL, topo, NULL, &o);
+	assert_int_equal(cv.v, NW_PASS);
+	assert_int_equal(cv.n, 1);
+	assert_string_equal(cv.items[0].what, "sendrecv 0<->1 4G");
+	assert_non_null(strstr(cv.items[0].reason, "slowest of 1 pairs: 365.1 GB/s, 100% of 365.1 expected"));
+	nw_verdict_release(&cv);
+	nw_doc_add(&f, "env.workarounds", NW_SEV_WARN, NULL, NULL, "NCCL_P2P_DISABLE=1");
+	nw_verdict_add_pairs(&cv, slow, NULL, topo, &f, &o);
+	assert_int_equal(cv.v, NW_FAIL);
+	assert_non_null(strstr(cv.items[0].reason, "likely cause: NCCL_P2P_DISABLE=1"));
+	nw_verdict_release(&cv);
+	/* Against a baseline's pairs: the same figure passes. */
+	nw_verdict_add_pairs(&cv, good, good, NULL, NULL, &o);
+	assert_int_equal(cv.v, NW_PASS);
+	assert_non_null(strstr(cv.items[0].reason, "(baseline)"));
+	nw_verdict_release(&cv);
+	/* Ranks the model cannot place (no topology): measured, not compared. */
+	nw_verdict_add_pairs(&cv, slow, NULL, NULL, NULL, &o);
+	assert_int_equal(cv.v, NW_PASS);
+	assert_non_null(strstr(cv.items[0].reason, "not compared"));
+	nw_verdict_release(&cv);
+	json_decref(good);
+	json_decref(slow);
+	nw_findings_release(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +229,7 @@ int main(void)
 		cmocka_unit_test(collapse_names_the_cause),
 		cmocka_unit_test(doctor_errors_fail),
 		cmocka_unit_test(baseline_and_wrong),
+		cmocka_unit_test(pairs),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
