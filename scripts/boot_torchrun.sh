@@ -6,7 +6,9 @@
 #      shows that torchrun's own store holds MASTER_PORT (why the bootstrap
 #      uses MASTER_PORT+1);
 #   3. torchrun --standalone (c10d rendezvous, a port torchrun picks): 4 ranks
-#      meet on its MASTER_PORT+1.
+#      meet on its MASTER_PORT+1;
+#   4. with GPUs: ncclwatch bench under torchrun, one rank per GPU (2 when the
+#      machine has 2 or more; 1, which needs no bootstrap, when it has one).
 # Run from the repository root after `make test` built build/tests/boot_probe:
 #   OUT=./out scripts/boot_torchrun.sh
 # Writes $OUT/boot_torchrun.txt (every rank's output) and prints one
@@ -48,6 +50,16 @@ check "torchrun's store holds MASTER_PORT (bootstrap there is refused)" 1 "port 
 
 run standalone torchrun --no-python --standalone --nproc-per-node=4 --tee=3 "$PROBE" --timeout 30
 check "standalone (c10d) rendezvous: 4 ranks meet" 0 'gather 3 103' "$OUT/standalone.txt"
+
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "$ngpu" -ge 1 ]; then
+	np=$((ngpu >= 2 ? 2 : 1))
+	run bench torchrun --no-python --standalone --nproc-per-node=$np --tee=3 \
+		build/ncclwatch bench -b 8 -e 64M -f 4 -T 120
+	check "ncclwatch bench under torchrun ($np rank(s), one per GPU)" 0 'Avg bus bandwidth' "$OUT/bench.txt"
+else
+	echo "     no GPU found by nvidia-smi: check 4 skipped"
+fi
 
 echo "outputs: $log"
 [ "$fails" -eq 0 ]

@@ -7,6 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpu/nvml.h"
+#include "probe/expect.h"
+#include "probe/topo.h"
 #include "store/store.h"
 #include "util/util.h"
 
@@ -273,8 +276,59 @@ static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
 	fflush(stdout);
 }
 
+/*
+ * The topology of this host's visible GPUs, for "% of link" and the
+ * history fingerprint (a summary line and its hash). NCCL runs only;
+ * allocates its large structs on the heap. *topo is NULL when unknown.
+ */
+static struct nw_topo *probe_topology(struct nw_run *run)
+{
+	if (strcmp(run->h.backend, "nccl") != 0)
+		return NULL;
+	struct nw_nvml_snap *snap = nw_calloc(1, sizeof(*snap));
+	struct nw_topo *all = nw_calloc(1, sizeof(*all)), *vis = nw_calloc(1, sizeof(*vis));
+	char err[NW_ERRLEN];
+	int pos[NW_NVML_MAX_GPUS];
+	if (nw_probe_nvml(snap, NULL, err, sizeof(err)) != 0 || nw_topo_probe(all, "", snap) != 0) {
+		free(snap);
+		free(all);
+		free(vis);
+		return NULL;
+	}
+	int n = nw_topo_visible(all, getenv("CUDA_VISIBLE_DEVICES"), pos, NW_NVML_MAX_GPUS, NULL, 0);
+	nw_topo_subset(all, pos, n > 0 ? n : 0, vis);
+	free(snap);
+	free(all);
+	/* "GPU0-GPU1 NV18 478.1 GB/s; ..." and its hash go into the fingerprint */
+	char sum[1024] = "", lab[32];
+	size_t u = 0;
+	for (int a = 0; a < vis->ngpus; a++)
+		for (int b = a + 1; b < vis->ngpus && u < sizeof(sum) - 64; b++) {
+			const struct nw_topo_pair *pr = &vis->pairs[a][b];
+			u += (size_t)snprintf(sum + u, sizeof(sum) - u, "%sGPU%d-GPU%d %s %.1f GB/s", u ? "; " : "", a, b,
+			                      nw_path_label(pr->path, pr->nvlinks, lab, sizeof(lab)), pr->link_gbs);
+		}
+	if (!sum[0])
+		snprintf(sum, sizeof(sum), "%d GPU", vis->ngpus);
+	unsigned long long h = 1469598103934665603ULL;
+	for (const char *c = sum; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	if (!run->h.extra)
+		run->h.extra = json_object();
+	json_t *fp = json_object_get(run->h.extra, "fingerprint");
+	if (!fp) {
+		fp = json_object();
+		json_object_set_new(run->h.extra, "fingerprint", fp);
+	}
+	char hex[24];
+	snprintf(hex, sizeof(hex), "%016llx", h);
+	json_object_set_new(fp, "topology", json_string(sum));
+	json_object_set_new(fp, "topology_hash", json_string(hex));
+	return vis;
+}
+
 /* What nccl-tests does not say: the peak per op, and where it is reached. */
-static void summary(const struct bench_cli *cli, const struct nw_run *run)
+static void summary(const struct bench_cli *cli, const struct nw_run *run, const struct nw_topo *topo)
 {
 	if (run->h.nranks == 1) {
 		printf("# ncclwatch: one rank: every collective is a local copy or nothing at all, so these\n"
@@ -295,10 +349,15 @@ static void summary(const struct bench_cli *cli, const struct nw_run *run)
 		nw_format_size(best->size_bytes, sz, sizeof(sz));
 		printf("# ncclwatch: %-14s peak busbw %8.2f GB/s at %s (%s)", name, best->busbw_gbs, sz,
 		       best->inplace ? "in-place" : "out-of-place");
-		if (run->h.link_gbs > 0)
-			printf(", %.1f%% of the %.0f GB/s link", best->busbw_gbs / run->h.link_gbs * 100, run->h.link_gbs);
-		else
+		struct nw_expect e;
+		int nhosts = run->h.nhosts > 0 ? run->h.nhosts : 1;
+		if (topo && nw_expect_for_topo(topo, nw_coll_find(name)->op, run->h.nranks, run->h.nranks / nhosts,
+		                               best->size_bytes, &e, NULL, 0) == 0 && e.link_gbs > 0) {
+			printf(", %.1f%% of the %.1f GB/s link; expected about %.0f GB/s at this size%s",
+			       best->busbw_gbs / e.link_gbs * 100, e.link_gbs, e.busbw_gbs, e.calibrated ? "" : " (uncalibrated)");
+		} else {
 			printf(", link bandwidth unknown");
+		}
 		printf("\n");
 	}
 }
@@ -392,10 +451,17 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 		status = rc ? 1 : 0;
 		if (run.h.rank == 0) {
 			section_end(cli);
+			struct nw_topo *topo = probe_topology(&run);
+			struct nw_expect e;
+			int nhosts = run.h.nhosts > 0 ? run.h.nhosts : 1;
+			if (topo && nw_expect_for_topo(topo, NW_ALL_REDUCE, run.h.nranks, run.h.nranks / nhosts, cli->o.max_bytes,
+			                               &e, NULL, 0) == 0)
+				run.h.link_gbs = e.link_gbs;
 			if (cli->table && cli->o.pairs)
 				print_pairs(&run);
 			else if (cli->table)
-				summary(cli, &run);
+				summary(cli, &run, topo);
+			free(topo);
 			if (rc == 1)
 				nw_error("%s: results have wrong elements (see #wrong): NCCL, the GPU or the link "
 				         "corrupted data", cmd);

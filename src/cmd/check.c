@@ -17,6 +17,7 @@
 #include "bench/coll.h"
 #include "bench/result.h"
 #include "cmd/cmd.h"
+#include "comm/group.h"
 #include "gpu/nvml.h"
 #include "probe/doctor.h"
 #include "probe/expect.h"
@@ -24,13 +25,6 @@
 #include "probe/topo.h"
 #include "probe/verdict.h"
 #include "util/util.h"
-
-/*
- * The bench engine (src/bench/bench.c) may be missing from a build that
- * has only its header; check then says so instead of failing to link.
- */
-#pragma weak nw_bench_opts_default
-#pragma weak nw_bench_run
 
 const char usage_check[] =
 	"usage: ncclwatch check [options]\n"
@@ -44,13 +38,13 @@ const char usage_check[] =
 	"\n"
 	"options:\n"
 	"  --json               JSON (schema ncclwatch.check/1) on stdout\n"
-	"  --baseline FILE      compare with this results file (ncclwatch bench --json)\n"
-	"                       instead of the model\n"
+	"  --baseline FILE      compare with this results file (ncclwatch bench --json,\n"
+	"                       or an earlier check --json) instead of the model\n"
 	"  --results FILE       judge these results (bench --json) instead of running the bench\n"
 	"  --pairs              add send/recv between every pair of ranks\n"
 	"  --no-bench           doctor only (verdict from its findings)\n"
-	"  -b, --minbytes SIZE  smallest size (default 1G)\n"
-	"  -e, --maxbytes SIZE  largest size, the one compared (default 4G)\n"
+	"  -b, --minbytes SIZE  smallest size (default 1G; 4M with --backend mpi)\n"
+	"  -e, --maxbytes SIZE  largest size, the one compared (default 4G; 16M with mpi)\n"
 	"  -f, --stepfactor F   size factor (default 4)\n"
 	"  -n, --iters N        timed iterations per size (default 20)\n"
 	"  -w, --warmup_iters N warm-up iterations (default 5)\n"
@@ -87,7 +81,17 @@ static int load_run(const char *path, struct nw_run *run, char *err, size_t errl
 	if (!doc)
 		return nw_seterr(err, errlen, "cannot read '%s': %s (line %d)", path, je.text, je.line);
 	char e2[NW_ERRLEN];
-	int rc = nw_run_from_json(doc, run, e2, sizeof(e2));
+	/* A check --json document carries its results under "results". */
+	const json_t *sch = json_object_get(doc, "schema");
+	const json_t *src = doc;
+	if (json_is_string(sch) && !strcmp(json_string_value(sch), "ncclwatch.check/1")) {
+		src = json_object_get(doc, "results");
+		if (!src) {
+			json_decref(doc);
+			return nw_seterr(err, errlen, "'%s' is a check report without bench results", path);
+		}
+	}
+	int rc = nw_run_from_json(src, run, e2, sizeof(e2));
 	json_decref(doc);
 	if (rc < 0)
 		return nw_seterr(err, errlen, "'%s': %s", path, e2);
@@ -172,6 +176,10 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
 	}
 	if (optind < argc)
 		return nw_error("unexpected argument '%s'; see 'ncclwatch help check'", argv[optind]), -1;
+	if (!o->minb)
+		o->minb = o->backend == NW_BACKEND_MPI ? 4ULL << 20 : 1ULL << 30;
+	if (!o->maxb)
+		o->maxb = o->backend == NW_BACKEND_MPI ? 16ULL << 20 : 4ULL << 30;
 	if (o->minb > o->maxb)
 		return nw_error("-b is larger than -e"), -1;
 	if (o->vo.fail_below > o->vo.warn_below)
@@ -193,37 +201,94 @@ static void row_done(const struct nw_row *oop, const struct nw_row *ip, void *ar
 	}
 }
 
-/* Run the short bench; 0, or -1 with err. */
+/* The bench options check runs with. */
+static void bench_opts(const struct check_opts *o, struct nw_bench_opts *b)
+{
+	nw_bench_opts_default(b);
+	b->backend = o->backend;
+	b->nops = 0;
+	b->ops[b->nops++] = NW_ALL_REDUCE;
+	b->ops[b->nops++] = NW_ALL_GATHER;
+	b->min_bytes = o->minb;
+	b->max_bytes = o->maxb;
+	b->step_factor = o->factor;
+	b->iters = o->iters;
+	b->warmup = o->warmup;
+	b->check = o->verify;
+	b->oop_only = 1;
+	b->ip_only = 0;
+	b->ngpus = o->ngpus;
+	b->nccl_lib = o->nccl_lib;
+	b->quiet = 1;
+}
+
+/*
+ * Whether this process runs as one rank of several started by a launcher.
+ * The group (MPI or the env rendezvous) is set up once per process, so a
+ * second sweep for --pairs is only possible in a process of its own.
+ */
+static int under_launcher(const struct check_opts *o)
+{
+	return o->backend == NW_BACKEND_MPI || nw_group_mpi_launched() || getenv("WORLD_SIZE") ||
+	       getenv("SLURM_PROCID");
+}
+
+/*
+ * Run the short bench, and with --pairs a second sweep of send/recv pairs
+ * whose results land in run->h.extra "pairs". 0, or -1 with err.
+ */
 static int run_bench(const struct check_opts *o, struct nw_run *run, char *err, size_t errlen)
 {
-	if (!nw_bench_run || !nw_bench_opts_default)
-		return nw_seterr(err, errlen, "the bench engine is not in this build of ncclwatch");
 	struct nw_bench_opts b;
-	nw_bench_opts_default(&b);
-	b.backend = o->backend;
-	b.nops = 0;
-	b.ops[b.nops++] = NW_ALL_REDUCE;
-	b.ops[b.nops++] = NW_ALL_GATHER;
-	if (o->pairs)
-		b.ops[b.nops++] = NW_SENDRECV;
-	b.pairs = o->pairs;
-	b.min_bytes = o->minb;
-	b.max_bytes = o->maxb;
-	b.step_factor = o->factor;
-	b.iters = o->iters;
-	b.warmup = o->warmup;
-	b.check = o->verify;
-	b.oop_only = 1;
-	b.ip_only = 0;
-	b.ngpus = o->ngpus;
-	b.nccl_lib = o->nccl_lib;
-	b.quiet = 1;
-	int rc = nw_bench_run(&b, run, row_done, (void *)o, err, errlen);
+	bench_opts(o, &b);
+	if (nw_bench_run(&b, run, row_done, (void *)o, err, errlen) < 0)
+		return -1;
+	if (!o->pairs || under_launcher(o))
+		return 0;
+	struct nw_run pr;
+	nw_run_init(&pr);
+	b.nops = 1;
+	b.ops[0] = NW_SENDRECV;
+	b.pairs = 1;
+	b.min_bytes = b.max_bytes;
+	int rc = nw_bench_run(&b, &pr, NULL, NULL, err, errlen);
+	json_t *pairs = pr.h.extra ? json_object_get(pr.h.extra, "pairs") : NULL;
+	if (rc >= 0 && pairs) {
+		if (!run->h.extra)
+			run->h.extra = json_object();
+		json_object_set(run->h.extra, "pairs", pairs);
+	}
+	nw_run_release(&pr);
 	return rc < 0 ? -1 : 0;
 }
 
-static void print_text(const struct nw_check_verdict *cv, double elapsed)
+/* This process's rank under a launcher, from the bench run or the environment; 0 alone. */
+static int my_rank(const struct nw_run *run, int have_run)
 {
+	static const char *vars[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "SLURM_PROCID" };
+	if (have_run)
+		return run->h.rank;
+	for (size_t i = 0; i < NW_ARRAY_LEN(vars); i++) {
+		const char *v = getenv(vars[i]);
+		long r;
+		if (v && nw_parse_long(v, 0, 1 << 24, &r, vars[i], NULL, 0) == 0)
+			return (int)r;
+	}
+	return 0;
+}
+
+/* Rank 0 prints everything; other ranks only what is wrong on their side, prefixed. */
+static void print_text(const struct nw_check_verdict *cv, double elapsed, int rank)
+{
+	if (rank != 0) {
+		char host[256];
+		nw_hostname(host, sizeof(host));
+		for (size_t i = 0; i < cv->n; i++)
+			if (cv->items[i].v != NW_PASS)
+				printf("rank %d (%s): %-4s %-28s %s\n", rank, host, nw_check_level_name(cv->items[i].v),
+				       cv->items[i].what, cv->items[i].reason);
+		return;
+	}
 	printf("ncclwatch check: %s (%.1f s)\n", nw_check_level_name(cv->v), elapsed);
 	for (int v = NW_FAIL; v >= NW_PASS; v--)
 		for (size_t i = 0; i < cv->n; i++)
@@ -237,8 +302,6 @@ int cmd_check(int argc, char **argv)
 	double t0 = nw_now();
 	struct check_opts o;
 	memset(&o, 0, sizeof(o));
-	o.minb = 1ULL << 30;
-	o.maxb = 4ULL << 30;
 	o.factor = 4.0;
 	o.iters = 20;
 	o.warmup = 5;
@@ -302,11 +365,20 @@ int cmd_check(int argc, char **argv)
 		int nhosts = run.h.nhosts > 0 ? run.h.nhosts : 1;
 		int nlocal = run.h.nranks > 0 ? run.h.nranks / nhosts : 0;
 		int gpu = strcmp(run.h.backend, "mpi") != 0;
-		nw_verdict_add_bench(&cv, &run, have_base ? &base : NULL, gpu ? (vis->ngpus >= nlocal ? vis : topo) : NULL,
-		                     nlocal, &findings, &o.vo);
+		const struct nw_topo *model = gpu ? (vis->ngpus >= nlocal ? vis : topo) : NULL;
+		nw_verdict_add_bench(&cv, &run, have_base ? &base : NULL, model, nlocal, &findings, &o.vo);
+		json_t *pairs = run.h.extra ? json_object_get(run.h.extra, "pairs") : NULL;
+		json_t *bpairs = have_base && base.h.extra ? json_object_get(base.h.extra, "pairs") : NULL;
+		if (pairs)
+			nw_verdict_add_pairs(&cv, pairs, bpairs, nhosts == 1 ? model : NULL, &findings, &o.vo);
+		else if (o.pairs && !o.results)
+			nw_verdict_add_note(&cv, "sendrecv pairs",
+			                    "skipped: under a launcher the pairs need a start of their own; "
+			                    "run 'ncclwatch bench --pairs' the same way for the matrix");
 	}
+	int rank = my_rank(&run, have_run && !o.results);
 	double elapsed = nw_now() - t0;
-	if (o.json) {
+	if (o.json && rank == 0) {
 		json_t *doc = json_object();
 		json_object_set_new(doc, "schema", json_string("ncclwatch.check/1"));
 		json_object_set_new(doc, "verdict", json_string(nw_check_level_name(cv.v)));
@@ -319,8 +391,8 @@ int cmd_check(int argc, char **argv)
 		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(doc);
-	} else {
-		print_text(&cv, elapsed);
+	} else if (!o.json) {
+		print_text(&cv, elapsed, rank);
 	}
 	rc = nw_verdict_exit(&cv);
 out:

@@ -22,7 +22,8 @@ const char usage_compare[] =
 	"\n"
 	"A and B are each: a run id from 'ncclwatch history', a baseline name\n"
 	"('ncclwatch history baseline NAME ID'), an ncclwatch results JSON file\n"
-	"(bench --json), or an nccl-tests output (text or -J JSON).\n"
+	"(bench --json), or an nccl-tests output (text or -J JSON); '-' reads one\n"
+	"of them from standard input.\n"
 	"\n"
 	"Sizes at or above --latency-below are compared on busbw with --tolerance;\n"
 	"smaller (latency-bound) sizes on time with --latency-tolerance. Where a run\n"
@@ -224,6 +225,8 @@ int cmd_compare(int argc, char **argv)
 	}
 	if (nspec != 2)
 		return nw_error("compare needs two runs: ncclwatch compare A B (run ids, baseline names or result files)"), 2;
+	if (!strcmp(spec[0], "-") && !strcmp(spec[1], "-"))
+		return nw_error("only one of A and B can be standard input ('-')"), 2;
 
 	struct nw_run ra, rb;
 	char la[300], lb[300];

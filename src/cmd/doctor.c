@@ -69,8 +69,8 @@ static void print_text(const struct nw_findings *f, int problems_only, size_t nc
 	size_t cnt[NW_SEV_ERROR + 1] = { 0 };
 	for (size_t i = 0; i < f->n; i++)
 		cnt[f->v[i].sev]++;
-	printf("ncclwatch doctor: %zu checks: %zu error%s, %zu warning%s, %zu info, %zu ok, %zu skipped\n\n",
-	       nchecks, cnt[NW_SEV_ERROR], cnt[NW_SEV_ERROR] == 1 ? "" : "s", cnt[NW_SEV_WARN],
+	printf("ncclwatch doctor: %zu check%s: %zu error%s, %zu warning%s, %zu info, %zu ok, %zu skipped\n\n",
+	       nchecks, nchecks == 1 ? "" : "s", cnt[NW_SEV_ERROR], cnt[NW_SEV_ERROR] == 1 ? "" : "s", cnt[NW_SEV_WARN],
 	       cnt[NW_SEV_WARN] == 1 ? "" : "s", cnt[NW_SEV_INFO], cnt[NW_SEV_OK], cnt[NW_SEV_SKIP]);
 	printf("%-6s %-20s %s\n", "LEVEL", "CHECK", "SEEN");
 	for (int s = NW_SEV_ERROR; s >= NW_SEV_OK; s--) {
@@ -183,7 +183,14 @@ int cmd_doctor(int argc, char **argv)
 		printf("\n");
 		json_decref(doc);
 	} else {
-		print_text(&st.findings, problems, nonly ? nonly : nchecks);
+		size_t nrun = 0;
+		for (size_t i = 0; i < nchecks; i++) {
+			int sel = nonly == 0;
+			for (size_t k = 0; k < nonly; k++)
+				sel |= nw_doc_selects(only[k], table[i].id);
+			nrun += (size_t)sel;
+		}
+		print_text(&st.findings, problems, nrun);
 	}
 	rc = nw_findings_exit(&st.findings);
 out:

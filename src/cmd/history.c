@@ -39,7 +39,7 @@ const char usage_history[] =
 	"  --op OP         only runs with results for OP (all_reduce, ...)\n"
 	"  --since DATE    only runs at or after DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)\n"
 	"  --until DATE    only runs at or before DATE (a bare date includes that day)\n"
-	"  --limit N       at most N runs (the oldest first)\n"
+	"  --limit N       only the latest N runs (listed oldest first)\n"
 	"  --json, --csv   output format\n"
 	"  --db PATH       history database (default $NCCLWATCH_DB, else\n"
 	"                  $XDG_DATA_HOME/ncclwatch/history.db)\n";

@@ -24,7 +24,8 @@ const char usage_report[] =
 	"With --svg, write only the chart of one op.\n"
 	"\n"
 	"A, B ... are each: a run id from 'ncclwatch history', a baseline name, an\n"
-	"ncclwatch results JSON file, or an nccl-tests output (text or -J JSON).\n"
+	"ncclwatch results JSON file, or an nccl-tests output (text or -J JSON);\n"
+	"'-' reads one of them from standard input.\n"
 	"\n"
 	"options:\n"
 	"  -o FILE              the HTML page ('-' for stdout)\n"
@@ -156,6 +157,11 @@ int cmd_report(int argc, char **argv)
 	}
 	if (!nspecs)
 		return nw_error("report needs at least one run: ncclwatch report A [B ...] -o FILE.html"), 2;
+	int nstdin = 0;
+	for (size_t k = 0; k < nspecs; k++)
+		nstdin += !strcmp(specs[k], "-");
+	if (nstdin > 1)
+		return nw_error("only one run can come from standard input ('-')"), 2;
 	if (!out && !svg)
 		return nw_error("say where to write: -o FILE.html (or --svg FILE.svg for one chart)"), 2;
 	if (out && svg)

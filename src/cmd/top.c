@@ -51,7 +51,8 @@ const char usage_top[] =
 	"\n"
 	"keys: b busbw, c calls/s, t time, u busy, g by communicator (sort);\n"
 	"      o filter by op, m filter by communicator, x clear filters;\n"
-	"      a show/hide stale; p or space pause; q quit.\n";
+	"      a show/hide stale; p or space pause; arrows, PgUp/PgDn, Home scroll;\n"
+	"      q quit.\n";
 
 struct top_opts {
 	const char *dir;
@@ -190,8 +191,15 @@ static void prompt(const char *what, char *buf, size_t len)
 	curs_set(0);
 }
 
+/* Rows of the table that fit on the screen. */
+static int table_rows(void)
+{
+	int n = LINES - 6;
+	return n > 1 ? n : 1;
+}
+
 static void draw(const struct top_opts *o, const struct nw_view *v, const char *err, int paused,
-                 int live_rates)
+                 int live_rates, size_t *first)
 {
 	char line[1024];
 	erase();
@@ -207,21 +215,39 @@ static void draw(const struct top_opts *o, const struct nw_view *v, const char *
 		mvaddnstr(2, 0, err, COLS);
 		attroff(A_BOLD);
 	}
-	nw_view_format_header(line, sizeof(line));
+	/* the full table when it fits, else the compact one */
+	char probe[NW_VIEW_LINE];
+	nw_view_format_header(probe, sizeof(probe));
+	int compact = (int)strlen(probe) > COLS;
+	if (compact)
+		nw_view_format_header_compact(line, sizeof(line));
+	else
+		nw_strlcpy(line, probe, sizeof(line));
 	attron(A_REVERSE);
 	mvaddnstr(3, 0, line, COLS);
 	for (int x = (int)strlen(line); x < COLS; x++)
 		addch(' ');
 	attroff(A_REVERSE);
-	int y = 4, bottom = LINES - 2;
-	for (size_t i = 0; i < v->n && y < bottom; i++, y++) {
+	int y = 4, bottom = 4 + table_rows();
+	size_t page = (size_t)table_rows();
+	if (*first + page > v->n)
+		*first = v->n > page ? v->n - page : 0;
+	if (v->n > page) {
+		snprintf(line, sizeof(line), "rows %zu-%zu of %zu (arrows, PgUp/PgDn scroll)", *first + 1,
+		         *first + page < v->n ? *first + page : v->n, v->n);
+		mvaddnstr(LINES - 2, 0, line, COLS);
+	}
+	for (size_t i = *first; i < v->n && y < bottom; i++, y++) {
 		const struct nw_view_row *r = &v->rows[i];
 		attr_t a = A_NORMAL;
 		if (r->straggler)
 			a = A_BOLD | (has_colors() ? COLOR_PAIR(1) : A_STANDOUT);
 		else if (r->live == NW_SF_STALE)
 			a = A_DIM;
-		nw_view_format_row(line, sizeof(line), r);
+		if (compact)
+			nw_view_format_row_compact(line, sizeof(line), r);
+		else
+			nw_view_format_row(line, sizeof(line), r);
 		attron(a);
 		mvaddnstr(y, 0, line, COLS);
 		attroff(a);
@@ -239,6 +265,7 @@ static void draw(const struct top_opts *o, const struct nw_view *v, const char *
 static int run_live(struct top_opts *o)
 {
 	int rc = 1, paused = 0;
+	size_t first = 0;
 	struct nw_sample prev, now;
 	struct nw_sf_set set;
 	struct nw_view v;
@@ -293,7 +320,7 @@ static int run_live(struct top_opts *o)
 			nw_sample_move(&prev, &now);
 			have_prev = 1;
 		}
-		draw(o, &v, err, paused, have_prev && v.n && v.rows[0].interval);
+		draw(o, &v, err, paused, have_prev && v.n && v.rows[0].interval, &first);
 		/* wait for a key, at most until the next refresh */
 		double wait = next - nw_now();
 		int ms = paused ? 250 : wait > 0 ? (int)(wait * 1000) + 1 : 0;
@@ -317,6 +344,11 @@ static int run_live(struct top_opts *o)
 			next = 0;
 			break;
 		case 'x': o->op[0] = o->comm[0] = '\0'; next = 0; break;
+		case KEY_DOWN: first++; break;
+		case KEY_UP: if (first) first--; break;
+		case KEY_NPAGE: first += (size_t)table_rows(); break;
+		case KEY_PPAGE: first = first > (size_t)table_rows() ? first - (size_t)table_rows() : 0; break;
+		case KEY_HOME: first = 0; break;
 		default: break;
 		}
 		/* sorting and filtering apply at once, even when paused */

@@ -76,7 +76,7 @@ static void print_gpus(const struct nw_topo *t)
 		if (g->nvlinks_total > 0) {
 			printf("  NVLink %d/%d up", g->nvlinks_active, g->nvlinks_total);
 			if (g->nvlink_gbs > 0)
-				printf(" x %.3f GB/s", g->nvlink_gbs);
+				printf(" x %.3f GB/s = %.1f GB/s", g->nvlink_gbs, g->nvlinks_active * g->nvlink_gbs);
 			if (g->nvlinks_to_switch)
 				printf(" (%d to NVSwitch)", g->nvlinks_to_switch);
 		}

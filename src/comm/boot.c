@@ -56,6 +56,7 @@ static int int_var(const char *name, const char *v, long min, long max, const ch
 	return 0;
 }
 
+/* A port variable; add is 1 for MASTER_PORT (the bootstrap takes the next port). */
 static int parse_port(const char *name, const char *v, int add, int *out, char *err, size_t errlen)
 {
 	int p;
@@ -745,6 +746,7 @@ static int send_msg(int fd, int type, unsigned arg, uint32_t seq, const void *p,
 	return 0;
 }
 
+/* Non-blocking, and no Nagle delay for the small messages. */
 static void tune_socket(int fd)
 {
 	int one = 1;
@@ -768,6 +770,7 @@ struct nw_boot {
 	char where[300];      /* "ADDR:PORT (MASTER_ADDR, MASTER_PORT+1)" for messages */
 };
 
+/* The name of a collective (or message) in messages to the user. */
 static const char *op_name(int type)
 {
 	switch (type) {
@@ -791,7 +794,7 @@ static const char *who(const struct nw_boot *b, int r, char *buf, size_t len)
 	return buf;
 }
 
-/* "rank 2 on hostB" / "ranks 2-3 on hostB, 4 on hostC" (hosts NULL: "ranks 2,3"). */
+/* "rank 2 on hostB" / "ranks 2,3 on hostB, 4-7 on hostC" (hosts NULL: "ranks 2,3"). */
 static void ranks_text(char *const *hosts, const int *ranks, int n, char *out, size_t outlen)
 {
 	out[0] = '\0';
@@ -847,6 +850,7 @@ const char *nw_boot_host(const struct nw_boot *b, int rank)
 	return b->hosts[rank];
 }
 
+/* nw_boot_env_parse's view of the real environment. */
 static const char *env_get(const char *name, void *arg)
 {
 	(void)arg;
@@ -870,6 +874,7 @@ static struct addrinfo *resolve(const char *addr, int port, char *err, size_t er
 	return res;
 }
 
+/* "10.0.0.2:40112" or "[fd00::2]:40112" for a peer's address. */
 static void addr_text(const struct sockaddr *sa, socklen_t len, char *out, size_t outlen)
 {
 	char h[NI_MAXHOST], s[NI_MAXSERV];

@@ -335,7 +335,11 @@ static void write_lateness(struct nw_prom *out, const struct nw_metrics *m, cons
 		return;
 	uint64_t *comms = nw_calloc(ncomm, sizeof(*comms));
 	nw_sf_comms(set, comms, ncomm);
+	/* every rank appears in at most one communicator's analysis: set->n entries suffice */
 	struct nw_sf_late *late = nw_calloc(set->n, sizeof(*late));
+	size_t nl = 0;
+	for (size_t c = 0; c < ncomm; c++)
+		nl += nw_sf_stragglers(set, comms[c], m->late_window, late + nl, set->n - nl);
 	static const char *const names[3] = {
 		"ncclwatch_rank_lateness_seconds", "ncclwatch_rank_lateness_max_seconds",
 		"ncclwatch_rank_last_arrival_ratio",
@@ -347,28 +351,25 @@ static void write_lateness(struct nw_prom *out, const struct nw_metrics *m, cons
 	};
 	for (int f = 0; f < 3; f++) {
 		int started = 0;
-		for (size_t c = 0; c < ncomm; c++) {
-			size_t nl = nw_sf_stragglers(set, comms[c], m->late_window, late, set->n);
-			for (size_t i = 0; i < nl; i++) {
-				const struct nw_sf_rank *r = late[i].r;
-				if (!late[i].nseq || !r || !keep[r - set->ranks])
-					continue;
-				struct rank_labels lb;
-				rank_labels(r, &lb);
-				const char *basis = late[i].kernel_based ? "kernel" : "enqueue";
-				struct nw_label l[4] = {
-					{ "host", r->hdr.hostname }, { "comm", lb.comm }, { "rank", lb.rank },
-					{ "basis", basis },
-				};
-				double v = f == 0 ? late[i].mean_late_us / 1e6
-				         : f == 1 ? late[i].max_late_us / 1e6
-				         : (double)late[i].nlast / (double)late[i].nseq;
-				if (!started) {
-					nw_prom_family(out, names[f], "gauge", helps[f]);
-					started = 1;
-				}
-				nw_prom_sample(out, names[f], l, 4, v);
+		for (size_t i = 0; i < nl; i++) {
+			const struct nw_sf_rank *r = late[i].r;
+			if (!late[i].nseq || !r || !keep[r - set->ranks])
+				continue;
+			struct rank_labels lb;
+			rank_labels(r, &lb);
+			const char *basis = late[i].kernel_based ? "kernel" : "enqueue";
+			struct nw_label l[4] = {
+				{ "host", r->hdr.hostname }, { "comm", lb.comm }, { "rank", lb.rank },
+				{ "basis", basis },
+			};
+			double v = f == 0 ? late[i].mean_late_us / 1e6
+			         : f == 1 ? late[i].max_late_us / 1e6
+			         : (double)late[i].nlast / (double)late[i].nseq;
+			if (!started) {
+				nw_prom_family(out, names[f], "gauge", helps[f]);
+				started = 1;
 			}
+			nw_prom_sample(out, names[f], l, 4, v);
 		}
 	}
 	free(late);

@@ -231,29 +231,55 @@ void nw_view_format_header(char *buf, size_t len)
 	         "CALLS/S", "BUSBW GB/s", "P50", "P99", "BUSY%", "SRC", "LATE");
 }
 
+/* The figures of a row as text, shared by both layouts. */
+struct row_text {
+	char comm[17], rank[16], calls[24], bytes[24], rate[24], bw[24], p50[16], p99[16], busy[16], late[16];
+};
+
+static void row_text(const struct nw_view_row *r, struct row_text *t)
+{
+	snprintf(t->comm, sizeof(t->comm), "%016llx", (unsigned long long)r->comm_hash);
+	snprintf(t->rank, sizeof(t->rank), "%d%s", r->rank, r->straggler ? "*" : "");
+	snprintf(t->calls, sizeof(t->calls), "%llu", (unsigned long long)r->calls);
+	snprintf(t->bytes, sizeof(t->bytes), "%llu", (unsigned long long)r->bytes);
+	if (isnan(r->calls_per_s))
+		snprintf(t->rate, sizeof(t->rate), "-");
+	else
+		snprintf(t->rate, sizeof(t->rate), "%.1f", r->calls_per_s);
+	if (r->src >= 0)
+		snprintf(t->bw, sizeof(t->bw), "%.2f", r->busbw_gbs);
+	else
+		snprintf(t->bw, sizeof(t->bw), "-");
+	nw_view_format_us(r->p50_us, t->p50, sizeof(t->p50));
+	nw_view_format_us(r->p99_us, t->p99, sizeof(t->p99));
+	if (r->busy >= 0)
+		snprintf(t->busy, sizeof(t->busy), "%.1f", r->busy * 100);
+	else
+		snprintf(t->busy, sizeof(t->busy), "-");
+	nw_view_format_us(r->late_us, t->late, sizeof(t->late));
+}
+
 void nw_view_format_row(char *buf, size_t len, const struct nw_view_row *r)
 {
-	char comm[17], rank[16], calls[24], bytes[24], rate[24], bw[24], p50[16], p99[16], busy[16], late[16];
-	snprintf(comm, sizeof(comm), "%016llx", (unsigned long long)r->comm_hash);
-	snprintf(rank, sizeof(rank), "%d%s", r->rank, r->straggler ? "*" : "");
-	snprintf(calls, sizeof(calls), "%llu", (unsigned long long)r->calls);
-	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)r->bytes);
-	if (isnan(r->calls_per_s))
-		snprintf(rate, sizeof(rate), "-");
-	else
-		snprintf(rate, sizeof(rate), "%.1f", r->calls_per_s);
-	if (r->src >= 0)
-		snprintf(bw, sizeof(bw), "%.2f", r->busbw_gbs);
-	else
-		snprintf(bw, sizeof(bw), "-");
-	nw_view_format_us(r->p50_us, p50, sizeof(p50));
-	nw_view_format_us(r->p99_us, p99, sizeof(p99));
-	if (r->busy >= 0)
-		snprintf(busy, sizeof(busy), "%.1f", r->busy * 100);
-	else
-		snprintf(busy, sizeof(busy), "-");
-	nw_view_format_us(r->late_us, late, sizeof(late));
-	snprintf(buf, len, ROW_FMT, comm, r->comm_name[0] ? r->comm_name : "-", nw_sf_live_name(r->live),
-	         rank, nws_op_name(r->op), r->host, calls, bytes, rate, bw, p50, p99, busy,
-	         r->src >= 0 ? nws_src_name((unsigned)r->src) : "-", late);
+	struct row_text t;
+	row_text(r, &t);
+	snprintf(buf, len, ROW_FMT, t.comm, r->comm_name[0] ? r->comm_name : "-", nw_sf_live_name(r->live),
+	         t.rank, nws_op_name(r->op), r->host, t.calls, t.bytes, t.rate, t.bw, t.p50, t.p99, t.busy,
+	         r->src >= 0 ? nws_src_name((unsigned)r->src) : "-", t.late);
+}
+
+#define COMPACT_FMT "%-8.8s %5s %-14s %8s %10s %8s %8s %5s %-6s %8s"
+
+void nw_view_format_header_compact(char *buf, size_t len)
+{
+	snprintf(buf, len, COMPACT_FMT, "COMM", "RANK", "OP", "CALLS/S", "BUSBW GB/s", "P50", "P99",
+	         "BUSY%", "SRC", "LATE");
+}
+
+void nw_view_format_row_compact(char *buf, size_t len, const struct nw_view_row *r)
+{
+	struct row_text t;
+	row_text(r, &t);
+	snprintf(buf, len, COMPACT_FMT, t.comm, t.rank, nws_op_name(r->op), t.rate, t.bw, t.p50, t.p99,
+	         t.busy, r->src >= 0 ? nws_src_name((unsigned)r->src) : "-", t.late);
 }

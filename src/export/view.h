@@ -76,6 +76,12 @@ void nw_view_free(struct nw_view *v);
 #define NW_VIEW_LINE 256
 void nw_view_format_header(char *buf, size_t len);
 void nw_view_format_row(char *buf, size_t len, const struct nw_view_row *r);
+/*
+ * The same for narrow terminals (about 90 columns): communicator id cut to
+ * its first 8 hex digits; no name, state, host, calls or bytes columns.
+ */
+void nw_view_format_header_compact(char *buf, size_t len);
+void nw_view_format_row_compact(char *buf, size_t len, const struct nw_view_row *r);
 /* A duration in us as "850ns", "12.3us", "4.56ms", "1.20s"; "-" for NAN. */
 void nw_view_format_us(double us, char *buf, size_t len);
 

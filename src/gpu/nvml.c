@@ -710,6 +710,6 @@ int nw_nvml_snap_load(const char *path, struct nw_nvml_snap *s, char *err, size_
 	if (rc < 0)
 		return nw_seterr(err, errlen, "NVML recording '%s': %s", path, e2);
 	if (!s->lib[0] || s->loaded)
-		snprintf(s->lib, sizeof(s->lib), "%s (recorded)", path);
+		snprintf(s->lib, sizeof(s->lib), "%s (replayed)", path);
 	return 0;
 }

@@ -964,6 +964,7 @@ static int info_trace(struct nw_log *lg, uint32_t host, const char *s, size_t n)
 	return 1;
 }
 
+/* One "NCCL INFO" message (s: after the level), dispatched on its first letter to keep the hot path short. */
 static void info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, const char *s, size_t n)
 {
 	const char *at;
@@ -1173,6 +1174,7 @@ static int python_exception(const char *s, size_t n)
 	       (i >= 7 && !memcmp(s + i - 7, "Timeout", 7));
 }
 
+/* A line that is not NCCL's: nccl-tests' device list, PyTorch errors and timeouts, other error lines. */
 static void other_line(struct nw_log *lg, const char *s, size_t n)
 {
 	lg->other_lines++;
@@ -1283,6 +1285,11 @@ static size_t glued_nccl_line(struct nw_log *lg, const char *s, size_t n)
 	return (size_t)(start - s);
 }
 
+/*
+ * Lines starting with NCCL's prefix go straight to their level's reader;
+ * others lose their launcher prefixes first (and may turn out to hold an
+ * NCCL line glued after other output).
+ */
 void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 {
 	lg->lines++;
@@ -1474,6 +1481,7 @@ struct facts {
 	const char *nvlink_host, *ib_host;
 };
 
+/* Per-transport and per-class pair counts, largest communicator, NVLink and IB presence. */
 static void compute_facts(const struct nw_log *lg, struct facts *f)
 {
 	memset(f, 0, sizeof(*f));

@@ -64,6 +64,7 @@ struct tok {
 	size_t col;
 };
 
+/* Forget what a stream said (its tables are released), keeping its tag. */
 static void stream_reset(struct nt_stream *st)
 {
 	char tag[sizeof(st->tag)];
@@ -77,6 +78,7 @@ static void stream_reset(struct nt_stream *st)
 	st->nccl_code = -1;
 }
 
+/* Split s[0..n) at blanks into at most max tokens (with their columns); -1 when there are more. */
 static int tokenize(const char *s, size_t n, struct tok *t, int max)
 {
 	int k = 0;
@@ -356,11 +358,12 @@ static int parse_body(struct nt_stream *st, const struct tok *t, struct nw_row *
 	return 0;
 }
 
-/* Whether a token is a trailing timestamp part ("2026-11-30", "11:39:33"). */
+/* Whether a token is part of a trailing timestamp ("2026-11-30", "11:39:33"). */
 static int is_stamp(const struct tok *t)
 {
-	return t->n >= 8 && memchr(t->s, '-', t->n) ? (t->s[0] >= '0' && t->s[0] <= '9' && t->s[4] == '-')
-	       : (t->n >= 8 && t->s[2] == ':');
+	if (t->n >= 10 && t->s[4] == '-' && t->s[7] == '-')
+		return 1;
+	return t->n >= 8 && t->s[2] == ':' && t->s[5] == ':';
 }
 
 /* Add a row to the first process's table whose sizes are still below it. */
@@ -646,6 +649,11 @@ static void pending_add(struct nt_ctx *c, struct nt_stream *st, const char *s, s
 	st->plen += n;
 }
 
+/*
+ * One line of text output: launcher prefixes off, NCCL log lines skipped
+ * (the part of a row printed before one is kept for later), then header
+ * comments, rows, or an unparsed line.
+ */
 static void process_line(struct nt_ctx *c, char *line, size_t len)
 {
 	struct nw_lp lp;
@@ -812,6 +820,7 @@ static void parse_json_doc(struct nt_ctx *c, const json_t *doc)
 	stream_finish(c, st);
 }
 
+/* One or more -J documents one after the other; a broken one ends the reading (counted). */
 static int parse_json(struct nt_ctx *c, const char *buf, size_t len)
 {
 	size_t off = 0;
@@ -838,6 +847,7 @@ static int parse_json(struct nt_ctx *c, const char *buf, size_t len)
 	return 0;
 }
 
+/* JSON when the first non-blank byte is '{', else text, line by line (lines over 8 KB are unparsed). */
 int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed,
                     char *err, size_t errlen)
 {

@@ -18,13 +18,6 @@
 
 extern char **environ;
 
-/*
- * The NCCL locator (src/gpu/nccl.c) may be absent from a build that has
- * only its header; weak references let doctor say "not checked" then.
- */
-#pragma weak nw_nccl_locate
-#pragma weak nw_nccl_find_all
-
 const char *nw_sev_name(enum nw_sev s)
 {
 	static const char *n[] = { "ok", "skip", "info", "warn", "error" };
@@ -454,15 +447,11 @@ void nw_doc_gather(struct nw_doc_ctx *c, const char *root, char **env,
 	}
 	nw_sys_free_names(names, n > 0 ? n : 0);
 
-	if (nw_nccl_locate) {
-		c->nccl_state = nw_nccl_locate(c->nccl_override, &c->nccl, c->nccl_err, sizeof(c->nccl_err)) == 0;
-		if (c->nccl_state == 1)
-			(void)nw_doc_nccl_cuda(c->nccl.path, c->nccl_cuda, sizeof(c->nccl_cuda));
-	}
-	if (nw_nccl_find_all) {
-		c->nall = nw_nccl_find_all(&c->all);
-		c->all_state = 1;
-	}
+	c->nccl_state = nw_nccl_locate(c->nccl_override, &c->nccl, c->nccl_err, sizeof(c->nccl_err)) == 0;
+	if (c->nccl_state == 1)
+		(void)nw_doc_nccl_cuda(c->nccl.path, c->nccl_cuda, sizeof(c->nccl_cuda));
+	c->nall = nw_nccl_find_all(&c->all);
+	c->all_state = 1;
 
 	c->cmdline = nw_sys_slurp(root, "/proc/cmdline", 1 << 16);
 	c->modules = nw_sys_slurp(root, "/proc/modules", 1 << 20);

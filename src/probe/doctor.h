@@ -62,13 +62,13 @@ struct nw_doc_ctx {
 	int nifaces;                      /* -1 when /sys/class/net could not be read */
 	/* versions */
 	const char *nccl_override;        /* --nccl-lib, read by nw_doc_gather */
-	int nccl_state;                   /* 1 located, 0 not found, -1 locator not available */
+	int nccl_state;                   /* 1 located, 0 not found, -1 not looked for */
 	struct nw_nccl_where nccl;        /* the NCCL that would load */
 	char nccl_err[512];
 	char nccl_cuda[16];               /* CUDA it was built for, "13.0"; "" unknown */
 	struct nw_nccl_where *all;        /* every libnccl found (owned by the caller) */
 	size_t nall;
-	int all_state;                    /* 1 searched, -1 locator not available */
+	int all_state;                    /* 1 searched, -1 not searched */
 	/* OS and container */
 	char *cmdline;                    /* /proc/cmdline, NULL unknown (owned) */
 	char *modules;                    /* /proc/modules (owned) */

@@ -86,7 +86,7 @@ static void check_nccl(const struct nw_doc_ctx *c, struct nw_findings *out)
 {
 	const char *id = "version.nccl";
 	if (c->nccl_state < 0) {
-		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: this build has no NCCL locator");
+		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: NCCL was not looked for");
 		return;
 	}
 	if (c->nccl_state == 0) {
@@ -129,7 +129,7 @@ static void check_nccl_many(const struct nw_doc_ctx *c, struct nw_findings *out)
 {
 	const char *id = "version.nccl_many";
 	if (c->all_state < 0) {
-		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: this build has no NCCL locator");
+		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: NCCL was not looked for");
 		return;
 	}
 	char list[600] = "";
@@ -145,14 +145,27 @@ static void check_nccl_many(const struct nw_doc_ctx *c, struct nw_findings *out)
 		    strcmp(w->version, c->nccl.version))
 			differ++;
 	}
+	/* A PyTorch NCCL with another version than the one that loads: what we measure is not what trains. */
+	int pytorch_other = 0;
+	for (size_t i = 0; i < c->nall; i++)
+		if (!strcmp(c->all[i].how, "pytorch") && c->nccl_state == 1 && strcmp(c->nccl.how, "pytorch") &&
+		    c->all[i].version[0] && strcmp(c->all[i].version, c->nccl.version))
+			pytorch_other = 1;
 	if (c->nall == 0)
 		ADD(out, id, NW_SEV_INFO, NULL, NULL, "no libnccl found on this machine");
-	else if (differ)
+	else if (differ && pytorch_other)
 		ADD(out, id, NW_SEV_WARN,
-		    "two NCCLs on one machine: tools built against one (nccl-tests, the system's) "
-		    "measure a different library than the training job loads (PyTorch's own)",
-		    "benchmark the NCCL the job uses (ncclwatch finds PyTorch's first; --nccl-lib to choose), "
-		    "or remove the stale copy",
+		    "PyTorch loads its own NCCL, and it is not the one measured here: results and tuning "
+		    "apply to a different library than the training job uses",
+		    "measure PyTorch's NCCL (--nccl-lib PATH, or NCCLWATCH_NCCL_LIB), or make the job load the "
+		    "same library",
+		    "NCCL %s loads (%s, %s) but PyTorch's is another version: %s", c->nccl.version, c->nccl.how,
+		    c->nccl.path, list);
+	else if (differ)
+		ADD(out, id, NW_SEV_INFO,
+		    "two NCCLs on one machine: a tool built against the other one (nccl-tests, the system's) "
+		    "measures a different library than the one that loads here",
+		    "compare like with like: give such tools the same libnccl (LD_LIBRARY_PATH), or remove the stale copy",
 		    "%zu libnccl files, versions differ from the one that loads (%s): %s", c->nall,
 		    c->nccl_state == 1 ? c->nccl.version : "?", list);
 	else

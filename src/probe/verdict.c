@@ -64,6 +64,11 @@ void nw_verdict_add_fail(struct nw_check_verdict *cv, const char *what, const ch
 	add(cv, NW_FAIL, what, "%s", reason);
 }
 
+void nw_verdict_add_note(struct nw_check_verdict *cv, const char *what, const char *text)
+{
+	add(cv, NW_PASS, what, "%s", text);
+}
+
 /* doctor's warnings and errors, as "id (seen)" list, for a likely cause. */
 static void causes(const struct nw_findings *f, char *buf, size_t len)
 {
@@ -157,6 +162,11 @@ void nw_verdict_add_bench(struct nw_check_verdict *cv, const struct nw_run *run,
 		} else
 			snprintf(basis, sizeof(basis), "no expectation (host backend; give --baseline)");
 		struct nw_verdict_item *it;
+		if (m->nranks < 2) {
+			it = add(cv, NW_PASS, what, "1 rank: nothing crosses a link; run check on 2 or more GPUs, or "
+			         "under mpirun, srun or torchrun with 2 or more ranks");
+			continue;
+		}
 		if (!(expect > 0)) {
 			it = add(cv, NW_PASS, what, "%.1f GB/s busbw; not compared: %s", m->busbw_gbs, basis);
 		} else {
@@ -169,6 +179,84 @@ void nw_verdict_add_bench(struct nw_check_verdict *cv, const struct nw_run *run,
 		it->measured_gbs = m->busbw_gbs;
 		it->expected_gbs = expect;
 	}
+}
+
+void nw_verdict_add_pairs(struct nw_check_verdict *cv, const json_t *pairs, const json_t *base_pairs,
+                          const struct nw_topo *topo, const struct nw_findings *doctor,
+                          const struct nw_verdict_opts *o)
+{
+	const json_t *list = json_object_get(pairs, "pairs");
+	const json_t *blist = json_object_get(base_pairs, "pairs");
+	json_int_t size = json_integer_value(json_object_get(pairs, "size_bytes"));
+	char cause[512], sz[32];
+	causes(doctor, cause, sizeof(cause));
+	nw_format_size(size > 0 ? (uint64_t)size : 0, sz, sizeof(sz));
+	size_t i;
+	json_t *e;
+	double worst_ratio = 1e9, worst_bw = 0, worst_exp = 0;
+	char worst_what[64] = "", worst_basis[NW_ERRLEN + 64] = "";
+	int npairs = 0;
+	json_array_foreach(list, i, e) {
+		int a = (int)json_integer_value(json_object_get(e, "a"));
+		int b = (int)json_integer_value(json_object_get(e, "b"));
+		double bw = json_number_value(json_object_get(e, "busbw_gbs"));
+		json_int_t wrong = json_integer_value(json_object_get(e, "wrong"));
+		char what[64], basis[NW_ERRLEN + 64] = "";
+		snprintf(what, sizeof(what), "sendrecv %d<->%d %s", a, b, sz);
+		npairs++;
+		if (wrong > 0)
+			add(cv, NW_FAIL, what, "%lld wrong elements: the pair returned corrupt data", (long long)wrong);
+		double expect = 0, warn = o->warn_below, fail = o->fail_below;
+		size_t k;
+		json_t *be;
+		json_array_foreach(blist, k, be) {
+			if (json_integer_value(json_object_get(be, "a")) == a &&
+			    json_integer_value(json_object_get(be, "b")) == b) {
+				expect = json_number_value(json_object_get(be, "busbw_gbs"));
+				snprintf(basis, sizeof(basis), "baseline");
+			}
+		}
+		if (!(expect > 0) && !base_pairs && topo && a >= 0 && b >= 0 && a < topo->ngpus && b < topo->ngpus) {
+			const struct nw_topo_pair *p = &topo->pairs[a][b];
+			struct nw_expect x;
+			char err[NW_ERRLEN];
+			if (nw_expect_for_link(NW_SENDRECV, 2, p->path, p->link_gbs, (uint64_t)size, &x, err, sizeof(err)) == 0) {
+				expect = x.busbw_gbs;
+				nw_strlcpy(basis, x.basis, sizeof(basis));
+				if (!x.calibrated) {
+					warn = o->warn_below_uncal;
+					fail = o->fail_below_uncal;
+				}
+			}
+		}
+		if (!(expect > 0))
+			continue;
+		double ratio = bw / expect;
+		if (ratio < worst_ratio) {
+			worst_ratio = ratio;
+			worst_bw = bw;
+			worst_exp = expect;
+			nw_strlcpy(worst_what, what, sizeof(worst_what));
+			nw_strlcpy(worst_basis, basis, sizeof(worst_basis));
+		}
+		if (ratio < warn) {
+			enum nw_check_level v = ratio < fail ? NW_FAIL : NW_WARN;
+			struct nw_verdict_item *it = add(cv, v, what, "%.1f GB/s, %.0f%% of %.1f expected (%s)%s%s", bw,
+			                                 ratio * 100.0, expect, basis, cause[0] ? "; likely cause: " : "", cause);
+			it->measured_gbs = bw;
+			it->expected_gbs = expect;
+			/* mark it so the summary line below is not repeated for it */
+			if (!strcmp(what, worst_what))
+				worst_what[0] = '\0';
+		}
+	}
+	if (worst_what[0]) {
+		struct nw_verdict_item *it = add(cv, NW_PASS, worst_what, "slowest of %d pairs: %.1f GB/s, %.0f%% of %.1f expected (%s)",
+		                                 npairs, worst_bw, worst_ratio * 100.0, worst_exp, worst_basis);
+		it->measured_gbs = worst_bw;
+		it->expected_gbs = worst_exp;
+	} else if (npairs && worst_ratio > 1e8)
+		add(cv, NW_PASS, "sendrecv pairs", "%d pairs measured; not compared (no expectation for these ranks)", npairs);
 }
 
 int nw_verdict_exit(const struct nw_check_verdict *cv)

@@ -42,6 +42,8 @@ void nw_verdict_opts_default(struct nw_verdict_opts *o);
 
 /* Add doctor's findings: errors FAIL, warnings WARN; ok/info/skip are not items. */
 void nw_verdict_add_doctor(struct nw_check_verdict *cv, const struct nw_findings *f);
+/* Add a PASS item that only informs ("skipped: ..."). */
+void nw_verdict_add_note(struct nw_check_verdict *cv, const char *what, const char *text);
 /* Add a failure that stopped the bench ("no GPU: ..."). */
 void nw_verdict_add_fail(struct nw_check_verdict *cv, const char *what, const char *reason);
 
@@ -56,6 +58,17 @@ void nw_verdict_add_fail(struct nw_check_verdict *cv, const char *what, const ch
 void nw_verdict_add_bench(struct nw_check_verdict *cv, const struct nw_run *run,
                           const struct nw_run *baseline, const struct nw_topo *topo, int nlocal,
                           const struct nw_findings *doctor, const struct nw_verdict_opts *o);
+
+/*
+ * Compare bench --pairs results (the "pairs" object bench puts in the run
+ * header's extra: {"size_bytes", "pairs": [{"a","b","busbw_gbs","wrong"}]})
+ * against the baseline's pairs, else the model's send/recv expectation for
+ * the path between GPUs a and b of topo (ranks on one host, one GPU each).
+ * The slowest pair is always an item; every pair below the warn line is one.
+ */
+void nw_verdict_add_pairs(struct nw_check_verdict *cv, const json_t *pairs, const json_t *base_pairs,
+                          const struct nw_topo *topo, const struct nw_findings *doctor,
+                          const struct nw_verdict_opts *o);
 
 /* 0 PASS, 1 WARN, 2 FAIL. */
 int nw_verdict_exit(const struct nw_check_verdict *cv);

@@ -221,12 +221,15 @@ static void fp_section(FILE *f, const struct nw_report_input *in)
 	for (i = 0; i < nk; i++) {
 		char first[1024];
 		fp_text(json_object_get(flat[0], names[i]), first, sizeof(first));
-		int differs = 0;
+		int differs = 0, known = first[0] != '\0';
 		for (size_t r = 1; r < in->nruns; r++) {
 			char t[1024];
 			fp_text(json_object_get(flat[r], names[i]), t, sizeof(t));
 			differs |= strcmp(t, first) != 0;
+			known |= t[0] != '\0';
 		}
+		if (!known)
+			continue; /* unknown in every run */
 		if (!strcmp(names[i], "time"))
 			differs = 0; /* always differs; not a cause */
 		fputs("<tr><td>", f);

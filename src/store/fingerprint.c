@@ -49,6 +49,21 @@ static int gpu_count(const char *gpus)
 	return (int)n;
 }
 
+/* This process's command line from /proc/self/cmdline, arguments joined by spaces. */
+static void own_cmdline(char *buf, size_t len)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	char *raw = nw_read_file("/proc/self/cmdline", 65536, &n);
+	if (!raw)
+		return;
+	for (size_t i = 0; i + 1 < n; i++)
+		if (raw[i] == '\0')
+			raw[i] = ' ';
+	nw_strlcpy(buf, raw, len);
+	free(raw);
+}
+
 void nw_fingerprint_collect(struct nw_run *run)
 {
 	struct nw_run_header *h = &run->h;
@@ -78,7 +93,12 @@ void nw_fingerprint_collect(struct nw_run *run)
 	set_if_absent(fp, "nhosts", json_integer(h->nhosts));
 	set_if_absent(fp, "backend", json_string(h->backend));
 	set_if_absent(fp, "tool_version", json_string(h->tool_version[0] ? h->tool_version : NW_VERSION));
-	set_if_absent(fp, "cmdline", json_string(h->cmdline));
+	char cmd[sizeof(h->cmdline)];
+	if (h->cmdline[0])
+		nw_strlcpy(cmd, h->cmdline, sizeof(cmd));
+	else
+		own_cmdline(cmd, sizeof(cmd));
+	set_if_absent(fp, "cmdline", json_string(cmd));
 	char now[32];
 	if (!h->time[0])
 		nw_utc_iso(now, sizeof(now));

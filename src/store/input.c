@@ -93,17 +93,13 @@ static int load_json(const char *path, struct nw_run *run, char *err, size_t err
  * or repeats) are merged into one run: compare then matches them by key and
  * uses the spread of repeats as their noise.
  */
-static int load_nccltests(const char *path, struct nw_run *run, char *err, size_t errlen)
+static int merge_runs(struct nw_run *runs, int n, struct nw_run *run, const char *what, char *err,
+                      size_t errlen)
 {
-	struct nw_run *runs = NULL;
-	size_t unparsed = 0;
-	int n = nw_nt_parse_path(path, &runs, &unparsed, err, errlen);
-	if (n < 0)
-		return -1;
 	if (n == 0) {
 		free(runs);
-		return nw_seterr(err, errlen, "'%s' is neither an ncclwatch results file nor nccl-tests output (no result table found)",
-		                 path);
+		return nw_seterr(err, errlen, "%s is neither an ncclwatch results file nor nccl-tests output (no result table found)",
+		                 what);
 	}
 	*run = runs[0];
 	for (int i = 1; i < n; i++) {
@@ -118,12 +114,65 @@ static int load_nccltests(const char *path, struct nw_run *run, char *err, size_
 	return 0;
 }
 
+static int load_nccltests(const char *path, struct nw_run *run, char *err, size_t errlen)
+{
+	struct nw_run *runs = NULL;
+	int n = nw_nt_parse_path(path, &runs, NULL, err, errlen);
+	if (n < 0)
+		return -1;
+	char what[600];
+	snprintf(what, sizeof(what), "'%.580s'", path);
+	return merge_runs(runs, n, run, what, err, errlen);
+}
+
+/* Standard input: results JSON or nccl-tests output (text or -J JSON). */
+static int load_stdin(struct nw_run *run, char *err, size_t errlen)
+{
+	size_t cap = 1 << 16, len = 0;
+	char *buf = nw_malloc(cap);
+	size_t got;
+	while ((got = fread(buf + len, 1, cap - len, stdin)) > 0) {
+		len += got;
+		if (len == cap) {
+			if (cap >= ((size_t)1 << 30)) {
+				free(buf);
+				return nw_seterr(err, errlen, "standard input is larger than 1 GiB: give a file instead");
+			}
+			cap *= 2;
+			buf = nw_realloc(buf, cap);
+		}
+	}
+	if (ferror(stdin)) {
+		free(buf);
+		return nw_seterr(err, errlen, "cannot read standard input: %s", strerror(errno));
+	}
+	json_error_t je;
+	json_t *doc = json_loadb(buf, len, 0, &je);
+	const json_t *schema = json_object_get(doc, "schema");
+	int rc;
+	if (json_is_string(schema) && !strncmp(json_string_value(schema), "ncclwatch.results/", 18)) {
+		rc = nw_run_from_json(doc, run, err, errlen);
+	} else {
+		struct nw_run *runs = NULL;
+		int n = nw_nt_parse_buf(buf, len, "-", &runs, NULL, err, errlen);
+		rc = n < 0 ? -1 : merge_runs(runs, n, run, "standard input", err, errlen);
+	}
+	if (doc)
+		json_decref(doc);
+	free(buf);
+	return rc;
+}
+
 int nw_input_load(const struct nw_store_opts *o, const char *spec, struct nw_run *run,
                   char *label, size_t labellen, char *err, size_t errlen)
 {
 	nw_run_init(run);
 	if (!spec || !*spec)
 		return nw_seterr(err, errlen, "empty run name: give a run id, a baseline name or a results file");
+	if (!strcmp(spec, "-")) {
+		snprintf(label, labellen, "stdin");
+		return load_stdin(run, err, errlen);
+	}
 	if (all_digits(spec))
 		return load_from_db(o, spec, 0, run, label, labellen, err, errlen);
 	struct stat st;

@@ -15,6 +15,8 @@
 
 struct nw_store {
 	sqlite3 *db;
+	double busy_since;      /* busy_wait's clock */
+	unsigned seed;          /* for pauses that differ between processes */
 	char path[PATH_MAX];
 };
 
@@ -145,6 +147,25 @@ static void pause_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+#define BUSY_WAIT_S 30.0
+
+/*
+ * Busy handler: short random pauses (1-8 ms) for up to BUSY_WAIT_S seconds.
+ * SQLite's own timeout handler backs off to 100 ms sleeps, which with a
+ * dozen writers leaves the lock idle most of the time; transactions here
+ * last a few milliseconds, so waiters retry often instead.
+ */
+static int busy_wait(void *arg, int count)
+{
+	struct nw_store *s = arg;
+	if (count == 0)
+		s->busy_since = nw_now();
+	else if (nw_now() - s->busy_since > BUSY_WAIT_S)
+		return 0;
+	pause_ms(1 + rand_r(&s->seed) % (count < 8 ? count + 1 : 8));
+	return 1;
+}
+
 /*
  * Run one statement that may meet SQLITE_BUSY (another process holds the
  * write lock past the busy timeout, or a WAL recovery is under way):
@@ -156,7 +177,7 @@ static int exec_retry(struct nw_store *s, const char *sql)
 		int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200)
 			return rc;
-		pause_ms(5 + (int)(random() % 50));
+		pause_ms(5 + rand_r(&s->seed) % 50);
 	}
 }
 
@@ -180,7 +201,7 @@ static int query_ints(struct nw_store *s, const char *sql, long long *out, int n
 		}
 		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200)
 			break;
-		pause_ms(5 + (int)(random() % 50));
+		pause_ms(5 + rand_r(&s->seed) % 50);
 	}
 	return rc == SQLITE_ROW ? 0 : -1;
 }
@@ -302,7 +323,8 @@ int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **o
 		          s->db ? sqlite3_errmsg(s->db) : "out of memory");
 		goto fail;
 	}
-	sqlite3_busy_timeout(s->db, 15000);
+	s->seed = (unsigned)getpid() ^ (unsigned)(nw_now() * 1e6);
+	sqlite3_busy_handler(s->db, busy_wait, s);
 	sqlite3_extended_result_codes(s->db, 0);
 
 	long long version;
@@ -675,7 +697,7 @@ int nw_store_list(struct nw_store *s, const struct nw_store_filter *f,
 		" FROM runs WHERE (?1 = '' OR host = ?1)"
 		" AND (?2 = '' OR EXISTS (SELECT 1 FROM results r WHERE r.run_id = runs.id AND r.op = ?2))"
 		" AND (?3 = '' OR time >= ?3) AND (?4 = '' OR time <= ?4)"
-		" ORDER BY id LIMIT ?5";
+		" ORDER BY id DESC LIMIT ?5";
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return db_err(s, "listing runs", err, errlen);
@@ -709,6 +731,12 @@ int nw_store_list(struct nw_store *s, const struct nw_store_filter *f,
 		*out = NULL;
 		*n = 0;
 		return db_err(s, "listing runs", err, errlen);
+	}
+	/* newest first from the query (so a limit keeps the latest); oldest first out */
+	for (size_t i = 0; i < *n / 2; i++) {
+		struct nw_store_entry t = (*out)[i];
+		(*out)[i] = (*out)[*n - 1 - i];
+		(*out)[*n - 1 - i] = t;
 	}
 	return 0;
 }

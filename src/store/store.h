@@ -111,7 +111,7 @@ struct nw_store_filter {
 	const char *op;
 	const char *since;  /* ISO 8601 prefix: "2026-11-30" or "2026-11-30T10:00:00Z" */
 	const char *until;  /* inclusive; a bare date means the whole day */
-	long long limit;    /* 0: all */
+	long long limit;    /* 0: all; else the latest `limit` runs */
 };
 
 /* Runs matching f, oldest first; *out is the caller's to free(). */

@@ -67,9 +67,9 @@ every_rank() {
 }
 in_time() { if [ "$ELAPSED" -le $((TO * 2 + 6)) ]; then ok "$1"; else notok "$1" "took ${ELAPSED}s with a ${TO}s timeout"; fi; }
 
-# --- four ranks agree
+# --- four ranks agree (a long timeout: checks that succeed must not depend on the load)
 begin
-for r in 0 1 2 3; do start ok "$r" 4; done
+for r in 0 1 2 3; do start ok "$r" 4 -- --timeout 20; done
 finish
 every_rank ok "0 1 2 3" expect_rc "four ranks finish" 0
 every_rank ok "0 1 2 3" expect_out "every rank has every value" '^gather 3 103$'
@@ -82,10 +82,26 @@ expect_out "the probe got to the end" '^done$'
 
 # --- a broadcast from rank 2, and NCCLWATCH_PORT in place of MASTER_PORT+1
 begin
-for r in 0 1 2 3; do start root2 "$r" 4 NCCLWATCH_PORT="$PORT" MASTER_PORT=1 LOCAL_WORLD_SIZE=4 -- --root 2; done
+for r in 0 1 2 3; do start root2 "$r" 4 NCCLWATCH_PORT="$PORT" MASTER_PORT=1 LOCAL_WORLD_SIZE=4 -- --root 2 --timeout 20; done
 finish
 every_rank root2 "0 1 2 3" expect_rc "broadcast from rank 2" 0
 every_rank root2 "0 1 2 3" expect_out "broadcast from rank 2 arrives" '^bcast ok$'
+
+# --- srun's variables in place of torchrun's (rank 0's host from the step's node list)
+begin
+for r in 0 1 2; do
+	(
+		env SLURM_PROCID="$r" SLURM_STEP_NUM_TASKS=3 SLURM_LOCALID="$r" SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=3 \
+			SLURM_STEP_ID=0 SLURM_JOB_ID=4242 SLURM_STEP_NODELIST=127.0.0.1 NCCLWATCH_PORT="$PORT" \
+			timeout "$LIMIT" "$PROBE" --timeout 20 >"$TMP/slurm.$r.out" 2>"$TMP/slurm.$r.err"
+		echo $? >"$TMP/slurm.$r.rc"
+	) &
+	PIDS+=($!)
+done
+finish
+every_rank slurm "0 1 2" expect_rc "srun tasks meet" 0
+every_rank slurm "0 1 2" expect_out "srun tasks know their place" '^rank=[0-2] size=3 local_rank=[0-2] local_size=3$'
+every_rank slurm "0 1 2" expect_out "srun tasks finish" '^done$'
 
 # --- rank 2 dies before the allgather
 begin
@@ -183,8 +199,8 @@ expect_err "the port in use is named" "port $PORT is in use .*NCCLWATCH_PORT"
 
 # --- a stray connection sending junk is ignored; the ranks still meet
 begin
-start junk 0 2
-start junk 1 2 -- --sleep-at init:1
+start junk 0 2 -- --timeout 20
+start junk 1 2 -- --sleep-at init:1 --timeout 20
 sleep 0.3
 { printf 'GET / HTTP/1.0\r\n\r\n' >/dev/tcp/127.0.0.1/"$PORT"; } 2>/dev/null
 { head -c 3000 /dev/urandom >/dev/tcp/127.0.0.1/"$PORT"; } 2>/dev/null

@@ -3,6 +3,7 @@
 # the missing driver), judging recorded results against the 2xH200 model,
 # with the doctor's findings, and with bad input.
 source "$(dirname "$0")/lib.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 FX=$SRCDIR/tests/fixtures
 H200=(--sysroot "$FX/sysfs/h200x2" --nvml-json "$FX/nvml/h200x2.json")
 CLEAN=(env -u NCCL_P2P_DISABLE -u NCCL_SHM_DISABLE -u NCCL_DEBUG -u MASTER_ADDR -u CUDA_VISIBLE_DEVICES -u NCCLWATCH_NVML_JSON -u NCCLWATCH_SYSROOT)
@@ -21,16 +22,25 @@ assert any(i["what"]=="gpu" and "no NVIDIA driver" in i["reason"] for i in d["it
 assert isinstance(d["doctor"], list) and len(d["doctor"])>=25
 ' "$OUT"
 
-# The host backend runs without a GPU once the bench engine is in the build.
-run "${CLEAN[@]}" "$NW" check --backend mpi -b 1M -e 4M -n 2 -w 1
-expect_no_crash "--backend mpi: no crash"
-if "$NW" bench --no-such-option 2>&1 | grep -q "is not built yet"; then
-	expect_rc "--backend mpi without the bench engine: exit 2" 2
-	expect_out "--backend mpi without the bench engine: says so" "FAIL +bench +the bench engine is not in this build"
-else
-	if [ "$RC" -le 1 ]; then ok "--backend mpi: runs"; else notok "--backend mpi: runs" "exit $RC"; fi
-	expect_out "--backend mpi: all_reduce measured" "all_reduce 4M +[0-9.]+ GB/s busbw"
-fi
+# The host backend runs without a GPU: alone (1 rank) and under mpirun.
+run "${CLEAN[@]}" ASAN_OPTIONS=detect_leaks=0 "$NW" check --backend mpi -b 1M -e 4M -n 2 -w 1
+expect_rc "--backend mpi alone: PASS" 0
+expect_out "--backend mpi alone: says one rank crosses no link" "PASS all_reduce 4M +1 rank: nothing crosses a link"
+run "${CLEAN[@]}" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" check --backend mpi -b 1M -e 4M -n 2 -w 1 --json
+expect_no_crash "--backend mpi under mpirun: no crash"
+cp "$OUT" "$TMP/base.json"
+expect_true "--backend mpi under mpirun: 2 ranks measured, one report" python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+assert d["exit"] in (0,1) and d["verdict"] in ("PASS","WARN"), d["verdict"]
+r=d["results"]
+assert r["run"]["nranks"]==2 and r["run"]["backend"]=="mpi"
+assert {x["op"] for x in r["results"]}=={"all_reduce","all_gather"}
+assert any(i["what"]=="all_reduce 4M" and "no expectation (host backend" in i["reason"] for i in d["items"])
+' "$OUT"
+run "${CLEAN[@]}" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" check --backend mpi -b 1M -e 4M -n 2 -w 1 --baseline "$TMP/base.json"
+expect_no_crash "--backend mpi against its own baseline: no crash"
+expect_out "--backend mpi against its own baseline: compared" "all_reduce 4M +[0-9.]+ GB/s busbw, [0-9]+% of [0-9.]+ expected \(baseline"
 
 run "${CLEAN[@]}" "$NW" check "${H200[@]}" --results "$FX/results/h200x2-check.json"
 expect_rc "reference figures on the 2xH200 model: PASS" 0

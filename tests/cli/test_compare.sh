@@ -44,6 +44,12 @@ run "$NW" compare "$TMP/ar_slow.txt" "$FIX/nt_all_reduce.txt" --brief
 expect_rc "the other way round is faster, exit 0" 0
 expect_out "faster band" 'all_reduce float sum, out-of-place, 64M-256M \(3 sizes\): busbw \+25\.0%'
 
+"$NW" compare "$FIX/nt_all_reduce.txt" - --brief <"$TMP/ar_slow.txt" >"$OUT" 2>"$ERR"; RC=$?
+expect_rc "B from standard input" 1
+expect_out "stdin labelled" '^B: stdin '
+"$NW" compare - - <"$TMP/ar_slow.txt" >"$OUT" 2>"$ERR"; RC=$?
+expect_rc "both from standard input is a usage error" 2
+
 # A 3% change everywhere is within the default tolerance; small sizes use time.
 plant "$FIX/nt_all_gather.txt" 0 99999999999 1.03 >"$TMP/ag_3.txt"
 run "$NW" compare "$FIX/nt_all_gather.txt" "$TMP/ag_3.txt"
@@ -54,6 +60,20 @@ expect_rc "40% longer small messages: regression" 1
 expect_out "latency band judged on time" 'sendrecv float sum, out-of-place, 1K-256K \(5 sizes\): speed \(time\) -28\.6%'
 run "$NW" compare "$FIX/nt_sendrecv.txt" "$TMP/sr_lat.txt" --min-size 1M
 expect_rc "--min-size leaves the latency band out" 0
+
+# Repeats: a file with two runs of the same sweep 8% apart is its own noise
+# measure, so a 6% drop against it is noise, and a 20% drop is not.
+plant "$FIX/nt_all_reduce.txt" 0 99999999999 1.08 >"$TMP/ar_8.txt"
+cat "$FIX/nt_all_reduce.txt" "$TMP/ar_8.txt" >"$TMP/ar_repeats.txt"
+plant "$FIX/nt_all_reduce.txt" 0 99999999999 1.06 >"$TMP/ar_6.txt"
+run "$NW" compare "$TMP/ar_repeats.txt" "$TMP/ar_6.txt"
+expect_rc "a drop within the spread of repeats is no regression" 0
+expect_out "tolerance from repeats" 'same \(busbw, \+-[0-9]+% from repeats\)'
+run "$NW" compare "$TMP/ar_repeats.txt" "$TMP/ar_slow.txt" --brief
+expect_rc "a drop beyond the spread of repeats is" 1
+expect_out "band found against repeats" 'all_reduce float sum, out-of-place, 64M-256M \(3 sizes\)'
+run "$NW" compare "$FIX/nt_all_reduce.txt" "$TMP/ar_6.txt" --brief
+expect_rc "without repeats the same 6% drop is beyond 5%" 1
 
 # Recorded runs: ids and baselines; differences named.
 DB=$TMP/h.db

@@ -55,8 +55,11 @@ run "$NW" history baseline good 5 --db "$DB"
 expect_rc "baseline set" 0
 run "$NW" history baseline --db "$DB"
 expect_out "baseline listed" '^good +5 '
-run "$NW" history --db "$DB" --limit 6
+run "$NW" history --db "$DB" --since 2000-01-01
 expect_out "list shows the baseline name" '^ +5 .* good$'
+run "$NW" history --db "$DB" --limit 2
+expect_out "--limit keeps the latest runs" '^ +320 '
+expect_no_out "--limit drops the oldest" '^ +318 '
 run "$NW" compare --db "$DB" good 6 --brief
 expect_rc "compare by baseline name" 0
 expect_out "baseline label" 'A: good \(run 5\)'

@@ -229,6 +229,11 @@ static void view_rows_and_straggler(void **state)
 	nw_view_format_row(line, sizeof(line), &v.rows[1]);
 	assert_non_null(strstr(line, " 1* "));
 	assert_non_null(strstr(line, " 671088640 "));
+	nw_view_format_row_compact(line, sizeof(line), &v.rows[1]);
+	assert_true(strlen(line) <= 96);
+	assert_non_null(strstr(line, "00000000    1* all_reduce "));
+	assert_non_null(strstr(line, " 167.77 "));
+	assert_non_null(strstr(line, " 1.50ms"));
 	nw_view_free(&v);
 
 	/* --all shows the stale rank; sort by busbw puts untimed last */

@@ -265,9 +265,9 @@ static void one_placement(void **state)
 	char text[1024];
 	struct nw_row r;
 	memset(&r, 0, sizeof(r));
-	strcpy(r.op, "all_reduce");
-	strcpy(r.dtype, "float");
-	strcpy(r.redop, "sum");
+	nw_strlcpy(r.op, "all_reduce", sizeof(r.op));
+	nw_strlcpy(r.dtype, "float", sizeof(r.dtype));
+	nw_strlcpy(r.redop, "sum", sizeof(r.redop));
 	r.root = -1;
 	r.size_bytes = 1024;
 	r.count = 256;

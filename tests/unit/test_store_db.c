@@ -105,6 +105,8 @@ static void round_trip(void **state)
 	json_t *fp = json_object_get(back.h.extra, "fingerprint");
 	assert_non_null(fp);
 	assert_int_equal(json_integer_value(json_object_get(fp, "gpu_count")), 2);
+	/* no command line in the header: this process's own */
+	assert_non_null(strstr(json_string_value(json_object_get(fp, "cmdline")), "test_store_db"));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(fp, "env"), "NCCL_PROTO")), "Simple");
 
 	struct nw_store_entry *e;
