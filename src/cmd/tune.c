@@ -524,9 +524,9 @@ static void replan(struct tune *t)
 {
 	int n = t->vs.n;
 	int *active = nw_calloc((size_t)n, sizeof(int));
-	/* Variants left out earlier compete again: estimates change as runs finish. */
+	int *trial = nw_calloc((size_t)n, sizeof(int));
 	for (int v = 0; v < n; v++)
-		active[v] = t->vs.v[v].status == NW_TV_ACTIVE || t->vs.v[v].status == NW_TV_SKIPPED;
+		active[v] = t->vs.v[v].status == NW_TV_ACTIVE;
 	struct nw_tune_plan_in in = {
 		.n = n, .cost_s = t->est, .active = active, .done = t->done,
 		.budget_left_s = t->o->budget_s > 0 ? t->o->budget_s - elapsed(t) - reserve(t) : 0,
@@ -537,6 +537,29 @@ static void replan(struct tune *t)
 		in.budget_left_s = 1e-9;
 	struct nw_tune_plan_out out = { .keep = t->keep };
 	nw_tune_plan(&in, &out);
+	/*
+	 * Variants left out earlier come back, in list order, when everything
+	 * kept still fits with 15% to spare: estimates improve as runs finish,
+	 * and the margin keeps a variant from coming and going.
+	 */
+	for (int v = 1; in.budget_left_s > 0 && out.fits && out.ndropped == 0 && v < n; v++) {
+		if (t->vs.v[v].status != NW_TV_SKIPPED)
+			continue;
+		active[v] = 1;
+		struct nw_tune_plan_in tin = in;
+		tin.budget_left_s = in.budget_left_s * 0.85;
+		struct nw_tune_plan_out tout = { .keep = trial };
+		nw_tune_plan(&tin, &tout);
+		if (tout.fits && tout.ndropped == 0) {
+			memcpy(t->keep, trial, (size_t)n * sizeof(int));
+			out.repeats = tout.repeats;
+			t->vs.v[v].status = NW_TV_ACTIVE;
+			t->vs.v[v].why[0] = '\0';
+		} else {
+			active[v] = 0;
+			t->keep[v] = 0;
+		}
+	}
 	t->repeats = out.repeats;
 	for (int v = 1; v < n; v++) {
 		struct nw_tune_variant *var = &t->vs.v[v];
@@ -544,15 +567,13 @@ static void replan(struct tune *t)
 			var->status = NW_TV_SKIPPED;
 			snprintf(var->why, sizeof(var->why), "left out for lack of time after %d run%s",
 			         t->done[v], t->done[v] == 1 ? "" : "s");
-		} else if (var->status == NW_TV_SKIPPED && t->keep[v]) {
-			var->status = NW_TV_ACTIVE;
-			var->why[0] = '\0';
 		}
 	}
 	if (!out.fits && !t->stopped[0] && !t->o->quiet)
 		nw_warn("the budget does not fit %d repeats of the default (about %.0f s each): verdicts need %d; raise --budget",
 		        in.min_repeats, t->est[0], NW_TUNE_MIN_REPEATS);
 	free(active);
+	free(trial);
 }
 
 /* Drops variants slower than the default in every band they were measured in. */
