@@ -46,22 +46,6 @@ const char usage_compare[] =
 	"  ncclwatch compare before-update 42\n"
 	"  ncclwatch compare old.json new.json --tolerance 3 --min-size 1M\n";
 
-/* "5", "5%", "2.5" -> 0.05, 0.025; -1 with err on junk. */
-static int parse_pct(const char *s, const char *what, double *out, char *err, size_t errlen)
-{
-	char buf[64];
-	if (nw_strlcpy(buf, s, sizeof(buf)) >= sizeof(buf))
-		return nw_seterr(err, errlen, "%s: '%s' is too long, give a percentage such as 5", what, s);
-	size_t n = strlen(buf);
-	if (n && buf[n - 1] == '%')
-		buf[n - 1] = '\0';
-	double v;
-	if (nw_parse_double(buf, 0, 1000, &v, what, err, errlen))
-		return -1;
-	*out = v / 100;
-	return 0;
-}
-
 static void describe(const char *tag, const char *label, const struct nw_run *r)
 {
 	printf("%s: %s (", tag, label);
@@ -200,10 +184,10 @@ int cmd_compare(int argc, char **argv)
 		if (has_val && i + 1 >= argc)
 			return nw_error("%s needs a value; 'ncclwatch help compare' lists the options", a), 2;
 		if (!strcmp(a, "--tolerance")) {
-			if (parse_pct(argv[++i], "--tolerance", &o.tolerance, err, sizeof(err)))
+			if (nw_parse_percent(argv[++i], &o.tolerance, "--tolerance", err, sizeof(err)))
 				return nw_error("%s", err), 2;
 		} else if (!strcmp(a, "--latency-tolerance")) {
-			if (parse_pct(argv[++i], "--latency-tolerance", &o.lat_tolerance, err, sizeof(err)))
+			if (nw_parse_percent(argv[++i], &o.lat_tolerance, "--latency-tolerance", err, sizeof(err)))
 				return nw_error("%s", err), 2;
 		} else if (!strcmp(a, "--latency-below")) {
 			if (nw_parse_size(argv[++i], &o.lat_below, err, sizeof(err)))

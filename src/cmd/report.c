@@ -45,21 +45,6 @@ const char usage_report[] =
 
 #define MAX_RUNS 16
 
-static int parse_pct(const char *s, const char *what, double *out, char *err, size_t errlen)
-{
-	char buf[64];
-	if (nw_strlcpy(buf, s, sizeof(buf)) >= sizeof(buf))
-		return nw_seterr(err, errlen, "%s: '%s' is too long", what, s);
-	size_t n = strlen(buf);
-	if (n && buf[n - 1] == '%')
-		buf[n - 1] = '\0';
-	double v;
-	if (nw_parse_double(buf, 0, 1000, &v, what, err, errlen))
-		return -1;
-	*out = v / 100;
-	return 0;
-}
-
 /*
  * Write through a temporary file renamed into place, so a failed report
  * never leaves half a page where a good one was.
@@ -134,10 +119,10 @@ int cmd_report(int argc, char **argv)
 			if (nw_parse_double(v, 0.001, 1e6, &o.link_gbs, "--link-gbs", err, sizeof(err)))
 				return nw_error("%s", err), 2;
 		} else if (!strcmp(a, "--tolerance")) {
-			if (parse_pct(v, "--tolerance", &o.cmp.tolerance, err, sizeof(err)))
+			if (nw_parse_percent(v, &o.cmp.tolerance, "--tolerance", err, sizeof(err)))
 				return nw_error("%s", err), 2;
 		} else if (!strcmp(a, "--latency-tolerance")) {
-			if (parse_pct(v, "--latency-tolerance", &o.cmp.lat_tolerance, err, sizeof(err)))
+			if (nw_parse_percent(v, &o.cmp.lat_tolerance, "--latency-tolerance", err, sizeof(err)))
 				return nw_error("%s", err), 2;
 		} else if (!strcmp(a, "--latency-below")) {
 			if (nw_parse_size(v, &o.cmp.lat_below, err, sizeof(err)))

@@ -175,6 +175,21 @@ int nw_parse_double(const char *s, double min, double max, double *out, const ch
 	return 0;
 }
 
+int nw_parse_percent(const char *s, double *out, const char *what, char *err, size_t errlen)
+{
+	char buf[64];
+	if (nw_strlcpy(buf, s ? s : "", sizeof(buf)) >= sizeof(buf))
+		return nw_seterr(err, errlen, "%s: '%s' is too long, give a percentage such as 5", what, s);
+	size_t n = strlen(buf);
+	if (n && buf[n - 1] == '%')
+		buf[n - 1] = '\0';
+	double v;
+	if (nw_parse_double(buf, 0, 1000, &v, what, err, errlen))
+		return -1;
+	*out = v / 100;
+	return 0;
+}
+
 int nw_parse_duration(const char *s, double *out, char *err, size_t errlen)
 {
 	if (!s || !*s)

@@ -46,6 +46,8 @@ int nw_parse_long(const char *s, long min, long max, long *out, const char *what
 /* Parse a finite floating number in [min, max]. */
 int nw_parse_double(const char *s, double min, double max, double *out, const char *what,
                     char *err, size_t errlen);
+/* Parse a percentage ("5", "5%", "2.5") in [0, 1000] into a fraction (0.05). */
+int nw_parse_percent(const char *s, double *out, const char *what, char *err, size_t errlen);
 /* Parse a duration: "30", "30s", "10m", "1h", "500ms" into seconds. */
 int nw_parse_duration(const char *s, double *out, char *err, size_t errlen);
 /* Format bytes with a binary suffix ("1K", "64M", "8G") when exact, else a number. */
