@@ -103,8 +103,14 @@ static void job_part(void *v, int i, int n)
 		nw_pattern_fill(j->p, j->rank, j->first + a, b - a, j->buf + a * es);
 }
 
-/* Write rank's pattern (elements [0, count)) into a local rank's send buffer. */
-static int upload(struct ctx *x, const struct nw_pattern *p, int local, uint64_t count)
+/*
+ * Move a local rank's data through the host staging buffer in 64 MiB
+ * chunks: with verify, read count elements of recv at byte offset off and
+ * add the wrong ones to *wrong; without, write the rank's input pattern
+ * (elements [0, count)) into its send buffer.
+ */
+static int staged(struct ctx *x, const struct nw_pattern *p, int local, size_t off, uint64_t count,
+                  int verify, uint64_t *wrong)
 {
 	size_t es = nw_dtype_size((enum nw_dtype)p->dtype);
 	size_t chunk_elems = (64u << 20) / es;
@@ -113,30 +119,13 @@ static int upload(struct ctx *x, const struct nw_pattern *p, int local, uint64_t
 		return nw_seterr(x->err, x->errlen, "cannot allocate a host staging buffer");
 	for (uint64_t done = 0; done < count; done += chunk_elems) {
 		uint64_t k = count - done < chunk_elems ? count - done : chunk_elems;
-		struct job j = { .p = p, .rank = x->be->rank0 + local, .first = done, .n = k, .buf = stage };
-		nw_parallel(x->nthreads, job_part, &j);
-		if (x->be->ops->write(x->be, local, NW_BUF_SEND, done * es, stage, k * es, x->err, x->errlen))
+		struct job j = { .p = p, .rank = x->be->rank0 + local, .first = done, .n = k, .buf = stage, .verify = verify };
+		if (verify && x->be->ops->read(x->be, local, NW_BUF_RECV, off + done * es, stage, k * es, x->err, x->errlen))
 			return -1;
-	}
-	return 0;
-}
-
-/* Count wrong elements of a local rank's output (count elements at byte offset off of recv). */
-static int verify(struct ctx *x, const struct nw_pattern *p, int local, size_t off, uint64_t count,
-                  uint64_t *wrong)
-{
-	size_t es = nw_dtype_size((enum nw_dtype)p->dtype);
-	size_t chunk_elems = (64u << 20) / es;
-	char *stage = x->be->ops->host_alloc(x->be, 0);
-	if (!stage)
-		return nw_seterr(x->err, x->errlen, "cannot allocate a host staging buffer");
-	for (uint64_t done = 0; done < count; done += chunk_elems) {
-		uint64_t k = count - done < chunk_elems ? count - done : chunk_elems;
-		if (x->be->ops->read(x->be, local, NW_BUF_RECV, off + done * es, stage, k * es, x->err, x->errlen))
-			return -1;
-		struct job j = { .p = p, .rank = x->be->rank0 + local, .first = done, .n = k, .buf = stage, .verify = 1 };
 		nw_parallel(x->nthreads, job_part, &j);
-		for (int t = 0; t < 64; t++)
+		if (!verify && x->be->ops->write(x->be, local, NW_BUF_SEND, done * es, stage, k * es, x->err, x->errlen))
+			return -1;
+		for (int t = 0; verify && t < 64; t++)
 			*wrong += j.wrong[t];
 	}
 	return 0;
@@ -291,7 +280,7 @@ static int check_once(struct ctx *x, struct nw_call *c, const struct nw_pattern 
 			continue;
 		size_t soff, roff;
 		nw_call_offsets(c, rank, &soff, &roff);
-		if (verify(x, p, i, roff, nw_pattern_output_count(p, rank), &wrong))
+		if (staged(x, p, i, roff, nw_pattern_output_count(p, rank), 1, &wrong))
 			return -1;
 	}
 	int64_t mine = (int64_t)wrong;
@@ -326,7 +315,7 @@ static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, int dtype, i
 			struct nw_pattern p = { .op = coll->op, .dtype = dtype, .redop = coll->has_redop ? redop : NW_SUM,
 			                        .root = root, .nranks = n, .count = 1 };
 			for (int i = 0; i < be->nlocal; i++)
-				if (upload(x, &p, i, x->buf_bytes / es))
+				if (staged(x, &p, i, 0, x->buf_bytes / es, 0, NULL))
 					goto fail;
 			x->pattern_key = key;
 		}
@@ -413,7 +402,7 @@ static int run_pairs(struct ctx *x)
 	if (o->check) {
 		struct nw_pattern p = { .op = NW_SENDRECV, .dtype = dtype, .nranks = n, .count = 1 };
 		for (int i = 0; i < be->nlocal; i++)
-			if (upload(x, &p, i, count))
+			if (staged(x, &p, i, 0, count, 0, NULL))
 				return -1;
 	}
 	json_t *matrix = json_array(), *list = json_array();
