@@ -6,14 +6,21 @@ source "$(dirname "$0")/lib.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 FX=$SRCDIR/tests/fixtures
 H200=(--sysroot "$FX/sysfs/h200x2" --nvml-json "$FX/nvml/h200x2.json")
-CLEAN=(env -u NCCL_P2P_DISABLE -u NCCL_SHM_DISABLE -u NCCL_DEBUG -u MASTER_ADDR -u CUDA_VISIBLE_DEVICES -u NCCLWATCH_NVML_JSON -u NCCLWATCH_SYSROOT)
+# The recorded GPU-less VM, so these run the same on a machine with GPUs.
+NOGPU=(--sysroot "$FX/sysfs/nogpu-vm")
+NODRV=NCCLWATCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1
+# A stand-in for the NCCL the H200 machine loads (PyTorch's 2.28.9, built for
+# CUDA 13.0), so the version checks read the same wherever the tests run.
+printf 'ELF\0NCCL version 2.28.9+cuda13.0\0' >"$TMP/libnccl.so.2"
+CLEAN=(env -u NCCL_P2P_DISABLE -u NCCL_SHM_DISABLE -u NCCL_DEBUG -u MASTER_ADDR -u CUDA_VISIBLE_DEVICES
+       -u NCCLWATCH_NVML_JSON -u NCCLWATCH_SYSROOT NCCLWATCH_NCCL_LIB="$TMP/libnccl.so.2")
 
-run "${CLEAN[@]}" NCCLWATCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$NW" check
+run "${CLEAN[@]}" "$NODRV" "$NW" check "${NOGPU[@]}"
 expect_rc "no GPU: exit 2" 2
 expect_out "no GPU: FAIL naming the missing driver" "FAIL +gpu +no GPU: no NVIDIA driver \(/nonexistent/libnvidia-ml.so.1 not found\)"
 expect_out "no GPU: verdict and elapsed time" "^ncclwatch check: FAIL \([0-9.]+ s\)"
 
-run "${CLEAN[@]}" NCCLWATCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$NW" check --json
+run "${CLEAN[@]}" "$NODRV" "$NW" check "${NOGPU[@]}" --json
 expect_true "no GPU json: FAIL item" python3 -c '
 import json,sys
 d=json.load(open(sys.argv[1]))
@@ -23,10 +30,10 @@ assert isinstance(d["doctor"], list) and len(d["doctor"])>=25
 ' "$OUT"
 
 # The host backend runs without a GPU: alone (1 rank) and under mpirun.
-run "${CLEAN[@]}" ASAN_OPTIONS=detect_leaks=0 "$NW" check --backend mpi -b 1M -e 4M -n 2 -w 1
+run "${CLEAN[@]}" "$NODRV" ASAN_OPTIONS=detect_leaks=0 "$NW" check "${NOGPU[@]}" --backend mpi -b 1M -e 4M -n 2 -w 1
 expect_rc "--backend mpi alone: PASS" 0
 expect_out "--backend mpi alone: says one rank crosses no link" "PASS all_reduce 4M +1 rank: nothing crosses a link"
-run "${CLEAN[@]}" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" check --backend mpi -b 1M -e 4M -n 2 -w 1 --json
+run "${CLEAN[@]}" "$NODRV" ASAN_OPTIONS=detect_leaks=0 mpirun -x NCCLWATCH_NVML_LIB -np 2 "$NW" check "${NOGPU[@]}" --backend mpi -b 1M -e 4M -n 2 -w 1 --json
 expect_no_crash "--backend mpi under mpirun: no crash"
 cp "$OUT" "$TMP/base.json"
 expect_true "--backend mpi under mpirun: 2 ranks measured, one report" python3 -c '
@@ -38,7 +45,7 @@ assert r["run"]["nranks"]==2 and r["run"]["backend"]=="mpi"
 assert {x["op"] for x in r["results"]}=={"all_reduce","all_gather"}
 assert any(i["what"]=="all_reduce 4M" and "no expectation (host backend" in i["reason"] for i in d["items"])
 ' "$OUT"
-run "${CLEAN[@]}" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" check --backend mpi -b 1M -e 4M -n 2 -w 1 --baseline "$TMP/base.json"
+run "${CLEAN[@]}" "$NODRV" ASAN_OPTIONS=detect_leaks=0 mpirun -x NCCLWATCH_NVML_LIB -np 2 "$NW" check "${NOGPU[@]}" --backend mpi -b 1M -e 4M -n 2 -w 1 --baseline "$TMP/base.json"
 expect_no_crash "--backend mpi against its own baseline: no crash"
 expect_out "--backend mpi against its own baseline: compared" "all_reduce 4M +[0-9.]+ GB/s busbw, [0-9]+% of [0-9.]+ expected \(baseline"
 

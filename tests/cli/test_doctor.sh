@@ -4,7 +4,11 @@
 source "$(dirname "$0")/lib.sh"
 FX=$SRCDIR/tests/fixtures
 H200=(--sysroot "$FX/sysfs/h200x2" --nvml-json "$FX/nvml/h200x2.json")
-CLEAN=(env -u NCCL_P2P_DISABLE -u NCCL_SHM_DISABLE -u NCCL_DEBUG -u MASTER_ADDR -u CUDA_VISIBLE_DEVICES -u NCCLWATCH_NVML_JSON -u NCCLWATCH_SYSROOT)
+# A stand-in for the NCCL the H200 machine loads (PyTorch's 2.28.9, built for
+# CUDA 13.0), so the version checks read the same wherever the tests run.
+printf 'ELF\0NCCL version 2.28.9+cuda13.0\0' >"$TMP/libnccl.so.2"
+CLEAN=(env -u NCCL_P2P_DISABLE -u NCCL_SHM_DISABLE -u NCCL_DEBUG -u MASTER_ADDR -u CUDA_VISIBLE_DEVICES
+       -u NCCLWATCH_NVML_JSON -u NCCLWATCH_SYSROOT NCCLWATCH_NCCL_LIB="$TMP/libnccl.so.2")
 
 NCCL_P2P_DISABLE=1 NCCL_IBHCA=mlx5_0 NCCL_SOCKET_IFNAME=nosuchif0 run "$NW" doctor --json
 expect_rc "three bad variables: exit 2 (an error among them)" 2

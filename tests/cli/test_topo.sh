@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 FX=$SRCDIR/tests/fixtures
 H200=(--sysroot "$FX/sysfs/h200x2" --nvml-json "$FX/nvml/h200x2.json")
 
-run env -u NCCLWATCH_NVML_JSON NCCLWATCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$NW" topo
+run env -u NCCLWATCH_NVML_JSON -u CUDA_VISIBLE_DEVICES NCCLWATCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$NW" topo --sysroot "$FX/sysfs/nogpu-vm"
 expect_rc "no driver: exit 0" 0
 expect_out "no driver: says what it skipped" "skipped NVLink, peer-to-peer and GPU names: no NVIDIA driver \(/nonexistent/libnvidia-ml.so.1 not found\)"
 expect_out "no driver: expectation skipped, plainly" "skipped: no GPU"
@@ -35,9 +35,9 @@ assert abs(ops["all_reduce"]["busbw_4g"]-339.68)<0.05 and ops["all_reduce"]["cal
 assert d["visible_gpus"]==[0,1]
 ' "$OUT"
 
-CUDA_VISIBLE_DEVICES=1 run "$NW" topo "${H200[@]}"
+run env CUDA_VISIBLE_DEVICES=1 "$NW" topo "${H200[@]}"
 expect_out "one visible GPU: expectation skipped with the reason" "skipped: 1 visible GPU: nothing crosses a link"
-CUDA_VISIBLE_DEVICES=0,9 run "$NW" topo "${H200[@]}"
+run env CUDA_VISIBLE_DEVICES=0,9 "$NW" topo "${H200[@]}"
 expect_rc "bad CUDA_VISIBLE_DEVICES: still exit 0" 0
 expect_out "bad CUDA_VISIBLE_DEVICES: named" "CUDA_VISIBLE_DEVICES entry '9' matches no GPU"
 
