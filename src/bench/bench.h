@@ -39,7 +39,7 @@ struct nw_bench_opts {
 	int cputime;                /* -C: report CPU (host) time (the default on GPUs too) */
 	double timeout_s;           /* -T: a collective not done in this time ends the run */
 	int per_rank;               /* gather every rank's time */
-	int pairs;                  /* --pairs: send/recv for every pair of ranks */
+	int pairs;                  /* --pairs: send/recv for every pair of ranks first, then the ops (nops may be 0) */
 	int oop_only, ip_only;      /* placements to run (both by default) */
 	const char *nccl_lib;       /* --nccl-lib */
 	int quiet;                  /* no progress lines on stderr */

@@ -540,12 +540,9 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 		goto out;
 
 	int64_t wrong = 0;
-	if (o->pairs) {
-		if (run_pairs(&x))
-			goto out;
-		rc = x.pairs_wrong ? 1 : 0;
+	/* with other ops asked for too, one rank simply has no pairs */
+	if (o->pairs && (be->nranks > 1 || o->nops == 0) && run_pairs(&x))
 		goto out;
-	}
 	for (int i = 0; i < o->nops; i++) {
 		const struct nw_coll *coll = nw_coll_get((enum nw_op)o->ops[i]);
 		int nred = coll->has_redop ? o->nredops : 1;
@@ -575,7 +572,7 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 					wrong += w;
 				}
 	}
-	rc = wrong ? 1 : 0;
+	rc = wrong || x.pairs_wrong ? 1 : 0;
 out:
 	if (rc < 0 && g && g->size > 1) {
 		/* tell the others before they wait on us forever */

@@ -83,7 +83,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 	char err[NW_ERRLEN] = "";
 	long v;
 	double d;
-	int c;
+	int c, op_given = 0;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:", longs, NULL)) != -1) {
@@ -130,6 +130,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 			bad = o->ndtypes < 0;
 			break;
 		case OPT_OP:
+			op_given = 1;
 			o->nops = parse_list(optarg, o->ops, NW_NOPS, find_op, NW_NOPS, "collective (--op)", err, sizeof(err));
 			bad = o->nops < 0;
 			break;
@@ -185,6 +186,8 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		nw_error("%s: --oop-only and --ip-only exclude each other", cmd);
 		return 2;
 	}
+	if (o->pairs && !op_given)
+		o->nops = 0; /* --pairs alone: only the pairs */
 	cli->cur_op = -1;
 	cli->table = !(cli->json_path && !strcmp(cli->json_path, "-")) && !(cli->csv_path && !strcmp(cli->csv_path, "-"));
 	return 0;
@@ -459,7 +462,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 				run.h.link_gbs = e.link_gbs;
 			if (cli->table && cli->o.pairs)
 				print_pairs(&run);
-			else if (cli->table)
+			if (cli->table && cli->o.nops)
 				summary(cli, &run, topo);
 			free(topo);
 			if (rc == 1)

@@ -223,43 +223,16 @@ static void bench_opts(const struct check_opts *o, struct nw_bench_opts *b)
 }
 
 /*
- * Whether this process runs as one rank of several started by a launcher.
- * The group (MPI or the env rendezvous) is set up once per process, so a
- * second sweep for --pairs is only possible in a process of its own.
- */
-static int under_launcher(const struct check_opts *o)
-{
-	return o->backend == NW_BACKEND_MPI || nw_group_mpi_launched() || getenv("WORLD_SIZE") ||
-	       getenv("SLURM_PROCID");
-}
-
-/*
- * Run the short bench, and with --pairs a second sweep of send/recv pairs
- * whose results land in run->h.extra "pairs". 0, or -1 with err.
+ * Run the short bench; with --pairs, send/recv between every pair of ranks
+ * at the largest size first, in the same run (its results land in
+ * run->h.extra "pairs"). 0, or -1 with err.
  */
 static int run_bench(const struct check_opts *o, struct nw_run *run, char *err, size_t errlen)
 {
 	struct nw_bench_opts b;
 	bench_opts(o, &b);
-	if (nw_bench_run(&b, run, row_done, (void *)o, err, errlen) < 0)
-		return -1;
-	if (!o->pairs || under_launcher(o))
-		return 0;
-	struct nw_run pr;
-	nw_run_init(&pr);
-	b.nops = 1;
-	b.ops[0] = NW_SENDRECV;
-	b.pairs = 1;
-	b.min_bytes = b.max_bytes;
-	int rc = nw_bench_run(&b, &pr, NULL, NULL, err, errlen);
-	json_t *pairs = pr.h.extra ? json_object_get(pr.h.extra, "pairs") : NULL;
-	if (rc >= 0 && pairs) {
-		if (!run->h.extra)
-			run->h.extra = json_object();
-		json_object_set(run->h.extra, "pairs", pairs);
-	}
-	nw_run_release(&pr);
-	return rc < 0 ? -1 : 0;
+	b.pairs = o->pairs;
+	return nw_bench_run(&b, run, row_done, (void *)o, err, errlen) < 0 ? -1 : 0;
 }
 
 /* This process's rank under a launcher, from the bench run or the environment; 0 alone. */
@@ -372,9 +345,7 @@ int cmd_check(int argc, char **argv)
 		if (pairs)
 			nw_verdict_add_pairs(&cv, pairs, bpairs, nhosts == 1 ? model : NULL, &findings, &o.vo);
 		else if (o.pairs && !o.results)
-			nw_verdict_add_note(&cv, "sendrecv pairs",
-			                    "skipped: under a launcher the pairs need a start of their own; "
-			                    "run 'ncclwatch bench --pairs' the same way for the matrix");
+			nw_verdict_add_note(&cv, "sendrecv pairs", "skipped: one rank has no pair of ranks to measure");
 	}
 	int rank = my_rank(&run, have_run && !o.results);
 	double elapsed = nw_now() - t0;

@@ -99,3 +99,12 @@ expect_err "recorded bench: says the run id" "recorded as run 1"
 run env NCCLWATCH_DB="$TMP/h.db" "$NW" history
 expect_out "history lists the bench run once" "^ +1 .* bench +all_reduce"
 expect_no_out "history: no second run" "^ +2 "
+
+# --pairs with --op: the pairs first, then the sweep, in one run.
+run mpi 2 --pairs --op all_reduce -b 1K -e 16K --json "$TMP/pairs_ops.json"
+expect_rc "pairs + ops: exit 0" 0
+expect_out "pairs + ops: the matrix" "^# ncclwatch pairs:"
+expect_out "pairs + ops: the all_reduce table" "Collective test starting: all_reduce_perf"
+expect_true "pairs + ops: both in the JSON" python3 -c "
+import json; d=json.load(open('$TMP/pairs_ops.json'))
+assert d['run']['extra']['pairs']['pairs'] and {r['op'] for r in d['results']}=={'all_reduce'}"
