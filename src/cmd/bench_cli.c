@@ -52,7 +52,7 @@ static int find_op(const char *s)
 
 enum {
 	OPT_OP = 1000, OPT_BACKEND, OPT_JSON, OPT_CSV, OPT_PER_RANK, OPT_PAIRS, OPT_NCCL_LIB,
-	OPT_NO_HISTORY, OPT_DB, OPT_OOP, OPT_IP, OPT_QUIET,
+	OPT_NO_HISTORY, OPT_DB, OPT_OOP, OPT_IP, OPT_QUIET, OPT_RDZV,
 };
 
 int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cmd)
@@ -75,6 +75,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		{ "no-history", no_argument, NULL, OPT_NO_HISTORY }, { "db", required_argument, NULL, OPT_DB },
 		{ "oop-only", no_argument, NULL, OPT_OOP }, { "ip-only", no_argument, NULL, OPT_IP },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "rendezvous-timeout", required_argument, NULL, OPT_RDZV },
 		{ NULL, 0, NULL, 0 },
 	};
 	memset(cli, 0, sizeof(*cli));
@@ -153,6 +154,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		case OPT_OOP: o->oop_only = 1; break;
 		case OPT_IP: o->ip_only = 1; break;
 		case OPT_QUIET: o->quiet = 1; break;
+		case OPT_RDZV: bad = nw_parse_duration(optarg, &o->rdzv_timeout_s, err, sizeof(err)); break;
 		case ':':
 			bad = nw_seterr(err, sizeof(err), "option '%s' needs a value", argv[optind - 1]);
 			break;
