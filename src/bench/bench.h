@@ -38,7 +38,7 @@ struct nw_bench_opts {
 	int nthreads;               /* -t */
 	int cputime;                /* -C: report CPU (host) time (the default on GPUs too) */
 	double timeout_s;           /* -T: a collective not done in this time ends the run */
-	double rdzv_timeout_s;      /* how long ranks wait for each other to start */
+	double rdzv_timeout_s;      /* how long ranks wait for each other to start; 0: -T, at most 300 s */
 	int per_rank;               /* gather every rank's time */
 	int pairs;                  /* --pairs: send/recv for every pair of ranks first, then the ops (nops may be 0) */
 	int oop_only, ip_only;      /* placements to run (both by default) */

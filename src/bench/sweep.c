@@ -39,7 +39,7 @@ void nw_bench_opts_default(struct nw_bench_opts *o)
 	o->average = NW_AVG_MEAN;
 	o->nthreads = 1;
 	o->timeout_s = 600; /* a hung peer never hangs the run for ever; -T 0 waits without limit */
-	o->rdzv_timeout_s = 300;
+	o->rdzv_timeout_s = 0; /* 0: -T, at most 300 s */
 }
 
 /* The sizes of the sweep, as nccl-tests walks them. *n gets the count. */
@@ -493,7 +493,10 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	fingerprint(o, fp, sizeof(fp));
 	if (o->min_bytes > o->max_bytes)
 		return nw_seterr(err, errlen, "-b %" PRIu64 " is larger than -e %" PRIu64, o->min_bytes, o->max_bytes);
-	if (nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp, o->rdzv_timeout_s > 0 ? o->rdzv_timeout_s : 300, err, errlen))
+	double rdzv = o->rdzv_timeout_s;
+	if (rdzv <= 0)
+		rdzv = o->timeout_s > 0 && o->timeout_s < 300 ? o->timeout_s : 300;
+	if (nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp, rdzv, err, errlen))
 		return -1;
 	if (o->backend == NW_BACKEND_MPI) {
 		if (nw_backend_mpi_open(&be, g, err, errlen))
