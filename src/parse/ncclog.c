@@ -271,6 +271,7 @@ struct nw_log {
 	size_t ndups;
 	/* facts for the diagnosis rules */
 	uint64_t no_iface_lines, shm_fail_lines, dup_gpu_warn_lines, gdr_off_lines, rendezvous_lines;
+	long long rdv_joined, rdv_expected; /* c10d store: "N/M clients joined" (M 0 when not seen) */
 	uint64_t err_codes[8];     /* by ncclResult_t (1..7) */
 	uint64_t tracebacks;
 	int nvls_channels_max, nvls_available, collnet_connected;
@@ -571,6 +572,15 @@ static void classify(struct nw_log *lg, const char *s, size_t n)
 	if (find(s, n, "DistStoreError") || find(s, n, "waiting for clients") || find(s, n, "clients joined") ||
 	    (find(s, n, "Socket Timeout") && find(s, n, "store")))
 		lg->rendezvous_lines++;
+	const char *w = find(s, n, "waiting for clients. ");
+	if (w) {
+		size_t off = (size_t)(w - s) + strlen("waiting for clients. "), u1, u2 = 0;
+		long long joined = parse_ll(s + off, n - off, &u1), expected = 0;
+		if (u1 && off + u1 < n && s[off + u1] == '/')
+			expected = parse_ll(s + off + u1 + 1, n - off - u1 - 1, &u2);
+		if (u2 && joined >= 0 && expected > joined && find(s, n, "clients joined"))
+			lg->rdv_joined = joined, lg->rdv_expected = expected;
+	}
 	for (int i = 1; i < 8; i++)
 		if (find(s, n, nccl_results[i]))
 			lg->err_codes[i]++;
@@ -1658,7 +1668,11 @@ static int r_rendezvous(const struct rule_ctx *x, char *msg, size_t len)
 {
 	if (!x->lg->rendezvous_lines)
 		return 0;
-	snprintf(msg, len, "the rendezvous (c10d store) timed out waiting for ranks to join");
+	if (x->lg->rdv_expected > 0)
+		snprintf(msg, len, "the rendezvous (c10d store) timed out waiting for ranks to join: %lld of %lld joined",
+		         x->lg->rdv_joined, x->lg->rdv_expected);
+	else
+		snprintf(msg, len, "the rendezvous (c10d store) timed out waiting for ranks to join");
 	return 1;
 }
 
