@@ -111,7 +111,12 @@ static void print_report(const json_t *doc)
 	}
 
 	printf("\nTransports (connected peer pairs)\n");
-	if (!json_array_size(json_object_get(doc, "transports")))
+	size_t ncomms = json_array_size(json_object_get(doc, "communicators")), nsingle = 0;
+	json_array_foreach(json_object_get(doc, "communicators"), i, o)
+		nsingle += i_of(o, "nranks") == 1;
+	if (!json_array_size(json_object_get(doc, "transports")) && ncomms && nsingle == ncomms)
+		printf("  (none: every communicator has 1 rank, so there is no peer to connect)\n");
+	else if (!json_array_size(json_object_get(doc, "transports")))
 		printf("  (no connection line: NCCL connects lazily, at the first collective, and logs it at INFO)\n");
 	json_array_foreach(json_object_get(doc, "transports"), i, o) {
 		printf("  %-26s %4" JSON_INTEGER_FORMAT " pair%s (%" JSON_INTEGER_FORMAT " in-node, %" JSON_INTEGER_FORMAT

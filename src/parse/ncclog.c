@@ -271,6 +271,7 @@ struct nw_log {
 	size_t ndups;
 	/* facts for the diagnosis rules */
 	uint64_t no_iface_lines, shm_fail_lines, dup_gpu_warn_lines, gdr_off_lines, rendezvous_lines;
+	long long rdv_joined, rdv_expected; /* c10d store: "N/M clients joined" (M 0 when not seen) */
 	uint64_t err_codes[8];     /* by ncclResult_t (1..7) */
 	uint64_t tracebacks;
 	int nvls_channels_max, nvls_available, collnet_connected;
@@ -571,6 +572,15 @@ static void classify(struct nw_log *lg, const char *s, size_t n)
 	if (find(s, n, "DistStoreError") || find(s, n, "waiting for clients") || find(s, n, "clients joined") ||
 	    (find(s, n, "Socket Timeout") && find(s, n, "store")))
 		lg->rendezvous_lines++;
+	const char *w = find(s, n, "waiting for clients. ");
+	if (w) {
+		size_t off = (size_t)(w - s) + strlen("waiting for clients. "), u1, u2 = 0;
+		long long joined = parse_ll(s + off, n - off, &u1), expected = 0;
+		if (u1 && off + u1 < n && s[off + u1] == '/')
+			expected = parse_ll(s + off + u1 + 1, n - off - u1 - 1, &u2);
+		if (u2 && joined >= 0 && expected > joined && find(s, n, "clients joined"))
+			lg->rdv_joined = joined, lg->rdv_expected = expected;
+	}
 	for (int i = 1; i < 8; i++)
 		if (find(s, n, nccl_results[i]))
 			lg->err_codes[i]++;
@@ -1587,11 +1597,24 @@ static int r_size1(const struct rule_ctx *x, char *msg, size_t len)
 	return 0;
 }
 
+/* The first pair of ranks seen on one host name and bus id; with
+ * local_only, only in a communicator that NCCL did not count as several
+ * nodes (ranks told apart by NCCL_HOSTID, or same-named hosts, are on
+ * different nodes for NCCL, which then accepts the shared bus id).
+ * Returns a pointer into lg or NULL. */
+static const struct dup *first_dup(const struct nw_log *lg, int local_only)
+{
+	for (size_t i = 0; i < lg->ndups; i++)
+		if (!local_only || lg->comms[lg->dups[i].comm].nnodes <= 1)
+			return &lg->dups[i];
+	return NULL;
+}
+
 static int r_duplicate_gpu(const struct rule_ctx *x, char *msg, size_t len)
 {
 	const struct nw_log *lg = x->lg;
-	if (lg->ndups) {
-		const struct dup *d = &lg->dups[0];
+	const struct dup *d = first_dup(lg, lg->dup_gpu_warn_lines == 0);
+	if (d) {
 		snprintf(msg, len, "ranks %d and %d of one communicator use the same GPU (busId %" PRIx64 ") on '%s'%s",
 		         d->rank_a, d->rank_b, d->bus, lg->hosts[d->host].name,
 		         lg->dup_gpu_warn_lines ? "; NCCL refused it (\"Duplicate GPU detected\")" : "");
@@ -1645,7 +1668,11 @@ static int r_rendezvous(const struct rule_ctx *x, char *msg, size_t len)
 {
 	if (!x->lg->rendezvous_lines)
 		return 0;
-	snprintf(msg, len, "the rendezvous (c10d store) timed out waiting for ranks to join");
+	if (x->lg->rdv_expected > 0)
+		snprintf(msg, len, "the rendezvous (c10d store) timed out waiting for ranks to join: %lld of %lld joined",
+		         x->lg->rdv_joined, x->lg->rdv_expected);
+	else
+		snprintf(msg, len, "the rendezvous (c10d store) timed out waiting for ranks to join");
 	return 1;
 }
 
@@ -1681,9 +1708,18 @@ static int r_net_within_node(const struct rule_ctx *x, char *msg, size_t len)
 	uint64_t n = f->class_intra[T_SOCKET] + f->class_intra[T_IB] + f->class_intra[T_NET_OTHER];
 	if (!n)
 		return 0;
-	snprintf(msg, len, "%" PRIu64 " peer pair%s on the same node talk through the network (%s)%s", n,
-	         n == 1 ? "" : "s", f->class_intra[T_SOCKET] ? "TCP sockets" : "NIC loopback",
-	         f->any_nvlink ? ", although the GPUs are joined by NVLink" : "");
+	size_t used = (size_t)snprintf(msg, len, "%" PRIu64 " peer pair%s on the same node talk through the network (%s)%s", n,
+	                               n == 1 ? "" : "s", f->class_intra[T_SOCKET] ? "TCP sockets" : "NIC loopback",
+	                               f->any_nvlink ? ", although the GPUs are joined by NVLink" : "");
+	const struct env *e = env_find(x->lg, "NCCL_HOSTID");
+	if (e && used < len)
+		used += (size_t)snprintf(msg + used, len - used,
+		                         "; NCCL_HOSTID is set by the environment (e.g. to %s): NCCL counts ranks with different host ids as different nodes, unset it",
+		                         e->value);
+	const struct dup *d = first_dup(x->lg, 0);
+	if (d && used < len)
+		snprintf(msg + used, len - used, "; ranks %d and %d share the GPU at busId %" PRIx64 " on '%s'", d->rank_a,
+		         d->rank_b, d->bus, x->lg->hosts[d->host].name);
 	return 1;
 }
 
@@ -1829,7 +1865,7 @@ static const struct rule rules[] = {
 	{ { "init-incomplete", NW_LOG_WARNING, "communicator initialisation started but did not complete",
 	    "a rank hung or died during init: look at the ranks that have Init START but no Init COMPLETE, and at their WARN lines" }, r_init_incomplete },
 	{ { "net-within-node", NW_LOG_WARNING, "ranks on one node talk through the network",
-	    "unset NCCL_P2P_DISABLE/NCCL_SHM_DISABLE; in containers allow GPU peer access (--ipc=host, all GPUs visible to every rank)" }, r_net_within_node },
+	    "unset NCCL_P2P_DISABLE/NCCL_SHM_DISABLE (and NCCL_HOSTID when it differs between ranks of one host); in containers allow GPU peer access (--ipc=host, all GPUs visible to every rank)" }, r_net_within_node },
 	{ { "socket-between-nodes", NW_LOG_WARNING, "inter-node traffic over TCP sockets",
 	    "make the InfiniBand/RoCE devices visible (--device=/dev/infiniband, rdma-core installed), unset NCCL_IB_DISABLE, or install the cloud's NET plugin (aws-ofi-nccl, gIB)" }, r_socket_between_nodes },
 	{ { "shm-instead-of-p2p", NW_LOG_WARNING, "peer pairs through host shared memory instead of P2P",

@@ -107,6 +107,33 @@ static void duplicate_gpu(void **state)
 	json_decref(doc);
 }
 
+/* Two ranks on one GPU of one host that NCCL_HOSTID made two nodes for
+ * NCCL (it accepts them and connects them over sockets): not an error,
+ * but the sockets within one host are, with the reason. */
+static void hostid_two_nodes_one_gpu(void **state)
+{
+	(void)state;
+	json_t *doc = scan("vm:10:10 [0] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0xabc - Init START\n"
+	                   "vm:11:11 [0] NCCL INFO ncclCommInitRankConfig comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0xabc - Init START\n"
+	                   "vm:11:11 [0] NCCL INFO NCCL_HOSTID set by environment to nwhost1\n"
+	                   "vm:10:10 [0] NCCL INFO NCCL_HOSTID set by environment to nwhost0\n"
+	                   "vm:10:10 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n"
+	                   "vm:11:11 [0] NCCL INFO comm 0x2 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n"
+	                   "vm:11:11 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/Socket/0\n"
+	                   "vm:10:10 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n", NULL);
+	assert_null(diag(doc, "duplicate-gpu"));
+	const char *m = diag_msg(doc, "net-within-node");
+	assert_non_null(strstr(m, "NCCL_HOSTID is set"));
+	assert_non_null(strstr(m, "ranks 0 and 1 share the GPU at busId 60 on 'vm'"));
+	json_decref(doc);
+	/* the same ranks in a communicator of one node: NCCL would refuse them */
+	doc = scan("vm:10:10 [0] NCCL INFO ncclCommInitRankConfig comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0xabc - Init START\n"
+	           "vm:11:11 [0] NCCL INFO ncclCommInitRankConfig comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0xabc - Init START\n"
+	           "vm:10:10 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n", NULL);
+	assert_non_null(strstr(diag_msg(doc, "duplicate-gpu"), "ranks 0 and 1"));
+	json_decref(doc);
+}
+
 static void no_socket_interface(void **state)
 {
 	(void)state;
@@ -136,7 +163,7 @@ static void watchdog_and_pytorch(void **state)
 		&nerr);
 	assert_non_null(strstr(diag_msg(doc, "watchdog-timeout"), "rank 0 ALLREDUCE SeqNum=3 (timeout 5000 ms, ran 5081 ms)"));
 	assert_int_equal(json_array_size(json_object_get(doc, "timeouts")), 1);
-	assert_non_null(diag(doc, "rendezvous-timeout"));
+	assert_non_null(strstr(diag_msg(doc, "rendezvous-timeout"), "1 of 2 joined"));
 	assert_int_equal(json_array_size(json_object_get(doc, "errors")), 2);
 	assert_true(nerr >= 2);
 	json_decref(doc);
@@ -379,6 +406,7 @@ int main(void)
 		cmocka_unit_test(version_mismatch),
 		cmocka_unit_test(size1_communicators),
 		cmocka_unit_test(duplicate_gpu),
+		cmocka_unit_test(hostid_two_nodes_one_gpu),
 		cmocka_unit_test(no_socket_interface),
 		cmocka_unit_test(shm_failure),
 		cmocka_unit_test(watchdog_and_pytorch),
