@@ -55,3 +55,60 @@ expect_rc "not a recording: exit 2" 2
 expect_no_crash "not a recording: no crash"
 run "$NW" help doctor
 expect_out "help lists --only" "--only ID"
+
+# The real recording of a 1xH200 VM: every finding that comes from the
+# recorded tree and NVML answers reads as it did live on that machine. The
+# NCCL files, the environment and the host name are this machine's own.
+H1=(--sysroot "$FX/sysfs/h200x1" --nvml-json "$FX/nvml/h200x1.json")
+run "${CLEAN[@]}" "$NW" doctor "${H1[@]}" --json
+expect_rc "h200x1: exit 0 (one info: the VM)" 0
+expect_true "h200x1: findings as printed live on the H200" python3 -c '
+import json,re,sys
+rep=json.load(open(sys.argv[1])); live=json.load(open(sys.argv[2]))
+local=("version.nccl","version.nccl_many")
+def keep(d):
+    out=[]
+    for f in d["findings"]:
+        if f["id"] in local or f["id"].startswith("env."):
+            continue
+        f=dict(f)
+        f["seen"]=re.sub(r" \(NVML: .*\)$","",f["seen"])
+        out.append(f)
+    return out
+a,b=keep(rep),keep(live)
+assert a==b, [(x,y) for x,y in zip(a,b) if x!=y] or (len(a),len(b))
+assert len(a)==16, len(a)
+by={f["id"]:f for f in a}
+assert by["hw.nvlink"]["seen"]=="no NVLink on 1 GPU"
+assert by["hw.pcie_link"]["seen"]=="1 PCIe link at full width"
+assert by["hw.persistence"]["seen"]=="persistence mode on for 1 GPU"
+assert by["hw.p2p"]["seen"]=="1 GPU: no pair to check"
+assert by["os.vm"]["severity"]=="info" and "hypervisor flag" in by["os.vm"]["seen"]
+assert by["version.driver"]["seen"]=="driver 580.159.04, CUDA driver API 13.0, 1 GPU"
+' "$OUT" "$FX/h200x1/ncclwatch-doctor.json"
+expect_true "h200x1: NCCL as loaded live (2.28.9 for CUDA 13.0), matching the driver" python3 -c '
+import json,sys
+rep=json.load(open(sys.argv[1])); live=json.load(open(sys.argv[2]))
+def f(d,i): return [x for x in d["findings"] if x["id"]==i][0]
+for d in (rep, live):
+    assert f(d,"version.nccl")["seen"].startswith("NCCL 2.28.9 built for CUDA 13.0 from ")
+    assert f(d,"version.nccl_cuda")["seen"]=="NCCL built for CUDA 13.0; the driver supports CUDA 13.0"
+' "$OUT" "$FX/h200x1/ncclwatch-doctor.json"
+
+run "${CLEAN[@]}" "$NW" doctor "${H1[@]}"
+expect_out "h200x1 text: the VM is named" "^info +os.vm +virtual machine \(hypervisor flag in /proc/cpuinfo\)"
+expect_out "h200x1 text: /dev/shm as recorded" "^ok +os.shm +/dev/shm is 128.0 GB"
+expect_out "h200x1 text: the CPUs the GPU is local to" "^ok +cpu.affinity +this process runs on CPUs 0-15 \(not bound\)"
+
+run "${CLEAN[@]}" "$NW" check "${H1[@]}" --no-bench
+expect_rc "h200x1 check --no-bench: PASS" 0
+expect_out "h200x1 check --no-bench: says PASS" "^ncclwatch check: PASS"
+run "${CLEAN[@]}" "$NW" check "${H1[@]}" --no-bench --json
+expect_true "h200x1 check json: PASS, nothing benchmarked, doctor saw 1 H200" python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+assert d["verdict"]=="PASS" and d["exit"]==0 and d["items"]==[], d
+f={x["id"]:x for x in d["doctor"]}
+assert f["hw.nvlink"]["seen"]=="no NVLink on 1 GPU"
+assert f["version.driver"]["seen"].startswith("driver 580.159.04, CUDA driver API 13.0, 1 GPU")
+' "$OUT"

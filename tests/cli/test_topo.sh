@@ -56,3 +56,52 @@ run "$NW" topo -g 0
 expect_rc "bad -g: exit 2" 2
 run "$NW" help topo
 expect_out "help lists --nvml-json" "--nvml-json FILE"
+
+# The real recording of a 1xH200 VM (tests/fixtures/README.md): what the
+# replay prints must be what ncclwatch printed live on that machine.
+H1=(--sysroot "$FX/sysfs/h200x1" --nvml-json "$FX/nvml/h200x1.json")
+H1LIVE=$FX/h200x1
+run env -u CUDA_VISIBLE_DEVICES "$NW" topo "${H1[@]}"
+expect_rc "h200x1: exit 0" 0
+expect_out "h200x1: one H200 at 00:06.0, Gen5 x16 now and at most" "^  GPU0  NVIDIA H200 +0000:00:06.0  CPUs 0-15  PCIe Gen5 x16 now \(max Gen5 x16, 63.0 GB/s\)"
+expect_no_out "h200x1: no second GPU" "GPU1"
+expect_out "h200x1: expectation skipped, 1 GPU" "skipped: 1 visible GPU: nothing crosses a link"
+expect_out "h200x1: virtio NIC nearest GPU0" "eth0 .*0000:00:03.0  nearest GPU0 \(PHB\)"
+
+run env -u CUDA_VISIBLE_DEVICES "$NW" topo "${H1[@]}" --json
+expect_rc "h200x1 json: exit 0" 0
+expect_true "h200x1 json: same as the live run on the H200 (but where NVML was read)" python3 -c '
+import json,sys
+rep=json.load(open(sys.argv[1])); live=json.load(open(sys.argv[2]))
+assert rep["topology"]["nvml_lib"].endswith("h200x1.json (replayed)")
+for d in (rep, live):
+    del d["topology"]["nvml_lib"]
+assert rep==live, (rep, live)
+g=rep["topology"]["gpus"]
+assert len(g)==1 and g[0]["model"]=="NVIDIA H200" and g[0]["bus_id"]=="0000:00:06.0"
+assert g[0]["pcie"]["gen_cur"]==5 and g[0]["pcie"]["width_cur"]==16 and g[0]["pcie"]["width_max"]==16
+assert rep["topology"]["pairs"]==[] and rep["topology"]["driver"]=="580.159.04"
+assert rep["topology"]["cuda_driver"]=="13.0"
+' "$OUT" "$H1LIVE/ncclwatch-topo.json"
+
+# Without NVML the same link comes from sysfs ("32.0 GT/s PCIe" as recorded).
+run env -u NCCLWATCH_NVML_JSON -u CUDA_VISIBLE_DEVICES NCCLWATCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$NW" topo --sysroot "$FX/sysfs/h200x1" --json
+expect_true "h200x1 sysfs only: Gen5 x16 from the recorded link files" python3 -c '
+import json,sys
+g=json.load(open(sys.argv[1]))["topology"]["gpus"]
+assert len(g)==1 and g[0]["bus_id"]=="0000:00:06.0", g
+p=g[0]["pcie"]
+assert (p["gen_cur"],p["gen_max"],p["width_cur"],p["width_max"])==(5,5,16,16), p
+assert abs(p["max_gbs"]-63.015)<0.01, p
+' "$OUT"
+
+run "$NW" topo "${H1[@]}" --nvml-dump
+expect_true "h200x1 nvml dump: replays the live dump (fabric: see fixtures README)" python3 -c '
+import json,sys
+rep=json.load(open(sys.argv[1])); live=json.load(open(sys.argv[2]))
+for d in (rep, live):
+    del d["lib"]
+    for g in d["gpus"]:
+        g.pop("fabric")
+assert rep==live, (rep, live)
+' "$OUT" "$H1LIVE/ncclwatch-nvml-dump.json"
