@@ -25,7 +25,7 @@ mkdir -p "$OUT/sysfs"
 OUT=$(cd "$OUT" && pwd)
 
 command -v nvidia-smi >/dev/null 2>&1 && {
-	nvidia-smi -q >"$OUT/nvidia-smi-q.txt" 2>&1
+	nvidia-smi -q 2>&1 | sed -E 's/^( *(Serial Number|Board Part Number|GPU UUID|GPU PDI|Module ID) *: ).*/\1(removed)/' >"$OUT/nvidia-smi-q.txt"
 	nvidia-smi topo -m >"$OUT/nvidia-smi-topo-m.txt" 2>&1
 	nvidia-smi topo -p2p r >"$OUT/nvidia-smi-topo-p2p.txt" 2>&1
 	nvidia-smi nvlink -s >"$OUT/nvidia-smi-nvlink-s.txt" 2>&1
@@ -45,6 +45,19 @@ PCI_FILES = ['vendor', 'device', 'class', 'subsystem_vendor', 'subsystem_device'
 NET_FILES = ['operstate', 'type', 'speed', 'mtu', 'carrier', 'dev_id', 'dev_port']
 IB_PORT_FILES = ['state', 'phys_state', 'rate', 'link_layer']
 
+def scrub_config(data):
+    """Zero the PCIe Device Serial Number capability (extended cap id 3)."""
+    data = bytearray(data)
+    off, seen = 0x100, 0
+    while 0x100 <= off <= len(data) - 12 and seen < 64:
+        hdr = int.from_bytes(data[off:off + 4], 'little')
+        if hdr in (0, 0xffffffff):
+            break
+        if hdr & 0xffff == 3:
+            data[off + 4:off + 12] = bytes(8)
+        off, seen = (hdr >> 20) & 0xffc, seen + 1
+    return bytes(data)
+
 def put_file(src, size_max=4096):
     try:
         with open(src, 'rb') as f:
@@ -53,6 +66,8 @@ def put_file(src, size_max=4096):
         return
     if len(data) > size_max:
         return
+    if src.endswith('/config'):
+        data = scrub_config(data)
     out = dst + src
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, 'wb') as f:
