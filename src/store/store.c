@@ -237,25 +237,32 @@ static int foreign_err(struct nw_store *s, char *err, size_t errlen)
  * transaction, re-checking inside it since another process may have done
  * the work meanwhile.
  */
+/*
+ * Whose file this is and which schema it has: -1 with err when it cannot
+ * be read, is not ours, or is newer than this code; 0 otherwise.
+ */
+static int check_usable(struct nw_store *s, const char *path, const char *reading, enum owner *own,
+                        long long *version, char *err, size_t errlen)
+{
+	*own = check_owner(s, version);
+	if (*own == OWN_ERROR)
+		return db_err(s, reading, err, errlen);
+	if (*own == OWN_FOREIGN)
+		return foreign_err(s, err, errlen);
+	if (*version > NW_STORE_SCHEMA_VERSION)
+		return nw_seterr(err, errlen, "history database '%s' has schema version %lld, newer than this ncclwatch knows (%d): use a newer ncclwatch",
+		                 path, *version, NW_STORE_SCHEMA_VERSION);
+	return 0;
+}
+
 static int migrate(struct nw_store *s, char *err, size_t errlen)
 {
 	if (exec_retry(s, "BEGIN IMMEDIATE") != SQLITE_OK)
 		return db_err(s, "cannot lock for the schema update", err, errlen);
 	long long version;
-	enum owner own = check_owner(s, &version);
-	if (own == OWN_ERROR) {
-		db_err(s, "reading the schema version", err, errlen);
+	enum owner own;
+	if (check_usable(s, s->path, "reading the schema version", &own, &version, err, errlen))
 		goto fail;
-	}
-	if (own == OWN_FOREIGN) {
-		foreign_err(s, err, errlen);
-		goto fail;
-	}
-	if (version > NW_STORE_SCHEMA_VERSION) {
-		nw_seterr(err, errlen, "history database '%s' has schema version %lld, newer than this ncclwatch knows (%d): use a newer ncclwatch",
-		          s->path, version, NW_STORE_SCHEMA_VERSION);
-		goto fail;
-	}
 	for (size_t k = 0; k < NW_ARRAY_LEN(migrations); k++) {
 		if (migrations[k].version <= version)
 			continue;
@@ -328,20 +335,9 @@ int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **o
 	sqlite3_extended_result_codes(s->db, 0);
 
 	long long version;
-	enum owner own = check_owner(s, &version);
-	if (own == OWN_ERROR) {
-		db_err(s, "reading its header", err, errlen);
+	enum owner own;
+	if (check_usable(s, path, "reading its header", &own, &version, err, errlen))
 		goto fail;
-	}
-	if (own == OWN_FOREIGN) {
-		foreign_err(s, err, errlen);
-		goto fail;
-	}
-	if (version > NW_STORE_SCHEMA_VERSION) {
-		nw_seterr(err, errlen, "history database '%s' has schema version %lld, newer than this ncclwatch knows (%d): use a newer ncclwatch",
-		          path, version, NW_STORE_SCHEMA_VERSION);
-		goto fail;
-	}
 	/* Ours or empty from here on: safe to set the journal mode. */
 	long long dummy;
 	if (query_ints(s, "PRAGMA journal_mode = WAL", &dummy, 1) ||
