@@ -24,6 +24,7 @@
 #include "probe/sysfs.h"
 #include "probe/topo.h"
 #include "probe/verdict.h"
+#include "store/store.h"
 #include "util/util.h"
 
 const char usage_check[] =
@@ -57,6 +58,7 @@ const char usage_check[] =
 	"  --nccl-lib PATH      the libnccl.so to load\n"
 	"  --sysroot DIR        read /sys, /proc and /etc under DIR (also $NCCLWATCH_SYSROOT)\n"
 	"  --nvml-json FILE     replay recorded NVML answers (also $NCCLWATCH_NVML_JSON)\n"
+	NW_STORE_USAGE
 	"  -h, --help           this text\n"
 	"\n"
 	"exit status: 0 PASS, 1 WARN, 2 FAIL (or a usage error).\n";
@@ -68,6 +70,7 @@ struct check_opts {
 	enum nw_backend_kind backend;
 	const char *baseline, *results, *nccl_lib, *sysroot, *nvml_json;
 	struct nw_verdict_opts vo;
+	struct nw_store_opts so;
 };
 
 static int load_run(const char *path, struct nw_run *run, char *err, size_t errlen)
@@ -98,8 +101,9 @@ static int load_run(const char *path, struct nw_run *run, char *err, size_t errl
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct check_opts *o)
+static int parse_args(int *argcp, char **argv, struct check_opts *o)
 {
+	int argc = *argcp;
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "baseline", required_argument, NULL, 'B' },
@@ -124,6 +128,16 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
 	};
 	char err[NW_ERRLEN];
 	long l;
+	/* history options (--db PATH, --no-history) are taken out before getopt */
+	int kept = 1;
+	for (int i = 1; i < argc; i++) {
+		int h = nw_store_parse_opt(argc, argv, &i, &o->so, err, sizeof(err));
+		if (h < 0)
+			return nw_error("%s", err), -1;
+		if (!h)
+			argv[kept++] = argv[i];
+	}
+	argc = *argcp = kept;
 	optind = 1;
 	opterr = 0;
 	int c;
@@ -280,7 +294,7 @@ int cmd_check(int argc, char **argv)
 	o.warmup = 5;
 	o.backend = NW_BACKEND_NCCL;
 	nw_verdict_opts_default(&o.vo);
-	int pr = parse_args(argc, argv, &o);
+	int pr = parse_args(&argc, argv, &o);
 	if (pr != 0)
 		return pr > 0 ? 0 : 2;
 
@@ -293,6 +307,7 @@ int cmd_check(int argc, char **argv)
 	struct nw_check_verdict cv = { 0 };
 	struct nw_run run, base;
 	nw_run_init(&run);
+	nw_header_fill_local(&run.h, "check", argc, argv);
 	nw_run_init(&base);
 	nw_doc_ctx_init(&ctx, snap, topo);
 
@@ -349,6 +364,19 @@ int cmd_check(int argc, char **argv)
 	}
 	int rank = my_rank(&run, have_run && !o.results);
 	double elapsed = nw_now() - t0;
+	/* A check that ran its bench is recorded, with its verdict, like a bench. */
+	if (have_run && !o.results && rank == 0) {
+		long long id = 0;
+		nw_strlcpy(run.h.source, "check", sizeof(run.h.source));
+		if (!run.h.extra)
+			run.h.extra = json_object();
+		json_object_set_new(run.h.extra, "check_verdict", json_string(nw_check_level_name(cv.v)));
+		nw_fingerprint_collect(&run);
+		if (nw_store_record(&o.so, &run, &id, err, sizeof(err)) != 0)
+			nw_warn("check: the run was not recorded in history: %s", err);
+		else if (id > 0 && !o.json)
+			fprintf(stderr, "ncclwatch: check: recorded as run %lld\n", id);
+	}
 	if (o.json && rank == 0) {
 		json_t *doc = json_object();
 		json_object_set_new(doc, "schema", json_string("ncclwatch.check/1"));

@@ -81,3 +81,14 @@ run "$NW" check --warn-below 0.5 --fail-below 0.8
 expect_rc "fail above warn: exit 2" 2
 run "$NW" help check
 expect_out "help lists --baseline" "--baseline FILE"
+
+# A check that ran its bench is recorded in history with its verdict.
+if command -v mpirun >/dev/null 2>&1; then
+	run env NCCLWATCH_DB="$TMP/chk.db" ASAN_OPTIONS=detect_leaks=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		mpirun -np 2 --oversubscribe "$NW" check --backend mpi -b 64K -e 256K
+	expect_rc "recorded check: PASS" 0
+	run env NCCLWATCH_DB="$TMP/chk.db" "$NW" history
+	expect_out "history lists the check run" "^ +1 .* check +all_reduce,all_gather"
+	run env NCCLWATCH_DB="$TMP/chk.db" "$NW" history export 1 --json
+	expect_out "the verdict is kept with the run" '"check_verdict": "PASS"'
+fi
