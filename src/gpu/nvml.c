@@ -180,13 +180,29 @@ static void pci_to_bus(const struct nvml_pci *p, char *out, size_t len)
 }
 
 /* Per-link rate each way by NVLink version, when NVML has no speed field. */
-static double nvlink_rate_by_version(int v)
+/*
+ * Per-link NVLink bandwidth, GB/s each way, when NVML does not give the
+ * speed field (seen on 2xH200 VMs with driver 580.159.04: "rate unknown").
+ * The GPU's generation decides first: nvmlDeviceGetNvLinkVersion answers
+ * with nvmlNvlinkVersion_t (1 = 1.0, 2 = 2.0, 3 = 2.2, 4 = 3.0, 5 = 3.1,
+ * 6 = 4.0, 7 = 5.0), and is known to say 5.0 for Hopper parts.
+ */
+static double nvlink_rate(const char *name, int version)
 {
-	switch (v) {
+	static const struct { const char *part; double gbs; } by_name[] = {
+		{ "H100", 26.5625 }, { "H200", 26.5625 }, { "H800", 26.5625 }, { "H20", 26.5625 },
+		{ "GH200", 26.5625 }, { "B100", 50.0 }, { "B200", 50.0 }, { "B300", 50.0 },
+		{ "GB200", 50.0 }, { "GB300", 50.0 }, { "A100", 25.0 }, { "A800", 25.0 },
+		{ "V100", 25.0 }, { "P100", 20.0 },
+	};
+	for (size_t i = 0; name && i < sizeof(by_name) / sizeof(by_name[0]); i++)
+		if (strstr(name, by_name[i].part))
+			return by_name[i].gbs;
+	switch (version) {
 	case 1: return 20.0;
-	case 2: case 3: return 25.0;
-	case 4: return 26.5625;
-	case 5: return 50.0;
+	case 2: case 3: case 4: case 5: return 25.0;
+	case 6: return 26.5625;
+	case 7: return 50.0;
 	default: return 0.0;
 	}
 }
@@ -263,7 +279,7 @@ static void read_links(nvmlDevice_t d, struct nw_nvml_gpu *g)
 	if (field_uint(d, NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON, 0, &v) == 0 && v > 0 && v < 10000000)
 		g->nvlink_gbs = (double)v / 1000.0;
 	else if (g->nlinks)
-		g->nvlink_gbs = nvlink_rate_by_version(version);
+		g->nvlink_gbs = nvlink_rate(g->name, version);
 }
 
 static void read_gpu(nvmlDevice_t d, struct nw_nvml_gpu *g)
@@ -618,6 +634,7 @@ static int gpu_from_json(const json_t *j, struct nw_nvml_gpu *g, int idx, char *
 	if (mbps > 0)
 		g->nvlink_gbs = (double)mbps / 1000.0;
 	json_t *links = json_object_get(nvl, "links");
+	int replay_rate_unknown = mbps <= 0;
 	if (links && !json_is_array(links))
 		return nw_seterr(err, errlen, "gpus[%d].nvlink.links is not an array", idx);
 	size_t n = json_array_size(links);
@@ -646,6 +663,8 @@ static int gpu_from_json(const json_t *j, struct nw_nvml_gpu *g, int idx, char *
 			    get_int(e2, err_names[c], &l->err_later[c], err, errlen) < 0)
 				return -1;
 	}
+	if (replay_rate_unknown && g->nlinks)
+		g->nvlink_gbs = nvlink_rate(g->name, g->links[0].version);
 	return 0;
 }
 

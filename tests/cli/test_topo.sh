@@ -105,3 +105,24 @@ for d in (rep, live):
         g.pop("fabric")
 assert rep==live, (rep, live)
 ' "$OUT" "$H1LIVE/ncclwatch-nvml-dump.json"
+
+# As seen on a real 2xH200 VM: every NVLink reports an NVSwitch at the far
+# end, NVML gives no NVLink speed, and the link version is the enum value
+# NVML documents (4.0 = 6; some drivers say 7 for Hopper). The pair is
+# still NV18 at 18 x 26.5625 = 478.1 GB/s each way.
+python3 - "$FX/nvml/h200x2.json" "$TMP/h200x2-switch.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for g in d["gpus"]:
+    g["nvlink"].pop("speed_mbps", None)
+    for l in g["nvlink"]["links"]:
+        l["remote_type"] = 2
+        l["remote_bus_id"] = ""
+        l["version"] = 7
+json.dump(d, open(sys.argv[2], "w"))
+PY
+run "$NW" topo --sysroot "$FX/sysfs/h200x2" --nvml-json "$TMP/h200x2-switch.json"
+expect_rc "switch-attached H200 pair: exit 0" 0
+expect_out "switch-attached H200 pair: NV18" "GPU0 +X +NV18"
+expect_out "switch-attached H200 pair: the 478.1 GB/s link" "478\.1 GB/s"
+expect_no_out "switch-attached H200 pair: no PCIe fallback" "bottleneck link 63\.0"
