@@ -53,19 +53,31 @@ expect_rc "live view without a terminal" 2
 expect_err "points at --once" "--once"
 
 # the live view in a pseudo-terminal: q quits, Ctrl-C quits, the terminal is restored
+# Keys are sent only once the screen is up (a loaded machine may take more
+# than a second to start the view; a Ctrl-C before that would kill the
+# process before its handlers exist, as it would any program).
+wait_screen() {
+	local i
+	for i in $(seq 200); do
+		grep -q "ncclwatch top: " "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 0
+}
 if command -v script >/dev/null; then
-	(sleep 1; printf q) | TERM=xterm timeout 20 script -qec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty1" 2>&1
+	: >"$TMP/tty1"; : >"$TMP/tty2"; : >"$TMP/tty3"
+	(wait_screen "$TMP/tty1"; printf q) | TERM=xterm timeout 20 script -qec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty1" 2>&1
 	RC=$?
 	expect_rc "q quits the live view" 0
 	expect_true "the screen shows the summary" grep -q "ncclwatch top: '$EMPTY'" "$TMP/tty1"
 	expect_true "the alternate screen is left (terminal restored)" grep -q $'\033\\[?1049l' "$TMP/tty1"
 	expect_true "the cursor is shown again" grep -q $'\033\\[?25h' "$TMP/tty1"
 	expect_true "an 80-column terminal gets the compact table" grep -q 'COMM      RANK OP' "$TMP/tty1"
-	(sleep 1; printf '\003') | TERM=xterm timeout 20 script -qec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty2" 2>&1
+	(wait_screen "$TMP/tty2"; printf '\003') | TERM=xterm timeout 20 script -qec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty2" 2>&1
 	RC=$?
 	expect_rc "Ctrl-C quits the live view cleanly" 0
 	expect_true "terminal restored after Ctrl-C" grep -q $'\033\\[?1049l' "$TMP/tty2"
-	(sleep 0.6; printf 'p'; sleep 0.4; printf 'b'; sleep 0.3; printf 'oall_reduce\n'; sleep 0.4; printf 'x'; sleep 0.3; printf q) |
+	(wait_screen "$TMP/tty3"; printf 'p'; sleep 0.4; printf 'b'; sleep 0.3; printf 'oall_reduce\n'; sleep 0.4; printf 'x'; sleep 0.3; printf q) |
 		TERM=xterm timeout 20 script -qec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty3" 2>&1
 	RC=$?
 	expect_rc "pause, sort, filter keys then quit" 0
