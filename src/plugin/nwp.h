@@ -41,7 +41,7 @@ typedef void (*nwp_logfn_t)(int level, unsigned long flags, const char *file, in
 
 /* Slot states (in-flight operation pool). */
 enum { NWP_FREE = 0, NWP_ACTIVE = 1, NWP_STOPPED = 2, NWP_DONE = 3 };
-enum { NWP_KIND_COLL = 1, NWP_KIND_P2P = 2 };
+enum { NWP_KIND_COLL = 1, NWP_KIND_P2P = 2, NWP_KIND_CE = 3 /* op_start only: stored as COLL */ };
 
 /*
  * One in-flight operation. Written by the launching thread (fields up to

@@ -62,15 +62,33 @@ struct d_kernelch {
 	uint64_t pTimer;
 };
 
+/* v6: a collective NCCL runs on copy engines (no kernel, no KernelCh events) */
+struct d_cecoll {
+	uint64_t seqNumber;
+	const char *func;
+	const void *sendBuff;
+	void *recvBuff;
+	size_t count;
+	int root;
+	const char *datatype;
+	const char *syncStrategy;
+	_Bool intraBatchSync;
+	uint32_t batchSize;
+	uint32_t numBatches;
+	uint32_t ceSeqNum;
+	void *stream;
+};
+
 union d_body {
 	struct d_coll coll;
+	struct d_cecoll ceColl;
 	struct d_p2p p2p;
 	struct d_proxyop proxyOp;
 	struct d_kernelch kernelCh;
 	struct { int64_t id; void *data; } netPlugin;
-	/* v6 adds ceColl, the largest member: 13 words */
 	uint64_t _v6_room[13];
 };
+_Static_assert(sizeof(struct d_cecoll) <= 13 * sizeof(uint64_t), "v6 union room");
 
 struct descr_v4 {
 	uint8_t type;
@@ -200,9 +218,20 @@ static void *op_start(struct nwp_comm *c, int kind, const union d_body *u)
 	if (!s)
 		return NULL;
 	int mask = nwp_g.mask_ptr ? __atomic_load_n(nwp_g.mask_ptr, __ATOMIC_RELAXED) : 0;
-	s->kind = (uint8_t)kind;
-	s->expect_kch = (mask & NWP_EV_KERNELCH) != 0;
-	if (kind == NWP_KIND_COLL) {
+	s->kind = (uint8_t)(kind == NWP_KIND_CE ? NWP_KIND_COLL : kind);
+	s->expect_kch = kind != NWP_KIND_CE && (mask & NWP_EV_KERNELCH) != 0;
+	if (kind == NWP_KIND_CE) {
+		/* copy engines run it: no kernel events will come, time is the launch only */
+		s->seq = u->ceColl.seqNumber;
+		s->func = u->ceColl.func;
+		s->count = u->ceColl.count;
+		s->peer = u->ceColl.root;
+		s->dtype = u->ceColl.datatype;
+		s->nch = 0;
+		s->nwarps = 0;
+		s->algo = "CE";
+		s->proto = NULL;
+	} else if (kind == NWP_KIND_COLL) {
 		s->seq = u->coll.seqNumber;
 		s->func = u->coll.func;
 		s->count = u->coll.count;
@@ -323,6 +352,18 @@ static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
 		*eHandle = op_start(c, type == NWP_EV_COLL ? NWP_KIND_COLL : NWP_KIND_P2P, u);
 		return 0;
 	}
+	case NWP_EV_CECOLL: {
+		if (v4 || nwp_g.abi < 6)
+			return 0; /* not part of this interface version: ignore */
+		struct nwp_comm *c = ctx_comm(ctx);
+		if (!c) {
+			if (!ctx_ours(ctx))
+				nwp_disable("startEvent called with a context this plugin did not make");
+			return 0;
+		}
+		*eHandle = op_start(c, NWP_KIND_CE, u);
+		return 0;
+	}
 	case NWP_EV_KERNELCH: {
 		struct nwp_slot *s = child_parent(parent);
 		if (!s)
@@ -356,7 +397,6 @@ static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
 	case NWP_EV_COLLAPI:
 	case NWP_EV_P2PAPI:
 	case NWP_EV_KERNELLAUNCH:
-	case NWP_EV_CECOLL:
 	case NWP_EV_CESYNC:
 	case NWP_EV_CEBATCH:
 		return 0; /* known, not asked for: nothing to do */
@@ -535,7 +575,8 @@ static int plugin_init(int abi, void **context, uint64_t comm_hash, int *mask, c
 		*mask = 0;
 		return 0;
 	}
-	int base = nwp_g.base_mask | NWP_EV_COLL | NWP_EV_P2P | (nnodes > 1 ? NWP_EV_PROXYOP : 0);
+	int base = nwp_g.base_mask | NWP_EV_COLL | NWP_EV_P2P | (nnodes > 1 ? NWP_EV_PROXYOP : 0) |
+	           (nwp_g.abi >= 6 ? NWP_EV_CECOLL : 0); /* 2.29+: collectives on copy engines */
 	__atomic_store_n(&nwp_g.base_mask, base, __ATOMIC_RELAXED);
 	if (!nwp_g.mask)
 		nwp_g.kernel_on = nwp_g.kmode == NWS_KMODE_ON;

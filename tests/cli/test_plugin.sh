@@ -20,6 +20,16 @@ for abi in 4 5 6; do
 	expect_out "abi v$abi: check ok" "^check ok scenario=normal abi=$abi ranks=4 files=8"
 	expect_out "abi v$abi: late rank 2 found as the straggler" "^straggler comm=5eed000000c0ffee rank=2 "
 	expect_no_out "abi v$abi: no failed check" "check FAIL"
+	if [ $abi = 6 ]; then
+		# NCCL 2.29+ runs some collectives on copy engines: CeColl events, no kernel events
+		expect_out "abi v6: copy-engine collectives (CeColl) are counted" \
+			"^fed comm=5eed000000c0ffee name=world rank=1 nranks=4 op=gather count=15 bytes=491520$"
+		expect_true "abi v6: copy-engine ops are in the stats, launch-timed only" grep -Eq \
+			"^rec comm=5eed000000c0ffee rank=1 op=gather bucket=[0-9]+ count=15 bytes=491520 kernel=0 proxy=0 cpu=15 " \
+			<("$NW_TESTS/nwstats_dump" "$d")
+	else
+		expect_no_out "abi v$abi: no copy-engine collectives before v6" "op=gather"
+	fi
 done
 expect_out "harness prints what it fed, per comm/rank/op" \
 	"^fed comm=5eed000000c0ffee name=world rank=3 nranks=4 op=all_gather count=15 bytes=245760$"
