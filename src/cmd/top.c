@@ -122,6 +122,15 @@ static void summary(char *buf, size_t len, const struct top_opts *o, const struc
 }
 
 /* "straggler: comm X (name) rank R on HOST arrives 1.2ms late on average" lines. */
+/* Why some files stay empty: NCCL raises no profiler events on one-rank communicators. */
+static const char *solo_note(char *buf, size_t len, size_t n)
+{
+	snprintf(buf, len, "%zu one-rank communicator%s with no operations: NCCL sends no profiler events for a "
+	         "communicator of one rank (it copies locally), so there is nothing to show for %s",
+	         n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
+	return buf;
+}
+
 static size_t straggler_line(char *buf, size_t len, const struct nw_view *v, size_t from)
 {
 	for (size_t i = from; i < v->n; i++) {
@@ -167,6 +176,8 @@ static int print_once(const struct top_opts *o)
 	}
 	if (!v.n)
 		printf("(no operations recorded%s)\n", v.nhidden ? "; stale files are hidden, --all shows them" : "");
+	if (v.nsolo)
+		printf("note: %s\n", solo_note(line, sizeof(line), v.nsolo));
 	for (size_t at = 0; (at = straggler_line(line, sizeof(line), &v, at)) != 0;)
 		printf("%s\n", line);
 	nw_view_free(&v);
@@ -258,6 +269,9 @@ static void draw(const struct top_opts *o, const struct nw_view *v, const char *
 	}
 	if (!v->n)
 		mvaddnstr(y, 0, "no operations recorded yet: is a job running with NCCL_PROFILER_PLUGIN=ncclwatch?", COLS);
+	int ny = v->n ? y : y + 1;
+	if (v->nsolo && ny < LINES - 2)
+		mvaddnstr(ny, 0, solo_note(line, sizeof(line), v->nsolo), COLS);
 	if (straggler_line(line, sizeof(line), v, 0)) {
 		attron(A_BOLD);
 		mvaddnstr(LINES - 1, 0, line, COLS);

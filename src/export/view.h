@@ -53,6 +53,7 @@ struct nw_view {
 	struct nw_view_row *rows; /* owned */
 	size_t n;
 	size_t nfiles, nlive, nfinished, ndisabled, nstale, nbad, nhidden;
+	size_t nsolo;             /* shown files of one-rank communicators with no ops */
 };
 
 /* Parse a sort key name ("busbw", "rate", "calls", "time", "busy", "comm"); -1 unknown. */

@@ -57,6 +57,18 @@ finish() {
 }
 begin() { PORT=$(free_port); T0=$(date +%s); }
 
+# listening: wait (at most 10 s) until something listens on $PORT, rank 0's
+# bootstrap port, so that what a test sends next reaches it on a loaded
+# machine too. Without ss(8), a fixed half second.
+listening() {
+	local i
+	if ! command -v ss >/dev/null; then sleep 0.5; return; fi
+	for i in $(seq 100); do
+		[ -n "$(ss -Hltn "sport = :$PORT" 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+}
+
 # rank_is NAME RANK: load that rank's results into $OUT, $ERR, $RC for lib.sh's checks.
 rank_is() { cp "$TMP/$1.$2.out" "$OUT"; cp "$TMP/$1.$2.err" "$ERR"; RC=$(cat "$TMP/$1.$2.rc"); }
 # every_rank NAME "RANKS" CHECK ARGS...: run a check on each rank's results.
@@ -190,7 +202,7 @@ in_time "an unreachable rank 0 is reported within the timeout"
 # --- the port is taken: the second rank 0 says so
 begin
 start busy 0 2
-sleep 0.5
+listening
 start busy2 0 2
 finish
 rank_is busy2 0
@@ -201,7 +213,7 @@ expect_err "the port in use is named" "port $PORT is in use .*NCCLWATCH_PORT"
 begin
 start junk 0 2 -- --timeout 20
 start junk 1 2 -- --sleep-at init:1 --timeout 20
-sleep 0.3
+listening
 { printf 'GET / HTTP/1.0\r\n\r\n' >/dev/tcp/127.0.0.1/"$PORT"; } 2>/dev/null
 { head -c 3000 /dev/urandom >/dev/tcp/127.0.0.1/"$PORT"; } 2>/dev/null
 { printf 'NWBO\001\001\000\000\000\000\000\000\377\377\377\377' >/dev/tcp/127.0.0.1/"$PORT"; } 2>/dev/null
@@ -212,7 +224,7 @@ every_rank junk "0 1" expect_out "the ranks still finish" '^done$'
 # --- a process of another bootstrap protocol (another ncclwatch build) is refused by name
 begin
 start proto 0 2
-sleep 0.3
+listening
 { printf 'NWBO\001\011\000\000\000\000\000\000\000\000\000\000' >/dev/tcp/127.0.0.1/"$PORT"; } 2>/dev/null
 finish
 rank_is proto 0
@@ -288,11 +300,11 @@ fake() { # fake MODE NAME LABEL REGEX: the fake is one rank of 2, the probe the 
 	if [ $real = 1 ]; then
 		timeout "$LIMIT" python3 "$TMP/fake.py" "$mode" "$PORT" 2>/dev/null &
 		PIDS+=($!)
-		sleep 0.3
+		listening
 		start "$name" 1 2 -- --value 7
 	else
 		start "$name" 0 2
-		sleep 0.3
+		listening
 		timeout "$LIMIT" python3 "$TMP/fake.py" "$mode" "$PORT" 2>/dev/null &
 		PIDS+=($!)
 	fi

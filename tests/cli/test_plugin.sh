@@ -104,7 +104,12 @@ expect_err "nwstats_dump: missing directory explained" "no stats directory '.*do
 d=$TMP/live; mkdir -p "$d"
 "$H" --plugin "$NW_PLUGIN" --dir "$d" --ranks 2 --ops 3 --hold-ms 3000 >"$TMP/live.out" 2>&1 &
 hp=$!
-sleep 1.5
+# the harness holds the files live for 3 s after feeding; look as soon as
+# every rank has published (bounded, for a loaded machine)
+for _ in $(seq 28); do
+	sleep 0.1
+	[ "$("$NW_TESTS/nwstats_dump" "$d" 2>/dev/null | grep -c '^rank .* state=live .* name=world .* ops=27 ')" = 2 ] && break
+done
 run "$NW_TESTS/nwstats_dump" "$d"
 expect_out "running job: files are live" "^rank file=.* state=live .* name=world rank=1 nranks=2 .* ops=27 dropped=0"
 expect_out "running job: counts already published" "^rec comm=5eed000000c0ffee rank=0 op=alltoall bucket=2048 count=3 bytes=6144 "

@@ -53,32 +53,34 @@ expect_rc "live view without a terminal" 2
 expect_err "points at --once" "--once"
 
 # the live view in a pseudo-terminal: q quits, Ctrl-C quits, the terminal is restored
-# Keys are sent only once the screen is up (a loaded machine may take more
-# than a second to start the view; a Ctrl-C before that would kill the
-# process before its handlers exist, as it would any program).
-wait_screen() {
+# Keys go in only once the screen is up (a loaded machine may take more than
+# a second to start the view; a Ctrl-C before that would kill the process
+# before its handlers exist, as it would any program).
+# wait_for FILE TEXT: until FILE holds TEXT, at most 30 s
+wait_for() {
 	local i
-	for i in $(seq 200); do
-		grep -q "ncclwatch top: " "$1" 2>/dev/null && return 0
-		sleep 0.05
+	for i in $(seq 300); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
 	done
-	return 0
+	return 1
 }
+
 if command -v script >/dev/null; then
 	: >"$TMP/tty1"; : >"$TMP/tty2"; : >"$TMP/tty3"
-	(wait_screen "$TMP/tty1"; printf q) | TERM=xterm timeout 20 script -qec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty1" 2>&1
+	(wait_for "$TMP/tty1" "ncclwatch top: "; printf q) | TERM=xterm timeout 40 script -qfec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty1" 2>&1
 	RC=$?
 	expect_rc "q quits the live view" 0
 	expect_true "the screen shows the summary" grep -q "ncclwatch top: '$EMPTY'" "$TMP/tty1"
 	expect_true "the alternate screen is left (terminal restored)" grep -q $'\033\\[?1049l' "$TMP/tty1"
 	expect_true "the cursor is shown again" grep -q $'\033\\[?25h' "$TMP/tty1"
 	expect_true "an 80-column terminal gets the compact table" grep -q 'COMM      RANK OP' "$TMP/tty1"
-	(wait_screen "$TMP/tty2"; printf '\003') | TERM=xterm timeout 20 script -qec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty2" 2>&1
+	(wait_for "$TMP/tty2" "ncclwatch top: "; printf '\003') | TERM=xterm timeout 40 script -qfec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty2" 2>&1
 	RC=$?
 	expect_rc "Ctrl-C quits the live view cleanly" 0
 	expect_true "terminal restored after Ctrl-C" grep -q $'\033\\[?1049l' "$TMP/tty2"
-	(wait_screen "$TMP/tty3"; printf 'p'; sleep 0.4; printf 'b'; sleep 0.3; printf 'oall_reduce\n'; sleep 0.4; printf 'x'; sleep 0.3; printf q) |
-		TERM=xterm timeout 20 script -qec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty3" 2>&1
+	(wait_for "$TMP/tty3" "ncclwatch top: "; printf 'p'; sleep 0.4; printf 'b'; sleep 0.3; printf 'oall_reduce\n'; sleep 0.4; printf 'x'; sleep 0.3; printf q) |
+		TERM=xterm timeout 40 script -qfec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty3" 2>&1
 	RC=$?
 	expect_rc "pause, sort, filter keys then quit" 0
 	expect_true "pause is shown" grep -q 'PAUSED' "$TMP/tty3"
@@ -133,16 +135,6 @@ run "$NW" top --once --all --dir "$H" --sort busbw
 expect_rc "--sort busbw" 0
 expect_true "highest busbw first (the straggler's all_reduce: the others wait in theirs)" grep -Eq '^5eed000000c0ffee +world +[a-z]+ +2\* all_reduce' <(sed -n 3p "$OUT")
 
-# wait_for FILE TEXT: until FILE holds TEXT, at most 30 s
-wait_for() {
-	local i
-	for i in $(seq 300); do
-		grep -q -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # the live view over the harness' 32 rows in a 24-line terminal: it says
 # which rows it shows, and the arrow and page keys scroll
 if command -v script >/dev/null; then
@@ -160,3 +152,12 @@ if command -v script >/dev/null; then
 	expect_true "page down scrolls to the last page" grep -q '15-32' "$TMP/tty4"
 	expect_true "the straggler row is highlighted (bold)" grep -q $'\033\\[0;1m.*\\* all_reduce' "$TMP/tty4"
 fi
+
+# one-rank communicators: NCCL raises no events for them; top says so
+S=$TMP/solo
+run "$NW_TESTS/plugin_harness" --plugin "$NW_PLUGIN" --dir "$S" --ranks 2 --ops 0
+expect_rc "harness: communicators without operations" 0
+run "$NW" top --once --dir "$S"
+expect_rc "top --once on communicators without operations" 0
+expect_out "one-rank communicators are explained, not left blank" \
+	'^note: 2 one-rank communicators with no operations: NCCL sends no profiler events'

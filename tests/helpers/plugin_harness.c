@@ -862,7 +862,7 @@ int main(int argc, char **argv)
 			o.nranks = (int)v;
 			break;
 		case 'n':
-			if (nw_parse_long(optarg, 1, 1000000, &v, "--ops", err, sizeof(err)))
+			if (nw_parse_long(optarg, 0, 1000000, &v, "--ops", err, sizeof(err)))
 				goto bad;
 			o.ops = (int)v;
 			break;
