@@ -52,6 +52,12 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/%)
 
+# The fake CUDA driver and NCCL (tests/fakegpu/) that let the NCCL backend
+# run on CPUs in tests: shared objects of their own, linked with nothing of ncclwatch.
+FAKE_DIR   := $(BUILD)/tests/fakegpu
+FAKE_LIBS  := $(FAKE_DIR)/libcuda.so.1 $(FAKE_DIR)/libnccl.so.2
+FAKE_FLAGS := $(filter-out -MMD -MP $(MPI_CFLAGS),$(CFLAGS)) -fPIC -shared -fvisibility=hidden
+
 BIN    := $(BUILD)/ncclwatch
 PLUGIN := $(BUILD)/libnccl-profiler-ncclwatch.so
 
@@ -91,7 +97,17 @@ $(BUILD)/tests/%: tests/helpers/%.c $(LIB_OBJ)
 	@echo "  HELPER  $@"
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
 
-test: all $(UNIT_BIN) $(HELPER_BIN)
+$(FAKE_DIR)/libcuda.so.1: tests/fakegpu/fake_cuda.c tests/fakegpu/fakegpu.h
+	@mkdir -p $(dir $@)
+	@echo "  FAKE    $@"
+	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
+
+$(FAKE_DIR)/libnccl.so.2: tests/fakegpu/fake_nccl.c tests/fakegpu/fakegpu.h
+	@mkdir -p $(dir $@)
+	@echo "  FAKE    $@"
+	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< -lpthread -lm
+
+test: all $(UNIT_BIN) $(HELPER_BIN) $(FAKE_LIBS)
 	@BUILD=$(BUILD) tests/run.sh
 
 # libFuzzer targets: tests/fuzz/fuzz_<name>.c, linked with every module

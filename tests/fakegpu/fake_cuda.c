@@ -1,0 +1,741 @@
+/*
+ * A fake CUDA driver (libcuda.so.1) for tests on machines without a GPU:
+ * every cu* function ncclwatch resolves (src/gpu/cuda.c), with the real
+ * ABI. "Device memory" is host memory (a CUdeviceptr is the host
+ * address); contexts, streams, graphs are small structs. Work on streams
+ * comes only from the fake NCCL (fake_nccl.c) through struct
+ * fakegpu_stream (fakegpu.h): a stream counts submitted and completed
+ * work, cuStreamQuery says CUDA_ERROR_NOT_READY (600) while some is
+ * pending, cuStreamSynchronize and cuCtxSynchronize wait on a condition
+ * variable. While a stream captures, work put on it is recorded into the
+ * graph; cuGraphLaunch submits the recorded work again.
+ *
+ * Environment:
+ *   FAKE_GPU_COUNT=N       devices (default 2; 0: cuInit says CUDA_ERROR_NO_DEVICE)
+ *   FAKE_GPU_NAME=TEXT     cuDeviceGetName (default "Fake H200"); compute capability 9.0
+ *   FAKE_GPU_MEM=BYTES     memory per device (default 8 GiB; K/M/G suffixes): larger
+ *                          allocations fail with CUDA_ERROR_OUT_OF_MEMORY (2) and
+ *                          cuMemGetInfo reports what is really left
+ *   FAKE_CUDA_FAIL=NAME[:N] the Nth call (default the 1st) of cu function NAME (its
+ *                          exported name, e.g. cuMemAlloc_v2) fails: CUDA_ERROR_OUT_OF_MEMORY
+ *                          for allocations, CUDA_ERROR_UNKNOWN (999) for the others
+ * cuDriverGetVersion says 13000.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fakegpu.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct fake_ctx *CUcontext;
+typedef struct fakegpu_stream *CUstream;
+typedef struct fake_graph *CUgraph;
+typedef struct fake_graph *CUgraphExec;
+
+enum {
+	CUDA_SUCCESS = 0,
+	CUDA_ERROR_INVALID_VALUE = 1,
+	CUDA_ERROR_OUT_OF_MEMORY = 2,
+	CUDA_ERROR_NOT_INITIALIZED = 3,
+	CUDA_ERROR_NO_DEVICE = 100,
+	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_INVALID_CONTEXT = 201,
+	CUDA_ERROR_INVALID_HANDLE = 400,
+	CUDA_ERROR_ILLEGAL_STATE = 401,
+	CUDA_ERROR_NOT_READY = 600,
+	CUDA_ERROR_LAUNCH_FAILED = 719,
+	CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+	CUDA_ERROR_UNKNOWN = 999,
+};
+
+/* The exported API, as the driver declares it. */
+EXPORT CUresult cuInit(unsigned int flags);
+EXPORT CUresult cuDriverGetVersion(int *v);
+EXPORT CUresult cuDeviceGetCount(int *n);
+EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal);
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d);
+EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d);
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d);
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d);
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d);
+EXPORT CUresult cuCtxSetCurrent(CUcontext ctx);
+EXPORT CUresult cuCtxSynchronize(void);
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b);
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes);
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p);
+EXPORT CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags);
+EXPORT CUresult cuMemFreeHost(void *p);
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
+EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
+EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int v, size_t n);
+EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags);
+EXPORT CUresult cuStreamDestroy_v2(CUstream s);
+EXPORT CUresult cuStreamQuery(CUstream s);
+EXPORT CUresult cuStreamSynchronize(CUstream s);
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode);
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g);
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags);
+EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s);
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec e);
+EXPORT CUresult cuGraphDestroy(CUgraph g);
+EXPORT CUresult cuGetErrorString(CUresult r, const char **s);
+EXPORT CUresult cuGetErrorName(CUresult r, const char **s);
+
+#define MAXDEV 64
+
+/* A primary context: one per device, with the device's pending-work count. */
+struct fake_ctx {
+	int dev;
+	int refs;
+	size_t used; /* bytes allocated on the device */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t submitted, completed;
+};
+
+struct fake_graph {
+	struct fakegpu_work *w;
+	size_t n, cap;
+};
+
+struct stream {
+	struct fakegpu_stream pub; /* first: the pointer NCCL gets */
+	struct fake_ctx *ctx;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t submitted, completed;
+	int err;                   /* sticky error from work that failed */
+	struct fake_graph *capture; /* non-NULL while capturing */
+};
+
+/* Every allocation carries this header just before the address handed out. */
+struct block {
+	uint64_t magic;
+	size_t size;
+	struct fake_ctx *ctx;
+	uint64_t pad;
+};
+#define BLOCK_MAGIC 0x66616b656d656d31ull
+
+static struct {
+	int ndev;
+	char name[96];
+	size_t mem;
+	char fail_name[64];
+	long fail_at;
+	long fail_calls;
+	int inited;
+} g = { .ndev = 2, .name = "Fake H200", .mem = 8ull << 30, .fail_at = 0 };
+
+static struct fake_ctx ctxs[MAXDEV];
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local struct fake_ctx *current;
+
+/* "8G", "512M", "1000": bytes, or 0 when the text is not a size. */
+static size_t parse_bytes(const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return 0;
+	switch (*end) {
+	case 'K': case 'k': v <<= 10; end++; break;
+	case 'M': case 'm': v <<= 20; end++; break;
+	case 'G': case 'g': v <<= 30; end++; break;
+	default: break;
+	}
+	return *end ? 0 : (size_t)v;
+}
+
+/* Read the FAKE_* settings once. */
+static void read_env(void)
+{
+	const char *v = getenv("FAKE_GPU_COUNT");
+	if (v && *v) {
+		long n = strtol(v, NULL, 10);
+		g.ndev = n < 0 ? 0 : n > MAXDEV ? MAXDEV : (int)n;
+	}
+	v = getenv("FAKE_GPU_NAME");
+	if (v && *v)
+		snprintf(g.name, sizeof(g.name), "%s", v);
+	v = getenv("FAKE_GPU_MEM");
+	if (v && *v && parse_bytes(v))
+		g.mem = parse_bytes(v);
+	v = getenv("FAKE_CUDA_FAIL");
+	if (v && *v) {
+		snprintf(g.fail_name, sizeof(g.fail_name), "%s", v);
+		char *colon = strchr(g.fail_name, ':');
+		g.fail_at = 1;
+		if (colon) {
+			*colon = '\0';
+			long n = strtol(colon + 1, NULL, 10);
+			g.fail_at = n > 0 ? n : 1;
+		}
+	}
+	for (int i = 0; i < MAXDEV; i++) {
+		ctxs[i].dev = i;
+		pthread_mutex_init(&ctxs[i].mu, NULL);
+		pthread_cond_init(&ctxs[i].cv, NULL);
+	}
+}
+
+/* Whether this call of function `name` is the one FAKE_CUDA_FAIL picks. */
+static int injected(const char *name)
+{
+	pthread_once(&env_once, read_env);
+	if (!g.fail_name[0] || strcmp(name, g.fail_name) != 0)
+		return 0;
+	pthread_mutex_lock(&fail_mu);
+	int hit = ++g.fail_calls == g.fail_at;
+	pthread_mutex_unlock(&fail_mu);
+	return hit;
+}
+
+#define FAIL_POINT(err)                \
+	do {                               \
+		if (injected(__func__))        \
+			return (err);              \
+	} while (0)
+
+CUresult cuInit(unsigned int flags)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (g.ndev == 0)
+		return CUDA_ERROR_NO_DEVICE;
+	g.inited = 1;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *v)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!v)
+		return CUDA_ERROR_INVALID_VALUE;
+	*v = 13000;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *n)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!g.inited)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!n)
+		return CUDA_ERROR_INVALID_VALUE;
+	*n = g.ndev;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int ordinal)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!g.inited)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!d)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (ordinal < 0 || ordinal >= g.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*d = ordinal;
+	return CUDA_SUCCESS;
+}
+
+static int bad_dev(CUdevice d)
+{
+	return !g.inited || d < 0 || d >= g.ndev;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_dev(d))
+		return g.inited ? CUDA_ERROR_INVALID_DEVICE : CUDA_ERROR_NOT_INITIALIZED;
+	if (!name || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	snprintf(name, (size_t)len, "%s", g.name);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_dev(d))
+		return g.inited ? CUDA_ERROR_INVALID_DEVICE : CUDA_ERROR_NOT_INITIALIZED;
+	if (!v)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attr) {
+	case 16: *v = 132; break;      /* multiprocessors */
+	case 33: *v = 0x18 + d; break; /* PCI bus */
+	case 34: *v = 0; break;        /* PCI device */
+	case 50: *v = 0; break;        /* PCI domain */
+	case 75: *v = 9; break;        /* compute capability */
+	case 76: *v = 0; break;
+	default: *v = 0; break;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_dev(d))
+		return g.inited ? CUDA_ERROR_INVALID_DEVICE : CUDA_ERROR_NOT_INITIALIZED;
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	*bytes = g.mem;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_dev(d))
+		return g.inited ? CUDA_ERROR_INVALID_DEVICE : CUDA_ERROR_NOT_INITIALIZED;
+	if (!ctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&ctxs[d].mu);
+	ctxs[d].refs++;
+	pthread_mutex_unlock(&ctxs[d].mu);
+	*ctx = &ctxs[d];
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_dev(d))
+		return g.inited ? CUDA_ERROR_INVALID_DEVICE : CUDA_ERROR_NOT_INITIALIZED;
+	pthread_mutex_lock(&ctxs[d].mu);
+	int ok = ctxs[d].refs > 0;
+	if (ok)
+		ctxs[d].refs--;
+	pthread_mutex_unlock(&ctxs[d].mu);
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (ctx && (ctx < &ctxs[0] || ctx >= &ctxs[MAXDEV] || ctx->refs <= 0))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	current = ctx;
+	return CUDA_SUCCESS;
+}
+
+/* Wait until every piece of work on the current context's streams is done. */
+CUresult cuCtxSynchronize(void)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	struct fake_ctx *c = current;
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&c->mu);
+	while (c->completed < c->submitted)
+		pthread_cond_wait(&c->cv, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	struct fake_ctx *c = current;
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!free_b || !total_b)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&c->mu);
+	*free_b = g.mem - c->used;
+	*total_b = g.mem;
+	pthread_mutex_unlock(&c->mu);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
+{
+	FAIL_POINT(CUDA_ERROR_OUT_OF_MEMORY);
+	struct fake_ctx *c = current;
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!p || bytes == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&c->mu);
+	int room = bytes <= g.mem - c->used;
+	if (room)
+		c->used += bytes;
+	pthread_mutex_unlock(&c->mu);
+	if (!room)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	struct block *b = malloc(sizeof(*b) + bytes);
+	if (!b) {
+		pthread_mutex_lock(&c->mu);
+		c->used -= bytes;
+		pthread_mutex_unlock(&c->mu);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	b->magic = BLOCK_MAGIC;
+	b->size = bytes;
+	b->ctx = c;
+	*p = (CUdeviceptr)(uintptr_t)(b + 1);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!p)
+		return CUDA_SUCCESS;
+	struct block *b = (struct block *)(uintptr_t)p - 1;
+	if (b->magic != BLOCK_MAGIC)
+		return CUDA_ERROR_INVALID_VALUE;
+	b->magic = 0;
+	pthread_mutex_lock(&b->ctx->mu);
+	b->ctx->used -= b->size;
+	pthread_mutex_unlock(&b->ctx->mu);
+	free(b);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags)
+{
+	FAIL_POINT(CUDA_ERROR_OUT_OF_MEMORY);
+	(void)flags;
+	if (!p || bytes == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	*p = malloc(bytes);
+	return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	free(p);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bytes && (!dst || !src))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (bytes)
+		memcpy((void *)(uintptr_t)dst, src, bytes);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bytes && (!dst || !src))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (bytes)
+		memcpy(dst, (const void *)(uintptr_t)src, bytes);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bytes && (!dst || !src))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (bytes)
+		memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int v, size_t n)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (n && (!dst || dst % 4))
+		return CUDA_ERROR_INVALID_VALUE;
+	uint32_t *d = (uint32_t *)(uintptr_t)dst;
+	for (size_t i = 0; i < n; i++)
+		d[i] = v;
+	return CUDA_SUCCESS;
+}
+
+/* ---- streams ---- */
+
+static struct stream *S(struct fakegpu_stream *s)
+{
+	return (struct stream *)s;
+}
+
+static int graph_add(struct fake_graph *gr, const struct fakegpu_work *w)
+{
+	if (gr->n == gr->cap) {
+		size_t cap = gr->cap ? gr->cap * 2 : 16;
+		struct fakegpu_work *nw = realloc(gr->w, cap * sizeof(*nw));
+		if (!nw)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		gr->w = nw;
+		gr->cap = cap;
+	}
+	gr->w[gr->n++] = *w;
+	return CUDA_SUCCESS;
+}
+
+static int st_submit(struct fakegpu_stream *pub, const struct fakegpu_work *w)
+{
+	struct stream *s = S(pub);
+	pthread_mutex_lock(&s->mu);
+	struct fake_graph *cap = s->capture;
+	int r = cap ? graph_add(cap, w) : CUDA_SUCCESS;
+	pthread_mutex_unlock(&s->mu);
+	if (!cap)
+		w->launch(w, pub);
+	return r;
+}
+
+static void st_begin(struct fakegpu_stream *pub)
+{
+	struct stream *s = S(pub);
+	pthread_mutex_lock(&s->mu);
+	s->submitted++;
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_lock(&s->ctx->mu);
+	s->ctx->submitted++;
+	pthread_mutex_unlock(&s->ctx->mu);
+}
+
+static void st_end(struct fakegpu_stream *pub, int cu_err)
+{
+	struct stream *s = S(pub);
+	pthread_mutex_lock(&s->mu);
+	s->completed++;
+	if (cu_err && !s->err)
+		s->err = cu_err;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_lock(&s->ctx->mu);
+	s->ctx->completed++;
+	pthread_cond_broadcast(&s->ctx->cv);
+	pthread_mutex_unlock(&s->ctx->mu);
+}
+
+static int bad_stream(CUstream s)
+{
+	return !s || s->magic != FAKEGPU_STREAM_MAGIC;
+}
+
+CUresult cuStreamCreate(CUstream *out, unsigned int flags)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	(void)flags;
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	s->pub.magic = FAKEGPU_STREAM_MAGIC;
+	s->pub.submit = st_submit;
+	s->pub.begin = st_begin;
+	s->pub.end = st_end;
+	s->ctx = current;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	*out = &s->pub;
+	return CUDA_SUCCESS;
+}
+
+static void graph_free(struct fake_graph *gr)
+{
+	if (gr) {
+		free(gr->w);
+		free(gr);
+	}
+}
+
+/*
+ * Destroy a stream. The fake NCCL drops (completes) its pending work on
+ * a stream when the communicator is destroyed or aborted, so by the time
+ * a program destroys its streams nothing refers to them.
+ */
+CUresult cuStreamDestroy_v2(CUstream pub)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_stream(pub))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct stream *s = S(pub);
+	s->pub.magic = 0;
+	graph_free(s->capture);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamQuery(CUstream pub)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_stream(pub))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct stream *s = S(pub);
+	pthread_mutex_lock(&s->mu);
+	CUresult r = s->capture ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+	           : s->err ? s->err
+	           : s->completed < s->submitted ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+CUresult cuStreamSynchronize(CUstream pub)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_stream(pub))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct stream *s = S(pub);
+	pthread_mutex_lock(&s->mu);
+	while (s->completed < s->submitted && !s->capture)
+		pthread_cond_wait(&s->cv, &s->mu);
+	CUresult r = s->capture ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : s->err;
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream pub, int mode)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_stream(pub))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (mode < 0 || mode > 2)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct stream *s = S(pub);
+	struct fake_graph *gr = calloc(1, sizeof(*gr));
+	if (!gr)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&s->mu);
+	CUresult r = s->capture ? CUDA_ERROR_ILLEGAL_STATE : CUDA_SUCCESS;
+	if (!r) {
+		s->capture = gr;
+		gr = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	graph_free(gr);
+	return r;
+}
+
+CUresult cuStreamEndCapture(CUstream pub, CUgraph *out)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_stream(pub))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct stream *s = S(pub);
+	pthread_mutex_lock(&s->mu);
+	struct fake_graph *gr = s->capture;
+	s->capture = NULL;
+	pthread_mutex_unlock(&s->mu);
+	*out = gr;
+	return gr ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_STATE;
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph gr, unsigned long long flags)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	(void)flags;
+	if (!e || !gr)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fake_graph *x = calloc(1, sizeof(*x));
+	if (!x)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; i < gr->n; i++)
+		if (graph_add(x, &gr->w[i])) {
+			graph_free(x);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+	*e = x;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!e || bad_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	for (size_t i = 0; i < e->n; i++) {
+		CUresult r = s->submit(s, &e->w[i]);
+		if (r)
+			return r;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec e)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	graph_free(e);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph gr)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	graph_free(gr);
+	return CUDA_SUCCESS;
+}
+
+/* ---- errors ---- */
+
+static const struct {
+	int code;
+	const char *name, *text;
+} errs[] = {
+	{ 0, "CUDA_SUCCESS", "no error" },
+	{ 1, "CUDA_ERROR_INVALID_VALUE", "invalid argument" },
+	{ 2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory" },
+	{ 3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error" },
+	{ 4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down" },
+	{ 100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected" },
+	{ 101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal" },
+	{ 201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context" },
+	{ 400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle" },
+	{ 401, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state" },
+	{ 600, "CUDA_ERROR_NOT_READY", "device not ready" },
+	{ 700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered" },
+	{ 719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure" },
+	{ 900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing" },
+	{ 901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture" },
+	{ 999, "CUDA_ERROR_UNKNOWN", "unknown error" },
+};
+
+CUresult cuGetErrorString(CUresult r, const char **s)
+{
+	if (!s)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+		if (errs[i].code == r) {
+			*s = errs[i].text;
+			return CUDA_SUCCESS;
+		}
+	*s = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorName(CUresult r, const char **s)
+{
+	if (!s)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+		if (errs[i].code == r) {
+			*s = errs[i].name;
+			return CUDA_SUCCESS;
+		}
+	*s = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}

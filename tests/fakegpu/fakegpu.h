@@ -1,0 +1,39 @@
+/*
+ * fakegpu: what the fake CUDA driver (fake_cuda.c, libcuda.so.1) and the
+ * fake NCCL (fake_nccl.c, libnccl.so.2) share. The two libraries are
+ * loaded separately (dlopen, RTLD_LOCAL) and never link each other: a
+ * CUstream handed to the fake NCCL points at a struct fakegpu_stream,
+ * whose first fields are this small interface, so NCCL work can be put
+ * on a stream (or recorded into a graph while the stream captures)
+ * without either library naming the other's symbols.
+ */
+#ifndef FAKEGPU_H
+#define FAKEGPU_H
+
+#include <stdint.h>
+
+#define FAKEGPU_STREAM_MAGIC 0x66616b6573747231ull /* "fakestr1" */
+
+struct fakegpu_stream;
+
+/*
+ * One piece of stream work, copied by value: into a graph while the
+ * stream captures, out of it at each cuGraphLaunch. launch() runs it on
+ * stream s (it calls s->begin once, and s->end later when it is done).
+ */
+struct fakegpu_work {
+	void (*launch)(const struct fakegpu_work *w, struct fakegpu_stream *s);
+	unsigned char arg[200];
+};
+
+struct fakegpu_stream {
+	uint64_t magic; /* FAKEGPU_STREAM_MAGIC */
+	/* Run w now, or record it when the stream captures. Returns a CUresult. */
+	int (*submit)(struct fakegpu_stream *s, const struct fakegpu_work *w);
+	/* One more piece of work is pending on s. */
+	void (*begin)(struct fakegpu_stream *s);
+	/* One piece finished; cu_err != 0 sticks to the stream (cuStreamQuery returns it). */
+	void (*end)(struct fakegpu_stream *s, int cu_err);
+};
+
+#endif
