@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# bench with the NCCL backend, for real, on CPUs: the fake CUDA driver and
+# the fake NCCL (tests/fakegpu/) stand in for libcuda.so.1 and libnccl.so.2.
+# Every op, type and reduction verified element by element, graphs,
+# outputs, and every failure a GPU run can meet (out of memory, a CUDA or
+# NCCL call failing, corrupted data, a hung peer, an asynchronous error).
+. "$(dirname "$0")/lib.sh"
+FAKE=$NW_TESTS/fakegpu
+export NCCLWATCH_CUDA_LIB=$FAKE/libcuda.so.1
+unset NCCLWATCH_NCCL_LIB FAKE_GPU_MEM FAKE_CUDA_FAIL FAKE_NCCL_FAIL FAKE_NCCL_CORRUPT FAKE_NCCL_HANG \
+	FAKE_NCCL_ASYNC_ERROR FAKE_NCCL_VERSION FAKE_INIT_TIMEOUT_S
+export FAKE_GPU_COUNT=4
+bench() { "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" "$@"; }
+
+run "$NW" version --nccl-lib "$FAKE/libnccl.so.2"
+expect_rc "version on the fakes: exit 0" 0
+expect_out "version: the fake NCCL is 2.28.9" "^NCCL 2\.28\.9 .*libnccl\.so\.2"
+expect_out "version: the fake driver is CUDA 13.0" "^CUDA driver API 13\.0 "
+
+# Rows of the nccl-tests table: size count type redop root, then time algbw busbw #wrong twice.
+# Checks, for n ranks: zero wrong (N/A where nccl-tests does not verify in place),
+# algbw = size / time and busbw = algbw x the nccl-tests factor, within the printed rounding.
+check_table() {
+	python3 - "$1" "$2" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read(); n = int(sys.argv[2])
+f = {"all_reduce": 2*(n-1)/n, "all_gather": (n-1)/n, "reduce_scatter": (n-1)/n, "alltoall": (n-1)/n,
+     "gather": (n-1)/n, "scatter": (n-1)/n, "broadcast": 1, "reduce": 1, "sendrecv": 1}
+bad = rows = 0; op = None; ops = set()
+for line in text.splitlines():
+    m = re.match(r"# Collective test starting: (\w+)_perf", line)
+    if m: op = m.group(1); ops.add(op); continue
+    if line.startswith("#") or not line.strip(): continue
+    v = line.split()
+    if len(v) != 13: bad += 1; print("row?", line); continue
+    rows += 1
+    size = int(v[0])
+    for t, alg, bus, wrong in ((v[5], v[6], v[7], v[8]), (v[9], v[10], v[11], v[12])):
+        t, alg, bus = float(t), float(alg), float(bus)
+        if wrong != "0" and not (wrong == "N/A" and op in ("alltoall", "sendrecv") and t is not None):
+            bad += 1; print("wrong", op, line)
+        # times are printed to 0.01 us: allow for that rounding
+        lo, hi = size / 1e3 / (t + 0.005), size / 1e3 / max(t - 0.005, 1e-9)
+        if not (lo - 0.006 <= alg <= hi + 0.006): bad += 1; print("algbw", op, line)
+        if abs(bus - alg * f[op]) > 0.011 + 0.001 * alg: bad += 1; print("busbw", op, line)
+print(rows, "rows", sorted(ops))
+sys.exit(1 if bad or not rows else 0)
+PY
+}
+
+for g in 2 4; do
+	run bench -g $g --op all -b 8 -e 64K -f 4 -c 1
+	expect_rc "-g $g all ops: exit 0" 0
+	expect_out "-g $g: devices named" "^# Using devices: $g x Fake H200"
+	for op in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter; do
+		expect_out "-g $g: $op section" "Collective test starting: ${op}_perf"
+	done
+	cp "$OUT" "$TMP/t$g.txt"
+	expect_true "-g $g: zero wrong, algbw and busbw by the nccl-tests formulas" check_table "$TMP/t$g.txt" $g
+done
+
+# Every type and reduction, every root (in-place and out-of-place rows both checked).
+run bench -g 4 --op all -d all -o all -r all -b 8 -e 2K -f 16 -c 1 -n 2 -w 1
+expect_rc "-g 4 -d all -o all -r all: exit 0" 0
+cp "$OUT" "$TMP/all.txt"
+expect_true "-d all -o all -r all: zero wrong everywhere" check_table "$TMP/all.txt" 4
+for t in int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2; do
+	expect_out "-d all: $t rows" "^ +[0-9]+ +[0-9]+ +$t +(sum|prod|min|max|avg|none) "
+done
+for o in sum prod min max avg; do
+	expect_out "-o all: $o rows" "^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +$o "
+done
+expect_out "-r all: root 3 rows" "^ +[0-9]+ +[0-9]+ +float +none +3 "
+expect_no_out "-o all: no avg on fp8 (NCCL refuses it)" " f8e(4m3|5m2) +avg "
+
+run bench -g 2 --op reduce,broadcast,gather,scatter -r 1 -b 64 -e 1K -f 4
+expect_rc "-r 1: exit 0" 0
+expect_out "-r 1: root printed" "^ +64 +[0-9]+ +float +(sum|none) +1 "
+cp "$OUT" "$TMP/r1.txt"
+expect_true "-r 1: zero wrong" check_table "$TMP/r1.txt" 2
+
+run bench -g 2 --op all_reduce,all_gather,reduce_scatter --oop-only -b 8 -e 4K -f 8
+expect_rc "--oop-only: exit 0" 0
+expect_out "--oop-only: out-of-place figures only" "^ +8 +2 +float +sum +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 *$"
+run bench -g 2 --op all_reduce,all_gather,reduce_scatter --ip-only -b 8 -e 4K -f 8
+expect_rc "--ip-only: exit 0" 0
+expect_out "--ip-only: in-place figures only" "^ +8 +2 +float +sum +-1 {30,}[0-9.]+ +[0-9.]+ +[0-9.]+ +0 *$"
+
+# CUDA graphs: the -n launches captured once, replayed -G times.
+run bench -g 2 --op all -G 2 -b 8 -e 16K -f 4
+expect_rc "-G 2: exit 0" 0
+expect_out "-G 2: header says graph 2" "graph: 2$"
+cp "$OUT" "$TMP/g.txt"
+expect_true "-G 2: zero wrong" check_table "$TMP/g.txt" 2
+
+for a in 0 1 2 3; do
+	run bench -g 2 -a $a -b 8 -e 1K -f 4
+	expect_rc "-a $a: exit 0" 0
+done
+run bench -g 2 -m 4 -b 8 -e 1K -f 4
+expect_rc "-m 4 (aggregated in a group): exit 0" 0
+run bench -g 2 -z 1 -b 8 -e 1K -f 4
+expect_rc "-z 1 (blocking): exit 0" 0
+
+run bench -g 4 --op all_reduce,alltoall,gather -d half,int32 -b 64 -e 4K -f 4 --json "$TMP/r.json" --csv "$TMP/r.csv"
+expect_rc "--json --csv: exit 0" 0
+check_json() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1])); csvf = sys.argv[2]
+bad = 0
+run = doc["run"]
+if run["nranks"] != 4 or run["backend"] != "nccl" or run["nccl_version"] != "2.28.9": bad += 1; print("run", run)
+rows = doc["results"]
+seen = {(r["op"], r["dtype"]) for r in rows}
+want = {(o, d) for o in ("all_reduce", "alltoall", "gather") for d in ("half", "int32")}
+if seen != want: bad += 1; print("ops/types", seen)
+sizes = sorted({r["size_bytes"] for r in rows if r["op"] == "all_reduce"})
+if sizes != [64, 256, 1024, 4096]: bad += 1; print("sizes", sizes)
+for r in rows:
+    if r["nranks"] != 4: bad += 1; print("nranks", r)
+    if r["wrong"] not in (0, None): bad += 1; print("wrong", r)
+    es = 2 if r["dtype"] == "half" else 4
+    per = r["size_bytes"] // es // (4 if r["op"] in ("alltoall", "gather") else 1)
+    if r["count"] != per: bad += 1; print("count", r)
+lines = [l for l in open(csvf) if l.strip()]
+if len(lines) != len(rows) + 1: bad += 1; print("csv rows", len(lines), len(rows))
+sys.exit(1 if bad else 0)
+PY
+}
+expect_true "--json: ranks, ops, types, sizes, counts, zero wrong; --csv: one line per row" \
+	check_json "$TMP/r.json" "$TMP/r.csv"
+
+# ---- failures ----
+run bench -g 8 -b 8 -e 1K
+expect_rc "-g 8 of 4 GPUs: exit 3" 3
+expect_err "-g 8: needs GPUs" "needs GPUs 0\.\.7 but 4 are visible"
+
+FAKE_GPU_MEM=200M run bench -g 2 -b 8 -e 64M
+expect_rc "too little memory: exit 3" 3
+expect_err "too little memory: names the GPU" "too little GPU memory on GPU 0"
+expect_no_crash "too little memory: no crash"
+
+FAKE_CUDA_FAIL=cuMemAlloc_v2 run bench -g 2 -b 8 -e 1K
+expect_rc "cuMemAlloc_v2 fails: exit 3" 3
+expect_err "cuMemAlloc_v2 fails: named" "GPU 0: allocating buffers failed: CUDA_ERROR_OUT_OF_MEMORY"
+
+FAKE_CUDA_FAIL=cuStreamCreate:2 run bench -g 2 -b 8 -e 1K
+expect_rc "cuStreamCreate fails: exit 3" 3
+expect_err "cuStreamCreate fails: named" "GPU 1: creating a context and stream failed: CUDA_ERROR_UNKNOWN"
+
+FAKE_NCCL_FAIL=ncclAllReduce:3 run bench -g 2 -b 8 -e 1K
+expect_rc "ncclAllReduce fails: exit 3" 3
+expect_err "ncclAllReduce fails: op and NCCL error named" "all_reduce on GPU 0 failed: unhandled cuda error .*NCCL error 1"
+expect_no_crash "ncclAllReduce fails: no crash"
+
+FAKE_NCCL_FAIL=ncclCommInitRankConfig:2 run bench -g 2 -b 8 -e 1K
+expect_rc "ncclCommInitRankConfig fails: exit 3" 3
+expect_err "ncclCommInitRankConfig fails: named" "creating the NCCL communicator on GPU 1 failed: unhandled cuda error"
+
+FAKE_NCCL_CORRUPT=1 run bench -g 2 --op all_reduce,all_gather,sendrecv -b 8 -e 1K -f 4
+expect_rc "corrupted data: exit 1" 1
+expect_err "corrupted data: said" "results have wrong elements"
+expect_out "corrupted data: #wrong > 0 in the table" "^ +8 +2 +float +sum +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[1-9]"
+
+start=$(date +%s)
+FAKE_NCCL_HANG=1 run bench -g 2 -T 2 -b 8 -e 1K
+took=$(($(date +%s) - start))
+expect_rc "hung rank, -T 2: exit 3" 3
+expect_err "hung rank: the timeout named" "did not finish within 2 s \(-T\) on GPU 0,1"
+expect_true "hung rank: ends well within 30 s (took ${took} s)" test "$took" -lt 30
+
+FAKE_NCCL_ASYNC_ERROR=1:10 run bench -g 2 -b 8 -e 1K -T 20
+expect_rc "asynchronous error: exit 3" 3
+expect_err "asynchronous error: named" "on GPU 1 failed: remote process exited .*NCCL error 6"
+
+FAKE_NCCL_VERSION=22703 run "$NW" version --nccl-lib "$FAKE/libnccl.so.2"
+expect_out "FAKE_NCCL_VERSION: ncclGetVersion says 2.27.3" "^NCCL 2\.27\.3 "
+
+# A clique whose ranks are in other processes: not supported, said so.
+if command -v mpirun >/dev/null; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+	FAKE_INIT_TIMEOUT_S=1 run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --no-history \
+		--nccl-lib "$FAKE/libnccl.so.2" -b 8 -e 1K -T 30
+	expect_true "two processes: non-zero exit" test "$RC" -ne 0
+	expect_err "two processes: the fake says it cannot" "ranks in other processes are not supported"
+fi
