@@ -185,3 +185,16 @@ if command -v mpirun >/dev/null; then
 	expect_true "two processes: non-zero exit" test "$RC" -ne 0
 	expect_err "two processes: the fake says it cannot" "ranks in other processes are not supported"
 fi
+
+# One clique driven from several threads (nccl-tests' -t): thread-local
+# groups, ranks of other threads completing the work, graphs per thread.
+T=$NW_TESTS/fakegpu_threads
+FAKE_GPU_COUNT=16 run "$T" --nccl-lib "$FAKE/libnccl.so.2" --threads 4 --gpus 2 --iters 50 --graph
+expect_rc "threads: 4 threads x 2 ranks, all-reduce, send/recv ring, graphs: exit 0" 0
+expect_out "threads: checked" "^ok threads=4 gpus=2 ranks=8 iters=50 graph$"
+FAKE_GPU_COUNT=16 run "$T" --nccl-lib "$FAKE/libnccl.so.2" --threads 8 --iters 200 --count 1
+expect_rc "threads: 8 threads x 1 rank, 200 iterations: exit 0" 0
+FAKE_NCCL_CORRUPT=1 run "$T" --nccl-lib "$FAKE/libnccl.so.2" --threads 2
+expect_rc "threads: corrupted data is caught" 1
+expect_err "threads: the wrong element named" "rank 1 iteration 0: all-reduce element 0 is"
+expect_no_crash "threads: abort wakes the other threads, no crash"
