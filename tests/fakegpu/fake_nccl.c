@@ -777,6 +777,57 @@ static void set_async(struct clique *cl, int err, const char *text)
 		}
 }
 
+/*
+ * Write rank r's output of collective c0 (n ranks) to out, from every
+ * rank's input ins[k]. tmp (one chunk) keeps a reduction shared by every
+ * rank (*tmp_ready says it is there); view holds n pointers of scratch.
+ */
+static void coll_output(const struct call *c0, int r, int n, const unsigned char *const *ins, unsigned char *out,
+                        unsigned char *tmp, int *tmp_ready, const unsigned char **view)
+{
+	size_t chunk = c0->count * type_size(c0->dtype);
+	int root = c0->root;
+	switch (c0->kind) {
+	case K_ALLREDUCE:
+		if (!*tmp_ready)
+			reduce(c0->dtype, c0->redop, n, ins, n, c0->count, tmp);
+		*tmp_ready = 1;
+		memcpy(out, tmp, chunk);
+		break;
+	case K_REDUCE:
+		if (r == root)
+			reduce(c0->dtype, c0->redop, n, ins, n, c0->count, out);
+		break;
+	case K_REDUCESCATTER:
+		for (int k = 0; k < n; k++)
+			view[k] = ins[k] + (size_t)r * chunk;
+		reduce(c0->dtype, c0->redop, n, view, n, c0->count, out);
+		break;
+	case K_ALLGATHER:
+		for (int k = 0; k < n; k++)
+			memcpy(out + (size_t)k * chunk, ins[k], chunk);
+		break;
+	case K_BROADCAST:
+		memcpy(out, ins[root], chunk);
+		break;
+	case K_ALLTOALL:
+		for (int k = 0; k < n; k++)
+			memcpy(out + (size_t)k * chunk, ins[k] + (size_t)r * chunk, chunk);
+		break;
+	case K_GATHER:
+		for (int k = 0; k < n && r == root; k++)
+			memcpy(out + (size_t)k * chunk, ins[k], chunk);
+		break;
+	case K_SCATTER:
+		memcpy(out, ins[root] + (size_t)r * chunk, chunk);
+		break;
+	default:
+		break;
+	}
+	if (r == cfg.corrupt && out_count(c0, r, n) > 0)
+		corrupt(c0->dtype, out);
+}
+
 /* Move the data of a collective whose every part is posted. Returns 0, or -1 when ranks disagree. */
 static int run_coll(struct clique *cl, struct pending *p)
 {
@@ -819,50 +870,9 @@ static int run_coll(struct clique *cl, struct pending *p)
 	}
 	const unsigned char **ins = (const unsigned char **)snap;
 	const unsigned char **view = calloc((size_t)n, sizeof(*view));
-	int root = c0->root;
-	for (int r = 0; r < n && view; r++) {
-		unsigned char *out = p->parts[r].c.recv;
-		switch (c0->kind) {
-		case K_ALLREDUCE:
-			if (r == 0)
-				reduce(c0->dtype, c0->redop, n, ins, n, c0->count, tmp);
-			memcpy(out, tmp, chunk);
-			break;
-		case K_REDUCE:
-			if (r == root) {
-				reduce(c0->dtype, c0->redop, n, ins, n, c0->count, tmp);
-				memcpy(out, tmp, chunk);
-			}
-			break;
-		case K_REDUCESCATTER:
-			for (int k = 0; k < n; k++)
-				view[k] = ins[k] + (size_t)r * chunk;
-			reduce(c0->dtype, c0->redop, n, view, n, c0->count, out);
-			break;
-		case K_ALLGATHER:
-			for (int k = 0; k < n; k++)
-				memcpy(out + (size_t)k * chunk, ins[k], chunk);
-			break;
-		case K_BROADCAST:
-			memcpy(out, ins[root], chunk);
-			break;
-		case K_ALLTOALL:
-			for (int k = 0; k < n; k++)
-				memcpy(out + (size_t)k * chunk, ins[k] + (size_t)r * chunk, chunk);
-			break;
-		case K_GATHER:
-			for (int k = 0; k < n && r == root; k++)
-				memcpy(out + (size_t)k * chunk, ins[k], chunk);
-			break;
-		case K_SCATTER:
-			memcpy(out, ins[root] + (size_t)r * chunk, chunk);
-			break;
-		default:
-			break;
-		}
-		if (r == cfg.corrupt && out_count(c0, r, n) > 0)
-			corrupt(c0->dtype, out);
-	}
+	int tmp_ready = 0;
+	for (int r = 0; r < n && view; r++)
+		coll_output(c0, r, n, ins, p->parts[r].c.recv, tmp, &tmp_ready, view);
 	for (int r = 0; r < n; r++)
 		free(snap[r]);
 	free(snap);
