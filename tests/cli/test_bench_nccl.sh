@@ -177,14 +177,48 @@ expect_err "asynchronous error: named" "on GPU 1 failed: remote process exited .
 FAKE_NCCL_VERSION=22703 run "$NW" version --nccl-lib "$FAKE/libnccl.so.2"
 expect_out "FAKE_NCCL_VERSION: ncclGetVersion says 2.27.3" "^NCCL 2\.27\.3 "
 
-# A clique whose ranks are in other processes: not supported, said so.
+# Cliques across processes (one rank per process under mpirun, or two),
+# through the fake's shared-memory file.
 if command -v mpirun >/dev/null; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-	FAKE_INIT_TIMEOUT_S=1 run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --no-history \
-		--nccl-lib "$FAKE/libnccl.so.2" -b 8 -e 1K -T 30
-	expect_true "two processes: non-zero exit" test "$RC" -ne 0
-	expect_err "two processes: the fake says it cannot" "ranks in other processes are not supported"
+	# Open MPI leaks at exit by design; leak checking covers our code in the other runs.
+	mpi() { ASAN_OPTIONS=detect_leaks=0 mpirun -np "$1" "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" "${@:2}"; }
+	run mpi 2 --op all -b 8 -e 64K -f 4
+	expect_rc "mpirun -np 2 all ops: exit 0" 0
+	expect_out "mpirun -np 2: 2 ranks" "^# Using devices: 2 x Fake H200 .*\(2 ranks\)"
+	cp "$OUT" "$TMP/m2.txt"
+	expect_true "mpirun -np 2: zero wrong, busbw formulas" check_table "$TMP/m2.txt" 2
+	run mpi 2 -g 2 --op all -G 2 -b 8 -e 16K -f 4
+	expect_rc "mpirun -np 2 -g 2 -G 2: exit 0" 0
+	cp "$OUT" "$TMP/m22.txt"
+	expect_true "mpirun -np 2 -g 2 -G 2: 4 ranks, zero wrong" check_table "$TMP/m22.txt" 4
+	run mpi 4 --op all -d int8,half,f8e5m2,double -o all -r all -b 8 -e 2K -f 16 -n 2 -w 1
+	expect_rc "mpirun -np 4 types, reductions, roots: exit 0" 0
+	cp "$OUT" "$TMP/m4.txt"
+	expect_true "mpirun -np 4: zero wrong" check_table "$TMP/m4.txt" 4
+	FAKE_NCCL_CORRUPT=1 run mpi 2 -b 8 -e 1K
+	expect_rc "mpirun, corrupted data: exit 1" 1
+	start=$(date +%s)
+	FAKE_NCCL_HANG=1 run mpi 2 -T 2 -b 8 -e 1K
+	took=$(($(date +%s) - start))
+	expect_true "mpirun, hung rank: non-zero exit" test "$RC" -ne 0
+	expect_err "mpirun, hung rank: the timeout named" "did not finish within 2 s \(-T\)"
+	expect_true "mpirun, hung rank: ends well within 30 s (took ${took} s)" test "$took" -lt 30
+	FAKE_NCCL_ASYNC_ERROR=1:10 run mpi 2 -T 20 -b 8 -e 1K
+	expect_true "mpirun, asynchronous error: non-zero exit" test "$RC" -ne 0
+	expect_err "mpirun, asynchronous error: named" "rank 1 on .* remote process exited .*NCCL error 6"
+	FAKE_XP_KIB=4 run mpi 2 -b 8 -e 64K -T 20
+	expect_true "mpirun, more than FAKE_XP_KIB per rank: non-zero exit" test "$RC" -ne 0
+	expect_err "mpirun, more than FAKE_XP_KIB: said" "at most 4 KiB per rank \(FAKE_XP_KIB\)"
+	left=$(ls /dev/shm 2>/dev/null | grep -c "^fakenccl-$(id -u)-" || true)
+	expect_true "mpirun: no shared-memory file left behind" test "$left" -eq 0
 fi
+
+# A rank that never joins: init fails after FAKE_INIT_TIMEOUT_S, by name.
+FAKE_INIT_TIMEOUT_S=1 FAKE_GPU_COUNT=16 run "$NW_TESTS/fakegpu_threads" --nccl-lib "$FAKE/libnccl.so.2" \
+	--threads 2 --gpus 2 --extra 1
+expect_rc "missing rank: init fails" 1
+expect_err "missing rank: ncclSystemError, how many joined" "NCCL error 2 \(fake NCCL: ncclCommInitRank: only [0-9] of 5 ranks of the clique joined within 1 s"
 
 # One clique driven from several threads (nccl-tests' -t): thread-local
 # groups, ranks of other threads completing the work, graphs per thread.

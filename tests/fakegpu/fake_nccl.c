@@ -3,9 +3,9 @@
  * without a GPU, to go with the fake CUDA driver (fake_cuda.c): the nccl*
  * functions ncclwatch resolves (src/gpu/nccl.c), with the real ABI.
  *
- * A communicator clique is named by the unique id's bytes and lives in
- * this process; its ranks may be driven from one thread (grouped) or from
- * several. Group state is thread-local, as in NCCL: between ncclGroupStart
+ * A communicator clique is named by the unique id's bytes. When all its
+ * ranks are in this process (the usual case in tests), they may be driven
+ * from one thread (grouped) or from several. Group state is thread-local, as in NCCL: between ncclGroupStart
  * and ncclGroupEnd calls are queued, and put on their streams at the
  * outermost ncclGroupEnd. Each rank's collectives are numbered in order;
  * a collective runs when every rank of the clique has put its part on a
@@ -21,19 +21,28 @@
  * and rounded once; integers wrap as the type does; integer avg is the
  * wrapped sum divided by the rank count, truncating.
  *
- * ncclCommInitRank(Config) waits (at the outermost ncclGroupEnd when
- * grouped) until every rank of the clique has joined in this process, at
- * most FAKE_INIT_TIMEOUT_S (default 10) seconds; then ncclSystemError and
- * ncclGetLastError says "fake NCCL: ranks in other processes are not
- * supported". ncclCommAbort drops the clique's pending work and completes
- * its streams with CUDA_ERROR_LAUNCH_FAILED so waiters wake; its other
- * communicators then report ncclRemoteError. ncclCommDestroy with work
- * still pending drops that work the same way.
+ * ncclCommInitRank(Config) registers the rank in a shared-memory file
+ * named after the unique id and waits (at the outermost ncclGroupEnd when
+ * grouped) until every rank of the clique has joined, at most
+ * FAKE_INIT_TIMEOUT_S (default 10) seconds; then ncclSystemError, and
+ * ncclGetLastError says how many joined. A clique whose ranks are all in
+ * this process runs as above; one spread over processes (mpirun -np N)
+ * runs through the shared file instead: each rank gets a thread that runs
+ * its work in order, inputs are copied into the file and each rank
+ * computes its own output there (at most FAKE_XP_KIB, default 1024 KiB,
+ * per rank per operation; more is reported as ncclInvalidUsage through
+ * ncclCommGetAsyncError). Without a usable /dev/shm, ranks in other
+ * processes are not supported: init fails after the timeout, and says so.
+ * ncclCommAbort drops the clique's pending work and completes its streams
+ * with CUDA_ERROR_LAUNCH_FAILED so waiters wake (in every process); its
+ * other communicators then report ncclRemoteError. ncclCommDestroy with
+ * work still pending drops that work the same way.
  *
  * Environment:
  *   FAKE_NCCL_VERSION=CODE   what ncclGetVersion says (default 22809); the
  *                            file's "NCCL version 2.28.9" string stays
  *   FAKE_INIT_TIMEOUT_S=S    see above
+ *   FAKE_XP_KIB=N            see above (every process of a clique must agree)
  *   FAKE_NCCL_FAIL=NAME[:N]  the Nth call (default the 1st) of nccl function
  *                            NAME returns ncclUnhandledCudaError (1), with a
  *                            last-error text saying so
@@ -45,13 +54,18 @@
  *                            receives) of RANK, its further work never runs and
  *                            ncclCommGetAsyncError reports ncclRemoteError (6)
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -119,6 +133,11 @@ struct call {
 };
 _Static_assert(sizeof(struct call) <= sizeof(((struct fakegpu_work *)0)->arg), "call fits in stream work");
 
+struct queued {
+	struct call c;
+	struct fakegpu_stream *s;
+};
+
 struct comm {
 	struct clique *cl;  /* NULL until joined */
 	int n, rank;
@@ -128,6 +147,14 @@ struct comm {
 	uint64_t done;      /* operations executed */
 	int async_err;
 	char last_err[256];
+	/* a clique across processes: this rank's work runs on its own thread, in order */
+	struct xp_map *xp;
+	pthread_t th;
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv;
+	struct queued *q;
+	size_t qh, qn, qcap;
+	int stop;
 };
 
 enum tag { TAG_COLL, TAG_P2P, TAG_HELD };
@@ -176,10 +203,6 @@ static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static _Thread_local char tl_err[256];
 
 /* Group state of this thread. */
-struct queued {
-	struct call c;
-	struct fakegpu_stream *s;
-};
 static _Thread_local int depth;
 static _Thread_local ncclResult_t group_err;
 static _Thread_local struct queued *gq;
@@ -380,6 +403,10 @@ static ncclResult_t wait_joined(struct comm **cs, size_t n)
 	return ncclSuccess;
 }
 
+static ncclResult_t init_all(struct comm **cs, size_t k);
+static void xp_post(struct comm *c, const struct call *call, struct fakegpu_stream *s);
+static void xp_leave(struct comm *c, int abort);
+
 static void comm_free(struct comm *c)
 {
 	if (c) {
@@ -420,11 +447,7 @@ static ncclResult_t init_rank(ncclComm_t *out, int n, const ncclUniqueId *id, in
 		*out = c;
 		return ncclSuccess;
 	}
-	pthread_mutex_lock(&mu);
-	ncclResult_t r = join(c);
-	pthread_mutex_unlock(&mu);
-	if (!r)
-		r = wait_joined(&c, 1);
+	ncclResult_t r = init_all(&c, 1);
 	if (r) {
 		comm_free(c);
 		return r;
@@ -481,6 +504,8 @@ ncclResult_t ncclCommDestroy(ncclComm_t c)
 	FAIL_POINT();
 	if (!c)
 		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL communicator%.0ld", __func__, 0);
+	if (c->xp)
+		xp_leave(c, 0);
 	pthread_mutex_lock(&mu);
 	if (c->cl) {
 		drop_pending(c->cl, c);
@@ -496,6 +521,8 @@ ncclResult_t ncclCommAbort(ncclComm_t c)
 	FAIL_POINT();
 	if (!c)
 		return ncclSuccess;
+	if (c->xp)
+		xp_leave(c, 1);
 	pthread_mutex_lock(&mu);
 	struct clique *cl = c->cl;
 	if (cl) {
@@ -936,6 +963,10 @@ static void post(const struct call *c, struct fakegpu_stream *s)
 {
 	struct comm *cm = c->comm;
 	struct clique *cl = cm->cl;
+	if (cm->xp) {
+		xp_post(cm, c, s);
+		return;
+	}
 	if (!cl || cl->aborted) {
 		s->end(s, CU_LAUNCH_FAILED);
 		return;
@@ -1014,7 +1045,7 @@ static ncclResult_t enqueue(const struct call *c, struct fakegpu_stream *s)
 {
 	const char *name = kind_name[c->kind];
 	struct comm *cm = c->comm;
-	if (!cm || !cm->cl)
+	if (!cm || (!cm->cl && !cm->xp))
 		return fail(ncclInvalidArgument, "fake NCCL: %s: no communicator (or one not initialised)%.0ld", name, 0);
 	if (!s || s->magic != FAKEGPU_STREAM_MAGIC)
 		return fail(ncclInvalidArgument, "fake NCCL: %s: the stream is not one of the fake CUDA driver's%.0ld",
@@ -1074,22 +1105,616 @@ ncclResult_t ncclGroupEnd(void)
 	if (--depth > 0)
 		return ncclSuccess;
 	ncclResult_t r = group_err;
-	if (!r && ginit_n) {
-		pthread_mutex_lock(&mu);
-		size_t k = 0;
-		for (; k < ginit_n && !r; k++)
-			r = join(ginit[k]);
-		if (r)
-			for (size_t i = 0; i + 1 < k; i++)
-				leave(ginit[i]);
-		pthread_mutex_unlock(&mu);
-		if (!r)
-			r = wait_joined(ginit, ginit_n);
-	}
+	if (!r && ginit_n)
+		r = init_all(ginit, ginit_n);
 	for (size_t i = 0; i < gq_n && !r; i++)
 		if (submit(&gq[i].c, gq[i].s))
 			r = fail(ncclUnhandledCudaError, "fake NCCL: %s: the stream refused work%.0ld", __func__, 0);
 	group_reset();
+	return r;
+}
+
+/* ---- cliques across processes ---- */
+
+/*
+ * Every clique registers in a shared-memory file named after its unique
+ * id (/dev/shm/fakenccl-<uid>-<hash>): ranks write their pid there and
+ * wait until all have joined. When every rank is in this process the file
+ * is let go and the clique runs in-process (above). Otherwise each rank
+ * gets a thread that runs its work in order through the file: a
+ * collective's inputs are copied into a slot (XP_SLOTS in a ring, one
+ * region of FAKE_XP_BYTES per rank), and once all have arrived each rank
+ * computes its own output from them; a send copies into the (sender,
+ * receiver) ring of XP_PSLOTS messages, the receive copies out. The file
+ * is unlinked once everyone has mapped it.
+ */
+#define XP_MAXR 64
+#define XP_SLOTS 8
+#define XP_PSLOTS 2
+#define XP_MAGIC 0x66616b6578703031ull
+
+struct xp_part {
+	int kind, dtype, redop, root;
+	size_t count;
+};
+struct xp_slot {
+	uint64_t seq;
+	int arrived, consumed;
+	struct xp_part part[XP_MAXR];
+};
+struct xp_msg {
+	uint64_t seq;
+	int full, dtype;
+	size_t count;
+};
+struct xp_hdr {
+	uint64_t magic;
+	int ready, n;
+	size_t cap;
+	pthread_mutex_t mu; /* process-shared, robust */
+	pthread_cond_t cv;
+	int joined, seen, aborted;
+	int pids[XP_MAXR];
+	struct xp_slot slots[XP_SLOTS];
+	/* then n*n*XP_PSLOTS struct xp_msg, then the data */
+};
+
+struct xp_map {
+	struct xp_map *next;
+	unsigned char id[128];
+	char path[96];
+	struct xp_hdr *h;
+	size_t size;
+	int refs;
+};
+
+static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct xp_map *maps;
+
+static size_t xp_cap(void)
+{
+	long kib = env_long("FAKE_XP_KIB", 1024);
+	return (size_t)(kib > 0 ? kib : 1024) << 10;
+}
+
+static size_t msgs_off(void)
+{
+	return (sizeof(struct xp_hdr) + 63) & ~(size_t)63;
+}
+
+static size_t data_off(int n)
+{
+	return (msgs_off() + (size_t)n * (size_t)n * XP_PSLOTS * sizeof(struct xp_msg) + 4095) & ~(size_t)4095;
+}
+
+static size_t xp_size(int n, size_t cap)
+{
+	return data_off(n) + (size_t)XP_SLOTS * (size_t)n * cap + (size_t)n * (size_t)n * XP_PSLOTS * cap;
+}
+
+static struct xp_msg *xp_msg(struct xp_hdr *h, int a, int b, uint64_t k)
+{
+	struct xp_msg *m = (struct xp_msg *)((char *)h + msgs_off());
+	return &m[((size_t)a * (size_t)h->n + (size_t)b) * XP_PSLOTS + k % XP_PSLOTS];
+}
+
+static unsigned char *xp_slot_data(struct xp_hdr *h, uint64_t k, int r)
+{
+	return (unsigned char *)h + data_off(h->n) + ((k % XP_SLOTS) * (size_t)h->n + (size_t)r) * h->cap;
+}
+
+static unsigned char *xp_msg_data(struct xp_hdr *h, int a, int b, uint64_t k)
+{
+	size_t base = data_off(h->n) + (size_t)XP_SLOTS * (size_t)h->n * h->cap;
+	return (unsigned char *)h + base + (((size_t)a * (size_t)h->n + (size_t)b) * XP_PSLOTS + k % XP_PSLOTS) * h->cap;
+}
+
+static void xp_lock(struct xp_hdr *h)
+{
+	if (pthread_mutex_lock(&h->mu) == EOWNERDEAD) {
+		/* a process died holding it: nothing it was doing can be trusted */
+		h->aborted = 1;
+		pthread_mutex_consistent(&h->mu);
+	}
+}
+
+static uint64_t fnv(const unsigned char *p, size_t n, uint64_t seed)
+{
+	uint64_t x = seed;
+	for (size_t i = 0; i < n; i++)
+		x = (x ^ p[i]) * 0x100000001b3ull;
+	return x;
+}
+
+static void xp_detach(struct xp_map *m)
+{
+	pthread_mutex_lock(&maps_mu);
+	int last = --m->refs == 0;
+	if (last) {
+		struct xp_map **pp = &maps;
+		while (*pp != m)
+			pp = &(*pp)->next;
+		*pp = m->next;
+	}
+	pthread_mutex_unlock(&maps_mu);
+	if (last) {
+		munmap(m->h, m->size);
+		free(m);
+	}
+}
+
+/* Sleep a millisecond at a time until *flag is set or the deadline passes. */
+static int wait_flag(const int *flag, double seconds)
+{
+	for (double t = 0; t < seconds; t += 0.001) {
+		if (__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+			return 0;
+		usleep(1000);
+	}
+	return -1;
+}
+
+/*
+ * Remove registry files left by cliques whose id was made by a process
+ * that is gone (killed during init: after init the file is already unlinked).
+ */
+static void sweep(void)
+{
+	char prefix[48];
+	int plen = snprintf(prefix, sizeof(prefix), "fakenccl-%u-", (unsigned)getuid());
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, prefix, (size_t)plen) != 0)
+			continue;
+		char *end;
+		long pid = strtol(e->d_name + plen, &end, 10);
+		if (pid <= 0 || *end != '-' || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char path[300];
+		snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+}
+
+/* Map the clique's registry file (creating it), once per process. NULL when shared memory is unusable. */
+static struct xp_map *xp_attach(const struct comm *c)
+{
+	pthread_mutex_lock(&maps_mu);
+	for (struct xp_map *m = maps; m; m = m->next)
+		if (!memcmp(m->id, c->id, sizeof(m->id))) {
+			m->refs++;
+			pthread_mutex_unlock(&maps_mu);
+			return m;
+		}
+	struct xp_map *m = calloc(1, sizeof(*m));
+	if (!m || c->n > XP_MAXR)
+		goto fail;
+	memcpy(m->id, c->id, sizeof(m->id));
+	uint64_t gen;
+	memcpy(&gen, c->id + 8, sizeof(gen)); /* the pid ncclGetUniqueId put there */
+	sweep();
+	snprintf(m->path, sizeof(m->path), "/dev/shm/fakenccl-%u-%llu-%016llx%016llx", (unsigned)getuid(),
+	         (unsigned long long)(gen < 1u << 30 ? gen : 0),
+	         (unsigned long long)fnv(c->id, sizeof(c->id), 0xcbf29ce484222325ull),
+	         (unsigned long long)fnv(c->id, sizeof(c->id), 0x84222325cbf29ce4ull));
+	size_t cap = xp_cap();
+	m->size = xp_size(c->n, cap);
+	int creator = 1;
+	int fd = open(m->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		creator = 0;
+		fd = open(m->path, O_RDWR | O_CLOEXEC);
+	}
+	if (fd < 0)
+		goto fail;
+	if (creator && ftruncate(fd, (off_t)m->size) != 0) {
+		close(fd);
+		unlink(m->path);
+		goto fail;
+	}
+	struct stat st;
+	for (int i = 0; !creator && i < 10000; i++) {
+		if (fstat(fd, &st) == 0 && (size_t)st.st_size >= m->size)
+			break;
+		usleep(1000);
+	}
+	void *p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		goto fail;
+	m->h = p;
+	if (creator) {
+		struct xp_hdr *h = m->h;
+		h->magic = XP_MAGIC;
+		h->n = c->n;
+		h->cap = cap;
+		pthread_mutexattr_t ma;
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+		pthread_mutex_init(&h->mu, &ma);
+		pthread_mutexattr_destroy(&ma);
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+		pthread_cond_init(&h->cv, &ca);
+		pthread_condattr_destroy(&ca);
+		for (int i = 0; i < XP_SLOTS; i++)
+			h->slots[i].seq = (uint64_t)i;
+		for (int a = 0; a < c->n; a++)
+			for (int b = 0; b < c->n; b++)
+				for (uint64_t k = 0; k < XP_PSLOTS; k++)
+					xp_msg(h, a, b, k)->seq = k;
+		__atomic_store_n(&h->ready, 1, __ATOMIC_RELEASE);
+	} else if (wait_flag(&m->h->ready, cfg.init_timeout) != 0 || m->h->magic != XP_MAGIC || m->h->n != c->n ||
+	           m->h->cap != cap) {
+		munmap(m->h, m->size);
+		goto fail;
+	}
+	m->refs = 1;
+	m->next = maps;
+	maps = m;
+	pthread_mutex_unlock(&maps_mu);
+	return m;
+fail:
+	pthread_mutex_unlock(&maps_mu);
+	free(m);
+	return NULL;
+}
+
+/* Wait on the registry's condition for a while (to look at stop and abort again). */
+static void xp_nap(struct xp_hdr *h)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_nsec += 20 * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == EOWNERDEAD) {
+		h->aborted = 1;
+		pthread_mutex_consistent(&h->mu);
+	}
+}
+
+static int xp_gone(struct comm *c)
+{
+	return c->xp->h->aborted || __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE);
+}
+
+static void xp_async(struct comm *c, int err, const char *text)
+{
+	pthread_mutex_lock(&mu);
+	if (!c->async_err) {
+		c->async_err = err;
+		snprintf(c->last_err, sizeof(c->last_err), "%s", text);
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+/*
+ * Run one part of this rank's work through the shared file, in order.
+ * Returns 0 when done, CU_LAUNCH_FAILED when the clique was aborted or the
+ * communicator is going away, -1 when the work is held (never runs).
+ */
+static int xp_run(struct comm *c, const struct call *call)
+{
+	struct xp_hdr *h = c->xp->h;
+	int n = c->n, rank = c->rank;
+	pthread_mutex_lock(&mu);
+	int held = rank == cfg.hang;
+	if (rank == cfg.async_rank && c->done >= cfg.async_after) {
+		held = 1;
+		if (!c->async_err) {
+			c->async_err = ncclRemoteError;
+			snprintf(c->last_err, sizeof(c->last_err), "fake NCCL: FAKE_NCCL_ASYNC_ERROR after %llu "
+			         "operations on rank %d", (unsigned long long)cfg.async_after, rank);
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	if (held)
+		return -1;
+	size_t es = type_size(call->dtype);
+	size_t bytes = (call->kind == K_SEND || call->kind == K_RECV ? call->count : in_count(call, rank, n)) * es;
+	if (bytes > h->cap) {
+		char text[256];
+		snprintf(text, sizeof(text), "fake NCCL: across processes an operation may move at most %zu KiB per "
+		         "rank (FAKE_XP_KIB); %s wants %zu bytes", h->cap >> 10, kind_name[call->kind], bytes);
+		xp_async(c, ncclInvalidUsage, text);
+		return -1;
+	}
+	int rc = 0;
+	xp_lock(h);
+	if (call->kind == K_SEND) {
+		uint64_t k = c->sent[call->peer]++;
+		struct xp_msg *m = xp_msg(h, rank, call->peer, k);
+		while ((m->seq != k || m->full) && !(rc = xp_gone(c)))
+			xp_nap(h);
+		if (!rc) {
+			if (bytes)
+				memcpy(xp_msg_data(h, rank, call->peer, k), call->send, bytes);
+			m->count = call->count;
+			m->dtype = call->dtype;
+			m->full = 1;
+		}
+	} else if (call->kind == K_RECV) {
+		uint64_t k = c->rcvd[call->peer]++;
+		struct xp_msg *m = xp_msg(h, call->peer, rank, k);
+		while ((m->seq != k || !m->full) && !(rc = xp_gone(c)))
+			xp_nap(h);
+		if (!rc && (m->count != call->count || m->dtype != call->dtype)) {
+			xp_async(c, ncclInvalidUsage, "fake NCCL: a send and its receive disagree on count or type");
+			rc = -1;
+		}
+		if (!rc) {
+			if (bytes) {
+				memcpy(call->recv, xp_msg_data(h, call->peer, rank, k), bytes);
+				if (rank == cfg.corrupt)
+					corrupt(call->dtype, call->recv);
+			}
+			m->full = 0;
+			m->seq += XP_PSLOTS;
+		}
+	} else {
+		uint64_t k = c->coll_seq++;
+		struct xp_slot *sl = &h->slots[k % XP_SLOTS];
+		while (sl->seq != k && !(rc = xp_gone(c)))
+			xp_nap(h);
+		if (!rc) {
+			if (bytes)
+				memcpy(xp_slot_data(h, k, rank), call->send, bytes);
+			sl->part[rank] = (struct xp_part){ call->kind, call->dtype, call->redop, call->root, call->count };
+			sl->arrived++;
+			pthread_cond_broadcast(&h->cv);
+		}
+		while (!rc && sl->arrived < n && !(rc = xp_gone(c)))
+			xp_nap(h);
+		for (int r = 0; r < n && !rc; r++)
+			if (memcmp(&sl->part[r], &sl->part[0], sizeof(sl->part[0])) != 0) {
+				xp_async(c, ncclInvalidUsage, "fake NCCL: ranks called different collectives at the same point");
+				rc = -1;
+			}
+		if (!rc) {
+			const unsigned char *ins[XP_MAXR], *view[XP_MAXR];
+			unsigned char *tmp = malloc(call->count * es + 1);
+			int tmp_ready = 0;
+			if (tmp) {
+				for (int r = 0; r < n; r++)
+					ins[r] = xp_slot_data(h, k, r);
+				if (call->count)
+					coll_output(call, rank, n, ins, call->recv, tmp, &tmp_ready, view);
+			} else {
+				xp_async(c, ncclSystemError, "fake NCCL: out of memory running a collective");
+				rc = -1;
+			}
+			free(tmp);
+		}
+		if (rc >= 0 && !xp_gone(c) && ++sl->consumed == n) {
+			sl->seq += XP_SLOTS;
+			sl->arrived = sl->consumed = 0;
+		}
+	}
+	if (rc > 0 || h->aborted) {
+		rc = CU_LAUNCH_FAILED;
+		if (h->aborted)
+			xp_async(c, ncclRemoteError, "fake NCCL: a peer's communicator was aborted");
+	}
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	return rc;
+}
+
+/* This rank's worker: its work in order, like a GPU running a stream. */
+static void *xp_thread(void *arg)
+{
+	struct comm *c = arg;
+	struct queued *held = NULL;
+	size_t nheld = 0;
+	for (;;) {
+		pthread_mutex_lock(&c->qmu);
+		while (c->qh == c->qn && !c->stop)
+			pthread_cond_wait(&c->qcv, &c->qmu);
+		if (c->qh == c->qn) {
+			pthread_mutex_unlock(&c->qmu);
+			break;
+		}
+		struct queued it = c->q[c->qh++];
+		int stop = c->stop;
+		pthread_mutex_unlock(&c->qmu);
+		int rc = stop ? CU_LAUNCH_FAILED : xp_run(c, &it.c);
+		if (rc < 0) {
+			struct queued *nh = realloc(held, (nheld + 1) * sizeof(*nh));
+			if (nh) {
+				held = nh;
+				held[nheld++] = it;
+				continue;
+			}
+			rc = CU_LAUNCH_FAILED;
+		}
+		if (!rc) {
+			pthread_mutex_lock(&mu);
+			c->done++;
+			pthread_mutex_unlock(&mu);
+		}
+		it.s->end(it.s, rc);
+	}
+	for (size_t i = 0; i < nheld; i++)
+		held[i].s->end(held[i].s, CU_LAUNCH_FAILED);
+	free(held);
+	return NULL;
+}
+
+/* Queue one part for this rank's worker (its stream's begin() is done). */
+static void xp_post(struct comm *c, const struct call *call, struct fakegpu_stream *s)
+{
+	pthread_mutex_lock(&c->qmu);
+	if (c->qh == c->qn)
+		c->qh = c->qn = 0;
+	if (c->qn == c->qcap) {
+		size_t cap = c->qcap ? c->qcap * 2 : 64;
+		struct queued *nq = realloc(c->q, cap * sizeof(*nq));
+		if (!nq) {
+			pthread_mutex_unlock(&c->qmu);
+			s->end(s, CU_LAUNCH_FAILED);
+			return;
+		}
+		c->q = nq;
+		c->qcap = cap;
+	}
+	c->q[c->qn].c = *call;
+	c->q[c->qn].s = s;
+	c->qn++;
+	pthread_cond_signal(&c->qcv);
+	pthread_mutex_unlock(&c->qmu);
+}
+
+/* Stop this rank's worker (its pending work completes with an error) and let the file go; abort tells every rank. */
+static void xp_leave(struct comm *c, int abort)
+{
+	struct xp_hdr *h = c->xp->h;
+	if (abort) {
+		xp_lock(h);
+		h->aborted = 1;
+		pthread_cond_broadcast(&h->cv);
+		pthread_mutex_unlock(&h->mu);
+	}
+	pthread_mutex_lock(&c->qmu);
+	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+	pthread_cond_signal(&c->qcv);
+	pthread_mutex_unlock(&c->qmu);
+	pthread_join(c->th, NULL);
+	pthread_mutex_destroy(&c->qmu);
+	pthread_cond_destroy(&c->qcv);
+	free(c->q);
+	c->q = NULL;
+	xp_detach(c->xp);
+	c->xp = NULL;
+}
+
+/* Take rank c out of the registry (init failed). */
+static void xp_unregister(struct comm *c, struct xp_map *m)
+{
+	struct xp_hdr *h = m->h;
+	xp_lock(h);
+	if (h->pids[c->rank] == (int)getpid()) {
+		h->pids[c->rank] = 0;
+		if (--h->joined == 0)
+			unlink(m->path);
+	}
+	pthread_mutex_unlock(&h->mu);
+}
+
+/*
+ * Join comms cs[0..k) to their cliques: register every one in the shared
+ * file, wait (FAKE_INIT_TIMEOUT_S) until every rank of each clique has
+ * joined, then run in-process where a whole clique is here, across
+ * processes where it is not. Without usable shared memory, in-process only.
+ */
+static ncclResult_t init_all(struct comm **cs, size_t k)
+{
+	struct xp_map **m = calloc(k, sizeof(*m));
+	ncclResult_t r = ncclSuccess;
+	size_t reg = 0, i;
+	if (!m)
+		return fail(ncclSystemError, "fake NCCL: %s: out of memory%.0ld", "ncclCommInitRank", 0);
+	int shared = 1;
+	for (i = 0; i < k && shared; i++)
+		shared = (m[i] = xp_attach(cs[i])) != NULL;
+	if (!shared) {
+		/* no shared memory: this process only */
+		for (i = 0; i < k; i++)
+			if (m[i])
+				xp_detach(m[i]);
+		free(m);
+		pthread_mutex_lock(&mu);
+		for (i = 0; i < k && !r; i++)
+			r = join(cs[i]);
+		if (r)
+			for (size_t j = 0; j + 1 < i; j++)
+				leave(cs[j]);
+		pthread_mutex_unlock(&mu);
+		return r ? r : wait_joined(cs, k);
+	}
+	for (; reg < k && !r; reg++) {
+		struct xp_hdr *h = m[reg]->h;
+		xp_lock(h);
+		if (h->pids[cs[reg]->rank])
+			r = fail(ncclInvalidUsage, "fake NCCL: %s: rank %ld joined twice", "ncclCommInitRank", cs[reg]->rank);
+		else {
+			h->pids[cs[reg]->rank] = (int)getpid();
+			h->joined++;
+			pthread_cond_broadcast(&h->cv);
+		}
+		pthread_mutex_unlock(&h->mu);
+	}
+	if (r)
+		reg--;
+	struct timespec start;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (i = 0; i < k && !r; i++) {
+		struct xp_hdr *h = m[i]->h;
+		xp_lock(h);
+		while (h->joined < h->n && !r) {
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 > cfg.init_timeout) {
+				char text[160];
+				snprintf(text, sizeof(text), "fake NCCL: %%s: only %d of %d ranks of the clique joined within "
+				         "%%ld s (FAKE_INIT_TIMEOUT_S); are the others started?", h->joined, h->n);
+				r = fail(ncclSystemError, text, "ncclCommInitRank", (long)cfg.init_timeout);
+				break;
+			}
+			xp_nap(h);
+		}
+		pthread_mutex_unlock(&h->mu);
+	}
+	if (r) {
+		for (i = 0; i < reg; i++)
+			xp_unregister(cs[i], m[i]);
+		for (i = 0; i < k; i++)
+			xp_detach(m[i]);
+		free(m);
+		return r;
+	}
+	size_t nlocal = 0;
+	for (i = 0; i < k; i++) {
+		struct xp_hdr *h = m[i]->h;
+		int here = 1;
+		xp_lock(h);
+		for (int q = 0; q < h->n; q++)
+			here &= h->pids[q] == (int)getpid();
+		if (++h->seen == h->n)
+			unlink(m[i]->path);
+		pthread_mutex_unlock(&h->mu);
+		if (here) {
+			xp_detach(m[i]);
+			pthread_mutex_lock(&mu);
+			r = join(cs[i]);
+			pthread_mutex_unlock(&mu);
+			cs[nlocal++] = cs[i];
+			continue;
+		}
+		struct comm *c = cs[i];
+		c->xp = m[i];
+		pthread_mutex_init(&c->qmu, NULL);
+		pthread_cond_init(&c->qcv, NULL);
+		if (pthread_create(&c->th, NULL, xp_thread, c) != 0) {
+			pthread_mutex_destroy(&c->qmu);
+			pthread_cond_destroy(&c->qcv);
+			xp_detach(m[i]);
+			c->xp = NULL;
+			r = fail(ncclSystemError, "fake NCCL: %s: cannot start a thread%.0ld", "ncclCommInitRank", 0);
+		}
+	}
+	free(m);
+	/* in-process cliques: every rank is here, joining now */
+	if (!r && nlocal)
+		r = wait_joined(cs, nlocal);
 	return r;
 }
 

@@ -6,12 +6,14 @@
  * and fake NCCL of tests/fakegpu/; the library checks nothing GPU-specific.
  *
  *   fakegpu_threads --nccl-lib PATH [--threads T] [--gpus G] [--iters N]
- *                   [--count C] [--graph]
+ *                   [--count C] [--graph] [--extra N]
  *
  * T threads drive G ranks each (T*G ranks, GPUs 0..T*G-1). Every
  * iteration: an all-reduce (sum) of float rank+iter+1, a ring of sends
  * and receives, and with --graph the all-reduce also captured and
- * replayed twice. Results are checked element by element. Prints
+ * replayed twice. Results are checked element by element. --extra N
+ * makes the clique N ranks larger than the threads drive, so init must
+ * fail (after FAKE_INIT_TIMEOUT_S) and say why. Prints
  * "ok threads=T gpus=G ranks=R iters=N" and exits 0, or prints what went
  * wrong on stderr and exits 1 (2 for bad usage).
  */
@@ -31,7 +33,7 @@
 static const struct nw_cu *cu;
 static const struct nw_nccl *nc;
 static nw_ncclUniqueId id;
-static int nthreads = 2, ngpus = 1, iters = 20, graph;
+static int nthreads = 2, ngpus = 1, iters = 20, graph, extra;
 static size_t count = 1000;
 
 struct worker {
@@ -62,7 +64,7 @@ struct worker {
 static void *work(void *arg)
 {
 	struct worker *w = arg;
-	int n = nthreads * ngpus;
+	int n = nthreads * ngpus + extra;
 	nw_CUcontext ctx[MAXG] = { 0 };
 	nw_CUstream st[MAXG] = { 0 };
 	nw_ncclComm_t comm[MAXG] = { 0 };
@@ -186,6 +188,7 @@ int main(int argc, char **argv)
 		{ "nccl-lib", required_argument, NULL, 'l' }, { "threads", required_argument, NULL, 't' },
 		{ "gpus", required_argument, NULL, 'g' },     { "iters", required_argument, NULL, 'n' },
 		{ "count", required_argument, NULL, 'c' },    { "graph", no_argument, NULL, 'G' },
+		{ "extra", required_argument, NULL, 'x' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -197,9 +200,10 @@ int main(int argc, char **argv)
 		case 'n': iters = int_arg(optarg, 1, 100000, "--iters"); break;
 		case 'c': count = (size_t)int_arg(optarg, 1, 1 << 24, "--count"); break;
 		case 'G': graph = 1; break;
+		case 'x': extra = int_arg(optarg, 0, 16, "--extra"); break;
 		default:
 			fprintf(stderr, "usage: fakegpu_threads --nccl-lib PATH [--threads T] [--gpus G] [--iters N] "
-			        "[--count C] [--graph]\n");
+			        "[--count C] [--graph] [--extra N]\n");
 			return 2;
 		}
 	}
