@@ -178,6 +178,11 @@ static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, ui
 		t0 = nw_now();
 		if (be->ops->graph_launch(be, o->graph_launches, x->err, x->errlen))
 			return -1;
+	} else if (be->ops->launch_many && !o->blocking) {
+		/* the backend loops (with -t, every thread its own loop, as nccl-tests) */
+		t0 = nw_now();
+		if (be->ops->launch_many(be, c, agg, o->iters, total_bytes, steps, x->err, x->errlen))
+			return -1;
 	} else {
 		t0 = nw_now();
 		for (int it = 0; it < o->iters; it++) {
@@ -513,6 +518,11 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 		}
 	if (o->graph_launches > 0 && !be->graphs) {
 		nw_seterr(err, errlen, "-G (CUDA graphs) needs the NCCL backend");
+		goto out;
+	}
+	if (o->nthreads > 1 && !be->ops->launch_many) {
+		nw_seterr(err, errlen, "-t %d (threads) needs the NCCL backend; the %s backend runs one rank per "
+		          "process (start more processes instead)", o->nthreads, be->name);
 		goto out;
 	}
 	struct nw_run_header *h = &run->h;

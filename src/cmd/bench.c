@@ -52,7 +52,7 @@ const char usage_bench[] =
 	"where:\n"
 	"  -g, --ngpus N      GPUs driven by this process (default: all visible when alone,\n"
 	"                     1 per process when launched as several)\n"
-	"  -t, --nthreads N   threads per process (only 1 is supported; use -g)\n"
+	"  -t, --nthreads N   threads per process, each driving -g GPUs with its own NCCL group\n"
 	"  --backend B        nccl (GPUs, default) or mpi (host memory over MPI)\n"
 	"  --nccl-lib PATH    load this libnccl.so.2 (else NCCLWATCH_NCCL_LIB, PyTorch's, the system's)\n"
 	"output:\n"

@@ -108,9 +108,6 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		case 't':
 			bad = nw_parse_long(optarg, 1, 64, &v, "-t (threads)", err, sizeof(err));
 			o->nthreads = (int)v;
-			if (!bad && v != 1)
-				bad = nw_seterr(err, sizeof(err), "-t %ld: several threads per process are not supported; "
-				                "drive several GPUs with -g N, or start one process per GPU (mpirun, torchrun)", v);
 			break;
 		case 'C': bad = nw_parse_long(optarg, 0, 1, &v, "-C (report CPU time)", err, sizeof(err)); o->cputime = (int)v; break;
 		case 'T': bad = nw_parse_duration(optarg, &o->timeout_s, err, sizeof(err)); break;

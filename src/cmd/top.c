@@ -131,6 +131,15 @@ static const char *solo_note(char *buf, size_t len, size_t n)
 	return buf;
 }
 
+/* Calls captured into CUDA graphs: NCCL raises no profiler events on replay. */
+static const char *graph_note(char *buf, size_t len, uint64_t n)
+{
+	snprintf(buf, len, "%llu call%s captured into CUDA graphs: NCCL raises no profiler events when a graph "
+	         "replays them, so replays are not in these figures",
+	         (unsigned long long)n, n == 1 ? " was" : "s were");
+	return buf;
+}
+
 static size_t straggler_line(char *buf, size_t len, const struct nw_view *v, size_t from)
 {
 	for (size_t i = from; i < v->n; i++) {
@@ -178,6 +187,8 @@ static int print_once(const struct top_opts *o)
 		printf("(no operations recorded%s)\n", v.nhidden ? "; stale files are hidden, --all shows them" : "");
 	if (v.nsolo)
 		printf("note: %s\n", solo_note(line, sizeof(line), v.nsolo));
+	if (v.ngraph)
+		printf("note: %s\n", graph_note(line, sizeof(line), v.ngraph));
 	for (size_t at = 0; (at = straggler_line(line, sizeof(line), &v, at)) != 0;)
 		printf("%s\n", line);
 	nw_view_free(&v);
@@ -271,7 +282,9 @@ static void draw(const struct top_opts *o, const struct nw_view *v, const char *
 		mvaddnstr(y, 0, "no operations recorded yet: is a job running with NCCL_PROFILER_PLUGIN=ncclwatch?", COLS);
 	int ny = v->n ? y : y + 1;
 	if (v->nsolo && ny < LINES - 2)
-		mvaddnstr(ny, 0, solo_note(line, sizeof(line), v->nsolo), COLS);
+		mvaddnstr(ny++, 0, solo_note(line, sizeof(line), v->nsolo), COLS);
+	if (v->ngraph && ny < LINES - 2)
+		mvaddnstr(ny, 0, graph_note(line, sizeof(line), v->ngraph), COLS);
 	if (straggler_line(line, sizeof(line), v, 0)) {
 		attron(A_BOLD);
 		mvaddnstr(LINES - 1, 0, line, COLS);

@@ -39,6 +39,9 @@ struct nw_backend_ops {
 	int (*alloc)(struct nw_backend *be, size_t bytes, char *err, size_t errlen);
 	/* Enqueue agg calls (nccl-tests -m) for every local rank, as one group. */
 	int (*launch)(struct nw_backend *be, const struct nw_call *c, int agg, char *err, size_t errlen);
+	/* The same, iters times, with shift = c->shift + stride x (it % steps); NULL: the caller loops. */
+	int (*launch_many)(struct nw_backend *be, const struct nw_call *c, int agg, int iters, size_t stride,
+	                   size_t steps, char *err, size_t errlen);
 	/* Wait until every local rank's work is done, at most timeout_s (0: no limit). */
 	int (*wait)(struct nw_backend *be, double timeout_s, const char *what, char *err, size_t errlen);
 	/* Graphs (-G): capture the launches between begin and end, replay n times. NULL when unsupported. */

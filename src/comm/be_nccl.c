@@ -1,9 +1,13 @@
 /*
  * The NCCL backend: one communicator rank per local GPU, one non-blocking
- * stream each, driven from this thread (nccl-tests' -g), NCCL and the
- * driver loaded at run time.
+ * stream each, NCCL and the driver loaded at run time. The local ranks are
+ * driven from this thread (nccl-tests' -g), or split over -t threads, each
+ * with its own ranks and its own ncclGroupStart/End, as nccl-tests' -t does:
+ * thread 0 is the caller, the others wait for work handed over by a
+ * generation counter (spinning briefly, then on a condition variable).
  */
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +34,23 @@ struct nccl_priv {
 	void *pinned[16];
 	int npinned;
 	int aborted;
+	/* -t: nthreads threads of per ranks each; work is handed over by gen */
+	int nthreads, per;
+	pthread_t th[MAXLOCAL];
+	int nth_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned gen;           /* atomic: bumped for each piece of work (or stop) */
+	int done;               /* atomic: worker threads finished with the current piece */
+	int sleepers;           /* under mu: workers blocked on cv */
+	int stop;
+	struct work {
+		const struct nw_call *c;
+		int agg, iters;
+		size_t stride, steps;
+	} job;
+	int trc[MAXLOCAL];      /* each thread's result for the current piece */
+	char terr[MAXLOCAL][256];
 };
 
 static struct nccl_priv *P(struct nw_backend *be)
@@ -185,23 +206,131 @@ static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char 
 	return 0;
 }
 
-static int be_launch(struct nw_backend *be, const struct nw_call *c, int agg, char *err, size_t errlen)
+/* Enqueue agg calls for local ranks [first, first + n) as one group (when there is more than one call). */
+static int launch_part(struct nw_backend *be, int first, int n, const struct nw_call *c, int agg, char *err,
+                       size_t errlen)
 {
 	struct nccl_priv *p = P(be);
-	int grouped = be->nlocal > 1 || agg > 1;
+	int grouped = n > 1 || agg > 1;
 	nw_ncclResult_t rc;
 	if (grouped && (rc = p->nc->GroupStart()) != 0)
 		return nccl_fail(p, rc, -1, "ncclGroupStart", err, errlen);
 	for (int a = 0; a < agg; a++)
-		for (int i = 0; i < be->nlocal; i++)
+		for (int i = first; i < first + n; i++)
 			if (one_call(be, i, c, err, errlen)) {
 				if (grouped)
 					p->nc->GroupEnd();
 				return -1;
 			}
 	if (grouped && (rc = p->nc->GroupEnd()) != 0)
-		return nccl_fail(p, rc, 0, nw_coll_get(c->op)->name, err, errlen);
+		return nccl_fail(p, rc, first, nw_coll_get(c->op)->name, err, errlen);
 	return 0;
+}
+
+/* Thread k's share of the current piece of work: its ranks, iters times. */
+static int run_part(struct nw_backend *be, int k, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	struct nw_call c = *p->job.c;
+	size_t base = c.shift;
+	for (int it = 0; it < p->job.iters; it++) {
+		if (p->job.iters > 1)
+			c.shift = base + p->job.stride * ((size_t)it % p->job.steps);
+		if (launch_part(be, k * p->per, p->per, &c, p->job.agg, err, errlen))
+			return -1;
+	}
+	return 0;
+}
+
+struct worker_arg {
+	struct nw_backend *be;
+	int k;
+};
+
+static void *worker(void *argp)
+{
+	struct worker_arg a = *(struct worker_arg *)argp;
+	free(argp);
+	struct nccl_priv *p = P(a.be);
+	p->cu->CtxSetCurrent(p->ctx[a.k * p->per]);
+	unsigned seen = 0;
+	for (;;) {
+		unsigned g;
+		int spins = 0;
+		while ((g = __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE)) == seen) {
+			if (++spins < 20000) {
+				sched_yield();
+				continue;
+			}
+			pthread_mutex_lock(&p->mu);
+			p->sleepers++;
+			while (__atomic_load_n(&p->gen, __ATOMIC_ACQUIRE) == seen)
+				pthread_cond_wait(&p->cv, &p->mu);
+			p->sleepers--;
+			pthread_mutex_unlock(&p->mu);
+		}
+		seen = g;
+		if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE))
+			return NULL;
+		p->trc[a.k] = run_part(a.be, a.k, p->terr[a.k], sizeof(p->terr[a.k]));
+		__atomic_add_fetch(&p->done, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* Hand the current job to the worker threads. */
+static void wake_workers(struct nccl_priv *p)
+{
+	__atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&p->mu);
+	__atomic_add_fetch(&p->gen, 1, __ATOMIC_RELEASE);
+	if (p->sleepers)
+		pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Run the job set in p->job on every thread (this one being thread 0); the first error wins. */
+static int run_job(struct nw_backend *be, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	if (p->nthreads == 1)
+		return run_part(be, 0, err, errlen);
+	wake_workers(p);
+	int rc = run_part(be, 0, err, errlen);
+	while (__atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < p->nthreads - 1)
+		sched_yield();
+	for (int k = 1; k < p->nthreads; k++)
+		if (p->trc[k] && !rc) {
+			rc = -1;
+			nw_seterr(err, errlen, "thread %d: %s", k, p->terr[k]);
+		}
+	return rc;
+}
+
+static int be_launch(struct nw_backend *be, const struct nw_call *c, int agg, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	p->job = (struct work){ .c = c, .agg = agg, .iters = 1, .stride = 0, .steps = 1 };
+	return run_job(be, err, errlen);
+}
+
+/* iters launches, the buffers shifted by stride x (it % steps) bytes; each thread runs its own loop. */
+static int be_launch_many(struct nw_backend *be, const struct nw_call *c, int agg, int iters, size_t stride,
+                          size_t steps, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	p->job = (struct work){ .c = c, .agg = agg, .iters = iters, .stride = stride, .steps = steps ? steps : 1 };
+	return run_job(be, err, errlen);
+}
+
+static void stop_workers(struct nccl_priv *p)
+{
+	if (!p->nth_started)
+		return;
+	__atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+	wake_workers(p);
+	for (int k = 0; k < p->nth_started; k++)
+		pthread_join(p->th[k], NULL);
+	p->nth_started = 0;
 }
 
 static void abort_all(struct nw_backend *be)
@@ -409,6 +538,7 @@ static void be_destroy(struct nw_backend *be)
 		return;
 	struct nccl_priv *p = P(be);
 	if (p) {
+		stop_workers(p);
 		be_graph_free(be);
 		if (!p->aborted)
 			for (int i = 0; i < be->nlocal; i++)
@@ -425,6 +555,8 @@ static void be_destroy(struct nw_backend *be)
 			if (p->ctx[i])
 				p->cu->DevicePrimaryCtxRelease(p->dev[i]);
 		}
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
 		free(p);
 	}
 	free(be);
@@ -433,6 +565,7 @@ static void be_destroy(struct nw_backend *be)
 static const struct nw_backend_ops nccl_ops = {
 	.alloc = be_alloc,
 	.launch = be_launch,
+	.launch_many = be_launch_many,
 	.wait = be_wait,
 	.graph_begin = be_graph_begin,
 	.graph_end = be_graph_end,
@@ -464,13 +597,17 @@ int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const stru
 		return nw_seterr(err, errlen, "no GPU visible to the CUDA driver (CUDA_VISIBLE_DEVICES='%s'); "
 		                 "check nvidia-smi and the container's GPU access", getenv("CUDA_VISIBLE_DEVICES") ?
 		                 getenv("CUDA_VISIBLE_DEVICES") : "unset");
-	int ngpus = o->ngpus > 0 ? o->ngpus : (g->size > 1 ? 1 : visible);
+	int nthreads = o->nthreads > 1 ? o->nthreads : 1;
+	/* -g is per thread (nccl-tests' meaning); alone and without -t or -g: every visible GPU */
+	int per = o->ngpus > 0 ? o->ngpus : (g->size > 1 || nthreads > 1 ? 1 : visible);
+	int ngpus = nthreads * per;
 	int first = g->local_rank * ngpus;
 	if (ngpus > MAXLOCAL || first + ngpus > visible)
 		return nw_seterr(err, errlen,
-		                 "this process (local rank %d of %d) needs GPUs %d..%d but %d are visible; "
-		                 "lower -g or start fewer processes per node", g->local_rank, g->local_size, first,
-		                 first + ngpus - 1, visible);
+		                 "this process (local rank %d of %d) needs GPUs %d..%d (%d thread%s x %d GPU%s) but %d "
+		                 "are visible; lower -t or -g, or start fewer processes per node", g->local_rank,
+		                 g->local_size, first, first + ngpus - 1, nthreads, nthreads == 1 ? "" : "s", per,
+		                 per == 1 ? "" : "s", visible);
 
 	struct nw_backend *be = nw_calloc(1, sizeof(*be));
 	struct nccl_priv *p = nw_calloc(1, sizeof(*p));
@@ -484,6 +621,10 @@ int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const stru
 	be->graphs = 1;
 	p->cu = cu;
 	p->nc = nc;
+	p->nthreads = nthreads;
+	p->per = per;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
 	for (int t = 0; t < NW_NDTYPES; t++)
 		be->dtype_ok[t] = 1;
 	nw_strlcpy(be->nccl_version, nc->version, sizeof(be->nccl_version));
@@ -567,6 +708,18 @@ int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const stru
 			nccl_fail(p, rc, 0, "creating the NCCL communicators", err, errlen);
 			goto fail;
 		}
+	}
+	for (int k = 1; k < nthreads; k++) {
+		struct worker_arg *a = nw_calloc(1, sizeof(*a));
+		a->be = be;
+		a->k = k;
+		int e = pthread_create(&p->th[p->nth_started], NULL, worker, a);
+		if (e) {
+			free(a);
+			nw_seterr(err, errlen, "cannot start launch thread %d of %d (-t): %s", k, nthreads, strerror(e));
+			goto fail;
+		}
+		p->nth_started++;
 	}
 	*out = be;
 	return 0;

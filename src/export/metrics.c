@@ -139,7 +139,7 @@ static void choose(const struct nw_metrics *m, const struct nw_sf_set *set, unsi
 enum rank_metric {
 	RM_INFO, RM_AGE, RM_BUSY_RATIO, RM_BUSY_EXACT_RATIO, RM_BUSY_TOTAL, RM_WALL_TOTAL,
 	RM_OPS_DROPPED, RM_EVENTS_BAD, RM_EVENTS_LATE, RM_SLOW_OPS, RM_MASK_SWITCHES, RM_DUMPS,
-	RM_N
+	RM_GRAPH_CALLS, RM_N
 };
 
 static const struct {
@@ -169,6 +169,8 @@ static const struct {
 	                       "times the plugin switched GPU kernel timestamps on or off" },
 	[RM_DUMPS] = { "ncclwatch_plugin_trace_dumps_total", "counter",
 	               "trace dumps the plugin wrote" },
+	[RM_GRAPH_CALLS] = { "ncclwatch_plugin_graph_captured_calls_total", "counter",
+	                     "calls captured into CUDA graphs (NCCL raises no events when graphs replay them)" },
 };
 
 /* part / whole, NAN when whole is 0 (the figure is then left out). */
@@ -232,6 +234,7 @@ static void write_rank_family(struct nw_prom *out, enum rank_metric which, const
 		case RM_EVENTS_LATE: v = (double)h->events_late; break;
 		case RM_SLOW_OPS: v = (double)h->slow_ops; break;
 		case RM_MASK_SWITCHES: v = (double)h->mask_switches; break;
+		case RM_GRAPH_CALLS: v = (double)h->graph_ops; break;
 		default: v = (double)h->dumps; break;
 		}
 		if (isnan(v))

@@ -156,6 +156,7 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 			continue;
 		if (r->hdr.nranks == 1 && !r->hdr.ops_total)
 			v->nsolo++; /* NCCL sends no events for them: say so, do not look broken */
+		v->ngraph += r->hdr.graph_ops;
 		double life_s = r->hdr.updated_ns > r->hdr.created_ns
 		                ? (double)(r->hdr.updated_ns - r->hdr.created_ns) * 1e-9 : 0;
 		double busy = nw_sf_busy_est(r);

@@ -54,6 +54,7 @@ struct nw_view {
 	size_t n;
 	size_t nfiles, nlive, nfinished, ndisabled, nstale, nbad, nhidden;
 	size_t nsolo;             /* shown files of one-rank communicators with no ops */
+	uint64_t ngraph;          /* calls captured into CUDA graphs in the shown files (replays unseen) */
 };
 
 /* Parse a sort key name ("busbw", "rate", "calls", "time", "busy", "comm"); -1 unknown. */

@@ -87,6 +87,7 @@ struct nwp_comm {
 	uint64_t head;             /* atomic: next slot to hand out (launching thread) */
 	uint64_t tail;             /* atomic: oldest slot not yet freed (publisher) */
 	uint64_t dropped;          /* atomic: ops lost because the pool was full */
+	uint64_t graph_ops;        /* atomic: calls captured into CUDA graphs */
 	int64_t off_min;           /* atomic: min(realtime - GPU clock) seen in this window */
 	int64_t off_prev;          /* publisher: the same over the previous window */
 	uint64_t off_window;       /* publisher: index of the current 10 s window */

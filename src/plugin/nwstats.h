@@ -178,7 +178,7 @@ struct nws_header {
 	uint32_t state;            /* enum nws_state */
 	uint32_t kernel_mode;      /* enum nws_kmode */
 	uint32_t mask;             /* NCCL event activation mask the plugin set last */
-	uint32_t _pad0;
+	uint32_t graph_ops;        /* calls NCCL said were captured into a CUDA graph (v5+); replays are unseen */
 	uint64_t ops_total;        /* ops accounted in records */
 	uint64_t ops_dropped;      /* ops not recorded because the in-flight pool was full */
 	uint64_t events_bad;       /* malformed or unknown events ignored */

@@ -62,6 +62,24 @@ struct d_kernelch {
 	uint64_t pTimer;
 };
 
+/* v5/v6: the API call behind an op (sent whenever Coll/P2p events are on) */
+struct d_collapi {
+	const char *func;
+	size_t count;
+	const char *datatype;
+	int root;
+	void *stream;
+	_Bool graphCaptured;
+};
+
+struct d_p2papi {
+	const char *func;
+	size_t count;
+	const char *datatype;
+	void *stream;
+	_Bool graphCaptured;
+};
+
 /* v6: a collective NCCL runs on copy engines (no kernel, no KernelCh events) */
 struct d_cecoll {
 	uint64_t seqNumber;
@@ -82,6 +100,8 @@ struct d_cecoll {
 union d_body {
 	struct d_coll coll;
 	struct d_cecoll ceColl;
+	struct d_collapi collApi;
+	struct d_p2papi p2pApi;
 	struct d_p2p p2p;
 	struct d_proxyop proxyOp;
 	struct d_kernelch kernelCh;
@@ -389,13 +409,21 @@ static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
 		*eHandle = (void *)((uintptr_t)s | TAG_PROXY);
 		return 0;
 	}
+	case NWP_EV_COLLAPI:
+	case NWP_EV_P2PAPI: {
+		/* a call captured into a CUDA graph: its replays raise no events, so say how many there were */
+		if (v4 || !(type == NWP_EV_COLLAPI ? u->collApi.graphCaptured : u->p2pApi.graphCaptured))
+			return 0;
+		struct nwp_comm *c = ctx_comm(ctx);
+		if (c)
+			__atomic_fetch_add(&c->graph_ops, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
 	case NWP_EV_GROUP:
 	case NWP_EV_PROXYSTEP:
 	case NWP_EV_PROXYCTRL:
 	case NWP_EV_NETPLUGIN:
 	case NWP_EV_GROUPAPI:
-	case NWP_EV_COLLAPI:
-	case NWP_EV_P2PAPI:
 	case NWP_EV_KERNELLAUNCH:
 	case NWP_EV_CESYNC:
 	case NWP_EV_CEBATCH:

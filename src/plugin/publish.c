@@ -564,6 +564,8 @@ void nwp_publish_header(struct nwp_comm *c, uint64_t now, uint32_t state)
 	h->kernel_mode = (uint32_t)nwp_g.kmode;
 	h->mask = (uint32_t)(nwp_g.mask_ptr ? __atomic_load_n(nwp_g.mask_ptr, __ATOMIC_RELAXED) : 0);
 	h->ops_total = c->ops_total;
+	uint64_t gops = __atomic_load_n(&c->graph_ops, __ATOMIC_RELAXED);
+	h->graph_ops = gops > UINT32_MAX ? UINT32_MAX : (uint32_t)gops;
 	h->ops_dropped = __atomic_load_n(&c->dropped, __ATOMIC_RELAXED);
 	h->events_bad = nwp_bad_events();
 	h->events_late = nwp_late_events();

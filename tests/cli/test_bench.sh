@@ -11,7 +11,7 @@ expect_err "no GPU: names the missing driver" "no NVIDIA driver: cannot open '/n
 expect_err "no GPU: says what to do instead" "backend mpi"
 expect_no_crash "no GPU: no crash"
 
-for bad in "-n abc" "-b 2G -e 1K" "--op all_reduce,frobnicate" "-d float17" "-o median" "-f 0.5" "-w -1" "-T 5x" "-b 1Q" "-a 7" "-t 4" "--backend cuda" "-n" "--nosuch"; do
+for bad in "-n abc" "-b 2G -e 1K" "--op all_reduce,frobnicate" "-d float17" "-o median" "-f 0.5" "-w -1" "-T 5x" "-b 1Q" "-a 7" "-t 0" "-t 65" "--backend cuda" "-n" "--nosuch"; do
 	run "$NW" bench --no-history $bad
 	expect_rc "refused: $bad" 2
 done
@@ -73,6 +73,10 @@ assert all(len(r['ranks'])==4 and sorted(x['rank'] for x in r['ranks'])==[0,1,2,
 run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi --no-history -d half
 expect_rc "mpi: half refused" 3
 expect_err "mpi: half named" "'half' is not supported by the mpi backend"
+
+run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi --no-history -t 2
+expect_rc "mpi: -t 2 refused" 3
+expect_err "mpi: -t names the backend it needs" "-t 2 \(threads\) needs the NCCL backend"
 
 # Table written to a file and JSON to stdout: no table mixed in.
 run mpi 2 -b 1K -e 4K --json -

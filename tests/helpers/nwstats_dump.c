@@ -37,13 +37,13 @@ int main(int argc, char **argv)
 		const struct nws_header *h = &r->hdr;
 		printf("rank file=%s state=%s host=%s pid=%d comm=%016llx name=%s rank=%d nranks=%d abi=%u "
 		       "ops=%llu dropped=%llu bad=%llu late=%llu kernel_ops=%llu slow=%llu mask=0x%x switches=%llu "
-		       "busy_exact=%.4f busy_est=%.4f\n",
+		       "busy_exact=%.4f busy_est=%.4f graph_ops=%u\n",
 		       r->path, nw_sf_live_name(r->live), h->hostname, h->pid, (unsigned long long)h->comm_hash,
 		       h->comm_name[0] ? h->comm_name : "-", h->rank, h->nranks, h->abi,
 		       (unsigned long long)h->ops_total, (unsigned long long)h->ops_dropped,
 		       (unsigned long long)h->events_bad, (unsigned long long)h->events_late,
 		       (unsigned long long)h->kernel_ops, (unsigned long long)h->slow_ops, h->mask,
-		       (unsigned long long)h->mask_switches, nw_sf_busy_exact(r), nw_sf_busy_est(r));
+		       (unsigned long long)h->mask_switches, nw_sf_busy_exact(r), nw_sf_busy_est(r), h->graph_ops);
 		for (int op = 0; op < NWS_NOPS; op++) {
 			for (int b = 0; b < NWS_NBUCKETS; b++) {
 				const struct nws_record *rec = &r->rec[op][b];

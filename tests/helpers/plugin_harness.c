@@ -37,7 +37,7 @@
 
 enum {
 	ev_group = 1 << 0, ev_coll = 1 << 1, ev_p2p = 1 << 2, ev_proxyop = 1 << 3,
-	ev_kernelch = 1 << 6, ev_cecoll = 1 << 12
+	ev_kernelch = 1 << 6, ev_collapi = 1 << 9, ev_cecoll = 1 << 12
 };
 #define KERNELCH_STOP 22
 
@@ -58,6 +58,7 @@ struct p2p_v5 {
 	void *parentGroup;
 };
 struct kernelch { uint8_t channelId; uint64_t pTimer; };
+struct collapi_v5 { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; };
 struct cecoll_v6 {
 	uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; size_t count; int root;
 	const char *datatype; const char *syncStrategy; bool intraBatchSync; uint32_t batchSize;
@@ -72,7 +73,7 @@ struct descr_v4 {
 struct descr_v5 {
 	uint64_t type; void *parentObj; int rank;
 	union { struct coll_v5 coll; struct p2p_v5 p2p; struct kernelch kernelCh; struct cecoll_v6 ceColl;
-		uint64_t v6room[13]; };
+		struct collapi_v5 collApi; uint64_t v6room[13]; };
 };
 union state_args { struct { size_t transSize; } proxyStep; struct { uint64_t pTimer; } kernelCh; };
 
@@ -127,7 +128,7 @@ static const struct opdef comm1_ops[] = {
 	{ NWS_OP_ALL_REDUCE, "AllReduce", "ncclBfloat16", 1 << 20, 2, 1, -1, 0 },
 };
 
-struct fed { uint64_t count, bytes, ce; };
+struct fed { uint64_t count, bytes, ce, graph; };
 
 /* Shared between the parent and the rank processes. */
 struct shared {
@@ -349,6 +350,19 @@ static void feed_op(struct drv *d, void *ctx, const struct opdef *o, uint64_t se
 		((struct descr_v4 *)gbuf)->type = ev_group;
 	else
 		((struct descr_v5 *)gbuf)->type = ev_group;
+	if (d->abi >= 5 && comm == 1 && o->coll) {
+		/* v5+: NCCL sends the API call first; the solo comm's calls are "captured into a graph" */
+		unsigned char abuf[256];
+		memset(abuf, 0, sizeof(abuf));
+		struct descr_v5 *ae = (struct descr_v5 *)abuf;
+		ae->type = ev_collapi;
+		ae->collApi = (struct collapi_v5){ o->func, o->count, o->dtype, o->root, NULL, true };
+		void *ah = NULL;
+		drv_start(d, ctx, &ah, abuf);
+		if (ah)
+			drv_stop(d, ah);
+		sh->fed[my_rank][comm][o->op].graph++;
+	}
 	if (!o->ce) /* a CeColl's parent is the CollApi event, not a Group */
 		drv_start(d, ctx, &group, gbuf);
 	void *descr = make_descr(d, buf, o, seq, rank, nranks, group);
@@ -736,8 +750,15 @@ static int check_all(const struct opts *o)
 			snprintf(who, sizeof(who), "comm=solo(rank %d's)", r);
 			if (!g)
 				fail("%s: no stats file", who);
-			else
+			else {
 				check_counts(g, sh->fed[r][1], want_kernel, who);
+				uint64_t gf = 0;
+				for (int op = 0; op < NWS_NOPS; op++)
+					gf += sh->fed[r][1][op].graph;
+				if (g->hdr.graph_ops != gf)
+					fail("%s: %u calls marked as captured into graphs, fed %llu", who, g->hdr.graph_ops,
+					     (unsigned long long)gf);
+			}
 			if (sh->warn_lines[r])
 				fail("rank %d: %d warning lines from the plugin (last: %s)", r, sh->warn_lines[r], sh->last_warn[r]);
 		}
