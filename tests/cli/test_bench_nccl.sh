@@ -134,7 +134,7 @@ expect_true "--json: ranks, ops, types, sizes, counts, zero wrong; --csv: one li
 # ---- failures ----
 run bench -g 8 -b 8 -e 1K
 expect_rc "-g 8 of 4 GPUs: exit 3" 3
-expect_err "-g 8: needs GPUs" "needs GPUs 0\.\.7 but 4 are visible"
+expect_err "-g 8: needs GPUs" "needs GPUs 0\.\.7 .*but 4 are visible"
 
 FAKE_GPU_MEM=200M run bench -g 2 -b 8 -e 64M
 expect_rc "too little memory: exit 3" 3
@@ -219,6 +219,25 @@ FAKE_INIT_TIMEOUT_S=1 FAKE_GPU_COUNT=16 run "$NW_TESTS/fakegpu_threads" --nccl-l
 	--threads 2 --gpus 2 --extra 1
 expect_rc "missing rank: init fails" 1
 expect_err "missing rank: ncclSystemError, how many joined" "NCCL error 2 \(fake NCCL: ncclCommInitRank: only [0-9] of 5 ranks of the clique joined within 1 s"
+
+# bench -t: threads of one process, each with its own ranks and NCCL group.
+run bench -t 2 -g 2 --op all -b 8 -e 16K -f 4
+expect_rc "-t 2 -g 2 all ops: exit 0" 0
+cp "$OUT" "$TMP/t22.txt"
+expect_true "-t 2 -g 2: 4 ranks, zero wrong, busbw formulas" check_table "$TMP/t22.txt" 4
+run bench -t 4 -G 2 --op all_reduce,sendrecv,alltoall -d all -b 8 -e 4K -f 8 -n 4
+expect_rc "-t 4 -G 2 -d all: exit 0" 0
+cp "$OUT" "$TMP/t4.txt"
+expect_true "-t 4 -G 2 -d all: zero wrong" check_table "$TMP/t4.txt" 4
+FAKE_NCCL_FAIL=ncclAllReduce:4 run bench -t 2 -b 8 -e 1K
+expect_rc "-t 2, ncclAllReduce fails in thread 1: exit 3" 3
+expect_err "-t 2: the thread and the NCCL error named" "thread 1: all_reduce on GPU 1 failed: unhandled cuda error"
+start=$(date +%s)
+FAKE_NCCL_HANG=1 run bench -t 2 -T 2 -b 8 -e 1K
+took=$(($(date +%s) - start))
+expect_rc "-t 2, hung rank: exit 3" 3
+expect_err "-t 2, hung rank: the timeout named" "did not finish within 2 s"
+expect_true "-t 2, hung rank: ends well within 30 s (took ${took} s)" test "$took" -lt 30
 
 # One clique driven from several threads (nccl-tests' -t): thread-local
 # groups, ranks of other threads completing the work, graphs per thread.
