@@ -60,6 +60,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,9 +256,13 @@ static void read_env(void)
 	}
 }
 
-static ncclResult_t fail(ncclResult_t r, const char *fmt, const char *a, long b)
+/* Set this thread's last-error text (and the group's error inside a group); returns r. */
+__attribute__((format(printf, 2, 3))) static ncclResult_t fail(ncclResult_t r, const char *fmt, ...)
 {
-	snprintf(tl_err, sizeof(tl_err), fmt, a, b);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(tl_err, sizeof(tl_err), fmt, ap);
+	va_end(ap);
 	if (depth > 0 && !group_err)
 		group_err = r;
 	return r;
@@ -286,7 +291,7 @@ ncclResult_t ncclGetVersion(int *v)
 {
 	FAIL_POINT();
 	if (!v)
-		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument%.0ld", __func__, 0);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument", __func__);
 	*v = cfg.version;
 	return ncclSuccess;
 }
@@ -295,7 +300,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 {
 	FAIL_POINT();
 	if (!id)
-		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument%.0ld", __func__, 0);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument", __func__);
 	static uint64_t counter;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -333,15 +338,15 @@ static ncclResult_t join(struct comm *c)
 	while (cl && (cl->aborted || memcmp(cl->id, c->id, sizeof(cl->id)) != 0))
 		cl = cl->next;
 	if (cl && cl->n != c->n)
-		return fail(ncclInvalidArgument, "fake NCCL: %s: ranks disagree on the rank count (%ld)",
+		return fail(ncclInvalidArgument, "fake NCCL: %s: ranks disagree on the rank count (%d)",
 		            "ncclCommInitRank", c->n);
 	if (cl && cl->ranks[c->rank])
-		return fail(ncclInvalidUsage, "fake NCCL: %s: rank %ld joined twice", "ncclCommInitRank", c->rank);
+		return fail(ncclInvalidUsage, "fake NCCL: %s: rank %d joined twice", "ncclCommInitRank", c->rank);
 	if (!cl) {
 		cl = calloc(1, sizeof(*cl));
 		if (!cl || !(cl->ranks = calloc((size_t)c->n, sizeof(*cl->ranks)))) {
 			free(cl);
-			return fail(ncclSystemError, "fake NCCL: %s: out of memory%.0ld", "ncclCommInitRank", 0);
+			return fail(ncclSystemError, "fake NCCL: %s: out of memory", "ncclCommInitRank");
 		}
 		memcpy(cl->id, c->id, sizeof(cl->id));
 		cl->n = c->n;
@@ -419,14 +424,14 @@ static void comm_free(struct comm *c)
 static ncclResult_t init_rank(ncclComm_t *out, int n, const ncclUniqueId *id, int rank)
 {
 	if (!out)
-		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL communicator pointer%.0ld", "ncclCommInitRank", 0);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL communicator pointer", "ncclCommInitRank");
 	*out = NULL;
 	if (n < 1 || rank < 0 || rank >= n)
-		return fail(ncclInvalidArgument, "fake NCCL: %s: bad rank or rank count (%ld)", "ncclCommInitRank", rank);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: bad rank %d or rank count %d", "ncclCommInitRank", rank, n);
 	struct comm *c = calloc(1, sizeof(*c));
 	if (!c || !(c->sent = calloc((size_t)n, sizeof(uint64_t))) || !(c->rcvd = calloc((size_t)n, sizeof(uint64_t)))) {
 		comm_free(c);
-		return fail(ncclSystemError, "fake NCCL: %s: out of memory%.0ld", "ncclCommInitRank", 0);
+		return fail(ncclSystemError, "fake NCCL: %s: out of memory", "ncclCommInitRank");
 	}
 	c->n = n;
 	c->rank = rank;
@@ -438,7 +443,7 @@ static ncclResult_t init_rank(ncclComm_t *out, int n, const ncclUniqueId *id, in
 			struct comm **nq = realloc(ginit, cap * sizeof(*nq));
 			if (!nq) {
 				comm_free(c);
-				return fail(ncclSystemError, "fake NCCL: %s: out of memory%.0ld", "ncclCommInitRank", 0);
+				return fail(ncclSystemError, "fake NCCL: %s: out of memory", "ncclCommInitRank");
 			}
 			ginit = nq;
 			ginit_cap = cap;
@@ -503,7 +508,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t c)
 {
 	FAIL_POINT();
 	if (!c)
-		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL communicator%.0ld", __func__, 0);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL communicator", __func__);
 	if (c->xp)
 		xp_leave(c, 0);
 	pthread_mutex_lock(&mu);
@@ -546,7 +551,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *e)
 {
 	FAIL_POINT();
 	if (!c || !e)
-		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument%.0ld", __func__, 0);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument", __func__);
 	pthread_mutex_lock(&mu);
 	*e = c->async_err;
 	pthread_mutex_unlock(&mu);
@@ -1046,30 +1051,30 @@ static ncclResult_t enqueue(const struct call *c, struct fakegpu_stream *s)
 	const char *name = kind_name[c->kind];
 	struct comm *cm = c->comm;
 	if (!cm || (!cm->cl && !cm->xp))
-		return fail(ncclInvalidArgument, "fake NCCL: %s: no communicator (or one not initialised)%.0ld", name, 0);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: no communicator (or one not initialised)", name);
 	if (!s || s->magic != FAKEGPU_STREAM_MAGIC)
-		return fail(ncclInvalidArgument, "fake NCCL: %s: the stream is not one of the fake CUDA driver's%.0ld",
-		            name, 0);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: the stream is not one of the fake CUDA driver's",
+		            name);
 	if (c->dtype < 0 || c->dtype >= NTYPES)
-		return fail(ncclInvalidArgument, "fake NCCL: %s: invalid data type %ld", name, c->dtype);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: invalid data type %d", name, c->dtype);
 	if (c->redop < 0 || c->redop >= NREDOPS)
-		return fail(ncclInvalidArgument, "fake NCCL: %s: invalid reduction op %ld", name, c->redop);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: invalid reduction op %d", name, c->redop);
 	if (c->redop == R_AVG && (c->dtype == T_E4M3 || c->dtype == T_E5M2))
-		return fail(ncclInvalidArgument, "fake NCCL: %s: ncclAvg is not supported on fp8 types%.0ld", name, 0);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: ncclAvg is not supported on fp8 types", name);
 	if (c->root < 0 || c->root >= cm->n || c->peer < 0 || c->peer >= cm->n)
-		return fail(ncclInvalidArgument, "fake NCCL: %s: root or peer %ld out of range", name,
+		return fail(ncclInvalidArgument, "fake NCCL: %s: root or peer %d out of range", name,
 		            c->root < 0 || c->root >= cm->n ? c->root : c->peer);
 	int n = cm->n;
 	if ((c->kind != K_RECV && in_count(c, cm->rank, n) && !c->send) ||
 	    (c->kind != K_SEND && out_count(c, cm->rank, n) && !c->recv))
-		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL buffer%.0ld", name, 0);
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL buffer", name);
 	if (depth == 0)
 		return submit(c, s) ? ncclUnhandledCudaError : ncclSuccess;
 	if (gq_n == gq_cap) {
 		size_t cap = gq_cap ? gq_cap * 2 : 16;
 		struct queued *nq = realloc(gq, cap * sizeof(*nq));
 		if (!nq)
-			return fail(ncclSystemError, "fake NCCL: %s: out of memory%.0ld", name, 0);
+			return fail(ncclSystemError, "fake NCCL: %s: out of memory", name);
 		gq = nq;
 		gq_cap = cap;
 	}
@@ -1101,7 +1106,7 @@ ncclResult_t ncclGroupEnd(void)
 {
 	FAIL_POINT();
 	if (depth == 0)
-		return fail(ncclInvalidUsage, "fake NCCL: %s without ncclGroupStart%.0ld", __func__, 0);
+		return fail(ncclInvalidUsage, "fake NCCL: %s without ncclGroupStart", __func__);
 	if (--depth > 0)
 		return ncclSuccess;
 	ncclResult_t r = group_err;
@@ -1109,7 +1114,7 @@ ncclResult_t ncclGroupEnd(void)
 		r = init_all(ginit, ginit_n);
 	for (size_t i = 0; i < gq_n && !r; i++)
 		if (submit(&gq[i].c, gq[i].s))
-			r = fail(ncclUnhandledCudaError, "fake NCCL: %s: the stream refused work%.0ld", __func__, 0);
+			r = fail(ncclUnhandledCudaError, "fake NCCL: %s: the stream refused work", __func__);
 	group_reset();
 	return r;
 }
@@ -1621,7 +1626,7 @@ static ncclResult_t init_all(struct comm **cs, size_t k)
 	ncclResult_t r = ncclSuccess;
 	size_t reg = 0, i;
 	if (!m)
-		return fail(ncclSystemError, "fake NCCL: %s: out of memory%.0ld", "ncclCommInitRank", 0);
+		return fail(ncclSystemError, "fake NCCL: %s: out of memory", "ncclCommInitRank");
 	int shared = 1;
 	for (i = 0; i < k && shared; i++)
 		shared = (m[i] = xp_attach(cs[i])) != NULL;
@@ -1644,7 +1649,7 @@ static ncclResult_t init_all(struct comm **cs, size_t k)
 		struct xp_hdr *h = m[reg]->h;
 		xp_lock(h);
 		if (h->pids[cs[reg]->rank])
-			r = fail(ncclInvalidUsage, "fake NCCL: %s: rank %ld joined twice", "ncclCommInitRank", cs[reg]->rank);
+			r = fail(ncclInvalidUsage, "fake NCCL: %s: rank %d joined twice", "ncclCommInitRank", cs[reg]->rank);
 		else {
 			h->pids[cs[reg]->rank] = (int)getpid();
 			h->joined++;
@@ -1708,7 +1713,7 @@ static ncclResult_t init_all(struct comm **cs, size_t k)
 			pthread_cond_destroy(&c->qcv);
 			xp_detach(m[i]);
 			c->xp = NULL;
-			r = fail(ncclSystemError, "fake NCCL: %s: cannot start a thread%.0ld", "ncclCommInitRank", 0);
+			r = fail(ncclSystemError, "fake NCCL: %s: cannot start a thread", "ncclCommInitRank");
 		}
 	}
 	free(m);
