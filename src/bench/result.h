@@ -55,6 +55,7 @@ struct nw_run_header {
 	int nhosts;
 	double link_gbs;         /* bottleneck link, GB/s each way; 0 unknown */
 	int rank;                /* process rank that filled the run (0 reports); not serialised */
+	int nthreads, gpus_per_thread; /* this process's -t and GPUs per thread (table header); not serialised */
 	json_t *extra;           /* optional object (fingerprint, settings); owned */
 };
 

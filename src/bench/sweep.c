@@ -533,6 +533,8 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	nw_strlcpy(h->cuda_driver, be->cuda_driver, sizeof(h->cuda_driver));
 	nw_strlcpy(h->gpus, be->gpus, sizeof(h->gpus));
 	h->nranks = be->nranks;
+	h->nthreads = o->nthreads > 1 ? o->nthreads : 1;
+	h->gpus_per_thread = be->nlocal / h->nthreads;
 	h->rank = g->rank;
 	h->nhosts = g->size / (g->local_size > 0 ? g->local_size : 1);
 

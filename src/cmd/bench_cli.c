@@ -217,8 +217,10 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 		snprintf(step, sizeof(step), "%g(factor)", o->step_factor);
 	else
 		snprintf(step, sizeof(step), "%" PRIu64 "(bytes)", o->step_bytes);
-	printf("# nThread 1 nGpus %d minBytes %" PRIu64 " maxBytes %" PRIu64 " step: %s warmup iters: %d iters: %d "
-	       "agg iters: %d validation: %d graph: %d\n", h->nranks, o->min_bytes, o->max_bytes, step, o->warmup,
+	/* nccl-tests' meaning: threads in this process, GPUs driven by each */
+	printf("# nThread %d nGpus %d minBytes %" PRIu64 " maxBytes %" PRIu64 " step: %s warmup iters: %d iters: %d "
+	       "agg iters: %d validation: %d graph: %d\n", h->nthreads > 0 ? h->nthreads : 1,
+	       h->gpus_per_thread > 0 ? h->gpus_per_thread : h->nranks, o->min_bytes, o->max_bytes, step, o->warmup,
 	       o->iters, o->agg_iters, o->check, o->graph_launches);
 	printf("#\n# Using devices: %s on %s%s (%d ranks)\n#\n", h->gpus, h->host, h->nhosts > 1 ? " and others" : "",
 	       h->nranks);

@@ -225,6 +225,7 @@ run bench -t 2 -g 2 --op all -b 8 -e 16K -f 4
 expect_rc "-t 2 -g 2 all ops: exit 0" 0
 cp "$OUT" "$TMP/t22.txt"
 expect_true "-t 2 -g 2: 4 ranks, zero wrong, busbw formulas" check_table "$TMP/t22.txt" 4
+expect_out "-t 2 -g 2: the header says threads and GPUs per thread, as nccl-tests" '^# nThread 2 nGpus 2 minBytes 8 '
 run bench -t 4 -G 2 --op all_reduce,sendrecv,alltoall -d all -b 8 -e 4K -f 8 -n 4
 expect_rc "-t 4 -G 2 -d all: exit 0" 0
 cp "$OUT" "$TMP/t4.txt"
