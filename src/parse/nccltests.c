@@ -1,6 +1,7 @@
 #include "parse/nccltests.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ struct nt_stream {
 	long nthread, ngpus, iters, warmup, validation, graph;
 	int ranks_seen[64];  /* distinct rank numbers of the device list (first 64) */
 	int nranks_seen;
+	long nranks_declared;   /* ncclwatch's own "# Using devices: ... (N ranks)" */
 	int dup_ranks;       /* Rank lines whose number was already listed */
 	char hosts[NT_MAX_HOSTS][64];
 	int nhosts;
@@ -75,6 +77,7 @@ static void stream_reset(struct nt_stream *st)
 	memset(st, 0, sizeof(*st));
 	memcpy(st->tag, tag, sizeof(tag));
 	st->nthread = st->ngpus = st->iters = st->warmup = st->validation = st->graph = -1;
+	st->nranks_declared = -1;
 	st->nccl_code = -1;
 }
 
@@ -279,6 +282,8 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 	h->nhosts = st->nhosts;
 	if (st->nranks_seen > 0)
 		h->nranks = st->nranks_seen;
+	else if (st->nranks_declared > 0 && st->nranks_declared <= INT_MAX)
+		h->nranks = (int)st->nranks_declared;
 	else if (st->nthread > 0 && st->ngpus > 0)
 		h->nranks = (int)(st->nthread * st->ngpus);
 	json_t *x = json_object();
@@ -548,6 +553,21 @@ static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s,
 			op_from_program(t[0].s, t[0].n, st->op, sizeof(st->op));
 	} else if (starts(s, n, "nThread ")) {
 		parse_params(st, s, n);
+	} else if (starts(s, n, "Using devices:")) {
+		/* ncclwatch's table: "Using devices: 2 x NVIDIA H200 on host (4 ranks)"; nThread x nGpus is per process */
+		size_t i = n;
+		while (i > 0 && s[i - 1] != '(')
+			i--;
+		if (i > 0) {
+			char num[32];
+			size_t k = n - i < sizeof(num) - 1 ? n - i : sizeof(num) - 1;
+			memcpy(num, s + i, k);
+			num[k] = '\0';
+			char *end = NULL;
+			long v = strtol(num, &end, 10);
+			if (end != num && !strncmp(end, " rank", 5) && v > 0)
+				st->nranks_declared = v;
+		}
 	} else if (starts(s, n, "Rank ")) {
 		if (parse_rank_line(st, s, n) == 1) {
 			stream_finish(c, st);

@@ -77,3 +77,12 @@ run "$NW" import "$TMP/noop.txt"
 expect_out "op unknown when not said" '^unknown,float,none,-1,1024,'
 run "$NW" import --op all_gather "$TMP/noop.txt"
 expect_out "--op names it" '^all_gather,float,none,-1,1024,'
+
+# ncclwatch's own table from several processes: the header's nThread/nGpus
+# are per process (as nccl-tests'), the rank count comes from "(N ranks)".
+if command -v mpirun >/dev/null; then
+	env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi --no-history -b 8 -e 64 >"$TMP/own2.txt" 2>&1
+	run "$NW" import --no-history "$TMP/own2.txt"
+	expect_rc "our own 2-process table imports" 0
+	expect_out "its rank count is 2, not the per-process nGpus" '^all_reduce,float,sum,-1,8,2,2,0,'
+fi
