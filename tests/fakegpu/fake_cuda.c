@@ -692,10 +692,12 @@ CUresult cuGraphDestroy(CUgraph gr)
 
 /* ---- errors ---- */
 
-static const struct {
+struct err_ent {
 	int code;
 	const char *name, *text;
-} errs[] = {
+};
+
+static const struct err_ent errs[] = {
 	{ 0, "CUDA_SUCCESS", "no error" },
 	{ 1, "CUDA_ERROR_INVALID_VALUE", "invalid argument" },
 	{ 2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory" },
@@ -714,28 +716,29 @@ static const struct {
 	{ 999, "CUDA_ERROR_UNKNOWN", "unknown error" },
 };
 
+/* The table entry of a result code, or NULL. */
+static const struct err_ent *err_find(CUresult r)
+{
+	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+		if (errs[i].code == r)
+			return &errs[i];
+	return NULL;
+}
+
 CUresult cuGetErrorString(CUresult r, const char **s)
 {
 	if (!s)
 		return CUDA_ERROR_INVALID_VALUE;
-	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
-		if (errs[i].code == r) {
-			*s = errs[i].text;
-			return CUDA_SUCCESS;
-		}
-	*s = NULL;
-	return CUDA_ERROR_INVALID_VALUE;
+	const struct err_ent *e = err_find(r);
+	*s = e ? e->text : NULL;
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuGetErrorName(CUresult r, const char **s)
 {
 	if (!s)
 		return CUDA_ERROR_INVALID_VALUE;
-	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
-		if (errs[i].code == r) {
-			*s = errs[i].name;
-			return CUDA_SUCCESS;
-		}
-	*s = NULL;
-	return CUDA_ERROR_INVALID_VALUE;
+	const struct err_ent *e = err_find(r);
+	*s = e ? e->name : NULL;
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
