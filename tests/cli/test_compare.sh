@@ -77,19 +77,15 @@ expect_rc "without repeats the same 6% drop is beyond 5%" 1
 
 # Recorded runs: ids and baselines; differences named.
 DB=$TMP/h.db
-if "$NW" import --help 2>/dev/null | grep -q -- '--db'; then
-	run "$NW" import --db "$DB" "$FIX/nt_all_reduce.txt"
-	expect_rc "import records" 0
-	NCCL_PROTO=Simple run "$NW" import --db "$DB" "$TMP/ar_slow.txt"
-	expect_rc "import records a second run" 0
-	run "$NW" history baseline before --db "$DB" 1
-	run "$NW" compare --db "$DB" before 2 --brief
-	expect_rc "baseline vs run id: regression" 1
-	expect_out "the variable set in B is named" 'NCCL_PROTO=Simple set in B'
-	expect_out "same GPUs" 'in short: .*same NCCL 2\.28\.9, GPUs'
-else
-	echo "ok - compare recorded runs # skip: import does not record yet"
-fi
+run "$NW" import --db "$DB" "$FIX/nt_all_reduce.txt"
+expect_rc "import records" 0
+NCCL_PROTO=Simple run "$NW" import --db "$DB" "$TMP/ar_slow.txt"
+expect_rc "import records a second run" 0
+run "$NW" history baseline before --db "$DB" 1
+run "$NW" compare --db "$DB" before 2 --brief
+expect_rc "baseline vs run id: regression" 1
+expect_out "the variable set in B is named" 'NCCL_PROTO=Simple set in B'
+expect_out "same GPUs" 'in short: .*same NCCL 2\.28\.9, GPUs'
 
 # Bad inputs: exit 2 and a clear message, never a crash.
 run "$NW" compare "$FIX/nt_all_reduce.txt"

@@ -113,7 +113,7 @@ if command -v sqlite3 >/dev/null; then
 	expect_err "foreign database named" "another application's SQLite file"
 	expect_true "foreign database unchanged" test "$(md5sum <"$TMP/other.db")" = "$sum"
 else
-	echo "ok - foreign sqlite database # skip: no sqlite3 shell"
+	skip "foreign sqlite database" "no sqlite3 shell"
 fi
 run "$NW" history --no-history --db "$DB"
 expect_rc "--no-history is meaningless here" 2

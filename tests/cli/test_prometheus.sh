@@ -19,8 +19,8 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 if ! command -v prometheus >/dev/null || ! command -v curl >/dev/null; then
-	echo "not ok - prometheus and curl are needed (apt-get install prometheus curl)"
-	exit 1
+	skip "a real Prometheus server scrapes the exporter" "prometheus or curl is not installed (apt-get install prometheus curl)"
+	exit 0
 fi
 
 DIR=$TMP/stats

@@ -64,7 +64,7 @@ expect_rc "bad --link-gbs" 2
 # Render it as a browser would, and look at the pixels.
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
-	echo "ok - report renders in headless chromium # skip: chromium is not installed"
+	skip "report renders in headless chromium" "chromium is not installed"
 else
 	prof=$(mktemp -d "$TMP/prof.XXXXXX")
 	timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
