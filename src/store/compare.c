@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/store.h"
 #include "util/util.h"
 
 void nw_cmp_opts_default(struct nw_cmp_opts *o)
@@ -263,37 +264,12 @@ int nw_cmp_regressed(const struct nw_cmp *c)
 
 /* ---- fingerprints ---- */
 
-static void put_if_absent(json_t *o, const char *k, json_t *v)
-{
-	const json_t *old = json_object_get(o, k);
-	if (!old || json_is_null(old) || (json_is_string(old) && !json_string_length(old)))
-		json_object_set_new(o, k, v);
-	else
-		json_decref(v);
-}
-
 json_t *nw_fingerprint_of(const struct nw_run *run)
 {
 	const struct nw_run_header *h = &run->h;
 	const json_t *rec = h->extra ? json_object_get(h->extra, "fingerprint") : NULL;
 	json_t *fp = json_is_object(rec) ? json_deep_copy(rec) : json_object();
-	put_if_absent(fp, "host", json_string(h->host));
-	put_if_absent(fp, "gpus", json_string(h->gpus));
-	put_if_absent(fp, "driver", json_string(h->driver));
-	put_if_absent(fp, "cuda_driver", json_string(h->cuda_driver));
-	put_if_absent(fp, "nccl_version", json_string(h->nccl_version));
-	put_if_absent(fp, "nccl_path", json_string(h->nccl_path));
-	put_if_absent(fp, "backend", json_string(h->backend));
-	put_if_absent(fp, "tool_version", json_string(h->tool_version));
-	if (h->nranks > 0)
-		put_if_absent(fp, "nranks", json_integer(h->nranks));
-	if (h->nhosts > 0)
-		put_if_absent(fp, "nhosts", json_integer(h->nhosts));
-	if (h->link_gbs > 0)
-		put_if_absent(fp, "link_gbs", json_real(h->link_gbs));
-	const json_t *topo = h->extra ? json_object_get(h->extra, "topology") : NULL;
-	if (json_is_string(topo))
-		put_if_absent(fp, "topology", json_string(json_string_value(topo)));
+	nw_fingerprint_fill(fp, h);
 	return fp;
 }
 

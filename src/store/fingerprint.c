@@ -39,6 +39,37 @@ static void set_if_absent(json_t *o, const char *k, json_t *v)
 		json_decref(v);
 }
 
+/* Like set_if_absent, but a null or empty-string value counts as absent. */
+static void put_if_unknown(json_t *o, const char *k, json_t *v)
+{
+	const json_t *old = json_object_get(o, k);
+	if (!old || json_is_null(old) || (json_is_string(old) && !json_string_length(old)))
+		json_object_set_new(o, k, v);
+	else
+		json_decref(v);
+}
+
+void nw_fingerprint_fill(json_t *fp, const struct nw_run_header *h)
+{
+	put_if_unknown(fp, "host", json_string(h->host));
+	put_if_unknown(fp, "gpus", json_string(h->gpus));
+	put_if_unknown(fp, "driver", json_string(h->driver));
+	put_if_unknown(fp, "cuda_driver", json_string(h->cuda_driver));
+	put_if_unknown(fp, "nccl_version", json_string(h->nccl_version));
+	put_if_unknown(fp, "nccl_path", json_string(h->nccl_path));
+	put_if_unknown(fp, "backend", json_string(h->backend));
+	put_if_unknown(fp, "tool_version", json_string(h->tool_version));
+	if (h->nranks > 0)
+		put_if_unknown(fp, "nranks", json_integer(h->nranks));
+	if (h->nhosts > 0)
+		put_if_unknown(fp, "nhosts", json_integer(h->nhosts));
+	if (h->link_gbs > 0)
+		put_if_unknown(fp, "link_gbs", json_real(h->link_gbs));
+	const json_t *topo = h->extra ? json_object_get(h->extra, "topology") : NULL;
+	if (json_is_string(topo))
+		put_if_unknown(fp, "topology", json_string(json_string_value(topo)));
+}
+
 /* "2 x NVIDIA H200" -> 2; otherwise 0 (unknown). */
 static int gpu_count(const char *gpus)
 {
@@ -82,17 +113,13 @@ void nw_fingerprint_collect(struct nw_run *run)
 		nw_strlcpy(host, h->host, sizeof(host));
 	else
 		nw_hostname(host, sizeof(host));
+	/* this process's own answers where the header has none, then the header's fields */
 	set_if_absent(fp, "host", json_string(host));
-	set_if_absent(fp, "gpus", json_string(h->gpus));
+	set_if_absent(fp, "tool_version", json_string(h->tool_version[0] ? h->tool_version : NW_VERSION));
 	set_if_absent(fp, "gpu_count", json_integer(gpu_count(h->gpus)));
-	set_if_absent(fp, "driver", json_string(h->driver));
-	set_if_absent(fp, "cuda_driver", json_string(h->cuda_driver));
-	set_if_absent(fp, "nccl_version", json_string(h->nccl_version));
-	set_if_absent(fp, "nccl_path", json_string(h->nccl_path));
+	nw_fingerprint_fill(fp, h);
 	set_if_absent(fp, "nranks", json_integer(h->nranks));
 	set_if_absent(fp, "nhosts", json_integer(h->nhosts));
-	set_if_absent(fp, "backend", json_string(h->backend));
-	set_if_absent(fp, "tool_version", json_string(h->tool_version[0] ? h->tool_version : NW_VERSION));
 	char cmd[sizeof(h->cmdline)];
 	if (h->cmdline[0])
 		nw_strlcpy(cmd, h->cmdline, sizeof(cmd));

@@ -53,6 +53,14 @@ int nw_store_parse_opt(int argc, char **argv, int *i, struct nw_store_opts *o, c
 void nw_fingerprint_collect(struct nw_run *run);
 
 /*
+ * Complete fingerprint object fp from header h where a field is absent,
+ * null or "": host, gpus, driver, cuda_driver, nccl_version, nccl_path,
+ * backend, tool_version, and nranks, nhosts, link_gbs and the "topology"
+ * summary of h->extra when known. What is already there stays.
+ */
+void nw_fingerprint_fill(json_t *fp, const struct nw_run_header *h);
+
+/*
  * Record a run (results + fingerprint; the fingerprint is collected first
  * when the run has none). *id_out (may be NULL) gets its id, or 0 when
  * history is disabled. Honors opts->disabled and NCCLWATCH_DB.
