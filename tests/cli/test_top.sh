@@ -55,7 +55,10 @@ expect_err "points at --once" "--once"
 # the live view in a pseudo-terminal: q quits, Ctrl-C quits, the terminal is restored
 # Keys go in only once the screen is up (a loaded machine may take more than
 # a second to start the view; a Ctrl-C before that would kill the process
-# before its handlers exist, as it would any program).
+# before its handlers exist, as it would any program). The command is exec'd:
+# script(1) runs it through $SHELL or /bin/sh, and dash (the /bin/sh of
+# Debian) would otherwise sit in the terminal's process group and die of the
+# Ctrl-C itself, which script reports as exit 130.
 # wait_for FILE TEXT: until FILE holds TEXT, at most 30 s
 wait_for() {
 	local i
@@ -68,19 +71,19 @@ wait_for() {
 
 if command -v script >/dev/null; then
 	: >"$TMP/tty1"; : >"$TMP/tty2"; : >"$TMP/tty3"
-	(wait_for "$TMP/tty1" "ncclwatch top: "; printf q) | TERM=xterm timeout 40 script -qfec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty1" 2>&1
+	(wait_for "$TMP/tty1" "ncclwatch top: "; printf q) | TERM=xterm timeout 40 script -qfec "exec $NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty1" 2>&1
 	RC=$?
 	expect_rc "q quits the live view" 0
 	expect_true "the screen shows the summary" grep -q "ncclwatch top: '$EMPTY'" "$TMP/tty1"
 	expect_true "the alternate screen is left (terminal restored)" grep -q $'\033\\[?1049l' "$TMP/tty1"
 	expect_true "the cursor is shown again" grep -q $'\033\\[?25h' "$TMP/tty1"
 	expect_true "an 80-column terminal gets the compact table" grep -q 'COMM      RANK OP' "$TMP/tty1"
-	(wait_for "$TMP/tty2" "ncclwatch top: "; printf '\003') | TERM=xterm timeout 40 script -qfec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty2" 2>&1
+	(wait_for "$TMP/tty2" "ncclwatch top: "; printf '\003') | TERM=xterm timeout 40 script -qfec "exec $NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty2" 2>&1
 	RC=$?
 	expect_rc "Ctrl-C quits the live view cleanly" 0
 	expect_true "terminal restored after Ctrl-C" grep -q $'\033\\[?1049l' "$TMP/tty2"
 	(wait_for "$TMP/tty3" "ncclwatch top: "; printf 'p'; sleep 0.4; printf 'b'; sleep 0.3; printf 'oall_reduce\n'; sleep 0.4; printf 'x'; sleep 0.3; printf q) |
-		TERM=xterm timeout 40 script -qfec "$NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty3" 2>&1
+		TERM=xterm timeout 40 script -qfec "exec $NW top --dir $EMPTY --interval 0.2" /dev/null >"$TMP/tty3" 2>&1
 	RC=$?
 	expect_rc "pause, sort, filter keys then quit" 0
 	expect_true "pause is shown" grep -q 'PAUSED' "$TMP/tty3"
@@ -146,7 +149,7 @@ if command -v script >/dev/null; then
 		wait_for "$TMP/tty4" 'rows 1-18 of 32'; printf '\033OB'
 		wait_for "$TMP/tty4" '2-19'; printf '\033[6~'
 		wait_for "$TMP/tty4" '15-32'; printf q
-	} | TERM=xterm timeout 60 script -qfec "$NW top --all --dir $H --interval 0.2" /dev/null >"$TMP/tty4" 2>&1
+	} | TERM=xterm timeout 60 script -qfec "exec $NW top --all --dir $H --interval 0.2" /dev/null >"$TMP/tty4" 2>&1
 	RC=$?
 	expect_rc "scrolling, then quit" 0
 	expect_true "the screen says which rows it shows" grep -q 'rows 1-18 of 32' "$TMP/tty4"
