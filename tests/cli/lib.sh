@@ -22,5 +22,19 @@ expect_true() { local n=$1; shift; if "$@"; then ok "$n"; else notok "$n" "faile
 skip() {
 	if [ "${NW_TEST_ALL:-0}" = 1 ]; then RC=1; notok "$1" "skipped, but NW_TEST_ALL=1: $2"; else echo "ok - $1 # skip: $2"; fi
 }
+# late_rank_files DIR: stats files from the real plugin driven through its ABI
+# by the harness, 4 rank processes, 10 ops each, rank 2 arriving 10 ms late.
+# What was fed goes to $TMP/fed; without the harness or when it fails, the
+# test stops here.
+late_rank_files() {
+	mkdir -p "$1"
+	if [ ! -x "$NW_TESTS/plugin_harness" ]; then
+		RC=1; notok "plugin harness built" "$NW_TESTS/plugin_harness is missing"; exit 1
+	fi
+	run "$NW_TESTS/plugin_harness" --plugin "$NW_PLUGIN" --dir "$1" --ranks 4 --ops 10 --late 2 --late-us 10000
+	expect_rc "plugin harness ran" 0
+	[ "$RC" -eq 0 ] || exit 1
+	cp "$OUT" "$TMP/fed"
+}
 # A crash (signal) is never acceptable: exit codes 128+ fail.
 expect_no_crash() { if [ "$RC" -lt 128 ]; then ok "$1"; else notok "$1" "killed by signal $((RC - 128))"; fi; }

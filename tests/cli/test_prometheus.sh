@@ -24,12 +24,7 @@ if ! command -v prometheus >/dev/null || ! command -v curl >/dev/null; then
 fi
 
 DIR=$TMP/stats
-mkdir -p "$DIR"
-# stats files from the real plugin driven by the harness: 4 ranks, rank 2 late by 10 ms
-if ! "$NW_TESTS/plugin_harness" --plugin "$NW_PLUGIN" --dir "$DIR" --ranks 4 --ops 10 --late 2 \
-	--late-us 10000 >"$TMP/fed" 2>"$TMP/harness.err"; then
-	echo "not ok - plugin harness ran"; cat "$TMP/harness.err"; exit 1
-fi
+late_rank_files "$DIR"
 
 # exporter on a free loopback port (port 0: it prints the one it got)
 "$NW" exporter --dir "$DIR" --listen 127.0.0.1:0 --all \

@@ -94,14 +94,8 @@ fi
 # with the plugin harness (the real plugin driven through its ABI by 4 rank
 # processes, rank 2 arriving 10 ms late): top's counts and bytes per
 # communicator, rank and op equal what the harness fed, and rank 2 is marked
-if [ ! -x "$NW_TESTS/plugin_harness" ]; then
-	RC=1; notok "plugin harness built" "$NW_TESTS/plugin_harness is missing"; exit 1
-fi
 H=$TMP/harness
-mkdir -p "$H"
-run "$NW_TESTS/plugin_harness" --plugin "$NW_PLUGIN" --dir "$H" --ranks 4 --ops 10 --late 2 --late-us 10000
-expect_rc "plugin harness ran" 0
-cp "$OUT" "$TMP/fed"
+late_rank_files "$H"
 run "$NW" top --once --all --dir "$H"
 expect_rc "top --once on the harness' files" 0
 expect_out "calls captured into CUDA graphs are pointed out (replays are unseen)" \
