@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-#include "bench/coll.h"
-#include "bench/result.h"
+#include "model/coll.h"
+#include "model/result.h"
 
 enum nw_backend_kind { NW_BACKEND_AUTO, NW_BACKEND_NCCL, NW_BACKEND_MPI };
 
@@ -19,11 +19,11 @@ enum nw_average { NW_AVG_RANK0 = 0, NW_AVG_MEAN = 1, NW_AVG_MIN = 2, NW_AVG_MAX 
 
 struct nw_bench_opts {
 	enum nw_backend_kind backend;
-	int ops[NW_NOPS];           /* enum nw_op, in run order */
+	enum nw_op ops[NW_NOPS];    /* in run order */
 	int nops;
-	int dtypes[NW_NDTYPES];
+	enum nw_dtype dtypes[NW_NDTYPES];
 	int ndtypes;
-	int redops[NW_NREDOPS];
+	enum nw_redop redops[NW_NREDOPS];
 	int nredops;
 	int root;                   /* -r: a rank, or -1 for every rank (nccl-tests' "all") */
 	uint64_t min_bytes, max_bytes; /* -b, -e */

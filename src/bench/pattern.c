@@ -283,7 +283,7 @@ static uint8_t fp8_encode(double v, int e4m3)
 	return (uint8_t)(sign | best);
 }
 
-void nw_dtype_store(int t, void *dst, double v)
+void nw_dtype_store(enum nw_dtype t, void *dst, double v)
 {
 	switch (t) {
 	case NW_INT8: { int8_t x = (int8_t)(int64_t)v; memcpy(dst, &x, 1); break; }
@@ -302,7 +302,7 @@ void nw_dtype_store(int t, void *dst, double v)
 	}
 }
 
-double nw_dtype_load(int t, const void *src)
+double nw_dtype_load(enum nw_dtype t, const void *src)
 {
 	switch (t) {
 	case NW_INT8: { int8_t x; memcpy(&x, src, 1); return x; }

@@ -14,12 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bench/coll.h"
+#include "model/coll.h"
 
 struct nw_pattern {
 	enum nw_op op;
-	int dtype;       /* enum nw_dtype */
-	int redop;       /* enum nw_redop (ignored by ops without one) */
+	enum nw_dtype dtype;
+	enum nw_redop redop; /* ignored by ops without one */
 	int root;
 	int nranks;
 	uint64_t count;  /* nccl-tests' per-rank count (chunk size for split ops) */
@@ -47,7 +47,7 @@ void nw_pattern_fill(const struct nw_pattern *p, int r, uint64_t first, uint64_t
 uint64_t nw_pattern_verify(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, const void *out);
 
 /* Element conversion (exposed for tests): double <-> dtype bits. */
-void nw_dtype_store(int dtype, void *dst, double v);
-double nw_dtype_load(int dtype, const void *src);
+void nw_dtype_store(enum nw_dtype dtype, void *dst, double v);
+double nw_dtype_load(enum nw_dtype dtype, const void *src);
 
 #endif

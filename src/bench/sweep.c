@@ -97,7 +97,7 @@ static void job_part(void *v, int i, int n)
 		b = j->n;
 	if (a >= b)
 		return;
-	size_t es = nw_dtype_size((enum nw_dtype)j->p->dtype);
+	size_t es = nw_dtype_size(j->p->dtype);
 	if (j->verify)
 		j->wrong[i] = nw_pattern_verify(j->p, j->rank, j->first + a, b - a, j->buf + a * es);
 	else
@@ -113,7 +113,7 @@ static void job_part(void *v, int i, int n)
 static int staged(struct ctx *x, const struct nw_pattern *p, int local, size_t off, uint64_t count,
                   int verify, uint64_t *wrong)
 {
-	size_t es = nw_dtype_size((enum nw_dtype)p->dtype);
+	size_t es = nw_dtype_size(p->dtype);
 	size_t chunk_elems = (64u << 20) / es;
 	char *stage = x->be->ops->host_alloc(x->be, 0);
 	if (!stage)
@@ -137,8 +137,8 @@ static void describe(char *buf, size_t len, const struct nw_call *c, uint64_t si
 	char sz[32];
 	nw_format_size(size, sz, sizeof(sz));
 	snprintf(buf, len, "%s of %s (%s%s%s, %s)", nw_coll_get(c->op)->name, sz,
-	         nw_dtype_name((enum nw_dtype)c->dtype), nw_coll_get(c->op)->has_redop ? " " : "",
-	         nw_coll_get(c->op)->has_redop ? nw_redop_name((enum nw_redop)c->redop) : "",
+	         nw_dtype_name(c->dtype), nw_coll_get(c->op)->has_redop ? " " : "",
+	         nw_coll_get(c->op)->has_redop ? nw_redop_name(c->redop) : "",
 	         c->inplace ? "in-place" : "out-of-place");
 }
 
@@ -258,7 +258,7 @@ static int combine(struct ctx *x, double mine, struct nw_row *row)
 static int check_once(struct ctx *x, struct nw_call *c, const struct nw_pattern *p, int64_t *wrong_out)
 {
 	struct nw_backend *be = x->be;
-	size_t es = nw_dtype_size((enum nw_dtype)c->dtype);
+	size_t es = nw_dtype_size(c->dtype);
 	uint64_t wrong = 0;
 	char what[128];
 	describe(what, sizeof(what), c, 0);
@@ -304,11 +304,12 @@ static int check_once(struct ctx *x, struct nw_call *c, const struct nw_pattern 
 }
 
 /* Every size of one (op, dtype, redop, root). Returns -1 on failure, else the wrong-element total. */
-static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, int dtype, int redop, int root)
+static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop,
+                         int root)
 {
 	const struct nw_bench_opts *o = x->o;
 	struct nw_backend *be = x->be;
-	size_t es = nw_dtype_size((enum nw_dtype)dtype), nsz;
+	size_t es = nw_dtype_size(dtype), nsz;
 	int n = be->nranks;
 	uint64_t *sz = sizes(o, &nsz);
 	int64_t wrong_total = 0;
@@ -355,8 +356,8 @@ static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, int dtype, i
 			struct nw_row *r = &rows[ip];
 			memset(r, 0, sizeof(*r));
 			nw_strlcpy(r->op, coll->name, sizeof(r->op));
-			nw_strlcpy(r->dtype, nw_dtype_name((enum nw_dtype)dtype), sizeof(r->dtype));
-			nw_strlcpy(r->redop, coll->has_redop ? nw_redop_name((enum nw_redop)redop) : "none", sizeof(r->redop));
+			nw_strlcpy(r->dtype, nw_dtype_name(dtype), sizeof(r->dtype));
+			nw_strlcpy(r->redop, coll->has_redop ? nw_redop_name(redop) : "none", sizeof(r->redop));
 			r->root = coll->has_root ? root : -1;
 			r->size_bytes = used;
 			r->count = count;
@@ -398,8 +399,9 @@ static int run_pairs(struct ctx *x)
 {
 	const struct nw_bench_opts *o = x->o;
 	struct nw_backend *be = x->be;
-	int n = be->nranks, dtype = o->dtypes[0];
-	size_t es = nw_dtype_size((enum nw_dtype)dtype);
+	int n = be->nranks;
+	enum nw_dtype dtype = o->dtypes[0];
+	size_t es = nw_dtype_size(dtype);
 	uint64_t count = o->max_bytes / es;
 	if (n < 2)
 		return nw_seterr(x->err, x->errlen, "--pairs needs at least 2 ranks (this run has %d)", n);
@@ -456,7 +458,7 @@ static int run_pairs(struct ctx *x)
 		}
 	json_t *pairs = json_object();
 	json_object_set_new(pairs, "size_bytes", json_integer((json_int_t)(count * es)));
-	json_object_set_new(pairs, "dtype", json_string(nw_dtype_name((enum nw_dtype)dtype)));
+	json_object_set_new(pairs, "dtype", json_string(nw_dtype_name(dtype)));
 	json_object_set_new(pairs, "busbw_gbs", matrix);
 	json_object_set_new(pairs, "pairs", list);
 	matrix = list = NULL;
@@ -481,11 +483,11 @@ static void fingerprint(const struct nw_bench_opts *o, char *buf, size_t len)
 	                            NW_VERSION, o->min_bytes, o->max_bytes, o->step_factor, o->step_bytes, o->iters,
 	                            o->warmup, o->agg_iters, o->check, o->graph_launches, o->ngpus, o->root, o->backend);
 	for (int i = 0; i < o->nops && u < len; i++)
-		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : "", nw_coll_get((enum nw_op)o->ops[i])->name);
+		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : "", nw_coll_get(o->ops[i])->name);
 	for (int i = 0; i < o->ndtypes && u < len; i++)
-		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " d=", nw_dtype_name((enum nw_dtype)o->dtypes[i]));
+		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " d=", nw_dtype_name(o->dtypes[i]));
 	for (int i = 0; i < o->nredops && u < len; i++)
-		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " o=", nw_redop_name((enum nw_redop)o->redops[i]));
+		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " o=", nw_redop_name(o->redops[i]));
 }
 
 int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
@@ -506,13 +508,15 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	if (o->backend == NW_BACKEND_MPI) {
 		if (nw_backend_mpi_open(&be, g, err, errlen))
 			goto out;
-	} else if (nw_backend_nccl_open(&be, g, o, err, errlen)) {
-		goto out;
+	} else {
+		struct nw_nccl_open_opts no = { .nccl_lib = o->nccl_lib, .ngpus = o->ngpus, .nthreads = o->nthreads };
+		if (nw_backend_nccl_open(&be, g, &no, err, errlen))
+			goto out;
 	}
 	for (int i = 0; i < o->ndtypes; i++)
 		if (!be->dtype_ok[o->dtypes[i]]) {
 			nw_seterr(err, errlen, "data type '%s' is not supported by the %s backend%s; choose another with -d",
-			          nw_dtype_name((enum nw_dtype)o->dtypes[i]), be->name,
+			          nw_dtype_name(o->dtypes[i]), be->name,
 			          !strcmp(be->name, "nccl") ? " on this GPU (fp8 needs compute capability 9.0, bfloat16 8.0)" : "");
 			goto out;
 		}
@@ -560,7 +564,7 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	if (o->pairs && (be->nranks > 1 || o->nops == 0) && run_pairs(&x))
 		goto out;
 	for (int i = 0; i < o->nops; i++) {
-		const struct nw_coll *coll = nw_coll_get((enum nw_op)o->ops[i]);
+		const struct nw_coll *coll = nw_coll_get(o->ops[i]);
 		int nred = coll->has_redop ? o->nredops : 1;
 		int r0 = coll->has_root ? (o->root < 0 ? 0 : o->root) : -1;
 		int r1 = coll->has_root ? (o->root < 0 ? be->nranks - 1 : o->root) : -1;
@@ -571,13 +575,13 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 		for (int d = 0; d < o->ndtypes; d++)
 			for (int k = 0; k < nred; k++)
 				for (int root = r0; root <= r1; root++) {
-					int redop = coll->has_redop ? o->redops[k] : NW_SUM;
+					enum nw_redop redop = coll->has_redop ? o->redops[k] : NW_SUM;
 					int fp8 = o->dtypes[d] == NW_FP8E4M3 || o->dtypes[d] == NW_FP8E5M2;
 					if (coll->has_redop && redop == NW_AVG && fp8 && !strcmp(be->name, "nccl")) {
 						/* NCCL refuses avg on fp8 (ncclInvalidArgument, 2.28.9 on an H200) */
 						if (o->ndtypes == 1 && o->nredops == 1) {
 							nw_seterr(err, errlen, "NCCL does not support -o avg on %s; choose sum, prod, min or max",
-							          nw_dtype_name((enum nw_dtype)o->dtypes[d]));
+							          nw_dtype_name(o->dtypes[d]));
 							goto out;
 						}
 						continue;

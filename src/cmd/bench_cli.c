@@ -82,6 +82,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 	nw_bench_opts_default(&cli->o);
 	struct nw_bench_opts *o = &cli->o;
 	char err[NW_ERRLEN] = "";
+	int ids[NW_NOPS + NW_NDTYPES + NW_NREDOPS];
 	long v;
 	double d;
 	int c, op_given = 0;
@@ -120,16 +121,22 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 			}
 			break;
 		case 'o':
-			o->nredops = parse_list(optarg, o->redops, NW_NREDOPS, nw_redop_find, NW_NREDOPS, "reduction op (-o)", err, sizeof(err));
+			o->nredops = parse_list(optarg, ids, NW_NREDOPS, nw_redop_find, NW_NREDOPS, "reduction op (-o)", err, sizeof(err));
+			for (int i = 0; i < o->nredops; i++)
+				o->redops[i] = (enum nw_redop)ids[i];
 			bad = o->nredops < 0;
 			break;
 		case 'd':
-			o->ndtypes = parse_list(optarg, o->dtypes, NW_NDTYPES, nw_dtype_find, NW_NDTYPES, "data type (-d)", err, sizeof(err));
+			o->ndtypes = parse_list(optarg, ids, NW_NDTYPES, nw_dtype_find, NW_NDTYPES, "data type (-d)", err, sizeof(err));
+			for (int i = 0; i < o->ndtypes; i++)
+				o->dtypes[i] = (enum nw_dtype)ids[i];
 			bad = o->ndtypes < 0;
 			break;
 		case OPT_OP:
 			op_given = 1;
-			o->nops = parse_list(optarg, o->ops, NW_NOPS, find_op, NW_NOPS, "collective (--op)", err, sizeof(err));
+			o->nops = parse_list(optarg, ids, NW_NOPS, find_op, NW_NOPS, "collective (--op)", err, sizeof(err));
+			for (int i = 0; i < o->nops; i++)
+				o->ops[i] = (enum nw_op)ids[i];
 			bad = o->nops < 0;
 			break;
 		case OPT_BACKEND:
@@ -187,16 +194,16 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 	}
 	if (o->pairs && !op_given)
 		o->nops = 0; /* --pairs alone: only the pairs */
-	cli->cur_op = -1;
+	cli->cur_op = NULL;
 	cli->table = !(cli->json_path && !strcmp(cli->json_path, "-")) && !(cli->csv_path && !strcmp(cli->csv_path, "-"));
 	return 0;
 }
 
 static void section_end(struct bench_cli *cli)
 {
-	if (cli->cur_op < 0 || !cli->table)
+	if (!cli->cur_op || !cli->table)
 		return;
-	const struct nw_coll *c = nw_coll_get((enum nw_op)cli->cur_op);
+	const struct nw_coll *c = cli->cur_op;
 	nw_nt_print_footer(stdout, cli->wrong_op, cli->bus_n ? cli->bus_sum / (double)cli->bus_n : 0);
 	printf("# Collective test concluded: %s_perf\n#\n", c->name);
 }
@@ -206,7 +213,7 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 	const struct nw_bench_opts *o = &cli->o;
 	const struct nw_run_header *h = &cli->run->h;
 	const struct nw_coll *c = nw_coll_find(r->op);
-	cli->cur_op = c ? (int)c->op : -1;
+	cli->cur_op = c;
 	cli->wrong_op = 0;
 	cli->bus_sum = 0;
 	cli->bus_n = 0;
@@ -258,7 +265,7 @@ static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
 	if (!cli->table || !r)
 		return;
 	const struct nw_coll *c = nw_coll_find(r->op);
-	if (!c || (int)c->op != cli->cur_op) {
+	if (!c || c != cli->cur_op) {
 		section_end(cli);
 		section_start(cli, r);
 	}
@@ -340,7 +347,7 @@ static void summary(const struct bench_cli *cli, const struct nw_run *run, const
 		return;
 	}
 	for (int i = 0; i < cli->o.nops; i++) {
-		const char *name = nw_coll_get((enum nw_op)cli->o.ops[i])->name;
+		const char *name = nw_coll_get(cli->o.ops[i])->name;
 		const struct nw_row *best = NULL;
 		for (size_t k = 0; k < run->nrows; k++) {
 			const struct nw_row *r = &run->rows[k];
@@ -447,7 +454,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 	int rc = nw_bench_run(&cli->o, &run, on_row, cli, err, sizeof(err));
 	int status;
 	if (rc < 0) {
-		if (cli->table && cli->cur_op >= 0)
+		if (cli->table && cli->cur_op)
 			fflush(stdout);
 		nw_error("%s: %s", cmd, err);
 		status = 3;

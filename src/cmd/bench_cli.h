@@ -16,7 +16,7 @@ struct bench_cli {
 	int no_history;
 	/* printing state */
 	int table;           /* print the text table on stdout */
-	int cur_op;          /* op of the section being printed, -1 none */
+	const struct nw_coll *cur_op; /* op of the section being printed, NULL none */
 	int64_t wrong_op;
 	double bus_sum;
 	size_t bus_n;

@@ -14,8 +14,8 @@
 #include <jansson.h>
 
 #include "bench/bench.h"
-#include "bench/coll.h"
-#include "bench/result.h"
+#include "model/coll.h"
+#include "model/result.h"
 #include "cmd/cmd.h"
 #include "comm/group.h"
 #include "gpu/nvml.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "cmd/cmd.h"
 #include "store/compare.h"
 #include "store/store.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "cmd/cmd.h"
 #include "parse/nccltests.h"
 #include "store/store.h"

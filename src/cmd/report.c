@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "cmd/cmd.h"
 #include "report/report.h"
 #include "store/compare.h"

@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "bench/coll.h"
+#include "model/coll.h"
 #include "cmd/cmd.h"
 #include "gpu/nvml.h"
 #include "probe/expect.h"

@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/coll.h"
-#include "bench/result.h"
+#include "model/coll.h"
+#include "model/result.h"
 #include "cmd/cmd.h"
 #include "store/store.h"
 #include "tune/tune.h"

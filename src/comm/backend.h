@@ -10,13 +10,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bench/coll.h"
 #include "comm/group.h"
+#include "model/coll.h"
 
 /* One collective call, the same on every local rank but for offsets. */
 struct nw_call {
 	enum nw_op op;
-	int dtype, redop, root;
+	enum nw_dtype dtype;
+	enum nw_redop redop;
+	int root;
 	uint64_t count;      /* nccl-tests' paramcount: per-rank chunk for split ops */
 	size_t shift;        /* bytes added to both buffers (cache rotation) */
 	int inplace;
@@ -90,7 +92,7 @@ struct nw_backend {
  */
 static inline void nw_call_offsets(const struct nw_call *c, int rank, size_t *soff, size_t *roff)
 {
-	size_t chunk = (size_t)c->count * nw_dtype_size((enum nw_dtype)c->dtype);
+	size_t chunk = (size_t)c->count * nw_dtype_size(c->dtype);
 	*soff = *roff = c->shift;
 	if (!c->inplace)
 		return;
@@ -100,10 +102,15 @@ static inline void nw_call_offsets(const struct nw_call *c, int rank, size_t *so
 		*roff += (size_t)rank * chunk;
 }
 
-struct nw_bench_opts;
+/* What the NCCL backend needs to know from the command line. */
+struct nw_nccl_open_opts {
+	const char *nccl_lib; /* --nccl-lib, or NULL: found as PyTorch would */
+	int ngpus;            /* -g: GPUs per thread (0: all visible, one per process under a launcher) */
+	int nthreads;         /* -t: threads, each with its own GPUs and NCCL group (0 or 1: one) */
+};
 
-/* NCCL on this process's GPUs (ngpus of them, 0: all visible). */
-int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_bench_opts *o,
+/* NCCL on this process's GPUs. */
+int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_nccl_open_opts *o,
                          char *err, size_t errlen);
 /* MPI collectives on host memory (one rank per process). */
 int nw_backend_mpi_open(struct nw_backend **out, struct nw_group *g, char *err, size_t errlen);

@@ -97,7 +97,7 @@ static int one_call(struct nw_backend *be, const struct nw_call *c, char *err, s
 	char *s = (c->inplace ? p->recv : p->send) + soff;
 	char *r = p->recv + roff;
 	int cnt = (int)c->count;
-	size_t es = nw_dtype_size((enum nw_dtype)c->dtype);
+	size_t es = nw_dtype_size(c->dtype);
 	MPI_Datatype t = mpi_type(c->dtype);
 	MPI_Op op = mpi_op(c->redop);
 	MPI_Comm w = MPI_COMM_WORLD;

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench.h"
 #include "comm/backend.h"
 #include "gpu/cuda.h"
 #include "gpu/nccl.h"
@@ -133,7 +132,7 @@ static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char 
 	void *r = base_r + roff;
 	nw_ncclComm_t comm = p->comm[i];
 	nw_CUstream st = p->stream[i];
-	size_t cnt = (size_t)c->count, es = nw_dtype_size((enum nw_dtype)c->dtype);
+	size_t cnt = (size_t)c->count, es = nw_dtype_size(c->dtype);
 	int t = c->dtype;
 	nw_ncclResult_t rc = 0;
 	switch (c->op) {
@@ -579,7 +578,7 @@ static const struct nw_backend_ops nccl_ops = {
 	.destroy = be_destroy,
 };
 
-int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_bench_opts *o,
+int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_nccl_open_opts *o,
                          char *err, size_t errlen)
 {
 	*out = NULL;

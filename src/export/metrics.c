@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "export/hist.h"
 #include "export/metrics.h"
 #include "util/util.h"

@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 
 /* Parse nccl-tests output (text of any version, or -J JSON) from path ("-" = stdin). Returns the number of runs found (>= 0) and sets *runs to a malloc'ed array the caller frees (nw_run_release on each, then free); -1 with err filled on an I/O error. Unparsed lines are counted in *unparsed (may be NULL). */
 int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen);

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "bench/coll.h"
+#include "model/coll.h"
 #include "probe/topo.h"
 
 struct nw_expect {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/coll.h"
+#include "model/coll.h"
 #include "probe/expect.h"
 #include "util/util.h"
 

@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "probe/doctor.h"
 #include "probe/topo.h"
 

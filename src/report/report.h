@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "store/compare.h"
 
 /* The runs of a report, in legend order. */

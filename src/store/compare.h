@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "store/store.h"
 
 /*

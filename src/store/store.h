@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 
 /* History options of a recording command; zero-initialise it. */
 struct nw_store_opts {

@@ -22,8 +22,8 @@
 
 #include <jansson.h>
 
-#include "bench/coll.h"
-#include "bench/result.h"
+#include "model/coll.h"
+#include "model/result.h"
 
 /* ---------------------------------------------------------------- bands */
 

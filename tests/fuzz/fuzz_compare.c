@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "parse/nccltests.h"
 #include "report/report.h"
 #include "store/compare.h"

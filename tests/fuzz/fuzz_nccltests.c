@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "parse/nccltests.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

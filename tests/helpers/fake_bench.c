@@ -29,8 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/coll.h"
-#include "bench/result.h"
+#include "model/coll.h"
+#include "model/result.h"
 #include "util/util.h"
 
 extern char **environ;

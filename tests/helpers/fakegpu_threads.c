@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/coll.h"
+#include "model/coll.h"
 #include "gpu/cuda.h"
 #include "gpu/nccl.h"
 #include "util/util.h"

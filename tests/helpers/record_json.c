@@ -5,7 +5,7 @@
  */
 #include <stdio.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "store/store.h"
 #include "util/util.h"
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "store/store.h"
 #include "util/util.h"
 

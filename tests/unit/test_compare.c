@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "store/compare.h"
 #include "util/util.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "parse/nccltests.h"
 #include "util/util.h"
 

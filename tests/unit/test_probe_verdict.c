@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "gpu/nvml.h"
 #include "probe/doctor.h"
 #include "probe/topo.h"

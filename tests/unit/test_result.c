@@ -6,8 +6,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "bench/coll.h"
-#include "bench/result.h"
+#include "model/coll.h"
+#include "model/result.h"
 
 static struct nw_row mkrow(const char *op, uint64_t size, uint64_t count, const char *redop,
                            int root, int nranks, int inplace, double t, int64_t wrong)

@@ -11,7 +11,7 @@
 
 #include <sqlite3.h>
 
-#include "bench/result.h"
+#include "model/result.h"
 #include "store/store.h"
 #include "util/util.h"
 

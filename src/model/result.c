@@ -1,11 +1,11 @@
-#include "bench/result.h"
+#include "model/result.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/coll.h"
+#include "model/coll.h"
 #include "util/util.h"
 
 void nw_run_init(struct nw_run *run)

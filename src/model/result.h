@@ -3,8 +3,8 @@
  * compare, report and tune; and its three renderings (nccl-tests' text
  * table, JSON, CSV). Field names are the documented schema (docs/results.md).
  */
-#ifndef NW_RESULT_H
-#define NW_RESULT_H
+#ifndef NW_MODEL_RESULT_H
+#define NW_MODEL_RESULT_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -2,8 +2,8 @@
  * coll: the collectives ncclwatch measures, their size rules and the
  * bus-bandwidth factors nccl-tests uses (DESIGN.md, "busbw").
  */
-#ifndef NW_COLL_H
-#define NW_COLL_H
+#ifndef NW_MODEL_COLL_H
+#define NW_MODEL_COLL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "bench/coll.h"
+#include "model/coll.h"
 
 #include <string.h>
 #include <strings.h>
