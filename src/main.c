@@ -1,6 +1,6 @@
 /*
  * ncclwatch: how fast do bytes move between my GPUs, and if slow, why.
- * The command table: a new command is one row here and one file in src/cmd/.
+ * Dispatch over the command table (NW_COMMANDS in src/cmd/cmd.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,24 +11,13 @@
 struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
+	const char *usage;
 	const char *help;
 };
 
-static const struct command commands[] = {
-	{ "bench",    cmd_bench,    "measure collectives over a size sweep (nccl-tests compatible)" },
-	{ "check",    cmd_check,    "pass/fail pre-flight: doctor plus a short bench against expectations" },
-	{ "topo",     cmd_topo,     "GPUs, links, NICs, and the bandwidth they should give" },
-	{ "doctor",   cmd_doctor,   "what in this machine, container or environment hurts NCCL" },
-	{ "logscan",  cmd_logscan,  "read NCCL_DEBUG=INFO logs: what NCCL did and what went wrong" },
-	{ "import",   cmd_import,   "bring nccl-tests outputs (text or -J JSON) into the result model" },
-	{ "history",  cmd_history,  "list, show, export, delete and name recorded runs" },
-	{ "compare",  cmd_compare,  "compare two runs; find regressions and what changed" },
-	{ "report",   cmd_report,   "self-contained HTML (or SVG) report of runs" },
-	{ "tune",     cmd_tune,     "measure NCCL settings against defaults on this machine" },
-	{ "top",      cmd_top,      "live view of a training job's collectives (profiler plugin)" },
-	{ "exporter", cmd_exporter, "Prometheus /metrics from the profiler plugin's stats" },
-	{ "version",  cmd_version,  "tool version, the NCCL that would load, driver, other NCCLs" },
-};
+#define NW_CMD_ROW(name, help) { #name, cmd_##name, usage_##name, help },
+static const struct command commands[] = { NW_COMMANDS(NW_CMD_ROW) };
+#undef NW_CMD_ROW
 
 static void usage(FILE *f)
 {
@@ -53,10 +42,10 @@ static int help(const char *name)
 		usage(stdout);
 		return 0;
 	}
-	const char *text = cmd_usage(name);
-	if (!text)
+	const struct command *c = find(name);
+	if (!c)
 		return nw_error("no command '%s'; 'ncclwatch --help' lists them", name), 2;
-	fputs(text, stdout);
+	fputs(c->usage, stdout);
 	return 0;
 }
 

@@ -1,41 +1,36 @@
 /*
- * cmd: one function per command, each in src/cmd/<name>.c. A command parses
- * its options, calls modules, prints, and returns the process exit status.
+ * cmd: one function per command, each in src/cmd/<name>.c with its usage
+ * text. A command parses its options, calls modules, prints, and returns
+ * the process exit status.
+ *
+ * NW_COMMANDS is the one table of commands: dispatch, `ncclwatch --help`,
+ * `ncclwatch help NAME` and the man pages all come from it. A new command
+ * is one row here and one file src/cmd/<name>.c that defines
+ * `int cmd_<name>(int argc, char **argv)` and `const char usage_<name>[]`.
+ * (No cmd.c: the table is expanded where it is used, in src/main.c.)
  */
 #ifndef NW_CMD_H
 #define NW_CMD_H
 
-int cmd_bench(int argc, char **argv);
-int cmd_check(int argc, char **argv);
-int cmd_topo(int argc, char **argv);
-int cmd_doctor(int argc, char **argv);
-int cmd_logscan(int argc, char **argv);
-int cmd_import(int argc, char **argv);
-int cmd_history(int argc, char **argv);
-int cmd_compare(int argc, char **argv);
-int cmd_report(int argc, char **argv);
-int cmd_tune(int argc, char **argv);
-int cmd_top(int argc, char **argv);
-int cmd_exporter(int argc, char **argv);
-int cmd_version(int argc, char **argv);
+#define NW_COMMANDS(X) \
+	X(bench,    "measure collectives over a size sweep (nccl-tests compatible)") \
+	X(check,    "pass/fail pre-flight: doctor plus a short bench against expectations") \
+	X(topo,     "GPUs, links, NICs, and the bandwidth they should give") \
+	X(doctor,   "what in this machine, container or environment hurts NCCL") \
+	X(logscan,  "read NCCL_DEBUG=INFO logs: what NCCL did and what went wrong") \
+	X(import,   "bring nccl-tests outputs (text or -J JSON) into the result model") \
+	X(history,  "list, show, export, delete and name recorded runs") \
+	X(compare,  "compare two runs; find regressions and what changed") \
+	X(report,   "self-contained HTML (or SVG) report of runs") \
+	X(tune,     "measure NCCL settings against defaults on this machine") \
+	X(top,      "live view of a training job's collectives (profiler plugin)") \
+	X(exporter, "Prometheus /metrics from the profiler plugin's stats") \
+	X(version,  "tool version, the NCCL that would load, driver, other NCCLs")
 
-
-/* Each command file defines its usage text. */
-extern const char usage_bench[];
-extern const char usage_check[];
-extern const char usage_topo[];
-extern const char usage_doctor[];
-extern const char usage_logscan[];
-extern const char usage_import[];
-extern const char usage_history[];
-extern const char usage_compare[];
-extern const char usage_report[];
-extern const char usage_tune[];
-extern const char usage_top[];
-extern const char usage_exporter[];
-extern const char usage_version[];
-
-/* Usage text of a command ("ncclwatch help <name>"); NULL when unknown. */
-const char *cmd_usage(const char *name);
+#define NW_CMD_DECLARE(name, help) \
+	int cmd_##name(int argc, char **argv); \
+	extern const char usage_##name[];
+NW_COMMANDS(NW_CMD_DECLARE)
+#undef NW_CMD_DECLARE
 
 #endif

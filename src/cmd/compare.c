@@ -8,6 +8,7 @@
 #include "model/result.h"
 #include "cmd/cmd.h"
 #include "store/compare.h"
+#include "store/input.h"
 #include "store/store.h"
 #include "util/util.h"
 

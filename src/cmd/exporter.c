@@ -144,13 +144,13 @@ int cmd_exporter(int argc, char **argv)
 		int r = nw_metrics_scrape(&s->m, nw_now(), &p, err, sizeof(err));
 		if (r < 0) {
 			nw_error("%s", err);
-			nw_prom_free(&p);
+			nw_prom_release(&p);
 			goto out;
 		}
 		if (*err)
 			nw_warn("%s", err);
 		fwrite(p.buf, 1, p.len, stdout);
-		nw_prom_free(&p);
+		nw_prom_release(&p);
 		rc = 0;
 		goto out;
 	}
@@ -161,7 +161,7 @@ int cmd_exporter(int argc, char **argv)
 	if (nw_sf_load(dir, &probe, err, sizeof(err)) < 0)
 		nw_warn("%s (serving anyway; metrics appear when it does)", err);
 	else
-		nw_sf_free(&probe);
+		nw_sf_set_release(&probe);
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -188,7 +188,7 @@ int cmd_exporter(int argc, char **argv)
 out:
 	nw_httpd_stop(h);
 	if (s)
-		nw_metrics_free(&s->m);
+		nw_metrics_release(&s->m);
 	free(s);
 	return rc;
 }

@@ -9,6 +9,7 @@
 #include "cmd/cmd.h"
 #include "report/report.h"
 #include "store/compare.h"
+#include "store/input.h"
 #include "store/store.h"
 #include "util/util.h"
 

@@ -191,9 +191,9 @@ static int print_once(const struct top_opts *o)
 		printf("note: %s\n", graph_note(line, sizeof(line), v.ngraph));
 	for (size_t at = 0; (at = straggler_line(line, sizeof(line), &v, at)) != 0;)
 		printf("%s\n", line);
-	nw_view_free(&v);
-	nw_sample_free(&now);
-	nw_sf_free(&set);
+	nw_view_release(&v);
+	nw_sample_release(&now);
+	nw_sf_set_release(&set);
 	return 0;
 }
 
@@ -316,7 +316,7 @@ static int run_live(struct top_opts *o)
 	/* fail early and plainly when there is nothing to watch */
 	if (nw_sf_load(o->dir, &set, err, sizeof(err)) < 0)
 		return nw_error("%s", err), 1;
-	nw_sf_free(&set);
+	nw_sf_set_release(&set);
 	*err = '\0';
 
 	if (tcgetattr(STDIN_FILENO, &saved_tio) == 0)
@@ -341,8 +341,8 @@ static int run_live(struct top_opts *o)
 		double t = nw_now();
 		if (t >= next && !paused) {
 			next = t + o->interval;
-			nw_view_free(&v);
-			nw_sf_free(&set);
+			nw_view_release(&v);
+			nw_sf_set_release(&set);
 			*err = '\0';
 			if (nw_sf_load(o->dir, &set, err, sizeof(err)) < 0) {
 				memset(&set, 0, sizeof(set));
@@ -388,20 +388,20 @@ static int run_live(struct top_opts *o)
 		}
 		/* sorting and filtering apply at once, even when paused */
 		if (next == 0 && paused && set.n) {
-			nw_view_free(&v);
+			nw_view_release(&v);
 			struct nw_sample cur;
 			nw_sample_take(&set, nw_now(), &cur);
 			nw_view_build(&set, &cur, NULL, &o->view, &v);
-			nw_sample_free(&cur);
+			nw_sample_release(&cur);
 			next = nw_now() + o->interval;
 		}
 	}
 	rc = 0;
 	end_curses();
-	nw_view_free(&v);
-	nw_sf_free(&set);
-	nw_sample_free(&prev);
-	nw_sample_free(&now);
+	nw_view_release(&v);
+	nw_sf_set_release(&set);
+	nw_sample_release(&prev);
+	nw_sample_release(&now);
 	return rc;
 }
 

@@ -451,13 +451,13 @@ int nw_boot_hello_unpack(const uint8_t *p, size_t len, struct nw_boot_hello *h, 
 	memcpy(h->fingerprint, p + 26 + hl, fl);
 	h->fingerprint[fl] = '\0';
 	if (strlen(h->fingerprint) != fl) {
-		nw_boot_hello_free(h);
+		nw_boot_hello_release(h);
 		return nw_seterr(err, errlen, "a hello whose fingerprint holds a NUL byte");
 	}
 	return 0;
 }
 
-void nw_boot_hello_free(struct nw_boot_hello *h)
+void nw_boot_hello_release(struct nw_boot_hello *h)
 {
 	free(h->fingerprint);
 	h->fingerprint = NULL;
@@ -1186,13 +1186,13 @@ static int root_start(struct nw_boot *b, const struct nw_boot_env *e, const char
 				     "rank %d on %s (pid %ld) has a world size of %d where %s has %d: start every rank with the same "
 				     "WORLD_SIZE, and check that no other job uses %s",
 				     h.rank, h.host, h.pid, h.size, who(b, 0, w, sizeof(w)), b->size, b->where);
-				nw_boot_hello_free(&h);
+				nw_boot_hello_release(&h);
 				goto out; /* the out path tells c why */
 			}
 			if (h.rank >= h.size) {
 				fail(b, 1, -1, err, errlen, "the process at %s (pid %ld on %s) claims rank %d of %d", peer, h.pid,
 				     h.host, h.rank, h.size);
-				nw_boot_hello_free(&h);
+				nw_boot_hello_release(&h);
 				goto out; /* the out path tells c why */
 			}
 			if (h.rank == 0 || b->conns[h.rank].fd >= 0) {
@@ -1200,7 +1200,7 @@ static int root_start(struct nw_boot *b, const struct nw_boot_env *e, const char
 				     "rank %d is claimed twice: by pid %ld on %s and by pid %ld on %s; give every process its own "
 				     "RANK, and check that no other job uses %s",
 				     h.rank, ro.pid[h.rank], b->hosts[h.rank], h.pid, h.host, b->where);
-				nw_boot_hello_free(&h);
+				nw_boot_hello_release(&h);
 				goto out; /* the out path tells c why */
 			}
 			b->conns[h.rank] = *c;

@@ -131,14 +131,14 @@ struct nw_boot_hello {
 	int rank, size, local_rank, local_size;
 	long pid;
 	char host[NW_BOOT_MAX_HOST + 1];
-	char *fingerprint; /* owned: nw_boot_hello_free */
+	char *fingerprint; /* owned: nw_boot_hello_release */
 };
 /* Encode a hello; returns a buffer the caller frees, its length in *len. */
 uint8_t *nw_boot_hello_pack(const struct nw_boot_hello *h, size_t *len);
 /* Decode a hello payload (bounds-checked); 0 or -1 with err. */
 int nw_boot_hello_unpack(const uint8_t *p, size_t len, struct nw_boot_hello *h, char *err,
                          size_t errlen);
-void nw_boot_hello_free(struct nw_boot_hello *h);
+void nw_boot_hello_release(struct nw_boot_hello *h);
 
 /*
  * The part of two fingerprints that differs, widened to whole words:

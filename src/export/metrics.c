@@ -21,10 +21,10 @@ void nw_metrics_init(struct nw_metrics *m, const char *dir, int all, double wind
 	m->late_window = 256;
 }
 
-void nw_metrics_free(struct nw_metrics *m)
+void nw_metrics_release(struct nw_metrics *m)
 {
-	nw_sample_free(&m->base);
-	nw_sample_free(&m->cand);
+	nw_sample_release(&m->base);
+	nw_sample_release(&m->cand);
 	free(m->bl);
 	memset(m, 0, sizeof(*m));
 }
@@ -485,7 +485,7 @@ int nw_metrics_scrape(struct nw_metrics *m, double now, struct nw_prom *out, cha
 		m->have_base = 1;
 		nw_sample_move(&m->cand, &cur);
 	}
-	nw_sample_free(&cur);
-	nw_sf_free(&set);
+	nw_sample_release(&cur);
+	nw_sf_set_release(&set);
 	return 0;
 }

@@ -39,7 +39,7 @@ struct nw_metrics {
 
 /* Set up m for dir (copied). */
 void nw_metrics_init(struct nw_metrics *m, const char *dir, int all, double window_s);
-void nw_metrics_free(struct nw_metrics *m);
+void nw_metrics_release(struct nw_metrics *m);
 
 /*
  * Read a bench result (ncclwatch JSON, docs/results.md) as the busbw

@@ -16,7 +16,7 @@ void nw_prom_init(struct nw_prom *p)
 	p->len = 0;
 }
 
-void nw_prom_free(struct nw_prom *p)
+void nw_prom_release(struct nw_prom *p)
 {
 	free(p->buf);
 	p->buf = NULL;

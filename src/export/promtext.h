@@ -2,7 +2,7 @@
  * promtext: a writer for Prometheus' text exposition format 0.0.4.
  *
  * The writer appends to a growable buffer the caller owns (nw_prom_init,
- * nw_prom_free). It escapes label values and HELP text as the format
+ * nw_prom_release). It escapes label values and HELP text as the format
  * requires, prints numbers so Prometheus parses them back exactly enough
  * (integers exactly, NaN and +Inf/-Inf by name), and writes histograms with
  * cumulative buckets, a final le="+Inf" bucket equal to _count, and _sum.
@@ -31,7 +31,7 @@ struct nw_label {
 
 void nw_prom_init(struct nw_prom *p);
 /* Free the buffer; the struct may be initialised again. */
-void nw_prom_free(struct nw_prom *p);
+void nw_prom_release(struct nw_prom *p);
 /* Take the text out of the writer: the caller frees it; the writer is left empty. */
 char *nw_prom_take(struct nw_prom *p, size_t *len);
 

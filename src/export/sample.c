@@ -71,7 +71,7 @@ void nw_sample_take(const struct nw_sf_set *set, double t, struct nw_sample *s)
 		qsort(s->e, s->n, sizeof(*s->e), cmp_ent);
 }
 
-void nw_sample_free(struct nw_sample *s)
+void nw_sample_release(struct nw_sample *s)
 {
 	free(s->e);
 	s->e = NULL;
@@ -80,7 +80,7 @@ void nw_sample_free(struct nw_sample *s)
 
 void nw_sample_move(struct nw_sample *dst, struct nw_sample *src)
 {
-	nw_sample_free(dst);
+	nw_sample_release(dst);
 	*dst = *src;
 	src->e = NULL;
 	src->n = 0;

@@ -47,7 +47,7 @@ struct nw_sample {
 /* Take a sample of every rank of set at monotonic time t (s zeroed first). */
 void nw_sample_take(const struct nw_sf_set *set, double t, struct nw_sample *s);
 /* Free the entries; the struct may be reused. */
-void nw_sample_free(struct nw_sample *s);
+void nw_sample_release(struct nw_sample *s);
 /* Move src into dst (dst freed first); src is left empty. */
 void nw_sample_move(struct nw_sample *dst, struct nw_sample *src);
 

@@ -299,7 +299,7 @@ int nw_sf_load(const char *dir, struct nw_sf_set *set, char *err, size_t errlen)
 	return 0;
 }
 
-void nw_sf_free(struct nw_sf_set *set)
+void nw_sf_set_release(struct nw_sf_set *set)
 {
 	for (size_t i = 0; i < set->n; i++)
 		nw_sf_rank_release(&set->ranks[i]);

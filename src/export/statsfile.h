@@ -61,7 +61,7 @@ const char *nw_sf_default_dir(char *buf, size_t len);
  * fail validation go to set->bad. Returns 0, or -1 with err filled when
  * the directory itself cannot be read (a missing directory is an error:
  * "no stats directory '...': is a job running with NCCL_PROFILER_PLUGIN=ncclwatch?").
- * Free with nw_sf_free.
+ * Free with nw_sf_set_release.
  */
 int nw_sf_load(const char *dir, struct nw_sf_set *set, char *err, size_t errlen);
 
@@ -75,7 +75,7 @@ int nw_sf_read(const char *path, struct nw_sf_rank *r, char *err, size_t errlen)
 void nw_sf_rank_release(struct nw_sf_rank *r);
 
 /* Free everything nw_sf_load allocated and zero the set. */
-void nw_sf_free(struct nw_sf_set *set);
+void nw_sf_set_release(struct nw_sf_set *set);
 
 /* "live", "finished", "disabled", "stale". */
 const char *nw_sf_live_name(enum nw_sf_live l);

@@ -210,7 +210,7 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 		qsort_r(v->rows, v->n, sizeof(*v->rows), cmp_row, &key);
 }
 
-void nw_view_free(struct nw_view *v)
+void nw_view_release(struct nw_view *v)
 {
 	free(v->rows);
 	memset(v, 0, sizeof(*v));

@@ -64,11 +64,11 @@ const char *nw_view_sort_name(enum nw_view_sort s);
 /*
  * Build v from set. now is a sample of set; prev an older one (NULL: rates
  * over each file's life, created_ns to updated_ns). v is zeroed first;
- * free with nw_view_free.
+ * free with nw_view_release.
  */
 void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
                    const struct nw_sample *prev, const struct nw_view_opts *o, struct nw_view *v);
-void nw_view_free(struct nw_view *v);
+void nw_view_release(struct nw_view *v);
 
 /*
  * Text of the table, shared by the terminal view and --once: the column

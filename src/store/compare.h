@@ -2,8 +2,7 @@
  * compare: two runs side by side, per op, size, dtype, redop and placement;
  * a verdict per size that respects noise; the size bands that got slower or
  * faster; and the fingerprint differences that may explain it, most likely
- * to matter first. Also: loading a run from anything a user may name (a run
- * id, a baseline name, our JSON, nccl-tests' output).
+ * to matter first.
  */
 #ifndef NW_COMPARE_H
 #define NW_COMPARE_H
@@ -15,16 +14,6 @@
 
 #include "model/result.h"
 #include "store/store.h"
-
-/*
- * Load what spec names into run (initialised here; nw_run_release it):
- * a run id ("12"), an existing file (ncclwatch results JSON, or nccl-tests
- * text or -J JSON output, whose runs are merged into one), or a baseline
- * name. label gets a short name for display ("run 12", "baseline good",
- * "nt_all_reduce.txt"). The database (for ids and names) comes from o.
- */
-int nw_input_load(const struct nw_store_opts *o, const char *spec, struct nw_run *run,
-                  char *label, size_t labellen, char *err, size_t errlen);
 
 struct nw_cmp_opts {
 	double tolerance;       /* relative busbw change tolerated, e.g. 0.05 */

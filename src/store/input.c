@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "parse/nccltests.h"
-#include "store/compare.h"
+#include "store/input.h"
 #include "util/util.h"
 
 static int all_digits(const char *s)

@@ -35,15 +35,6 @@ void nw_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
-void nw_die(int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vreport("error", fmt, ap);
-	va_end(ap);
-	exit(code);
-}
-
 int nw_seterr(char *err, size_t len, const char *fmt, ...)
 {
 	if (err && len) {

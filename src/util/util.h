@@ -2,7 +2,7 @@
  * util: errors, checked allocation, number and size parsing, clocks.
  *
  * Errors: modules fill a caller-supplied buffer (nw_seterr) and return -1;
- * only the command layer prints (nw_error, nw_warn) or exits (nw_die).
+ * only the command layer prints (nw_error, nw_warn) and returns the exit status.
  * Messages are lower-case, quote the thing named, and say what to do next.
  */
 #ifndef NW_UTIL_H
@@ -19,8 +19,6 @@
 int nw_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "ncclwatch: warning: ..." to stderr. */
 void nw_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Print like nw_error and exit(code). Command layer only. */
-void nw_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 /* Format into err[len] (when err is not NULL); returns -1. */
 int nw_seterr(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

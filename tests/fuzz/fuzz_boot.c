@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		nw_boot_hdr_unpack(data, &h, err, sizeof(err));
 		struct nw_boot_hello hello;
 		if (nw_boot_hello_unpack(data + NW_BOOT_HDR_LEN, size - NW_BOOT_HDR_LEN, &hello, err, sizeof(err)) == 0)
-			nw_boot_hello_free(&hello);
+			nw_boot_hello_release(&hello);
 	}
 	/* text: a copy with a terminating NUL, split on NUL into values */
 	char *text = malloc(size + 1);

@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		lines += p.buf[i] == '\n';
 	if (lines != 3)
 		abort();
-	nw_prom_free(&p);
+	nw_prom_release(&p);
 	free(s);
 	return 0;
 }

@@ -74,6 +74,6 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < set.nbad; i++)
 		printf("bad file=%s why=%s\n", set.bad[i].path, set.bad[i].why);
-	nw_sf_free(&set);
+	nw_sf_set_release(&set);
 	return nw_finish_stdout() ? 1 : 0;
 }

@@ -833,7 +833,7 @@ static int check_all(const struct opts *o)
 	}
 	if (!fails)
 		printf("check ok scenario=%s abi=%d ranks=%d files=%zu\n", sc, o->abi, o->nranks, set.n);
-	nw_sf_free(&set);
+	nw_sf_set_release(&set);
 	return fails ? 1 : 0;
 }
 

@@ -301,7 +301,7 @@ static void hello_roundtrip_and_truncation(void **state)
 	assert_int_equal(g.pid, 4242);
 	assert_string_equal(g.host, "gpu-node-17");
 	assert_string_equal(g.fingerprint, h.fingerprint);
-	nw_boot_hello_free(&g);
+	nw_boot_hello_release(&g);
 	/* every shorter or longer buffer is refused, never read past */
 	for (size_t k = 0; k < n; k++) {
 		uint8_t *q = nw_malloc(k ? k : 1);
@@ -332,7 +332,7 @@ static void hello_host_is_cleaned(void **state)
 	assert_int_equal(nw_boot_hello_unpack(p, n, &g, err, sizeof(err)), 0);
 	assert_string_equal(g.host, "bad?[31mhost?");
 	assert_string_equal(g.fingerprint, "");
-	nw_boot_hello_free(&g);
+	nw_boot_hello_release(&g);
 	free(p);
 }
 

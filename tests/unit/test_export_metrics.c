@@ -116,8 +116,8 @@ static char *render(struct fx *f, int all)
 	struct nw_prom p;
 	nw_prom_init(&p);
 	nw_metrics_write(&m, &f->set, &now, NULL, &p);
-	nw_sample_free(&now);
-	nw_metrics_free(&m);
+	nw_sample_release(&now);
+	nw_metrics_release(&m);
 	return nw_prom_take(&p, NULL);
 }
 
@@ -232,7 +232,7 @@ static void view_rows_and_straggler(void **state)
 	assert_non_null(strstr(line, "00000000    1* all_reduce "));
 	assert_non_null(strstr(line, " 167.77 "));
 	assert_non_null(strstr(line, " 1.50ms"));
-	nw_view_free(&v);
+	nw_view_release(&v);
 
 	/* --all shows the stale rank; sort by busbw puts untimed last */
 	o.all = 1;
@@ -245,8 +245,8 @@ static void view_rows_and_straggler(void **state)
 	for (size_t i = 0; i < v.n; i++)
 		stale += v.rows[i].live == NW_SF_STALE;
 	assert_int_equal(stale, 2);
-	nw_view_free(&v);
-	nw_sample_free(&now);
+	nw_view_release(&v);
+	nw_sample_release(&now);
 }
 
 static void live_rates_from_two_samples(void **state)
@@ -274,7 +274,7 @@ static void live_rates_from_two_samples(void **state)
 	assert_int_equal(v.rows[0].calls, 30);
 	/* rank 1 did nothing in the interval: 0 calls/s, times from its life */
 	assert_float_equal(v.rows[1].calls_per_s, 0.0, 1e-12);
-	nw_view_free(&v);
+	nw_view_release(&v);
 
 	/* the exporter's gauge over the same window */
 	struct nw_metrics m;
@@ -285,10 +285,10 @@ static void live_rates_from_two_samples(void **state)
 	assert_non_null(strstr(p.buf, "ncclwatch_coll_busbw_bytes_per_second{" LBL ",rank=\"0\",op=\"all_reduce\",size=\"64M\",nranks=\"2\"} 83886080000\n"));
 	/* rank 1 timed nothing in the window: its gauge is absent, not 0 */
 	assert_null(strstr(p.buf, "ncclwatch_coll_busbw_bytes_per_second{" LBL ",rank=\"1\""));
-	nw_prom_free(&p);
-	nw_metrics_free(&m);
-	nw_sample_free(&before);
-	nw_sample_free(&now);
+	nw_prom_release(&p);
+	nw_metrics_release(&m);
+	nw_sample_release(&before);
+	nw_sample_release(&now);
 }
 
 static void size_labels(void **state)

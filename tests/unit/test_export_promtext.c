@@ -18,7 +18,7 @@ static void escape_label_values(void **state)
 	struct nw_label l[] = { { "comm", "a\"b\\c\nd" }, { "op", "all_reduce" } };
 	nw_prom_sample(&p, "ncclwatch_x", l, 2, 3);
 	assert_string_equal(p.buf, "ncclwatch_x{comm=\"a\\\"b\\\\c\\nd\",op=\"all_reduce\"} 3\n");
-	nw_prom_free(&p);
+	nw_prom_release(&p);
 }
 
 static void help_escapes_backslash_and_newline_not_quote(void **state)
@@ -28,7 +28,7 @@ static void help_escapes_backslash_and_newline_not_quote(void **state)
 	nw_prom_init(&p);
 	nw_prom_family(&p, "ncclwatch_y", "gauge", "a \"q\" \\ b\nc");
 	assert_string_equal(p.buf, "# HELP ncclwatch_y a \"q\" \\\\ b\\nc\n# TYPE ncclwatch_y gauge\n");
-	nw_prom_free(&p);
+	nw_prom_release(&p);
 }
 
 static void no_labels_no_braces(void **state)
@@ -38,7 +38,7 @@ static void no_labels_no_braces(void **state)
 	nw_prom_init(&p);
 	nw_prom_sample(&p, "ncclwatch_z_total", NULL, 0, 0);
 	assert_string_equal(p.buf, "ncclwatch_z_total 0\n");
-	nw_prom_free(&p);
+	nw_prom_release(&p);
 }
 
 static void value_forms(void **state)
@@ -79,7 +79,7 @@ static void histogram_is_cumulative_with_inf(void **state)
 	                    "ncclwatch_d_seconds_bucket{op=\"all_reduce\",le=\"+Inf\"} 10\n"
 	                    "ncclwatch_d_seconds_sum{op=\"all_reduce\"} 1.5\n"
 	                    "ncclwatch_d_seconds_count{op=\"all_reduce\"} 10\n");
-	nw_prom_free(&p);
+	nw_prom_release(&p);
 }
 
 static void histogram_without_labels(void **state)
@@ -91,7 +91,7 @@ static void histogram_without_labels(void **state)
 	uint64_t counts[] = { 0, 0 };
 	nw_prom_histogram(&p, "h", NULL, 0, le, counts, 1, 0);
 	assert_string_equal(p.buf, "h_bucket{le=\"1\"} 0\nh_bucket{le=\"+Inf\"} 0\nh_sum 0\nh_count 0\n");
-	nw_prom_free(&p);
+	nw_prom_release(&p);
 }
 
 static void buffer_grows_and_take(void **state)
@@ -108,7 +108,7 @@ static void buffer_grows_and_take(void **state)
 	assert_non_null(strstr(s, "{rank=\"12345\"} 1999\n"));
 	assert_null(p.buf);
 	free(s);
-	nw_prom_free(&p);
+	nw_prom_release(&p);
 }
 
 static void names(void **state)

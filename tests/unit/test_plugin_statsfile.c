@@ -204,7 +204,7 @@ static void test_bad_files(void **state)
 	assert_int_equal(set.n, 1);
 	assert_int_equal(set.nbad, 1); /* x.nws, still broken */
 	assert_int_equal(set.ranks[0].hdr.comm_hash, 7);
-	nw_sf_free(&set);
+	nw_sf_set_release(&set);
 
 	snprintf(path, sizeof(path), "%s/none", tmpdir);
 	assert_int_equal(nw_sf_load(path, &set, err, sizeof(err)), -1);
@@ -373,7 +373,7 @@ static void test_stragglers(void **state)
 	uint64_t comms[4];
 	assert_int_equal(nw_sf_comms(&set, comms, 4), 1);
 	assert_int_equal(comms[0], 0xabc);
-	nw_sf_free(&set);
+	nw_sf_set_release(&set);
 	for (int rank = 0; rank < 3; rank++) {
 		snprintf(path, sizeof(path), "%s/s%d.nws", tmpdir, rank);
 		unlink(path);
