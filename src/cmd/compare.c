@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/result.h"
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "store/compare.h"
 #include "store/input.h"
@@ -164,50 +165,49 @@ static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int 
 
 int cmd_compare(int argc, char **argv)
 {
+	enum { O_TOL = NW_OPT_LOCAL, O_LAT_TOL, O_LAT_BELOW, O_MIN_SIZE, O_JSON, O_BRIEF };
+	static const struct option longopts[] = {
+		{ "tolerance", required_argument, NULL, O_TOL },
+		{ "latency-tolerance", required_argument, NULL, O_LAT_TOL },
+		{ "latency-below", required_argument, NULL, O_LAT_BELOW },
+		{ "min-size", required_argument, NULL, O_MIN_SIZE },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "brief", no_argument, NULL, O_BRIEF },
+		NW_CLI_STORE_LONGOPTS,
+		{ NULL, 0, NULL, 0 },
+	};
 	struct nw_store_opts so = { 0 };
 	struct nw_cmp_opts o;
 	nw_cmp_opts_default(&o);
-	const char *spec[2] = { NULL, NULL };
-	int nspec = 0, json = 0, brief = 0, rc = 2;
+	int json = 0, brief = 0, rc = 2, opt;
 	char err[NW_ERRLEN];
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int h = nw_store_parse_opt(argc, argv, &i, &so, err, sizeof(err));
-		if (h < 0)
-			return nw_error("%s", err), 2;
-		if (h > 0) {
+	while ((opt = nw_cli_next("compare", argc, argv, "", longopts)) != -1) {
+		int bad = 0;
+		switch (opt) {
+		case -2: return 2;
+		case O_TOL: bad = nw_parse_percent(optarg, &o.tolerance, "--tolerance", err, sizeof(err)); break;
+		case O_LAT_TOL: bad = nw_parse_percent(optarg, &o.lat_tolerance, "--latency-tolerance", err, sizeof(err)); break;
+		case O_LAT_BELOW: bad = nw_parse_size(optarg, &o.lat_below, err, sizeof(err)); break;
+		case O_MIN_SIZE: bad = nw_parse_size(optarg, &o.min_size, err, sizeof(err)); break;
+		case O_JSON: json = 1; break;
+		case O_BRIEF: brief = 1; break;
+		default:
+			if (nw_cli_store_opt(opt, optarg, &so) < 0)
+				return 2;
 			if (so.disabled)
 				return nw_error("--no-history has no meaning for compare (it records nothing)"), 2;
-			continue;
+			break;
 		}
-		int has_val = !strcmp(a, "--tolerance") || !strcmp(a, "--latency-tolerance") ||
-		              !strcmp(a, "--latency-below") || !strcmp(a, "--min-size");
-		if (has_val && i + 1 >= argc)
-			return nw_error("%s needs a value; 'ncclwatch help compare' lists the options", a), 2;
-		if (!strcmp(a, "--tolerance")) {
-			if (nw_parse_percent(argv[++i], &o.tolerance, "--tolerance", err, sizeof(err)))
-				return nw_error("%s", err), 2;
-		} else if (!strcmp(a, "--latency-tolerance")) {
-			if (nw_parse_percent(argv[++i], &o.lat_tolerance, "--latency-tolerance", err, sizeof(err)))
-				return nw_error("%s", err), 2;
-		} else if (!strcmp(a, "--latency-below")) {
-			if (nw_parse_size(argv[++i], &o.lat_below, err, sizeof(err)))
-				return nw_error("--latency-below: %s", err), 2;
-		} else if (!strcmp(a, "--min-size")) {
-			if (nw_parse_size(argv[++i], &o.min_size, err, sizeof(err)))
-				return nw_error("--min-size: %s", err), 2;
-		} else if (!strcmp(a, "--json")) {
-			json = 1;
-		} else if (!strcmp(a, "--brief")) {
-			brief = 1;
-		} else if (a[0] == '-' && a[1]) {
-			return nw_error("unknown option '%s'; 'ncclwatch help compare' lists the options", a), 2;
-		} else if (nspec < 2) {
-			spec[nspec++] = a;
-		} else {
-			return nw_error("compare takes two runs, got a third ('%s')", a), 2;
+		if (bad) {
+			if (opt == O_LAT_BELOW || opt == O_MIN_SIZE)
+				return nw_error("%s: %s", nw_cli_opt_name(opt, argv), err), 2;
+			return nw_error("%s", err), 2;
 		}
 	}
+	int nspec = argc - optind;
+	if (nspec > 2)
+		return nw_error("compare takes two runs, got a third ('%s')", argv[optind + 2]), 2;
+	const char *spec[2] = { nspec > 0 ? argv[optind] : NULL, nspec > 1 ? argv[optind + 1] : NULL };
 	if (nspec != 2)
 		return nw_error("compare needs two runs: ncclwatch compare A B (run ids, baseline names or result files)"), 2;
 	if (!strcmp(spec[0], "-") && !strcmp(spec[1], "-"))

@@ -1,0 +1,46 @@
+/*
+ * cli: the one option-parsing convention of every command.
+ *
+ * Every command parses with getopt_long through nw_cli_next(), so
+ * `--opt value` and `--opt=value` are both accepted everywhere, options and
+ * operands may be mixed, and a bad option gets one message that names the
+ * option as the user typed it. Long-only options take codes from
+ * NW_OPT_LOCAL up; the history options (--db, --no-history) are shared
+ * entries (NW_CLI_STORE_LONGOPTS) handled by nw_cli_store_opt().
+ */
+#ifndef NW_CLI_H
+#define NW_CLI_H
+
+#include <getopt.h>
+
+#include "store/store.h"
+
+enum {
+	NW_OPT_DB = 0x1000,
+	NW_OPT_NO_HISTORY,
+	NW_OPT_LOCAL = 0x1100, /* a command's own long-only options start here */
+};
+
+#define NW_CLI_STORE_LONGOPTS \
+	{ "db", required_argument, NULL, NW_OPT_DB }, \
+	{ "no-history", no_argument, NULL, NW_OPT_NO_HISTORY }
+
+/*
+ * The next option, as getopt_long returns it (with ':' prepended to
+ * shortopts and opterr off). Returns -1 at the end of the options, and -2
+ * after printing an error (unknown option, missing value) that names the
+ * option and points to `ncclwatch help CMD`: the command returns 2.
+ */
+int nw_cli_next(const char *cmd, int argc, char **argv, const char *shortopts,
+                const struct option *longopts);
+
+/* How the user spelled option c, just returned ("--tolerance", "-b"), for messages. */
+const char *nw_cli_opt_name(int c, char **argv);
+
+/*
+ * A history option (NW_CLI_STORE_LONGOPTS): fills so and returns 1; 0 when
+ * c is not one; -1 after printing an error (empty --db).
+ */
+int nw_cli_store_opt(int c, const char *arg, struct nw_store_opts *so);
+
+#endif
