@@ -28,14 +28,26 @@ enum {
 /*
  * The next option, as getopt_long returns it (with ':' prepended to
  * shortopts and opterr off). Returns -1 at the end of the options, and -2
- * after printing an error (unknown option, missing value) that names the
- * option and points to `ncclwatch help CMD`: the command returns 2.
+ * after printing an error (unknown option, missing value, a value given to
+ * an option that takes none) that names the option and points to
+ * `ncclwatch help CMD`: the command returns 2.
  */
 int nw_cli_next(const char *cmd, int argc, char **argv, const char *shortopts,
                 const struct option *longopts);
 
-/* How the user spelled option c, just returned ("--tolerance", "-b"), for messages. */
+/*
+ * How the user gave option c, just returned by nw_cli_next, for messages:
+ * "--ngpus" when given long (even as "--ngpus=2"), "-g" when short. The
+ * string is static, valid until the next call.
+ */
 const char *nw_cli_opt_name(int c, char **argv);
+
+/*
+ * For a command that takes no operands, after its option loop: 0 when
+ * none is left, else -1 after printing "unexpected argument" naming the
+ * first one (the command returns 2).
+ */
+int nw_cli_no_operands(const char *cmd, int argc, char **argv);
 
 /*
  * A history option (NW_CLI_STORE_LONGOPTS): fills so and returns 1; 0 when
