@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model/result.h"
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "store/compare.h"
 #include "store/store.h"
@@ -52,45 +53,63 @@ struct hopts {
 	int nargs;
 };
 
+enum { O_HOST = NW_OPT_LOCAL, O_OP, O_SINCE, O_UNTIL, O_LIMIT, O_JSON, O_CSV, O_DELETE };
+
+/* A filter's value (--host, --op, --since, --until, --limit) into o->f. */
+static int filter_opt(int opt, const char *arg, const char *name, struct hopts *o)
+{
+	if (!arg[0])
+		return nw_error("option '%s' needs a value; 'ncclwatch help history' lists the options", name);
+	if (opt != O_LIMIT) {
+		*(opt == O_HOST ? &o->f.host : opt == O_OP ? &o->f.op : opt == O_SINCE ? &o->f.since : &o->f.until) = arg;
+		return 0;
+	}
+	char err[NW_ERRLEN];
+	long n;
+	if (nw_parse_long(arg, 1, LONG_MAX, &n, "--limit", err, sizeof(err)))
+		return nw_error("%s", err);
+	o->f.limit = n;
+	return 0;
+}
+
+/* Options anywhere; operands (the sub-command and its arguments) into o->args. */
 static int parse(int argc, char **argv, struct hopts *o)
 {
-	char err[NW_ERRLEN];
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int h = nw_store_parse_opt(argc, argv, &i, &o->so, err, sizeof(err));
-		if (h < 0)
-			return nw_error("%s", err);
-		if (h > 0) {
+	static const struct option longopts[] = {
+		{ "host", required_argument, NULL, O_HOST },
+		{ "op", required_argument, NULL, O_OP },
+		{ "since", required_argument, NULL, O_SINCE },
+		{ "until", required_argument, NULL, O_UNTIL },
+		{ "limit", required_argument, NULL, O_LIMIT },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "csv", no_argument, NULL, O_CSV },
+		{ "delete", no_argument, NULL, O_DELETE },
+		NW_CLI_STORE_LONGOPTS,
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+	while ((opt = nw_cli_next("history", argc, argv, "", longopts)) != -1) {
+		switch (opt) {
+		case -2: return -1;
+		case O_JSON: o->json = 1; break;
+		case O_CSV: o->csv = 1; break;
+		case O_DELETE: o->del = 1; break;
+		case O_HOST: case O_OP: case O_SINCE: case O_UNTIL: case O_LIMIT:
+			if (filter_opt(opt, optarg, nw_cli_opt_name(opt, argv), o))
+				return -1;
+			break;
+		default:
+			if (nw_cli_store_opt(opt, optarg, &o->so) < 0)
+				return -1;
 			if (o->so.disabled)
 				return nw_error("--no-history has no meaning for history");
-			continue;
+			break;
 		}
-		const char **dst = !strcmp(a, "--host") ? &o->f.host : !strcmp(a, "--op") ? &o->f.op :
-		                   !strcmp(a, "--since") ? &o->f.since : !strcmp(a, "--until") ? &o->f.until : NULL;
-		if (dst || !strcmp(a, "--limit")) {
-			if (i + 1 >= argc || !argv[i + 1][0])
-				return nw_error("%s needs a value; 'ncclwatch help history' lists the options", a);
-			if (dst) {
-				*dst = argv[++i];
-			} else {
-				long n;
-				if (nw_parse_long(argv[++i], 1, LONG_MAX, &n, "--limit", err, sizeof(err)))
-					return nw_error("%s", err);
-				o->f.limit = n;
-			}
-		} else if (!strcmp(a, "--json")) {
-			o->json = 1;
-		} else if (!strcmp(a, "--csv")) {
-			o->csv = 1;
-		} else if (!strcmp(a, "--delete")) {
-			o->del = 1;
-		} else if (a[0] == '-' && a[1]) {
-			return nw_error("unknown option '%s'; 'ncclwatch help history' lists the options", a);
-		} else if (o->nargs < 3) {
-			o->args[o->nargs++] = a;
-		} else {
-			return nw_error("too many arguments ('%s'); 'ncclwatch help history' shows the forms", a);
-		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (o->nargs == 3)
+			return nw_error("too many arguments ('%s'); 'ncclwatch help history' shows the forms", argv[i]);
+		o->args[o->nargs++] = argv[i];
 	}
 	if (o->json && o->csv)
 		return nw_error("give --json or --csv, not both");
@@ -359,6 +378,46 @@ static int do_baseline(struct nw_store *s, const struct hopts *o)
 	return 0;
 }
 
+static int do_delete(struct nw_store *s, const struct hopts *o)
+{
+	long long id;
+	char err[NW_ERRLEN];
+	if (parse_id(o->args[1], &id))
+		return -1;
+	if (nw_store_delete(s, id, err, sizeof(err)))
+		return nw_error("%s", err);
+	fprintf(stderr, "run %lld deleted\n", id);
+	return 0;
+}
+
+/* The sub-commands: name, what runs it, how many operands at most (the name included). */
+static const struct history_sub {
+	const char *name;
+	int (*fn)(struct nw_store *, const struct hopts *);
+	int max_args;
+} subs[] = {
+	{ "list", do_list, 1 },
+	{ "show", do_show, 2 },
+	{ "export", do_export, 2 },
+	{ "delete", do_delete, 2 },
+	{ "baseline", do_baseline, 3 },
+};
+
+/* Whether the operands fit the sub-command's form, before the database is opened. */
+static int check_form(const char *sub, int max_args, const struct hopts *o)
+{
+	long long id;
+	if (o->nargs > max_args)
+		return nw_error("too many arguments for 'history %s'; 'ncclwatch help history' shows the forms", sub);
+	if (o->del && strcmp(sub, "baseline"))
+		return nw_error("--delete belongs to 'history baseline --delete NAME'; to delete a run: history delete ID");
+	if (!strcmp(sub, "delete") && parse_id(o->args[1], &id))
+		return -1;
+	if ((!strcmp(sub, "show") || !strcmp(sub, "export")) && o->nargs < 2)
+		return nw_error("'history %s' needs a run id%s", sub, strcmp(sub, "export") ? "" : " or 'all'");
+	return 0;
+}
+
 int cmd_history(int argc, char **argv)
 {
 	struct hopts o;
@@ -366,45 +425,18 @@ int cmd_history(int argc, char **argv)
 	if (parse(argc, argv, &o))
 		return 2;
 	const char *sub = o.nargs ? o.args[0] : "list";
-	int (*fn)(struct nw_store *, const struct hopts *) = NULL;
-	int max_args = 1;
-	if (!strcmp(sub, "list")) {
-		fn = do_list;
-	} else if (!strcmp(sub, "show")) {
-		fn = do_show;
-		max_args = 2;
-	} else if (!strcmp(sub, "export")) {
-		fn = do_export;
-		max_args = 2;
-	} else if (!strcmp(sub, "delete")) {
-		max_args = 2;
-	} else if (!strcmp(sub, "baseline")) {
-		fn = do_baseline;
-		max_args = 3;
-	} else {
+	const struct history_sub *sc = NULL;
+	for (size_t i = 0; i < NW_ARRAY_LEN(subs); i++)
+		if (!strcmp(sub, subs[i].name))
+			sc = &subs[i];
+	if (!sc)
 		return nw_error("unknown history command '%s': list, show, export, delete or baseline", sub), 2;
-	}
-	if (o.nargs > max_args)
-		return nw_error("too many arguments for 'history %s'; 'ncclwatch help history' shows the forms", sub), 2;
-	if (o.del && strcmp(sub, "baseline"))
-		return nw_error("--delete belongs to 'history baseline --delete NAME'; to delete a run: history delete ID"), 2;
-	long long del_id = 0;
-	if (!strcmp(sub, "delete") && parse_id(o.args[1], &del_id))
+	if (check_form(sub, sc->max_args, &o))
 		return 2;
-	if ((!strcmp(sub, "show") || !strcmp(sub, "export")) && o.nargs < 2)
-		return nw_error("'history %s' needs a run id%s", sub, strcmp(sub, "export") ? "" : " or 'all'"), 2;
 	struct nw_store *s;
 	if (open_db(&o, &s))
 		return 2;
-	int rc;
-	if (fn) {
-		rc = fn(s, &o) ? 2 : 0;
-	} else {
-		char err[NW_ERRLEN];
-		rc = nw_store_delete(s, del_id, err, sizeof(err)) ? (nw_error("%s", err), 2) : 0;
-		if (!rc)
-			fprintf(stderr, "run %lld deleted\n", del_id);
-	}
+	int rc = sc->fn(s, &o) ? 2 : 0;
 	nw_store_close(s);
 	return rc;
 }

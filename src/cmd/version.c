@@ -3,10 +3,12 @@
  * the driver when there is one, and every other libnccl on the machine.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "gpu/cuda.h"
 #include "gpu/nccl.h"
@@ -23,76 +25,93 @@ const char usage_version[] =
 	"  --nccl-lib PATH   load this libnccl.so instead of searching\n"
 	"  --json            one JSON object instead of text\n";
 
+/* The JSON form: version, MPI, the NCCL chosen (or why none), the driver, every libnccl. */
+static void print_json(const struct nw_nccl *nc, const char *nerr, const struct nw_cu *cu, const char *cerr,
+                       const struct nw_nccl_where *all, size_t nall)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "version", json_string(NW_VERSION));
+	json_object_set_new(o, "mpi", json_boolean(NW_HAVE_MPI));
+	if (nc) {
+		json_t *n = json_object();
+		json_object_set_new(n, "version", json_string(nc->version));
+		json_object_set_new(n, "path", json_string(nc->where.path));
+		json_object_set_new(n, "chosen_by", json_string(nc->where.how));
+		json_object_set_new(o, "nccl", n);
+	} else {
+		json_object_set_new(o, "nccl", json_null());
+		json_object_set_new(o, "nccl_error", json_string(nerr));
+	}
+	if (cu) {
+		char v[16];
+		snprintf(v, sizeof(v), "%d.%d", cu->driver_version / 1000, (cu->driver_version % 1000) / 10);
+		json_object_set_new(o, "cuda_driver", json_string(v));
+		json_object_set_new(o, "cuda_driver_path", json_string(cu->path));
+	} else {
+		json_object_set_new(o, "cuda_driver", json_null());
+		json_object_set_new(o, "cuda_driver_error", json_string(cerr));
+	}
+	json_t *arr = json_array();
+	for (size_t i = 0; i < nall; i++) {
+		json_t *x = json_object();
+		json_object_set_new(x, "path", json_string(all[i].path));
+		json_object_set_new(x, "version", json_string(all[i].version));
+		json_object_set_new(x, "found_as", json_string(all[i].how));
+		json_array_append_new(arr, x);
+	}
+	json_object_set_new(o, "nccl_libraries", arr);
+	json_dumpf(o, stdout, JSON_INDENT(2));
+	fputc('\n', stdout);
+	json_decref(o);
+}
+
+/* The same as text, one line each. */
+static void print_text(const struct nw_nccl *nc, const char *nerr, const struct nw_cu *cu, const char *cerr,
+                       const struct nw_nccl_where *all, size_t nall)
+{
+	printf("ncclwatch %s (MPI support: %s)\n", NW_VERSION, NW_HAVE_MPI ? "yes" : "no");
+	if (nc)
+		printf("NCCL %s  %s  (chosen by %s)\n", nc->version, nc->where.path, nc->where.how);
+	else
+		printf("NCCL: none loaded: %s\n", nerr);
+	if (cu)
+		printf("CUDA driver API %d.%d  %s\n", cu->driver_version / 1000, (cu->driver_version % 1000) / 10,
+		       cu->path);
+	else
+		printf("CUDA driver: not available: %s\n", cerr);
+	printf("libnccl files on this machine: %zu\n", nall);
+	for (size_t i = 0; i < nall; i++)
+		printf("  %-10s %s  (%s)\n", all[i].version[0] ? all[i].version : "?", all[i].path, all[i].how);
+}
+
 int cmd_version(int argc, char **argv)
 {
+	enum { O_NCCL_LIB = NW_OPT_LOCAL, O_JSON };
+	static const struct option longopts[] = {
+		{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
+		{ "json", no_argument, NULL, O_JSON },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char *nccl_lib = NULL;
-	int json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!strcmp(argv[i], "--nccl-lib") && i + 1 < argc)
-			nccl_lib = argv[++i];
-		else if (!strncmp(argv[i], "--nccl-lib=", 11))
-			nccl_lib = argv[i] + 11;
-		else
-			return nw_error("version: unknown option '%s'; see 'ncclwatch help version'", argv[i]), 2;
+	int json = 0, opt;
+	while ((opt = nw_cli_next("version", argc, argv, "", longopts)) != -1) {
+		switch (opt) {
+		case O_NCCL_LIB: nccl_lib = optarg; break;
+		case O_JSON: json = 1; break;
+		default: return 2;
+		}
 	}
+	if (nw_cli_no_operands("version", argc, argv))
+		return 2;
 	char nerr[NW_ERRLEN], cerr[NW_ERRLEN];
 	const struct nw_nccl *nc = nw_nccl_load(nccl_lib, nerr, sizeof(nerr));
 	const struct nw_cu *cu = nw_cuda_load(cerr, sizeof(cerr));
 	struct nw_nccl_where *all = NULL;
 	size_t nall = nw_nccl_find_all(&all);
-
-	if (json) {
-		json_t *o = json_object();
-		json_object_set_new(o, "version", json_string(NW_VERSION));
-		json_object_set_new(o, "mpi", json_boolean(NW_HAVE_MPI));
-		if (nc) {
-			json_t *n = json_object();
-			json_object_set_new(n, "version", json_string(nc->version));
-			json_object_set_new(n, "path", json_string(nc->where.path));
-			json_object_set_new(n, "chosen_by", json_string(nc->where.how));
-			json_object_set_new(o, "nccl", n);
-		} else {
-			json_object_set_new(o, "nccl", json_null());
-			json_object_set_new(o, "nccl_error", json_string(nerr));
-		}
-		if (cu) {
-			char v[16];
-			snprintf(v, sizeof(v), "%d.%d", cu->driver_version / 1000, (cu->driver_version % 1000) / 10);
-			json_object_set_new(o, "cuda_driver", json_string(v));
-			json_object_set_new(o, "cuda_driver_path", json_string(cu->path));
-		} else {
-			json_object_set_new(o, "cuda_driver", json_null());
-			json_object_set_new(o, "cuda_driver_error", json_string(cerr));
-		}
-		json_t *arr = json_array();
-		for (size_t i = 0; i < nall; i++) {
-			json_t *x = json_object();
-			json_object_set_new(x, "path", json_string(all[i].path));
-			json_object_set_new(x, "version", json_string(all[i].version));
-			json_object_set_new(x, "found_as", json_string(all[i].how));
-			json_array_append_new(arr, x);
-		}
-		json_object_set_new(o, "nccl_libraries", arr);
-		json_dumpf(o, stdout, JSON_INDENT(2));
-		fputc('\n', stdout);
-		json_decref(o);
-	} else {
-		printf("ncclwatch %s (MPI support: %s)\n", NW_VERSION, NW_HAVE_MPI ? "yes" : "no");
-		if (nc)
-			printf("NCCL %s  %s  (chosen by %s)\n", nc->version, nc->where.path, nc->where.how);
-		else
-			printf("NCCL: none loaded: %s\n", nerr);
-		if (cu)
-			printf("CUDA driver API %d.%d  %s\n", cu->driver_version / 1000,
-			       (cu->driver_version % 1000) / 10, cu->path);
-		else
-			printf("CUDA driver: not available: %s\n", cerr);
-		printf("libnccl files on this machine: %zu\n", nall);
-		for (size_t i = 0; i < nall; i++)
-			printf("  %-10s %s  (%s)\n", all[i].version[0] ? all[i].version : "?", all[i].path, all[i].how);
-	}
+	if (json)
+		print_json(nc, nerr, cu, cerr, all, nall);
+	else
+		print_text(nc, nerr, cu, cerr, all, nall);
 	free(all);
 	return 0;
 }
