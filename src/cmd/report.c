@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "model/result.h"
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "report/report.h"
 #include "store/compare.h"
@@ -81,88 +82,136 @@ static int write_out(const char *path, int svg, const struct nw_report_input *in
 	return rc;
 }
 
+/* What the command line asks for. */
+struct report_args {
+	struct nw_store_opts so;
+	struct nw_report_opts o;
+	const char *specs[MAX_RUNS], *out, *svg, *op;
+	size_t nspecs;
+};
+
+enum { O_SVG = NW_OPT_LOCAL, O_OP, O_LINK_GBS, O_TITLE, O_TOL, O_LAT_TOL, O_LAT_BELOW, O_MIN_SIZE, O_INPLACE };
+
+/* One option's value into a; 0, or -1 after printing. */
+static int take_opt(int opt, const char *v, const char *name, struct report_args *a)
+{
+	char err[NW_ERRLEN];
+	if (v && !v[0])
+		return nw_error("option '%s' needs a value; 'ncclwatch help report' lists the options", name);
+	switch (opt) {
+	case 'o': a->out = v; return 0;
+	case O_SVG: a->svg = v; return 0;
+	case O_OP: a->op = v; return 0;
+	case O_TITLE: a->o.title = v; return 0;
+	case O_INPLACE: a->o.inplace = 1; return 0;
+	case O_LINK_GBS:
+		return nw_parse_double(v, 0.001, 1e6, &a->o.link_gbs, "--link-gbs", err, sizeof(err)) ? nw_error("%s", err) : 0;
+	case O_TOL:
+		return nw_parse_percent(v, &a->o.cmp.tolerance, "--tolerance", err, sizeof(err)) ? nw_error("%s", err) : 0;
+	case O_LAT_TOL:
+		return nw_parse_percent(v, &a->o.cmp.lat_tolerance, "--latency-tolerance", err, sizeof(err))
+		       ? nw_error("%s", err) : 0;
+	case O_LAT_BELOW:
+	case O_MIN_SIZE:
+		if (nw_parse_size(v, opt == O_MIN_SIZE ? &a->o.cmp.min_size : &a->o.cmp.lat_below, err, sizeof(err)))
+			return nw_error("%s: %s", name, err);
+		return 0;
+	default:
+		if (nw_cli_store_opt(opt, v, &a->so) < 0)
+			return -1;
+		if (a->so.disabled)
+			return nw_error("--no-history has no meaning for report (it records nothing)");
+		return 0;
+	}
+}
+
+/* Options anywhere, runs as operands; then whether they make one report. */
+static int parse(int argc, char **argv, struct report_args *a)
+{
+	static const struct option longopts[] = {
+		{ "svg", required_argument, NULL, O_SVG },
+		{ "op", required_argument, NULL, O_OP },
+		{ "link-gbs", required_argument, NULL, O_LINK_GBS },
+		{ "title", required_argument, NULL, O_TITLE },
+		{ "tolerance", required_argument, NULL, O_TOL },
+		{ "latency-tolerance", required_argument, NULL, O_LAT_TOL },
+		{ "latency-below", required_argument, NULL, O_LAT_BELOW },
+		{ "min-size", required_argument, NULL, O_MIN_SIZE },
+		{ "inplace", no_argument, NULL, O_INPLACE },
+		NW_CLI_STORE_LONGOPTS,
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+	while ((opt = nw_cli_next("report", argc, argv, "o:", longopts)) != -1)
+		if (opt == -2 || take_opt(opt, optarg, nw_cli_opt_name(opt, argv), a))
+			return -1;
+	for (int i = optind; i < argc; i++) {
+		if (a->nspecs == MAX_RUNS)
+			return nw_error("too many runs (at most %d in one report)", MAX_RUNS);
+		a->specs[a->nspecs++] = argv[i];
+	}
+	if (!a->nspecs)
+		return nw_error("report needs at least one run: ncclwatch report A [B ...] -o FILE.html");
+	int nstdin = 0;
+	for (size_t k = 0; k < a->nspecs; k++)
+		nstdin += !strcmp(a->specs[k], "-");
+	if (nstdin > 1)
+		return nw_error("only one run can come from standard input ('-')");
+	if (!a->out && !a->svg)
+		return nw_error("say where to write: -o FILE.html (or --svg FILE.svg for one chart)");
+	if (a->out && a->svg)
+		return nw_error("give -o or --svg, not both");
+	if (a->op && !a->svg)
+		return nw_error("--op selects the chart of --svg; the HTML page has every op");
+	return 0;
+}
+
+/* Two inputs with the same label (two files of one name) stay apart in the legend. */
+static void distinct_labels(char (*labels)[300], size_t n)
+{
+	for (size_t k = 1; k < n; k++)
+		for (size_t j = 0; j < k; j++)
+			if (!strcmp(labels[k], labels[j])) {
+				char tmp[300];
+				snprintf(tmp, sizeof(tmp), "%.270s [%d]", labels[k], (int)k + 1);
+				nw_strlcpy(labels[k], tmp, sizeof(labels[k]));
+			}
+}
+
+/* Write the page, or the chart of --op (default: the runs' first op). */
+static int write_report(const struct report_args *a, const struct nw_report_input *in)
+{
+	char (*ops)[24] = NULL;
+	size_t nops = 0;
+	const char *op = a->op;
+	if (a->svg && !op) {
+		nw_report_ops(in, &ops, &nops);
+		if (!nops) {
+			free(ops);
+			return nw_error("the runs hold no result rows: nothing to chart");
+		}
+		op = ops[0];
+	}
+	int rc = write_out(a->svg ? a->svg : a->out, a->svg != NULL, in, &a->o, op);
+	free(ops);
+	return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
-	struct nw_store_opts so = { 0 };
-	struct nw_report_opts o;
-	memset(&o, 0, sizeof(o));
-	nw_cmp_opts_default(&o.cmp);
-	const char *specs[MAX_RUNS], *out = NULL, *svg = NULL, *op = NULL;
-	size_t nspecs = 0;
-	char err[NW_ERRLEN];
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int h = nw_store_parse_opt(argc, argv, &i, &so, err, sizeof(err));
-		if (h < 0)
-			return nw_error("%s", err), 2;
-		if (h > 0) {
-			if (so.disabled)
-				return nw_error("--no-history has no meaning for report (it records nothing)"), 2;
-			continue;
-		}
-		static const char *const with_val[] = { "-o", "--svg", "--op", "--link-gbs", "--title", "--tolerance",
-		                                        "--latency-tolerance", "--latency-below", "--min-size" };
-		int has_val = 0;
-		for (size_t k = 0; k < NW_ARRAY_LEN(with_val); k++)
-			has_val |= !strcmp(a, with_val[k]);
-		if (has_val && (i + 1 >= argc || !argv[i + 1][0]))
-			return nw_error("%s needs a value; 'ncclwatch help report' lists the options", a), 2;
-		const char *v = has_val ? argv[++i] : NULL;
-		if (!strcmp(a, "-o")) {
-			out = v;
-		} else if (!strcmp(a, "--svg")) {
-			svg = v;
-		} else if (!strcmp(a, "--op")) {
-			op = v;
-		} else if (!strcmp(a, "--title")) {
-			o.title = v;
-		} else if (!strcmp(a, "--link-gbs")) {
-			if (nw_parse_double(v, 0.001, 1e6, &o.link_gbs, "--link-gbs", err, sizeof(err)))
-				return nw_error("%s", err), 2;
-		} else if (!strcmp(a, "--tolerance")) {
-			if (nw_parse_percent(v, &o.cmp.tolerance, "--tolerance", err, sizeof(err)))
-				return nw_error("%s", err), 2;
-		} else if (!strcmp(a, "--latency-tolerance")) {
-			if (nw_parse_percent(v, &o.cmp.lat_tolerance, "--latency-tolerance", err, sizeof(err)))
-				return nw_error("%s", err), 2;
-		} else if (!strcmp(a, "--latency-below")) {
-			if (nw_parse_size(v, &o.cmp.lat_below, err, sizeof(err)))
-				return nw_error("--latency-below: %s", err), 2;
-		} else if (!strcmp(a, "--min-size")) {
-			if (nw_parse_size(v, &o.cmp.min_size, err, sizeof(err)))
-				return nw_error("--min-size: %s", err), 2;
-		} else if (!strcmp(a, "--inplace")) {
-			o.inplace = 1;
-		} else if (a[0] == '-' && a[1]) {
-			return nw_error("unknown option '%s'; 'ncclwatch help report' lists the options", a), 2;
-		} else if (nspecs < MAX_RUNS) {
-			specs[nspecs++] = a;
-		} else {
-			return nw_error("too many runs (at most %d in one report)", MAX_RUNS), 2;
-		}
-	}
-	if (!nspecs)
-		return nw_error("report needs at least one run: ncclwatch report A [B ...] -o FILE.html"), 2;
-	int nstdin = 0;
-	for (size_t k = 0; k < nspecs; k++)
-		nstdin += !strcmp(specs[k], "-");
-	if (nstdin > 1)
-		return nw_error("only one run can come from standard input ('-')"), 2;
-	if (!out && !svg)
-		return nw_error("say where to write: -o FILE.html (or --svg FILE.svg for one chart)"), 2;
-	if (out && svg)
-		return nw_error("give -o or --svg, not both"), 2;
-	if (op && !svg)
-		return nw_error("--op selects the chart of --svg; the HTML page has every op"), 2;
-
+	struct report_args a;
+	memset(&a, 0, sizeof(a));
+	nw_cmp_opts_default(&a.o.cmp);
+	if (parse(argc, argv, &a))
+		return 2;
 	struct nw_run runs[MAX_RUNS];
 	const struct nw_run *rp[MAX_RUNS];
-	char labels[MAX_RUNS][300];
+	char labels[MAX_RUNS][300], err[NW_ERRLEN];
 	const char *lp[MAX_RUNS];
 	size_t loaded = 0;
 	int rc = 2;
-	for (size_t k = 0; k < nspecs; k++) {
-		if (nw_input_load(&so, specs[k], &runs[k], labels[k], sizeof(labels[k]), err, sizeof(err))) {
+	for (size_t k = 0; k < a.nspecs; k++) {
+		if (nw_input_load(&a.so, a.specs[k], &runs[k], labels[k], sizeof(labels[k]), err, sizeof(err))) {
 			nw_error("%s", err);
 			goto out;
 		}
@@ -170,28 +219,9 @@ int cmd_report(int argc, char **argv)
 		rp[k] = &runs[k];
 		lp[k] = labels[k];
 	}
-	/* Two inputs with the same label (two files of one name) stay apart in the legend. */
-	for (size_t k = 1; k < nspecs; k++)
-		for (size_t j = 0; j < k; j++)
-			if (!strcmp(labels[k], labels[j])) {
-				char tmp[300];
-				snprintf(tmp, sizeof(tmp), "%.270s [%d]", labels[k], (int)k + 1);
-				nw_strlcpy(labels[k], tmp, sizeof(labels[k]));
-			}
-	struct nw_report_input in = { rp, lp, nspecs };
-	char (*ops)[24] = NULL;
-	size_t nops = 0;
-	if (svg && !op) {
-		nw_report_ops(&in, &ops, &nops);
-		if (!nops) {
-			free(ops);
-			nw_error("the runs hold no result rows: nothing to chart");
-			goto out;
-		}
-		op = ops[0];
-	}
-	rc = write_out(svg ? svg : out, svg != NULL, &in, &o, op) ? 2 : 0;
-	free(ops);
+	distinct_labels(labels, a.nspecs);
+	struct nw_report_input in = { rp, lp, a.nspecs };
+	rc = write_report(&a, &in) ? 2 : 0;
 out:
 	for (size_t k = 0; k < loaded; k++)
 		nw_run_release(&runs[k]);
