@@ -101,3 +101,32 @@ int nw_cli_store_opt(int c, const char *arg, struct nw_store_opts *so)
 		return 0;
 	}
 }
+
+int nw_cli_store_read_opt(const char *cmd, int c, const char *arg, struct nw_store_opts *so)
+{
+	if (c == NW_OPT_NO_HISTORY)
+		return nw_error("--no-history has no meaning for %s (it records nothing)", cmd);
+	return nw_cli_store_opt(c, arg, so);
+}
+
+int nw_cli_cmp_opt(int c, const char *arg, struct nw_cmp_opts *o)
+{
+	char err[NW_ERRLEN];
+	switch (c) {
+	case NW_OPT_TOLERANCE:
+		if (nw_parse_percent(arg, &o->tolerance, "--tolerance", err, sizeof(err)))
+			return nw_error("%s", err);
+		return 1;
+	case NW_OPT_LAT_TOLERANCE:
+		if (nw_parse_percent(arg, &o->lat_tolerance, "--latency-tolerance", err, sizeof(err)))
+			return nw_error("%s", err);
+		return 1;
+	case NW_OPT_LAT_BELOW:
+	case NW_OPT_MIN_SIZE:
+		if (nw_parse_size(arg, c == NW_OPT_MIN_SIZE ? &o->min_size : &o->lat_below, err, sizeof(err)))
+			return nw_error("%s: %s", c == NW_OPT_MIN_SIZE ? "--min-size" : "--latency-below", err);
+		return 1;
+	default:
+		return 0;
+	}
+}

@@ -13,17 +13,29 @@
 
 #include <getopt.h>
 
+#include "store/compare.h"
 #include "store/store.h"
 
 enum {
 	NW_OPT_DB = 0x1000,
 	NW_OPT_NO_HISTORY,
+	NW_OPT_TOLERANCE,
+	NW_OPT_LAT_TOLERANCE,
+	NW_OPT_LAT_BELOW,
+	NW_OPT_MIN_SIZE,
 	NW_OPT_LOCAL = 0x1100, /* a command's own long-only options start here */
 };
 
 #define NW_CLI_STORE_LONGOPTS \
 	{ "db", required_argument, NULL, NW_OPT_DB }, \
 	{ "no-history", no_argument, NULL, NW_OPT_NO_HISTORY }
+
+/* The comparison's tolerances (compare, report), handled by nw_cli_cmp_opt(). */
+#define NW_CLI_CMP_LONGOPTS \
+	{ "tolerance", required_argument, NULL, NW_OPT_TOLERANCE }, \
+	{ "latency-tolerance", required_argument, NULL, NW_OPT_LAT_TOLERANCE }, \
+	{ "latency-below", required_argument, NULL, NW_OPT_LAT_BELOW }, \
+	{ "min-size", required_argument, NULL, NW_OPT_MIN_SIZE }
 
 /*
  * The next option, as getopt_long returns it (with ':' prepended to
@@ -54,5 +66,17 @@ int nw_cli_no_operands(const char *cmd, int argc, char **argv);
  * c is not one; -1 after printing an error (empty --db).
  */
 int nw_cli_store_opt(int c, const char *arg, struct nw_store_opts *so);
+
+/*
+ * The same for a command that only reads history (compare, report,
+ * history): --no-history is refused, naming cmd.
+ */
+int nw_cli_store_read_opt(const char *cmd, int c, const char *arg, struct nw_store_opts *so);
+
+/*
+ * A comparison option (NW_CLI_CMP_LONGOPTS): its value into o and 1; 0
+ * when c is not one; -1 after printing an error naming the option.
+ */
+int nw_cli_cmp_opt(int c, const char *arg, struct nw_cmp_opts *o);
 
 #endif

@@ -163,78 +163,82 @@ static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int 
 		printf("\nresult: no regression (%d compared sizes, %d faster)\n", total, c->nfaster);
 }
 
-int cmd_compare(int argc, char **argv)
+/* What the command line asks for. */
+struct compare_args {
+	struct nw_store_opts so;
+	struct nw_cmp_opts o;
+	int json, brief;
+	const char *spec[2];
+};
+
+enum { O_JSON = NW_OPT_LOCAL, O_BRIEF };
+
+/* One option into a; 0, or -1 after printing. */
+static int take_opt(int opt, const char *v, struct compare_args *a)
 {
-	enum { O_TOL = NW_OPT_LOCAL, O_LAT_TOL, O_LAT_BELOW, O_MIN_SIZE, O_JSON, O_BRIEF };
+	int r = nw_cli_cmp_opt(opt, v, &a->o);
+	if (r)
+		return r < 0 ? -1 : 0;
+	if (opt == O_JSON || opt == O_BRIEF) {
+		*(opt == O_JSON ? &a->json : &a->brief) = 1;
+		return 0;
+	}
+	return nw_cli_store_read_opt("compare", opt, v, &a->so) < 0 ? -1 : 0;
+}
+
+/* Options anywhere, then exactly two runs, at most one of them standard input. */
+static int parse(int argc, char **argv, struct compare_args *a)
+{
 	static const struct option longopts[] = {
-		{ "tolerance", required_argument, NULL, O_TOL },
-		{ "latency-tolerance", required_argument, NULL, O_LAT_TOL },
-		{ "latency-below", required_argument, NULL, O_LAT_BELOW },
-		{ "min-size", required_argument, NULL, O_MIN_SIZE },
+		NW_CLI_CMP_LONGOPTS,
 		{ "json", no_argument, NULL, O_JSON },
 		{ "brief", no_argument, NULL, O_BRIEF },
 		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct nw_store_opts so = { 0 };
-	struct nw_cmp_opts o;
-	nw_cmp_opts_default(&o);
-	int json = 0, brief = 0, rc = 2, opt;
-	char err[NW_ERRLEN];
-	while ((opt = nw_cli_next("compare", argc, argv, "", longopts)) != -1) {
-		int bad = 0;
-		switch (opt) {
-		case -2: return 2;
-		case O_TOL: bad = nw_parse_percent(optarg, &o.tolerance, "--tolerance", err, sizeof(err)); break;
-		case O_LAT_TOL: bad = nw_parse_percent(optarg, &o.lat_tolerance, "--latency-tolerance", err, sizeof(err)); break;
-		case O_LAT_BELOW: bad = nw_parse_size(optarg, &o.lat_below, err, sizeof(err)); break;
-		case O_MIN_SIZE: bad = nw_parse_size(optarg, &o.min_size, err, sizeof(err)); break;
-		case O_JSON: json = 1; break;
-		case O_BRIEF: brief = 1; break;
-		default:
-			if (nw_cli_store_opt(opt, optarg, &so) < 0)
-				return 2;
-			if (so.disabled)
-				return nw_error("--no-history has no meaning for compare (it records nothing)"), 2;
-			break;
-		}
-		if (bad) {
-			if (opt == O_LAT_BELOW || opt == O_MIN_SIZE)
-				return nw_error("%s: %s", nw_cli_opt_name(opt, argv), err), 2;
-			return nw_error("%s", err), 2;
-		}
-	}
+	int opt;
+	while ((opt = nw_cli_next("compare", argc, argv, "", longopts)) != -1)
+		if (opt == -2 || take_opt(opt, optarg, a))
+			return -1;
 	int nspec = argc - optind;
 	if (nspec > 2)
-		return nw_error("compare takes two runs, got a third ('%s')", argv[optind + 2]), 2;
-	const char *spec[2] = { nspec > 0 ? argv[optind] : NULL, nspec > 1 ? argv[optind + 1] : NULL };
+		return nw_error("compare takes two runs, got a third ('%s')", argv[optind + 2]);
 	if (nspec != 2)
-		return nw_error("compare needs two runs: ncclwatch compare A B (run ids, baseline names or result files)"), 2;
-	if (!strcmp(spec[0], "-") && !strcmp(spec[1], "-"))
-		return nw_error("only one of A and B can be standard input ('-')"), 2;
+		return nw_error("compare needs two runs: ncclwatch compare A B (run ids, baseline names or result files)");
+	a->spec[0] = argv[optind];
+	a->spec[1] = argv[optind + 1];
+	if (!strcmp(a->spec[0], "-") && !strcmp(a->spec[1], "-"))
+		return nw_error("only one of A and B can be standard input ('-')");
+	return 0;
+}
 
+int cmd_compare(int argc, char **argv)
+{
+	struct compare_args a;
+	memset(&a, 0, sizeof(a));
+	nw_cmp_opts_default(&a.o);
+	if (parse(argc, argv, &a))
+		return 2;
 	struct nw_run ra, rb;
-	char la[300], lb[300];
+	char la[300], lb[300], err[NW_ERRLEN];
 	struct nw_cmp c;
+	int rc = 2;
 	memset(&c, 0, sizeof(c));
 	nw_run_init(&ra);
 	nw_run_init(&rb);
-	if (nw_input_load(&so, spec[0], &ra, la, sizeof(la), err, sizeof(err)) ||
-	    nw_input_load(&so, spec[1], &rb, lb, sizeof(lb), err, sizeof(err))) {
+	if (nw_input_load(&a.so, a.spec[0], &ra, la, sizeof(la), err, sizeof(err)) ||
+	    nw_input_load(&a.so, a.spec[1], &rb, lb, sizeof(lb), err, sizeof(err)) ||
+	    nw_compare(&ra, &rb, &a.o, &c, err, sizeof(err))) {
 		nw_error("%s", err);
 		goto out;
 	}
-	if (nw_compare(&ra, &rb, &o, &c, err, sizeof(err))) {
-		nw_error("%s", err);
-		goto out;
-	}
-	if (json) {
-		json_t *doc = nw_cmp_to_json(&c, &o, la, lb);
+	if (a.json) {
+		json_t *doc = nw_cmp_to_json(&c, &a.o, la, lb);
 		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
 		putchar('\n');
 		json_decref(doc);
 	} else {
-		print_text(&c, &o, brief, la, &ra, lb, &rb);
+		print_text(&c, &a.o, a.brief, la, &ra, lb, &rb);
 	}
 	rc = nw_cmp_regressed(&c) ? 1 : 0;
 out:

@@ -99,10 +99,8 @@ static int parse(int argc, char **argv, struct hopts *o)
 				return -1;
 			break;
 		default:
-			if (nw_cli_store_opt(opt, optarg, &o->so) < 0)
+			if (nw_cli_store_read_opt("history", opt, optarg, &o->so) < 0)
 				return -1;
-			if (o->so.disabled)
-				return nw_error("--no-history has no meaning for history");
 			break;
 		}
 	}

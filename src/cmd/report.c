@@ -90,7 +90,7 @@ struct report_args {
 	size_t nspecs;
 };
 
-enum { O_SVG = NW_OPT_LOCAL, O_OP, O_LINK_GBS, O_TITLE, O_TOL, O_LAT_TOL, O_LAT_BELOW, O_MIN_SIZE, O_INPLACE };
+enum { O_SVG = NW_OPT_LOCAL, O_OP, O_LINK_GBS, O_TITLE, O_INPLACE };
 
 /* One option's value into a; 0, or -1 after printing. */
 static int take_opt(int opt, const char *v, const char *name, struct report_args *a)
@@ -106,22 +106,12 @@ static int take_opt(int opt, const char *v, const char *name, struct report_args
 	case O_INPLACE: a->o.inplace = 1; return 0;
 	case O_LINK_GBS:
 		return nw_parse_double(v, 0.001, 1e6, &a->o.link_gbs, "--link-gbs", err, sizeof(err)) ? nw_error("%s", err) : 0;
-	case O_TOL:
-		return nw_parse_percent(v, &a->o.cmp.tolerance, "--tolerance", err, sizeof(err)) ? nw_error("%s", err) : 0;
-	case O_LAT_TOL:
-		return nw_parse_percent(v, &a->o.cmp.lat_tolerance, "--latency-tolerance", err, sizeof(err))
-		       ? nw_error("%s", err) : 0;
-	case O_LAT_BELOW:
-	case O_MIN_SIZE:
-		if (nw_parse_size(v, opt == O_MIN_SIZE ? &a->o.cmp.min_size : &a->o.cmp.lat_below, err, sizeof(err)))
-			return nw_error("%s: %s", name, err);
-		return 0;
-	default:
-		if (nw_cli_store_opt(opt, v, &a->so) < 0)
-			return -1;
-		if (a->so.disabled)
-			return nw_error("--no-history has no meaning for report (it records nothing)");
-		return 0;
+	default: {
+		int r = nw_cli_cmp_opt(opt, v, &a->o.cmp);
+		if (r)
+			return r < 0 ? -1 : 0;
+		return nw_cli_store_read_opt("report", opt, v, &a->so) < 0 ? -1 : 0;
+	}
 	}
 }
 
@@ -133,10 +123,7 @@ static int parse(int argc, char **argv, struct report_args *a)
 		{ "op", required_argument, NULL, O_OP },
 		{ "link-gbs", required_argument, NULL, O_LINK_GBS },
 		{ "title", required_argument, NULL, O_TITLE },
-		{ "tolerance", required_argument, NULL, O_TOL },
-		{ "latency-tolerance", required_argument, NULL, O_LAT_TOL },
-		{ "latency-below", required_argument, NULL, O_LAT_BELOW },
-		{ "min-size", required_argument, NULL, O_MIN_SIZE },
+		NW_CLI_CMP_LONGOPTS,
 		{ "inplace", no_argument, NULL, O_INPLACE },
 		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
