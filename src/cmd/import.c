@@ -2,12 +2,12 @@
  * import: nccl-tests outputs (text of any version, or -J JSON) into the
  * result model, printed as CSV (default), JSON, or nccl-tests' own table.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/result.h"
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "parse/nccltests.h"
 #include "store/store.h"
@@ -95,95 +95,107 @@ static int import_run_complete(struct nw_run *run, const struct import_opts *o)
 	return 0;
 }
 
-int cmd_import(int argc, char **argv)
+/* Options anywhere, files as operands; 0, 1 after --help, or -1 after printing an error. */
+static int parse(int argc, char **argv, struct import_opts *o)
 {
+	enum { O_CSV = NW_OPT_LOCAL, O_JSON, O_TABLE, O_OP };
 	static const struct option longopts[] = {
-		{ "csv", no_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "table", no_argument, NULL, 't' },
-		{ "op", required_argument, NULL, 'o' },
+		{ "csv", no_argument, NULL, O_CSV },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "table", no_argument, NULL, O_TABLE },
+		{ "op", required_argument, NULL, O_OP },
 		{ "help", no_argument, NULL, 'h' },
+		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct import_opts o = { IMPORT_CSV, NULL, { NULL, 0 } };
-	int c, rc = 0;
-	/* history options (--db PATH, --no-history) are taken out before getopt */
-	int kept = 1;
-	for (int i = 1; i < argc; i++) {
-		char err[NW_ERRLEN];
-		int h = nw_store_parse_opt(argc, argv, &i, &o.store, err, sizeof(err));
-		if (h < 0)
-			return nw_error("%s", err), 2;
-		if (!h)
-			argv[kept++] = argv[i];
-	}
-	argc = kept;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	int c;
+	while ((c = nw_cli_next("import", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
-		case 'c': o.format = IMPORT_CSV; break;
-		case 'j': o.format = IMPORT_JSON; break;
-		case 't': o.format = IMPORT_TABLE; break;
-		case 'o': o.op = optarg; break;
-		case 'h': fputs(usage_import, stdout); return 0;
+		case -2: return -1;
+		case O_CSV: o->format = IMPORT_CSV; break;
+		case O_JSON: o->format = IMPORT_JSON; break;
+		case O_TABLE: o->format = IMPORT_TABLE; break;
+		case O_OP: o->op = optarg; break;
+		case 'h': fputs(usage_import, stdout); return 1;
 		default:
-			nw_error("unknown option '%s'; 'ncclwatch help import' lists them", argv[optind - 1]);
-			return 2;
+			if (nw_cli_store_opt(c, optarg, &o->store) < 0)
+				return -1;
+			break;
 		}
 	}
-	if (optind >= argc) {
-		nw_error("no input file; give nccl-tests output files or '-' for standard input");
+	if (optind >= argc)
+		return nw_error("no input file; give nccl-tests output files or '-' for standard input");
+	return 0;
+}
+
+/*
+ * Parse one file, complete and record each run in it, and append them to
+ * *all (grown; the caller releases them). Returns the exit status so far:
+ * rc, 1 when the file holds no run, 2 on a read or record error.
+ */
+static int import_file(const char *path, const struct import_opts *o, struct nw_run **all, size_t *nall, int rc)
+{
+	struct nw_run *runs = NULL;
+	size_t unparsed = 0;
+	char err[NW_ERRLEN];
+	int n = nw_nt_parse_path(path, &runs, &unparsed, err, sizeof(err));
+	if (n < 0) {
+		nw_error("%s", err);
 		return 2;
 	}
-
-	struct nw_run *all = NULL;
-	size_t nall = 0;
-	for (int a = optind; a < argc; a++) {
-		struct nw_run *runs = NULL;
-		size_t unparsed = 0;
-		char err[NW_ERRLEN];
-		int n = nw_nt_parse_path(argv[a], &runs, &unparsed, err, sizeof(err));
-		if (n < 0) {
-			nw_error("%s", err);
-			rc = 2;
-			continue;
-		}
-		if (unparsed)
-			nw_warn("'%s': %zu line%s not understood (neither nccl-tests output nor NCCL log)",
-			        argv[a], unparsed, unparsed == 1 ? "" : "s");
-		if (n == 0) {
-			nw_error("'%s' holds no nccl-tests result table; is it nccl-tests output?", argv[a]);
-			if (rc == 0)
-				rc = 1;
-		}
-		all = nw_realloc(all, (nall + (size_t)n) * sizeof(*all));
-		for (int i = 0; i < n; i++) {
-			if (import_run_complete(&runs[i], &o))
-				rc = 2;
-			all[nall++] = runs[i];
-		}
-		free(runs);
+	if (unparsed)
+		nw_warn("'%s': %zu line%s not understood (neither nccl-tests output nor NCCL log)", path, unparsed,
+		        unparsed == 1 ? "" : "s");
+	if (n == 0) {
+		nw_error("'%s' holds no nccl-tests result table; is it nccl-tests output?", path);
+		if (rc == 0)
+			rc = 1;
 	}
+	*all = nw_realloc(*all, (*nall + (size_t)n) * sizeof(**all));
+	for (int i = 0; i < n; i++) {
+		if (import_run_complete(&runs[i], o))
+			rc = 2;
+		(*all)[(*nall)++] = runs[i];
+	}
+	free(runs);
+	return rc;
+}
 
-	if (o.format == IMPORT_CSV && nall) {
+/* Every run found, in the format asked for. */
+static void print_runs(const struct nw_run *all, size_t nall, enum import_format format)
+{
+	if (format == IMPORT_CSV && nall) {
 		nw_csv_print_header(stdout, 0);
 		for (size_t i = 0; i < nall; i++)
 			for (size_t r = 0; r < all[i].nrows; r++)
 				nw_csv_print_row(stdout, &all[i].rows[r], 0);
-	} else if (o.format == IMPORT_JSON && nall == 1) {
+	} else if (format == IMPORT_JSON && nall == 1) {
 		nw_run_write_json(&all[0], stdout, 0);
-	} else if (o.format == IMPORT_JSON && nall > 1) {
+	} else if (format == IMPORT_JSON && nall > 1) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < nall; i++)
 			json_array_append_new(arr, nw_run_to_json(&all[i], 0));
 		json_dumpf(arr, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
 		fputc('\n', stdout);
 		json_decref(arr);
-	} else if (o.format == IMPORT_TABLE) {
+	} else if (format == IMPORT_TABLE) {
 		for (size_t i = 0; i < nall; i++)
 			print_table(&all[i]);
 	}
+}
+
+int cmd_import(int argc, char **argv)
+{
+	struct import_opts o = { IMPORT_CSV, NULL, { NULL, 0 } };
+	int pr = parse(argc, argv, &o);
+	if (pr)
+		return pr > 0 ? 0 : 2;
+	struct nw_run *all = NULL;
+	size_t nall = 0;
+	int rc = 0;
+	for (int a = optind; a < argc; a++)
+		rc = import_file(argv[a], &o, &all, &nall, rc);
+	print_runs(all, nall, o.format);
 	for (size_t i = 0; i < nall; i++)
 		nw_run_release(&all[i]);
 	free(all);
