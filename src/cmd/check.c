@@ -5,7 +5,6 @@
  * expectation from topo (or a baseline run) and prints PASS, WARN or FAIL
  * with one line per reason. Exit 0, 1 or 2.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "bench/bench.h"
 #include "model/coll.h"
 #include "model/result.h"
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "comm/group.h"
 #include "gpu/nvml.h"
@@ -101,106 +101,127 @@ static int load_run(const char *path, struct nw_run *run, char *err, size_t errl
 	return 0;
 }
 
-static int parse_args(int *argcp, char **argv, struct check_opts *o)
+enum {
+	O_JSON = NW_OPT_LOCAL, O_BASELINE, O_RESULTS, O_PAIRS, O_NO_BENCH, O_VERIFY, O_WARN_BELOW, O_FAIL_BELOW,
+	O_BACKEND, O_NCCL_LIB, O_SYSROOT, O_NVML_JSON,
+};
+
+/* An option with a number (-b -e -f -n -w -g --warn-below --fail-below) into o; 0, or -1 after printing. */
+static int number_opt(int c, const char *v, const char *name, struct check_opts *o)
 {
-	int argc = *argcp;
+	char err[NW_ERRLEN];
+	long l;
+	int bad = 0;
+	switch (c) {
+	case 'b':
+	case 'e':
+		if (nw_parse_size(v, c == 'b' ? &o->minb : &o->maxb, err, sizeof(err)) < 0)
+			return nw_error("%s: %s", name, err);
+		return 0;
+	case 'f': bad = nw_parse_double(v, 1.0, 1024.0, &o->factor, name, err, sizeof(err)) < 0; break;
+	case 'n':
+	case 'w':
+	case 'g':
+		bad = nw_parse_long(v, c == 'w' ? 0 : 1, c == 'g' ? 1024 : 100000, &l, name, err, sizeof(err)) < 0;
+		if (!bad)
+			*(c == 'n' ? &o->iters : c == 'w' ? &o->warmup : &o->ngpus) = (int)l;
+		break;
+	default:
+		bad = nw_parse_double(v, 0.0, 1.0, c == O_WARN_BELOW ? &o->vo.warn_below : &o->vo.fail_below, name, err,
+		                      sizeof(err)) < 0;
+		break;
+	}
+	return bad ? nw_error("%s", err) : 0;
+}
+
+/* One option into o; 0, or -1 after printing. */
+static int take_opt(int c, const char *v, const char *name, struct check_opts *o)
+{
+	switch (c) {
+	case O_JSON: o->json = 1; return 0;
+	case O_BASELINE: o->baseline = v; return 0;
+	case O_RESULTS: o->results = v; return 0;
+	case O_PAIRS: o->pairs = 1; return 0;
+	case O_NO_BENCH: o->no_bench = 1; return 0;
+	case O_VERIFY: o->verify = 1; return 0;
+	case O_NCCL_LIB: o->nccl_lib = v; return 0;
+	case O_SYSROOT: o->sysroot = v; return 0;
+	case O_NVML_JSON: o->nvml_json = v; return 0;
+	case O_BACKEND:
+		if (!strcmp(v, "nccl"))
+			o->backend = NW_BACKEND_NCCL;
+		else if (!strcmp(v, "mpi"))
+			o->backend = NW_BACKEND_MPI;
+		else
+			return nw_error("--backend '%s': use nccl or mpi", v);
+		return 0;
+	case 'b': case 'e': case 'f': case 'n': case 'w': case 'g': case O_WARN_BELOW: case O_FAIL_BELOW:
+		return number_opt(c, v, name, o);
+	default:
+		return nw_cli_store_opt(c, v, &o->so) < 0 ? -1 : 0;
+	}
+}
+
+/* Sizes by backend where not given, and options that exclude each other. */
+static int finish_opts(struct check_opts *o)
+{
+	if (!o->minb)
+		o->minb = o->backend == NW_BACKEND_MPI ? 4ULL << 20 : 1ULL << 30;
+	if (!o->maxb)
+		o->maxb = o->backend == NW_BACKEND_MPI ? 16ULL << 20 : 4ULL << 30;
+	if (o->minb > o->maxb)
+		return nw_error("-b is larger than -e");
+	if (o->vo.fail_below > o->vo.warn_below)
+		return nw_error("--fail-below is above --warn-below");
+	if (o->results && o->no_bench)
+		return nw_error("--results and --no-bench exclude each other");
+	return 0;
+}
+
+/* Defaults, then the options; 0, 1 after --help, or -1 after printing an error. */
+static int parse_args(int argc, char **argv, struct check_opts *o)
+{
 	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "baseline", required_argument, NULL, 'B' },
-		{ "results", required_argument, NULL, 'r' },
-		{ "pairs", no_argument, NULL, 'p' },
-		{ "no-bench", no_argument, NULL, 'x' },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "baseline", required_argument, NULL, O_BASELINE },
+		{ "results", required_argument, NULL, O_RESULTS },
+		{ "pairs", no_argument, NULL, O_PAIRS },
+		{ "no-bench", no_argument, NULL, O_NO_BENCH },
 		{ "minbytes", required_argument, NULL, 'b' },
 		{ "maxbytes", required_argument, NULL, 'e' },
 		{ "stepfactor", required_argument, NULL, 'f' },
 		{ "iters", required_argument, NULL, 'n' },
 		{ "warmup_iters", required_argument, NULL, 'w' },
 		{ "ngpus", required_argument, NULL, 'g' },
-		{ "verify", no_argument, NULL, 'V' },
-		{ "warn-below", required_argument, NULL, 'W' },
-		{ "fail-below", required_argument, NULL, 'F' },
-		{ "backend", required_argument, NULL, 'k' },
-		{ "nccl-lib", required_argument, NULL, 'L' },
-		{ "sysroot", required_argument, NULL, 'R' },
-		{ "nvml-json", required_argument, NULL, 'N' },
+		{ "verify", no_argument, NULL, O_VERIFY },
+		{ "warn-below", required_argument, NULL, O_WARN_BELOW },
+		{ "fail-below", required_argument, NULL, O_FAIL_BELOW },
+		{ "backend", required_argument, NULL, O_BACKEND },
+		{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
+		{ "sysroot", required_argument, NULL, O_SYSROOT },
+		{ "nvml-json", required_argument, NULL, O_NVML_JSON },
 		{ "help", no_argument, NULL, 'h' },
+		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	char err[NW_ERRLEN];
-	long l;
-	/* history options (--db PATH, --no-history) are taken out before getopt */
-	int kept = 1;
-	for (int i = 1; i < argc; i++) {
-		int h = nw_store_parse_opt(argc, argv, &i, &o->so, err, sizeof(err));
-		if (h < 0)
-			return nw_error("%s", err), -1;
-		if (!h)
-			argv[kept++] = argv[i];
-	}
-	argc = *argcp = kept;
-	optind = 1;
-	opterr = 0;
+	memset(o, 0, sizeof(*o));
+	o->factor = 4.0;
+	o->iters = 20;
+	o->warmup = 5;
+	o->backend = NW_BACKEND_NCCL;
+	nw_verdict_opts_default(&o->vo);
 	int c;
-	while ((c = getopt_long(argc, argv, ":b:e:f:n:w:g:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'j': o->json = 1; break;
-		case 'B': o->baseline = optarg; break;
-		case 'r': o->results = optarg; break;
-		case 'p': o->pairs = 1; break;
-		case 'x': o->no_bench = 1; break;
-		case 'V': o->verify = 1; break;
-		case 'b':
-		case 'e':
-			if (nw_parse_size(optarg, c == 'b' ? &o->minb : &o->maxb, err, sizeof(err)) < 0)
-				return nw_error("%s: %s", c == 'b' ? "-b" : "-e", err), -1;
-			break;
-		case 'f':
-			if (nw_parse_double(optarg, 1.0, 1024.0, &o->factor, "-f", err, sizeof(err)) < 0)
-				return nw_error("%s", err), -1;
-			break;
-		case 'n':
-		case 'w':
-		case 'g':
-			if (nw_parse_long(optarg, c == 'n' ? 1 : c == 'g' ? 1 : 0, c == 'g' ? 1024 : 100000, &l,
-			                  c == 'n' ? "-n" : c == 'w' ? "-w" : "-g", err, sizeof(err)) < 0)
-				return nw_error("%s", err), -1;
-			*(c == 'n' ? &o->iters : c == 'w' ? &o->warmup : &o->ngpus) = (int)l;
-			break;
-		case 'W':
-		case 'F':
-			if (nw_parse_double(optarg, 0.0, 1.0, c == 'W' ? &o->vo.warn_below : &o->vo.fail_below,
-			                    c == 'W' ? "--warn-below" : "--fail-below", err, sizeof(err)) < 0)
-				return nw_error("%s", err), -1;
-			break;
-		case 'k':
-			if (!strcmp(optarg, "nccl"))
-				o->backend = NW_BACKEND_NCCL;
-			else if (!strcmp(optarg, "mpi"))
-				o->backend = NW_BACKEND_MPI;
-			else
-				return nw_error("--backend '%s': use nccl or mpi", optarg), -1;
-			break;
-		case 'L': o->nccl_lib = optarg; break;
-		case 'R': o->sysroot = optarg; break;
-		case 'N': o->nvml_json = optarg; break;
-		case 'h': fputs(usage_check, stdout); return 1;
-		case ':': return nw_error("option '%s' needs a value; see 'ncclwatch help check'", argv[optind - 1]), -1;
-		default: return nw_error("unknown option '%s'; see 'ncclwatch help check'", argv[optind - 1]), -1;
+	while ((c = nw_cli_next("check", argc, argv, "b:e:f:n:w:g:h", longopts)) != -1) {
+		if (c == 'h') {
+			fputs(usage_check, stdout);
+			return 1;
 		}
+		if (c == -2 || take_opt(c, optarg, nw_cli_opt_name(c, argv), o))
+			return -1;
 	}
-	if (optind < argc)
-		return nw_error("unexpected argument '%s'; see 'ncclwatch help check'", argv[optind]), -1;
-	if (!o->minb)
-		o->minb = o->backend == NW_BACKEND_MPI ? 4ULL << 20 : 1ULL << 30;
-	if (!o->maxb)
-		o->maxb = o->backend == NW_BACKEND_MPI ? 16ULL << 20 : 4ULL << 30;
-	if (o->minb > o->maxb)
-		return nw_error("-b is larger than -e"), -1;
-	if (o->vo.fail_below > o->vo.warn_below)
-		return nw_error("--fail-below is above --warn-below"), -1;
-	if (o->results && o->no_bench)
-		return nw_error("--results and --no-bench exclude each other"), -1;
-	return 0;
+	if (nw_cli_no_operands("check", argc, argv))
+		return -1;
+	return finish_opts(o);
 }
 
 /* Progress on stderr, so a launcher's log shows where a slow check is. */
@@ -284,124 +305,149 @@ static void print_text(const struct nw_check_verdict *cv, double elapsed, int ra
 				       cv->items[i].reason);
 }
 
+/* What one check holds from the first probe to the verdict. */
+struct check_state {
+	struct nw_nvml_snap *snap;
+	struct nw_topo *topo, *vis; /* every GPU, the visible ones */
+	struct nw_doc_ctx ctx;
+	struct nw_findings findings;
+	struct nw_check_verdict cv;
+	struct nw_run run, base;
+	int have_run, have_base;
+};
+
+static void state_init(struct check_state *st, int argc, char **argv)
+{
+	memset(st, 0, sizeof(*st));
+	st->snap = nw_calloc(1, sizeof(*st->snap));
+	st->topo = nw_calloc(1, sizeof(*st->topo));
+	st->vis = nw_calloc(1, sizeof(*st->vis));
+	nw_run_init(&st->run);
+	nw_header_fill_local(&st->run.h, "check", argc, argv);
+	nw_run_init(&st->base);
+	nw_doc_ctx_init(&st->ctx, st->snap, st->topo);
+}
+
+static void state_release(struct check_state *st)
+{
+	nw_verdict_release(&st->cv);
+	nw_findings_release(&st->findings);
+	nw_doc_ctx_release(&st->ctx);
+	nw_run_release(&st->run);
+	nw_run_release(&st->base);
+	free(st->snap);
+	free(st->topo);
+	free(st->vis);
+}
+
+/* The --baseline and --results files; 0, or -1 after printing. */
+static int load_inputs(const struct check_opts *o, struct check_state *st)
+{
+	char err[NW_ERRLEN];
+	if (o->baseline) {
+		if (load_run(o->baseline, &st->base, err, sizeof(err)) < 0)
+			return nw_error("--baseline: %s", err);
+		st->have_base = 1;
+	}
+	if (o->results) {
+		if (load_run(o->results, &st->run, err, sizeof(err)) < 0)
+			return nw_error("--results: %s", err);
+		st->have_run = 1;
+	}
+	return 0;
+}
+
+/* Doctor's checks into the verdict, and the visible GPUs for the expectation; 0, or -1 after printing. */
+static int doctor_step(const struct check_opts *o, struct check_state *st)
+{
+	char err[NW_ERRLEN];
+	if (nw_doc_probe_all(nw_sys_root(o->sysroot), o->nvml_json, o->nccl_lib, 0.0, st->snap, st->topo, &st->ctx,
+	                     err, sizeof(err)) < 0)
+		return nw_error("%s", err);
+	nw_doc_run(&st->ctx, NULL, 0, &st->findings);
+	nw_verdict_add_doctor(&st->cv, &st->findings);
+	int pos[NW_NVML_MAX_GPUS];
+	int nvis = nw_topo_visible(st->topo, getenv("CUDA_VISIBLE_DEVICES"), pos, NW_NVML_MAX_GPUS, NULL, 0);
+	nw_topo_subset(st->topo, pos, nvis > 0 ? nvis : 0, st->vis);
+	return 0;
+}
+
+/* The short bench, unless --no-bench or --results; what stops it is a FAIL item. */
+static void bench_step(const struct check_opts *o, struct check_state *st)
+{
+	char err[NW_ERRLEN];
+	if (o->no_bench || st->have_run)
+		return;
+	if (o->backend == NW_BACKEND_NCCL && st->topo->ngpus == 0) {
+		char why[700];
+		snprintf(why, sizeof(why), "no GPU: %s",
+		         st->topo->nvml_why[0] ? st->topo->nvml_why : "no NVIDIA GPU on the PCI bus");
+		nw_verdict_add_fail(&st->cv, "gpu", why);
+	} else if (run_bench(o, &st->run, err, sizeof(err)) < 0) {
+		nw_verdict_add_fail(&st->cv, "bench", err);
+	} else {
+		st->have_run = 1;
+	}
+}
+
+/* A check that ran its bench is recorded, with its verdict, like a bench. */
+static void record_run(const struct check_opts *o, struct check_state *st)
+{
+	char err[NW_ERRLEN];
+	long long id = 0;
+	nw_strlcpy(st->run.h.source, "check", sizeof(st->run.h.source));
+	if (!st->run.h.extra)
+		st->run.h.extra = json_object();
+	json_object_set_new(st->run.h.extra, "check_verdict", json_string(nw_check_level_name(st->cv.v)));
+	nw_fingerprint_collect(&st->run);
+	if (nw_store_record(&o->so, &st->run, &id, err, sizeof(err)) != 0)
+		nw_warn("check: the run was not recorded in history: %s", err);
+	else if (id > 0 && !o->json)
+		fprintf(stderr, "ncclwatch: check: recorded as run %lld\n", id);
+}
+
+/* The JSON report (schema ncclwatch.check/1). */
+static void print_json(const struct check_state *st, double elapsed)
+{
+	json_t *doc = json_object();
+	json_object_set_new(doc, "schema", json_string("ncclwatch.check/1"));
+	json_object_set_new(doc, "verdict", json_string(nw_check_level_name(st->cv.v)));
+	json_object_set_new(doc, "exit", json_integer(nw_verdict_exit(&st->cv)));
+	json_object_set_new(doc, "elapsed_s", json_real(elapsed));
+	json_object_set_new(doc, "items", nw_verdict_to_json(&st->cv));
+	json_object_set_new(doc, "doctor", nw_findings_to_json(&st->findings));
+	if (st->have_run)
+		json_object_set_new(doc, "results", nw_run_to_json(&st->run, 0));
+	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	printf("\n");
+	json_decref(doc);
+}
+
 int cmd_check(int argc, char **argv)
 {
 	double t0 = nw_now();
 	struct check_opts o;
-	memset(&o, 0, sizeof(o));
-	o.factor = 4.0;
-	o.iters = 20;
-	o.warmup = 5;
-	o.backend = NW_BACKEND_NCCL;
-	nw_verdict_opts_default(&o.vo);
-	int pr = parse_args(&argc, argv, &o);
+	int pr = parse_args(argc, argv, &o);
 	if (pr != 0)
 		return pr > 0 ? 0 : 2;
-
-	int rc = 2, have_run = 0, have_base = 0;
-	char err[NW_ERRLEN];
-	struct nw_nvml_snap *snap = nw_calloc(1, sizeof(*snap));
-	struct nw_topo *topo = nw_calloc(1, sizeof(*topo)), *vis = nw_calloc(1, sizeof(*vis));
-	struct nw_doc_ctx ctx;
-	struct nw_findings findings = { 0 };
-	struct nw_check_verdict cv = { 0 };
-	struct nw_run run, base;
-	nw_run_init(&run);
-	nw_header_fill_local(&run.h, "check", argc, argv);
-	nw_run_init(&base);
-	nw_doc_ctx_init(&ctx, snap, topo);
-
-	if (o.baseline) {
-		if (load_run(o.baseline, &base, err, sizeof(err)) < 0) {
-			nw_error("--baseline: %s", err);
-			goto out;
-		}
-		have_base = 1;
+	struct check_state st;
+	int rc = 2;
+	state_init(&st, argc, argv);
+	if (load_inputs(&o, &st) == 0 && doctor_step(&o, &st) == 0) {
+		bench_step(&o, &st);
+		if (st.have_run && !nw_verdict_add_run(&st.cv, &st.run, st.have_base ? &st.base : NULL, st.topo, st.vis,
+		                                       &st.findings, &o.vo) && o.pairs && !o.results)
+			nw_verdict_add_note(&st.cv, "sendrecv pairs", "skipped: one rank has no pair of ranks to measure");
+		int rank = my_rank(&st.run, st.have_run && !o.results);
+		double elapsed = nw_now() - t0;
+		if (st.have_run && !o.results && rank == 0)
+			record_run(&o, &st);
+		if (o.json && rank == 0)
+			print_json(&st, elapsed);
+		else if (!o.json)
+			print_text(&st.cv, elapsed, rank);
+		rc = nw_verdict_exit(&st.cv);
 	}
-	if (o.results) {
-		if (load_run(o.results, &run, err, sizeof(err)) < 0) {
-			nw_error("--results: %s", err);
-			goto out;
-		}
-		have_run = 1;
-	}
-	if (nw_doc_probe_all(nw_sys_root(o.sysroot), o.nvml_json, o.nccl_lib, 0.0, snap, topo, &ctx, err,
-	                     sizeof(err)) < 0) {
-		nw_error("%s", err);
-		goto out;
-	}
-	nw_doc_run(&ctx, NULL, 0, &findings);
-	nw_verdict_add_doctor(&cv, &findings);
-
-	/* The visible GPUs, for the expectation. */
-	int pos[NW_NVML_MAX_GPUS];
-	int nvis = nw_topo_visible(topo, getenv("CUDA_VISIBLE_DEVICES"), pos, NW_NVML_MAX_GPUS, NULL, 0);
-	nw_topo_subset(topo, pos, nvis > 0 ? nvis : 0, vis);
-
-	if (!o.no_bench && !have_run) {
-		if (o.backend == NW_BACKEND_NCCL && topo->ngpus == 0) {
-			char why[700];
-			snprintf(why, sizeof(why), "no GPU: %s", topo->nvml_why[0] ? topo->nvml_why : "no NVIDIA GPU on the PCI bus");
-			nw_verdict_add_fail(&cv, "gpu", why);
-		} else if (run_bench(&o, &run, err, sizeof(err)) < 0) {
-			nw_verdict_add_fail(&cv, "bench", err);
-		} else {
-			have_run = 1;
-		}
-	}
-	if (have_run) {
-		int nhosts = run.h.nhosts > 0 ? run.h.nhosts : 1;
-		int nlocal = run.h.nranks > 0 ? run.h.nranks / nhosts : 0;
-		int gpu = strcmp(run.h.backend, "mpi") != 0;
-		const struct nw_topo *model = gpu ? (vis->ngpus >= nlocal ? vis : topo) : NULL;
-		nw_verdict_add_bench(&cv, &run, have_base ? &base : NULL, model, nlocal, &findings, &o.vo);
-		json_t *pairs = run.h.extra ? json_object_get(run.h.extra, "pairs") : NULL;
-		json_t *bpairs = have_base && base.h.extra ? json_object_get(base.h.extra, "pairs") : NULL;
-		if (pairs)
-			nw_verdict_add_pairs(&cv, pairs, bpairs, nhosts == 1 ? model : NULL, &findings, &o.vo);
-		else if (o.pairs && !o.results)
-			nw_verdict_add_note(&cv, "sendrecv pairs", "skipped: one rank has no pair of ranks to measure");
-	}
-	int rank = my_rank(&run, have_run && !o.results);
-	double elapsed = nw_now() - t0;
-	/* A check that ran its bench is recorded, with its verdict, like a bench. */
-	if (have_run && !o.results && rank == 0) {
-		long long id = 0;
-		nw_strlcpy(run.h.source, "check", sizeof(run.h.source));
-		if (!run.h.extra)
-			run.h.extra = json_object();
-		json_object_set_new(run.h.extra, "check_verdict", json_string(nw_check_level_name(cv.v)));
-		nw_fingerprint_collect(&run);
-		if (nw_store_record(&o.so, &run, &id, err, sizeof(err)) != 0)
-			nw_warn("check: the run was not recorded in history: %s", err);
-		else if (id > 0 && !o.json)
-			fprintf(stderr, "ncclwatch: check: recorded as run %lld\n", id);
-	}
-	if (o.json && rank == 0) {
-		json_t *doc = json_object();
-		json_object_set_new(doc, "schema", json_string("ncclwatch.check/1"));
-		json_object_set_new(doc, "verdict", json_string(nw_check_level_name(cv.v)));
-		json_object_set_new(doc, "exit", json_integer(nw_verdict_exit(&cv)));
-		json_object_set_new(doc, "elapsed_s", json_real(elapsed));
-		json_object_set_new(doc, "items", nw_verdict_to_json(&cv));
-		json_object_set_new(doc, "doctor", nw_findings_to_json(&findings));
-		if (have_run)
-			json_object_set_new(doc, "results", nw_run_to_json(&run, 0));
-		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		printf("\n");
-		json_decref(doc);
-	} else if (!o.json) {
-		print_text(&cv, elapsed, rank);
-	}
-	rc = nw_verdict_exit(&cv);
-out:
-	nw_verdict_release(&cv);
-	nw_findings_release(&findings);
-	nw_doc_ctx_release(&ctx);
-	nw_run_release(&run);
-	nw_run_release(&base);
-	free(snap);
-	free(topo);
-	free(vis);
+	state_release(&st);
 	return rc;
 }

@@ -259,6 +259,23 @@ void nw_verdict_add_pairs(struct nw_check_verdict *cv, const json_t *pairs, cons
 		add(cv, NW_PASS, "sendrecv pairs", "%d pairs measured; not compared (no expectation for these ranks)", npairs);
 }
 
+int nw_verdict_add_run(struct nw_check_verdict *cv, const struct nw_run *run, const struct nw_run *baseline,
+                       const struct nw_topo *topo, const struct nw_topo *vis,
+                       const struct nw_findings *doctor, const struct nw_verdict_opts *o)
+{
+	int nhosts = run->h.nhosts > 0 ? run->h.nhosts : 1;
+	int nlocal = run->h.nranks > 0 ? run->h.nranks / nhosts : 0;
+	int gpu = strcmp(run->h.backend, "mpi") != 0;
+	const struct nw_topo *model = gpu ? (vis->ngpus >= nlocal ? vis : topo) : NULL;
+	nw_verdict_add_bench(cv, run, baseline, model, nlocal, doctor, o);
+	json_t *pairs = run->h.extra ? json_object_get(run->h.extra, "pairs") : NULL;
+	json_t *bpairs = baseline && baseline->h.extra ? json_object_get(baseline->h.extra, "pairs") : NULL;
+	if (!pairs)
+		return 0;
+	nw_verdict_add_pairs(cv, pairs, bpairs, nhosts == 1 ? model : NULL, doctor, o);
+	return 1;
+}
+
 int nw_verdict_exit(const struct nw_check_verdict *cv)
 {
 	return cv->v == NW_FAIL ? 2 : cv->v == NW_WARN ? 1 : 0;

@@ -70,6 +70,18 @@ void nw_verdict_add_pairs(struct nw_check_verdict *cv, const json_t *pairs, cons
                           const struct nw_topo *topo, const struct nw_findings *doctor,
                           const struct nw_verdict_opts *o);
 
+/*
+ * Judge a whole bench run as check does: nw_verdict_add_bench, then its
+ * send/recv pairs (the "pairs" of run->h.extra) when it holds them, each
+ * against baseline (may be NULL) or the model of this host's GPUs: vis
+ * (the visible ones) when it has a GPU for every local rank of the run,
+ * else topo (all of them); a host (mpi) run has no model, and pairs across
+ * hosts are not placed on it. Returns 1 when pairs were judged, else 0.
+ */
+int nw_verdict_add_run(struct nw_check_verdict *cv, const struct nw_run *run, const struct nw_run *baseline,
+                       const struct nw_topo *topo, const struct nw_topo *vis,
+                       const struct nw_findings *doctor, const struct nw_verdict_opts *o);
+
 /* 0 PASS, 1 WARN, 2 FAIL. */
 int nw_verdict_exit(const struct nw_check_verdict *cv);
 const char *nw_check_level_name(enum nw_check_level v);

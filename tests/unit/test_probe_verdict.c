@@ -222,6 +222,49 @@ static void pairs(void **state)
 	nw_findings_release(&f);
 }
 
+/* A whole run as check judges it: which GPUs model it, and its pairs. */
+static void whole_run(void **state)
+{
+	(void)state;
+	struct nw_run r;
+	struct nw_check_verdict cv = { 0 };
+	struct nw_verdict_opts o;
+	struct nw_topo *one = calloc(1, sizeof(*one));
+	int pos[1] = { 0 };
+	nw_verdict_opts_default(&o);
+	nw_topo_subset(topo, pos, 1, one);
+	/* 2 local ranks, 1 visible GPU: the model is every GPU of the host, so busbw is compared. */
+	mkrun(&r, 1.0, 0);
+	assert_int_equal(nw_verdict_add_run(&cv, &r, NULL, topo, one, NULL, &o), 0);
+	assert_int_equal(cv.n, 2);
+	assert_float_equal(cv.items[0].expected_gbs, 339.68, 0.05);
+	nw_verdict_release(&cv);
+	/* A host (mpi) run has no GPU model: measured, not compared. */
+	strcpy(r.h.backend, "mpi");
+	nw_verdict_add_run(&cv, &r, NULL, topo, topo, NULL, &o);
+	assert_float_equal(cv.items[0].expected_gbs, 0, 0);
+	assert_non_null(strstr(cv.items[0].reason, "not compared"));
+	nw_verdict_release(&cv);
+	/* Pairs in the run are judged, against the model of one host... */
+	strcpy(r.h.backend, "nccl");
+	r.h.extra = json_loads("{\"pairs\": {\"size_bytes\": 4294967296, \"pairs\": [{\"a\": 0, \"b\": 1, "
+	                       "\"busbw_gbs\": 365.07, \"wrong\": 0}]}}", 0, NULL);
+	assert_non_null(r.h.extra);
+	assert_int_equal(nw_verdict_add_run(&cv, &r, NULL, topo, topo, NULL, &o), 1);
+	assert_int_equal(cv.n, 3);
+	assert_string_equal(cv.items[2].what, "sendrecv 0<->1 4G");
+	assert_float_equal(cv.items[2].expected_gbs, 365.07, 0.1);
+	nw_verdict_release(&cv);
+	/* ...and not placed on it across hosts. */
+	r.h.nranks = 4;
+	r.h.nhosts = 2;
+	assert_int_equal(nw_verdict_add_run(&cv, &r, NULL, topo, topo, NULL, &o), 1);
+	assert_non_null(strstr(cv.items[cv.n - 1].reason, "not compared"));
+	nw_verdict_release(&cv);
+	nw_run_release(&r);
+	free(one);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,6 +273,7 @@ int main(void)
 		cmocka_unit_test(doctor_errors_fail),
 		cmocka_unit_test(baseline_and_wrong),
 		cmocka_unit_test(pairs),
+		cmocka_unit_test(whole_run),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
