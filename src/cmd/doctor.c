@@ -3,13 +3,13 @@
  * over this machine, container and environment, print one table of
  * findings, and exit 0 (nothing above info), 1 (warnings) or 2 (errors).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "gpu/nvml.h"
 #include "probe/doctor.h"
@@ -87,114 +87,119 @@ static void print_text(const struct nw_findings *f, int problems_only, size_t nc
 	}
 }
 
-int cmd_doctor(int argc, char **argv)
+/* What the command line asks for; only[] points into only_buf (freed by the command). */
+struct doctor_args {
+	int json, problems;
+	double interval;
+	const char *sysroot, *nvml_json, *nccl_lib;
+	char *only_buf;
+	const char *only[32];
+	size_t nonly;
+};
+
+/* --only ID[,ID...]: the names, empty ones left out (a later --only replaces an earlier one). */
+static void split_only(struct doctor_args *a, const char *arg)
 {
+	free(a->only_buf);
+	a->only_buf = nw_strdup(arg);
+	a->nonly = 0;
+	for (char *p = a->only_buf, *e; p && *p && a->nonly < NW_ARRAY_LEN(a->only); p = e) {
+		e = strchr(p, ',');
+		if (e)
+			*e++ = '\0';
+		if (*p)
+			a->only[a->nonly++] = p;
+	}
+}
+
+/* The options; 0, 1 after --help, or -1 after printing an error. */
+static int parse(int argc, char **argv, struct doctor_args *a)
+{
+	enum { O_JSON = NW_OPT_LOCAL, O_ONLY, O_PROBLEMS, O_INTERVAL, O_NCCL_LIB, O_SYSROOT, O_NVML_JSON };
 	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "only", required_argument, NULL, 'o' },
-		{ "problems", no_argument, NULL, 'p' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "nccl-lib", required_argument, NULL, 'L' },
-		{ "sysroot", required_argument, NULL, 'R' },
-		{ "nvml-json", required_argument, NULL, 'N' },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "only", required_argument, NULL, O_ONLY },
+		{ "problems", no_argument, NULL, O_PROBLEMS },
+		{ "interval", required_argument, NULL, O_INTERVAL },
+		{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
+		{ "sysroot", required_argument, NULL, O_SYSROOT },
+		{ "nvml-json", required_argument, NULL, O_NVML_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int json = 0, problems = 0, rc = 2;
-	double interval = -1;
-	const char *sysroot = NULL, *nvml_json = NULL, *nccl_lib = NULL;
-	char *only_buf = NULL;
-	const char *only[32];
-	size_t nonly = 0;
 	char err[NW_ERRLEN];
-	struct doctor_state st;
-	memset(&st, 0, sizeof(st));
-
-	optind = 1;
-	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = nw_cli_next("doctor", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
-		case 'j': json = 1; break;
-		case 'p': problems = 1; break;
-		case 'o':
-			free(only_buf);
-			only_buf = nw_strdup(optarg);
-			nonly = 0;
-			for (char *p = only_buf, *e; p && *p && nonly < NW_ARRAY_LEN(only); p = e) {
-				e = strchr(p, ',');
-				if (e)
-					*e++ = '\0';
-				if (*p)
-					only[nonly++] = p;
-			}
+		case -2: return -1;
+		case O_JSON: a->json = 1; break;
+		case O_PROBLEMS: a->problems = 1; break;
+		case O_ONLY: split_only(a, optarg); break;
+		case O_INTERVAL:
+			if (nw_parse_duration(optarg, &a->interval, err, sizeof(err)) < 0 || a->interval > 600)
+				return nw_error("--interval: %s", a->interval > 600 ? "at most 10m" : err);
 			break;
-		case 'i':
-			if (nw_parse_duration(optarg, &interval, err, sizeof(err)) < 0 || interval > 600) {
-				nw_error("--interval: %s", interval > 600 ? "at most 10m" : err);
-				goto out;
-			}
-			break;
-		case 'L': nccl_lib = optarg; break;
-		case 'R': sysroot = optarg; break;
-		case 'N': nvml_json = optarg; break;
-		case 'h': fputs(usage_doctor, stdout); rc = 0; goto out;
-		case ':': nw_error("option '%s' needs a value; see 'ncclwatch help doctor'", argv[optind - 1]); goto out;
-		default: nw_error("unknown option '%s'; see 'ncclwatch help doctor'", argv[optind - 1]); goto out;
+		case O_NCCL_LIB: a->nccl_lib = optarg; break;
+		case O_SYSROOT: a->sysroot = optarg; break;
+		case O_NVML_JSON: a->nvml_json = optarg; break;
+		case 'h': fputs(usage_doctor, stdout); return 1;
 		}
 	}
-	if (optind < argc) {
-		nw_error("unexpected argument '%s'; see 'ncclwatch help doctor'", argv[optind]);
+	if (nw_cli_no_operands("doctor", argc, argv))
+		return -1;
+	const char *bad = nw_doc_unmatched(a->only, a->nonly);
+	if (bad)
+		return nw_error("--only '%s' matches no check; 'ncclwatch help doctor' and docs/doctor.md list them", bad);
+	return 0;
+}
+
+/* The JSON report (schema ncclwatch.doctor/1). */
+static void print_json(const struct nw_findings *f)
+{
+	json_t *doc = json_object();
+	json_object_set_new(doc, "schema", json_string("ncclwatch.doctor/1"));
+	char host[256], when[32];
+	nw_hostname(host, sizeof(host));
+	nw_utc_iso(when, sizeof(when));
+	json_object_set_new(doc, "host", json_string(host));
+	json_object_set_new(doc, "time", json_string(when));
+	json_object_set_new(doc, "worst", json_string(nw_sev_name(nw_findings_worst(f))));
+	json_object_set_new(doc, "exit", json_integer(nw_findings_exit(f)));
+	json_object_set_new(doc, "findings", nw_findings_to_json(f));
+	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	printf("\n");
+	json_decref(doc);
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	struct doctor_args a;
+	struct doctor_state st;
+	char err[NW_ERRLEN];
+	int rc = 2;
+	memset(&a, 0, sizeof(a));
+	memset(&st, 0, sizeof(st));
+	a.interval = -1;
+	int pr = parse(argc, argv, &a);
+	if (pr) {
+		rc = pr > 0 ? 0 : 2;
 		goto out;
 	}
-	size_t nchecks;
-	const struct nw_doc_check *table = nw_doc_checks(&nchecks);
-	for (size_t k = 0; k < nonly; k++) {
-		int match = 0;
-		for (size_t i = 0; i < nchecks; i++)
-			match |= nw_doc_selects(only[k], table[i].id);
-		if (!match) {
-			nw_error("--only '%s' matches no check; 'ncclwatch help doctor' and docs/doctor.md list them", only[k]);
-			goto out;
-		}
-	}
-
 	st.snap = nw_calloc(1, sizeof(*st.snap));
 	st.topo = nw_calloc(1, sizeof(*st.topo));
-	if (nw_doc_probe_all(nw_sys_root(sysroot), nvml_json, nccl_lib, interval, st.snap, st.topo, &st.ctx,
+	if (nw_doc_probe_all(nw_sys_root(a.sysroot), a.nvml_json, a.nccl_lib, a.interval, st.snap, st.topo, &st.ctx,
 	                     err, sizeof(err)) < 0) {
 		nw_error("%s", err);
 		goto out;
 	}
-	nw_doc_run(&st.ctx, only, nonly, &st.findings);
-
-	if (json) {
-		json_t *doc = json_object();
-		json_object_set_new(doc, "schema", json_string("ncclwatch.doctor/1"));
-		char host[256], when[32];
-		nw_hostname(host, sizeof(host));
-		nw_utc_iso(when, sizeof(when));
-		json_object_set_new(doc, "host", json_string(host));
-		json_object_set_new(doc, "time", json_string(when));
-		json_object_set_new(doc, "worst", json_string(nw_sev_name(nw_findings_worst(&st.findings))));
-		json_object_set_new(doc, "exit", json_integer(nw_findings_exit(&st.findings)));
-		json_object_set_new(doc, "findings", nw_findings_to_json(&st.findings));
-		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		printf("\n");
-		json_decref(doc);
-	} else {
-		size_t nrun = 0;
-		for (size_t i = 0; i < nchecks; i++) {
-			int sel = nonly == 0;
-			for (size_t k = 0; k < nonly; k++)
-				sel |= nw_doc_selects(only[k], table[i].id);
-			nrun += (size_t)sel;
-		}
-		print_text(&st.findings, problems, nrun);
-	}
+	nw_doc_run(&st.ctx, a.only, a.nonly, &st.findings);
+	if (a.json)
+		print_json(&st.findings);
+	else
+		print_text(&st.findings, a.problems, nw_doc_nselected(a.only, a.nonly));
 	rc = nw_findings_exit(&st.findings);
 out:
-	free(only_buf);
+	free(a.only_buf);
 	nw_findings_release(&st.findings);
 	nw_doc_ctx_release(&st.ctx);
 	free(st.snap);

@@ -114,18 +114,40 @@ int nw_doc_selects(const char *name, const char *id)
 	return !strcmp(name, id) || (len && !strncmp(name, id, len) && id[len] == '.');
 }
 
+/* Whether check id runs: every check when nonly is 0, else those a name of only[] selects. */
+static int selected(const char *id, const char *const *only, size_t nonly)
+{
+	int want = nonly == 0;
+	for (size_t k = 0; k < nonly && !want; k++)
+		want = nw_doc_selects(only[k], id);
+	return want;
+}
+
+size_t nw_doc_nselected(const char *const *only, size_t nonly)
+{
+	size_t n, nsel = 0;
+	const struct nw_doc_check *t = nw_doc_checks(&n);
+	for (size_t i = 0; i < n; i++)
+		nsel += (size_t)selected(t[i].id, only, nonly);
+	return nsel;
+}
+
+const char *nw_doc_unmatched(const char *const *only, size_t nonly)
+{
+	for (size_t k = 0; k < nonly; k++)
+		if (nw_doc_nselected(&only[k], 1) == 0)
+			return only[k];
+	return NULL;
+}
+
 void nw_doc_run(const struct nw_doc_ctx *c, const char *const *only, size_t nonly,
                 struct nw_findings *out)
 {
 	size_t n;
 	const struct nw_doc_check *t = nw_doc_checks(&n);
-	for (size_t i = 0; i < n; i++) {
-		int want = nonly == 0;
-		for (size_t k = 0; k < nonly && !want; k++)
-			want = nw_doc_selects(only[k], t[i].id);
-		if (want)
+	for (size_t i = 0; i < n; i++)
+		if (selected(t[i].id, only, nonly))
 			t[i].fn(c, out);
-	}
 }
 
 const char *nw_doc_getenv(char *const *env, const char *name)

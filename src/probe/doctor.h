@@ -103,6 +103,11 @@ const struct nw_doc_check *nw_doc_checks(size_t *n);
 /* Whether a check id is selected by a name: the id itself or its group ("env" for "env.debug"). */
 int nw_doc_selects(const char *name, const char *id);
 
+/* How many checks of the table only[] selects (every check when nonly is 0). */
+size_t nw_doc_nselected(const char *const *only, size_t nonly);
+/* The first name in only[] that selects no check, or NULL when each selects one. */
+const char *nw_doc_unmatched(const char *const *only, size_t nonly);
+
 /* Run every check, or only those named in only[]: a check id ("hw.nvlink") or a group ("env"). */
 void nw_doc_run(const struct nw_doc_ctx *c, const char *const *only, size_t nonly,
                 struct nw_findings *out);

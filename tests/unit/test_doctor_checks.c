@@ -114,6 +114,28 @@ static void table_is_whole(void **state)
 	done(x);
 }
 
+/* --only: ids and groups select checks; a name that selects none is found. */
+static void only_selection(void **state)
+{
+	(void)state;
+	size_t n, nenv = 0;
+	const struct nw_doc_check *t = nw_doc_checks(&n);
+	for (size_t i = 0; i < n; i++)
+		nenv += !strncmp(t[i].id, "env.", 4);
+	assert_true(nenv > 1);
+	assert_int_equal(nw_doc_nselected(NULL, 0), n);
+	const char *env[] = { "env" };
+	assert_int_equal(nw_doc_nselected(env, 1), nenv);
+	const char *two[] = { "env", "hw.nvlink" };
+	assert_int_equal(nw_doc_nselected(two, 2), nenv + 1);
+	/* a prefix that is not a group selects nothing */
+	const char *bad[] = { "hw.nvlink", "en", "nosuch" };
+	assert_int_equal(nw_doc_nselected(&bad[1], 1), 0);
+	assert_string_equal(nw_doc_unmatched(bad, 3), "en");
+	assert_null(nw_doc_unmatched(two, 2));
+	assert_null(nw_doc_unmatched(NULL, 0));
+}
+
 static void env_names(void **state)
 {
 	(void)state;
@@ -590,6 +612,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(table_is_whole),
+		cmocka_unit_test(only_selection),
 		cmocka_unit_test(env_names),
 		cmocka_unit_test(socket_ifname),
 		cmocka_unit_test(ib_hca),
