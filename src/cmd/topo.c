@@ -3,14 +3,13 @@
  * classes), NVLink, peer-to-peer, NICs, and the busbw each collective
  * should reach at large sizes on the visible GPUs.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
-#include "model/coll.h"
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "gpu/nvml.h"
 #include "probe/expect.h"
@@ -40,9 +39,6 @@ const char usage_topo[] =
 	"environment: CUDA_VISIBLE_DEVICES picks and orders the visible GPUs;\n"
 	"NCCLWATCH_NVML_LIB names the NVML library to load (default libnvidia-ml.so.1).\n"
 	"exit status: 0, or 2 on a usage error or an unreadable recording.\n";
-
-static const enum nw_op expect_ops[] = { NW_ALL_REDUCE, NW_ALL_GATHER, NW_REDUCE_SCATTER,
-                                         NW_BROADCAST, NW_ALLTOALL, NW_SENDRECV };
 
 static void print_gpus(const struct nw_topo *t)
 {
@@ -158,36 +154,6 @@ static void print_nics(const struct nw_topo *t)
 	}
 }
 
-/* Expectations for the visible set; "why" says why there are none. */
-static json_t *expectations(const struct nw_topo *vis, char *why, size_t whylen)
-{
-	json_t *ops = json_array();
-	char err[NW_ERRLEN];
-	why[0] = '\0';
-	for (size_t i = 0; i < NW_ARRAY_LEN(expect_ops); i++) {
-		struct nw_expect e1, e4;
-		if (nw_expect_for_topo(vis, expect_ops[i], vis->ngpus, vis->ngpus, 1ULL << 30, &e1, err, sizeof(err)) < 0 ||
-		    nw_expect_for_topo(vis, expect_ops[i], vis->ngpus, vis->ngpus, 4ULL << 30, &e4, err, sizeof(err)) < 0) {
-			nw_strlcpy(why, err, whylen);
-			json_decref(ops);
-			return NULL;
-		}
-		json_t *o = json_object();
-		char lab[16];
-		json_object_set_new(o, "op", json_string(nw_coll_get(expect_ops[i])->name));
-		json_object_set_new(o, "link_gbs", json_real(e1.link_gbs));
-		json_object_set_new(o, "path", json_string(nw_path_label(e1.path, e1.nvlinks, lab, sizeof(lab))));
-		json_object_set_new(o, "busbw_1g", json_real(e1.busbw_gbs));
-		json_object_set_new(o, "busbw_4g", json_real(e4.busbw_gbs));
-		json_object_set_new(o, "efficiency_1g", json_real(e1.efficiency));
-		json_object_set_new(o, "efficiency_4g", json_real(e4.efficiency));
-		json_object_set_new(o, "calibrated", json_boolean(e1.calibrated));
-		json_object_set_new(o, "basis", json_string(e4.basis));
-		json_array_append_new(ops, o);
-	}
-	return ops;
-}
-
 static void print_expect(const struct nw_topo *vis, const json_t *ops, const char *why)
 {
 	printf("\nExpected busbw at large sizes (%d visible GPU%s", vis->ngpus, vis->ngpus == 1 ? "" : "s");
@@ -215,110 +181,132 @@ static void print_expect(const struct nw_topo *vis, const json_t *ops, const cha
 	printf("  GB/s busbw as nccl-tests reports it; model and calibration: docs/expectations.md\n");
 }
 
-int cmd_topo(int argc, char **argv)
+/* What the command line asks for. */
+struct topo_args {
+	int json, dump;
+	long ngpus;
+	const char *sysroot, *nvml_json;
+};
+
+/* The options; 0, 1 after --help, or -1 after printing an error. */
+static int parse(int argc, char **argv, struct topo_args *a)
 {
+	enum { O_JSON = NW_OPT_LOCAL, O_SYSROOT, O_NVML_JSON, O_NVML_DUMP };
 	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
+		{ "json", no_argument, NULL, O_JSON },
 		{ "ngpus", required_argument, NULL, 'g' },
-		{ "sysroot", required_argument, NULL, 'R' },
-		{ "nvml-json", required_argument, NULL, 'N' },
-		{ "nvml-dump", no_argument, NULL, 'D' },
+		{ "sysroot", required_argument, NULL, O_SYSROOT },
+		{ "nvml-json", required_argument, NULL, O_NVML_JSON },
+		{ "nvml-dump", no_argument, NULL, O_NVML_DUMP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int json = 0, dump = 0, rc = 2;
-	long ngpus = 0;
-	const char *sysroot = NULL, *nvml_json = NULL;
 	char err[NW_ERRLEN];
-	struct nw_nvml_snap *snap = NULL;
-	struct nw_topo *t = NULL, *vis = NULL;
-	json_t *ops = NULL;
-
-	optind = 1;
-	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, ":g:h", longopts, NULL)) != -1) {
+	while ((c = nw_cli_next("topo", argc, argv, "g:h", longopts)) != -1) {
 		switch (c) {
-		case 'j': json = 1; break;
-		case 'D': dump = 1; break;
-		case 'R': sysroot = optarg; break;
-		case 'N': nvml_json = optarg; break;
+		case -2: return -1;
+		case O_JSON: a->json = 1; break;
+		case O_NVML_DUMP: a->dump = 1; break;
+		case O_SYSROOT: a->sysroot = optarg; break;
+		case O_NVML_JSON: a->nvml_json = optarg; break;
 		case 'g':
-			if (nw_parse_long(optarg, 1, NW_NVML_MAX_GPUS, &ngpus, "--ngpus", err, sizeof(err)) < 0)
-				return nw_error("%s", err), 2;
+			if (nw_parse_long(optarg, 1, NW_NVML_MAX_GPUS, &a->ngpus, nw_cli_opt_name(c, argv), err, sizeof(err)) < 0)
+				return nw_error("%s", err);
 			break;
-		case 'h': fputs(usage_topo, stdout); return 0;
-		case ':': return nw_error("option '%s' needs a value; see 'ncclwatch help topo'", argv[optind - 1]), 2;
-		default: return nw_error("unknown option '%s'; see 'ncclwatch help topo'", argv[optind - 1]), 2;
+		case 'h': fputs(usage_topo, stdout); return 1;
 		}
 	}
-	if (optind < argc)
-		return nw_error("unexpected argument '%s'; see 'ncclwatch help topo'", argv[optind]), 2;
+	return nw_cli_no_operands("topo", argc, argv);
+}
 
-	const char *root = nw_sys_root(sysroot);
-	snap = nw_calloc(1, sizeof(*snap));
-	if (nw_probe_nvml(snap, nvml_json, err, sizeof(err)) < 0) {
-		nw_error("%s", err);
-		goto out;
-	}
-	if (dump) {
-		json_t *d = nw_nvml_snap_to_json(snap);
-		json_dumpf(d, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		printf("\n");
-		json_decref(d);
-		rc = 0;
-		goto out;
-	}
-	t = nw_calloc(1, sizeof(*t));
-	vis = nw_calloc(1, sizeof(*vis));
-	nw_topo_probe(t, root, snap);
-
+/* The visible GPUs of t (CUDA_VISIBLE_DEVICES, at most ngpus when > 0) into vis; why says what went wrong. */
+static void visible(const struct nw_topo *t, long ngpus, struct nw_topo *vis, char *why, size_t whylen)
+{
+	char err[NW_ERRLEN];
 	int pos[NW_NVML_MAX_GPUS];
-	char why[NW_ERRLEN + 600] = "";
 	int nvis = nw_topo_visible(t, getenv("CUDA_VISIBLE_DEVICES"), pos, NW_NVML_MAX_GPUS, err, sizeof(err));
 	if (nvis < 0) {
-		snprintf(why, sizeof(why), "%s", err);
+		snprintf(why, whylen, "%s", err);
 		nvis = 0;
 	}
 	if (ngpus > 0 && nvis > ngpus)
 		nvis = (int)ngpus;
 	nw_topo_subset(t, pos, nvis, vis);
-	if (!why[0]) {
-		if (t->ngpus == 0)
-			snprintf(why, sizeof(why), "no GPU%s%s", t->nvml_why[0] ? ": " : "", t->nvml_why);
-		else if (vis->ngpus == 1)
-			snprintf(why, sizeof(why), "1 visible GPU: nothing crosses a link");
-		else
-			ops = expectations(vis, why, sizeof(why));
-	}
+}
 
-	if (json) {
-		json_t *doc = json_object();
-		json_object_set_new(doc, "schema", json_string("ncclwatch.topo/1"));
-		json_object_set_new(doc, "topology", nw_topo_to_json(t));
-		json_t *v = json_array();
-		for (int i = 0; i < vis->ngpus; i++)
-			json_array_append_new(v, json_integer(vis->gpus[i].index));
-		json_object_set_new(doc, "visible_gpus", v);
-		json_t *ex = json_object();
-		if (ops)
-			json_object_set(ex, "ops", ops);
-		else
-			json_object_set_new(ex, "skipped", json_string(why));
-		json_object_set_new(doc, "expected", ex);
-		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		printf("\n");
-		json_decref(doc);
-	} else {
-		print_gpus(t);
-		print_matrix(t);
-		print_nics(t);
-		print_expect(vis, ops, why);
-		printf("\nLegend: X self; NV# a bonded set of # NVLinks; PIX at most one PCIe bridge;\n"
-		       "PXB several PCIe bridges; PHB a PCIe host bridge (the CPU); NODE between host\n"
-		       "bridges in one NUMA node; SYS across NUMA nodes (QPI/UPI/Infinity Fabric).\n");
+/* The JSON document (schema ncclwatch.topo/1). */
+static void print_json(const struct nw_topo *t, const struct nw_topo *vis, json_t *ops, const char *why)
+{
+	json_t *doc = json_object();
+	json_object_set_new(doc, "schema", json_string("ncclwatch.topo/1"));
+	json_object_set_new(doc, "topology", nw_topo_to_json(t));
+	json_t *v = json_array();
+	for (int i = 0; i < vis->ngpus; i++)
+		json_array_append_new(v, json_integer(vis->gpus[i].index));
+	json_object_set_new(doc, "visible_gpus", v);
+	json_t *ex = json_object();
+	if (ops)
+		json_object_set(ex, "ops", ops);
+	else
+		json_object_set_new(ex, "skipped", json_string(why));
+	json_object_set_new(doc, "expected", ex);
+	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	printf("\n");
+	json_decref(doc);
+}
+
+/* The NVML answers as JSON (the --nvml-json format). */
+static void print_dump(const struct nw_nvml_snap *snap)
+{
+	json_t *d = nw_nvml_snap_to_json(snap);
+	json_dumpf(d, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	printf("\n");
+	json_decref(d);
+}
+
+static void print_text(const struct nw_topo *t, const struct nw_topo *vis, const json_t *ops, const char *why)
+{
+	print_gpus(t);
+	print_matrix(t);
+	print_nics(t);
+	print_expect(vis, ops, why);
+	printf("\nLegend: X self; NV# a bonded set of # NVLinks; PIX at most one PCIe bridge;\n"
+	       "PXB several PCIe bridges; PHB a PCIe host bridge (the CPU); NODE between host\n"
+	       "bridges in one NUMA node; SYS across NUMA nodes (QPI/UPI/Infinity Fabric).\n");
+}
+
+int cmd_topo(int argc, char **argv)
+{
+	struct topo_args a;
+	memset(&a, 0, sizeof(a));
+	int pr = parse(argc, argv, &a);
+	if (pr)
+		return pr > 0 ? 0 : 2;
+	char err[NW_ERRLEN], why[NW_ERRLEN + 600] = "";
+	struct nw_nvml_snap *snap = nw_calloc(1, sizeof(*snap));
+	struct nw_topo *t = NULL, *vis = NULL;
+	json_t *ops = NULL;
+	int rc = 2;
+	if (nw_probe_nvml(snap, a.nvml_json, err, sizeof(err)) < 0) {
+		nw_error("%s", err);
+		goto out;
 	}
 	rc = 0;
+	if (a.dump) {
+		print_dump(snap);
+		goto out;
+	}
+	t = nw_calloc(1, sizeof(*t));
+	vis = nw_calloc(1, sizeof(*vis));
+	nw_topo_probe(t, nw_sys_root(a.sysroot), snap);
+	visible(t, a.ngpus, vis, why, sizeof(why));
+	if (!why[0])
+		ops = nw_expect_table(t, vis, why, sizeof(why));
+	if (a.json)
+		print_json(t, vis, ops, why);
+	else
+		print_text(t, vis, ops, why);
 out:
 	json_decref(ops);
 	free(snap);

@@ -181,3 +181,49 @@ int nw_expect_for_topo(const struct nw_topo *t, enum nw_op op, int nranks, int n
 		return nw_seterr(err, errlen, "the GPUs' PCIe link speed is unknown");
 	return nw_expect_for_link(op, nranks, worst, link, size_bytes, e, err, errlen);
 }
+
+static const enum nw_op table_ops[] = { NW_ALL_REDUCE, NW_ALL_GATHER, NW_REDUCE_SCATTER,
+                                        NW_BROADCAST, NW_ALLTOALL, NW_SENDRECV };
+
+/* One row of nw_expect_table: op at 1 GB (e1) and 4 GB (e4). */
+static json_t *table_row(enum nw_op op, const struct nw_expect *e1, const struct nw_expect *e4)
+{
+	json_t *o = json_object();
+	char lab[16];
+	json_object_set_new(o, "op", json_string(nw_coll_get(op)->name));
+	json_object_set_new(o, "link_gbs", json_real(e1->link_gbs));
+	json_object_set_new(o, "path", json_string(nw_path_label(e1->path, e1->nvlinks, lab, sizeof(lab))));
+	json_object_set_new(o, "busbw_1g", json_real(e1->busbw_gbs));
+	json_object_set_new(o, "busbw_4g", json_real(e4->busbw_gbs));
+	json_object_set_new(o, "efficiency_1g", json_real(e1->efficiency));
+	json_object_set_new(o, "efficiency_4g", json_real(e4->efficiency));
+	json_object_set_new(o, "calibrated", json_boolean(e1->calibrated));
+	json_object_set_new(o, "basis", json_string(e4->basis));
+	return o;
+}
+
+json_t *nw_expect_table(const struct nw_topo *t, const struct nw_topo *vis, char *why, size_t whylen)
+{
+	char err[NW_ERRLEN];
+	why[0] = '\0';
+	if (t->ngpus == 0) {
+		snprintf(why, whylen, "no GPU%s%s", t->nvml_why[0] ? ": " : "", t->nvml_why);
+		return NULL;
+	}
+	if (vis->ngpus == 1) {
+		snprintf(why, whylen, "1 visible GPU: nothing crosses a link");
+		return NULL;
+	}
+	json_t *ops = json_array();
+	for (size_t i = 0; i < NW_ARRAY_LEN(table_ops); i++) {
+		struct nw_expect e1, e4;
+		if (nw_expect_for_topo(vis, table_ops[i], vis->ngpus, vis->ngpus, 1ULL << 30, &e1, err, sizeof(err)) < 0 ||
+		    nw_expect_for_topo(vis, table_ops[i], vis->ngpus, vis->ngpus, 4ULL << 30, &e4, err, sizeof(err)) < 0) {
+			nw_strlcpy(why, err, whylen);
+			json_decref(ops);
+			return NULL;
+		}
+		json_array_append_new(ops, table_row(table_ops[i], &e1, &e4));
+	}
+	return ops;
+}

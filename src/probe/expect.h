@@ -47,4 +47,14 @@ int nw_expect_for_link(enum nw_op op, int nranks, enum nw_path path, double link
 int nw_expect_for_topo(const struct nw_topo *t, enum nw_op op, int nranks, int nlocal,
                        uint64_t size_bytes, struct nw_expect *e, char *err, size_t errlen);
 
+/*
+ * What topo shows: the busbw each collective (all_reduce, all_gather,
+ * reduce_scatter, broadcast, alltoall, sendrecv) should reach at 1 GB and
+ * 4 GB on the visible GPUs vis of topology t. A JSON array (new reference)
+ * of {op, link_gbs, path, busbw_1g, busbw_4g, efficiency_1g,
+ * efficiency_4g, calibrated, basis}, or NULL with why saying why there is
+ * none (no GPU, one visible GPU, nothing known about the links).
+ */
+json_t *nw_expect_table(const struct nw_topo *t, const struct nw_topo *vis, char *why, size_t whylen);
+
 #endif

@@ -111,6 +111,38 @@ static void from_topology(void **state)
 	free(t);
 }
 
+/* topo's table: six collectives at 1 GB and 4 GB on the visible GPUs, or why there is none. */
+static void table(void **state)
+{
+	(void)state;
+	struct nw_topo *t = h200(), *vis = calloc(1, sizeof(*vis));
+	char why[1024];
+	int pos[2] = { 0, 1 };
+	nw_topo_subset(t, pos, 2, vis);
+	json_t *ops = nw_expect_table(t, vis, why, sizeof(why));
+	assert_non_null(ops);
+	assert_string_equal(why, "");
+	assert_int_equal(json_array_size(ops), 6);
+	json_t *ar = json_array_get(ops, 0);
+	assert_string_equal(json_string_value(json_object_get(ar, "op")), "all_reduce");
+	assert_string_equal(json_string_value(json_object_get(ar, "path")), "NV18");
+	assert_float_equal(json_real_value(json_object_get(ar, "busbw_1g")), 324.85, 0.05);
+	assert_float_equal(json_real_value(json_object_get(ar, "busbw_4g")), 339.68, 0.05);
+	assert_true(json_is_true(json_object_get(ar, "calibrated")));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ops, 5), "op")), "sendrecv");
+	json_decref(ops);
+	/* one visible GPU, then none at all */
+	nw_topo_subset(t, pos, 1, vis);
+	assert_null(nw_expect_table(t, vis, why, sizeof(why)));
+	assert_string_equal(why, "1 visible GPU: nothing crosses a link");
+	t->ngpus = 0;
+	snprintf(t->nvml_why, sizeof(t->nvml_why), "no NVIDIA driver");
+	assert_null(nw_expect_table(t, vis, why, sizeof(why)));
+	assert_string_equal(why, "no GPU: no NVIDIA driver");
+	free(vis);
+	free(t);
+}
+
 static void bad_inputs(void **state)
 {
 	(void)state;
@@ -126,6 +158,7 @@ int main(void)
 		cmocka_unit_test(calibration_points),
 		cmocka_unit_test(between_and_beyond),
 		cmocka_unit_test(from_topology),
+		cmocka_unit_test(table),
 		cmocka_unit_test(bad_inputs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
