@@ -3,13 +3,13 @@
  * files of this host (docs/metrics.md). --once prints one scrape to stdout
  * for node_exporter's textfile collector.
  */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "export/httpd.h"
 #include "export/metrics.h"
@@ -78,83 +78,71 @@ static char *render(void *ctx, size_t *len)
 	return nw_prom_take(&p, len);
 }
 
-/* Parse options; --once prints one scrape, else serve until SIGINT/SIGTERM. */
-int cmd_exporter(int argc, char **argv)
+/* What the command line asks for. */
+struct exporter_args {
+	const char *listen, *dir, *baseline;
+	int once, all;
+	double window;
+};
+
+/* The options; 0, 1 after --help, or -1 after printing an error. */
+static int parse(int argc, char **argv, struct exporter_args *a)
 {
-	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "dir", required_argument, NULL, 'd' },
-		{ "once", no_argument, NULL, 'o' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "baseline", required_argument, NULL, 'b' },
+	enum { O_LISTEN = NW_OPT_LOCAL, O_DIR, O_ONCE, O_ALL, O_WINDOW, O_BASELINE };
+	static const struct option longopts[] = {
+		{ "listen", required_argument, NULL, O_LISTEN },
+		{ "dir", required_argument, NULL, O_DIR },
+		{ "once", no_argument, NULL, O_ONCE },
+		{ "all", no_argument, NULL, O_ALL },
+		{ "window", required_argument, NULL, O_WINDOW },
+		{ "baseline", required_argument, NULL, O_BASELINE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *listen = EXPORTER_DEFAULT_LISTEN, *dir = NULL, *baseline = NULL;
-	int once = 0, all = 0, rc = 1, c;
-	double window = 10;
-	char err[NW_ERRLEN], dirbuf[512];
-	struct server *s = NULL;
-	struct nw_httpd *h = NULL;
-
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	char err[NW_ERRLEN];
+	int c;
+	while ((c = nw_cli_next("exporter", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
-		case 'l': listen = optarg; break;
-		case 'd': dir = optarg; break;
-		case 'o': once = 1; break;
-		case 'a': all = 1; break;
-		case 'b': baseline = optarg; break;
-		case 'w':
-			if (nw_parse_duration(optarg, &window, err, sizeof(err)) < 0)
-				return nw_error("--window: %s", err), 2;
-			if (window <= 0 || window > 3600)
-				return nw_error("--window '%s' is out of range: give 1ms to 1h", optarg), 2;
+		case -2: return -1;
+		case O_LISTEN: a->listen = optarg; break;
+		case O_DIR: a->dir = optarg; break;
+		case O_ONCE: a->once = 1; break;
+		case O_ALL: a->all = 1; break;
+		case O_BASELINE: a->baseline = optarg; break;
+		case O_WINDOW:
+			if (nw_parse_duration(optarg, &a->window, err, sizeof(err)) < 0)
+				return nw_error("--window: %s", err);
+			if (a->window <= 0 || a->window > 3600)
+				return nw_error("--window '%s' is out of range: give 1ms to 1h", optarg);
 			break;
-		case 'h':
-			fputs(usage_exporter, stdout);
-			return 0;
-		default:
-			if (optopt)
-				nw_error("option '-%c' needs a value or is unknown; 'ncclwatch help exporter' lists the options", optopt);
-			else
-				nw_error("unknown option '%s'; 'ncclwatch help exporter' lists the options", argv[optind - 1]);
-			return 2;
+		case 'h': fputs(usage_exporter, stdout); return 1;
 		}
 	}
-	if (optind < argc)
-		return nw_error("unexpected argument '%s'; 'ncclwatch help exporter' lists the options", argv[optind]), 2;
-	if (!dir)
-		dir = nw_sf_default_dir(dirbuf, sizeof(dirbuf));
+	return nw_cli_no_operands("exporter", argc, argv);
+}
 
-	s = nw_calloc(1, sizeof(*s));
-	nw_metrics_init(&s->m, dir, all, window);
-	if (baseline && nw_metrics_load_baseline(&s->m, baseline, err, sizeof(err)) < 0) {
+/* --once: one scrape to stdout; the exit status (1 when the directory cannot be read). */
+static int scrape_once(struct server *s)
+{
+	struct nw_prom p;
+	char err[NW_ERRLEN] = "";
+	nw_prom_init(&p);
+	if (nw_metrics_scrape(&s->m, nw_now(), &p, err, sizeof(err)) < 0) {
 		nw_error("%s", err);
-		rc = 2;
-		goto out;
-	}
-
-	if (once) {
-		struct nw_prom p;
-		nw_prom_init(&p);
-		*err = '\0';
-		int r = nw_metrics_scrape(&s->m, nw_now(), &p, err, sizeof(err));
-		if (r < 0) {
-			nw_error("%s", err);
-			nw_prom_release(&p);
-			goto out;
-		}
-		if (*err)
-			nw_warn("%s", err);
-		fwrite(p.buf, 1, p.len, stdout);
 		nw_prom_release(&p);
-		rc = 0;
-		goto out;
+		return 1;
 	}
+	if (*err)
+		nw_warn("%s", err);
+	fwrite(p.buf, 1, p.len, stdout);
+	nw_prom_release(&p);
+	return 0;
+}
 
+/* Serve /metrics on listen until SIGINT or SIGTERM; the exit status (1 when it cannot listen). */
+static int serve(struct server *s, const char *listen, const char *dir)
+{
+	char err[NW_ERRLEN];
 	/* a missing or unreadable directory is worth a word now, not a refusal:
 	   the job may start later */
 	struct nw_sf_set probe;
@@ -171,24 +159,41 @@ int cmd_exporter(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	h = nw_httpd_start(listen, render, s, err, sizeof(err));
-	if (!h) {
-		nw_error("%s", err);
-		goto out;
-	}
+	struct nw_httpd *h = nw_httpd_start(listen, render, s, err, sizeof(err));
+	if (!h)
+		return nw_error("%s", err), 1;
 	/* the bound port, so that port 0 is usable by scripts */
-	fprintf(stderr, "ncclwatch exporter: serving /metrics on %s (port %u) from '%s'\n",
-	        listen, nw_httpd_port(h), dir);
+	fprintf(stderr, "ncclwatch exporter: serving /metrics on %s (port %u) from '%s'\n", listen, nw_httpd_port(h),
+	        dir);
 	fflush(stderr);
 	while (!stop_flag) {
 		struct timespec ts = { 0, 100 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
-	rc = 0;
-out:
 	nw_httpd_stop(h);
-	if (s)
-		nw_metrics_release(&s->m);
+	return 0;
+}
+
+/* Parse options; --once prints one scrape, else serve until SIGINT/SIGTERM. */
+int cmd_exporter(int argc, char **argv)
+{
+	struct exporter_args a = { EXPORTER_DEFAULT_LISTEN, NULL, NULL, 0, 0, 10 };
+	char err[NW_ERRLEN], dirbuf[512];
+	int pr = parse(argc, argv, &a);
+	if (pr)
+		return pr > 0 ? 0 : 2;
+	if (!a.dir)
+		a.dir = nw_sf_default_dir(dirbuf, sizeof(dirbuf));
+	struct server *s = nw_calloc(1, sizeof(*s));
+	int rc;
+	nw_metrics_init(&s->m, a.dir, a.all, a.window);
+	if (a.baseline && nw_metrics_load_baseline(&s->m, a.baseline, err, sizeof(err)) < 0) {
+		nw_error("%s", err);
+		rc = 2;
+	} else {
+		rc = a.once ? scrape_once(s) : serve(s, a.listen, a.dir);
+	}
+	nw_metrics_release(&s->m);
 	free(s);
 	return rc;
 }
