@@ -9,7 +9,6 @@
  * is raised again.
  */
 #include <curses.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "export/sample.h"
 #include "export/statsfile.h"
@@ -61,6 +61,8 @@ struct top_opts {
 	struct nw_view_opts view;
 	char op[64], comm[64];
 };
+/* --op and --comm are read into either through one length check */
+_Static_assert(sizeof(((struct top_opts *)0)->op) == sizeof(((struct top_opts *)0)->comm), "op and comm differ");
 
 static volatile sig_atomic_t quit_flag;
 static struct termios saved_tio;
@@ -223,12 +225,10 @@ static int table_rows(void)
 	return n > 1 ? n : 1;
 }
 
-/* Paint one screen: summary, key help, error line, table page, straggler line. */
-static void draw(const struct top_opts *o, const struct nw_view *v, const char *err, int paused,
-                 int live_rates, size_t *first)
+/* The top of the screen: summary, key help, error line, column header; returns whether the table is compact. */
+static int draw_head(const struct top_opts *o, const struct nw_view *v, const char *err, int paused, int live_rates)
 {
 	char line[1024];
-	erase();
 	summary(line, sizeof(line), o, v);
 	mvaddnstr(0, 0, line, COLS);
 	snprintf(line, sizeof(line), "sort %s%s%s%s%s | %s%s | b c t u g sort  o m x filter  a stale  p pause  q quit",
@@ -254,6 +254,13 @@ static void draw(const struct top_opts *o, const struct nw_view *v, const char *
 	for (int x = (int)strlen(line); x < COLS; x++)
 		addch(' ');
 	attroff(A_REVERSE);
+	return compact;
+}
+
+/* The page of rows from *first (kept on the table), stragglers highlighted; returns the next free line. */
+static int draw_rows(const struct nw_view *v, int compact, size_t *first)
+{
+	char line[1024];
 	int y = 4, bottom = 4 + table_rows();
 	size_t page = (size_t)table_rows();
 	if (*first + page > v->n)
@@ -278,6 +285,17 @@ static void draw(const struct top_opts *o, const struct nw_view *v, const char *
 		mvaddnstr(y, 0, line, COLS);
 		attroff(a);
 	}
+	return y;
+}
+
+/* Paint one screen: summary, key help, error line, table page, notes, straggler line. */
+static void draw(const struct top_opts *o, const struct nw_view *v, const char *err, int paused,
+                 int live_rates, size_t *first)
+{
+	char line[1024];
+	erase();
+	int compact = draw_head(o, v, err, paused, live_rates);
+	int y = draw_rows(v, compact, first);
 	if (!v->n)
 		mvaddnstr(y, 0, "no operations recorded yet: is a job running with NCCL_PROFILER_PLUGIN=ncclwatch?", COLS);
 	int ny = v->n ? y : y + 1;
@@ -293,32 +311,32 @@ static void draw(const struct top_opts *o, const struct nw_view *v, const char *
 	refresh();
 }
 
-/*
- * The terminal view: refresh every interval (rates between the last two
- * samples), keys between refreshes; returns the exit status.
- */
-static int run_live(struct top_opts *o)
-{
-	int rc = 1, paused = 0;
-	size_t first = 0;
+/* The live view's state between refreshes. */
+struct live {
 	struct nw_sample prev, now;
 	struct nw_sf_set set;
 	struct nw_view v;
-	char err[NW_ERRLEN] = "";
-	memset(&prev, 0, sizeof(prev));
-	memset(&now, 0, sizeof(now));
-	memset(&set, 0, sizeof(set));
-	memset(&v, 0, sizeof(v));
-	int have_prev = 0;
+	char err[NW_ERRLEN];
+	int have_prev, paused;
+	size_t first; /* first table row on screen */
+	double next;  /* when to refresh; 0: at once */
+};
 
+/*
+ * Checks before the terminal is taken (a terminal, something to watch),
+ * then curses mode with the terminal restored on every way out. 0, or the
+ * exit status after printing.
+ */
+static int live_start(const struct top_opts *o)
+{
+	struct nw_sf_set set;
+	char err[NW_ERRLEN];
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
 		return nw_error("'top' needs a terminal; use 'ncclwatch top --once' for a plain-text snapshot"), 2;
 	/* fail early and plainly when there is nothing to watch */
 	if (nw_sf_load(o->dir, &set, err, sizeof(err)) < 0)
 		return nw_error("%s", err), 1;
 	nw_sf_set_release(&set);
-	*err = '\0';
-
 	if (tcgetattr(STDIN_FILENO, &saved_tio) == 0)
 		have_tio = 1;
 	install_signals();
@@ -336,142 +354,160 @@ static int run_live(struct top_opts *o)
 		use_default_colors();
 		init_pair(1, COLOR_RED, -1);
 	}
-	double next = 0;
+	return 0;
+}
+
+/* Load the stats files again and rebuild the table with rates since the last sample taken at t. */
+static void live_reload(const struct top_opts *o, struct live *l, double t)
+{
+	l->next = t + o->interval;
+	nw_view_release(&l->v);
+	nw_sf_set_release(&l->set);
+	l->err[0] = '\0';
+	if (nw_sf_load(o->dir, &l->set, l->err, sizeof(l->err)) < 0)
+		memset(&l->set, 0, sizeof(l->set));
+	else if (l->set.nbad)
+		snprintf(l->err, sizeof(l->err), "%zu unusable file%s, e.g. '%.200s': %.150s", l->set.nbad,
+		         l->set.nbad == 1 ? "" : "s", l->set.bad[0].path, l->set.bad[0].why);
+	nw_sample_take(&l->set, t, &l->now);
+	nw_view_build(&l->set, &l->now, l->have_prev ? &l->prev : NULL, &o->view, &l->v);
+	nw_sample_move(&l->prev, &l->now);
+	l->have_prev = 1;
+}
+
+/* One key: sort, filter, stale, pause, scroll, quit. */
+static void live_key(struct top_opts *o, struct live *l, int ch)
+{
+	static const struct { int key; enum nw_view_sort sort; } sorts[] = {
+		{ 'b', NW_VIEW_SORT_BUSBW }, { 'c', NW_VIEW_SORT_RATE }, { 't', NW_VIEW_SORT_TIME },
+		{ 'u', NW_VIEW_SORT_BUSY },  { 'g', NW_VIEW_SORT_COMM },
+	};
+	size_t page = (size_t)table_rows();
+	for (size_t i = 0; i < NW_ARRAY_LEN(sorts); i++)
+		if (ch == sorts[i].key) {
+			o->view.sort = sorts[i].sort;
+			l->next = 0;
+			return;
+		}
+	switch (ch) {
+	case 'q': case 'Q': quit_flag = 1; break;
+	case 'a': o->view.all = !o->view.all; l->next = 0; break;
+	case 'p': case ' ': l->paused = !l->paused; l->next = 0; break;
+	case 'o': prompt("show ops containing", o->op, sizeof(o->op)); l->next = 0; break;
+	case 'm': prompt("show communicators (id prefix or name)", o->comm, sizeof(o->comm)); l->next = 0; break;
+	case 'x': o->op[0] = o->comm[0] = '\0'; l->next = 0; break;
+	case KEY_DOWN: l->first++; break;
+	case KEY_UP: if (l->first) l->first--; break;
+	case KEY_NPAGE: l->first += page; break;
+	case KEY_PPAGE: l->first = l->first > page ? l->first - page : 0; break;
+	case KEY_HOME: l->first = 0; break;
+	default: break;
+	}
+}
+
+/* Paused: sorting and filtering apply at once to the files last loaded. */
+static void live_resort(const struct top_opts *o, struct live *l)
+{
+	struct nw_sample cur;
+	nw_view_release(&l->v);
+	nw_sample_take(&l->set, nw_now(), &cur);
+	nw_view_build(&l->set, &cur, NULL, &o->view, &l->v);
+	nw_sample_release(&cur);
+	l->next = nw_now() + o->interval;
+}
+
+/*
+ * The terminal view: refresh every interval (rates between the last two
+ * samples), keys between refreshes; returns the exit status.
+ */
+static int run_live(struct top_opts *o)
+{
+	int rc = live_start(o);
+	if (rc)
+		return rc;
+	struct live l;
+	memset(&l, 0, sizeof(l));
 	while (!quit_flag) {
 		double t = nw_now();
-		if (t >= next && !paused) {
-			next = t + o->interval;
-			nw_view_release(&v);
-			nw_sf_set_release(&set);
-			*err = '\0';
-			if (nw_sf_load(o->dir, &set, err, sizeof(err)) < 0) {
-				memset(&set, 0, sizeof(set));
-			} else if (set.nbad) {
-				snprintf(err, sizeof(err), "%zu unusable file%s, e.g. '%.200s': %.150s", set.nbad,
-				         set.nbad == 1 ? "" : "s", set.bad[0].path, set.bad[0].why);
-			}
-			nw_sample_take(&set, t, &now);
-			nw_view_build(&set, &now, have_prev ? &prev : NULL, &o->view, &v);
-			nw_sample_move(&prev, &now);
-			have_prev = 1;
-		}
-		draw(o, &v, err, paused, have_prev && v.n && v.rows[0].interval, &first);
+		if (t >= l.next && !l.paused)
+			live_reload(o, &l, t);
+		draw(o, &l.v, l.err, l.paused, l.have_prev && l.v.n && l.v.rows[0].interval, &l.first);
 		/* wait for a key, at most until the next refresh */
-		double wait = next - nw_now();
-		int ms = paused ? 250 : wait > 0 ? (int)(wait * 1000) + 1 : 0;
+		double wait = l.next - nw_now();
+		int ms = l.paused ? 250 : wait > 0 ? (int)(wait * 1000) + 1 : 0;
 		timeout(ms > 250 ? 250 : ms);
-		int ch = getch();
-		switch (ch) {
-		case 'q': case 'Q': quit_flag = 1; break;
-		case 'b': o->view.sort = NW_VIEW_SORT_BUSBW; next = 0; break;
-		case 'c': o->view.sort = NW_VIEW_SORT_RATE; next = 0; break;
-		case 't': o->view.sort = NW_VIEW_SORT_TIME; next = 0; break;
-		case 'u': o->view.sort = NW_VIEW_SORT_BUSY; next = 0; break;
-		case 'g': o->view.sort = NW_VIEW_SORT_COMM; next = 0; break;
-		case 'a': o->view.all = !o->view.all; next = 0; break;
-		case 'p': case ' ': paused = !paused; next = 0; break;
-		case 'o':
-			prompt("show ops containing", o->op, sizeof(o->op));
-			next = 0;
+		live_key(o, &l, getch());
+		if (l.next == 0 && l.paused && l.set.n)
+			live_resort(o, &l);
+	}
+	end_curses();
+	nw_view_release(&l.v);
+	nw_sf_set_release(&l.set);
+	nw_sample_release(&l.prev);
+	nw_sample_release(&l.now);
+	return 0;
+}
+
+/* The options into o; 0, 1 after --help, or -1 after printing an error. */
+static int parse(int argc, char **argv, struct top_opts *o)
+{
+	enum { O_DIR = NW_OPT_LOCAL, O_INTERVAL, O_ONCE, O_ALL, O_SORT, O_OP, O_COMM };
+	static const struct option longopts[] = {
+		{ "dir", required_argument, NULL, O_DIR },
+		{ "interval", required_argument, NULL, O_INTERVAL },
+		{ "once", no_argument, NULL, O_ONCE },
+		{ "all", no_argument, NULL, O_ALL },
+		{ "sort", required_argument, NULL, O_SORT },
+		{ "op", required_argument, NULL, O_OP },
+		{ "comm", required_argument, NULL, O_COMM },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char err[NW_ERRLEN];
+	int c, k;
+	while ((c = nw_cli_next("top", argc, argv, "h", longopts)) != -1) {
+		switch (c) {
+		case -2: return -1;
+		case O_DIR: o->dir = optarg; break;
+		case O_ONCE: o->once = 1; break;
+		case O_ALL: o->view.all = 1; break;
+		case O_INTERVAL:
+			if (nw_parse_duration(optarg, &o->interval, err, sizeof(err)) < 0)
+				return nw_error("--interval: %s", err);
+			if (o->interval < 0.05 || o->interval > 3600)
+				return nw_error("--interval '%s' is out of range: give 50ms to 1h", optarg);
 			break;
-		case 'm':
-			prompt("show communicators (id prefix or name)", o->comm, sizeof(o->comm));
-			next = 0;
+		case O_SORT:
+			if ((k = nw_view_sort_find(optarg)) < 0)
+				return nw_error("unknown --sort key '%s': use comm, busbw, rate, time or busy", optarg);
+			o->view.sort = (enum nw_view_sort)k;
 			break;
-		case 'x': o->op[0] = o->comm[0] = '\0'; next = 0; break;
-		case KEY_DOWN: first++; break;
-		case KEY_UP: if (first) first--; break;
-		case KEY_NPAGE: first += (size_t)table_rows(); break;
-		case KEY_PPAGE: first = first > (size_t)table_rows() ? first - (size_t)table_rows() : 0; break;
-		case KEY_HOME: first = 0; break;
-		default: break;
-		}
-		/* sorting and filtering apply at once, even when paused */
-		if (next == 0 && paused && set.n) {
-			nw_view_release(&v);
-			struct nw_sample cur;
-			nw_sample_take(&set, nw_now(), &cur);
-			nw_view_build(&set, &cur, NULL, &o->view, &v);
-			nw_sample_release(&cur);
-			next = nw_now() + o->interval;
+		case O_OP:
+		case O_COMM:
+			if (strlen(optarg) >= sizeof(o->op))
+				return nw_error("%s '%s' is too long", nw_cli_opt_name(c, argv), optarg);
+			nw_strlcpy(c == O_OP ? o->op : o->comm, optarg, sizeof(o->op));
+			break;
+		case 'h': fputs(usage_top, stdout); return 1;
 		}
 	}
-	rc = 0;
-	end_curses();
-	nw_view_release(&v);
-	nw_sf_set_release(&set);
-	nw_sample_release(&prev);
-	nw_sample_release(&now);
-	return rc;
+	return nw_cli_no_operands("top", argc, argv);
 }
 
 /* Parse options, then the snapshot (--once) or the live view. */
 int cmd_top(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "dir", required_argument, NULL, 'd' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "once", no_argument, NULL, '1' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "op", required_argument, NULL, 'o' },
-		{ "comm", required_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct top_opts o;
-	char err[NW_ERRLEN], dirbuf[512];
-	int c;
+	char dirbuf[512];
 	memset(&o, 0, sizeof(o));
 	o.interval = 1;
 	o.view.sort = NW_VIEW_SORT_COMM;
 	o.view.late_window = 256;
 	o.view.op = o.op;
 	o.view.comm = o.comm;
-
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': o.dir = optarg; break;
-		case 'i':
-			if (nw_parse_duration(optarg, &o.interval, err, sizeof(err)) < 0)
-				return nw_error("--interval: %s", err), 2;
-			if (o.interval < 0.05 || o.interval > 3600)
-				return nw_error("--interval '%s' is out of range: give 50ms to 1h", optarg), 2;
-			break;
-		case '1': o.once = 1; break;
-		case 'a': o.view.all = 1; break;
-		case 's': {
-			int k = nw_view_sort_find(optarg);
-			if (k < 0)
-				return nw_error("unknown --sort key '%s': use comm, busbw, rate, time or busy", optarg), 2;
-			o.view.sort = (enum nw_view_sort)k;
-			break;
-		}
-		case 'o':
-			if (strlen(optarg) >= sizeof(o.op))
-				return nw_error("--op '%s' is too long", optarg), 2;
-			nw_strlcpy(o.op, optarg, sizeof(o.op));
-			break;
-		case 'm':
-			if (strlen(optarg) >= sizeof(o.comm))
-				return nw_error("--comm '%s' is too long", optarg), 2;
-			nw_strlcpy(o.comm, optarg, sizeof(o.comm));
-			break;
-		case 'h':
-			fputs(usage_top, stdout);
-			return 0;
-		default:
-			if (optopt)
-				nw_error("option '-%c' needs a value or is unknown; 'ncclwatch help top' lists the options", optopt);
-			else
-				nw_error("unknown option '%s'; 'ncclwatch help top' lists the options", argv[optind - 1]);
-			return 2;
-		}
-	}
-	if (optind < argc)
-		return nw_error("unexpected argument '%s'; 'ncclwatch help top' lists the options", argv[optind]), 2;
+	int pr = parse(argc, argv, &o);
+	if (pr)
+		return pr > 0 ? 0 : 2;
 	if (!o.dir)
 		o.dir = nw_sf_default_dir(dirbuf, sizeof(dirbuf));
 	return o.once ? print_once(&o) : run_live(&o);
