@@ -4,12 +4,12 @@
  * environment) and what went wrong (grouped errors, then diagnoses).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "parse/ncclog.h"
 #include "util/util.h"
@@ -69,12 +69,12 @@ static void print_header(const json_t *doc)
 	printf("\n");
 }
 
-static void print_report(const json_t *doc)
+/* The NCCL versions, per process and host, and the one PyTorch reports. */
+static void print_versions(const json_t *doc)
 {
 	size_t i;
 	const json_t *o;
 
-	print_header(doc);
 	printf("\nNCCL versions\n");
 	if (!json_array_size(json_object_get(doc, "versions")))
 		printf("  (no \"NCCL version\" line)\n");
@@ -91,6 +91,13 @@ static void print_report(const json_t *doc)
 	}
 	if (s_of(doc, "pytorch_nccl_version")[0])
 		printf("  PyTorch reports NCCL %s\n", s_of(doc, "pytorch_nccl_version"));
+}
+
+/* Communicators: ranks, nodes, init progress, channels, rings and trees. */
+static void print_comms(const json_t *doc)
+{
+	size_t i;
+	const json_t *o;
 
 	printf("\nCommunicators\n");
 	if (!json_array_size(json_object_get(doc, "communicators")))
@@ -109,6 +116,13 @@ static void print_report(const json_t *doc)
 			printf(", tree %s", s_of(o, "tree"));
 		printf("\n");
 	}
+}
+
+/* The transport of every connected peer pair, NVLS, CollNet and the networks. */
+static void print_transports(const json_t *doc)
+{
+	size_t i;
+	const json_t *o;
 
 	printf("\nTransports (connected peer pairs)\n");
 	size_t ncomms = json_array_size(json_object_get(doc, "communicators")), nsingle = 0;
@@ -141,6 +155,13 @@ static void print_report(const json_t *doc)
 		printf("  network on %s: IB %s; sockets %s\n", s_of(o, "host"), s_of(o, "ib")[0] ? s_of(o, "ib") : "-",
 		       s_of(o, "socket")[0] ? s_of(o, "socket") : "-");
 	}
+}
+
+/* Graphs, algorithms and protocols when logged, and the NCCL_* environment. */
+static void print_tuning(const json_t *doc)
+{
+	size_t i;
+	const json_t *o;
 
 	if (json_array_size(json_object_get(doc, "graphs"))) {
 		printf("\nGraphs\n");
@@ -161,6 +182,15 @@ static void print_report(const json_t *doc)
 	if (!json_array_size(json_object_get(doc, "env")))
 		printf("  (none logged: NCCL_DEBUG_SUBSYS needs ENV, the default INIT,ENV has it)\n");
 	json_array_foreach(json_object_get(doc, "env"), i, o) printf("  %s=%s\n", s_of(o, "name"), s_of(o, "value"));
+}
+
+static void print_report(const json_t *doc)
+{
+	print_header(doc);
+	print_versions(doc);
+	print_comms(doc);
+	print_transports(doc);
+	print_tuning(doc);
 }
 
 static void print_problems(const json_t *doc)
@@ -186,52 +216,43 @@ static void print_problems(const json_t *doc)
 	}
 }
 
-static int list_diagnoses(void)
+static void list_diagnoses(void)
 {
 	const struct nw_log_rule_info *r;
 	size_t n = nw_log_rules(&r);
 	static const char *const sev[] = { "info", "warning", "error" };
 	for (size_t i = 0; i < n; i++)
 		printf("%s\t%s\t%s\t%s\n", r[i].id, sev[r[i].severity], r[i].summary, r[i].fix);
-	return 0;
 }
 
-int cmd_logscan(int argc, char **argv)
+/* The options; 0, 1 when done (--help, --list-diagnoses), or -1 after printing an error. */
+static int parse(int argc, char **argv, int *json, int *brief)
 {
+	enum { O_JSON = NW_OPT_LOCAL, O_BRIEF, O_LIST };
 	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "brief", no_argument, NULL, 'b' },
-		{ "list-diagnoses", no_argument, NULL, 'l' },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "brief", no_argument, NULL, O_BRIEF },
+		{ "list-diagnoses", no_argument, NULL, O_LIST },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int json = 0, brief = 0, c, rc = 0;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	int c;
+	while ((c = nw_cli_next("logscan", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
-		case 'j': json = 1; break;
-		case 'b': brief = 1; break;
-		case 'l': return list_diagnoses();
-		case 'h': fputs(usage_logscan, stdout); return 0;
-		default:
-			nw_error("unknown option '%s'; 'ncclwatch help logscan' lists them", argv[optind - 1]);
-			return 2;
+		case -2: return -1;
+		case O_JSON: *json = 1; break;
+		case O_BRIEF: *brief = 1; break;
+		case O_LIST: list_diagnoses(); return 1;
+		case 'h': fputs(usage_logscan, stdout); return 1;
 		}
 	}
-	char *stdin_only[] = { "-" };
-	char **files = argv + optind;
-	int nfiles = argc - optind;
-	if (nfiles == 0) {
-		if (isatty(STDIN_FILENO)) {
-			nw_error("no log given; name log files, or pipe one in ('-' reads standard input)");
-			return 2;
-		}
-		files = stdin_only;
-		nfiles = 1;
-	}
+	return 0;
+}
 
-	struct nw_log *lg = nw_log_new();
+/* Feed every file ("-": standard input) to the log; 0, or 2 when one could not be read. */
+static int feed_files(struct nw_log *lg, char **files, int nfiles)
+{
+	int rc = 0;
 	for (int i = 0; i < nfiles; i++) {
 		int is_stdin = !strcmp(files[i], "-");
 		FILE *f = is_stdin ? stdin : fopen(files[i], "rb");
@@ -248,6 +269,26 @@ int cmd_logscan(int argc, char **argv)
 		if (!is_stdin)
 			fclose(f);
 	}
+	return rc;
+}
+
+int cmd_logscan(int argc, char **argv)
+{
+	int json = 0, brief = 0;
+	int pr = parse(argc, argv, &json, &brief);
+	if (pr)
+		return pr > 0 ? 0 : 2;
+	char *stdin_only[] = { "-" };
+	char **files = argv + optind;
+	int nfiles = argc - optind;
+	if (nfiles == 0) {
+		if (isatty(STDIN_FILENO))
+			return nw_error("no log given; name log files, or pipe one in ('-' reads standard input)"), 2;
+		files = stdin_only;
+		nfiles = 1;
+	}
+	struct nw_log *lg = nw_log_new();
+	int rc = feed_files(lg, files, nfiles);
 	json_t *doc = nw_log_report(lg);
 	if (json) {
 		json_dumpf(doc, stdout, JSON_INDENT(1));
