@@ -2,7 +2,6 @@
  * bench: every collective over a size sweep, with nccl-tests' flags and
  * its text table (byte-identical rows), plus JSON/CSV and per-rank detail.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

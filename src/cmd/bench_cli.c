@@ -1,12 +1,12 @@
 #include "cmd/bench_cli.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/cli.h"
 #include "gpu/nvml.h"
 #include "probe/expect.h"
 #include "probe/topo.h"
@@ -51,9 +51,149 @@ static int find_op(const char *s)
 }
 
 enum {
-	OPT_OP = 1000, OPT_BACKEND, OPT_JSON, OPT_CSV, OPT_PER_RANK, OPT_PAIRS, OPT_NCCL_LIB,
-	OPT_NO_HISTORY, OPT_DB, OPT_OOP, OPT_IP, OPT_QUIET, OPT_RDZV,
+	OPT_OP = NW_OPT_LOCAL, OPT_BACKEND, OPT_JSON, OPT_CSV, OPT_PER_RANK, OPT_PAIRS, OPT_NCCL_LIB,
+	OPT_OOP, OPT_IP, OPT_QUIET, OPT_RDZV,
 };
+
+/* nccl-tests' whole-number flags: letter, range, what it is (for messages). */
+static const struct int_flag {
+	int c;
+	long min, max;
+	const char *what;
+} int_flags[] = {
+	{ 'n', 1, 100000000, "iterations" },     { 'w', 0, 100000000, "warm-up iterations" },
+	{ 'm', 1, 1024, "aggregated iterations" }, { 'c', 0, 1000000, "check" },
+	{ 'z', 0, 1, "blocking" },                 { 'G', 0, 1000000, "graph launches" },
+	{ 'a', 0, 3, "average" },                  { 'g', 1, 64, "GPUs per process" },
+	{ 't', 1, 64, "threads" },                 { 'C', 0, 1, "report CPU time" },
+};
+
+/* A whole-number flag (one of int_flags) into o; 0, or -1 with err. */
+static int int_opt(int c, const char *arg, const char *name, struct nw_bench_opts *o, char *err, size_t errlen)
+{
+	const struct int_flag *f = NULL;
+	for (size_t i = 0; i < NW_ARRAY_LEN(int_flags); i++)
+		if (int_flags[i].c == c)
+			f = &int_flags[i];
+	char what[64];
+	long v;
+	snprintf(what, sizeof(what), "%s (%s)", name, f->what);
+	if (nw_parse_long(arg, f->min, f->max, &v, what, err, errlen))
+		return -1;
+	switch (c) {
+	case 'n': o->iters = (int)v; break;
+	case 'w': o->warmup = (int)v; break;
+	case 'm': o->agg_iters = (int)v; break;
+	case 'c': o->check = v > 0; break;
+	case 'z': o->blocking = (int)v; break;
+	case 'G': o->graph_launches = (int)v; break;
+	case 'a': o->average = (enum nw_average)v; break;
+	case 'g': o->ngpus = (int)v; break;
+	case 't': o->nthreads = (int)v; break;
+	default: o->cputime = (int)v; break;
+	}
+	return 0;
+}
+
+/* A comma list (-o redops, -d data types, --op collectives) into o; 0, or -1 with err. */
+static int list_opt(int c, const char *arg, struct nw_bench_opts *o, char *err, size_t errlen)
+{
+	int ids[NW_NOPS + NW_NDTYPES + NW_NREDOPS];
+	int n;
+	if (c == 'o') {
+		n = parse_list(arg, ids, NW_NREDOPS, nw_redop_find, NW_NREDOPS, "reduction op (-o)", err, errlen);
+		for (int i = 0; i < n; i++)
+			o->redops[i] = (enum nw_redop)ids[i];
+		o->nredops = n;
+	} else if (c == 'd') {
+		n = parse_list(arg, ids, NW_NDTYPES, nw_dtype_find, NW_NDTYPES, "data type (-d)", err, errlen);
+		for (int i = 0; i < n; i++)
+			o->dtypes[i] = (enum nw_dtype)ids[i];
+		o->ndtypes = n;
+	} else {
+		n = parse_list(arg, ids, NW_NOPS, find_op, NW_NOPS, "collective (--op)", err, errlen);
+		for (int i = 0; i < n; i++)
+			o->ops[i] = (enum nw_op)ids[i];
+		o->nops = n;
+	}
+	return n < 0 ? -1 : 0;
+}
+
+/* Sizes, the step, the timeout, the root and the backend; 0, or -1 with err. */
+static int value_opt(int c, const char *arg, const char *name, struct nw_bench_opts *o, char *err, size_t errlen)
+{
+	double d;
+	long v;
+	char what[64];
+	switch (c) {
+	case 'b': return nw_parse_size(arg, &o->min_bytes, err, errlen);
+	case 'e': return nw_parse_size(arg, &o->max_bytes, err, errlen);
+	case 'i': return nw_parse_size(arg, &o->step_bytes, err, errlen);
+	case 'T': return nw_parse_duration(arg, &o->timeout_s, err, errlen);
+	case OPT_RDZV: return nw_parse_duration(arg, &o->rdzv_timeout_s, err, errlen);
+	case 'f':
+		snprintf(what, sizeof(what), "%s (step factor)", name);
+		if (nw_parse_double(arg, 1, 1024, &d, what, err, errlen))
+			return -1;
+		o->step_factor = d;
+		return 0;
+	case 'r':
+		snprintf(what, sizeof(what), "%s (root)", name);
+		if (!strcmp(arg, "all"))
+			v = -1;
+		else if (nw_parse_long(arg, 0, 1 << 20, &v, what, err, errlen))
+			return -1;
+		o->root = (int)v;
+		return 0;
+	default:
+		if (!strcmp(arg, "nccl"))
+			o->backend = NW_BACKEND_NCCL;
+		else if (!strcmp(arg, "mpi"))
+			o->backend = NW_BACKEND_MPI;
+		else
+			return nw_seterr(err, errlen, "unknown backend '%s' (nccl or mpi)", arg);
+		return 0;
+	}
+}
+
+/* One option into cli; 0, -1 with err, or -2 after printing (a bad --db). */
+static int take_opt(int c, const char *arg, const char *name, struct bench_cli *cli, char *err, size_t errlen)
+{
+	struct nw_bench_opts *o = &cli->o;
+	switch (c) {
+	case 'n': case 'w': case 'm': case 'c': case 'z': case 'G': case 'a': case 'g': case 't': case 'C':
+		return int_opt(c, arg, name, o, err, errlen);
+	case 'o': case 'd': case OPT_OP:
+		return list_opt(c, arg, o, err, errlen);
+	case 'b': case 'e': case 'i': case 'f': case 'T': case 'r': case OPT_RDZV: case OPT_BACKEND:
+		return value_opt(c, arg, name, o, err, errlen);
+	case 'J':
+	case OPT_JSON: cli->json_path = arg; return 0;
+	case OPT_CSV: cli->csv_path = arg; return 0;
+	case OPT_PER_RANK: o->per_rank = 1; return 0;
+	case OPT_PAIRS: o->pairs = 1; return 0;
+	case OPT_NCCL_LIB: o->nccl_lib = arg; return 0;
+	case OPT_OOP: o->oop_only = 1; return 0;
+	case OPT_IP: o->ip_only = 1; return 0;
+	case OPT_QUIET: o->quiet = 1; return 0;
+	default: return nw_cli_store_opt(c, arg, &cli->so) < 0 ? -2 : 0;
+	}
+}
+
+/* A sweep that goes somewhere, and options that exclude each other; 0, or 2 after printing. */
+static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
+{
+	if (o->min_bytes > o->max_bytes)
+		return nw_error("%s: -b %" PRIu64 " is larger than -e %" PRIu64 "; the sweep goes from -b up to -e", cmd,
+		                o->min_bytes, o->max_bytes), 2;
+	if (o->min_bytes == 0)
+		return nw_error("%s: -b 0: the smallest size must be at least one element", cmd), 2;
+	if (o->step_factor <= 1 && o->step_bytes == 0)
+		return nw_error("%s: -f 1 with -i 0 would never advance; give -f > 1 or -i > 0", cmd), 2;
+	if (o->oop_only && o->ip_only)
+		return nw_error("%s: --oop-only and --ip-only exclude each other", cmd), 2;
+	return 0;
+}
 
 int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cmd)
 {
@@ -72,128 +212,31 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		{ "json", required_argument, NULL, OPT_JSON }, { "csv", required_argument, NULL, OPT_CSV },
 		{ "per-rank", no_argument, NULL, OPT_PER_RANK }, { "pairs", no_argument, NULL, OPT_PAIRS },
 		{ "nccl-lib", required_argument, NULL, OPT_NCCL_LIB },
-		{ "no-history", no_argument, NULL, OPT_NO_HISTORY }, { "db", required_argument, NULL, OPT_DB },
 		{ "oop-only", no_argument, NULL, OPT_OOP }, { "ip-only", no_argument, NULL, OPT_IP },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "rendezvous-timeout", required_argument, NULL, OPT_RDZV },
+		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	memset(cli, 0, sizeof(*cli));
 	nw_bench_opts_default(&cli->o);
-	struct nw_bench_opts *o = &cli->o;
 	char err[NW_ERRLEN] = "";
-	int ids[NW_NOPS + NW_NDTYPES + NW_NREDOPS];
-	long v;
-	double d;
 	int c, op_given = 0;
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:", longs, NULL)) != -1) {
-		int bad = 0;
-		switch (c) {
-		case 'b': bad = nw_parse_size(optarg, &o->min_bytes, err, sizeof(err)); break;
-		case 'e': bad = nw_parse_size(optarg, &o->max_bytes, err, sizeof(err)); break;
-		case 'i': bad = nw_parse_size(optarg, &o->step_bytes, err, sizeof(err)); break;
-		case 'f':
-			bad = nw_parse_double(optarg, 1, 1024, &d, "-f (step factor)", err, sizeof(err));
-			o->step_factor = d;
-			break;
-		case 'n': bad = nw_parse_long(optarg, 1, 100000000, &v, "-n (iterations)", err, sizeof(err)); o->iters = (int)v; break;
-		case 'w': bad = nw_parse_long(optarg, 0, 100000000, &v, "-w (warm-up iterations)", err, sizeof(err)); o->warmup = (int)v; break;
-		case 'm': bad = nw_parse_long(optarg, 1, 1024, &v, "-m (aggregated iterations)", err, sizeof(err)); o->agg_iters = (int)v; break;
-		case 'c': bad = nw_parse_long(optarg, 0, 1000000, &v, "-c (check)", err, sizeof(err)); o->check = v > 0; break;
-		case 'z': bad = nw_parse_long(optarg, 0, 1, &v, "-z (blocking)", err, sizeof(err)); o->blocking = (int)v; break;
-		case 'G': bad = nw_parse_long(optarg, 0, 1000000, &v, "-G (graph launches)", err, sizeof(err)); o->graph_launches = (int)v; break;
-		case 'a': bad = nw_parse_long(optarg, 0, 3, &v, "-a (average)", err, sizeof(err)); o->average = (enum nw_average)v; break;
-		case 'g': bad = nw_parse_long(optarg, 1, 64, &v, "-g (GPUs per process)", err, sizeof(err)); o->ngpus = (int)v; break;
-		case 't':
-			bad = nw_parse_long(optarg, 1, 64, &v, "-t (threads)", err, sizeof(err));
-			o->nthreads = (int)v;
-			break;
-		case 'C': bad = nw_parse_long(optarg, 0, 1, &v, "-C (report CPU time)", err, sizeof(err)); o->cputime = (int)v; break;
-		case 'T': bad = nw_parse_duration(optarg, &o->timeout_s, err, sizeof(err)); break;
-		case 'r':
-			if (!strcmp(optarg, "all"))
-				o->root = -1;
-			else {
-				bad = nw_parse_long(optarg, 0, 1 << 20, &v, "-r (root)", err, sizeof(err));
-				o->root = (int)v;
-			}
-			break;
-		case 'o':
-			o->nredops = parse_list(optarg, ids, NW_NREDOPS, nw_redop_find, NW_NREDOPS, "reduction op (-o)", err, sizeof(err));
-			for (int i = 0; i < o->nredops; i++)
-				o->redops[i] = (enum nw_redop)ids[i];
-			bad = o->nredops < 0;
-			break;
-		case 'd':
-			o->ndtypes = parse_list(optarg, ids, NW_NDTYPES, nw_dtype_find, NW_NDTYPES, "data type (-d)", err, sizeof(err));
-			for (int i = 0; i < o->ndtypes; i++)
-				o->dtypes[i] = (enum nw_dtype)ids[i];
-			bad = o->ndtypes < 0;
-			break;
-		case OPT_OP:
-			op_given = 1;
-			o->nops = parse_list(optarg, ids, NW_NOPS, find_op, NW_NOPS, "collective (--op)", err, sizeof(err));
-			for (int i = 0; i < o->nops; i++)
-				o->ops[i] = (enum nw_op)ids[i];
-			bad = o->nops < 0;
-			break;
-		case OPT_BACKEND:
-			if (!strcmp(optarg, "nccl"))
-				o->backend = NW_BACKEND_NCCL;
-			else if (!strcmp(optarg, "mpi"))
-				o->backend = NW_BACKEND_MPI;
-			else
-				bad = nw_seterr(err, sizeof(err), "unknown backend '%s' (nccl or mpi)", optarg);
-			break;
-		case 'J':
-		case OPT_JSON: cli->json_path = optarg; break;
-		case OPT_CSV: cli->csv_path = optarg; break;
-		case OPT_PER_RANK: o->per_rank = 1; break;
-		case OPT_PAIRS: o->pairs = 1; break;
-		case OPT_NCCL_LIB: o->nccl_lib = optarg; break;
-		case OPT_NO_HISTORY: cli->no_history = 1; break;
-		case OPT_DB: cli->db_path = optarg; break;
-		case OPT_OOP: o->oop_only = 1; break;
-		case OPT_IP: o->ip_only = 1; break;
-		case OPT_QUIET: o->quiet = 1; break;
-		case OPT_RDZV: bad = nw_parse_duration(optarg, &o->rdzv_timeout_s, err, sizeof(err)); break;
-		case ':':
-			bad = nw_seterr(err, sizeof(err), "option '%s' needs a value", argv[optind - 1]);
-			break;
-		default:
-			bad = nw_seterr(err, sizeof(err), "unknown option '%s'", argv[optind - 1]);
-			break;
-		}
-		if (bad) {
-			nw_error("%s: %s; see 'ncclwatch help %s'", cmd, err, cmd);
+	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:", longs)) != -1) {
+		if (c == -2)
 			return 2;
-		}
+		op_given |= c == OPT_OP;
+		int bad = take_opt(c, optarg, nw_cli_opt_name(c, argv), cli, err, sizeof(err));
+		if (bad == -2)
+			return 2;
+		if (bad)
+			return nw_error("%s: %s; see 'ncclwatch help %s'", cmd, err, cmd), 2;
 	}
-	if (optind < argc) {
-		nw_error("%s: unexpected argument '%s'; see 'ncclwatch help %s'", cmd, argv[optind], cmd);
+	if (nw_cli_no_operands(cmd, argc, argv) || check_sweep(&cli->o, cmd))
 		return 2;
-	}
-	if (o->min_bytes > o->max_bytes) {
-		nw_error("%s: -b %" PRIu64 " is larger than -e %" PRIu64 "; the sweep goes from -b up to -e", cmd,
-		         o->min_bytes, o->max_bytes);
-		return 2;
-	}
-	if (o->min_bytes == 0) {
-		nw_error("%s: -b 0: the smallest size must be at least one element", cmd);
-		return 2;
-	}
-	if (o->step_factor <= 1 && o->step_bytes == 0) {
-		nw_error("%s: -f 1 with -i 0 would never advance; give -f > 1 or -i > 0", cmd);
-		return 2;
-	}
-	if (o->oop_only && o->ip_only) {
-		nw_error("%s: --oop-only and --ip-only exclude each other", cmd);
-		return 2;
-	}
-	if (o->pairs && !op_given)
-		o->nops = 0; /* --pairs alone: only the pairs */
+	if (cli->o.pairs && !op_given)
+		cli->o.nops = 0; /* --pairs alone: only the pairs */
 	cli->cur_op = NULL;
 	cli->table = !(cli->json_path && !strcmp(cli->json_path, "-")) && !(cli->csv_path && !strcmp(cli->csv_path, "-"));
 	return 0;
@@ -311,19 +354,8 @@ static struct nw_topo *probe_topology(struct nw_run *run)
 	free(snap);
 	free(all);
 	/* "GPU0-GPU1 NV18 478.1 GB/s; ..." and its hash go into the fingerprint */
-	char sum[1024] = "", lab[32];
-	size_t u = 0;
-	for (int a = 0; a < vis->ngpus; a++)
-		for (int b = a + 1; b < vis->ngpus && u < sizeof(sum) - 64; b++) {
-			const struct nw_topo_pair *pr = &vis->pairs[a][b];
-			u += (size_t)snprintf(sum + u, sizeof(sum) - u, "%sGPU%d-GPU%d %s %.1f GB/s", u ? "; " : "", a, b,
-			                      nw_path_label(pr->path, pr->nvlinks, lab, sizeof(lab)), pr->link_gbs);
-		}
-	if (!sum[0])
-		snprintf(sum, sizeof(sum), "%d GPU", vis->ngpus);
-	unsigned long long h = 1469598103934665603ULL;
-	for (const char *c = sum; *c; c++)
-		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	char sum[1024], hex[17];
+	nw_topo_summary(vis, sum, sizeof(sum), hex);
 	if (!run->h.extra)
 		run->h.extra = json_object();
 	json_t *fp = json_object_get(run->h.extra, "fingerprint");
@@ -331,8 +363,6 @@ static struct nw_topo *probe_topology(struct nw_run *run)
 		fp = json_object();
 		json_object_set_new(run->h.extra, "fingerprint", fp);
 	}
-	char hex[24];
-	snprintf(hex, sizeof(hex), "%016llx", h);
 	json_object_set_new(fp, "topology", json_string(sum));
 	json_object_set_new(fp, "topology_hash", json_string(hex));
 	return vis;
@@ -348,12 +378,7 @@ static void summary(const struct bench_cli *cli, const struct nw_run *run, const
 	}
 	for (int i = 0; i < cli->o.nops; i++) {
 		const char *name = nw_coll_get(cli->o.ops[i])->name;
-		const struct nw_row *best = NULL;
-		for (size_t k = 0; k < run->nrows; k++) {
-			const struct nw_row *r = &run->rows[k];
-			if (!strcmp(r->op, name) && (!best || r->busbw_gbs > best->busbw_gbs))
-				best = r;
-		}
+		const struct nw_row *best = nw_run_peak(run, name);
 		if (!best)
 			continue;
 		char sz[32];
@@ -480,11 +505,10 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 				status = 3;
 			if (cli->csv_path && write_out(cli->csv_path, &run, cli->o.per_rank, 0))
 				status = 3;
-			struct nw_store_opts so = { .db_path = cli->db_path, .disabled = cli->no_history };
 			long long id = 0;
 			char serr[NW_ERRLEN];
 			nw_fingerprint_collect(&run);
-			if (nw_store_record(&so, &run, &id, serr, sizeof(serr)) != 0)
+			if (nw_store_record(&cli->so, &run, &id, serr, sizeof(serr)) != 0)
 				nw_warn("%s: the run was not recorded in history: %s", cmd, serr);
 			else if (id > 0 && !cli->o.quiet)
 				fprintf(stderr, "ncclwatch: %s: recorded as run %lld (ncclwatch history show %lld)\n", cmd, id, id);

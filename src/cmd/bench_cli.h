@@ -7,13 +7,13 @@
 #define NW_BENCH_CLI_H
 
 #include "bench/bench.h"
+#include "store/store.h"
 
 struct bench_cli {
 	struct nw_bench_opts o;
 	const char *json_path;
 	const char *csv_path;
-	const char *db_path;
-	int no_history;
+	struct nw_store_opts so; /* --db, --no-history */
 	/* printing state */
 	int table;           /* print the text table on stdout */
 	const struct nw_coll *cur_op; /* op of the section being printed, NULL none */

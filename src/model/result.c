@@ -48,6 +48,17 @@ double nw_run_avg_busbw(const struct nw_run *run)
 	return run->nrows ? sum / (double)run->nrows : 0;
 }
 
+const struct nw_row *nw_run_peak(const struct nw_run *run, const char *op)
+{
+	const struct nw_row *best = NULL;
+	for (size_t k = 0; k < run->nrows; k++) {
+		const struct nw_row *r = &run->rows[k];
+		if (!strcmp(r->op, op) && (!best || r->busbw_gbs > best->busbw_gbs))
+			best = r;
+	}
+	return best;
+}
+
 /*
  * nccl-tests' number rendering: two decimals while the integer part is
  * short, then one, then none, then exponent form, all in a fixed width.

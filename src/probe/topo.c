@@ -674,3 +674,22 @@ int nw_probe_nvml(struct nw_nvml_snap *s, const char *path, char *err, size_t er
 	nw_nvml_snapshot(s);
 	return 0;
 }
+
+void nw_topo_summary(const struct nw_topo *t, char *buf, size_t len, char hash[17])
+{
+	char lab[32];
+	size_t u = 0;
+	buf[0] = '\0';
+	for (int a = 0; a < t->ngpus; a++)
+		for (int b = a + 1; b < t->ngpus && u + 64 < len; b++) {
+			const struct nw_topo_pair *pr = &t->pairs[a][b];
+			u += (size_t)snprintf(buf + u, len - u, "%sGPU%d-GPU%d %s %.1f GB/s", u ? "; " : "", a, b,
+			                      nw_path_label(pr->path, pr->nvlinks, lab, sizeof(lab)), pr->link_gbs);
+		}
+	if (!buf[0])
+		snprintf(buf, len, "%d GPU", t->ngpus);
+	unsigned long long h = 1469598103934665603ULL;
+	for (const char *c = buf; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	snprintf(hash, 17, "%016llx", h);
+}

@@ -114,6 +114,13 @@ void nw_topo_subset(const struct nw_topo *in, const int *pos, int n, struct nw_t
  */
 int nw_probe_nvml(struct nw_nvml_snap *s, const char *path, char *err, size_t errlen);
 
+/*
+ * One line naming the link of every pair of t's GPUs ("GPU0-GPU1 NV18
+ * 478.1 GB/s; ..."; "N GPU" when there is no pair), for a run's
+ * fingerprint, and its 64-bit FNV-1a hash as 16 hex digits in hash.
+ */
+void nw_topo_summary(const struct nw_topo *t, char *buf, size_t len, char hash[17]);
+
 /* JSON of the topology (GPUs, pairs, NICs); caller owns the reference. */
 json_t *nw_topo_to_json(const struct nw_topo *t);
 

@@ -99,6 +99,24 @@ static void h200_pair_is_nv18(void **state)
 	free(t);
 }
 
+/* The fingerprint's line of links and its FNV-1a hash. */
+static void summary_line(void **state)
+{
+	(void)state;
+	struct nw_topo *t = h200(NULL), *one = calloc(1, sizeof(*one));
+	char sum[256], hash[17];
+	nw_topo_summary(t, sum, sizeof(sum), hash);
+	assert_string_equal(sum, "GPU0-GPU1 NV18 478.1 GB/s");
+	assert_string_equal(hash, "af7d8b216e885f63");
+	int pos[1] = { 1 };
+	nw_topo_subset(t, pos, 1, one);
+	nw_topo_summary(one, sum, sizeof(sum), hash);
+	assert_string_equal(sum, "1 GPU");
+	assert_string_equal(hash, "0e29e58849b91738");
+	free(one);
+	free(t);
+}
+
 static void h200_without_nvml_uses_pci_tree(void **state)
 {
 	(void)state;
@@ -204,6 +222,7 @@ int main(void)
 		cmocka_unit_test(path_classes),
 		cmocka_unit_test(pcie_bandwidth),
 		cmocka_unit_test(h200_pair_is_nv18),
+		cmocka_unit_test(summary_line),
 		cmocka_unit_test(h200_without_nvml_uses_pci_tree),
 		cmocka_unit_test(nogpu_vm_recording),
 		cmocka_unit_test(visible_devices),

@@ -82,6 +82,29 @@ static void counts(void **state)
 	assert_int_equal(used, 996);
 }
 
+/* The peak of an op: its highest busbw, whatever the placement; none for an op not run. */
+static void peak(void **state)
+{
+	(void)state;
+	struct nw_run run;
+	nw_run_init(&run);
+	struct nw_row rows[] = {
+		mkrow("all_reduce", 1048576, 262144, "sum", -1, 2, 0, 15.11, 0),
+		mkrow("all_reduce", 1048576, 262144, "sum", -1, 2, 1, 14.90, 0),
+		mkrow("all_reduce", 4194304, 1048576, "sum", -1, 2, 0, 35.62, 0),
+		mkrow("all_gather", 4194304, 524288, "none", -1, 2, 0, 30.00, 0),
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		nw_run_add(&run, &rows[i]);
+	const struct nw_row *p = nw_run_peak(&run, "all_reduce");
+	assert_non_null(p);
+	assert_int_equal(p->size_bytes, 4194304);
+	assert_int_equal(p->inplace, 0);
+	assert_ptr_equal(nw_run_peak(&run, "all_gather"), &run.rows[3]);
+	assert_null(nw_run_peak(&run, "broadcast"));
+	nw_run_release(&run);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -90,6 +113,7 @@ int main(void)
 		cmocka_unit_test(row_alltoall_na),
 		cmocka_unit_test(busbw_factors),
 		cmocka_unit_test(counts),
+		cmocka_unit_test(peak),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
