@@ -217,6 +217,45 @@ static void print_kv(const char *k, const char *v)
 		printf("%-14s %s\n", k, v);
 }
 
+/* A run's header and fingerprint as "key value" lines, then its environment. */
+static void print_header(long long id, const struct nw_run *run)
+{
+	const struct nw_run_header *h = &run->h;
+	char num[64];
+	printf("run %lld\n", id);
+	print_kv("time", h->time);
+	print_kv("host", h->host);
+	print_kv("source", h->source);
+	print_kv("backend", h->backend);
+	print_kv("NCCL", h->nccl_version);
+	print_kv("NCCL library", h->nccl_path);
+	print_kv("driver", h->driver);
+	print_kv("CUDA driver", h->cuda_driver);
+	print_kv("GPUs", h->gpus);
+	snprintf(num, sizeof(num), "%d", h->nranks);
+	print_kv("ranks", h->nranks ? num : "");
+	snprintf(num, sizeof(num), "%d", h->nhosts);
+	print_kv("hosts", h->nhosts ? num : "");
+	snprintf(num, sizeof(num), "%.1f GB/s", h->link_gbs);
+	print_kv("link", h->link_gbs > 0 ? num : "");
+	print_kv("command", h->cmdline);
+	print_kv("input", h->input);
+	print_kv("ncclwatch", h->tool_version);
+	json_t *fp = nw_fingerprint_of(run);
+	const json_t *topo = json_object_get(fp, "topology");
+	if (json_is_string(topo))
+		print_kv("topology", json_string_value(topo));
+	const json_t *env = json_object_get(fp, "env");
+	if (json_is_object(env) && json_object_size(env)) {
+		printf("environment:\n");
+		const char *k;
+		const json_t *v;
+		json_object_foreach((json_t *)env, k, v)
+			printf("  %s=%s\n", k, json_is_string(v) ? json_string_value(v) : "");
+	}
+	json_decref(fp);
+}
+
 static int do_show(struct nw_store *s, const struct hopts *o)
 {
 	long long id;
@@ -231,65 +270,17 @@ static int do_show(struct nw_store *s, const struct hopts *o)
 	} else if (o->csv) {
 		nw_run_write_csv(&run, stdout, 0);
 	} else {
-		const struct nw_run_header *h = &run.h;
-		char num[64];
-		printf("run %lld\n", id);
-		print_kv("time", h->time);
-		print_kv("host", h->host);
-		print_kv("source", h->source);
-		print_kv("backend", h->backend);
-		print_kv("NCCL", h->nccl_version);
-		print_kv("NCCL library", h->nccl_path);
-		print_kv("driver", h->driver);
-		print_kv("CUDA driver", h->cuda_driver);
-		print_kv("GPUs", h->gpus);
-		snprintf(num, sizeof(num), "%d", h->nranks);
-		print_kv("ranks", h->nranks ? num : "");
-		snprintf(num, sizeof(num), "%d", h->nhosts);
-		print_kv("hosts", h->nhosts ? num : "");
-		snprintf(num, sizeof(num), "%.1f GB/s", h->link_gbs);
-		print_kv("link", h->link_gbs > 0 ? num : "");
-		print_kv("command", h->cmdline);
-		print_kv("input", h->input);
-		print_kv("ncclwatch", h->tool_version);
-		json_t *fp = nw_fingerprint_of(&run);
-		const json_t *topo = json_object_get(fp, "topology");
-		if (json_is_string(topo))
-			print_kv("topology", json_string_value(topo));
-		const json_t *env = json_object_get(fp, "env");
-		if (json_is_object(env) && json_object_size(env)) {
-			printf("environment:\n");
-			const char *k;
-			const json_t *v;
-			json_object_foreach((json_t *)env, k, v)
-				printf("  %s=%s\n", k, json_is_string(v) ? json_string_value(v) : "");
-		}
-		json_decref(fp);
+		print_header(id, &run);
 		print_table(&run);
 	}
 	nw_run_release(&run);
 	return 0;
 }
 
-static int do_export(struct nw_store *s, const struct hopts *o)
+/* export all: every run the filters select, as one history JSON document or one CSV table. */
+static int export_all(struct nw_store *s, const struct hopts *o)
 {
 	char err[NW_ERRLEN];
-	if (!o->args[1])
-		return nw_error("export needs a run id or 'all'");
-	if (strcmp(o->args[1], "all")) {
-		long long id;
-		if (parse_id(o->args[1], &id))
-			return -1;
-		struct nw_run run;
-		if (nw_store_load(s, id, &run, err, sizeof(err)))
-			return nw_error("%s", err);
-		if (o->csv)
-			nw_run_write_csv(&run, stdout, 1);
-		else
-			nw_run_write_json(&run, stdout, 1);
-		nw_run_release(&run);
-		return 0;
-	}
 	struct nw_store_entry *e;
 	size_t n;
 	if (nw_store_list(s, &o->f, &e, &n, err, sizeof(err)))
@@ -329,6 +320,28 @@ static int do_export(struct nw_store *s, const struct hopts *o)
 		json_decref(runs);
 	free(e);
 	return rc;
+}
+
+/* export ID (one run, per-rank detail included) or export all. */
+static int do_export(struct nw_store *s, const struct hopts *o)
+{
+	char err[NW_ERRLEN];
+	if (!o->args[1])
+		return nw_error("export needs a run id or 'all'");
+	if (!strcmp(o->args[1], "all"))
+		return export_all(s, o);
+	long long id;
+	if (parse_id(o->args[1], &id))
+		return -1;
+	struct nw_run run;
+	if (nw_store_load(s, id, &run, err, sizeof(err)))
+		return nw_error("%s", err);
+	if (o->csv)
+		nw_run_write_csv(&run, stdout, 1);
+	else
+		nw_run_write_json(&run, stdout, 1);
+	nw_run_release(&run);
+	return 0;
 }
 
 static int do_baseline(struct nw_store *s, const struct hopts *o)
