@@ -12,7 +12,8 @@
  * (PRAGMA user_version) and is migrated forward by a table of steps.
  *
  * Commands that record (bench, check, import, tune) need three calls:
- *   nw_store_parse_opt   in their option loop
+ *   nw_cli_store_opt     in their option loop (cmd/cli.h; a loop written
+ *                        by hand uses nw_store_parse_opt)
  *   nw_fingerprint_collect once the header is filled
  *   nw_store_record      when the run is complete
  */
