@@ -309,10 +309,10 @@ static void ops_list_of(unsigned mask, char *buf, size_t len)
 {
 	size_t used = 0;
 	buf[0] = '\0';
-	for (int op = 0; op < NW_NOPS; op++) {
+	for (enum nw_op op = 0; op < NW_NOPS; op++) {
 		if (!(mask & (1u << op)))
 			continue;
-		int n = snprintf(buf + used, len - used, "%s%s", used ? "," : "", nw_coll_get((enum nw_op)op)->name);
+		int n = snprintf(buf + used, len - used, "%s%s", used ? "," : "", nw_coll_get(op)->name);
 		if (n < 0 || (size_t)n >= len - used)
 			break;
 		used += (size_t)n;
@@ -584,7 +584,7 @@ static void prune(struct tune *t, int after)
 		if (var->status != NW_TV_ACTIVE)
 			continue;
 		int bands = 0, worse = 0;
-		for (int op = 0; op < NW_NOPS; op++)
+		for (enum nw_op op = 0; op < NW_NOPS; op++)
 			for (int b = 0; b < t->nbands; b++) {
 				const struct nw_tune_samples *d = nw_tune_data_at(&t->data, 0, op, b);
 				const struct nw_tune_samples *s = nw_tune_data_at(&t->data, v, op, b);
@@ -622,7 +622,7 @@ static int measure(struct tune *t)
 		t->child.timeout_s = 5 * c0 > 30 ? 5 * c0 : 30;
 	for (int v = 1; v < n; v++) {
 		int nv = 0;
-		for (int op = 0; op < NW_NOPS; op++)
+		for (enum nw_op op = 0; op < NW_NOPS; op++)
 			nv += (t->opmask & t->vs.v[v].opmask & (1u << op)) != 0;
 		t->est[v] = c0 * (0.25 + 0.75 * nv / (t->nops ? t->nops : 1));
 	}
@@ -698,7 +698,7 @@ static void fmt_us(double us, char *buf, size_t len)
 		snprintf(buf, len, "%.0f us", us);
 }
 
-static const struct nw_tune_cmp *cmp_at(const struct tune *t, int v, int op, int b)
+static const struct nw_tune_cmp *cmp_at(const struct tune *t, int v, enum nw_op op, int b)
 {
 	return &t->cmps[((size_t)v * NW_NOPS + (size_t)op) * (size_t)t->nbands + (size_t)b];
 }
@@ -706,7 +706,7 @@ static const struct nw_tune_cmp *cmp_at(const struct tune *t, int v, int op, int
 static void count_verdicts(const struct tune *t, int v, int *better, int *worse)
 {
 	*better = *worse = 0;
-	for (int op = 0; op < NW_NOPS; op++)
+	for (enum nw_op op = 0; op < NW_NOPS; op++)
 		for (int b = 0; b < t->nbands; b++) {
 			enum nw_tune_verdict x = cmp_at(t, v, op, b)->verdict;
 			*better += x == NW_TC_BETTER;
@@ -801,7 +801,7 @@ static void print_tune_table(const struct tune *t)
 		const struct nw_tune_cell *c = &t->cells[i];
 		char d[32], b[32], iv[48];
 		fmt_us(c->default_us, d, sizeof(d));
-		const char *op = nw_coll_get((enum nw_op)c->op)->name;
+		const char *op = nw_coll_get(c->op)->name;
 		if (c->best >= 0) {
 			const struct nw_tune_cmp *m = &c->best_cmp;
 			fmt_us(m->med_v, b, sizeof(b));
@@ -932,7 +932,7 @@ static void print_check_env(const struct tune *t)
 			snprintf(iv, sizeof(iv), "%+.1f..%+.1f%%", 100 * m->ci_lo, 100 * m->ci_hi);
 		else
 			snprintf(iv, sizeof(iv), "-");
-		printf("%-15s %-18s %11s %11s %8s  %-17s %s\n", nw_coll_get((enum nw_op)c->op)->name,
+		printf("%-15s %-18s %11s %11s %8s  %-17s %s\n", nw_coll_get(c->op)->name,
 		       t->bands[c->band].name, d, b, g, iv, verdict_name(m->verdict, 1));
 		helps += m->verdict == NW_TC_BETTER;
 		hurts += m->verdict == NW_TC_WORSE;
@@ -963,9 +963,9 @@ static json_t *variant_json(const struct tune *t, int v)
 	json_t *env = json_object(), *ops = json_array();
 	for (int i = 0; i < var->nset; i++)
 		json_object_set_new(env, var->set[i].name, json_string(var->set[i].value));
-	for (int op = 0; op < NW_NOPS; op++)
+	for (enum nw_op op = 0; op < NW_NOPS; op++)
 		if (t->opmask & var->opmask & (1u << op))
-			json_array_append_new(ops, json_string(nw_coll_get((enum nw_op)op)->name));
+			json_array_append_new(ops, json_string(nw_coll_get(op)->name));
 	return json_pack("{s:s, s:o, s:b, s:o, s:s, s:s, s:i, s:b, s:o}", "label", var->label, "env", env,
 	                 "keeps_current_env", var->keep_env, "ops", ops, "status", status_name(var->status),
 	                 "why", var->why, "runs", var->runs, "confirmed", var->confirmed,
@@ -1027,7 +1027,7 @@ static json_t *tune_json(const struct tune *t)
 			                                    "verdict", verdict_name(m->verdict, t->o->check_env)));
 		}
 		json_array_append_new(cells, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "op",
-		                                       nw_coll_get((enum nw_op)c->op)->name, "band", t->bands[c->band].name,
+		                                       nw_coll_get(c->op)->name, "band", t->bands[c->band].name,
 		                                       "default_us", num_or_null(c->default_us), "default_samples_us", dsamp,
 		                                       "best", c->best >= 0 ? json_string(t->vs.v[c->best].label) : json_null(),
 		                                       "gain", c->best >= 0 ? num_or_null(c->best_cmp.gain) : json_null(),
@@ -1275,7 +1275,7 @@ int cmd_tune(int argc, char **argv)
 	char opsbuf[256];
 	if (parse_ops(o.ops, &t.opmask, opsbuf, sizeof(opsbuf)) != 0)
 		goto out;
-	for (int op = 0; op < NW_NOPS; op++)
+	for (enum nw_op op = 0; op < NW_NOPS; op++)
 		t.nops += (t.opmask >> op) & 1;
 	t.nbands = nw_tune_bands_parse(o.bands_spec, t.bands, err, sizeof(err));
 	if (t.nbands < 0) {

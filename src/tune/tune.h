@@ -239,7 +239,7 @@ struct nw_tune_data {
 void nw_tune_data_init(struct nw_tune_data *d, int nvariants, const struct nw_tune_band *bands,
                        int nbands);
 void nw_tune_data_release(struct nw_tune_data *d);
-struct nw_tune_samples *nw_tune_data_at(const struct nw_tune_data *d, int variant, int op,
+struct nw_tune_samples *nw_tune_data_at(const struct nw_tune_data *d, int variant, enum nw_op op,
                                         int band);
 /*
  * Add one run's scores for a variant: per (op, band) the geometric mean of
@@ -249,7 +249,8 @@ void nw_tune_data_add_run(struct nw_tune_data *d, int variant, const struct nw_r
 
 /* One cell of the table: op x band, default against the best variant. */
 struct nw_tune_cell {
-	int op, band;
+	enum nw_op op;
+	int band;
 	double default_us;      /* median band score of the default */
 	int best;               /* variant index with a BETTER verdict and the highest gain, or -1 */
 	struct nw_tune_cmp best_cmp;
