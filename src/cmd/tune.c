@@ -350,6 +350,7 @@ struct tune {
 	struct nw_tune_variants vs;
 	struct nw_tune_data data;
 	struct nw_tune_child child;
+	double timeout_s;      /* a run is killed after this long */
 	struct nw_tune_band bands[NW_TUNE_MAXBANDS];
 	int nbands;
 	unsigned opmask;
@@ -456,7 +457,8 @@ static int run_one(struct tune *t, int v, int repeat, int check, const char *not
 		keep_path = nw_asprintf("%s/%03d-%s-r%d.json", t->o->save_runs, i, nm, repeat);
 	}
 	struct nw_tune_result r;
-	int rc = nw_tune_run_child(&t->child, var, ops, check, keep_path, &r, err, sizeof(err));
+	struct nw_tune_request rq = { var, ops, check, keep_path, t->timeout_s };
+	int rc = nw_tune_run_child(&t->child, &rq, &r, err, sizeof(err));
 	free(keep_path);
 	if (rc != 0) {
 		nw_run_release(&r.run);
@@ -607,7 +609,7 @@ static int measure(struct tune *t)
 {
 	int n = t->vs.n;
 	double first_timeout = t->o->timeout_s > 0 ? t->o->timeout_s : 600;
-	t->child.timeout_s = first_timeout;
+	t->timeout_s = first_timeout;
 	t->repeats = (int)t->o->repeats;
 	for (int v = 0; v < n; v++)
 		t->keep[v] = 1;
@@ -619,7 +621,7 @@ static int measure(struct tune *t)
 	}
 	double c0 = t->vs.v[0].cost_s;
 	if (t->o->timeout_s <= 0)
-		t->child.timeout_s = 5 * c0 > 30 ? 5 * c0 : 30;
+		t->timeout_s = 5 * c0 > 30 ? 5 * c0 : 30;
 	for (int v = 1; v < n; v++) {
 		int nv = 0;
 		for (enum nw_op op = 0; op < NW_NOPS; op++)
@@ -1102,16 +1104,9 @@ static void stripped_names(const struct tune_opts *o, char *buf, size_t len, int
 	*count = 0;
 	buf[0] = '\0';
 	for (char **e = environ; *e; e++) {
-		if (strncmp(*e, "NCCL_", 5) != 0)
+		if (!nw_tune_env_unset(o->keep, 0, *e))
 			continue;
 		size_t n = strcspn(*e, "=");
-		if (n == strlen("NCCL_NVLS_ENABLE") && !strncmp(*e, "NCCL_NVLS_ENABLE", n))
-			continue;
-		int kept = 0;
-		for (int i = 0; i < o->nkeep; i++)
-			kept |= strlen(o->keep[i]) == n && !strncmp(o->keep[i], *e, n);
-		if (kept)
-			continue;
 		(*count)++;
 		int w = snprintf(buf + used, len - used, "%s%.*s", used ? " " : "", (int)n, *e);
 		if (w < 0 || (size_t)w >= len - used)
@@ -1126,13 +1121,7 @@ static void current_label(const struct tune_opts *o, char *buf, size_t len)
 	size_t used = 0;
 	buf[0] = '\0';
 	for (char **e = environ; *e; e++) {
-		if (strncmp(*e, "NCCL_", 5) != 0 || !strncmp(*e, "NCCL_NVLS_ENABLE=", 17))
-			continue;
-		size_t n = strcspn(*e, "=");
-		int kept = 0;
-		for (int i = 0; i < o->nkeep; i++)
-			kept |= strlen(o->keep[i]) == n && !strncmp(o->keep[i], *e, n);
-		if (kept)
+		if (!nw_tune_env_unset(o->keep, 0, *e))
 			continue;
 		int w = snprintf(buf + used, len - used, "%s%s", used ? " " : "", *e);
 		if (w < 0 || (size_t)w >= len - used)
@@ -1158,18 +1147,6 @@ static void tune_release(struct tune *t)
 	nw_tune_variants_release(&t->vs);
 }
 
-/* Whether a child of variant v ran without the environment entry e (see the runner). */
-static int unset_for(const struct tune_opts *o, const struct nw_tune_variant *v, const char *e)
-{
-	if (v->keep_env || strncmp(e, "NCCL_", 5) != 0 || !strncmp(e, "NCCL_NVLS_ENABLE=", 17))
-		return 0;
-	size_t n = strcspn(e, "=");
-	for (int i = 0; i < o->nkeep; i++)
-		if (strlen(o->keep[i]) == n && !strncmp(o->keep[i], e, n))
-			return 0;
-	return 1;
-}
-
 /* Makes this process's NCCL_* variables those a child of v had (saved: the originals). */
 static void env_as_child(const struct tune_opts *o, char **saved, const struct nw_tune_variant *v)
 {
@@ -1184,7 +1161,7 @@ static void env_as_child(const struct tune_opts *o, char **saved, const struct n
 		unsetenv(name);
 	}
 	for (char **e = saved; e && *e; e++) {
-		if (v && unset_for(o, v, *e))
+		if (v && nw_tune_env_unset(o->keep, v->keep_env, *e))
 			continue;
 		char name[256];
 		size_t n = strcspn(*e, "=");
@@ -1262,10 +1239,8 @@ int cmd_tune(int argc, char **argv)
 {
 	struct tune_opts o;
 	struct tune t;
-	char err[NW_ERRLEN], self[PATH_MAX], tmpl[PATH_MAX];
-	char **launcher = NULL, **bargs = NULL;
+	char err[NW_ERRLEN];
 	int rc = parse(argc, argv, &o);
-	int have_tmp = 0;
 	memset(&t, 0, sizeof(t));
 	nw_tune_variants_init(&t.vs);
 	if (rc != 0)
@@ -1315,55 +1290,16 @@ int cmd_tune(int argc, char **argv)
 			        t.stripped);
 	}
 
-	/* The bench child. */
-	if (o.bench_cmd) {
-		nw_strlcpy(self, o.bench_cmd, sizeof(self));
-	} else {
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n <= 0) {
-			nw_error("cannot find this program's path (/proc/self/exe): %s; give --bench-cmd PATH", strerror(errno));
-			rc = 3;
-			goto out;
-		}
-		self[n] = '\0';
-	}
-	if (o.save_runs && mkdir(o.save_runs, 0777) != 0 && errno != EEXIST) {
-		nw_error("cannot create '%s': %s", o.save_runs, strerror(errno));
+	struct nw_tune_child_spec spec = {
+		.bench_cmd = o.bench_cmd, .launcher = o.launcher, .save_runs = o.save_runs, .keep = o.keep,
+		.interrupted = &interrupted,
+		.bench = { o.b, o.e, o.f, o.n, o.w, o.d, o.o, o.g, o.backend, o.nccl_lib },
+	};
+	rc = nw_tune_child_open(&t.child, &spec, err, sizeof(err));
+	if (rc != NW_TUNE_OK) {
+		nw_error("%s", err);
 		goto out;
 	}
-	const char *tmpdir = getenv("TMPDIR");
-	snprintf(tmpl, sizeof(tmpl), "%s/ncclwatch-tune.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-	if (!mkdtemp(tmpl)) {
-		nw_error("cannot create a directory under '%s': %s; set TMPDIR", tmpdir && *tmpdir ? tmpdir : "/tmp",
-		         strerror(errno));
-		rc = 3;
-		goto out;
-	}
-	have_tmp = 1;
-	launcher = o.launcher ? nw_tune_split_words(o.launcher) : NULL;
-	{
-		char spec[1024];
-		snprintf(spec, sizeof(spec), "-b %s -e %s -f %s -n %s -w %s -d %s -o %s%s%s%s%s", o.b, o.e, o.f, o.n,
-		         o.w, o.d, o.o, o.g ? " -g " : "", o.g ? o.g : "", o.backend ? " --backend " : "",
-		         o.backend ? o.backend : "");
-		bargs = nw_tune_split_words(spec);
-		if (o.nccl_lib) {
-			/* A path may hold blanks: appended as its own word. */
-			int nb = 0;
-			while (bargs[nb])
-				nb++;
-			bargs = nw_realloc(bargs, (size_t)(nb + 3) * sizeof(*bargs));
-			bargs[nb] = nw_strdup("--nccl-lib");
-			bargs[nb + 1] = nw_strdup(o.nccl_lib);
-			bargs[nb + 2] = NULL;
-		}
-	}
-	t.child.launcher = launcher;
-	t.child.bench_cmd = self;
-	t.child.bench_args = bargs;
-	t.child.keep = o.keep;
-	t.child.tmpdir = tmpl;
-	t.child.interrupted = &interrupted;
 
 	nw_tune_data_init(&t.data, t.vs.n, t.bands, t.nbands);
 	t.done = nw_calloc((size_t)t.vs.n, sizeof(int));
@@ -1427,10 +1363,7 @@ int cmd_tune(int argc, char **argv)
 	if (o.env_out && !o.check_env && !o.quiet && rc == 0)
 		fprintf(stderr, "tune: wrote '%s'%s\n", o.env_out, t.rec < 0 ? " (defaults are best: nothing to set)" : "");
 out:
-	if (have_tmp)
-		rmdir(tmpl);
-	nw_tune_argv_free(launcher);
-	nw_tune_argv_free(bargs);
+	nw_tune_child_close(&t.child);
 	for (int i = 0; i < o.nkeep; i++)
 		free(o.keep[i]);
 	tune_release(&t);
