@@ -10,8 +10,9 @@
  *   analyze   band scores from runs, the per op x band table, the
  *             recommendation, and the env file
  *
- * The tune command (src/cmd/tune.c) drives them and prints; nothing here
- * prints.
+ * The driver (driver.h) composes them into a whole search; the tune
+ * command (src/cmd/tune.c) parses options, calls the driver and prints.
+ * Nothing here prints.
  */
 #ifndef NW_TUNE_H
 #define NW_TUNE_H
@@ -111,6 +112,15 @@ struct nw_tune_variant *nw_tune_variants_add(struct nw_tune_variants *vs, const 
 int nw_tune_variants_build(struct nw_tune_variants *vs, unsigned groups, unsigned opmask,
                            int nvls_enabled, char *const *vars, int nvars, char *err,
                            size_t errlen);
+
+/*
+ * A comma list of collectives ("all_reduce,sendrecv") into a mask of
+ * (1u << enum nw_op) bits. what names the option in err ("--op").
+ * Returns 0, or -1 with err filled (empty list, unknown name).
+ */
+int nw_tune_ops_parse(const char *spec, const char *what, unsigned *mask, char *err, size_t errlen);
+/* The ops of mask as a comma list, in enum order. */
+void nw_tune_ops_list(unsigned mask, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- stats */
 
