@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "model/coll.h"
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "store/store.h"
 #include "tune/driver.h"
@@ -78,30 +79,21 @@ const char usage_tune[] =
 #define MAXVARS 64
 #define MAXKEEP 64
 
+/* The command's options: the driver's, bench's, and what the command does with the results. */
 struct tune_opts {
+	struct nw_tuner_opts t;          /* opmask is filled from ops once the options are read */
+	struct nw_tune_bench_opts bench;
 	const char *ops;
-	const char *b, *e, *f, *n, *w, *d, *o, *g, *backend, *nccl_lib;
-	const char *bands_spec;
-	unsigned groups;
+	char ops_name[16];               /* "--op" or "--ops", as typed */
 	char *vars[MAXVARS];
-	int nvars;
-	char *keep[MAXKEEP + 1];
+	char *keep[MAXKEEP + 1];         /* owned, NULL-terminated */
 	int nkeep;
-	int check_env;
-	double budget_s;
-	long repeats;
-	int repeats_set;
-	double min_gain;
-	long prune_after;
-	long confirm;
-	double timeout_s;
 	const char *launcher;
 	const char *env_out;
 	const char *json_out;
-	const char *save_runs;
+	const char *bench_cmd;
 	struct nw_store_opts so;
 	int quiet;
-	const char *bench_cmd;
 };
 
 static volatile sig_atomic_t interrupted;
@@ -111,179 +103,208 @@ static void on_signal(int sig)
 	interrupted = sig;
 }
 
-/* "--name value" or "--name=value" at argv[*i]; returns the value or NULL (not this option). */
-static const char *optval(int argc, char **argv, int *i, const char *name, int *missing)
+enum {
+	O_OP = NW_OPT_LOCAL, O_BACKEND, O_NCCL_LIB, O_BANDS, O_SETTINGS, O_VAR, O_KEEP, O_CHECK_ENV,
+	O_BUDGET, O_REPEATS, O_MIN_GAIN, O_PRUNE_AFTER, O_CONFIRM, O_TIMEOUT, O_LAUNCHER,
+	O_ENV_OUT, O_JSON, O_SAVE_RUNS, O_BENCH_CMD,
+};
+
+static const struct option longopts[] = {
+	{ "op", required_argument, NULL, O_OP },
+	{ "ops", required_argument, NULL, O_OP },
+	{ "backend", required_argument, NULL, O_BACKEND },
+	{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
+	{ "bands", required_argument, NULL, O_BANDS },
+	{ "settings", required_argument, NULL, O_SETTINGS },
+	{ "var", required_argument, NULL, O_VAR },
+	{ "keep", required_argument, NULL, O_KEEP },
+	{ "check-env", no_argument, NULL, O_CHECK_ENV },
+	{ "budget", required_argument, NULL, O_BUDGET },
+	{ "repeats", required_argument, NULL, O_REPEATS },
+	{ "min-gain", required_argument, NULL, O_MIN_GAIN },
+	{ "prune-after", required_argument, NULL, O_PRUNE_AFTER },
+	{ "confirm", required_argument, NULL, O_CONFIRM },
+	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{ "launcher", required_argument, NULL, O_LAUNCHER },
+	{ "env-out", required_argument, NULL, O_ENV_OUT },
+	{ "json", required_argument, NULL, O_JSON },
+	{ "save-runs", required_argument, NULL, O_SAVE_RUNS },
+	{ "bench-cmd", required_argument, NULL, O_BENCH_CMD },
+	{ "quiet", no_argument, NULL, 'q' },
+	NW_CLI_STORE_LONGOPTS,
+	{ NULL, 0, NULL, 0 },
+};
+
+static void set_defaults(struct tune_opts *o)
 {
-	const char *a = argv[*i];
-	size_t len = strlen(name);
-	if (strncmp(a, name, len) != 0)
-		return NULL;
-	if (a[len] == '=')
-		return a + len + 1;
-	if (a[len] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = 1;
-		return NULL;
+	memset(o, 0, sizeof(*o));
+	o->ops = "all_reduce,all_gather,reduce_scatter";
+	snprintf(o->ops_name, sizeof(o->ops_name), "--op");
+	o->bench = (struct nw_tune_bench_opts){ .b = "8", .e = "1G", .f = "4", .n = "20", .w = "5", .d = "float", .o = "sum" };
+	o->t.groups = NW_TG_ALL;
+	o->t.vars = o->vars;
+	o->t.keep = o->keep;
+	o->t.repeats = 5;
+	o->t.min_gain = 0.02;
+	o->t.prune_after = 2;
+	o->t.confirm = 3;
+}
+
+/* Adds the names of a --keep comma list (past MAXKEEP, the rest are left out). */
+static void add_keep(struct tune_opts *o, const char *list)
+{
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		if (len && o->nkeep < MAXKEEP)
+			o->keep[o->nkeep++] = nw_asprintf("%.*s", (int)len, p);
+		p += len;
+		if (*p)
+			p++;
 	}
-	return argv[++*i];
+}
+
+/*
+ * An option of what to measure (bench's own and tune's): stored. Returns
+ * 1, 0 when c is not one of them, -1 with err filled.
+ */
+static int measure_opt(struct tune_opts *o, int c, const char *arg, const char *name, char *err, size_t errlen)
+{
+	struct nw_tune_bench_opts *b = &o->bench;
+	switch (c) {
+	case 'b': b->b = arg; return 1;
+	case 'e': b->e = arg; return 1;
+	case 'f': b->f = arg; return 1;
+	case 'n': b->n = arg; return 1;
+	case 'w': b->w = arg; return 1;
+	case 'd': b->d = arg; return 1;
+	case 'o': b->o = arg; return 1;
+	case 'g': b->g = arg; return 1;
+	case O_BACKEND: b->backend = arg; return 1;
+	case O_NCCL_LIB: b->nccl_lib = arg; return 1;
+	case O_OP:
+		o->ops = arg;
+		snprintf(o->ops_name, sizeof(o->ops_name), "%s", name);
+		return 1;
+	case O_BANDS: o->t.bands = arg; return 1;
+	case O_SETTINGS: return nw_tune_groups_parse(arg, &o->t.groups, err, errlen) ? -1 : 1;
+	case O_VAR:
+		if (o->t.nvars == MAXVARS)
+			return nw_seterr(err, errlen, "%s: at most %d", name, MAXVARS);
+		o->vars[o->t.nvars++] = (char *)arg;
+		return 1;
+	case O_KEEP: add_keep(o, arg); return 1;
+	case O_CHECK_ENV: o->t.check_env = 1; return 1;
+	default: return 0;
+	}
+}
+
+/* A duration above zero for option name; -1 with err filled. */
+static int parse_positive_duration(const char *arg, const char *name, const char *example, double *out,
+                                   char *err, size_t errlen)
+{
+	char perr[NW_ERRLEN];
+	if (nw_parse_duration(arg, out, perr, sizeof(perr)) != 0)
+		return nw_seterr(err, errlen, "%s: %s", name, perr);
+	if (*out <= 0)
+		return nw_seterr(err, errlen, "%s: must be above zero%s", name, example);
+	return 0;
+}
+
+/* An option of how long: parsed and checked. Returns 1, 0 when c is not one, -1 with err filled. */
+static int time_opt(struct tune_opts *o, int c, const char *arg, const char *name, char *err, size_t errlen)
+{
+	struct nw_tuner_opts *t = &o->t;
+	long lv = 0;
+	double dv = 0;
+	int bad = 0;
+	switch (c) {
+	case O_BUDGET: bad = parse_positive_duration(arg, name, " (e.g. 10m)", &t->budget_s, err, errlen); break;
+	case O_TIMEOUT: bad = parse_positive_duration(arg, name, "", &t->timeout_s, err, errlen); break;
+	case O_REPEATS: bad = nw_parse_long(arg, NW_TUNE_MIN_REPEATS, 1000, &lv, name, err, errlen); t->repeats = (int)lv; break;
+	case O_MIN_GAIN: bad = nw_parse_double(arg, 0, 1000, &dv, name, err, errlen); t->min_gain = dv / 100; break;
+	case O_PRUNE_AFTER: bad = nw_parse_long(arg, 0, 1000, &lv, name, err, errlen); t->prune_after = (int)lv; break;
+	case O_CONFIRM: bad = nw_parse_long(arg, 0, 100, &lv, name, err, errlen); t->confirm = (int)lv; break;
+	default: return 0;
+	}
+	return bad ? -1 : 1;
+}
+
+/* An option of how to run and where results go: stored. Returns 1, or 0 when c is not one. */
+static int output_opt(struct tune_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case O_LAUNCHER: o->launcher = arg; return 1;
+	case O_ENV_OUT: o->env_out = arg; return 1;
+	case O_JSON: o->json_out = arg; return 1;
+	case O_SAVE_RUNS: o->t.save_runs = arg; return 1;
+	case O_BENCH_CMD: o->bench_cmd = arg; return 1;
+	case 'q': o->quiet = 1; return 1;
+	default: return 0;
+	}
+}
+
+/*
+ * Checks the values passed through to bench so a typo fails at once, not
+ * in every child, and the rest that only make sense together.
+ */
+static int check_opts(const struct tune_opts *o, char *err, size_t errlen)
+{
+	const struct nw_tune_bench_opts *b = &o->bench;
+	char perr[NW_ERRLEN];
+	uint64_t sz_b, sz_e;
+	double fv;
+	long lv;
+	if (nw_parse_size(b->b, &sz_b, perr, sizeof(perr)) != 0 || nw_parse_size(b->e, &sz_e, perr, sizeof(perr)) != 0)
+		return nw_seterr(err, errlen, "-b/-e: %s", perr);
+	if (sz_e < sz_b)
+		return nw_seterr(err, errlen, "-e %s is below -b %s", b->e, b->b);
+	if (nw_parse_double(b->f, 1, 1e6, &fv, "-f", err, errlen) != 0 ||
+	    nw_parse_long(b->n, 1, 1000000, &lv, "-n", err, errlen) != 0 ||
+	    nw_parse_long(b->w, 0, 1000000, &lv, "-w", err, errlen) != 0 ||
+	    (b->g && nw_parse_long(b->g, 1, 1024, &lv, "-g", err, errlen) != 0))
+		return -1;
+	if (nw_dtype_find(b->d) < 0)
+		return nw_seterr(err, errlen, "-d: unknown data type '%s' (e.g. float, half, bfloat16, double, int32)", b->d);
+	if (nw_redop_find(b->o) < 0)
+		return nw_seterr(err, errlen, "-o: unknown reduction '%s' (sum, prod, max, min, avg)", b->o);
+	if (b->backend && strcmp(b->backend, "nccl") && strcmp(b->backend, "mpi"))
+		return nw_seterr(err, errlen, "--backend: '%s' is not nccl or mpi", b->backend);
+	if (o->launcher && !o->launcher[strspn(o->launcher, " \t")])
+		return nw_seterr(err, errlen, "--launcher: empty command");
+	if (o->bench_cmd && !*o->bench_cmd)
+		return nw_seterr(err, errlen, "--bench-cmd: empty path");
+	for (int i = 0; i < o->nkeep; i++)
+		if (strncmp(o->keep[i], "NCCL_", 5) != 0)
+			return nw_seterr(err, errlen, "--keep '%s': only NCCL_* variables are unset, so only they can be kept", o->keep[i]);
+	return 0;
 }
 
 /* Parses the options; returns 0, or 2 after printing the error. */
 static int parse(int argc, char **argv, struct tune_opts *o)
 {
 	char err[NW_ERRLEN];
-	memset(o, 0, sizeof(*o));
-	o->ops = "all_reduce,all_gather,reduce_scatter";
-	o->b = "8";
-	o->e = "1G";
-	o->f = "4";
-	o->n = "20";
-	o->w = "5";
-	o->d = "float";
-	o->o = "sum";
-	o->groups = NW_TG_ALL;
-	o->repeats = 5;
-	o->min_gain = 0.02;
-	o->prune_after = 2;
-	o->confirm = 3;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		int missing = 0;
-		long lv;
-		double dv;
-#define OPT(name) ((v = optval(argc, argv, &i, (name), &missing)) != NULL || missing)
-		int h = nw_store_parse_opt(argc, argv, &i, &o->so, err, sizeof(err));
+	int c;
+	set_defaults(o);
+	while ((c = nw_cli_next("tune", argc, argv, "b:e:f:n:w:d:o:g:q", longopts)) != -1) {
+		if (c == -2)
+			return 2;
+		const char *name = nw_cli_opt_name(c, argv);
+		int h = nw_cli_store_opt(c, optarg, &o->so);
+		if (h < 0)
+			return 2;
+		if (h == 0)
+			h = measure_opt(o, c, optarg, name, err, sizeof(err));
+		if (h == 0)
+			h = time_opt(o, c, optarg, name, err, sizeof(err));
+		if (h == 0)
+			h = output_opt(o, c, optarg);
 		if (h < 0)
 			return nw_error("%s", err), 2;
-		if (h > 0)
-			continue;
-		if (!strcmp(a, "--check-env")) {
-			o->check_env = 1;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			o->quiet = 1;
-		} else if (OPT("--op") || OPT("--ops")) {
-			if (!missing)
-				o->ops = v;
-		} else if (OPT("-b")) {
-			o->b = v;
-		} else if (OPT("-e")) {
-			o->e = v;
-		} else if (OPT("-f")) {
-			o->f = v;
-		} else if (OPT("-n")) {
-			o->n = v;
-		} else if (OPT("-w")) {
-			o->w = v;
-		} else if (OPT("-d")) {
-			o->d = v;
-		} else if (OPT("-o")) {
-			o->o = v;
-		} else if (OPT("-g")) {
-			o->g = v;
-		} else if (OPT("--backend")) {
-			o->backend = v;
-		} else if (OPT("--nccl-lib")) {
-			o->nccl_lib = v;
-		} else if (OPT("--bands")) {
-			o->bands_spec = v;
-		} else if (OPT("--settings")) {
-			if (!missing && nw_tune_groups_parse(v, &o->groups, err, sizeof(err)) != 0)
-				return nw_error("%s", err), 2;
-		} else if (OPT("--var")) {
-			if (!missing && o->nvars == MAXVARS)
-				return nw_error("--var: at most %d", MAXVARS), 2;
-			if (!missing)
-				o->vars[o->nvars++] = (char *)v;
-		} else if (OPT("--keep")) {
-			if (!missing) {
-				const char *p = v;
-				while (*p) {
-					size_t len = strcspn(p, ",");
-					if (len && o->nkeep < MAXKEEP)
-						o->keep[o->nkeep++] = nw_asprintf("%.*s", (int)len, p);
-					p += len;
-					if (*p)
-						p++;
-				}
-			}
-		} else if (OPT("--budget")) {
-			if (!missing && nw_parse_duration(v, &o->budget_s, err, sizeof(err)) != 0)
-				return nw_error("--budget: %s", err), 2;
-			if (!missing && o->budget_s <= 0)
-				return nw_error("--budget: must be above zero (e.g. 10m)"), 2;
-		} else if (OPT("--repeats")) {
-			if (!missing && nw_parse_long(v, NW_TUNE_MIN_REPEATS, 1000, &lv, "--repeats", err, sizeof(err)) != 0)
-				return nw_error("%s", err), 2;
-			if (!missing) {
-				o->repeats = lv;
-				o->repeats_set = 1;
-			}
-		} else if (OPT("--min-gain")) {
-			if (!missing && nw_parse_double(v, 0, 1000, &dv, "--min-gain", err, sizeof(err)) != 0)
-				return nw_error("%s", err), 2;
-			if (!missing)
-				o->min_gain = dv / 100;
-		} else if (OPT("--prune-after")) {
-			if (!missing && nw_parse_long(v, 0, 1000, &lv, "--prune-after", err, sizeof(err)) != 0)
-				return nw_error("%s", err), 2;
-			if (!missing)
-				o->prune_after = lv;
-		} else if (OPT("--confirm")) {
-			if (!missing && nw_parse_long(v, 0, 100, &lv, "--confirm", err, sizeof(err)) != 0)
-				return nw_error("%s", err), 2;
-			if (!missing)
-				o->confirm = lv;
-		} else if (OPT("--timeout")) {
-			if (!missing && (nw_parse_duration(v, &o->timeout_s, err, sizeof(err)) != 0))
-				return nw_error("--timeout: %s", err), 2;
-			if (!missing && o->timeout_s <= 0)
-				return nw_error("--timeout: must be above zero"), 2;
-		} else if (OPT("--launcher")) {
-			o->launcher = v;
-		} else if (OPT("--env-out")) {
-			o->env_out = v;
-		} else if (OPT("--json")) {
-			o->json_out = v;
-		} else if (OPT("--save-runs")) {
-			o->save_runs = v;
-		} else if (OPT("--bench-cmd")) {
-			o->bench_cmd = v;
-		} else {
-			return nw_error("tune: unknown option '%s'; 'ncclwatch help tune' lists them", a), 2;
-		}
-		if (missing)
-			return nw_error("tune: option '%s' needs a value", a), 2;
-#undef OPT
 	}
-	err[0] = '\0';
-	/* Check the pass-through values here so a typo fails at once, not in every child. */
-	uint64_t sz_b, sz_e;
-	if (nw_parse_size(o->b, &sz_b, err, sizeof(err)) != 0 ||
-	    nw_parse_size(o->e, &sz_e, err, sizeof(err)) != 0)
-		return nw_error("-b/-e: %s", err), 2;
-	if (sz_e < sz_b)
-		return nw_error("-e %s is below -b %s", o->e, o->b), 2;
-	double fv;
-	long lv;
-	if (nw_parse_double(o->f, 1, 1e6, &fv, "-f", err, sizeof(err)) != 0 ||
-	    nw_parse_long(o->n, 1, 1000000, &lv, "-n", err, sizeof(err)) != 0 ||
-	    nw_parse_long(o->w, 0, 1000000, &lv, "-w", err, sizeof(err)) != 0 ||
-	    (o->g && nw_parse_long(o->g, 1, 1024, &lv, "-g", err, sizeof(err)) != 0))
+	if (optind < argc)
+		return nw_error("unknown option '%s'; 'ncclwatch help tune' lists the options", argv[optind]), 2;
+	if (check_opts(o, err, sizeof(err)) != 0)
 		return nw_error("%s", err), 2;
-	if (nw_dtype_find(o->d) < 0)
-		return nw_error("-d: unknown data type '%s' (e.g. float, half, bfloat16, double, int32)", o->d), 2;
-	if (nw_redop_find(o->o) < 0)
-		return nw_error("-o: unknown reduction '%s' (sum, prod, max, min, avg)", o->o), 2;
-	if (o->backend && strcmp(o->backend, "nccl") && strcmp(o->backend, "mpi"))
-		return nw_error("--backend: '%s' is not nccl or mpi", o->backend), 2;
-	if (o->launcher && !o->launcher[strspn(o->launcher, " \t")])
-		return nw_error("--launcher: empty command"), 2;
-	if (o->bench_cmd && !*o->bench_cmd)
-		return nw_error("--bench-cmd: empty path"), 2;
-	for (int i = 0; i < o->nkeep; i++)
-		if (strncmp(o->keep[i], "NCCL_", 5) != 0)
-			return nw_error("--keep '%s': only NCCL_* variables are unset, so only they can be kept", o->keep[i]), 2;
 	return 0;
 }
 
@@ -500,35 +521,16 @@ static void show_note(void *ctx, enum nw_tune_note kind, const char *text)
 		fprintf(stderr, "tune: %s\n", text);
 }
 
-/* The driver's options from the command's (opmask is filled later, from --op). */
-static void tuner_opts(const struct tune_opts *o, struct nw_tuner_opts *to)
-{
-	memset(to, 0, sizeof(*to));
-	to->bands = o->bands_spec;
-	to->groups = o->groups;
-	to->vars = o->vars;
-	to->nvars = o->nvars;
-	to->keep = o->keep;
-	to->check_env = o->check_env;
-	to->budget_s = o->budget_s;
-	to->repeats = (int)o->repeats;
-	to->min_gain = o->min_gain;
-	to->prune_after = (int)o->prune_after;
-	to->confirm = (int)o->confirm;
-	to->timeout_s = o->timeout_s;
-	to->save_runs = o->save_runs;
-}
-
 /* The first progress line: how many variants of what, and for how long. */
 static void say_start(const struct tune_opts *o, const struct nw_tuner *t, const char *ops)
 {
 	char bud[32];
 	if (o->quiet)
 		return;
-	nw_tune_fmt_dur(o->budget_s, bud, sizeof(bud));
-	fprintf(stderr, "tune: %d variant%s of %s (sizes %s..%s), up to %ld repeats%s%s\n", t->vs.n,
-	        t->vs.n == 1 ? "" : "s", ops, o->b, o->e, o->repeats, o->budget_s > 0 ? ", budget " : "",
-	        o->budget_s > 0 ? bud : "");
+	nw_tune_fmt_dur(o->t.budget_s, bud, sizeof(bud));
+	fprintf(stderr, "tune: %d variant%s of %s (sizes %s..%s), up to %d repeats%s%s\n", t->vs.n,
+	        t->vs.n == 1 ? "" : "s", ops, o->bench.b, o->bench.e, o->t.repeats, o->t.budget_s > 0 ? ", budget " : "",
+	        o->t.budget_s > 0 ? bud : "");
 }
 
 /* Measures with SIGINT and SIGTERM caught: a run in progress is ended and what was measured stands. */
@@ -551,7 +553,7 @@ static int report(const struct tune_opts *o, const struct nw_tuner *t, int rc)
 {
 	if (!o->json_out || strcmp(o->json_out, "-") != 0) {
 		print_header(t);
-		if (o->check_env) {
+		if (o->t.check_env) {
 			print_check_env(t);
 		} else {
 			print_tune_table(t);
@@ -560,9 +562,9 @@ static int report(const struct tune_opts *o, const struct nw_tuner *t, int rc)
 	}
 	if (o->json_out && write_json_file(t, o->json_out) != 0)
 		rc = NW_TUNE_FAILED;
-	if (o->env_out && !o->check_env && write_env_file(t, o->env_out) != 0)
+	if (o->env_out && !o->t.check_env && write_env_file(t, o->env_out) != 0)
 		rc = NW_TUNE_FAILED;
-	if (o->env_out && !o->check_env && !o->quiet && rc == 0)
+	if (o->env_out && !o->t.check_env && !o->quiet && rc == 0)
 		fprintf(stderr, "tune: wrote '%s'%s\n", o->env_out, t->rec < 0 ? " (defaults are best: nothing to set)" : "");
 	return rc;
 }
@@ -570,23 +572,21 @@ static int report(const struct tune_opts *o, const struct nw_tuner *t, int rc)
 int cmd_tune(int argc, char **argv)
 {
 	struct tune_opts o;
-	struct nw_tuner_opts to;
 	struct nw_tuner t;
 	struct nw_tune_child child;
 	char err[NW_ERRLEN], ops[256];
 	memset(&child, 0, sizeof(child));
 	int rc = parse(argc, argv, &o);
-	tuner_opts(&o, &to);
 	struct nw_tuner_hooks hooks = {
 		.run_ctx = &child, .note = show_note, .note_ctx = &o, .interrupted = &interrupted,
 	};
-	nw_tuner_init(&t, &to, &hooks);
+	nw_tuner_init(&t, &o.t, &hooks);
 	if (rc != 0)
 		goto out;
 	rc = NW_TUNE_USAGE;
-	if (nw_tune_ops_parse(o.ops, "--op", &to.opmask, err, sizeof(err)) != 0)
+	if (nw_tune_ops_parse(o.ops, o.ops_name, &o.t.opmask, err, sizeof(err)) != 0)
 		goto fail;
-	nw_tune_ops_list(to.opmask, ops, sizeof(ops));
+	nw_tune_ops_list(o.t.opmask, ops, sizeof(ops));
 	int prepared = nw_tuner_prepare(&t, err, sizeof(err));
 	if (prepared < 0)
 		goto fail;
@@ -596,9 +596,8 @@ int cmd_tune(int argc, char **argv)
 		goto out;
 	}
 	struct nw_tune_child_spec spec = {
-		.bench_cmd = o.bench_cmd, .launcher = o.launcher, .save_runs = o.save_runs, .keep = o.keep,
-		.interrupted = &interrupted,
-		.bench = { o.b, o.e, o.f, o.n, o.w, o.d, o.o, o.g, o.backend, o.nccl_lib },
+		.bench_cmd = o.bench_cmd, .launcher = o.launcher, .bench = o.bench, .save_runs = o.t.save_runs,
+		.keep = o.keep, .interrupted = &interrupted,
 	};
 	rc = nw_tune_child_open(&child, &spec, err, sizeof(err));
 	if (rc != NW_TUNE_OK)
