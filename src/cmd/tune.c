@@ -308,6 +308,7 @@ static int parse(int argc, char **argv, struct tune_opts *o)
 	return 0;
 }
 
+/* Microseconds with the precision a table needs; "-" when unknown. */
 static void fmt_us(double us, char *buf, size_t len)
 {
 	if (!isfinite(us))
@@ -320,6 +321,7 @@ static void fmt_us(double us, char *buf, size_t len)
 		snprintf(buf, len, "%.0f us", us);
 }
 
+/* What was measured, on what, for how long, and why it stopped early. */
 static void print_header(const struct nw_tuner *t)
 {
 	char el[32], bud[32];
@@ -339,6 +341,7 @@ static void print_header(const struct nw_tuner *t)
 		printf("stopped early: %s\n", t->stopped);
 }
 
+/* The op x band table: the default, the best variant where one is better, or why none is. */
 static void print_tune_table(const struct nw_tuner *t)
 {
 	printf("\n%-15s %-18s %11s  %-28s %11s %8s  %-17s %s\n", "op", "size band", "default", "best variant",
@@ -369,30 +372,28 @@ static void print_tune_table(const struct nw_tuner *t)
 	}
 }
 
-static void print_tune_verdict(const struct nw_tuner *t)
+/* Variants in status a or b under a heading, each with why (nothing when there are none). */
+static void print_status_list(const struct nw_tuner *t, const char *heading, enum nw_tune_status a,
+                              enum nw_tune_status b)
 {
-	int any_best = 0;
-	for (int i = 0; i < t->ncells; i++)
-		any_best |= t->cells[i].best >= 0;
 	int printed = 0;
 	for (int v = 1; v < t->vs.n; v++) {
 		const struct nw_tune_variant *var = &t->vs.v[v];
-		if (var->status == NW_TV_FAILED || var->status == NW_TV_WRONG) {
-			if (!printed++)
-				printf("\nfailed (never recommended):\n");
-			printf("  %s: %s%s\n", var->label, var->status == NW_TV_WRONG ? "wrong results, " : "", var->why);
-		}
+		if (var->status != a && var->status != b)
+			continue;
+		if (!printed++)
+			printf("\n%s:\n", heading);
+		printf("  %s: %s%s\n", var->label,
+		       var->status == NW_TV_WRONG ? "wrong results, " :
+		       var->status == NW_TV_PRUNED ? "pruned, " :
+		       var->status == NW_TV_SKIPPED ? "skipped, " : "", var->why);
 	}
-	printed = 0;
-	for (int v = 1; v < t->vs.n; v++) {
-		const struct nw_tune_variant *var = &t->vs.v[v];
-		if (var->status == NW_TV_PRUNED || var->status == NW_TV_SKIPPED) {
-			if (!printed++)
-				printf("\nnot measured to the end:\n");
-			printf("  %s: %s %s\n", var->label, var->status == NW_TV_PRUNED ? "pruned," : "skipped,", var->why);
-		}
-	}
-	printed = 0;
+}
+
+/* Variants measured to the end that are faster in some bands and slower in others. */
+static void print_mixed(const struct nw_tuner *t)
+{
+	int printed = 0;
 	for (int v = 1; v < t->vs.n; v++) {
 		int nb, nw;
 		nw_tuner_count_verdicts(t, v, &nb, &nw);
@@ -402,6 +403,17 @@ static void print_tune_verdict(const struct nw_tuner *t)
 			printf("\nfaster in some bands but slower in others (not recommended process-wide):\n");
 		printf("  %s: better in %d, worse in %d (op x band)\n", t->vs.v[v].label, nb, nw);
 	}
+}
+
+/* What was not measured to the end or is mixed, what the verdict covers, and the verdict. */
+static void print_tune_verdict(const struct nw_tuner *t)
+{
+	int any_best = 0;
+	for (int i = 0; i < t->ncells; i++)
+		any_best |= t->cells[i].best >= 0;
+	print_status_list(t, "failed (never recommended)", NW_TV_FAILED, NW_TV_WRONG);
+	print_status_list(t, "not measured to the end", NW_TV_PRUNED, NW_TV_SKIPPED);
+	print_mixed(t);
 	printf("\n");
 	int nskipped = 0;
 	for (int v = 1; v < t->vs.n; v++)
@@ -437,6 +449,7 @@ static void print_tune_verdict(const struct nw_tuner *t)
 	}
 }
 
+/* --check-env: the user's settings against the defaults per op x band, and what to do. */
 static void print_check_env(const struct nw_tuner *t)
 {
 	const struct nw_tune_variant *cur = &t->vs.v[1];
