@@ -4,22 +4,17 @@
  * anything) to set. --check-env measures the user's own NCCL_* settings.
  */
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "model/coll.h"
-#include "model/result.h"
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "store/store.h"
-#include "tune/tune.h"
+#include "tune/driver.h"
 #include "util/util.h"
-
-extern char **environ;
 
 const char usage_tune[] =
 	"usage: ncclwatch tune [options]\n"
@@ -84,30 +79,21 @@ const char usage_tune[] =
 #define MAXVARS 64
 #define MAXKEEP 64
 
+/* The command's options: the driver's, bench's, and what the command does with the results. */
 struct tune_opts {
+	struct nw_tuner_opts t;          /* opmask is filled from ops once the options are read */
+	struct nw_tune_bench_opts bench;
 	const char *ops;
-	const char *b, *e, *f, *n, *w, *d, *o, *g, *backend, *nccl_lib;
-	const char *bands_spec;
-	unsigned groups;
+	char ops_name[16];               /* "--op" or "--ops", as typed */
 	char *vars[MAXVARS];
-	int nvars;
-	char *keep[MAXKEEP + 1];
+	char *keep[MAXKEEP + 1];         /* owned, NULL-terminated */
 	int nkeep;
-	int check_env;
-	double budget_s;
-	long repeats;
-	int repeats_set;
-	double min_gain;
-	long prune_after;
-	long confirm;
-	double timeout_s;
 	const char *launcher;
 	const char *env_out;
 	const char *json_out;
-	const char *save_runs;
+	const char *bench_cmd;
 	struct nw_store_opts so;
 	int quiet;
-	const char *bench_cmd;
 };
 
 static volatile sig_atomic_t interrupted;
@@ -117,575 +103,212 @@ static void on_signal(int sig)
 	interrupted = sig;
 }
 
-/* "--name value" or "--name=value" at argv[*i]; returns the value or NULL (not this option). */
-static const char *optval(int argc, char **argv, int *i, const char *name, int *missing)
+enum {
+	O_OP = NW_OPT_LOCAL, O_BACKEND, O_NCCL_LIB, O_BANDS, O_SETTINGS, O_VAR, O_KEEP, O_CHECK_ENV,
+	O_BUDGET, O_REPEATS, O_MIN_GAIN, O_PRUNE_AFTER, O_CONFIRM, O_TIMEOUT, O_LAUNCHER,
+	O_ENV_OUT, O_JSON, O_SAVE_RUNS, O_BENCH_CMD,
+};
+
+static const struct option longopts[] = {
+	{ "op", required_argument, NULL, O_OP },
+	{ "ops", required_argument, NULL, O_OP },
+	{ "backend", required_argument, NULL, O_BACKEND },
+	{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
+	{ "bands", required_argument, NULL, O_BANDS },
+	{ "settings", required_argument, NULL, O_SETTINGS },
+	{ "var", required_argument, NULL, O_VAR },
+	{ "keep", required_argument, NULL, O_KEEP },
+	{ "check-env", no_argument, NULL, O_CHECK_ENV },
+	{ "budget", required_argument, NULL, O_BUDGET },
+	{ "repeats", required_argument, NULL, O_REPEATS },
+	{ "min-gain", required_argument, NULL, O_MIN_GAIN },
+	{ "prune-after", required_argument, NULL, O_PRUNE_AFTER },
+	{ "confirm", required_argument, NULL, O_CONFIRM },
+	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{ "launcher", required_argument, NULL, O_LAUNCHER },
+	{ "env-out", required_argument, NULL, O_ENV_OUT },
+	{ "json", required_argument, NULL, O_JSON },
+	{ "save-runs", required_argument, NULL, O_SAVE_RUNS },
+	{ "bench-cmd", required_argument, NULL, O_BENCH_CMD },
+	{ "quiet", no_argument, NULL, 'q' },
+	NW_CLI_STORE_LONGOPTS,
+	{ NULL, 0, NULL, 0 },
+};
+
+static void set_defaults(struct tune_opts *o)
 {
-	const char *a = argv[*i];
-	size_t len = strlen(name);
-	if (strncmp(a, name, len) != 0)
-		return NULL;
-	if (a[len] == '=')
-		return a + len + 1;
-	if (a[len] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = 1;
-		return NULL;
-	}
-	return argv[++*i];
+	memset(o, 0, sizeof(*o));
+	o->ops = "all_reduce,all_gather,reduce_scatter";
+	snprintf(o->ops_name, sizeof(o->ops_name), "--op");
+	o->bench = (struct nw_tune_bench_opts){ .b = "8", .e = "1G", .f = "4", .n = "20", .w = "5", .d = "float", .o = "sum" };
+	o->t.groups = NW_TG_ALL;
+	o->t.vars = o->vars;
+	o->t.keep = o->keep;
+	o->t.repeats = 5;
+	o->t.min_gain = 0.02;
+	o->t.prune_after = 2;
+	o->t.confirm = 3;
 }
 
-static void fmt_dur(double s, char *buf, size_t len)
+/* Adds the names of a --keep comma list (past MAXKEEP, the rest are left out). */
+static void add_keep(struct tune_opts *o, const char *list)
 {
-	if (!(s >= 0) || !isfinite(s))
-		s = 0;
-	long t = lround(s);
-	if (t >= 60)
-		snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
-	else
-		snprintf(buf, len, "%lds", t);
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		if (len && o->nkeep < MAXKEEP)
+			o->keep[o->nkeep++] = nw_asprintf("%.*s", (int)len, p);
+		p += len;
+		if (*p)
+			p++;
+	}
+}
+
+/*
+ * An option of what to measure (bench's own and tune's): stored. Returns
+ * 1, 0 when c is not one of them, -1 with err filled.
+ */
+static int measure_opt(struct tune_opts *o, int c, const char *arg, const char *name, char *err, size_t errlen)
+{
+	struct nw_tune_bench_opts *b = &o->bench;
+	switch (c) {
+	case 'b': b->b = arg; return 1;
+	case 'e': b->e = arg; return 1;
+	case 'f': b->f = arg; return 1;
+	case 'n': b->n = arg; return 1;
+	case 'w': b->w = arg; return 1;
+	case 'd': b->d = arg; return 1;
+	case 'o': b->o = arg; return 1;
+	case 'g': b->g = arg; return 1;
+	case O_BACKEND: b->backend = arg; return 1;
+	case O_NCCL_LIB: b->nccl_lib = arg; return 1;
+	case O_OP:
+		o->ops = arg;
+		snprintf(o->ops_name, sizeof(o->ops_name), "%s", name);
+		return 1;
+	case O_BANDS: o->t.bands = arg; return 1;
+	case O_SETTINGS: return nw_tune_groups_parse(arg, &o->t.groups, err, errlen) ? -1 : 1;
+	case O_VAR:
+		if (o->t.nvars == MAXVARS)
+			return nw_seterr(err, errlen, "%s: at most %d", name, MAXVARS);
+		o->vars[o->t.nvars++] = (char *)arg;
+		return 1;
+	case O_KEEP: add_keep(o, arg); return 1;
+	case O_CHECK_ENV: o->t.check_env = 1; return 1;
+	default: return 0;
+	}
+}
+
+/* A duration above zero for option name; -1 with err filled. */
+static int parse_positive_duration(const char *arg, const char *name, const char *example, double *out,
+                                   char *err, size_t errlen)
+{
+	char perr[NW_ERRLEN];
+	if (nw_parse_duration(arg, out, perr, sizeof(perr)) != 0)
+		return nw_seterr(err, errlen, "%s: %s", name, perr);
+	if (*out <= 0)
+		return nw_seterr(err, errlen, "%s: must be above zero%s", name, example);
+	return 0;
+}
+
+/* An option of how long: parsed and checked. Returns 1, 0 when c is not one, -1 with err filled. */
+static int time_opt(struct tune_opts *o, int c, const char *arg, const char *name, char *err, size_t errlen)
+{
+	struct nw_tuner_opts *t = &o->t;
+	long lv = 0;
+	double dv = 0;
+	int bad = 0;
+	switch (c) {
+	case O_BUDGET: bad = parse_positive_duration(arg, name, " (e.g. 10m)", &t->budget_s, err, errlen); break;
+	case O_TIMEOUT: bad = parse_positive_duration(arg, name, "", &t->timeout_s, err, errlen); break;
+	case O_REPEATS: bad = nw_parse_long(arg, NW_TUNE_MIN_REPEATS, 1000, &lv, name, err, errlen); t->repeats = (int)lv; break;
+	case O_MIN_GAIN: bad = nw_parse_double(arg, 0, 1000, &dv, name, err, errlen); t->min_gain = dv / 100; break;
+	case O_PRUNE_AFTER: bad = nw_parse_long(arg, 0, 1000, &lv, name, err, errlen); t->prune_after = (int)lv; break;
+	case O_CONFIRM: bad = nw_parse_long(arg, 0, 100, &lv, name, err, errlen); t->confirm = (int)lv; break;
+	default: return 0;
+	}
+	return bad ? -1 : 1;
+}
+
+/* An option of how to run and where results go: stored. Returns 1, or 0 when c is not one. */
+static int output_opt(struct tune_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case O_LAUNCHER: o->launcher = arg; return 1;
+	case O_ENV_OUT: o->env_out = arg; return 1;
+	case O_JSON: o->json_out = arg; return 1;
+	case O_SAVE_RUNS: o->t.save_runs = arg; return 1;
+	case O_BENCH_CMD: o->bench_cmd = arg; return 1;
+	case 'q': o->quiet = 1; return 1;
+	default: return 0;
+	}
+}
+
+/*
+ * Checks the values passed through to bench so a typo fails at once, not
+ * in every child, and the rest that only make sense together.
+ */
+static int check_opts(const struct tune_opts *o, char *err, size_t errlen)
+{
+	const struct nw_tune_bench_opts *b = &o->bench;
+	char perr[NW_ERRLEN];
+	uint64_t sz_b, sz_e;
+	double fv;
+	long lv;
+	if (nw_parse_size(b->b, &sz_b, perr, sizeof(perr)) != 0 || nw_parse_size(b->e, &sz_e, perr, sizeof(perr)) != 0)
+		return nw_seterr(err, errlen, "-b/-e: %s", perr);
+	if (sz_e < sz_b)
+		return nw_seterr(err, errlen, "-e %s is below -b %s", b->e, b->b);
+	if (nw_parse_double(b->f, 1, 1e6, &fv, "-f", err, errlen) != 0 ||
+	    nw_parse_long(b->n, 1, 1000000, &lv, "-n", err, errlen) != 0 ||
+	    nw_parse_long(b->w, 0, 1000000, &lv, "-w", err, errlen) != 0 ||
+	    (b->g && nw_parse_long(b->g, 1, 1024, &lv, "-g", err, errlen) != 0))
+		return -1;
+	if (nw_dtype_find(b->d) < 0)
+		return nw_seterr(err, errlen, "-d: unknown data type '%s' (e.g. float, half, bfloat16, double, int32)", b->d);
+	if (nw_redop_find(b->o) < 0)
+		return nw_seterr(err, errlen, "-o: unknown reduction '%s' (sum, prod, max, min, avg)", b->o);
+	if (b->backend && strcmp(b->backend, "nccl") && strcmp(b->backend, "mpi"))
+		return nw_seterr(err, errlen, "--backend: '%s' is not nccl or mpi", b->backend);
+	if (o->launcher && !o->launcher[strspn(o->launcher, " \t")])
+		return nw_seterr(err, errlen, "--launcher: empty command");
+	if (o->bench_cmd && !*o->bench_cmd)
+		return nw_seterr(err, errlen, "--bench-cmd: empty path");
+	for (int i = 0; i < o->nkeep; i++)
+		if (strncmp(o->keep[i], "NCCL_", 5) != 0)
+			return nw_seterr(err, errlen, "--keep '%s': only NCCL_* variables are unset, so only they can be kept", o->keep[i]);
+	return 0;
 }
 
 /* Parses the options; returns 0, or 2 after printing the error. */
 static int parse(int argc, char **argv, struct tune_opts *o)
 {
 	char err[NW_ERRLEN];
-	memset(o, 0, sizeof(*o));
-	o->ops = "all_reduce,all_gather,reduce_scatter";
-	o->b = "8";
-	o->e = "1G";
-	o->f = "4";
-	o->n = "20";
-	o->w = "5";
-	o->d = "float";
-	o->o = "sum";
-	o->groups = NW_TG_ALL;
-	o->repeats = 5;
-	o->min_gain = 0.02;
-	o->prune_after = 2;
-	o->confirm = 3;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		int missing = 0;
-		long lv;
-		double dv;
-#define OPT(name) ((v = optval(argc, argv, &i, (name), &missing)) != NULL || missing)
-		int h = nw_store_parse_opt(argc, argv, &i, &o->so, err, sizeof(err));
+	int c;
+	set_defaults(o);
+	while ((c = nw_cli_next("tune", argc, argv, "b:e:f:n:w:d:o:g:q", longopts)) != -1) {
+		if (c == -2)
+			return 2;
+		const char *name = nw_cli_opt_name(c, argv);
+		int h = nw_cli_store_opt(c, optarg, &o->so);
+		if (h < 0)
+			return 2;
+		if (h == 0)
+			h = measure_opt(o, c, optarg, name, err, sizeof(err));
+		if (h == 0)
+			h = time_opt(o, c, optarg, name, err, sizeof(err));
+		if (h == 0)
+			h = output_opt(o, c, optarg);
 		if (h < 0)
 			return nw_error("%s", err), 2;
-		if (h > 0)
-			continue;
-		if (!strcmp(a, "--check-env")) {
-			o->check_env = 1;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			o->quiet = 1;
-		} else if (OPT("--op") || OPT("--ops")) {
-			if (!missing)
-				o->ops = v;
-		} else if (OPT("-b")) {
-			o->b = v;
-		} else if (OPT("-e")) {
-			o->e = v;
-		} else if (OPT("-f")) {
-			o->f = v;
-		} else if (OPT("-n")) {
-			o->n = v;
-		} else if (OPT("-w")) {
-			o->w = v;
-		} else if (OPT("-d")) {
-			o->d = v;
-		} else if (OPT("-o")) {
-			o->o = v;
-		} else if (OPT("-g")) {
-			o->g = v;
-		} else if (OPT("--backend")) {
-			o->backend = v;
-		} else if (OPT("--nccl-lib")) {
-			o->nccl_lib = v;
-		} else if (OPT("--bands")) {
-			o->bands_spec = v;
-		} else if (OPT("--settings")) {
-			if (!missing && nw_tune_groups_parse(v, &o->groups, err, sizeof(err)) != 0)
-				return nw_error("%s", err), 2;
-		} else if (OPT("--var")) {
-			if (!missing && o->nvars == MAXVARS)
-				return nw_error("--var: at most %d", MAXVARS), 2;
-			if (!missing)
-				o->vars[o->nvars++] = (char *)v;
-		} else if (OPT("--keep")) {
-			if (!missing) {
-				const char *p = v;
-				while (*p) {
-					size_t len = strcspn(p, ",");
-					if (len && o->nkeep < MAXKEEP)
-						o->keep[o->nkeep++] = nw_asprintf("%.*s", (int)len, p);
-					p += len;
-					if (*p)
-						p++;
-				}
-			}
-		} else if (OPT("--budget")) {
-			if (!missing && nw_parse_duration(v, &o->budget_s, err, sizeof(err)) != 0)
-				return nw_error("--budget: %s", err), 2;
-			if (!missing && o->budget_s <= 0)
-				return nw_error("--budget: must be above zero (e.g. 10m)"), 2;
-		} else if (OPT("--repeats")) {
-			if (!missing && nw_parse_long(v, NW_TUNE_MIN_REPEATS, 1000, &lv, "--repeats", err, sizeof(err)) != 0)
-				return nw_error("%s", err), 2;
-			if (!missing) {
-				o->repeats = lv;
-				o->repeats_set = 1;
-			}
-		} else if (OPT("--min-gain")) {
-			if (!missing && nw_parse_double(v, 0, 1000, &dv, "--min-gain", err, sizeof(err)) != 0)
-				return nw_error("%s", err), 2;
-			if (!missing)
-				o->min_gain = dv / 100;
-		} else if (OPT("--prune-after")) {
-			if (!missing && nw_parse_long(v, 0, 1000, &lv, "--prune-after", err, sizeof(err)) != 0)
-				return nw_error("%s", err), 2;
-			if (!missing)
-				o->prune_after = lv;
-		} else if (OPT("--confirm")) {
-			if (!missing && nw_parse_long(v, 0, 100, &lv, "--confirm", err, sizeof(err)) != 0)
-				return nw_error("%s", err), 2;
-			if (!missing)
-				o->confirm = lv;
-		} else if (OPT("--timeout")) {
-			if (!missing && (nw_parse_duration(v, &o->timeout_s, err, sizeof(err)) != 0))
-				return nw_error("--timeout: %s", err), 2;
-			if (!missing && o->timeout_s <= 0)
-				return nw_error("--timeout: must be above zero"), 2;
-		} else if (OPT("--launcher")) {
-			o->launcher = v;
-		} else if (OPT("--env-out")) {
-			o->env_out = v;
-		} else if (OPT("--json")) {
-			o->json_out = v;
-		} else if (OPT("--save-runs")) {
-			o->save_runs = v;
-		} else if (OPT("--bench-cmd")) {
-			o->bench_cmd = v;
-		} else {
-			return nw_error("tune: unknown option '%s'; 'ncclwatch help tune' lists them", a), 2;
-		}
-		if (missing)
-			return nw_error("tune: option '%s' needs a value", a), 2;
-#undef OPT
 	}
-	err[0] = '\0';
-	/* Check the pass-through values here so a typo fails at once, not in every child. */
-	uint64_t sz_b, sz_e;
-	if (nw_parse_size(o->b, &sz_b, err, sizeof(err)) != 0 ||
-	    nw_parse_size(o->e, &sz_e, err, sizeof(err)) != 0)
-		return nw_error("-b/-e: %s", err), 2;
-	if (sz_e < sz_b)
-		return nw_error("-e %s is below -b %s", o->e, o->b), 2;
-	double fv;
-	long lv;
-	if (nw_parse_double(o->f, 1, 1e6, &fv, "-f", err, sizeof(err)) != 0 ||
-	    nw_parse_long(o->n, 1, 1000000, &lv, "-n", err, sizeof(err)) != 0 ||
-	    nw_parse_long(o->w, 0, 1000000, &lv, "-w", err, sizeof(err)) != 0 ||
-	    (o->g && nw_parse_long(o->g, 1, 1024, &lv, "-g", err, sizeof(err)) != 0))
+	if (optind < argc)
+		return nw_error("unknown option '%s'; 'ncclwatch help tune' lists the options", argv[optind]), 2;
+	if (check_opts(o, err, sizeof(err)) != 0)
 		return nw_error("%s", err), 2;
-	if (nw_dtype_find(o->d) < 0)
-		return nw_error("-d: unknown data type '%s' (e.g. float, half, bfloat16, double, int32)", o->d), 2;
-	if (nw_redop_find(o->o) < 0)
-		return nw_error("-o: unknown reduction '%s' (sum, prod, max, min, avg)", o->o), 2;
-	if (o->backend && strcmp(o->backend, "nccl") && strcmp(o->backend, "mpi"))
-		return nw_error("--backend: '%s' is not nccl or mpi", o->backend), 2;
-	if (o->launcher && !o->launcher[strspn(o->launcher, " \t")])
-		return nw_error("--launcher: empty command"), 2;
-	if (o->bench_cmd && !*o->bench_cmd)
-		return nw_error("--bench-cmd: empty path"), 2;
-	for (int i = 0; i < o->nkeep; i++)
-		if (strncmp(o->keep[i], "NCCL_", 5) != 0)
-			return nw_error("--keep '%s': only NCCL_* variables are unset, so only they can be kept", o->keep[i]), 2;
 	return 0;
 }
 
-/* The ops of mask as a comma list, in enum order. */
-static void ops_list_of(unsigned mask, char *buf, size_t len)
-{
-	size_t used = 0;
-	buf[0] = '\0';
-	for (int op = 0; op < NW_NOPS; op++) {
-		if (!(mask & (1u << op)))
-			continue;
-		int n = snprintf(buf + used, len - used, "%s%s", used ? "," : "", nw_coll_get((enum nw_op)op)->name);
-		if (n < 0 || (size_t)n >= len - used)
-			break;
-		used += (size_t)n;
-	}
-}
-
-/* Parses --op into an op mask; writes the list in enum order to buf. */
-static int parse_ops(const char *spec, unsigned *mask, char *buf, size_t len)
-{
-	*mask = 0;
-	const char *p = spec;
-	if (!*p)
-		return nw_error("--op: empty list; give e.g. all_reduce,all_gather"), -1;
-	while (*p) {
-		size_t n = strcspn(p, ",");
-		char name[32];
-		if (n == 0 || n >= sizeof(name))
-			return nw_error("--op: bad list '%s'", spec), -1;
-		snprintf(name, sizeof(name), "%.*s", (int)n, p);
-		const struct nw_coll *c = nw_coll_find(name);
-		if (!c)
-			return nw_error("--op: unknown collective '%s' (all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv, gather, scatter)", name), -1;
-		*mask |= 1u << c->op;
-		p += n;
-		if (*p)
-			p++;
-	}
-	ops_list_of(*mask, buf, len);
-	return 0;
-}
-
-/* Everything one tune invocation measures and decides. */
-struct tune {
-	struct tune_opts *o;
-	struct nw_tune_variants vs;
-	struct nw_tune_data data;
-	struct nw_tune_child child;
-	struct nw_tune_band bands[NW_TUNE_MAXBANDS];
-	int nbands;
-	unsigned opmask;
-	int nops;
-	double t0;
-	int *done;             /* runs finished per variant */
-	double *est;           /* estimated seconds per run, per variant */
-	int *keep;             /* planner's keep flags */
-	int repeats;           /* planned repeats per variant */
-	int runs_total;        /* runs finished, all variants */
-	int runs_planned;
-	char stopped[256];     /* why measuring stopped early ("" when it did not) */
-	char nccl_version[32];
-	char backend[16];
-	char gpus[512];
-	int nranks;
-	struct nw_run *runs;   /* every successful run, for history */
-	int *run_variant, *run_repeat;
-	int nruns, capruns;
-	struct nw_tune_cmp *cmps;
-	struct nw_tune_cell *cells;
-	int ncells;
-	int rec;
-	int *also;
-	int nalso;
-	char stripped[1024];   /* NCCL_* names unset in the measured runs */
-	int candidate;         /* a winner that could not be confirmed, or -1 */
-	char unconfirmed[256]; /* why not */
-};
-
-static double elapsed(const struct tune *t)
-{
-	return nw_now() - t->t0;
-}
-
-/* Seconds the plan still needs, by the current estimates. */
-static double remaining(const struct tune *t)
-{
-	double s = 0;
-	for (int v = 0; v < t->vs.n; v++)
-		if (t->vs.v[v].status == NW_TV_ACTIVE && t->keep[v] && t->done[v] < t->repeats)
-			s += (double)(t->repeats - t->done[v]) * t->est[v];
-	return s;
-}
-
-static int planned_runs(const struct tune *t)
-{
-	int n = t->runs_total;
-	for (int v = 0; v < t->vs.n; v++)
-		if (t->vs.v[v].status == NW_TV_ACTIVE && t->keep[v] && t->done[v] < t->repeats)
-			n += t->repeats - t->done[v];
-	return n;
-}
-
-static void keep_run(struct tune *t, struct nw_run *run, int v, int repeat)
-{
-	if (t->nruns == t->capruns) {
-		t->capruns = t->capruns ? t->capruns * 2 : 32;
-		t->runs = nw_realloc(t->runs, (size_t)t->capruns * sizeof(*t->runs));
-		t->run_variant = nw_realloc(t->run_variant, (size_t)t->capruns * sizeof(int));
-		t->run_repeat = nw_realloc(t->run_repeat, (size_t)t->capruns * sizeof(int));
-	}
-	t->runs[t->nruns] = *run; /* moved: the caller's run is left empty */
-	nw_run_init(run);
-	t->run_variant[t->nruns] = v;
-	t->run_repeat[t->nruns] = repeat;
-	t->nruns++;
-}
-
-/* A file name made of the label's safe characters. */
-static void safe_name(const char *label, char *buf, size_t len)
-{
-	size_t o = 0;
-	for (const char *p = label; *p && o + 1 < len; p++)
-		buf[o++] = (char)((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		                  (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.' ? *p : '_');
-	buf[o] = '\0';
-}
-
-/*
- * One run of variant v (repeat numbering from 1). Returns 0 when measured
- * or when the variant failed (its status says which), -1 when the child
- * could not be started or we were interrupted.
- */
-static int run_one(struct tune *t, int v, int repeat, int check, const char *note)
-{
-	struct nw_tune_variant *var = &t->vs.v[v];
-	char ops[256], err[NW_ERRLEN], e1[32], e2[32];
-	ops_list_of(t->opmask & var->opmask, ops, sizeof(ops));
-	int i = t->runs_total + 1, n = planned_runs(t);
-	if (!t->o->quiet) {
-		fmt_dur(elapsed(t), e1, sizeof(e1));
-		fmt_dur(remaining(t), e2, sizeof(e2));
-		if (note)
-			fprintf(stderr, "tune: [%d] %s, repeat %d (%s)  elapsed %s\n", i, var->label, repeat, note, e1);
-		else
-			fprintf(stderr, "tune: [%d/%d] %s, repeat %d/%d%s  elapsed %s  eta %s\n", i, n < i ? i : n,
-			        var->label, repeat, t->repeats, check ? " (verified)" : "", e1, e2);
-	}
-	char *keep_path = NULL;
-	if (t->o->save_runs) {
-		char nm[160];
-		safe_name(var->label, nm, sizeof(nm));
-		keep_path = nw_asprintf("%s/%03d-%s-r%d.json", t->o->save_runs, i, nm, repeat);
-	}
-	struct nw_tune_result r;
-	int rc = nw_tune_run_child(&t->child, var, ops, check, keep_path, &r, err, sizeof(err));
-	free(keep_path);
-	if (rc != 0) {
-		nw_run_release(&r.run);
-		if (interrupted)
-			return -1;
-		return nw_error("%s", err);
-	}
-	if (interrupted) {
-		nw_run_release(&r.run);
-		return -1;
-	}
-	var->cost_s = (var->cost_s * var->runs + r.wall_s) / (var->runs + 1);
-	var->runs++;
-	t->est[v] = var->cost_s;
-	t->done[v]++;
-	t->runs_total++;
-	int64_t wrong = 0;
-	for (size_t k = 0; r.have_run && k < r.run.nrows; k++)
-		if (r.run.rows[k].wrong > 0)
-			wrong += r.run.rows[k].wrong;
-	if (!r.have_run || (r.rc != 0 && r.rc != 1)) {
-		var->status = NW_TV_FAILED;
-		snprintf(var->why, sizeof(var->why), "repeat %d: %.900s", repeat, r.err[0] ? r.err : "no results");
-	} else if (r.rc == 1 && wrong == 0) {
-		var->status = NW_TV_FAILED;
-		snprintf(var->why, sizeof(var->why), "repeat %d: %.900s (but no wrong element in its results)", repeat, r.err);
-	} else if (wrong > 0) {
-		var->status = NW_TV_WRONG;
-		snprintf(var->why, sizeof(var->why), "repeat %d: verification found %lld wrong element%s%s%.900s",
-		         repeat, (long long)wrong, wrong == 1 ? "" : "s", r.err[0] ? "; " : "", r.err);
-	} else {
-		nw_tune_data_add_run(&t->data, v, &r.run);
-		if (!t->nccl_version[0])
-			nw_strlcpy(t->nccl_version, r.run.h.nccl_version, sizeof(t->nccl_version));
-		if (!t->backend[0])
-			nw_strlcpy(t->backend, r.run.h.backend, sizeof(t->backend));
-		if (!t->gpus[0])
-			nw_strlcpy(t->gpus, r.run.h.gpus, sizeof(t->gpus));
-		if (!t->nranks)
-			t->nranks = r.run.h.nranks;
-		keep_run(t, &r.run, v, repeat);
-	}
-	nw_run_release(&r.run);
-	if (!t->o->quiet && var->status != NW_TV_ACTIVE)
-		fprintf(stderr, "tune: %s %s: %s\n", var->label,
-		        var->status == NW_TV_WRONG ? "gave wrong results" : "failed", var->why);
-	return 0;
-}
-
-/*
- * Seconds kept back from the plan for confirming a winner (two runs per
- * round), at most a quarter of the budget so that a small budget still
- * measures something.
- */
-static double reserve(const struct tune *t)
-{
-	if (t->o->check_env || t->o->confirm <= 0 || t->o->budget_s <= 0)
-		return 0;
-	double r = (double)t->o->confirm * 2 * t->est[0];
-	return r < t->o->budget_s / 4 ? r : t->o->budget_s / 4;
-}
-
-/* Re-plans repeats and variants for the time left; marks what is dropped. */
-static void replan(struct tune *t)
-{
-	int n = t->vs.n;
-	int *active = nw_calloc((size_t)n, sizeof(int));
-	int *trial = nw_calloc((size_t)n, sizeof(int));
-	for (int v = 0; v < n; v++)
-		active[v] = t->vs.v[v].status == NW_TV_ACTIVE;
-	struct nw_tune_plan_in in = {
-		.n = n, .cost_s = t->est, .active = active, .done = t->done,
-		.budget_left_s = t->o->budget_s > 0 ? t->o->budget_s - elapsed(t) - reserve(t) : 0,
-		.min_repeats = (int)(t->o->repeats < NW_TUNE_MIN_REPEATS ? t->o->repeats : NW_TUNE_MIN_REPEATS),
-		.max_repeats = (int)t->o->repeats,
-	};
-	if (t->o->budget_s > 0 && in.budget_left_s <= 0)
-		in.budget_left_s = 1e-9;
-	struct nw_tune_plan_out out = { .keep = t->keep };
-	nw_tune_plan(&in, &out);
-	/*
-	 * Variants left out earlier come back, in list order, when everything
-	 * kept still fits with 15% to spare: estimates improve as runs finish,
-	 * and the margin keeps a variant from coming and going.
-	 */
-	for (int v = 1; in.budget_left_s > 0 && out.fits && out.ndropped == 0 && v < n; v++) {
-		if (t->vs.v[v].status != NW_TV_SKIPPED)
-			continue;
-		active[v] = 1;
-		struct nw_tune_plan_in tin = in;
-		tin.budget_left_s = in.budget_left_s * 0.85;
-		struct nw_tune_plan_out tout = { .keep = trial };
-		nw_tune_plan(&tin, &tout);
-		if (tout.fits && tout.ndropped == 0) {
-			memcpy(t->keep, trial, (size_t)n * sizeof(int));
-			out.repeats = tout.repeats;
-			t->vs.v[v].status = NW_TV_ACTIVE;
-			t->vs.v[v].why[0] = '\0';
-		} else {
-			active[v] = 0;
-			t->keep[v] = 0;
-		}
-	}
-	t->repeats = out.repeats;
-	for (int v = 1; v < n; v++) {
-		struct nw_tune_variant *var = &t->vs.v[v];
-		if (var->status == NW_TV_ACTIVE && !t->keep[v]) {
-			var->status = NW_TV_SKIPPED;
-			snprintf(var->why, sizeof(var->why), "left out for lack of time after %d run%s",
-			         t->done[v], t->done[v] == 1 ? "" : "s");
-		}
-	}
-	if (!out.fits && !t->stopped[0] && !t->o->quiet)
-		nw_warn("the budget does not fit %d repeats of the default (about %.0f s each): verdicts need %d; raise --budget",
-		        in.min_repeats, t->est[0], NW_TUNE_MIN_REPEATS);
-	free(active);
-	free(trial);
-}
-
-/* Drops variants slower than the default in every band they were measured in. */
-static void prune(struct tune *t, int after)
-{
-	for (int v = 1; v < t->vs.n; v++) {
-		struct nw_tune_variant *var = &t->vs.v[v];
-		if (var->status != NW_TV_ACTIVE)
-			continue;
-		int bands = 0, worse = 0;
-		for (int op = 0; op < NW_NOPS; op++)
-			for (int b = 0; b < t->nbands; b++) {
-				const struct nw_tune_samples *d = nw_tune_data_at(&t->data, 0, op, b);
-				const struct nw_tune_samples *s = nw_tune_data_at(&t->data, v, op, b);
-				if (d->n < 2 || s->n < 2)
-					continue;
-				bands++;
-				worse += nw_tune_clearly_worse(d->x, d->n, s->x, s->n, 0.05);
-			}
-		if (bands > 0 && worse == bands) {
-			var->status = NW_TV_PRUNED;
-			snprintf(var->why, sizeof(var->why),
-			         "after %d repeats its fastest run was over 5%% slower than the default's slowest in every band (%d)",
-			         after, bands);
-		}
-	}
-}
-
-/* Measures: the default first, then interleaved rounds; fills t. Returns 0, 3 or 130. */
-static int measure(struct tune *t)
-{
-	int n = t->vs.n;
-	double first_timeout = t->o->timeout_s > 0 ? t->o->timeout_s : 600;
-	t->child.timeout_s = first_timeout;
-	t->repeats = (int)t->o->repeats;
-	for (int v = 0; v < n; v++)
-		t->keep[v] = 1;
-	if (run_one(t, 0, 1, 1, NULL) != 0)
-		return interrupted ? 130 : 3;
-	if (t->vs.v[0].status != NW_TV_ACTIVE) {
-		nw_error("the default run failed, so nothing can be compared: %s", t->vs.v[0].why);
-		return 3;
-	}
-	double c0 = t->vs.v[0].cost_s;
-	if (t->o->timeout_s <= 0)
-		t->child.timeout_s = 5 * c0 > 30 ? 5 * c0 : 30;
-	for (int v = 1; v < n; v++) {
-		int nv = 0;
-		for (int op = 0; op < NW_NOPS; op++)
-			nv += (t->opmask & t->vs.v[v].opmask & (1u << op)) != 0;
-		t->est[v] = c0 * (0.25 + 0.75 * nv / (t->nops ? t->nops : 1));
-	}
-	replan(t);
-	int *order = nw_calloc((size_t)n, sizeof(int));
-	int rc = 0;
-	for (int r = 1; r <= t->repeats; r++) {
-		/* This round's variants, rotated by one more each round. */
-		int m = 0;
-		for (int v = 0; v < n; v++)
-			if (t->vs.v[v].status == NW_TV_ACTIVE && t->keep[v] && t->done[v] < r)
-				order[m++] = v;
-		for (int k = 0; k < m; k++) {
-			int v = order[(k + r - 1) % m];
-			struct nw_tune_variant *var = &t->vs.v[v];
-			if (var->status != NW_TV_ACTIVE)
-				continue;
-			if (t->o->budget_s > 0 && elapsed(t) + t->est[v] > t->o->budget_s) {
-				snprintf(t->stopped, sizeof(t->stopped), "the budget ran out during repeat %d", r);
-				goto out;
-			}
-			if (run_one(t, v, t->done[v] + 1, t->done[v] == 0, NULL) != 0) {
-				rc = interrupted ? 130 : 3;
-				goto out;
-			}
-			if (v == 0 && var->status != NW_TV_ACTIVE) {
-				nw_error("the default run failed on repeat %d, so the comparison stops: %s", r, var->why);
-				rc = 3;
-				goto out;
-			}
-		}
-		if (!t->o->check_env && t->o->prune_after > 0 && r == t->o->prune_after)
-			prune(t, r);
-		replan(t);
-	}
-out:
-	free(order);
-	return rc;
-}
-
-static const char *status_name(enum nw_tune_status s)
-{
-	switch (s) {
-	case NW_TV_ACTIVE: return "measured";
-	case NW_TV_FAILED: return "failed";
-	case NW_TV_WRONG: return "wrong";
-	case NW_TV_PRUNED: return "pruned";
-	case NW_TV_SKIPPED: return "skipped";
-	}
-	return "?";
-}
-
-static const char *verdict_name(enum nw_tune_verdict v, int check_env)
-{
-	switch (v) {
-	case NW_TC_BETTER: return check_env ? "helps" : "better";
-	case NW_TC_WORSE: return check_env ? "hurts" : "worse";
-	case NW_TC_SAME: return "no difference within noise";
-	case NW_TC_FEW: return "too few repeats for a verdict";
-	}
-	return "?";
-}
-
+/* Microseconds with the precision a table needs; "-" when unknown. */
 static void fmt_us(double us, char *buf, size_t len)
 {
 	if (!isfinite(us))
@@ -698,87 +321,12 @@ static void fmt_us(double us, char *buf, size_t len)
 		snprintf(buf, len, "%.0f us", us);
 }
 
-static const struct nw_tune_cmp *cmp_at(const struct tune *t, int v, int op, int b)
-{
-	return &t->cmps[((size_t)v * NW_NOPS + (size_t)op) * (size_t)t->nbands + (size_t)b];
-}
-
-static void count_verdicts(const struct tune *t, int v, int *better, int *worse)
-{
-	*better = *worse = 0;
-	for (int op = 0; op < NW_NOPS; op++)
-		for (int b = 0; b < t->nbands; b++) {
-			enum nw_tune_verdict x = cmp_at(t, v, op, b)->verdict;
-			*better += x == NW_TC_BETTER;
-			*worse += x == NW_TC_WORSE;
-		}
-}
-
-static void analyze(struct tune *t)
-{
-	free(t->cmps);
-	free(t->cells);
-	free(t->also);
-	size_t n = (size_t)t->vs.n * NW_NOPS * (size_t)t->nbands;
-	t->cmps = nw_calloc(n, sizeof(*t->cmps));
-	t->cells = nw_calloc((size_t)NW_NOPS * (size_t)t->nbands, sizeof(*t->cells));
-	t->also = nw_calloc((size_t)t->vs.n, sizeof(int));
-	t->ncells = nw_tune_analyze(&t->data, &t->vs, t->o->min_gain, t->cmps, t->cells);
-	t->rec = t->o->check_env ? -1 : nw_tune_recommend(&t->data, &t->vs, t->cmps, t->also, &t->nalso);
-}
-
-/*
- * A winner is measured again before it is recommended: o->confirm more
- * rounds of it and the default, alternating which goes first, then the
- * verdicts are recomputed over all runs. When it no longer wins the next
- * candidate gets the same treatment (three candidates at most). Leaves
- * t->rec confirmed or -1 (t->candidate then names an unconfirmed winner).
- * Returns 0, 3 (the default failed) or 130.
- */
-static int confirm(struct tune *t)
-{
-	t->candidate = -1;
-	analyze(t);
-	if (t->o->check_env || t->o->confirm <= 0)
-		return 0;
-	for (int attempt = 0; attempt < 3 && t->rec >= 0 && !t->vs.v[t->rec].confirmed; attempt++) {
-		int v = t->rec;
-		double need = (double)t->o->confirm * (t->est[0] + t->est[v]);
-		if (t->stopped[0] || (t->o->budget_s > 0 && elapsed(t) + need > t->o->budget_s)) {
-			snprintf(t->unconfirmed, sizeof(t->unconfirmed), "no time left for %ld confirmation rounds (about %.0f s)",
-			         t->o->confirm, need);
-			break;
-		}
-		for (long k = 0; k < t->o->confirm && t->vs.v[v].status == NW_TV_ACTIVE; k++) {
-			int order[2] = { k % 2 ? v : 0, k % 2 ? 0 : v };
-			for (int j = 0; j < 2; j++) {
-				int w = order[j];
-				if (run_one(t, w, t->done[w] + 1, 0, "confirming") != 0)
-					return interrupted ? 130 : 3;
-				if (w == 0 && t->vs.v[0].status != NW_TV_ACTIVE) {
-					nw_error("the default run failed while confirming: %s", t->vs.v[0].why);
-					return 3;
-				}
-			}
-		}
-		t->vs.v[v].confirmed = 1;
-		analyze(t);
-	}
-	if (t->rec >= 0 && !t->vs.v[t->rec].confirmed) {
-		t->candidate = t->rec;
-		if (!t->unconfirmed[0])
-			snprintf(t->unconfirmed, sizeof(t->unconfirmed), "three candidates in a row lost their lead when measured again");
-		t->rec = -1;
-		t->nalso = 0;
-	}
-	return 0;
-}
-
-static void print_header(const struct tune *t)
+/* What was measured, on what, for how long, and why it stopped early. */
+static void print_header(const struct nw_tuner *t)
 {
 	char el[32], bud[32];
-	fmt_dur(elapsed(t), el, sizeof(el));
-	fmt_dur(t->o->budget_s, bud, sizeof(bud));
+	nw_tune_fmt_dur(nw_tuner_elapsed(t), el, sizeof(el));
+	nw_tune_fmt_dur(t->o->budget_s, bud, sizeof(bud));
 	printf("ncclwatch tune%s: %s%s%s%d rank%s%s%s%s, backend %s\n", t->o->check_env ? " --check-env" : "",
 	       t->nccl_version[0] ? "NCCL " : "", t->nccl_version, t->nccl_version[0] ? ", " : "",
 	       t->nranks, t->nranks == 1 ? "" : "s",
@@ -793,7 +341,8 @@ static void print_header(const struct tune *t)
 		printf("stopped early: %s\n", t->stopped);
 }
 
-static void print_tune_table(const struct tune *t)
+/* The op x band table: the default, the best variant where one is better, or why none is. */
+static void print_tune_table(const struct nw_tuner *t)
 {
 	printf("\n%-15s %-18s %11s  %-28s %11s %8s  %-17s %s\n", "op", "size band", "default", "best variant",
 	       "best", "gain", "95% interval", "verdict");
@@ -801,7 +350,7 @@ static void print_tune_table(const struct tune *t)
 		const struct nw_tune_cell *c = &t->cells[i];
 		char d[32], b[32], iv[48];
 		fmt_us(c->default_us, d, sizeof(d));
-		const char *op = nw_coll_get((enum nw_op)c->op)->name;
+		const char *op = nw_coll_get(c->op)->name;
 		if (c->best >= 0) {
 			const struct nw_tune_cmp *m = &c->best_cmp;
 			fmt_us(m->med_v, b, sizeof(b));
@@ -823,57 +372,48 @@ static void print_tune_table(const struct tune *t)
 	}
 }
 
-/* Variants still in the running with fewer repeats than a verdict needs. */
-static int few_repeats(const struct tune *t)
+/* Variants in status a or b under a heading, each with why (nothing when there are none). */
+static void print_status_list(const struct nw_tuner *t, const char *heading, enum nw_tune_status a,
+                              enum nw_tune_status b)
 {
-	int n = 0;
-	for (int v = 1; v < t->vs.n; v++)
-		n += t->vs.v[v].status == NW_TV_ACTIVE && t->done[v] < NW_TUNE_MIN_REPEATS;
-	return n;
-}
-
-/* 1 when nothing could be judged: the default, or every variant left, has too few repeats. */
-static int no_verdict(const struct tune *t)
-{
-	int active = 0;
-	for (int v = 1; v < t->vs.n; v++)
-		active += t->vs.v[v].status == NW_TV_ACTIVE;
-	return t->done[0] < NW_TUNE_MIN_REPEATS || (active && few_repeats(t) == active);
-}
-
-static void print_tune_verdict(const struct tune *t)
-{
-	int any_best = 0;
-	for (int i = 0; i < t->ncells; i++)
-		any_best |= t->cells[i].best >= 0;
 	int printed = 0;
 	for (int v = 1; v < t->vs.n; v++) {
 		const struct nw_tune_variant *var = &t->vs.v[v];
-		if (var->status == NW_TV_FAILED || var->status == NW_TV_WRONG) {
-			if (!printed++)
-				printf("\nfailed (never recommended):\n");
-			printf("  %s: %s%s\n", var->label, var->status == NW_TV_WRONG ? "wrong results, " : "", var->why);
-		}
+		if (var->status != a && var->status != b)
+			continue;
+		if (!printed++)
+			printf("\n%s:\n", heading);
+		printf("  %s: %s%s\n", var->label,
+		       var->status == NW_TV_WRONG ? "wrong results, " :
+		       var->status == NW_TV_PRUNED ? "pruned, " :
+		       var->status == NW_TV_SKIPPED ? "skipped, " : "", var->why);
 	}
-	printed = 0;
-	for (int v = 1; v < t->vs.n; v++) {
-		const struct nw_tune_variant *var = &t->vs.v[v];
-		if (var->status == NW_TV_PRUNED || var->status == NW_TV_SKIPPED) {
-			if (!printed++)
-				printf("\nnot measured to the end:\n");
-			printf("  %s: %s %s\n", var->label, var->status == NW_TV_PRUNED ? "pruned," : "skipped,", var->why);
-		}
-	}
-	printed = 0;
+}
+
+/* Variants measured to the end that are faster in some bands and slower in others. */
+static void print_mixed(const struct nw_tuner *t)
+{
+	int printed = 0;
 	for (int v = 1; v < t->vs.n; v++) {
 		int nb, nw;
-		count_verdicts(t, v, &nb, &nw);
+		nw_tuner_count_verdicts(t, v, &nb, &nw);
 		if (t->vs.v[v].status != NW_TV_ACTIVE || !nb || !nw)
 			continue;
 		if (!printed++)
 			printf("\nfaster in some bands but slower in others (not recommended process-wide):\n");
 		printf("  %s: better in %d, worse in %d (op x band)\n", t->vs.v[v].label, nb, nw);
 	}
+}
+
+/* What was not measured to the end or is mixed, what the verdict covers, and the verdict. */
+static void print_tune_verdict(const struct nw_tuner *t)
+{
+	int any_best = 0;
+	for (int i = 0; i < t->ncells; i++)
+		any_best |= t->cells[i].best >= 0;
+	print_status_list(t, "failed (never recommended)", NW_TV_FAILED, NW_TV_WRONG);
+	print_status_list(t, "not measured to the end", NW_TV_PRUNED, NW_TV_SKIPPED);
+	print_mixed(t);
 	printf("\n");
 	int nskipped = 0;
 	for (int v = 1; v < t->vs.n; v++)
@@ -881,8 +421,8 @@ static void print_tune_verdict(const struct tune *t)
 	if (nskipped)
 		printf("(%d of %d variants were left out for lack of time: the verdict covers the others only)\n",
 		       nskipped, t->vs.n - 1);
-	int nfew = few_repeats(t);
-	if (no_verdict(t)) {
+	int nfew = nw_tuner_few_repeats(t);
+	if (nw_tuner_no_verdict(t)) {
 		printf("no verdict: too few repeats (%d needed)%s%s; give more --budget or time\n", NW_TUNE_MIN_REPEATS,
 		       t->stopped[0] ? ", " : "", t->stopped);
 		return;
@@ -893,7 +433,7 @@ static void print_tune_verdict(const struct tune *t)
 	if (t->rec >= 0) {
 		const struct nw_tune_variant *var = &t->vs.v[t->rec];
 		int nb, nw;
-		count_verdicts(t, t->rec, &nb, &nw);
+		nw_tuner_count_verdicts(t, t->rec, &nb, &nw);
 		printf("recommendation: %s (better in %d op x band, worse in none%s)\n", var->label, nb,
 		       var->confirmed ? ", confirmed by a second measurement" : "");
 		for (int i = 0; i < t->nalso; i++)
@@ -909,7 +449,8 @@ static void print_tune_verdict(const struct tune *t)
 	}
 }
 
-static void print_check_env(const struct tune *t)
+/* --check-env: the user's settings against the defaults per op x band, and what to do. */
+static void print_check_env(const struct nw_tuner *t)
 {
 	const struct nw_tune_variant *cur = &t->vs.v[1];
 	printf("\nyour settings: %s\n", cur->label);
@@ -923,7 +464,7 @@ static void print_check_env(const struct tune *t)
 	int helps = 0, hurts = 0, same = 0, few = 0;
 	for (int i = 0; i < t->ncells; i++) {
 		const struct nw_tune_cell *c = &t->cells[i];
-		const struct nw_tune_cmp *m = cmp_at(t, 1, c->op, c->band);
+		const struct nw_tune_cmp *m = nw_tuner_cmp(t, 1, c->op, c->band);
 		char d[32], b[32], iv[48], g[16];
 		fmt_us(m->med_d, d, sizeof(d));
 		fmt_us(m->med_v, b, sizeof(b));
@@ -932,8 +473,8 @@ static void print_check_env(const struct tune *t)
 			snprintf(iv, sizeof(iv), "%+.1f..%+.1f%%", 100 * m->ci_lo, 100 * m->ci_hi);
 		else
 			snprintf(iv, sizeof(iv), "-");
-		printf("%-15s %-18s %11s %11s %8s  %-17s %s\n", nw_coll_get((enum nw_op)c->op)->name,
-		       t->bands[c->band].name, d, b, g, iv, verdict_name(m->verdict, 1));
+		printf("%-15s %-18s %11s %11s %8s  %-17s %s\n", nw_coll_get(c->op)->name,
+		       t->bands[c->band].name, d, b, g, iv, nw_tune_verdict_name(m->verdict, 1));
 		helps += m->verdict == NW_TC_BETTER;
 		hurts += m->verdict == NW_TC_WORSE;
 		same += m->verdict == NW_TC_SAME;
@@ -952,126 +493,13 @@ static void print_check_env(const struct tune *t)
 		printf("they help some sizes and hurt others: keep them only if your job's sizes are where they help\n");
 }
 
-static json_t *num_or_null(double x)
+/* Writes the env file to path ('-': stdout); 0, or -1 after printing the error. */
+static int write_env_file(const struct nw_tuner *t, const char *path)
 {
-	return isfinite(x) ? json_real(x) : json_null();
-}
-
-static json_t *variant_json(const struct tune *t, int v)
-{
-	const struct nw_tune_variant *var = &t->vs.v[v];
-	json_t *env = json_object(), *ops = json_array();
-	for (int i = 0; i < var->nset; i++)
-		json_object_set_new(env, var->set[i].name, json_string(var->set[i].value));
-	for (int op = 0; op < NW_NOPS; op++)
-		if (t->opmask & var->opmask & (1u << op))
-			json_array_append_new(ops, json_string(nw_coll_get((enum nw_op)op)->name));
-	return json_pack("{s:s, s:o, s:b, s:o, s:s, s:s, s:i, s:b, s:o}", "label", var->label, "env", env,
-	                 "keeps_current_env", var->keep_env, "ops", ops, "status", status_name(var->status),
-	                 "why", var->why, "runs", var->runs, "confirmed", var->confirmed,
-	                 "cost_s", num_or_null(var->cost_s));
-}
-
-/* The whole result as JSON (schema ncclwatch.tune/1, docs/tune.md); caller decrefs. */
-static json_t *tune_json(const struct tune *t)
-{
-	char now[32], host[256];
-	nw_utc_iso(now, sizeof(now));
-	nw_hostname(host, sizeof(host));
-	json_t *doc = json_object();
-	json_object_set_new(doc, "schema", json_string("ncclwatch.tune/1"));
-	json_object_set_new(doc, "mode", json_string(t->o->check_env ? "check-env" : "tune"));
-	json_object_set_new(doc, "host", json_string(host));
-	json_object_set_new(doc, "time", json_string(now));
-	json_object_set_new(doc, "nccl_version", json_string(t->nccl_version));
-	json_object_set_new(doc, "backend", json_string(t->backend));
-	json_object_set_new(doc, "gpus", json_string(t->gpus));
-	json_object_set_new(doc, "nranks", json_integer(t->nranks));
-	json_object_set_new(doc, "budget_s", t->o->budget_s > 0 ? json_real(t->o->budget_s) : json_null());
-	json_object_set_new(doc, "elapsed_s", json_real(elapsed(t)));
-	json_object_set_new(doc, "runs", json_integer(t->runs_total));
-	json_object_set_new(doc, "repeats_planned", json_integer(t->repeats));
-	json_object_set_new(doc, "min_gain", json_real(t->o->min_gain));
-	json_object_set_new(doc, "stopped", t->stopped[0] ? json_string(t->stopped) : json_null());
-	json_object_set_new(doc, "unset_env", json_string(t->stripped));
-	json_t *bands = json_array();
-	for (int b = 0; b < t->nbands; b++)
-		json_array_append_new(bands, json_pack("{s:s, s:I, s:o}", "name", t->bands[b].name,
-		                                       "lo_bytes", (json_int_t)t->bands[b].lo, "hi_bytes",
-		                                       t->bands[b].hi == UINT64_MAX ? json_null() : json_integer((json_int_t)t->bands[b].hi)));
-	json_object_set_new(doc, "bands", bands);
-	json_t *vars = json_array();
-	for (int v = 0; v < t->vs.n; v++)
-		json_array_append_new(vars, variant_json(t, v));
-	json_object_set_new(doc, "variants", vars);
-	json_t *cells = json_array();
-	for (int i = 0; i < t->ncells; i++) {
-		const struct nw_tune_cell *c = &t->cells[i];
-		const struct nw_tune_samples *ds = nw_tune_data_at(&t->data, 0, c->op, c->band);
-		json_t *dsamp = json_array(), *cv = json_array();
-		for (int k = 0; k < ds->n; k++)
-			json_array_append_new(dsamp, json_real(ds->x[k]));
-		for (int v = 1; v < t->vs.n; v++) {
-			const struct nw_tune_samples *s = nw_tune_data_at(&t->data, v, c->op, c->band);
-			if (!s->n)
-				continue;
-			const struct nw_tune_cmp *m = cmp_at(t, v, c->op, c->band);
-			json_t *samp = json_array();
-			for (int k = 0; k < s->n; k++)
-				json_array_append_new(samp, json_real(s->x[k]));
-			json_array_append_new(cv, json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s}", "label",
-			                                    t->vs.v[v].label, "samples_us", samp, "median_us", num_or_null(m->med_v),
-			                                    "min_us", num_or_null(m->lo_v), "max_us", num_or_null(m->hi_v),
-			                                    "gain", num_or_null(m->gain), "ci_lo", num_or_null(m->ci_lo),
-			                                    "ci_hi", num_or_null(m->ci_hi),
-			                                    "verdict", verdict_name(m->verdict, t->o->check_env)));
-		}
-		json_array_append_new(cells, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "op",
-		                                       nw_coll_get((enum nw_op)c->op)->name, "band", t->bands[c->band].name,
-		                                       "default_us", num_or_null(c->default_us), "default_samples_us", dsamp,
-		                                       "best", c->best >= 0 ? json_string(t->vs.v[c->best].label) : json_null(),
-		                                       "gain", c->best >= 0 ? num_or_null(c->best_cmp.gain) : json_null(),
-		                                       "variants", cv));
-	}
-	json_object_set_new(doc, "cells", cells);
-	if (!t->o->check_env) {
-		json_t *rec = json_object(), *env = json_object(), *also = json_array();
-		json_object_set_new(rec, "verdict", json_boolean(!no_verdict(t)));
-		json_object_set_new(rec, "defaults_best", json_boolean(t->rec < 0 && !no_verdict(t)));
-		json_object_set_new(rec, "label", t->rec >= 0 ? json_string(t->vs.v[t->rec].label) : json_null());
-		json_object_set_new(rec, "confirmed", json_boolean(t->rec >= 0 && t->vs.v[t->rec].confirmed));
-		json_object_set_new(rec, "unconfirmed_candidate",
-		                    t->candidate >= 0 ? json_string(t->vs.v[t->candidate].label) : json_null());
-		json_object_set_new(rec, "unconfirmed_why", t->candidate >= 0 ? json_string(t->unconfirmed) : json_null());
-		if (t->rec >= 0)
-			for (int i = 0; i < t->vs.v[t->rec].nset; i++)
-				json_object_set_new(env, t->vs.v[t->rec].set[i].name, json_string(t->vs.v[t->rec].set[i].value));
-		for (int i = 0; i < t->nalso; i++)
-			json_array_append_new(also, json_string(t->vs.v[t->also[i]].label));
-		json_object_set_new(rec, "env", env);
-		json_object_set_new(rec, "also", also);
-		json_object_set_new(doc, "recommendation", rec);
-	}
-	return doc;
-}
-
-static int write_env_file(const struct tune *t, const char *path)
-{
-	char now[32], host[256];
-	nw_utc_iso(now, sizeof(now));
-	nw_hostname(host, sizeof(host));
 	FILE *f = !strcmp(path, "-") ? stdout : fopen(path, "w");
 	if (!f)
 		return nw_error("cannot write '%s': %s", path, strerror(errno));
-	int rc;
-	if (no_verdict(t))
-		rc = fprintf(f, "# ncclwatch tune on %s, %s: no verdict (too few repeats%s%s); nothing to set.\n", host, now,
-		             t->stopped[0] ? ", " : "", t->stopped) < 0 ? -1 : 0;
-	else
-		rc = nw_tune_write_env(f, &t->data, &t->vs, t->cmps, t->rec, now, host, t->nccl_version);
-	if (rc == 0 && t->candidate >= 0 && fprintf(f, "# (%s looked faster but was not confirmed: %s)\n",
-	                                             t->vs.v[t->candidate].label, t->unconfirmed) < 0)
-		rc = -1;
+	int rc = nw_tuner_write_env(t, f);
 	if (f != stdout && fclose(f) != 0)
 		rc = -1;
 	if (rc != 0)
@@ -1079,9 +507,10 @@ static int write_env_file(const struct tune *t, const char *path)
 	return 0;
 }
 
-static int write_json_file(const struct tune *t, const char *path)
+/* Writes the JSON document to path ('-': stdout); 0, or -1 after printing the error. */
+static int write_json_file(const struct nw_tuner *t, const char *path)
 {
-	json_t *doc = tune_json(t);
+	json_t *doc = nw_tuner_json(t);
 	int rc;
 	if (!strcmp(path, "-")) {
 		rc = json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
@@ -1095,344 +524,114 @@ static int write_json_file(const struct tune *t, const char *path)
 	return 0;
 }
 
-/* The NCCL_* names this process has that the children will not (", " list). */
-static void stripped_names(const struct tune_opts *o, char *buf, size_t len, int *count)
+/* Shows the driver's notes on stderr: progress and advice unless --quiet, warnings always. */
+static void show_note(void *ctx, enum nw_tune_note kind, const char *text)
 {
-	size_t used = 0;
-	*count = 0;
-	buf[0] = '\0';
-	for (char **e = environ; *e; e++) {
-		if (strncmp(*e, "NCCL_", 5) != 0)
-			continue;
-		size_t n = strcspn(*e, "=");
-		if (n == strlen("NCCL_NVLS_ENABLE") && !strncmp(*e, "NCCL_NVLS_ENABLE", n))
-			continue;
-		int kept = 0;
-		for (int i = 0; i < o->nkeep; i++)
-			kept |= strlen(o->keep[i]) == n && !strncmp(o->keep[i], *e, n);
-		if (kept)
-			continue;
-		(*count)++;
-		int w = snprintf(buf + used, len - used, "%s%.*s", used ? " " : "", (int)n, *e);
-		if (w < 0 || (size_t)w >= len - used)
-			break;
-		used += (size_t)w;
-	}
+	const struct tune_opts *o = ctx;
+	if (kind == NW_TUNE_WARNING || (kind == NW_TUNE_ADVICE && !o->quiet))
+		nw_warn("%s", text);
+	else if (kind == NW_TUNE_PROGRESS && !o->quiet)
+		fprintf(stderr, "tune: %s\n", text);
 }
 
-/* The current NCCL_* settings that check-env measures, as "NAME=v NAME=v". */
-static void current_label(const struct tune_opts *o, char *buf, size_t len)
+/* The first progress line: how many variants of what, and for how long. */
+static void say_start(const struct tune_opts *o, const struct nw_tuner *t, const char *ops)
 {
-	size_t used = 0;
-	buf[0] = '\0';
-	for (char **e = environ; *e; e++) {
-		if (strncmp(*e, "NCCL_", 5) != 0 || !strncmp(*e, "NCCL_NVLS_ENABLE=", 17))
-			continue;
-		size_t n = strcspn(*e, "=");
-		int kept = 0;
-		for (int i = 0; i < o->nkeep; i++)
-			kept |= strlen(o->keep[i]) == n && !strncmp(o->keep[i], *e, n);
-		if (kept)
-			continue;
-		int w = snprintf(buf + used, len - used, "%s%s", used ? " " : "", *e);
-		if (w < 0 || (size_t)w >= len - used)
-			break;
-		used += (size_t)w;
-	}
-}
-
-static void tune_release(struct tune *t)
-{
-	for (int i = 0; i < t->nruns; i++)
-		nw_run_release(&t->runs[i]);
-	free(t->runs);
-	free(t->run_variant);
-	free(t->run_repeat);
-	free(t->done);
-	free(t->est);
-	free(t->keep);
-	free(t->cmps);
-	free(t->cells);
-	free(t->also);
-	nw_tune_data_release(&t->data);
-	nw_tune_variants_release(&t->vs);
-}
-
-/* Whether a child of variant v ran without the environment entry e (see the runner). */
-static int unset_for(const struct tune_opts *o, const struct nw_tune_variant *v, const char *e)
-{
-	if (v->keep_env || strncmp(e, "NCCL_", 5) != 0 || !strncmp(e, "NCCL_NVLS_ENABLE=", 17))
-		return 0;
-	size_t n = strcspn(e, "=");
-	for (int i = 0; i < o->nkeep; i++)
-		if (strlen(o->keep[i]) == n && !strncmp(o->keep[i], e, n))
-			return 0;
-	return 1;
-}
-
-/* Makes this process's NCCL_* variables those a child of v had (saved: the originals). */
-static void env_as_child(const struct tune_opts *o, char **saved, const struct nw_tune_variant *v)
-{
-	for (;;) { /* unset every NCCL_* (restart: unsetenv changes environ) */
-		char **e = environ;
-		while (*e && strncmp(*e, "NCCL_", 5) != 0)
-			e++;
-		if (!*e)
-			break;
-		char name[256];
-		snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
-		unsetenv(name);
-	}
-	for (char **e = saved; e && *e; e++) {
-		if (v && unset_for(o, v, *e))
-			continue;
-		char name[256];
-		size_t n = strcspn(*e, "=");
-		snprintf(name, sizeof(name), "%.*s", (int)n, *e);
-		setenv(name, *e + n + 1, 1);
-	}
-	for (int i = 0; v && i < v->nset; i++)
-		setenv(v->set[i].name, v->set[i].value, 1);
-}
-
-/*
- * Records every successful run in history: source "tune", h.extra["tune"]
- * = {variant, env, repeat, mode, started}, and a fingerprint whose "env"
- * is the environment that run had (not tune's own). Failures to record are
- * warnings: the measurement stands.
- */
-static void record(struct tune *t, const char *started)
-{
-	const struct tune_opts *o = t->o;
-	char err[NW_ERRLEN], path[4096];
-	struct nw_store *db = NULL;
-	if (o->so.disabled || t->nruns == 0)
+	char bud[32];
+	if (o->quiet)
 		return;
-	if (nw_store_path(&o->so, path, sizeof(path), err, sizeof(err)) != 0 ||
-	    nw_store_open(path, NW_STORE_WRITE, &db, err, sizeof(err)) != 0) {
-		nw_warn("history: %s; the runs are not recorded (--no-history to skip it)", err);
-		return;
-	}
-	int n = 0;
-	for (char **e = environ; *e; e++)
-		n += !strncmp(*e, "NCCL_", 5);
-	char **saved = nw_calloc((size_t)n + 1, sizeof(char *));
-	n = 0;
-	for (char **e = environ; *e; e++)
-		if (!strncmp(*e, "NCCL_", 5))
-			saved[n++] = nw_strdup(*e);
-	long long first = 0, last = 0;
-	int recorded = 0;
-	for (int i = 0; i < t->nruns; i++) {
-		struct nw_run *run = &t->runs[i];
-		const struct nw_tune_variant *v = &t->vs.v[t->run_variant[i]];
-		nw_strlcpy(run->h.source, "tune", sizeof(run->h.source));
-		if (!json_is_object(run->h.extra)) {
-			json_decref(run->h.extra);
-			run->h.extra = json_object();
-		}
-		json_t *env = json_object();
-		for (int k = 0; k < v->nset; k++)
-			json_object_set_new(env, v->set[k].name, json_string(v->set[k].value));
-		json_object_set_new(run->h.extra, "tune",
-		                    json_pack("{s:s, s:o, s:i, s:s, s:b, s:s}", "variant", v->label, "env", env,
-		                              "repeat", t->run_repeat[i], "mode", o->check_env ? "check-env" : "tune",
-		                              "keeps_current_env", v->keep_env, "started", started));
-		json_object_del(run->h.extra, "fingerprint");
-		env_as_child(o, saved, v);
-		nw_fingerprint_collect(run);
-		long long id = 0;
-		if (nw_store_insert(db, run, &id, err, sizeof(err)) != 0) {
-			nw_warn("history: %s; %d of %d runs recorded", err, recorded, t->nruns);
-			break;
-		}
-		if (!recorded++)
-			first = id;
-		last = id;
-	}
-	env_as_child(o, saved, NULL);
-	nw_tune_argv_free(saved);
-	nw_store_close(db);
-	if (recorded && !o->quiet)
-		fprintf(stderr, "tune: recorded %d run%s in history (ids %lld-%lld, source tune)\n", recorded,
-		        recorded == 1 ? "" : "s", first, last);
+	nw_tune_fmt_dur(o->t.budget_s, bud, sizeof(bud));
+	fprintf(stderr, "tune: %d variant%s of %s (sizes %s..%s), up to %d repeats%s%s\n", t->vs.n,
+	        t->vs.n == 1 ? "" : "s", ops, o->bench.b, o->bench.e, o->t.repeats, o->t.budget_s > 0 ? ", budget " : "",
+	        o->t.budget_s > 0 ? bud : "");
 }
 
-int cmd_tune(int argc, char **argv)
+/* Measures with SIGINT and SIGTERM caught: a run in progress is ended and what was measured stands. */
+static int measure_caught(struct nw_tuner *t, char *err, size_t errlen)
 {
-	struct tune_opts o;
-	struct tune t;
-	char err[NW_ERRLEN], self[PATH_MAX], tmpl[PATH_MAX];
-	char **launcher = NULL, **bargs = NULL;
-	int rc = parse(argc, argv, &o);
-	int have_tmp = 0;
-	memset(&t, 0, sizeof(t));
-	nw_tune_variants_init(&t.vs);
-	if (rc != 0)
-		goto out;
-	rc = 2;
-	t.o = &o;
-	char opsbuf[256];
-	if (parse_ops(o.ops, &t.opmask, opsbuf, sizeof(opsbuf)) != 0)
-		goto out;
-	for (int op = 0; op < NW_NOPS; op++)
-		t.nops += (t.opmask >> op) & 1;
-	t.nbands = nw_tune_bands_parse(o.bands_spec, t.bands, err, sizeof(err));
-	if (t.nbands < 0) {
-		nw_error("%s", err);
-		goto out;
-	}
-	int nstripped;
-	stripped_names(&o, t.stripped, sizeof(t.stripped), &nstripped);
-	if (o.check_env) {
-		if (o.nvars || (o.groups != NW_TG_ALL))
-			nw_warn("--check-env measures the current settings only; --var and --settings are ignored");
-		char cur[sizeof(((struct nw_tune_variant *)0)->label) - 16];
-		current_label(&o, cur, sizeof(cur));
-		if (!cur[0]) {
-			printf("no NCCL_* variables are set (besides NCCL_NVLS_ENABLE and --keep ones): nothing to check; NCCL runs with its defaults\n");
-			rc = 0;
-			goto out;
-		}
-		nw_tune_variants_add(&t.vs, "defaults", NULL, NULL, t.opmask);
-		struct nw_tune_variant *v = nw_tune_variants_add(&t.vs, NULL, NULL, NULL, t.opmask);
-		snprintf(v->label, sizeof(v->label), "current (%s)", cur);
-		v->keep_env = 1;
-	} else {
-		const char *nvls = getenv("NCCL_NVLS_ENABLE");
-		int nvls_on = !nvls || strcmp(nvls, "0") != 0;
-		if (nw_tune_variants_build(&t.vs, o.groups, t.opmask, nvls_on, o.vars, o.nvars, err,
-		                           sizeof(err)) != 0) {
-			nw_error("%s", err);
-			goto out;
-		}
-		if (t.vs.n < 2) {
-			nw_error("nothing to compare: --settings none and no --var; give --var NAME=v1,v2 or --settings all");
-			goto out;
-		}
-		if (nstripped && !o.quiet)
-			nw_warn("unset in every measured run so that 'default' means NCCL's defaults: %s (keep one with --keep NAME)",
-			        t.stripped);
-	}
-
-	/* The bench child. */
-	if (o.bench_cmd) {
-		nw_strlcpy(self, o.bench_cmd, sizeof(self));
-	} else {
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n <= 0) {
-			nw_error("cannot find this program's path (/proc/self/exe): %s; give --bench-cmd PATH", strerror(errno));
-			rc = 3;
-			goto out;
-		}
-		self[n] = '\0';
-	}
-	if (o.save_runs && mkdir(o.save_runs, 0777) != 0 && errno != EEXIST) {
-		nw_error("cannot create '%s': %s", o.save_runs, strerror(errno));
-		goto out;
-	}
-	const char *tmpdir = getenv("TMPDIR");
-	snprintf(tmpl, sizeof(tmpl), "%s/ncclwatch-tune.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-	if (!mkdtemp(tmpl)) {
-		nw_error("cannot create a directory under '%s': %s; set TMPDIR", tmpdir && *tmpdir ? tmpdir : "/tmp",
-		         strerror(errno));
-		rc = 3;
-		goto out;
-	}
-	have_tmp = 1;
-	launcher = o.launcher ? nw_tune_split_words(o.launcher) : NULL;
-	{
-		char spec[1024];
-		snprintf(spec, sizeof(spec), "-b %s -e %s -f %s -n %s -w %s -d %s -o %s%s%s%s%s", o.b, o.e, o.f, o.n,
-		         o.w, o.d, o.o, o.g ? " -g " : "", o.g ? o.g : "", o.backend ? " --backend " : "",
-		         o.backend ? o.backend : "");
-		bargs = nw_tune_split_words(spec);
-		if (o.nccl_lib) {
-			/* A path may hold blanks: appended as its own word. */
-			int nb = 0;
-			while (bargs[nb])
-				nb++;
-			bargs = nw_realloc(bargs, (size_t)(nb + 3) * sizeof(*bargs));
-			bargs[nb] = nw_strdup("--nccl-lib");
-			bargs[nb + 1] = nw_strdup(o.nccl_lib);
-			bargs[nb + 2] = NULL;
-		}
-	}
-	t.child.launcher = launcher;
-	t.child.bench_cmd = self;
-	t.child.bench_args = bargs;
-	t.child.keep = o.keep;
-	t.child.tmpdir = tmpl;
-	t.child.interrupted = &interrupted;
-
-	nw_tune_data_init(&t.data, t.vs.n, t.bands, t.nbands);
-	t.done = nw_calloc((size_t)t.vs.n, sizeof(int));
-	t.est = nw_calloc((size_t)t.vs.n, sizeof(double));
-	t.keep = nw_calloc((size_t)t.vs.n, sizeof(int));
-
 	struct sigaction sa, old_int, old_term;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
-	char started[32];
-	nw_utc_iso(started, sizeof(started));
-	t.t0 = nw_now();
-	if (!o.quiet) {
-		char bud[32];
-		fmt_dur(o.budget_s, bud, sizeof(bud));
-		fprintf(stderr, "tune: %d variant%s of %s (sizes %s..%s), up to %ld repeats%s%s\n", t.vs.n,
-		        t.vs.n == 1 ? "" : "s", opsbuf, o.b, o.e, o.repeats, o.budget_s > 0 ? ", budget " : "",
-		        o.budget_s > 0 ? bud : "");
-	}
-	int mrc = measure(&t);
+	int rc = nw_tuner_measure(t, err, errlen);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
-	if (mrc == 3 || (mrc == 130 && t.runs_total == 0)) {
-		rc = mrc;
+	return rc;
+}
+
+/* The report on stdout (unless the JSON goes there) and the files asked for; rc, or 3 when a file fails. */
+static int report(const struct tune_opts *o, const struct nw_tuner *t, int rc)
+{
+	if (!o->json_out || strcmp(o->json_out, "-") != 0) {
+		print_header(t);
+		if (o->t.check_env) {
+			print_check_env(t);
+		} else {
+			print_tune_table(t);
+			print_tune_verdict(t);
+		}
+	}
+	if (o->json_out && write_json_file(t, o->json_out) != 0)
+		rc = NW_TUNE_FAILED;
+	if (o->env_out && !o->t.check_env && write_env_file(t, o->env_out) != 0)
+		rc = NW_TUNE_FAILED;
+	if (o->env_out && !o->t.check_env && !o->quiet && rc == 0)
+		fprintf(stderr, "tune: wrote '%s'%s\n", o->env_out, t->rec < 0 ? " (defaults are best: nothing to set)" : "");
+	return rc;
+}
+
+int cmd_tune(int argc, char **argv)
+{
+	struct tune_opts o;
+	struct nw_tuner t;
+	struct nw_tune_child child;
+	char err[NW_ERRLEN], ops[256];
+	memset(&child, 0, sizeof(child));
+	int rc = parse(argc, argv, &o);
+	struct nw_tuner_hooks hooks = {
+		.run_ctx = &child, .note = show_note, .note_ctx = &o, .interrupted = &interrupted,
+	};
+	nw_tuner_init(&t, &o.t, &hooks);
+	if (rc != 0)
+		goto out;
+	rc = NW_TUNE_USAGE;
+	if (nw_tune_ops_parse(o.ops, o.ops_name, &o.t.opmask, err, sizeof(err)) != 0)
+		goto fail;
+	nw_tune_ops_list(o.t.opmask, ops, sizeof(ops));
+	int prepared = nw_tuner_prepare(&t, err, sizeof(err));
+	if (prepared < 0)
+		goto fail;
+	if (prepared > 0) {
+		printf("no NCCL_* variables are set (besides NCCL_NVLS_ENABLE and --keep ones): nothing to check; NCCL runs with its defaults\n");
+		rc = 0;
 		goto out;
 	}
-	if (mrc == 130)
-		snprintf(t.stopped, sizeof(t.stopped), "interrupted");
-
-	if (mrc == 0) {
-		mrc = confirm(&t);
-		if (mrc == 3) {
-			rc = 3;
-			goto out;
-		}
-		if (mrc == 130)
-			snprintf(t.stopped, sizeof(t.stopped), "interrupted");
-	} else {
-		t.candidate = -1;
-		analyze(&t);
-	}
-	record(&t, started);
-	int to_stdout_json = o.json_out && !strcmp(o.json_out, "-");
-	if (!to_stdout_json) {
-		print_header(&t);
-		if (o.check_env) {
-			print_check_env(&t);
-		} else {
-			print_tune_table(&t);
-			print_tune_verdict(&t);
-		}
-	}
-	rc = mrc;
-	if (o.json_out && write_json_file(&t, o.json_out) != 0)
-		rc = 3;
-	if (o.env_out && !o.check_env && write_env_file(&t, o.env_out) != 0)
-		rc = 3;
-	if (o.env_out && !o.check_env && !o.quiet && rc == 0)
-		fprintf(stderr, "tune: wrote '%s'%s\n", o.env_out, t.rec < 0 ? " (defaults are best: nothing to set)" : "");
+	struct nw_tune_child_spec spec = {
+		.bench_cmd = o.bench_cmd, .launcher = o.launcher, .bench = o.bench, .save_runs = o.t.save_runs,
+		.keep = o.keep, .interrupted = &interrupted,
+	};
+	rc = nw_tune_child_open(&child, &spec, err, sizeof(err));
+	if (rc != NW_TUNE_OK)
+		goto fail;
+	say_start(&o, &t, ops);
+	rc = measure_caught(&t, err, sizeof(err));
+	if (rc == NW_TUNE_INTERRUPTED && t.runs_total == 0)
+		goto out;
+	if (rc != NW_TUNE_FAILED)
+		rc = nw_tuner_conclude(&t, rc, err, sizeof(err));
+	if (rc == NW_TUNE_FAILED)
+		goto fail;
+	nw_tuner_record(&t, &o.so);
+	rc = report(&o, &t, rc);
+	goto out;
+fail:
+	nw_error("%s", err);
 out:
-	if (have_tmp)
-		rmdir(tmpl);
-	nw_tune_argv_free(launcher);
-	nw_tune_argv_free(bargs);
+	nw_tune_child_close(&child);
 	for (int i = 0; i < o.nkeep; i++)
 		free(o.keep[i]);
-	tune_release(&t);
+	nw_tuner_release(&t);
 	return rc;
 }

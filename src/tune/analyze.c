@@ -26,7 +26,7 @@ void nw_tune_data_release(struct nw_tune_data *d)
 	memset(d, 0, sizeof(*d));
 }
 
-struct nw_tune_samples *nw_tune_data_at(const struct nw_tune_data *d, int variant, int op,
+struct nw_tune_samples *nw_tune_data_at(const struct nw_tune_data *d, int variant, enum nw_op op,
                                         int band)
 {
 	return &d->s[((size_t)variant * NW_NOPS + (size_t)op) * (size_t)d->nbands + (size_t)band];
@@ -57,13 +57,13 @@ void nw_tune_data_add_run(struct nw_tune_data *d, int variant, const struct nw_r
 		sum[c->op][b] += log(r->time_us);
 		cnt[c->op][b]++;
 	}
-	for (int op = 0; op < NW_NOPS; op++)
+	for (enum nw_op op = 0; op < NW_NOPS; op++)
 		for (int b = 0; b < d->nbands; b++)
 			if (cnt[op][b])
 				push(nw_tune_data_at(d, variant, op, b), exp(sum[op][b] / cnt[op][b]));
 }
 
-static size_t cmp_index(const struct nw_tune_data *d, int v, int op, int b)
+static size_t cmp_index(const struct nw_tune_data *d, int v, enum nw_op op, int b)
 {
 	return ((size_t)v * NW_NOPS + (size_t)op) * (size_t)d->nbands + (size_t)b;
 }
@@ -73,7 +73,7 @@ int nw_tune_analyze(const struct nw_tune_data *d, const struct nw_tune_variants 
                     double min_gain, struct nw_tune_cmp *cmps, struct nw_tune_cell *cells)
 {
 	int ncells = 0;
-	for (int op = 0; op < NW_NOPS; op++) {
+	for (enum nw_op op = 0; op < NW_NOPS; op++) {
 		for (int b = 0; b < d->nbands; b++) {
 			const struct nw_tune_samples *def = nw_tune_data_at(d, 0, op, b);
 			for (int v = 0; v < vs->n; v++) {
@@ -116,7 +116,7 @@ static void tally(const struct nw_tune_data *d, const struct nw_tune_cmp *cmps, 
 {
 	*better = *worse = 0;
 	*gain = 0;
-	for (int op = 0; op < NW_NOPS; op++)
+	for (enum nw_op op = 0; op < NW_NOPS; op++)
 		for (int b = 0; b < d->nbands; b++) {
 			const struct nw_tune_cmp *m = &cmps[cmp_index(d, v, op, b)];
 			if (m->verdict == NW_TC_BETTER) {
@@ -187,13 +187,13 @@ int nw_tune_write_env(FILE *f, const struct nw_tune_data *d, const struct nw_tun
 	} else {
 		const struct nw_tune_variant *v = &vs->v[rec];
 		fprintf(f, "# %s measured faster than the defaults (speed gain, median of repeats, 95%% interval):\n", v->label);
-		for (int op = 0; op < NW_NOPS; op++)
+		for (enum nw_op op = 0; op < NW_NOPS; op++)
 			for (int b = 0; b < d->nbands; b++) {
 				const struct nw_tune_cmp *m = &cmps[cmp_index(d, rec, op, b)];
 				if (m->verdict != NW_TC_BETTER)
 					continue;
 				fprintf(f, "#   %s %s: %+.1f%% (%+.1f%% to %+.1f%%), %.2f us -> %.2f us\n",
-				        nw_coll_get((enum nw_op)op)->name, d->bands[b].name, 100 * m->gain,
+				        nw_coll_get(op)->name, d->bands[b].name, 100 * m->gain,
 				        100 * m->ci_lo, 100 * m->ci_hi, m->med_d, m->med_v);
 			}
 		fprintf(f, "# and slower in no measured size band.\n");

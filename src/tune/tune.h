@@ -10,8 +10,9 @@
  *   analyze   band scores from runs, the per op x band table, the
  *             recommendation, and the env file
  *
- * The tune command (src/cmd/tune.c) drives them and prints; nothing here
- * prints.
+ * The driver (driver.h) composes them into a whole search; the tune
+ * command (src/cmd/tune.c) parses options, calls the driver and prints.
+ * Nothing here prints.
  */
 #ifndef NW_TUNE_H
 #define NW_TUNE_H
@@ -112,6 +113,15 @@ int nw_tune_variants_build(struct nw_tune_variants *vs, unsigned groups, unsigne
                            int nvls_enabled, char *const *vars, int nvars, char *err,
                            size_t errlen);
 
+/*
+ * A comma list of collectives ("all_reduce,sendrecv") into a mask of
+ * (1u << enum nw_op) bits. what names the option in err ("--op").
+ * Returns 0, or -1 with err filled (empty list, unknown name).
+ */
+int nw_tune_ops_parse(const char *spec, const char *what, unsigned *mask, char *err, size_t errlen);
+/* The ops of mask as a comma list, in enum order. */
+void nw_tune_ops_list(unsigned mask, char *buf, size_t len);
+
 /* ---------------------------------------------------------------- stats */
 
 /* Median of n values (n > 0; the array is not changed). */
@@ -184,14 +194,59 @@ void nw_tune_plan(const struct nw_tune_plan_in *in, struct nw_tune_plan_out *out
 
 /* --------------------------------------------------------------- runner */
 
+/* Outcomes of tune's steps; each is also the exit status of the tune command. */
+enum nw_tune_rc {
+	NW_TUNE_OK = 0,
+	NW_TUNE_USAGE = 2,        /* a bad option value */
+	NW_TUNE_FAILED = 3,       /* the default runs failed, or the machine refused */
+	NW_TUNE_INTERRUPTED = 130,
+};
+
+/* Bench's own options, passed to every child as the user typed them (NULL: bench's default). */
+struct nw_tune_bench_opts {
+	const char *b, *e, *f, *n, *w, *d, *o;
+	const char *g, *backend, *nccl_lib;
+};
+
+/* What nw_tune_child_open needs. */
+struct nw_tune_child_spec {
+	const char *bench_cmd;  /* the bench program; NULL: this program (/proc/self/exe) */
+	const char *launcher;   /* prefix for multi-process runs, split on blanks; NULL: none */
+	struct nw_tune_bench_opts bench;
+	const char *save_runs;  /* directory for kept result files, created when missing; NULL: none */
+	char *const *keep;      /* NCCL_* names kept in every child (NULL-terminated; may be NULL) */
+	volatile sig_atomic_t *interrupted; /* when set non-zero (a signal), a running child is ended */
+};
+
+/* How bench children are started. Owned strings and arrays, except keep. */
 struct nw_tune_child {
 	char **launcher;        /* argv prefix ("mpirun", "-np", "2"), NULL-terminated; may be NULL */
-	const char *bench_cmd;  /* the ncclwatch binary (or a stand-in) */
+	char *bench_cmd;        /* the ncclwatch binary (or a stand-in) */
 	char **bench_args;      /* arguments after "bench", NULL-terminated, without --json/-c */
-	char **keep;            /* NCCL_* names kept in every child (NULL-terminated; may be NULL) */
-	const char *tmpdir;     /* where result files go */
-	double timeout_s;       /* kill after this long */
-	volatile sig_atomic_t *interrupted; /* when set non-zero (a signal), the child is ended */
+	char *const *keep;      /* NCCL_* names kept in every child (NULL-terminated; may be NULL) */
+	char *tmpdir;           /* where result files go; made by open, removed by close */
+	volatile sig_atomic_t *interrupted;
+};
+
+/*
+ * Prepare c from s, in this order: the bench program, the save_runs
+ * directory, a fresh directory under $TMPDIR, the launcher and bench
+ * argument lists. Returns NW_TUNE_OK, NW_TUNE_USAGE (save_runs cannot be
+ * created) or NW_TUNE_FAILED (no program path, no temporary directory),
+ * with err filled. c is to be closed in every case.
+ */
+int nw_tune_child_open(struct nw_tune_child *c, const struct nw_tune_child_spec *s, char *err,
+                       size_t errlen);
+/* Removes the temporary directory and frees what c holds; c stays, empty. */
+void nw_tune_child_close(struct nw_tune_child *c);
+
+/* One run asked of a runner. */
+struct nw_tune_request {
+	const struct nw_tune_variant *v;
+	const char *ops;        /* comma list of the ops to run */
+	int check;              /* 1: verify results (bench -c 1) */
+	const char *json_keep;  /* a path to copy the child's results file to, or NULL */
+	double timeout_s;       /* kill the run after this long */
 };
 
 struct nw_tune_result {
@@ -204,18 +259,23 @@ struct nw_tune_result {
 };
 
 /*
- * Run one bench child for variant v: environment = ours, minus every NCCL_*
- * except NCCL_NVLS_ENABLE and c->keep (unless v->keep_env), plus v's
- * settings; with a launcher the settings also travel on the command line
- * through env(1) so every rank gets them. check selects -c 1. ops is the
- * comma list of ops to run. json_keep, when not NULL, is a path to copy
- * the child's result file to. Returns 0 when the child ran (see r->rc),
- * -1 with err filled when it could not be started. r is initialised here;
- * the caller releases r->run.
+ * Run one bench child for rq->v: environment = ours, minus every NCCL_*
+ * variable nw_tune_env_unset names, plus the variant's settings; with a
+ * launcher the settings also travel on the command line through env(1)
+ * so every rank gets them. Returns 0 when the child ran (see r->rc), -1
+ * with err filled when it could not be started, was interrupted, or its
+ * results could not be kept. r is initialised here; the caller releases
+ * r->run.
  */
-int nw_tune_run_child(const struct nw_tune_child *c, const struct nw_tune_variant *v,
-                      const char *ops, int check, const char *json_keep,
+int nw_tune_run_child(const struct nw_tune_child *c, const struct nw_tune_request *rq,
                       struct nw_tune_result *r, char *err, size_t errlen);
+
+/*
+ * Whether a child runs without the environment entry "NAME=value": every
+ * NCCL_* variable is unset except NCCL_NVLS_ENABLE and the names in keep
+ * (NULL-terminated; may be NULL), unless keep_env (check-env's "current").
+ */
+int nw_tune_env_unset(char *const *keep, int keep_env, const char *entry);
 
 /* Split a launcher string on blanks into a NULL-terminated argv (caller frees with nw_tune_argv_free). */
 char **nw_tune_split_words(const char *s);
@@ -239,7 +299,7 @@ struct nw_tune_data {
 void nw_tune_data_init(struct nw_tune_data *d, int nvariants, const struct nw_tune_band *bands,
                        int nbands);
 void nw_tune_data_release(struct nw_tune_data *d);
-struct nw_tune_samples *nw_tune_data_at(const struct nw_tune_data *d, int variant, int op,
+struct nw_tune_samples *nw_tune_data_at(const struct nw_tune_data *d, int variant, enum nw_op op,
                                         int band);
 /*
  * Add one run's scores for a variant: per (op, band) the geometric mean of
@@ -249,7 +309,8 @@ void nw_tune_data_add_run(struct nw_tune_data *d, int variant, const struct nw_r
 
 /* One cell of the table: op x band, default against the best variant. */
 struct nw_tune_cell {
-	int op, band;
+	enum nw_op op;
+	int band;
 	double default_us;      /* median band score of the default */
 	int best;               /* variant index with a BETTER verdict and the highest gain, or -1 */
 	struct nw_tune_cmp best_cmp;

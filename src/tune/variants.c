@@ -187,3 +187,43 @@ int nw_tune_variants_build(struct nw_tune_variants *vs, unsigned groups_mask, un
 	}
 	return 0;
 }
+
+/* The ops of mask as a comma list, in enum order; see tune.h. */
+void nw_tune_ops_list(unsigned mask, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (enum nw_op op = 0; op < NW_NOPS; op++) {
+		if (!(mask & (1u << op)))
+			continue;
+		int n = snprintf(buf + used, len - used, "%s%s", used ? "," : "", nw_coll_get(op)->name);
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+}
+
+/* A comma list of collectives into an op mask; see tune.h. */
+int nw_tune_ops_parse(const char *spec, const char *what, unsigned *mask, char *err, size_t errlen)
+{
+	*mask = 0;
+	const char *p = spec;
+	if (!*p)
+		return nw_seterr(err, errlen, "%s: empty list; give e.g. all_reduce,all_gather", what);
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		char name[32];
+		if (n == 0 || n >= sizeof(name))
+			return nw_seterr(err, errlen, "%s: bad list '%s'", what, spec);
+		snprintf(name, sizeof(name), "%.*s", (int)n, p);
+		const struct nw_coll *c = nw_coll_find(name);
+		if (!c)
+			return nw_seterr(err, errlen, "%s: unknown collective '%s' (all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv, gather, scatter)",
+			                 what, name);
+		*mask |= 1u << c->op;
+		p += n;
+		if (*p)
+			p++;
+	}
+	return 0;
+}
