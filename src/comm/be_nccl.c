@@ -119,83 +119,106 @@ static int be_alloc(struct nw_backend *be, size_t bytes, char *err, size_t errle
 	return 0;
 }
 
+/* One local rank's side of a call: its buffers, element count and type, communicator and stream. */
+struct side {
+	const struct nw_nccl *nc;
+	const char *s;      /* what it sends */
+	char *r;            /* where it receives */
+	size_t cnt, es;     /* elements (nccl-tests' count) and bytes per element */
+	int t;              /* data type */
+	int rank, n;        /* its global rank, of n */
+	nw_ncclComm_t comm;
+	nw_CUstream st;
+};
+
+/* sendrecv: to rank + 1 and from rank - 1 (a ring), or both ways with the peer of a pair. */
+static nw_ncclResult_t sendrecv(const struct side *x, const struct nw_call *c)
+{
+	const struct nw_nccl *nc = x->nc;
+	int to = (x->rank + 1) % x->n, from = (x->rank - 1 + x->n) % x->n;
+	if (c->pair) {
+		to = from = nw_call_pair_peer(c, x->rank);
+		if (to < 0)
+			return 0;
+	}
+	nw_ncclResult_t rc = nc->GroupStart();
+	if (!rc)
+		rc = nc->Send(x->s, x->cnt, x->t, to, x->comm, x->st);
+	if (!rc)
+		rc = nc->Recv(x->r, x->cnt, x->t, from, x->comm, x->st);
+	if (!rc)
+		rc = nc->GroupEnd();
+	return rc;
+}
+
+/* alltoall before NCCL 2.28: a send to and a receive from every rank, as one group. */
+static nw_ncclResult_t alltoall_p2p(const struct side *x)
+{
+	const struct nw_nccl *nc = x->nc;
+	nw_ncclResult_t rc = nc->GroupStart();
+	for (int k = 0; k < x->n && !rc; k++) {
+		rc = nc->Send(x->s + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+		if (!rc)
+			rc = nc->Recv(x->r + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+	}
+	if (!rc)
+		rc = nc->GroupEnd();
+	return rc;
+}
+
+/* gather before NCCL 2.28: every rank sends to the root, which receives each rank's chunk. */
+static nw_ncclResult_t gather_p2p(const struct side *x, int root)
+{
+	const struct nw_nccl *nc = x->nc;
+	nw_ncclResult_t rc = nc->GroupStart();
+	if (!rc)
+		rc = nc->Send(x->s, x->cnt, x->t, root, x->comm, x->st);
+	for (int k = 0; k < x->n && !rc && x->rank == root; k++)
+		rc = nc->Recv(x->r + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+	if (!rc)
+		rc = nc->GroupEnd();
+	return rc;
+}
+
+/* scatter before NCCL 2.28: the root sends each rank its chunk, every rank receives from the root. */
+static nw_ncclResult_t scatter_p2p(const struct side *x, int root)
+{
+	const struct nw_nccl *nc = x->nc;
+	nw_ncclResult_t rc = nc->GroupStart();
+	for (int k = 0; k < x->n && !rc && x->rank == root; k++)
+		rc = nc->Send(x->s + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+	if (!rc)
+		rc = nc->Recv(x->r, x->cnt, x->t, root, x->comm, x->st);
+	if (!rc)
+		rc = nc->GroupEnd();
+	return rc;
+}
+
+/* Enqueue call c for local rank i on its stream. 0, or -1 with err naming the collective. */
 static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char *err, size_t errlen)
 {
 	struct nccl_priv *p = P(be);
 	const struct nw_nccl *nc = p->nc;
-	int rank = be->rank0 + i, n = be->nranks;
 	size_t soff, roff;
-	nw_call_offsets(c, rank, &soff, &roff);
-	char *base_s = (char *)(uintptr_t)(c->inplace ? p->recv[i] : p->send[i]);
-	char *base_r = (char *)(uintptr_t)p->recv[i];
-	const void *s = base_s + soff;
-	void *r = base_r + roff;
-	nw_ncclComm_t comm = p->comm[i];
-	nw_CUstream st = p->stream[i];
-	size_t cnt = (size_t)c->count, es = nw_dtype_size(c->dtype);
-	int t = c->dtype;
-	nw_ncclResult_t rc = 0;
+	struct side x = { .nc = nc, .cnt = (size_t)c->count, .es = nw_dtype_size(c->dtype), .t = c->dtype,
+	                  .rank = be->rank0 + i, .n = be->nranks, .comm = p->comm[i], .st = p->stream[i] };
+	nw_call_offsets(c, x.rank, &soff, &roff);
+	x.s = (const char *)(uintptr_t)(c->inplace ? p->recv[i] : p->send[i]) + soff;
+	x.r = (char *)(uintptr_t)p->recv[i] + roff;
+	nw_ncclResult_t rc;
 	switch (c->op) {
-	case NW_ALL_REDUCE: rc = nc->AllReduce(s, r, cnt, t, c->redop, comm, st); break;
-	case NW_ALL_GATHER: rc = nc->AllGather(s, r, cnt, t, comm, st); break;
-	case NW_REDUCE_SCATTER: rc = nc->ReduceScatter(s, r, cnt, t, c->redop, comm, st); break;
-	case NW_BROADCAST: rc = nc->Broadcast(s, r, cnt, t, c->root, comm, st); break;
-	case NW_REDUCE: rc = nc->Reduce(s, r, cnt, t, c->redop, c->root, comm, st); break;
-	case NW_SENDRECV: {
-		int to = (rank + 1) % n, from = (rank - 1 + n) % n;
-		if (c->pair) {
-			to = from = nw_call_pair_peer(c, rank);
-			if (to < 0)
-				break;
-		}
-		rc = nc->GroupStart();
-		if (!rc)
-			rc = nc->Send(s, cnt, t, to, comm, st);
-		if (!rc)
-			rc = nc->Recv(r, cnt, t, from, comm, st);
-		if (!rc)
-			rc = nc->GroupEnd();
-		break;
-	}
-	case NW_ALLTOALL:
-		if (nc->AlltoAll) {
-			rc = nc->AlltoAll(s, r, cnt, t, comm, st);
-			break;
-		}
-		rc = nc->GroupStart();
-		for (int k = 0; k < n && !rc; k++) {
-			rc = nc->Send((const char *)s + (size_t)k * cnt * es, cnt, t, k, comm, st);
-			if (!rc)
-				rc = nc->Recv((char *)r + (size_t)k * cnt * es, cnt, t, k, comm, st);
-		}
-		if (!rc)
-			rc = nc->GroupEnd();
-		break;
+	case NW_ALL_REDUCE: rc = nc->AllReduce(x.s, x.r, x.cnt, x.t, c->redop, x.comm, x.st); break;
+	case NW_ALL_GATHER: rc = nc->AllGather(x.s, x.r, x.cnt, x.t, x.comm, x.st); break;
+	case NW_REDUCE_SCATTER: rc = nc->ReduceScatter(x.s, x.r, x.cnt, x.t, c->redop, x.comm, x.st); break;
+	case NW_BROADCAST: rc = nc->Broadcast(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st); break;
+	case NW_REDUCE: rc = nc->Reduce(x.s, x.r, x.cnt, x.t, c->redop, c->root, x.comm, x.st); break;
+	case NW_SENDRECV: rc = sendrecv(&x, c); break;
+	case NW_ALLTOALL: rc = nc->AlltoAll ? nc->AlltoAll(x.s, x.r, x.cnt, x.t, x.comm, x.st) : alltoall_p2p(&x); break;
 	case NW_GATHER:
-		if (nc->Gather) {
-			rc = nc->Gather(s, r, cnt, t, c->root, comm, st);
-			break;
-		}
-		rc = nc->GroupStart();
-		if (!rc)
-			rc = nc->Send(s, cnt, t, c->root, comm, st);
-		for (int k = 0; k < n && !rc && rank == c->root; k++)
-			rc = nc->Recv((char *)r + (size_t)k * cnt * es, cnt, t, k, comm, st);
-		if (!rc)
-			rc = nc->GroupEnd();
+		rc = nc->Gather ? nc->Gather(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st) : gather_p2p(&x, c->root);
 		break;
 	case NW_SCATTER:
-		if (nc->Scatter) {
-			rc = nc->Scatter(s, r, cnt, t, c->root, comm, st);
-			break;
-		}
-		rc = nc->GroupStart();
-		for (int k = 0; k < n && !rc && rank == c->root; k++)
-			rc = nc->Send((const char *)s + (size_t)k * cnt * es, cnt, t, k, comm, st);
-		if (!rc)
-			rc = nc->Recv(r, cnt, t, c->root, comm, st);
-		if (!rc)
-			rc = nc->GroupEnd();
+		rc = nc->Scatter ? nc->Scatter(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st) : scatter_p2p(&x, c->root);
 		break;
 	default:
 		return nw_seterr(err, errlen, "internal: unknown op %d", c->op);
@@ -578,50 +601,68 @@ static const struct nw_backend_ops nccl_ops = {
 	.destroy = be_destroy,
 };
 
-int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_nccl_open_opts *o,
-                         char *err, size_t errlen)
+/* Which GPUs this process drives: nthreads threads (-t) of per GPUs (-g) each, ordinals first to first + ngpus - 1. */
+struct gpu_plan {
+	int nthreads, per, ngpus, first;
+};
+
+/* Open the driver and NCCL; *visible gets the GPUs the driver sees. 0, or -1 with err saying what to do. */
+static int load_libs(const struct nw_nccl_open_opts *o, const struct nw_cu **cu, const struct nw_nccl **nc,
+                     int *visible, char *err, size_t errlen)
 {
-	*out = NULL;
 	char e2[NW_ERRLEN];
-	const struct nw_cu *cu = nw_cuda_load(e2, sizeof(e2));
-	if (!cu)
+	*cu = nw_cuda_load(e2, sizeof(e2));
+	if (!*cu)
 		return nw_seterr(err, errlen, "%s. Without a GPU, 'bench --backend mpi' measures host collectives "
 		                 "over MPI instead", e2);
-	const struct nw_nccl *nc = nw_nccl_load(o->nccl_lib, err, errlen);
-	if (!nc)
+	*nc = nw_nccl_load(o->nccl_lib, err, errlen);
+	if (!*nc)
 		return -1;
-	int visible = 0;
-	cu->DeviceGetCount(&visible);
-	if (visible < 1)
+	*visible = 0;
+	(*cu)->DeviceGetCount(visible);
+	if (*visible < 1)
 		return nw_seterr(err, errlen, "no GPU visible to the CUDA driver (CUDA_VISIBLE_DEVICES='%s'); "
 		                 "check nvidia-smi and the container's GPU access", getenv("CUDA_VISIBLE_DEVICES") ?
 		                 getenv("CUDA_VISIBLE_DEVICES") : "unset");
-	int nthreads = o->nthreads > 1 ? o->nthreads : 1;
+	return 0;
+}
+
+/* Decide this process's GPUs from -t, -g and its local rank; -1 with err when too few are visible. */
+static int plan_gpus(const struct nw_group *g, const struct nw_nccl_open_opts *o, int visible, struct gpu_plan *pl,
+                     char *err, size_t errlen)
+{
+	pl->nthreads = o->nthreads > 1 ? o->nthreads : 1;
 	/* -g is per thread (nccl-tests' meaning); alone and without -t or -g: every visible GPU */
-	int per = o->ngpus > 0 ? o->ngpus : (g->size > 1 || nthreads > 1 ? 1 : visible);
-	int ngpus = nthreads * per;
-	int first = g->local_rank * ngpus;
-	if (ngpus > MAXLOCAL || first + ngpus > visible)
+	pl->per = o->ngpus > 0 ? o->ngpus : (g->size > 1 || pl->nthreads > 1 ? 1 : visible);
+	pl->ngpus = pl->nthreads * pl->per;
+	pl->first = g->local_rank * pl->ngpus;
+	if (pl->ngpus > MAXLOCAL || pl->first + pl->ngpus > visible)
 		return nw_seterr(err, errlen,
 		                 "this process (local rank %d of %d) needs GPUs %d..%d (%d thread%s x %d GPU%s) but %d "
 		                 "are visible; lower -t or -g, or start fewer processes per node", g->local_rank,
-		                 g->local_size, first, first + ngpus - 1, nthreads, nthreads == 1 ? "" : "s", per,
-		                 per == 1 ? "" : "s", visible);
+		                 g->local_size, pl->first, pl->first + pl->ngpus - 1, pl->nthreads,
+		                 pl->nthreads == 1 ? "" : "s", pl->per, pl->per == 1 ? "" : "s", visible);
+	return 0;
+}
 
+/* A backend for the plan, on no GPU yet (be_destroy frees it from here on); the caller owns it. */
+static struct nw_backend *backend_new(struct nw_group *g, const struct nw_cu *cu, const struct nw_nccl *nc,
+                                      const struct gpu_plan *pl)
+{
 	struct nw_backend *be = nw_calloc(1, sizeof(*be));
 	struct nccl_priv *p = nw_calloc(1, sizeof(*p));
 	be->ops = &nccl_ops;
 	be->priv = p;
 	be->name = "nccl";
 	be->group = g;
-	be->nlocal = ngpus;
-	be->nranks = g->size * ngpus;
-	be->rank0 = g->rank * ngpus;
+	be->nlocal = pl->ngpus;
+	be->nranks = g->size * pl->ngpus;
+	be->rank0 = g->rank * pl->ngpus;
 	be->graphs = 1;
 	p->cu = cu;
 	p->nc = nc;
-	p->nthreads = nthreads;
-	p->per = per;
+	p->nthreads = pl->nthreads;
+	p->per = pl->per;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	for (int t = 0; t < NW_NDTYPES; t++)
@@ -637,18 +678,27 @@ int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const stru
 			be->driver[0] = '\0';
 		free(dv);
 	}
+	return be;
+}
 
+/*
+ * Each local rank's GPU (ordinals from first): what it can reduce (fp8
+ * from compute capability 9.0, bfloat16 from 8.0), its primary context and
+ * a non-blocking stream. 0, or -1 with err.
+ */
+static int open_devices(struct nw_backend *be, int first, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	const struct nw_cu *cu = p->cu;
 	struct nw_cu_device info;
-	for (int i = 0; i < ngpus; i++) {
+	for (int i = 0; i < be->nlocal; i++) {
 		int ord = first + i;
 		be->gpu[i] = ord;
 		if (nw_cuda_device_info(cu, ord, &info, err, errlen))
-			goto fail;
-		int ccmaj = info.cc_major;
-		if (ccmaj < 9) {
+			return -1;
+		if (info.cc_major < 9)
 			be->dtype_ok[NW_FP8E4M3] = be->dtype_ok[NW_FP8E5M2] = 0;
-		}
-		if (ccmaj < 8)
+		if (info.cc_major < 8)
 			be->dtype_ok[NW_BFLOAT16] = 0;
 		if (i == 0)
 			snprintf(be->gpus, sizeof(be->gpus), "%d x %s", be->nranks, info.name);
@@ -659,70 +709,100 @@ int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const stru
 			r = cu->CtxSetCurrent(p->ctx[i]);
 		if (!r)
 			r = cu->StreamCreate(&p->stream[i], NW_CU_STREAM_NON_BLOCKING);
-		if (r) {
-			cu_fail(p, r, ord, "creating a context and stream", err, errlen);
-			goto fail;
-		}
+		if (r)
+			return cu_fail(p, r, ord, "creating a context and stream", err, errlen);
 	}
+	return 0;
+}
 
+/* ncclConfig_t as nccl-tests 2.19.6 makes it: NCCL's defaults, with nvlinkCentricSched on 2.28+. */
+static void default_config(const struct nw_nccl *nc, struct nw_ncclConfig *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
+	cfg->magic = 0xcafebeef;
+	cfg->version = (unsigned)(nc->version_code < 22809 ? nc->version_code : 22809);
+	cfg->blocking = cfg->cgaClusterSize = cfg->minCTAs = cfg->maxCTAs = INT_MIN;
+	cfg->splitShare = cfg->trafficClass = cfg->collnetEnable = cfg->CTAPolicy = INT_MIN;
+	cfg->shrinkShare = cfg->nvlsCTAs = cfg->nChannelsPerNetPeer = INT_MIN;
+	cfg->nvlinkCentricSched = 1; /* as nccl-tests does on 2.28+ */
+}
+
+/*
+ * The communicators: rank 0's unique id goes to every process, then each
+ * local GPU joins as one rank (one NCCL group when there are several).
+ * 0, or -1 with err.
+ */
+static int init_comms(struct nw_backend *be, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	const struct nw_nccl *nc = p->nc;
 	nw_ncclUniqueId id;
 	memset(&id, 0, sizeof(id));
-	if (g->rank == 0) {
+	if (be->group->rank == 0) {
 		nw_ncclResult_t rc = nc->GetUniqueId(&id);
-		if (rc) {
-			nccl_fail(p, rc, -1, "ncclGetUniqueId", err, errlen);
-			goto fail;
-		}
+		if (rc)
+			return nccl_fail(p, rc, -1, "ncclGetUniqueId", err, errlen);
 	}
-	if (nw_group_bcast(g, &id, sizeof(id), 0, err, errlen))
-		goto fail;
-
+	if (nw_group_bcast(be->group, &id, sizeof(id), 0, err, errlen))
+		return -1;
 	struct nw_ncclConfig cfg;
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.size = sizeof(cfg);
-	cfg.magic = 0xcafebeef;
-	cfg.version = (unsigned)(nc->version_code < 22809 ? nc->version_code : 22809);
-	cfg.blocking = cfg.cgaClusterSize = cfg.minCTAs = cfg.maxCTAs = INT_MIN;
-	cfg.splitShare = cfg.trafficClass = cfg.collnetEnable = cfg.CTAPolicy = INT_MIN;
-	cfg.shrinkShare = cfg.nvlsCTAs = cfg.nChannelsPerNetPeer = INT_MIN;
-	cfg.nvlinkCentricSched = 1; /* as nccl-tests does on 2.28+ */
+	default_config(nc, &cfg);
 	int use_cfg = nc->CommInitRankConfig && nc->version_code >= 22800;
-
-	if (ngpus > 1)
+	if (be->nlocal > 1)
 		nc->GroupStart();
-	for (int i = 0; i < ngpus; i++) {
-		cu->CtxSetCurrent(p->ctx[i]);
+	for (int i = 0; i < be->nlocal; i++) {
+		p->cu->CtxSetCurrent(p->ctx[i]);
 		nw_ncclResult_t rc = use_cfg ? nc->CommInitRankConfig(&p->comm[i], be->nranks, id, be->rank0 + i, &cfg)
 		                             : nc->CommInitRank(&p->comm[i], be->nranks, id, be->rank0 + i);
 		if (rc) {
-			if (ngpus > 1)
+			if (be->nlocal > 1)
 				nc->GroupEnd();
-			nccl_fail(p, rc, i, "creating the NCCL communicator", err, errlen);
-			goto fail;
+			return nccl_fail(p, rc, i, "creating the NCCL communicator", err, errlen);
 		}
 	}
-	if (ngpus > 1) {
+	if (be->nlocal > 1) {
 		nw_ncclResult_t rc = nc->GroupEnd();
-		if (rc) {
-			nccl_fail(p, rc, 0, "creating the NCCL communicators", err, errlen);
-			goto fail;
-		}
+		if (rc)
+			return nccl_fail(p, rc, 0, "creating the NCCL communicators", err, errlen);
 	}
-	for (int k = 1; k < nthreads; k++) {
+	return 0;
+}
+
+/* The launch threads of -t beyond this one (thread 0). 0, or -1 with err. */
+static int start_workers(struct nw_backend *be, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	for (int k = 1; k < p->nthreads; k++) {
 		struct worker_arg *a = nw_calloc(1, sizeof(*a));
 		a->be = be;
 		a->k = k;
 		int e = pthread_create(&p->th[p->nth_started], NULL, worker, a);
 		if (e) {
 			free(a);
-			nw_seterr(err, errlen, "cannot start launch thread %d of %d (-t): %s", k, nthreads, strerror(e));
-			goto fail;
+			return nw_seterr(err, errlen, "cannot start launch thread %d of %d (-t): %s", k, p->nthreads,
+			                 strerror(e));
 		}
 		p->nth_started++;
 	}
+	return 0;
+}
+
+int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_nccl_open_opts *o,
+                         char *err, size_t errlen)
+{
+	const struct nw_cu *cu;
+	const struct nw_nccl *nc;
+	struct gpu_plan pl;
+	int visible;
+	*out = NULL;
+	if (load_libs(o, &cu, &nc, &visible, err, errlen) || plan_gpus(g, o, visible, &pl, err, errlen))
+		return -1;
+	struct nw_backend *be = backend_new(g, cu, nc, &pl);
+	if (open_devices(be, pl.first, err, errlen) || init_comms(be, err, errlen) || start_workers(be, err, errlen)) {
+		be_destroy(be);
+		return -1;
+	}
 	*out = be;
 	return 0;
-fail:
-	be_destroy(be);
-	return -1;
 }
