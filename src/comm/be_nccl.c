@@ -73,7 +73,7 @@ static int nccl_fail(struct nccl_priv *p, nw_ncclResult_t r, int local, const ch
 static int set_ctx(struct nw_backend *be, int i, char *err, size_t errlen)
 {
 	struct nccl_priv *p = P(be);
-	nw_CUresult r = p->cu->CtxSetCurrent(p->ctx[i]);
+	nw_CUresult r = p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
 	return r ? cu_fail(p, r, p->dev[i], "selecting the device", err, errlen) : 0;
 }
 
@@ -81,11 +81,11 @@ static void free_buffers(struct nw_backend *be)
 {
 	struct nccl_priv *p = P(be);
 	for (int i = 0; i < be->nlocal; i++) {
-		p->cu->CtxSetCurrent(p->ctx[i]);
+		p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
 		if (p->send[i])
-			p->cu->MemFree(p->send[i]);
+			p->cu->pfn_cuMemFree(p->send[i]);
 		if (p->recv[i])
-			p->cu->MemFree(p->recv[i]);
+			p->cu->pfn_cuMemFree(p->recv[i]);
 		p->send[i] = p->recv[i] = 0;
 	}
 	p->bytes = 0;
@@ -100,20 +100,20 @@ static int be_alloc(struct nw_backend *be, size_t bytes, char *err, size_t errle
 		if (set_ctx(be, i, err, errlen))
 			return -1;
 		size_t freeb = 0, total = 0;
-		p->cu->MemGetInfo(&freeb, &total);
+		p->cu->pfn_cuMemGetInfo(&freeb, &total);
 		if (freeb < 2 * bytes + (256u << 20))
 			return nw_seterr(err, errlen,
 			                 "too little GPU memory on GPU %d: the sweep needs 2 x %.2f GiB (send and receive "
 			                 "buffers for -e), %.2f GiB is free of %.2f GiB; lower -e or free the GPU",
 			                 (int)p->dev[i], bytes / 1073741824.0, freeb / 1073741824.0, total / 1073741824.0);
-		nw_CUresult r = p->cu->MemAlloc(&p->send[i], bytes);
+		nw_CUresult r = p->cu->pfn_cuMemAlloc(&p->send[i], bytes);
 		if (!r)
-			r = p->cu->MemAlloc(&p->recv[i], bytes);
+			r = p->cu->pfn_cuMemAlloc(&p->recv[i], bytes);
 		if (r)
 			return cu_fail(p, r, p->dev[i], "allocating buffers", err, errlen);
 		/* a defined value everywhere (1.0f); patterns are written before checks */
-		p->cu->MemsetD32(p->send[i], 0x3f800000u, bytes / 4);
-		p->cu->MemsetD32(p->recv[i], 0x3f800000u, bytes / 4);
+		p->cu->pfn_cuMemsetD32(p->send[i], 0x3f800000u, bytes / 4);
+		p->cu->pfn_cuMemsetD32(p->recv[i], 0x3f800000u, bytes / 4);
 	}
 	p->bytes = bytes;
 	return 0;
@@ -141,13 +141,13 @@ static nw_ncclResult_t sendrecv(const struct side *x, const struct nw_call *c)
 		if (to < 0)
 			return 0;
 	}
-	nw_ncclResult_t rc = nc->GroupStart();
+	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
 	if (!rc)
-		rc = nc->Send(x->s, x->cnt, x->t, to, x->comm, x->st);
+		rc = nc->pfn_ncclSend(x->s, x->cnt, x->t, to, x->comm, x->st);
 	if (!rc)
-		rc = nc->Recv(x->r, x->cnt, x->t, from, x->comm, x->st);
+		rc = nc->pfn_ncclRecv(x->r, x->cnt, x->t, from, x->comm, x->st);
 	if (!rc)
-		rc = nc->GroupEnd();
+		rc = nc->pfn_ncclGroupEnd();
 	return rc;
 }
 
@@ -155,14 +155,14 @@ static nw_ncclResult_t sendrecv(const struct side *x, const struct nw_call *c)
 static nw_ncclResult_t alltoall_p2p(const struct side *x)
 {
 	const struct nw_nccl *nc = x->nc;
-	nw_ncclResult_t rc = nc->GroupStart();
+	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
 	for (int k = 0; k < x->n && !rc; k++) {
-		rc = nc->Send(x->s + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+		rc = nc->pfn_ncclSend(x->s + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
 		if (!rc)
-			rc = nc->Recv(x->r + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+			rc = nc->pfn_ncclRecv(x->r + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
 	}
 	if (!rc)
-		rc = nc->GroupEnd();
+		rc = nc->pfn_ncclGroupEnd();
 	return rc;
 }
 
@@ -170,13 +170,13 @@ static nw_ncclResult_t alltoall_p2p(const struct side *x)
 static nw_ncclResult_t gather_p2p(const struct side *x, int root)
 {
 	const struct nw_nccl *nc = x->nc;
-	nw_ncclResult_t rc = nc->GroupStart();
+	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
 	if (!rc)
-		rc = nc->Send(x->s, x->cnt, x->t, root, x->comm, x->st);
+		rc = nc->pfn_ncclSend(x->s, x->cnt, x->t, root, x->comm, x->st);
 	for (int k = 0; k < x->n && !rc && x->rank == root; k++)
-		rc = nc->Recv(x->r + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+		rc = nc->pfn_ncclRecv(x->r + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
 	if (!rc)
-		rc = nc->GroupEnd();
+		rc = nc->pfn_ncclGroupEnd();
 	return rc;
 }
 
@@ -184,13 +184,13 @@ static nw_ncclResult_t gather_p2p(const struct side *x, int root)
 static nw_ncclResult_t scatter_p2p(const struct side *x, int root)
 {
 	const struct nw_nccl *nc = x->nc;
-	nw_ncclResult_t rc = nc->GroupStart();
+	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
 	for (int k = 0; k < x->n && !rc && x->rank == root; k++)
-		rc = nc->Send(x->s + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+		rc = nc->pfn_ncclSend(x->s + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
 	if (!rc)
-		rc = nc->Recv(x->r, x->cnt, x->t, root, x->comm, x->st);
+		rc = nc->pfn_ncclRecv(x->r, x->cnt, x->t, root, x->comm, x->st);
 	if (!rc)
-		rc = nc->GroupEnd();
+		rc = nc->pfn_ncclGroupEnd();
 	return rc;
 }
 
@@ -207,18 +207,18 @@ static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char 
 	x.r = (char *)(uintptr_t)p->recv[i] + roff;
 	nw_ncclResult_t rc;
 	switch (c->op) {
-	case NW_ALL_REDUCE: rc = nc->AllReduce(x.s, x.r, x.cnt, x.t, c->redop, x.comm, x.st); break;
-	case NW_ALL_GATHER: rc = nc->AllGather(x.s, x.r, x.cnt, x.t, x.comm, x.st); break;
-	case NW_REDUCE_SCATTER: rc = nc->ReduceScatter(x.s, x.r, x.cnt, x.t, c->redop, x.comm, x.st); break;
-	case NW_BROADCAST: rc = nc->Broadcast(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st); break;
-	case NW_REDUCE: rc = nc->Reduce(x.s, x.r, x.cnt, x.t, c->redop, c->root, x.comm, x.st); break;
+	case NW_ALL_REDUCE: rc = nc->pfn_ncclAllReduce(x.s, x.r, x.cnt, x.t, c->redop, x.comm, x.st); break;
+	case NW_ALL_GATHER: rc = nc->pfn_ncclAllGather(x.s, x.r, x.cnt, x.t, x.comm, x.st); break;
+	case NW_REDUCE_SCATTER: rc = nc->pfn_ncclReduceScatter(x.s, x.r, x.cnt, x.t, c->redop, x.comm, x.st); break;
+	case NW_BROADCAST: rc = nc->pfn_ncclBroadcast(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st); break;
+	case NW_REDUCE: rc = nc->pfn_ncclReduce(x.s, x.r, x.cnt, x.t, c->redop, c->root, x.comm, x.st); break;
 	case NW_SENDRECV: rc = sendrecv(&x, c); break;
-	case NW_ALLTOALL: rc = nc->AlltoAll ? nc->AlltoAll(x.s, x.r, x.cnt, x.t, x.comm, x.st) : alltoall_p2p(&x); break;
+	case NW_ALLTOALL: rc = nc->pfn_ncclAlltoAll ? nc->pfn_ncclAlltoAll(x.s, x.r, x.cnt, x.t, x.comm, x.st) : alltoall_p2p(&x); break;
 	case NW_GATHER:
-		rc = nc->Gather ? nc->Gather(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st) : gather_p2p(&x, c->root);
+		rc = nc->pfn_ncclGather ? nc->pfn_ncclGather(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st) : gather_p2p(&x, c->root);
 		break;
 	case NW_SCATTER:
-		rc = nc->Scatter ? nc->Scatter(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st) : scatter_p2p(&x, c->root);
+		rc = nc->pfn_ncclScatter ? nc->pfn_ncclScatter(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st) : scatter_p2p(&x, c->root);
 		break;
 	default:
 		return nw_seterr(err, errlen, "internal: unknown op %d", c->op);
@@ -235,16 +235,16 @@ static int launch_part(struct nw_backend *be, int first, int n, const struct nw_
 	struct nccl_priv *p = P(be);
 	int grouped = n > 1 || agg > 1;
 	nw_ncclResult_t rc;
-	if (grouped && (rc = p->nc->GroupStart()) != 0)
+	if (grouped && (rc = p->nc->pfn_ncclGroupStart()) != 0)
 		return nccl_fail(p, rc, -1, "ncclGroupStart", err, errlen);
 	for (int a = 0; a < agg; a++)
 		for (int i = first; i < first + n; i++)
 			if (one_call(be, i, c, err, errlen)) {
 				if (grouped)
-					p->nc->GroupEnd();
+					p->nc->pfn_ncclGroupEnd();
 				return -1;
 			}
-	if (grouped && (rc = p->nc->GroupEnd()) != 0)
+	if (grouped && (rc = p->nc->pfn_ncclGroupEnd()) != 0)
 		return nccl_fail(p, rc, first, nw_coll_get(c->op)->name, err, errlen);
 	return 0;
 }
@@ -274,7 +274,7 @@ static void *worker(void *argp)
 	struct worker_arg a = *(struct worker_arg *)argp;
 	free(argp);
 	struct nccl_priv *p = P(a.be);
-	p->cu->CtxSetCurrent(p->ctx[a.k * p->per]);
+	p->cu->pfn_cuCtxSetCurrent(p->ctx[a.k * p->per]);
 	unsigned seen = 0;
 	for (;;) {
 		unsigned g;
@@ -363,7 +363,7 @@ static void abort_all(struct nw_backend *be)
 	p->aborted = 1;
 	for (int i = 0; i < be->nlocal; i++)
 		if (p->comm[i])
-			p->nc->CommAbort(p->comm[i]);
+			p->nc->pfn_ncclCommAbort(p->comm[i]);
 	for (int i = 0; i < be->nlocal; i++)
 		p->comm[i] = NULL;
 }
@@ -379,7 +379,7 @@ static int be_wait(struct nw_backend *be, double timeout_s, const char *what, ch
 		for (int i = 0; i < be->nlocal; i++) {
 			if (done[i])
 				continue;
-			nw_CUresult r = p->cu->StreamQuery(p->stream[i]);
+			nw_CUresult r = p->cu->pfn_cuStreamQuery(p->stream[i]);
 			if (r == NW_CUDA_SUCCESS) {
 				done[i] = 1;
 				left--;
@@ -391,7 +391,7 @@ static int be_wait(struct nw_backend *be, double timeout_s, const char *what, ch
 				return -1;
 			}
 			nw_ncclResult_t ae = 0;
-			if (p->nc->CommGetAsyncError(p->comm[i], &ae) == 0 && ae != 0 && ae != NW_NCCL_IN_PROGRESS) {
+			if (p->nc->pfn_ncclCommGetAsyncError(p->comm[i], &ae) == 0 && ae != 0 && ae != NW_NCCL_IN_PROGRESS) {
 				nccl_fail(p, ae, i, what, err, errlen);
 				abort_all(be);
 				return -1;
@@ -442,7 +442,7 @@ static int be_graph_begin(struct nw_backend *be, char *err, size_t errlen)
 	for (int i = 0; i < be->nlocal; i++) {
 		if (set_ctx(be, i, err, errlen))
 			return -1;
-		nw_CUresult r = p->cu->StreamBeginCapture(p->stream[i], mode);
+		nw_CUresult r = p->cu->pfn_cuStreamBeginCapture(p->stream[i], mode);
 		if (r)
 			return cu_fail(p, r, p->dev[i], "starting graph capture", err, errlen);
 	}
@@ -454,7 +454,7 @@ static void be_graph_free(struct nw_backend *be)
 	struct nccl_priv *p = P(be);
 	for (int i = 0; i < be->nlocal; i++)
 		if (p->gexec[i]) {
-			p->cu->GraphExecDestroy(p->gexec[i]);
+			p->cu->pfn_cuGraphExecDestroy(p->gexec[i]);
 			p->gexec[i] = NULL;
 		}
 }
@@ -466,11 +466,11 @@ static int be_graph_end(struct nw_backend *be, char *err, size_t errlen)
 	int rc = 0;
 	for (int i = 0; i < be->nlocal; i++) {
 		nw_CUgraph g = NULL;
-		nw_CUresult r = p->cu->StreamEndCapture(p->stream[i], &g);
+		nw_CUresult r = p->cu->pfn_cuStreamEndCapture(p->stream[i], &g);
 		if (!r)
-			r = p->cu->GraphInstantiateWithFlags(&p->gexec[i], g, 0);
+			r = p->cu->pfn_cuGraphInstantiateWithFlags(&p->gexec[i], g, 0);
 		if (g)
-			p->cu->GraphDestroy(g);
+			p->cu->pfn_cuGraphDestroy(g);
 		if (r && !rc)
 			rc = cu_fail(p, r, p->dev[i], "building the CUDA graph (-G)", err, errlen);
 	}
@@ -482,7 +482,7 @@ static int be_graph_launch(struct nw_backend *be, int times, char *err, size_t e
 	struct nccl_priv *p = P(be);
 	for (int t = 0; t < times; t++)
 		for (int i = 0; i < be->nlocal; i++) {
-			nw_CUresult r = p->cu->GraphLaunch(p->gexec[i], p->stream[i]);
+			nw_CUresult r = p->cu->pfn_cuGraphLaunch(p->gexec[i], p->stream[i]);
 			if (r)
 				return cu_fail(p, r, p->dev[i], "launching the CUDA graph", err, errlen);
 		}
@@ -500,7 +500,7 @@ static int be_write(struct nw_backend *be, int i, enum nw_buf b, size_t off, con
 	struct nccl_priv *p = P(be);
 	if (set_ctx(be, i, err, errlen))
 		return -1;
-	nw_CUresult r = p->cu->MemcpyHtoD(bufptr(p, i, b) + off, src, n);
+	nw_CUresult r = p->cu->pfn_cuMemcpyHtoD(bufptr(p, i, b) + off, src, n);
 	return r ? cu_fail(p, r, p->dev[i], "copying to the GPU", err, errlen) : 0;
 }
 
@@ -510,7 +510,7 @@ static int be_read(struct nw_backend *be, int i, enum nw_buf b, size_t off, void
 	struct nccl_priv *p = P(be);
 	if (set_ctx(be, i, err, errlen))
 		return -1;
-	nw_CUresult r = p->cu->MemcpyDtoH(dst, bufptr(p, i, b) + off, n);
+	nw_CUresult r = p->cu->pfn_cuMemcpyDtoH(dst, bufptr(p, i, b) + off, n);
 	return r ? cu_fail(p, r, p->dev[i], "copying from the GPU", err, errlen) : 0;
 }
 
@@ -519,9 +519,9 @@ static int be_copy(struct nw_backend *be, int i, size_t soff, size_t doff, size_
 	struct nccl_priv *p = P(be);
 	if (set_ctx(be, i, err, errlen))
 		return -1;
-	nw_CUresult r = p->cu->MemcpyDtoD(p->recv[i] + doff, p->send[i] + soff, n);
+	nw_CUresult r = p->cu->pfn_cuMemcpyDtoD(p->recv[i] + doff, p->send[i] + soff, n);
 	if (!r)
-		r = p->cu->CtxSynchronize();
+		r = p->cu->pfn_cuCtxSynchronize();
 	return r ? cu_fail(p, r, p->dev[i], "preparing in-place data", err, errlen) : 0;
 }
 
@@ -530,9 +530,9 @@ static int be_fill32(struct nw_backend *be, int i, enum nw_buf b, uint32_t word,
 	struct nccl_priv *p = P(be);
 	if (set_ctx(be, i, err, errlen))
 		return -1;
-	nw_CUresult r = p->cu->MemsetD32(bufptr(p, i, b), word, p->bytes / 4);
+	nw_CUresult r = p->cu->pfn_cuMemsetD32(bufptr(p, i, b), word, p->bytes / 4);
 	if (!r)
-		r = p->cu->CtxSynchronize();
+		r = p->cu->pfn_cuCtxSynchronize();
 	return r ? cu_fail(p, r, p->dev[i], "filling a buffer", err, errlen) : 0;
 }
 
@@ -548,7 +548,7 @@ static void *be_host_alloc(struct nw_backend *be, size_t n)
 	if (p->npinned >= (int)NW_ARRAY_LEN(p->pinned))
 		return NULL;
 	void *h = NULL;
-	if (p->cu->MemHostAlloc(&h, n, 1 /* portable */) != 0)
+	if (p->cu->pfn_cuMemHostAlloc(&h, n, 1 /* portable */) != 0)
 		return NULL;
 	p->pinned[p->npinned++] = h;
 	return h;
@@ -565,17 +565,17 @@ static void be_destroy(struct nw_backend *be)
 		if (!p->aborted)
 			for (int i = 0; i < be->nlocal; i++)
 				if (p->comm[i]) {
-					p->cu->CtxSetCurrent(p->ctx[i]);
-					p->nc->CommDestroy(p->comm[i]);
+					p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
+					p->nc->pfn_ncclCommDestroy(p->comm[i]);
 				}
 		free_buffers(be);
 		for (int i = 0; i < p->npinned; i++)
-			p->cu->MemFreeHost(p->pinned[i]);
+			p->cu->pfn_cuMemFreeHost(p->pinned[i]);
 		for (int i = 0; i < be->nlocal; i++) {
 			if (p->stream[i])
-				p->cu->StreamDestroy(p->stream[i]);
+				p->cu->pfn_cuStreamDestroy(p->stream[i]);
 			if (p->ctx[i])
-				p->cu->DevicePrimaryCtxRelease(p->dev[i]);
+				p->cu->pfn_cuDevicePrimaryCtxRelease(p->dev[i]);
 		}
 		pthread_cond_destroy(&p->cv);
 		pthread_mutex_destroy(&p->mu);
@@ -619,7 +619,7 @@ static int load_libs(const struct nw_nccl_open_opts *o, const struct nw_cu **cu,
 	if (!*nc)
 		return -1;
 	*visible = 0;
-	(*cu)->DeviceGetCount(visible);
+	(*cu)->pfn_cuDeviceGetCount(visible);
 	if (*visible < 1)
 		return nw_seterr(err, errlen, "no GPU visible to the CUDA driver (CUDA_VISIBLE_DEVICES='%s'); "
 		                 "check nvidia-smi and the container's GPU access", getenv("CUDA_VISIBLE_DEVICES") ?
@@ -702,13 +702,13 @@ static int open_devices(struct nw_backend *be, int first, char *err, size_t errl
 			be->dtype_ok[NW_BFLOAT16] = 0;
 		if (i == 0)
 			snprintf(be->gpus, sizeof(be->gpus), "%d x %s", be->nranks, info.name);
-		nw_CUresult r = cu->DeviceGet(&p->dev[i], ord);
+		nw_CUresult r = cu->pfn_cuDeviceGet(&p->dev[i], ord);
 		if (!r)
-			r = cu->DevicePrimaryCtxRetain(&p->ctx[i], p->dev[i]);
+			r = cu->pfn_cuDevicePrimaryCtxRetain(&p->ctx[i], p->dev[i]);
 		if (!r)
-			r = cu->CtxSetCurrent(p->ctx[i]);
+			r = cu->pfn_cuCtxSetCurrent(p->ctx[i]);
 		if (!r)
-			r = cu->StreamCreate(&p->stream[i], NW_CU_STREAM_NON_BLOCKING);
+			r = cu->pfn_cuStreamCreate(&p->stream[i], NW_CU_STREAM_NON_BLOCKING);
 		if (r)
 			return cu_fail(p, r, ord, "creating a context and stream", err, errlen);
 	}
@@ -740,7 +740,7 @@ static int init_comms(struct nw_backend *be, char *err, size_t errlen)
 	nw_ncclUniqueId id;
 	memset(&id, 0, sizeof(id));
 	if (be->group->rank == 0) {
-		nw_ncclResult_t rc = nc->GetUniqueId(&id);
+		nw_ncclResult_t rc = nc->pfn_ncclGetUniqueId(&id);
 		if (rc)
 			return nccl_fail(p, rc, -1, "ncclGetUniqueId", err, errlen);
 	}
@@ -748,21 +748,21 @@ static int init_comms(struct nw_backend *be, char *err, size_t errlen)
 		return -1;
 	struct nw_ncclConfig cfg;
 	default_config(nc, &cfg);
-	int use_cfg = nc->CommInitRankConfig && nc->version_code >= 22800;
+	int use_cfg = nc->pfn_ncclCommInitRankConfig && nc->version_code >= 22800;
 	if (be->nlocal > 1)
-		nc->GroupStart();
+		nc->pfn_ncclGroupStart();
 	for (int i = 0; i < be->nlocal; i++) {
-		p->cu->CtxSetCurrent(p->ctx[i]);
-		nw_ncclResult_t rc = use_cfg ? nc->CommInitRankConfig(&p->comm[i], be->nranks, id, be->rank0 + i, &cfg)
-		                             : nc->CommInitRank(&p->comm[i], be->nranks, id, be->rank0 + i);
+		p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
+		nw_ncclResult_t rc = use_cfg ? nc->pfn_ncclCommInitRankConfig(&p->comm[i], be->nranks, id, be->rank0 + i, &cfg)
+		                             : nc->pfn_ncclCommInitRank(&p->comm[i], be->nranks, id, be->rank0 + i);
 		if (rc) {
 			if (be->nlocal > 1)
-				nc->GroupEnd();
+				nc->pfn_ncclGroupEnd();
 			return nccl_fail(p, rc, i, "creating the NCCL communicator", err, errlen);
 		}
 	}
 	if (be->nlocal > 1) {
-		nw_ncclResult_t rc = nc->GroupEnd();
+		nw_ncclResult_t rc = nc->pfn_ncclGroupEnd();
 		if (rc)
 			return nccl_fail(p, rc, 0, "creating the NCCL communicators", err, errlen);
 	}

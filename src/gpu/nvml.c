@@ -1,17 +1,19 @@
 /*
  * NVML through dlopen (see nvml.h). Only the entry points used are
- * declared, from NVML's documented ABI, and resolved into static pfn_
- * pointers from one table, newest versioned name first.
+ * declared, from NVML's documented ABI, and resolved once into static
+ * pfn_ pointers from one table (gpu/dl.h), newest versioned name first.
  */
 #include "gpu/nvml.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/dl.h"
 #include "util/util.h"
 
 /* ---- NVML's ABI, as documented in nvml.h (only what is used) ---- */
@@ -88,12 +90,8 @@ static int (*pfn_nvmlDeviceGetNvLinkErrorCounter)(nvmlDevice_t, unsigned, int,
 static int (*pfn_nvmlDeviceGetP2PStatus)(nvmlDevice_t, nvmlDevice_t, int, int *);
 static int (*pfn_nvmlDeviceGetTopologyCommonAncestor)(nvmlDevice_t, nvmlDevice_t, int *);
 
-/* Each slot is tried under its names in order; the first found wins. */
-static const struct {
-	void **slot;
-	const char *names[3];
-	int required;
-} syms[] = {
+/* Each pointer is tried under its names in order (newest first); the first found wins. */
+static const struct nw_dl_sym syms[] = {
 	{ (void **)&pfn_nvmlInit, { "nvmlInit_v2", "nvmlInit" }, 1 },
 	{ (void **)&pfn_nvmlShutdown, { "nvmlShutdown" }, 1 },
 	{ (void **)&pfn_nvmlErrorString, { "nvmlErrorString" }, 1 },
@@ -135,7 +133,9 @@ static const struct {
 	  { "nvmlDeviceGetTopologyCommonAncestor" }, 0 },
 };
 
-static void *nvml_handle;
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *nvml_handle;        /* under load_mu: set once the table is resolved */
+static char nvml_lib[1024];      /* the file loaded */
 static nvmlDevice_t handles[NW_NVML_MAX_GPUS];
 
 void nw_nvml_snap_none(struct nw_nvml_snap *snap, const char *fmt, ...)
@@ -353,13 +353,13 @@ static void pairs_clear(struct nw_nvml_snap *s)
 		}
 }
 
-/* dlopen the library and resolve the table; 0, or -1 with snap->why set. */
-static int load(struct nw_nvml_snap *snap)
+/* dlopen the library ($NCCLWATCH_NVML_LIB or libnvidia-ml.so.1) and resolve the table; 0, or -1 with snap->why set. */
+static int open_nvml(struct nw_nvml_snap *snap)
 {
 	const char *env = getenv("NCCLWATCH_NVML_LIB");
 	const char *name = env && *env ? env : "libnvidia-ml.so.1";
-	nvml_handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	if (!nvml_handle) {
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
 		const char *e = dlerror();
 		if (!e || strstr(e, "cannot open shared object file"))
 			nw_nvml_snap_none(snap, "no NVIDIA driver (%s not found)", name);
@@ -367,32 +367,36 @@ static int load(struct nw_nvml_snap *snap)
 			nw_nvml_snap_none(snap, "no NVIDIA driver (%s: %s)", name, e);
 		return -1;
 	}
-	for (size_t i = 0; i < NW_ARRAY_LEN(syms); i++) {
-		*syms[i].slot = NULL;
-		for (int k = 0; k < 3 && syms[i].names[k] && !*syms[i].slot; k++)
-			*syms[i].slot = dlsym(nvml_handle, syms[i].names[k]);
-		if (!*syms[i].slot && syms[i].required) {
-			nw_nvml_snap_none(snap, "'%s' lacks '%s': the NVIDIA driver is too old or not NVML",
-			                  name, syms[i].names[0]);
-			dlclose(nvml_handle);
-			nvml_handle = NULL;
-			return -1;
-		}
+	const struct nw_dl_sym *miss = nw_dl_resolve(h, syms, NW_ARRAY_LEN(syms));
+	if (miss) {
+		nw_nvml_snap_none(snap, "'%s' lacks '%s': the NVIDIA driver is too old or not NVML", name, miss->names[0]);
+		dlclose(h);
+		return -1;
 	}
 	/* Say which file was loaded: the path of any resolved symbol's object. */
-	Dl_info info;
-	if (dladdr(*syms[0].slot, &info) && info.dli_fname)
-		nw_strlcpy(snap->lib, info.dli_fname, sizeof(snap->lib));
-	else
-		nw_strlcpy(snap->lib, name, sizeof(snap->lib));
+	nw_dl_path(*syms[0].pfn, name, nvml_lib, sizeof(nvml_lib));
+	nvml_handle = h;
 	return 0;
+}
+
+/* Load NVML once (a failure is tried again next time); 0 with snap->lib set, or -1 with snap->why. */
+static int load(struct nw_nvml_snap *snap)
+{
+	int rc = 0;
+	pthread_mutex_lock(&load_mu);
+	if (!nvml_handle)
+		rc = open_nvml(snap);
+	pthread_mutex_unlock(&load_mu);
+	if (!rc)
+		nw_strlcpy(snap->lib, nvml_lib, sizeof(snap->lib));
+	return rc;
 }
 
 void nw_nvml_snapshot(struct nw_nvml_snap *snap)
 {
 	nw_nvml_snap_none(snap, "%s", "");
 	pairs_clear(snap);
-	if (!nvml_handle && load(snap) < 0) {
+	if (load(snap) < 0) {
 		pairs_clear(snap);
 		return;
 	}
