@@ -398,6 +398,29 @@ static int load(struct nw_nvml_snap *snap)
 	return rc;
 }
 
+/* Peer-to-peer status (read, write, NVLink) and the common ancestor of every ordered pair of GPUs. */
+static void read_pairs(struct nw_nvml_snap *snap)
+{
+	for (int i = 0; i < snap->ngpus; i++)
+		for (int j = 0; j < snap->ngpus; j++) {
+			if (i == j)
+				continue;
+			struct nw_nvml_pair *pr = &snap->pairs[i][j];
+			int st;
+			if (pfn_nvmlDeviceGetP2PStatus) {
+				if (pfn_nvmlDeviceGetP2PStatus(handles[i], handles[j], 0, &st) == NVML_SUCCESS)
+					pr->p2p_read = st;
+				if (pfn_nvmlDeviceGetP2PStatus(handles[i], handles[j], 1, &st) == NVML_SUCCESS)
+					pr->p2p_write = st;
+				if (pfn_nvmlDeviceGetP2PStatus(handles[i], handles[j], 2, &st) == NVML_SUCCESS)
+					pr->p2p_nvlink = st;
+			}
+			if (pfn_nvmlDeviceGetTopologyCommonAncestor &&
+			    pfn_nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j], &st) == NVML_SUCCESS)
+				pr->topo_level = st;
+		}
+}
+
 void nw_nvml_snapshot(struct nw_nvml_snap *snap)
 {
 	nw_nvml_snap_init(snap);
@@ -440,24 +463,7 @@ void nw_nvml_snapshot(struct nw_nvml_snap *snap)
 		read_gpu(d, g);
 		handles[snap->ngpus++] = d;
 	}
-	for (int i = 0; i < snap->ngpus; i++)
-		for (int j = 0; j < snap->ngpus; j++) {
-			if (i == j)
-				continue;
-			struct nw_nvml_pair *pr = &snap->pairs[i][j];
-			int st;
-			if (pfn_nvmlDeviceGetP2PStatus) {
-				if (pfn_nvmlDeviceGetP2PStatus(handles[i], handles[j], 0, &st) == NVML_SUCCESS)
-					pr->p2p_read = st;
-				if (pfn_nvmlDeviceGetP2PStatus(handles[i], handles[j], 1, &st) == NVML_SUCCESS)
-					pr->p2p_write = st;
-				if (pfn_nvmlDeviceGetP2PStatus(handles[i], handles[j], 2, &st) == NVML_SUCCESS)
-					pr->p2p_nvlink = st;
-			}
-			if (pfn_nvmlDeviceGetTopologyCommonAncestor &&
-			    pfn_nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j], &st) == NVML_SUCCESS)
-				pr->topo_level = st;
-		}
+	read_pairs(snap);
 	/* NVML stays initialised for nw_nvml_reread_errors; the process exit ends it. */
 }
 

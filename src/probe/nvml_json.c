@@ -20,6 +20,65 @@ static void set_str(json_t *o, const char *k, const char *v)
 
 static const char *err_names[NW_NVL_NERR] = { "replay", "recovery", "crc_flit", "crc_data" };
 
+/* One NVLink: state, version, the far end and both readings of the error counters. */
+static json_t *link_to_json(const struct nw_nvml_link *l)
+{
+	json_t *lj = json_object();
+	json_object_set_new(lj, "link", json_integer(l->link));
+	set_int(lj, "active", l->active);
+	set_int(lj, "version", l->version);
+	set_str(lj, "remote_bus_id", l->remote_bus_id);
+	set_int(lj, "remote_type", l->remote_type);
+	json_t *e = json_object(), *e2 = json_object();
+	for (int c = 0; c < NW_NVL_NERR; c++) {
+		set_int(e, err_names[c], l->err[c]);
+		set_int(e2, err_names[c], l->err_later[c]);
+	}
+	json_object_set_new(lj, "errors", e);
+	if (json_object_size(e2))
+		json_object_set_new(lj, "errors_later", e2);
+	else
+		json_decref(e2);
+	return lj;
+}
+
+/* One GPU: names, PCIe, ECC, fabric and its NVLinks. */
+static json_t *gpu_to_json(const struct nw_nvml_gpu *g)
+{
+	json_t *j = json_object();
+	json_object_set_new(j, "index", json_integer(g->index));
+	set_str(j, "name", g->name);
+	set_str(j, "uuid", g->uuid);
+	set_str(j, "bus_id", g->bus_id);
+	set_int(j, "persistence", g->persistence);
+	json_t *pcie = json_object();
+	set_int(pcie, "gen_cur", g->pcie_gen_cur);
+	set_int(pcie, "gen_max", g->pcie_gen_max);
+	set_int(pcie, "width_cur", g->pcie_width_cur);
+	set_int(pcie, "width_max", g->pcie_width_max);
+	json_object_set_new(j, "pcie", pcie);
+	json_t *ecc = json_object();
+	set_int(ecc, "mode", g->ecc_mode);
+	set_int(ecc, "uncorrected_volatile", g->ecc_uncorrected);
+	set_int(ecc, "remap_pending", g->remap_pending);
+	set_int(ecc, "remap_failure", g->remap_failure);
+	set_int(ecc, "retired_pending", g->retired_pending);
+	json_object_set_new(j, "ecc", ecc);
+	json_t *fab = json_object();
+	set_int(fab, "state", g->fabric_state);
+	set_int(fab, "status", g->fabric_status);
+	json_object_set_new(j, "fabric", fab);
+	json_t *nvl = json_object();
+	if (g->nvlink_gbs > 0)
+		json_object_set_new(nvl, "speed_mbps", json_integer((long long)(g->nvlink_gbs * 1000.0 + 0.5)));
+	json_t *links = json_array();
+	for (int k = 0; k < g->nlinks; k++)
+		json_array_append_new(links, link_to_json(&g->links[k]));
+	json_object_set_new(nvl, "links", links);
+	json_object_set_new(j, "nvlink", nvl);
+	return j;
+}
+
 json_t *nw_nvml_snap_to_json(const struct nw_nvml_snap *s)
 {
 	json_t *o = json_object();
@@ -31,59 +90,8 @@ json_t *nw_nvml_snap_to_json(const struct nw_nvml_snap *s)
 	set_int(o, "cuda_driver", s->cuda_driver);
 	set_str(o, "nvml_version", s->nvml_version);
 	json_t *gpus = json_array();
-	for (int i = 0; i < s->ngpus; i++) {
-		const struct nw_nvml_gpu *g = &s->gpus[i];
-		json_t *j = json_object();
-		json_object_set_new(j, "index", json_integer(g->index));
-		set_str(j, "name", g->name);
-		set_str(j, "uuid", g->uuid);
-		set_str(j, "bus_id", g->bus_id);
-		set_int(j, "persistence", g->persistence);
-		json_t *pcie = json_object();
-		set_int(pcie, "gen_cur", g->pcie_gen_cur);
-		set_int(pcie, "gen_max", g->pcie_gen_max);
-		set_int(pcie, "width_cur", g->pcie_width_cur);
-		set_int(pcie, "width_max", g->pcie_width_max);
-		json_object_set_new(j, "pcie", pcie);
-		json_t *ecc = json_object();
-		set_int(ecc, "mode", g->ecc_mode);
-		set_int(ecc, "uncorrected_volatile", g->ecc_uncorrected);
-		set_int(ecc, "remap_pending", g->remap_pending);
-		set_int(ecc, "remap_failure", g->remap_failure);
-		set_int(ecc, "retired_pending", g->retired_pending);
-		json_object_set_new(j, "ecc", ecc);
-		json_t *fab = json_object();
-		set_int(fab, "state", g->fabric_state);
-		set_int(fab, "status", g->fabric_status);
-		json_object_set_new(j, "fabric", fab);
-		json_t *nvl = json_object();
-		if (g->nvlink_gbs > 0)
-			json_object_set_new(nvl, "speed_mbps", json_integer((long long)(g->nvlink_gbs * 1000.0 + 0.5)));
-		json_t *links = json_array();
-		for (int k = 0; k < g->nlinks; k++) {
-			const struct nw_nvml_link *l = &g->links[k];
-			json_t *lj = json_object();
-			json_object_set_new(lj, "link", json_integer(l->link));
-			set_int(lj, "active", l->active);
-			set_int(lj, "version", l->version);
-			set_str(lj, "remote_bus_id", l->remote_bus_id);
-			set_int(lj, "remote_type", l->remote_type);
-			json_t *e = json_object(), *e2 = json_object();
-			for (int c = 0; c < NW_NVL_NERR; c++) {
-				set_int(e, err_names[c], l->err[c]);
-				set_int(e2, err_names[c], l->err_later[c]);
-			}
-			json_object_set_new(lj, "errors", e);
-			if (json_object_size(e2))
-				json_object_set_new(lj, "errors_later", e2);
-			else
-				json_decref(e2);
-			json_array_append_new(links, lj);
-		}
-		json_object_set_new(nvl, "links", links);
-		json_object_set_new(j, "nvlink", nvl);
-		json_array_append_new(gpus, j);
-	}
+	for (int i = 0; i < s->ngpus; i++)
+		json_array_append_new(gpus, gpu_to_json(&s->gpus[i]));
 	json_object_set_new(o, "gpus", gpus);
 	json_t *pairs = json_array();
 	for (int i = 0; i < s->ngpus; i++)
@@ -139,6 +147,30 @@ static void get_str(const json_t *o, const char *k, char *out, size_t len)
 		nw_strlcpy(out, json_string_value(v), len);
 }
 
+/* Link k of GPU idx from its JSON into l (cleared first); -1 with err on a malformed member. */
+static int link_from_json(const json_t *lj, struct nw_nvml_link *l, int idx, size_t k, char *err, size_t errlen)
+{
+	memset(l, 0, sizeof(*l));
+	if (!json_is_object(lj))
+		return nw_seterr(err, errlen, "gpus[%d] link %zu is not an object", idx, k);
+	int link;
+	if (get_i(lj, "link", &link, err, errlen) < 0 || get_i(lj, "active", &l->active, err, errlen) < 0 ||
+	    get_i(lj, "version", &l->version, err, errlen) < 0 ||
+	    get_i(lj, "remote_type", &l->remote_type, err, errlen) < 0)
+		return -1;
+	l->link = link == NW_NVML_ABSENT ? (int)k : link;
+	char rb[64] = "";
+	get_str(lj, "remote_bus_id", rb, sizeof(rb));
+	if (rb[0] && nw_pci_bus_norm(rb, l->remote_bus_id, sizeof(l->remote_bus_id)) < 0)
+		return nw_seterr(err, errlen, "gpus[%d] link %d: '%s' is not a PCI bus id", idx, l->link, rb);
+	json_t *e = json_object_get(lj, "errors"), *e2 = json_object_get(lj, "errors_later");
+	for (int c = 0; c < NW_NVL_NERR; c++)
+		if (get_int(e, err_names[c], &l->err[c], err, errlen) < 0 ||
+		    get_int(e2, err_names[c], &l->err_later[c], err, errlen) < 0)
+			return -1;
+	return 0;
+}
+
 static int gpu_from_json(const json_t *j, struct nw_nvml_gpu *g, int idx, char *err, size_t errlen)
 {
 	nw_nvml_gpu_init(g, idx);
@@ -183,28 +215,9 @@ static int gpu_from_json(const json_t *j, struct nw_nvml_gpu *g, int idx, char *
 	if (n > NW_NVML_MAX_LINKS)
 		return nw_seterr(err, errlen, "gpus[%d] has %zu NVLinks; at most %d are supported", idx, n,
 		                 NW_NVML_MAX_LINKS);
-	for (size_t k = 0; k < n; k++) {
-		json_t *lj = json_array_get(links, k);
-		struct nw_nvml_link *l = &g->links[g->nlinks++];
-		memset(l, 0, sizeof(*l));
-		if (!json_is_object(lj))
-			return nw_seterr(err, errlen, "gpus[%d] link %zu is not an object", idx, k);
-		int link;
-		if (get_i(lj, "link", &link, err, errlen) < 0 || get_i(lj, "active", &l->active, err, errlen) < 0 ||
-		    get_i(lj, "version", &l->version, err, errlen) < 0 ||
-		    get_i(lj, "remote_type", &l->remote_type, err, errlen) < 0)
+	for (size_t k = 0; k < n; k++)
+		if (link_from_json(json_array_get(links, k), &g->links[g->nlinks++], idx, k, err, errlen) < 0)
 			return -1;
-		l->link = link == NW_NVML_ABSENT ? (int)k : link;
-		char rb[64] = "";
-		get_str(lj, "remote_bus_id", rb, sizeof(rb));
-		if (rb[0] && nw_pci_bus_norm(rb, l->remote_bus_id, sizeof(l->remote_bus_id)) < 0)
-			return nw_seterr(err, errlen, "gpus[%d] link %d: '%s' is not a PCI bus id", idx, l->link, rb);
-		json_t *e = json_object_get(lj, "errors"), *e2 = json_object_get(lj, "errors_later");
-		for (int c = 0; c < NW_NVL_NERR; c++)
-			if (get_int(e, err_names[c], &l->err[c], err, errlen) < 0 ||
-			    get_int(e2, err_names[c], &l->err_later[c], err, errlen) < 0)
-				return -1;
-	}
 	if (replay_rate_unknown && g->nlinks)
 		g->nvlink_gbs = nw_nvlink_rate_gbs(g->name, g->links[0].version);
 	return 0;
