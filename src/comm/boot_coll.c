@@ -1,4 +1,4 @@
-/* boot_coll: the collectives over the bootstrap (allgather, barrier, broadcast): rank 0 collects and answers, the others send and wait. */
+/* boot_coll: the collectives (allgather, barrier, broadcast): rank 0 collects and answers, the others wait. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* boot_env: what the environment says about this process (torchrun's and Slurm's variables, the bootstrap port). */
+/* boot_env: what the environment says about this process (torchrun, Slurm, the bootstrap port). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

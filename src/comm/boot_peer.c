@@ -1,4 +1,4 @@
-/* boot_peer: the startup of a rank other than 0: connect to rank 0 (retrying until it listens), say hello, take its answer. */
+/* boot_peer: another rank's startup: connect to rank 0 (retrying until it listens), hello, its answer. */
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-/* boot_root: rank 0's startup: listen, take and check every rank's hello, refuse a mismatch by name, answer with the table of hosts. */
+/* boot_root: rank 0's startup: listen, take and check every hello, refuse by name, send the table of hosts. */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-/* boot_sock: the bootstrap's connections: non-blocking reads of whole messages, waits bounded by a deadline, sends. */
+/* boot_sock: the connections: non-blocking reads of whole messages, sends and waits bounded by a deadline. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>

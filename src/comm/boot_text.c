@@ -1,4 +1,4 @@
-/* boot_text: the text of the bootstrap's messages (rank lists, fingerprint differences, names of ranks and calls). */
+/* boot_text: the text of messages: rank lists, fingerprint differences, names of ranks and calls. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

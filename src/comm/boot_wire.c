@@ -1,4 +1,4 @@
-/* boot_wire: the bootstrap's wire format: the 16-byte header, the hello and rank 0's answer, packed and checked. */
+/* boot_wire: the wire format: the 16-byte header, the hello and rank 0's answer, packed and checked. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* nvml_json: NVML snapshots as JSON ("ncclwatch.nvml/1"): what topo and doctor print, and the recordings they replay. */
+/* nvml_json: NVML snapshots as JSON ("ncclwatch.nvml/1"), for topo and doctor and their recordings. */
 #include "probe/nvml_json.h"
 
 #include <stdio.h>
