@@ -142,6 +142,22 @@ static void describe(char *buf, size_t len, const struct nw_call *c, uint64_t si
 	         c->inplace ? "in-place" : "out-of-place");
 }
 
+/* Capture the -n launches of a batch (buffers shifted as in time_batch) as one graph per local rank (-G). 0 or -1. */
+static int capture_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, int agg)
+{
+	struct nw_backend *be = x->be;
+	if (be->ops->graph_begin(be, x->err, x->errlen))
+		return -1;
+	for (int it = 0; it < x->o->iters; it++) {
+		c->shift = total_bytes * (it % steps);
+		if (be->ops->launch(be, c, agg, x->err, x->errlen)) {
+			be->ops->graph_end(be, NULL, 0);
+			return -1;
+		}
+	}
+	return be->ops->graph_end(be, x->err, x->errlen);
+}
+
 /* One timed batch; *usec gets this process's time per operation. */
 static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, double *usec)
 {
@@ -162,18 +178,7 @@ static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, ui
 	double t0, t_launched;
 	int graph = o->graph_launches > 0 && be->graphs;
 	if (graph) {
-		if (be->ops->graph_begin(be, x->err, x->errlen))
-			return -1;
-		for (int it = 0; it < o->iters; it++) {
-			c->shift = total_bytes * (it % steps);
-			if (be->ops->launch(be, c, agg, x->err, x->errlen)) {
-				be->ops->graph_end(be, NULL, 0);
-				return -1;
-			}
-		}
-		if (be->ops->graph_end(be, x->err, x->errlen))
-			return -1;
-		if (nw_group_barrier(x->g, x->err, x->errlen))
+		if (capture_batch(x, c, total_bytes, steps, agg) || nw_group_barrier(x->g, x->err, x->errlen))
 			return -1;
 		t0 = nw_now();
 		if (be->ops->graph_launch(be, o->graph_launches, x->err, x->errlen))
@@ -303,91 +308,199 @@ static int check_once(struct ctx *x, struct nw_call *c, const struct nw_pattern 
 	return 0;
 }
 
+/*
+ * The input patterns of one (op, dtype, redop, root) in every local send
+ * buffer, when -c asks for checks; written once per type (products use
+ * their own). 0 or -1.
+ */
+static int fill_patterns(struct ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop, int root)
+{
+	int key = dtype * 2 + (redop == NW_PROD && coll->has_redop);
+	if (!x->o->check || key == x->pattern_key)
+		return 0;
+	struct nw_pattern p = { .op = coll->op, .dtype = dtype, .redop = coll->has_redop ? redop : NW_SUM,
+	                        .root = root, .nranks = x->be->nranks, .count = 1 };
+	for (int i = 0; i < x->be->nlocal; i++)
+		if (staged(x, &p, i, 0, x->buf_bytes / nw_dtype_size(dtype), 0, NULL))
+			return -1;
+	x->pattern_key = key;
+	return 0;
+}
+
+/* Warm-up over every size first (doubling from -b to -e), -w launches each, as nccl-tests does. 0 or -1. */
+static int warm_up(struct ctx *x, struct nw_call *c)
+{
+	const struct nw_bench_opts *o = x->o;
+	struct nw_backend *be = x->be;
+	size_t es = nw_dtype_size(c->dtype);
+	for (uint64_t wsz = o->min_bytes; wsz <= o->max_bytes && o->warmup > 0; wsz *= 2) {
+		uint64_t used, count = nw_coll_count(c->op, wsz, es, be->nranks, &used);
+		if (!count)
+			continue;
+		c->count = count;
+		c->inplace = 0;
+		for (int w = 0; w < o->warmup; w++)
+			if (be->ops->launch(be, c, o->agg_iters > 0 ? o->agg_iters : 1, x->err, x->errlen))
+				return -1;
+		char what[128];
+		describe(what, sizeof(what), c, used);
+		if (be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
+			return -1;
+	}
+	return 0;
+}
+
+/* A fresh row for call c (count elements, used bytes) of coll; the numbers come later. */
+static void row_init(struct nw_row *r, const struct nw_coll *coll, const struct nw_call *c, uint64_t used, int nranks)
+{
+	memset(r, 0, sizeof(*r));
+	nw_strlcpy(r->op, coll->name, sizeof(r->op));
+	nw_strlcpy(r->dtype, nw_dtype_name(c->dtype), sizeof(r->dtype));
+	nw_strlcpy(r->redop, coll->has_redop ? nw_redop_name(c->redop) : "none", sizeof(r->redop));
+	r->root = coll->has_root ? c->root : -1;
+	r->size_bytes = used;
+	r->count = c->count;
+	r->nranks = nranks;
+	r->inplace = c->inplace;
+	r->wrong = -1;
+}
+
+/*
+ * One placement of one size: time it, combine the ranks' times, compute
+ * bandwidths and, with -c, verify (out of place always, in place where
+ * nccl-tests does). Fills r; 0 or -1.
+ */
+static int run_placement(struct ctx *x, const struct nw_coll *coll, struct nw_call *c, uint64_t used, struct nw_row *r)
+{
+	double mine;
+	row_init(r, coll, c, used, x->be->nranks);
+	if (time_batch(x, c, used, used, &mine) || combine(x, mine, r))
+		return -1;
+	nw_row_compute_bw(r);
+	if (x->o->check && (!c->inplace || coll->verify_inplace)) {
+		struct nw_pattern p = { .op = coll->op, .dtype = c->dtype, .redop = coll->has_redop ? c->redop : NW_SUM,
+		                        .root = c->root, .nranks = x->be->nranks, .count = c->count };
+		if (check_once(x, c, &p, &r->wrong))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * One size of the sweep: both placements (or the one -o/-i... asks for),
+ * added to the run and reported by rank 0. *wrong grows by the wrong
+ * elements found. 0 or -1.
+ */
+static int run_size(struct ctx *x, const struct nw_coll *coll, struct nw_call *c, uint64_t size, int64_t *wrong)
+{
+	const struct nw_bench_opts *o = x->o;
+	uint64_t used, count = nw_coll_count(coll->op, size, nw_dtype_size(c->dtype), x->be->nranks, &used);
+	struct nw_row rows[2];
+	int have[2] = { 0, 0 };
+	if (!count)
+		return 0;
+	for (int ip = 0; ip < 2; ip++) {
+		if ((ip && o->oop_only) || (!ip && o->ip_only))
+			continue;
+		c->count = count;
+		c->inplace = ip;
+		if (run_placement(x, coll, c, used, &rows[ip]))
+			return -1;
+		if (rows[ip].wrong > 0)
+			*wrong += rows[ip].wrong;
+		have[ip] = 1;
+	}
+	struct nw_row *a = have[0] ? nw_run_add(x->run, &rows[0]) : NULL;
+	struct nw_row *b = have[1] ? nw_run_add(x->run, &rows[1]) : NULL;
+	if (x->row_fn && x->g->rank == 0)
+		x->row_fn(a, b, x->arg);
+	return 0;
+}
+
 /* Every size of one (op, dtype, redop, root). Returns -1 on failure, else the wrong-element total. */
 static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop,
                          int root)
 {
+	size_t nsz;
+	uint64_t *sz = sizes(x->o, &nsz);
+	int64_t wrong = 0;
+	struct nw_call c = { .op = coll->op, .dtype = dtype, .redop = redop, .root = root };
+	int rc = fill_patterns(x, coll, dtype, redop, root) || warm_up(x, &c) ? -1 : 0;
+	for (size_t k = 0; k < nsz && !rc; k++)
+		rc = run_size(x, coll, &c, sz[k], &wrong);
+	free(sz);
+	return rc ? -1 : wrong;
+}
+
+/* The busbw matrix of --pairs, n x n, every cell null until measured; the caller owns it. */
+static json_t *pairs_matrix(int n)
+{
+	json_t *matrix = json_array();
+	for (int a = 0; a < n; a++) {
+		json_t *row = json_array();
+		for (int b = 0; b < n; b++)
+			json_array_append_new(row, json_null());
+		json_array_append_new(matrix, row);
+	}
+	return matrix;
+}
+
+/*
+ * Time one pair (a, b): warm-up, the batch, the slower of the two ranks'
+ * times in *t (us); with -c, *wrong gets the wrong elements (else -1).
+ * all is scratch for every process's time. 0 or -1.
+ */
+static int time_pair(struct ctx *x, struct nw_call *c, double *all, double *t, int64_t *wrong)
+{
 	const struct nw_bench_opts *o = x->o;
 	struct nw_backend *be = x->be;
-	size_t es = nw_dtype_size(dtype), nsz;
-	int n = be->nranks;
-	uint64_t *sz = sizes(o, &nsz);
-	int64_t wrong_total = 0;
-	struct nw_call c = { .op = coll->op, .dtype = dtype, .redop = redop, .root = root };
-
-	/* Patterns in the send buffers, once per type (products use their own). */
+	uint64_t bytes = c->count * nw_dtype_size(c->dtype);
+	double mine;
+	for (int w = 0; w < o->warmup; w++)
+		if (be->ops->launch(be, c, 1, x->err, x->errlen))
+			return -1;
+	if (be->ops->wait(be, o->timeout_s, "sendrecv pair warm-up", x->err, x->errlen))
+		return -1;
+	if (time_batch(x, c, bytes, bytes, &mine) ||
+	    nw_group_allgather(x->g, &mine, all, sizeof(double), x->err, x->errlen))
+		return -1;
+	double ta = all[c->pair_a / be->nlocal], tb = all[c->pair_b / be->nlocal];
+	*t = ta > tb ? ta : tb;
+	*wrong = -1;
 	if (o->check) {
-		int key = dtype * 2 + (redop == NW_PROD && coll->has_redop);
-		if (key != x->pattern_key) {
-			struct nw_pattern p = { .op = coll->op, .dtype = dtype, .redop = coll->has_redop ? redop : NW_SUM,
-			                        .root = root, .nranks = n, .count = 1 };
-			for (int i = 0; i < be->nlocal; i++)
-				if (staged(x, &p, i, 0, x->buf_bytes / es, 0, NULL))
-					goto fail;
-			x->pattern_key = key;
-		}
+		struct nw_pattern p = { .op = NW_SENDRECV, .dtype = c->dtype, .nranks = be->nranks, .count = c->count,
+		                        .pair = 1, .pair_a = c->pair_a, .pair_b = c->pair_b };
+		if (check_once(x, c, &p, wrong))
+			return -1;
 	}
-	/* Warm-up over every size first (doubling), as nccl-tests does. */
-	for (uint64_t wsz = o->min_bytes; wsz <= o->max_bytes && o->warmup > 0; wsz *= 2) {
-		uint64_t used, count = nw_coll_count(coll->op, wsz, es, n, &used);
-		if (!count)
-			continue;
-		c.count = count;
-		c.inplace = 0;
-		for (int w = 0; w < o->warmup; w++)
-			if (be->ops->launch(be, &c, o->agg_iters > 0 ? o->agg_iters : 1, x->err, x->errlen))
-				goto fail;
-		char what[128];
-		describe(what, sizeof(what), &c, used);
-		if (be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
-			goto fail;
-	}
-	for (size_t k = 0; k < nsz; k++) {
-		uint64_t used, count = nw_coll_count(coll->op, sz[k], es, n, &used);
-		if (!count)
-			continue;
-		struct nw_row rows[2];
-		int have[2] = { 0, 0 };
-		for (int ip = 0; ip < 2; ip++) {
-			if ((ip && o->oop_only) || (!ip && o->ip_only))
-				continue;
-			c.count = count;
-			c.inplace = ip;
-			struct nw_row *r = &rows[ip];
-			memset(r, 0, sizeof(*r));
-			nw_strlcpy(r->op, coll->name, sizeof(r->op));
-			nw_strlcpy(r->dtype, nw_dtype_name(dtype), sizeof(r->dtype));
-			nw_strlcpy(r->redop, coll->has_redop ? nw_redop_name(redop) : "none", sizeof(r->redop));
-			r->root = coll->has_root ? root : -1;
-			r->size_bytes = used;
-			r->count = count;
-			r->nranks = n;
-			r->inplace = ip;
-			r->wrong = -1;
-			double mine;
-			if (time_batch(x, &c, used, used, &mine) || combine(x, mine, r))
-				goto fail;
-			nw_row_compute_bw(r);
-			if (o->check && (!ip || coll->verify_inplace)) {
-				struct nw_pattern p = { .op = coll->op, .dtype = dtype,
-				                        .redop = coll->has_redop ? redop : NW_SUM,
-				                        .root = root, .nranks = n, .count = count };
-				if (check_once(x, &c, &p, &r->wrong))
-					goto fail;
-				wrong_total += r->wrong;
-			}
-			have[ip] = 1;
-		}
-		struct nw_row *a = have[0] ? nw_run_add(x->run, &rows[0]) : NULL;
-		struct nw_row *b = have[1] ? nw_run_add(x->run, &rows[1]) : NULL;
-		if (x->row_fn && x->g->rank == 0)
-			x->row_fn(a, b, x->arg);
-	}
-	free(sz);
-	return wrong_total;
-fail:
-	free(sz);
-	return -1;
+	return 0;
+}
+
+/* Record pair (a, b): its busbw in both cells of the matrix and an entry in list. */
+static void pair_record(json_t *matrix, json_t *list, int a, int b, double t, double bw, int64_t wrong)
+{
+	json_array_set_new(json_array_get(matrix, (size_t)a), (size_t)b, json_real(round(bw * 100) / 100));
+	json_array_set_new(json_array_get(matrix, (size_t)b), (size_t)a, json_real(round(bw * 100) / 100));
+	json_t *e = json_object();
+	json_object_set_new(e, "a", json_integer(a));
+	json_object_set_new(e, "b", json_integer(b));
+	json_object_set_new(e, "time_us", json_real(round(t * 1000) / 1000));
+	json_object_set_new(e, "busbw_gbs", json_real(round(bw * 100) / 100));
+	json_object_set_new(e, "wrong", wrong >= 0 ? json_integer(wrong) : json_null());
+	json_array_append_new(list, e);
+}
+
+/* run->h.extra["pairs"]: size, type, the matrix and the list (both taken). */
+static void pairs_store(struct nw_run *run, uint64_t bytes, enum nw_dtype dtype, json_t *matrix, json_t *list)
+{
+	json_t *pairs = json_object();
+	json_object_set_new(pairs, "size_bytes", json_integer((json_int_t)bytes));
+	json_object_set_new(pairs, "dtype", json_string(nw_dtype_name(dtype)));
+	json_object_set_new(pairs, "busbw_gbs", matrix);
+	json_object_set_new(pairs, "pairs", list);
+	if (!run->h.extra)
+		run->h.extra = json_object();
+	json_object_set_new(run->h.extra, "pairs", pairs);
 }
 
 /*
@@ -413,66 +526,29 @@ static int run_pairs(struct ctx *x)
 			if (staged(x, &p, i, 0, count, 0, NULL))
 				return -1;
 	}
-	json_t *matrix = json_array(), *list = json_array();
-	for (int a = 0; a < n; a++) {
-		json_t *row = json_array();
-		for (int b = 0; b < n; b++)
-			json_array_append_new(row, json_null());
-		json_array_append_new(matrix, row);
-	}
+	json_t *matrix = pairs_matrix(n), *list = json_array();
 	double *all = nw_calloc((size_t)x->g->size, sizeof(double));
-	int rc = -1;
-	for (int a = 0; a < n; a++)
-		for (int b = a + 1; b < n; b++) {
+	int rc = 0;
+	for (int a = 0; a < n && !rc; a++)
+		for (int b = a + 1; b < n && !rc; b++) {
 			struct nw_call c = { .op = NW_SENDRECV, .dtype = dtype, .count = count, .pair = 1, .pair_a = a, .pair_b = b };
-			for (int w = 0; w < o->warmup; w++)
-				if (be->ops->launch(be, &c, 1, x->err, x->errlen))
-					goto out;
-			if (be->ops->wait(be, o->timeout_s, "sendrecv pair warm-up", x->err, x->errlen))
-				goto out;
-			double mine;
-			if (time_batch(x, &c, count * es, count * es, &mine) ||
-			    nw_group_allgather(x->g, &mine, all, sizeof(double), x->err, x->errlen))
-				goto out;
-			double ta = all[a / be->nlocal], tb = all[b / be->nlocal];
-			double t = ta > tb ? ta : tb;
-			int64_t wrong = -1;
-			if (o->check) {
-				struct nw_pattern p = { .op = NW_SENDRECV, .dtype = dtype, .nranks = n, .count = count,
-				                        .pair = 1, .pair_a = a, .pair_b = b };
-				if (check_once(x, &c, &p, &wrong))
-					goto out;
-			}
-			double bw = nw_algbw(count * es, t);
-			json_array_set_new(json_array_get(matrix, (size_t)a), (size_t)b, json_real(round(bw * 100) / 100));
-			json_array_set_new(json_array_get(matrix, (size_t)b), (size_t)a, json_real(round(bw * 100) / 100));
-			json_t *e = json_object();
-			json_object_set_new(e, "a", json_integer(a));
-			json_object_set_new(e, "b", json_integer(b));
-			json_object_set_new(e, "time_us", json_real(round(t * 1000) / 1000));
-			json_object_set_new(e, "busbw_gbs", json_real(round(bw * 100) / 100));
-			json_object_set_new(e, "wrong", wrong >= 0 ? json_integer(wrong) : json_null());
-			json_array_append_new(list, e);
+			double t;
+			int64_t wrong;
+			rc = time_pair(x, &c, all, &t, &wrong);
+			if (rc)
+				break;
+			pair_record(matrix, list, a, b, t, nw_algbw(count * es, t), wrong);
 			if (wrong > 0)
 				x->pairs_wrong += wrong;
 		}
-	json_t *pairs = json_object();
-	json_object_set_new(pairs, "size_bytes", json_integer((json_int_t)(count * es)));
-	json_object_set_new(pairs, "dtype", json_string(nw_dtype_name(dtype)));
-	json_object_set_new(pairs, "busbw_gbs", matrix);
-	json_object_set_new(pairs, "pairs", list);
-	matrix = list = NULL;
-	if (!x->run->h.extra)
-		x->run->h.extra = json_object();
-	json_object_set_new(x->run->h.extra, "pairs", pairs);
-	rc = 0;
-out:
-	if (matrix)
-		json_decref(matrix);
-	if (list)
-		json_decref(list);
 	free(all);
-	return rc;
+	if (rc) {
+		json_decref(matrix);
+		json_decref(list);
+		return -1;
+	}
+	pairs_store(x->run, count * es, dtype, matrix, list);
+	return 0;
 }
 
 /* A string every process must agree on: version and what the options ask. */
@@ -490,46 +566,36 @@ static void fingerprint(const struct nw_bench_opts *o, char *buf, size_t len)
 		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " o=", nw_redop_name(o->redops[i]));
 }
 
-int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
-                 void *arg, char *err, size_t errlen)
+/* Open the backend the options ask for on group g; 0, or -1 with err. */
+static int open_backend(const struct nw_bench_opts *o, struct nw_group *g, struct nw_backend **be, char *err,
+                        size_t errlen)
 {
-	struct nw_group *g = NULL;
-	struct nw_backend *be = NULL;
-	int rc = -1;
-	char fp[1024];
-	fingerprint(o, fp, sizeof(fp));
-	if (o->min_bytes > o->max_bytes)
-		return nw_seterr(err, errlen, "-b %" PRIu64 " is larger than -e %" PRIu64, o->min_bytes, o->max_bytes);
-	double rdzv = o->rdzv_timeout_s;
-	if (rdzv <= 0)
-		rdzv = o->timeout_s > 0 && o->timeout_s < 300 ? o->timeout_s : 300;
-	if (nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp, rdzv, err, errlen))
-		return -1;
-	if (o->backend == NW_BACKEND_MPI) {
-		if (nw_backend_mpi_open(&be, g, err, errlen))
-			goto out;
-	} else {
-		struct nw_nccl_open_opts no = { .nccl_lib = o->nccl_lib, .ngpus = o->ngpus, .nthreads = o->nthreads };
-		if (nw_backend_nccl_open(&be, g, &no, err, errlen))
-			goto out;
-	}
+	if (o->backend == NW_BACKEND_MPI)
+		return nw_backend_mpi_open(be, g, err, errlen);
+	struct nw_nccl_open_opts no = { .nccl_lib = o->nccl_lib, .ngpus = o->ngpus, .nthreads = o->nthreads };
+	return nw_backend_nccl_open(be, g, &no, err, errlen);
+}
+
+/* Refuse what the options ask of a backend that cannot do it (a type, -G, -t); 0 or -1 with err. */
+static int backend_fits(const struct nw_bench_opts *o, const struct nw_backend *be, char *err, size_t errlen)
+{
+	const char *why = !strcmp(be->name, "nccl") ? " on this GPU (fp8 needs compute capability 9.0, bfloat16 8.0)" : "";
 	for (int i = 0; i < o->ndtypes; i++)
-		if (!be->dtype_ok[o->dtypes[i]]) {
-			nw_seterr(err, errlen, "data type '%s' is not supported by the %s backend%s; choose another with -d",
-			          nw_dtype_name(o->dtypes[i]), be->name,
-			          !strcmp(be->name, "nccl") ? " on this GPU (fp8 needs compute capability 9.0, bfloat16 8.0)" : "");
-			goto out;
-		}
-	if (o->graph_launches > 0 && !be->graphs) {
-		nw_seterr(err, errlen, "-G (CUDA graphs) needs the NCCL backend");
-		goto out;
-	}
-	if (o->nthreads > 1 && !be->ops->launch_many) {
-		nw_seterr(err, errlen, "-t %d (threads) needs the NCCL backend; the %s backend runs one rank per "
-		          "process (start more processes instead)", o->nthreads, be->name);
-		goto out;
-	}
-	struct nw_run_header *h = &run->h;
+		if (!be->dtype_ok[o->dtypes[i]])
+			return nw_seterr(err, errlen, "data type '%s' is not supported by the %s backend%s; choose another with -d",
+			                 nw_dtype_name(o->dtypes[i]), be->name, why);
+	if (o->graph_launches > 0 && !be->graphs)
+		return nw_seterr(err, errlen, "-G (CUDA graphs) needs the NCCL backend");
+	if (o->nthreads > 1 && !be->ops->launch_many)
+		return nw_seterr(err, errlen, "-t %d (threads) needs the NCCL backend; the %s backend runs one rank per "
+		                 "process (start more processes instead)", o->nthreads, be->name);
+	return 0;
+}
+
+/* What the run header says about the backend, the library, the GPUs and the ranks. */
+static void fill_header(struct nw_run_header *h, const struct nw_bench_opts *o, const struct nw_backend *be,
+                        const struct nw_group *g)
+{
 	nw_strlcpy(h->backend, be->name, sizeof(h->backend));
 	nw_strlcpy(h->nccl_version, be->nccl_version, sizeof(h->nccl_version));
 	nw_strlcpy(h->nccl_path, be->nccl_path, sizeof(h->nccl_path));
@@ -541,63 +607,121 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	h->gpus_per_thread = be->nlocal / h->nthreads;
 	h->rank = g->rank;
 	h->nhosts = g->size / (g->local_size > 0 ? g->local_size : 1);
+}
 
-	/* Buffers: the largest size, whole (split ops use it for n chunks). */
+/*
+ * The sweep's context: buffers sized for the largest size, whole (split
+ * ops use it for n chunks), and threads for host-side pattern work shared
+ * among the local ranks and the processes on this host, at most 16.
+ */
+static void ctx_init(struct ctx *x, const struct nw_bench_opts *o, struct nw_backend *be, struct nw_group *g)
+{
 	uint64_t maxb = o->max_bytes;
 	size_t maxes = 8;
 	if (maxb < maxes * (uint64_t)be->nranks)
 		maxb = maxes * (uint64_t)be->nranks;
-	struct ctx x = { .o = o, .be = be, .g = g, .run = run, .row_fn = row_fn, .arg = arg,
-	                 .buf_bytes = (size_t)maxb, .pattern_key = -1, .err = err, .errlen = errlen };
-	x.nthreads = nw_ncpus() / (be->nlocal > 0 ? be->nlocal : 1);
+	x->o = o;
+	x->be = be;
+	x->g = g;
+	x->buf_bytes = (size_t)maxb;
+	x->pattern_key = -1;
+	x->nthreads = nw_ncpus() / (be->nlocal > 0 ? be->nlocal : 1);
 	if (g->local_size > 1)
-		x.nthreads /= g->local_size;
-	if (x.nthreads > 16)
-		x.nthreads = 16;
-	if (x.nthreads < 1)
-		x.nthreads = 1;
-	if (be->ops->alloc(be, x.buf_bytes, err, errlen))
-		goto out;
+		x->nthreads /= g->local_size;
+	if (x->nthreads > 16)
+		x->nthreads = 16;
+	if (x->nthreads < 1)
+		x->nthreads = 1;
+}
 
+/*
+ * Every (dtype, redop, root) of one op. Returns -1 on failure, else the
+ * wrong-element total. avg on fp8 is skipped with NCCL (which refuses it),
+ * or refused when it is all the options ask for.
+ */
+static int64_t sweep_op(struct ctx *x, const struct nw_coll *coll)
+{
+	const struct nw_bench_opts *o = x->o;
+	int nred = coll->has_redop ? o->nredops : 1;
+	int r0 = coll->has_root ? (o->root < 0 ? 0 : o->root) : -1;
+	int r1 = coll->has_root ? (o->root < 0 ? x->be->nranks - 1 : o->root) : -1;
 	int64_t wrong = 0;
-	/* with other ops asked for too, one rank simply has no pairs */
-	if (o->pairs && (be->nranks > 1 || o->nops == 0) && run_pairs(&x))
-		goto out;
-	for (int i = 0; i < o->nops; i++) {
-		const struct nw_coll *coll = nw_coll_get(o->ops[i]);
-		int nred = coll->has_redop ? o->nredops : 1;
-		int r0 = coll->has_root ? (o->root < 0 ? 0 : o->root) : -1;
-		int r1 = coll->has_root ? (o->root < 0 ? be->nranks - 1 : o->root) : -1;
-		if (coll->has_root && r1 >= be->nranks) {
-			nw_seterr(err, errlen, "-r %d: root must be below the number of ranks (%d)", o->root, be->nranks);
-			goto out;
-		}
-		for (int d = 0; d < o->ndtypes; d++)
-			for (int k = 0; k < nred; k++)
-				for (int root = r0; root <= r1; root++) {
-					enum nw_redop redop = coll->has_redop ? o->redops[k] : NW_SUM;
-					int fp8 = o->dtypes[d] == NW_FP8E4M3 || o->dtypes[d] == NW_FP8E5M2;
-					if (coll->has_redop && redop == NW_AVG && fp8 && !strcmp(be->name, "nccl")) {
-						/* NCCL refuses avg on fp8 (ncclInvalidArgument, 2.28.9 on an H200) */
-						if (o->ndtypes == 1 && o->nredops == 1) {
-							nw_seterr(err, errlen, "NCCL does not support -o avg on %s; choose sum, prod, min or max",
-							          nw_dtype_name(o->dtypes[d]));
-							goto out;
-						}
-						continue;
-					}
-					int64_t w = sweep_one(&x, coll, o->dtypes[d], redop, root);
-					if (w < 0)
-						goto out;
-					wrong += w;
+	if (coll->has_root && r1 >= x->be->nranks)
+		return nw_seterr(x->err, x->errlen, "-r %d: root must be below the number of ranks (%d)", o->root,
+		                 x->be->nranks);
+	for (int d = 0; d < o->ndtypes; d++)
+		for (int k = 0; k < nred; k++)
+			for (int root = r0; root <= r1; root++) {
+				enum nw_redop redop = coll->has_redop ? o->redops[k] : NW_SUM;
+				int fp8 = o->dtypes[d] == NW_FP8E4M3 || o->dtypes[d] == NW_FP8E5M2;
+				if (coll->has_redop && redop == NW_AVG && fp8 && !strcmp(x->be->name, "nccl")) {
+					/* NCCL refuses avg on fp8 (ncclInvalidArgument, 2.28.9 on an H200) */
+					if (o->ndtypes == 1 && o->nredops == 1)
+						return nw_seterr(x->err, x->errlen,
+						                 "NCCL does not support -o avg on %s; choose sum, prod, min or max",
+						                 nw_dtype_name(o->dtypes[d]));
+					continue;
 				}
+				int64_t w = sweep_one(x, coll, o->dtypes[d], redop, root);
+				if (w < 0)
+					return -1;
+				wrong += w;
+			}
+	return wrong;
+}
+
+/* The sweep on an open backend: --pairs first, then every op. 0, 1 (wrong elements) or -1 with x->err. */
+static int sweep(struct ctx *x)
+{
+	const struct nw_bench_opts *o = x->o;
+	int64_t wrong = 0;
+	if (x->be->ops->alloc(x->be, x->buf_bytes, x->err, x->errlen))
+		return -1;
+	/* with other ops asked for too, one rank simply has no pairs */
+	if (o->pairs && (x->be->nranks > 1 || o->nops == 0) && run_pairs(x))
+		return -1;
+	for (int i = 0; i < o->nops; i++) {
+		int64_t w = sweep_op(x, nw_coll_get(o->ops[i]));
+		if (w < 0)
+			return -1;
+		wrong += w;
 	}
-	rc = wrong || x.pairs_wrong ? 1 : 0;
-out:
-	if (rc < 0 && g && g->size > 1) {
-		/* tell the others before they wait on us forever */
-		fprintf(stderr, "ncclwatch: error: rank %d on %s: %s\n", g->rank, g->host, err);
+	return wrong || x->pairs_wrong ? 1 : 0;
+}
+
+/* Put "rank R on HOST: " before the message in err, so that the rank that failed is named. */
+static void name_rank(const struct nw_group *g, char *err, size_t errlen)
+{
+	char *msg = nw_strdup(err);
+	nw_seterr(err, errlen, "rank %d on %s: %s", g->rank, g->host, msg);
+	free(msg);
+}
+
+int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
+                 void *arg, char *err, size_t errlen)
+{
+	struct nw_group *g = NULL;
+	struct nw_backend *be = NULL;
+	char fp[1024];
+	fingerprint(o, fp, sizeof(fp));
+	if (o->min_bytes > o->max_bytes)
+		return nw_seterr(err, errlen, "-b %" PRIu64 " is larger than -e %" PRIu64, o->min_bytes, o->max_bytes);
+	double rdzv = o->rdzv_timeout_s;
+	if (rdzv <= 0)
+		rdzv = o->timeout_s > 0 && o->timeout_s < 300 ? o->timeout_s : 300;
+	if (nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp, rdzv, err, errlen))
+		return -1;
+	int rc = -1;
+	if (!open_backend(o, g, &be, err, errlen) && !backend_fits(o, be, err, errlen)) {
+		struct ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
+		fill_header(&run->h, o, be, g);
+		ctx_init(&x, o, be, g);
+		rc = sweep(&x);
+	}
+	if (rc < 0 && g->size > 1) {
+		/* tell the others before they wait on us forever, and name this rank to the caller */
 		nw_group_abort(g, err);
+		name_rank(g, err, errlen);
 	}
 	if (be)
 		be->ops->destroy(be);

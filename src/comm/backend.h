@@ -1,5 +1,5 @@
 /*
- * backend: what moves the bytes. The sweep (src/bench/sweep.c) drives one
+ * backend: what moves the bytes. The sweep (src/bench/bench.c) drives one
  * backend the same way whether it is NCCL on GPUs or MPI on hosts: buffers
  * per local rank, launches of one collective for every local rank at once,
  * a wait bounded by the timeout, and copies in and out for verification.

@@ -73,7 +73,7 @@ static int nccl_fail(struct nccl_priv *p, nw_ncclResult_t r, int local, const ch
 static int set_ctx(struct nw_backend *be, int i, char *err, size_t errlen)
 {
 	struct nccl_priv *p = P(be);
-	nw_CUresult r = p->cu->CtxSetCurrent(p->ctx[i]);
+	nw_CUresult r = p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
 	return r ? cu_fail(p, r, p->dev[i], "selecting the device", err, errlen) : 0;
 }
 
@@ -81,11 +81,11 @@ static void free_buffers(struct nw_backend *be)
 {
 	struct nccl_priv *p = P(be);
 	for (int i = 0; i < be->nlocal; i++) {
-		p->cu->CtxSetCurrent(p->ctx[i]);
+		p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
 		if (p->send[i])
-			p->cu->MemFree(p->send[i]);
+			p->cu->pfn_cuMemFree(p->send[i]);
 		if (p->recv[i])
-			p->cu->MemFree(p->recv[i]);
+			p->cu->pfn_cuMemFree(p->recv[i]);
 		p->send[i] = p->recv[i] = 0;
 	}
 	p->bytes = 0;
@@ -100,102 +100,125 @@ static int be_alloc(struct nw_backend *be, size_t bytes, char *err, size_t errle
 		if (set_ctx(be, i, err, errlen))
 			return -1;
 		size_t freeb = 0, total = 0;
-		p->cu->MemGetInfo(&freeb, &total);
+		p->cu->pfn_cuMemGetInfo(&freeb, &total);
 		if (freeb < 2 * bytes + (256u << 20))
 			return nw_seterr(err, errlen,
 			                 "too little GPU memory on GPU %d: the sweep needs 2 x %.2f GiB (send and receive "
 			                 "buffers for -e), %.2f GiB is free of %.2f GiB; lower -e or free the GPU",
 			                 (int)p->dev[i], bytes / 1073741824.0, freeb / 1073741824.0, total / 1073741824.0);
-		nw_CUresult r = p->cu->MemAlloc(&p->send[i], bytes);
+		nw_CUresult r = p->cu->pfn_cuMemAlloc(&p->send[i], bytes);
 		if (!r)
-			r = p->cu->MemAlloc(&p->recv[i], bytes);
+			r = p->cu->pfn_cuMemAlloc(&p->recv[i], bytes);
 		if (r)
 			return cu_fail(p, r, p->dev[i], "allocating buffers", err, errlen);
 		/* a defined value everywhere (1.0f); patterns are written before checks */
-		p->cu->MemsetD32(p->send[i], 0x3f800000u, bytes / 4);
-		p->cu->MemsetD32(p->recv[i], 0x3f800000u, bytes / 4);
+		p->cu->pfn_cuMemsetD32(p->send[i], 0x3f800000u, bytes / 4);
+		p->cu->pfn_cuMemsetD32(p->recv[i], 0x3f800000u, bytes / 4);
 	}
 	p->bytes = bytes;
 	return 0;
 }
 
+/* One local rank's side of a call: its buffers, element count and type, communicator and stream. */
+struct side {
+	const struct nw_nccl *nc;
+	const char *s;      /* what it sends */
+	char *r;            /* where it receives */
+	size_t cnt, es;     /* elements (nccl-tests' count) and bytes per element */
+	int t;              /* data type */
+	int rank, n;        /* its global rank, of n */
+	nw_ncclComm_t comm;
+	nw_CUstream st;
+};
+
+/* sendrecv: to rank + 1 and from rank - 1 (a ring), or both ways with the peer of a pair. */
+static nw_ncclResult_t sendrecv(const struct side *x, const struct nw_call *c)
+{
+	const struct nw_nccl *nc = x->nc;
+	int to = (x->rank + 1) % x->n, from = (x->rank - 1 + x->n) % x->n;
+	if (c->pair) {
+		to = from = nw_call_pair_peer(c, x->rank);
+		if (to < 0)
+			return 0;
+	}
+	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
+	if (!rc)
+		rc = nc->pfn_ncclSend(x->s, x->cnt, x->t, to, x->comm, x->st);
+	if (!rc)
+		rc = nc->pfn_ncclRecv(x->r, x->cnt, x->t, from, x->comm, x->st);
+	if (!rc)
+		rc = nc->pfn_ncclGroupEnd();
+	return rc;
+}
+
+/* alltoall before NCCL 2.28: a send to and a receive from every rank, as one group. */
+static nw_ncclResult_t alltoall_p2p(const struct side *x)
+{
+	const struct nw_nccl *nc = x->nc;
+	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
+	for (int k = 0; k < x->n && !rc; k++) {
+		rc = nc->pfn_ncclSend(x->s + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+		if (!rc)
+			rc = nc->pfn_ncclRecv(x->r + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+	}
+	if (!rc)
+		rc = nc->pfn_ncclGroupEnd();
+	return rc;
+}
+
+/* gather before NCCL 2.28: every rank sends to the root, which receives each rank's chunk. */
+static nw_ncclResult_t gather_p2p(const struct side *x, int root)
+{
+	const struct nw_nccl *nc = x->nc;
+	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
+	if (!rc)
+		rc = nc->pfn_ncclSend(x->s, x->cnt, x->t, root, x->comm, x->st);
+	for (int k = 0; k < x->n && !rc && x->rank == root; k++)
+		rc = nc->pfn_ncclRecv(x->r + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+	if (!rc)
+		rc = nc->pfn_ncclGroupEnd();
+	return rc;
+}
+
+/* scatter before NCCL 2.28: the root sends each rank its chunk, every rank receives from the root. */
+static nw_ncclResult_t scatter_p2p(const struct side *x, int root)
+{
+	const struct nw_nccl *nc = x->nc;
+	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
+	for (int k = 0; k < x->n && !rc && x->rank == root; k++)
+		rc = nc->pfn_ncclSend(x->s + (size_t)k * x->cnt * x->es, x->cnt, x->t, k, x->comm, x->st);
+	if (!rc)
+		rc = nc->pfn_ncclRecv(x->r, x->cnt, x->t, root, x->comm, x->st);
+	if (!rc)
+		rc = nc->pfn_ncclGroupEnd();
+	return rc;
+}
+
+/* Enqueue call c for local rank i on its stream. 0, or -1 with err naming the collective. */
 static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char *err, size_t errlen)
 {
 	struct nccl_priv *p = P(be);
 	const struct nw_nccl *nc = p->nc;
-	int rank = be->rank0 + i, n = be->nranks;
 	size_t soff, roff;
-	nw_call_offsets(c, rank, &soff, &roff);
-	char *base_s = (char *)(uintptr_t)(c->inplace ? p->recv[i] : p->send[i]);
-	char *base_r = (char *)(uintptr_t)p->recv[i];
-	const void *s = base_s + soff;
-	void *r = base_r + roff;
-	nw_ncclComm_t comm = p->comm[i];
-	nw_CUstream st = p->stream[i];
-	size_t cnt = (size_t)c->count, es = nw_dtype_size(c->dtype);
-	int t = c->dtype;
-	nw_ncclResult_t rc = 0;
+	struct side x = { .nc = nc, .cnt = (size_t)c->count, .es = nw_dtype_size(c->dtype), .t = c->dtype,
+	                  .rank = be->rank0 + i, .n = be->nranks, .comm = p->comm[i], .st = p->stream[i] };
+	nw_call_offsets(c, x.rank, &soff, &roff);
+	x.s = (const char *)(uintptr_t)(c->inplace ? p->recv[i] : p->send[i]) + soff;
+	x.r = (char *)(uintptr_t)p->recv[i] + roff;
+	nw_ncclResult_t rc;
 	switch (c->op) {
-	case NW_ALL_REDUCE: rc = nc->AllReduce(s, r, cnt, t, c->redop, comm, st); break;
-	case NW_ALL_GATHER: rc = nc->AllGather(s, r, cnt, t, comm, st); break;
-	case NW_REDUCE_SCATTER: rc = nc->ReduceScatter(s, r, cnt, t, c->redop, comm, st); break;
-	case NW_BROADCAST: rc = nc->Broadcast(s, r, cnt, t, c->root, comm, st); break;
-	case NW_REDUCE: rc = nc->Reduce(s, r, cnt, t, c->redop, c->root, comm, st); break;
-	case NW_SENDRECV: {
-		int to = (rank + 1) % n, from = (rank - 1 + n) % n;
-		if (c->pair) {
-			to = from = nw_call_pair_peer(c, rank);
-			if (to < 0)
-				break;
-		}
-		rc = nc->GroupStart();
-		if (!rc)
-			rc = nc->Send(s, cnt, t, to, comm, st);
-		if (!rc)
-			rc = nc->Recv(r, cnt, t, from, comm, st);
-		if (!rc)
-			rc = nc->GroupEnd();
-		break;
-	}
-	case NW_ALLTOALL:
-		if (nc->AlltoAll) {
-			rc = nc->AlltoAll(s, r, cnt, t, comm, st);
-			break;
-		}
-		rc = nc->GroupStart();
-		for (int k = 0; k < n && !rc; k++) {
-			rc = nc->Send((const char *)s + (size_t)k * cnt * es, cnt, t, k, comm, st);
-			if (!rc)
-				rc = nc->Recv((char *)r + (size_t)k * cnt * es, cnt, t, k, comm, st);
-		}
-		if (!rc)
-			rc = nc->GroupEnd();
-		break;
+	case NW_ALL_REDUCE: rc = nc->pfn_ncclAllReduce(x.s, x.r, x.cnt, x.t, c->redop, x.comm, x.st); break;
+	case NW_ALL_GATHER: rc = nc->pfn_ncclAllGather(x.s, x.r, x.cnt, x.t, x.comm, x.st); break;
+	case NW_REDUCE_SCATTER: rc = nc->pfn_ncclReduceScatter(x.s, x.r, x.cnt, x.t, c->redop, x.comm, x.st); break;
+	case NW_BROADCAST: rc = nc->pfn_ncclBroadcast(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st); break;
+	case NW_REDUCE: rc = nc->pfn_ncclReduce(x.s, x.r, x.cnt, x.t, c->redop, c->root, x.comm, x.st); break;
+	case NW_SENDRECV: rc = sendrecv(&x, c); break;
+	case NW_ALLTOALL: rc = nc->pfn_ncclAlltoAll ? nc->pfn_ncclAlltoAll(x.s, x.r, x.cnt, x.t, x.comm, x.st) : alltoall_p2p(&x); break;
 	case NW_GATHER:
-		if (nc->Gather) {
-			rc = nc->Gather(s, r, cnt, t, c->root, comm, st);
-			break;
-		}
-		rc = nc->GroupStart();
-		if (!rc)
-			rc = nc->Send(s, cnt, t, c->root, comm, st);
-		for (int k = 0; k < n && !rc && rank == c->root; k++)
-			rc = nc->Recv((char *)r + (size_t)k * cnt * es, cnt, t, k, comm, st);
-		if (!rc)
-			rc = nc->GroupEnd();
+		rc = nc->pfn_ncclGather ? nc->pfn_ncclGather(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st) : gather_p2p(&x, c->root);
 		break;
 	case NW_SCATTER:
-		if (nc->Scatter) {
-			rc = nc->Scatter(s, r, cnt, t, c->root, comm, st);
-			break;
-		}
-		rc = nc->GroupStart();
-		for (int k = 0; k < n && !rc && rank == c->root; k++)
-			rc = nc->Send((const char *)s + (size_t)k * cnt * es, cnt, t, k, comm, st);
-		if (!rc)
-			rc = nc->Recv(r, cnt, t, c->root, comm, st);
-		if (!rc)
-			rc = nc->GroupEnd();
+		rc = nc->pfn_ncclScatter ? nc->pfn_ncclScatter(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st) : scatter_p2p(&x, c->root);
 		break;
 	default:
 		return nw_seterr(err, errlen, "internal: unknown op %d", c->op);
@@ -212,16 +235,16 @@ static int launch_part(struct nw_backend *be, int first, int n, const struct nw_
 	struct nccl_priv *p = P(be);
 	int grouped = n > 1 || agg > 1;
 	nw_ncclResult_t rc;
-	if (grouped && (rc = p->nc->GroupStart()) != 0)
+	if (grouped && (rc = p->nc->pfn_ncclGroupStart()) != 0)
 		return nccl_fail(p, rc, -1, "ncclGroupStart", err, errlen);
 	for (int a = 0; a < agg; a++)
 		for (int i = first; i < first + n; i++)
 			if (one_call(be, i, c, err, errlen)) {
 				if (grouped)
-					p->nc->GroupEnd();
+					p->nc->pfn_ncclGroupEnd();
 				return -1;
 			}
-	if (grouped && (rc = p->nc->GroupEnd()) != 0)
+	if (grouped && (rc = p->nc->pfn_ncclGroupEnd()) != 0)
 		return nccl_fail(p, rc, first, nw_coll_get(c->op)->name, err, errlen);
 	return 0;
 }
@@ -251,7 +274,7 @@ static void *worker(void *argp)
 	struct worker_arg a = *(struct worker_arg *)argp;
 	free(argp);
 	struct nccl_priv *p = P(a.be);
-	p->cu->CtxSetCurrent(p->ctx[a.k * p->per]);
+	p->cu->pfn_cuCtxSetCurrent(p->ctx[a.k * p->per]);
 	unsigned seen = 0;
 	for (;;) {
 		unsigned g;
@@ -340,7 +363,7 @@ static void abort_all(struct nw_backend *be)
 	p->aborted = 1;
 	for (int i = 0; i < be->nlocal; i++)
 		if (p->comm[i])
-			p->nc->CommAbort(p->comm[i]);
+			p->nc->pfn_ncclCommAbort(p->comm[i]);
 	for (int i = 0; i < be->nlocal; i++)
 		p->comm[i] = NULL;
 }
@@ -356,7 +379,7 @@ static int be_wait(struct nw_backend *be, double timeout_s, const char *what, ch
 		for (int i = 0; i < be->nlocal; i++) {
 			if (done[i])
 				continue;
-			nw_CUresult r = p->cu->StreamQuery(p->stream[i]);
+			nw_CUresult r = p->cu->pfn_cuStreamQuery(p->stream[i]);
 			if (r == NW_CUDA_SUCCESS) {
 				done[i] = 1;
 				left--;
@@ -368,7 +391,7 @@ static int be_wait(struct nw_backend *be, double timeout_s, const char *what, ch
 				return -1;
 			}
 			nw_ncclResult_t ae = 0;
-			if (p->nc->CommGetAsyncError(p->comm[i], &ae) == 0 && ae != 0 && ae != NW_NCCL_IN_PROGRESS) {
+			if (p->nc->pfn_ncclCommGetAsyncError(p->comm[i], &ae) == 0 && ae != 0 && ae != NW_NCCL_IN_PROGRESS) {
 				nccl_fail(p, ae, i, what, err, errlen);
 				abort_all(be);
 				return -1;
@@ -419,7 +442,7 @@ static int be_graph_begin(struct nw_backend *be, char *err, size_t errlen)
 	for (int i = 0; i < be->nlocal; i++) {
 		if (set_ctx(be, i, err, errlen))
 			return -1;
-		nw_CUresult r = p->cu->StreamBeginCapture(p->stream[i], mode);
+		nw_CUresult r = p->cu->pfn_cuStreamBeginCapture(p->stream[i], mode);
 		if (r)
 			return cu_fail(p, r, p->dev[i], "starting graph capture", err, errlen);
 	}
@@ -431,7 +454,7 @@ static void be_graph_free(struct nw_backend *be)
 	struct nccl_priv *p = P(be);
 	for (int i = 0; i < be->nlocal; i++)
 		if (p->gexec[i]) {
-			p->cu->GraphExecDestroy(p->gexec[i]);
+			p->cu->pfn_cuGraphExecDestroy(p->gexec[i]);
 			p->gexec[i] = NULL;
 		}
 }
@@ -443,11 +466,11 @@ static int be_graph_end(struct nw_backend *be, char *err, size_t errlen)
 	int rc = 0;
 	for (int i = 0; i < be->nlocal; i++) {
 		nw_CUgraph g = NULL;
-		nw_CUresult r = p->cu->StreamEndCapture(p->stream[i], &g);
+		nw_CUresult r = p->cu->pfn_cuStreamEndCapture(p->stream[i], &g);
 		if (!r)
-			r = p->cu->GraphInstantiateWithFlags(&p->gexec[i], g, 0);
+			r = p->cu->pfn_cuGraphInstantiateWithFlags(&p->gexec[i], g, 0);
 		if (g)
-			p->cu->GraphDestroy(g);
+			p->cu->pfn_cuGraphDestroy(g);
 		if (r && !rc)
 			rc = cu_fail(p, r, p->dev[i], "building the CUDA graph (-G)", err, errlen);
 	}
@@ -459,7 +482,7 @@ static int be_graph_launch(struct nw_backend *be, int times, char *err, size_t e
 	struct nccl_priv *p = P(be);
 	for (int t = 0; t < times; t++)
 		for (int i = 0; i < be->nlocal; i++) {
-			nw_CUresult r = p->cu->GraphLaunch(p->gexec[i], p->stream[i]);
+			nw_CUresult r = p->cu->pfn_cuGraphLaunch(p->gexec[i], p->stream[i]);
 			if (r)
 				return cu_fail(p, r, p->dev[i], "launching the CUDA graph", err, errlen);
 		}
@@ -477,7 +500,7 @@ static int be_write(struct nw_backend *be, int i, enum nw_buf b, size_t off, con
 	struct nccl_priv *p = P(be);
 	if (set_ctx(be, i, err, errlen))
 		return -1;
-	nw_CUresult r = p->cu->MemcpyHtoD(bufptr(p, i, b) + off, src, n);
+	nw_CUresult r = p->cu->pfn_cuMemcpyHtoD(bufptr(p, i, b) + off, src, n);
 	return r ? cu_fail(p, r, p->dev[i], "copying to the GPU", err, errlen) : 0;
 }
 
@@ -487,7 +510,7 @@ static int be_read(struct nw_backend *be, int i, enum nw_buf b, size_t off, void
 	struct nccl_priv *p = P(be);
 	if (set_ctx(be, i, err, errlen))
 		return -1;
-	nw_CUresult r = p->cu->MemcpyDtoH(dst, bufptr(p, i, b) + off, n);
+	nw_CUresult r = p->cu->pfn_cuMemcpyDtoH(dst, bufptr(p, i, b) + off, n);
 	return r ? cu_fail(p, r, p->dev[i], "copying from the GPU", err, errlen) : 0;
 }
 
@@ -496,9 +519,9 @@ static int be_copy(struct nw_backend *be, int i, size_t soff, size_t doff, size_
 	struct nccl_priv *p = P(be);
 	if (set_ctx(be, i, err, errlen))
 		return -1;
-	nw_CUresult r = p->cu->MemcpyDtoD(p->recv[i] + doff, p->send[i] + soff, n);
+	nw_CUresult r = p->cu->pfn_cuMemcpyDtoD(p->recv[i] + doff, p->send[i] + soff, n);
 	if (!r)
-		r = p->cu->CtxSynchronize();
+		r = p->cu->pfn_cuCtxSynchronize();
 	return r ? cu_fail(p, r, p->dev[i], "preparing in-place data", err, errlen) : 0;
 }
 
@@ -507,9 +530,9 @@ static int be_fill32(struct nw_backend *be, int i, enum nw_buf b, uint32_t word,
 	struct nccl_priv *p = P(be);
 	if (set_ctx(be, i, err, errlen))
 		return -1;
-	nw_CUresult r = p->cu->MemsetD32(bufptr(p, i, b), word, p->bytes / 4);
+	nw_CUresult r = p->cu->pfn_cuMemsetD32(bufptr(p, i, b), word, p->bytes / 4);
 	if (!r)
-		r = p->cu->CtxSynchronize();
+		r = p->cu->pfn_cuCtxSynchronize();
 	return r ? cu_fail(p, r, p->dev[i], "filling a buffer", err, errlen) : 0;
 }
 
@@ -525,7 +548,7 @@ static void *be_host_alloc(struct nw_backend *be, size_t n)
 	if (p->npinned >= (int)NW_ARRAY_LEN(p->pinned))
 		return NULL;
 	void *h = NULL;
-	if (p->cu->MemHostAlloc(&h, n, 1 /* portable */) != 0)
+	if (p->cu->pfn_cuMemHostAlloc(&h, n, 1 /* portable */) != 0)
 		return NULL;
 	p->pinned[p->npinned++] = h;
 	return h;
@@ -542,17 +565,17 @@ static void be_destroy(struct nw_backend *be)
 		if (!p->aborted)
 			for (int i = 0; i < be->nlocal; i++)
 				if (p->comm[i]) {
-					p->cu->CtxSetCurrent(p->ctx[i]);
-					p->nc->CommDestroy(p->comm[i]);
+					p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
+					p->nc->pfn_ncclCommDestroy(p->comm[i]);
 				}
 		free_buffers(be);
 		for (int i = 0; i < p->npinned; i++)
-			p->cu->MemFreeHost(p->pinned[i]);
+			p->cu->pfn_cuMemFreeHost(p->pinned[i]);
 		for (int i = 0; i < be->nlocal; i++) {
 			if (p->stream[i])
-				p->cu->StreamDestroy(p->stream[i]);
+				p->cu->pfn_cuStreamDestroy(p->stream[i]);
 			if (p->ctx[i])
-				p->cu->DevicePrimaryCtxRelease(p->dev[i]);
+				p->cu->pfn_cuDevicePrimaryCtxRelease(p->dev[i]);
 		}
 		pthread_cond_destroy(&p->cv);
 		pthread_mutex_destroy(&p->mu);
@@ -578,50 +601,68 @@ static const struct nw_backend_ops nccl_ops = {
 	.destroy = be_destroy,
 };
 
-int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_nccl_open_opts *o,
-                         char *err, size_t errlen)
+/* Which GPUs this process drives: nthreads threads (-t) of per GPUs (-g) each, ordinals first to first + ngpus - 1. */
+struct gpu_plan {
+	int nthreads, per, ngpus, first;
+};
+
+/* Open the driver and NCCL; *visible gets the GPUs the driver sees. 0, or -1 with err saying what to do. */
+static int load_libs(const struct nw_nccl_open_opts *o, const struct nw_cu **cu, const struct nw_nccl **nc,
+                     int *visible, char *err, size_t errlen)
 {
-	*out = NULL;
 	char e2[NW_ERRLEN];
-	const struct nw_cu *cu = nw_cuda_load(e2, sizeof(e2));
-	if (!cu)
+	*cu = nw_cuda_load(e2, sizeof(e2));
+	if (!*cu)
 		return nw_seterr(err, errlen, "%s. Without a GPU, 'bench --backend mpi' measures host collectives "
 		                 "over MPI instead", e2);
-	const struct nw_nccl *nc = nw_nccl_load(o->nccl_lib, err, errlen);
-	if (!nc)
+	*nc = nw_nccl_load(o->nccl_lib, err, errlen);
+	if (!*nc)
 		return -1;
-	int visible = 0;
-	cu->DeviceGetCount(&visible);
-	if (visible < 1)
+	*visible = 0;
+	(*cu)->pfn_cuDeviceGetCount(visible);
+	if (*visible < 1)
 		return nw_seterr(err, errlen, "no GPU visible to the CUDA driver (CUDA_VISIBLE_DEVICES='%s'); "
 		                 "check nvidia-smi and the container's GPU access", getenv("CUDA_VISIBLE_DEVICES") ?
 		                 getenv("CUDA_VISIBLE_DEVICES") : "unset");
-	int nthreads = o->nthreads > 1 ? o->nthreads : 1;
+	return 0;
+}
+
+/* Decide this process's GPUs from -t, -g and its local rank; -1 with err when too few are visible. */
+static int plan_gpus(const struct nw_group *g, const struct nw_nccl_open_opts *o, int visible, struct gpu_plan *pl,
+                     char *err, size_t errlen)
+{
+	pl->nthreads = o->nthreads > 1 ? o->nthreads : 1;
 	/* -g is per thread (nccl-tests' meaning); alone and without -t or -g: every visible GPU */
-	int per = o->ngpus > 0 ? o->ngpus : (g->size > 1 || nthreads > 1 ? 1 : visible);
-	int ngpus = nthreads * per;
-	int first = g->local_rank * ngpus;
-	if (ngpus > MAXLOCAL || first + ngpus > visible)
+	pl->per = o->ngpus > 0 ? o->ngpus : (g->size > 1 || pl->nthreads > 1 ? 1 : visible);
+	pl->ngpus = pl->nthreads * pl->per;
+	pl->first = g->local_rank * pl->ngpus;
+	if (pl->ngpus > MAXLOCAL || pl->first + pl->ngpus > visible)
 		return nw_seterr(err, errlen,
 		                 "this process (local rank %d of %d) needs GPUs %d..%d (%d thread%s x %d GPU%s) but %d "
 		                 "are visible; lower -t or -g, or start fewer processes per node", g->local_rank,
-		                 g->local_size, first, first + ngpus - 1, nthreads, nthreads == 1 ? "" : "s", per,
-		                 per == 1 ? "" : "s", visible);
+		                 g->local_size, pl->first, pl->first + pl->ngpus - 1, pl->nthreads,
+		                 pl->nthreads == 1 ? "" : "s", pl->per, pl->per == 1 ? "" : "s", visible);
+	return 0;
+}
 
+/* A backend for the plan, on no GPU yet (be_destroy frees it from here on); the caller owns it. */
+static struct nw_backend *backend_new(struct nw_group *g, const struct nw_cu *cu, const struct nw_nccl *nc,
+                                      const struct gpu_plan *pl)
+{
 	struct nw_backend *be = nw_calloc(1, sizeof(*be));
 	struct nccl_priv *p = nw_calloc(1, sizeof(*p));
 	be->ops = &nccl_ops;
 	be->priv = p;
 	be->name = "nccl";
 	be->group = g;
-	be->nlocal = ngpus;
-	be->nranks = g->size * ngpus;
-	be->rank0 = g->rank * ngpus;
+	be->nlocal = pl->ngpus;
+	be->nranks = g->size * pl->ngpus;
+	be->rank0 = g->rank * pl->ngpus;
 	be->graphs = 1;
 	p->cu = cu;
 	p->nc = nc;
-	p->nthreads = nthreads;
-	p->per = per;
+	p->nthreads = pl->nthreads;
+	p->per = pl->per;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	for (int t = 0; t < NW_NDTYPES; t++)
@@ -637,92 +678,131 @@ int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const stru
 			be->driver[0] = '\0';
 		free(dv);
 	}
+	return be;
+}
 
+/*
+ * Each local rank's GPU (ordinals from first): what it can reduce (fp8
+ * from compute capability 9.0, bfloat16 from 8.0), its primary context and
+ * a non-blocking stream. 0, or -1 with err.
+ */
+static int open_devices(struct nw_backend *be, int first, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	const struct nw_cu *cu = p->cu;
 	struct nw_cu_device info;
-	for (int i = 0; i < ngpus; i++) {
+	for (int i = 0; i < be->nlocal; i++) {
 		int ord = first + i;
 		be->gpu[i] = ord;
 		if (nw_cuda_device_info(cu, ord, &info, err, errlen))
-			goto fail;
-		int ccmaj = info.cc_major;
-		if (ccmaj < 9) {
+			return -1;
+		if (info.cc_major < 9)
 			be->dtype_ok[NW_FP8E4M3] = be->dtype_ok[NW_FP8E5M2] = 0;
-		}
-		if (ccmaj < 8)
+		if (info.cc_major < 8)
 			be->dtype_ok[NW_BFLOAT16] = 0;
 		if (i == 0)
 			snprintf(be->gpus, sizeof(be->gpus), "%d x %s", be->nranks, info.name);
-		nw_CUresult r = cu->DeviceGet(&p->dev[i], ord);
+		nw_CUresult r = cu->pfn_cuDeviceGet(&p->dev[i], ord);
 		if (!r)
-			r = cu->DevicePrimaryCtxRetain(&p->ctx[i], p->dev[i]);
+			r = cu->pfn_cuDevicePrimaryCtxRetain(&p->ctx[i], p->dev[i]);
 		if (!r)
-			r = cu->CtxSetCurrent(p->ctx[i]);
+			r = cu->pfn_cuCtxSetCurrent(p->ctx[i]);
 		if (!r)
-			r = cu->StreamCreate(&p->stream[i], NW_CU_STREAM_NON_BLOCKING);
-		if (r) {
-			cu_fail(p, r, ord, "creating a context and stream", err, errlen);
-			goto fail;
-		}
+			r = cu->pfn_cuStreamCreate(&p->stream[i], NW_CU_STREAM_NON_BLOCKING);
+		if (r)
+			return cu_fail(p, r, ord, "creating a context and stream", err, errlen);
 	}
+	return 0;
+}
 
+/* ncclConfig_t as nccl-tests 2.19.6 makes it: NCCL's defaults, with nvlinkCentricSched on 2.28+. */
+static void default_config(const struct nw_nccl *nc, struct nw_ncclConfig *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
+	cfg->magic = 0xcafebeef;
+	cfg->version = (unsigned)(nc->version_code < 22809 ? nc->version_code : 22809);
+	cfg->blocking = cfg->cgaClusterSize = cfg->minCTAs = cfg->maxCTAs = INT_MIN;
+	cfg->splitShare = cfg->trafficClass = cfg->collnetEnable = cfg->CTAPolicy = INT_MIN;
+	cfg->shrinkShare = cfg->nvlsCTAs = cfg->nChannelsPerNetPeer = INT_MIN;
+	cfg->nvlinkCentricSched = 1; /* as nccl-tests does on 2.28+ */
+}
+
+/*
+ * The communicators: rank 0's unique id goes to every process, then each
+ * local GPU joins as one rank (one NCCL group when there are several).
+ * 0, or -1 with err.
+ */
+static int init_comms(struct nw_backend *be, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	const struct nw_nccl *nc = p->nc;
 	nw_ncclUniqueId id;
 	memset(&id, 0, sizeof(id));
-	if (g->rank == 0) {
-		nw_ncclResult_t rc = nc->GetUniqueId(&id);
-		if (rc) {
-			nccl_fail(p, rc, -1, "ncclGetUniqueId", err, errlen);
-			goto fail;
-		}
+	if (be->group->rank == 0) {
+		nw_ncclResult_t rc = nc->pfn_ncclGetUniqueId(&id);
+		if (rc)
+			return nccl_fail(p, rc, -1, "ncclGetUniqueId", err, errlen);
 	}
-	if (nw_group_bcast(g, &id, sizeof(id), 0, err, errlen))
-		goto fail;
-
+	if (nw_group_bcast(be->group, &id, sizeof(id), 0, err, errlen))
+		return -1;
 	struct nw_ncclConfig cfg;
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.size = sizeof(cfg);
-	cfg.magic = 0xcafebeef;
-	cfg.version = (unsigned)(nc->version_code < 22809 ? nc->version_code : 22809);
-	cfg.blocking = cfg.cgaClusterSize = cfg.minCTAs = cfg.maxCTAs = INT_MIN;
-	cfg.splitShare = cfg.trafficClass = cfg.collnetEnable = cfg.CTAPolicy = INT_MIN;
-	cfg.shrinkShare = cfg.nvlsCTAs = cfg.nChannelsPerNetPeer = INT_MIN;
-	cfg.nvlinkCentricSched = 1; /* as nccl-tests does on 2.28+ */
-	int use_cfg = nc->CommInitRankConfig && nc->version_code >= 22800;
+	default_config(nc, &cfg);
+	int use_cfg = nc->pfn_ncclCommInitRankConfig && nc->version_code >= 22800;
+	if (be->nlocal > 1)
+		nc->pfn_ncclGroupStart();
+	for (int i = 0; i < be->nlocal; i++) {
+		p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
+		nw_ncclResult_t rc = use_cfg ? nc->pfn_ncclCommInitRankConfig(&p->comm[i], be->nranks, id, be->rank0 + i, &cfg)
+		                             : nc->pfn_ncclCommInitRank(&p->comm[i], be->nranks, id, be->rank0 + i);
+		if (rc) {
+			if (be->nlocal > 1)
+				nc->pfn_ncclGroupEnd();
+			return nccl_fail(p, rc, i, "creating the NCCL communicator", err, errlen);
+		}
+	}
+	if (be->nlocal > 1) {
+		nw_ncclResult_t rc = nc->pfn_ncclGroupEnd();
+		if (rc)
+			return nccl_fail(p, rc, 0, "creating the NCCL communicators", err, errlen);
+	}
+	return 0;
+}
 
-	if (ngpus > 1)
-		nc->GroupStart();
-	for (int i = 0; i < ngpus; i++) {
-		cu->CtxSetCurrent(p->ctx[i]);
-		nw_ncclResult_t rc = use_cfg ? nc->CommInitRankConfig(&p->comm[i], be->nranks, id, be->rank0 + i, &cfg)
-		                             : nc->CommInitRank(&p->comm[i], be->nranks, id, be->rank0 + i);
-		if (rc) {
-			if (ngpus > 1)
-				nc->GroupEnd();
-			nccl_fail(p, rc, i, "creating the NCCL communicator", err, errlen);
-			goto fail;
-		}
-	}
-	if (ngpus > 1) {
-		nw_ncclResult_t rc = nc->GroupEnd();
-		if (rc) {
-			nccl_fail(p, rc, 0, "creating the NCCL communicators", err, errlen);
-			goto fail;
-		}
-	}
-	for (int k = 1; k < nthreads; k++) {
+/* The launch threads of -t beyond this one (thread 0). 0, or -1 with err. */
+static int start_workers(struct nw_backend *be, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	for (int k = 1; k < p->nthreads; k++) {
 		struct worker_arg *a = nw_calloc(1, sizeof(*a));
 		a->be = be;
 		a->k = k;
 		int e = pthread_create(&p->th[p->nth_started], NULL, worker, a);
 		if (e) {
 			free(a);
-			nw_seterr(err, errlen, "cannot start launch thread %d of %d (-t): %s", k, nthreads, strerror(e));
-			goto fail;
+			return nw_seterr(err, errlen, "cannot start launch thread %d of %d (-t): %s", k, p->nthreads,
+			                 strerror(e));
 		}
 		p->nth_started++;
 	}
+	return 0;
+}
+
+int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_nccl_open_opts *o,
+                         char *err, size_t errlen)
+{
+	const struct nw_cu *cu;
+	const struct nw_nccl *nc;
+	struct gpu_plan pl;
+	int visible;
+	*out = NULL;
+	if (load_libs(o, &cu, &nc, &visible, err, errlen) || plan_gpus(g, o, visible, &pl, err, errlen))
+		return -1;
+	struct nw_backend *be = backend_new(g, cu, nc, &pl);
+	if (open_devices(be, pl.first, err, errlen) || init_comms(be, err, errlen) || start_workers(be, err, errlen)) {
+		be_destroy(be);
+		return -1;
+	}
 	*out = be;
 	return 0;
-fail:
-	be_destroy(be);
-	return -1;
 }

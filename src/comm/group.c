@@ -175,6 +175,19 @@ int nw_group_barrier(struct nw_group *g, char *err, size_t errlen)
 	return 0;
 }
 
+#if NW_HAVE_MPI
+/* Set once this process has aborted an MPI job: MPI_Abort runs at exit and MPI_Finalize never. */
+static int mpi_aborting;
+
+static void mpi_abort_at_exit(void)
+{
+	int fin = 0;
+	MPI_Finalized(&fin);
+	if (!fin)
+		MPI_Abort(MPI_COMM_WORLD, 3);
+}
+#endif
+
 void nw_group_abort(struct nw_group *g, const char *why)
 {
 	if (g && g->kind == NW_GROUP_ENV) {
@@ -182,8 +195,11 @@ void nw_group_abort(struct nw_group *g, const char *why)
 		return;
 	}
 #if NW_HAVE_MPI
-	if (g && g->kind == NW_GROUP_MPI && g->size > 1)
-		MPI_Abort(MPI_COMM_WORLD, 3);
+	/* MPI_Abort ends this process too: leave it to exit, after the caller has said why */
+	if (g && g->kind == NW_GROUP_MPI && g->size > 1 && !mpi_aborting) {
+		mpi_aborting = 1;
+		atexit(mpi_abort_at_exit);
+	}
 #endif
 	(void)g;
 }
@@ -195,7 +211,7 @@ void nw_group_close(struct nw_group *g)
 	if (g->kind == NW_GROUP_ENV)
 		nw_boot_close(g->priv);
 #if NW_HAVE_MPI
-	if (g->kind == NW_GROUP_MPI) {
+	if (g->kind == NW_GROUP_MPI && !mpi_aborting) {
 		int fin = 0;
 		MPI_Finalized(&fin);
 		if (!fin)

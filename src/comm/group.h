@@ -34,7 +34,12 @@ int nw_group_open(struct nw_group **out, int force_mpi, const char *fingerprint,
 int nw_group_bcast(struct nw_group *g, void *buf, size_t len, int root, char *err, size_t errlen);
 int nw_group_allgather(struct nw_group *g, const void *mine, void *all, size_t len, char *err, size_t errlen);
 int nw_group_barrier(struct nw_group *g, char *err, size_t errlen);
-/* Tell the other processes to stop (best effort), with the reason. */
+/*
+ * Tell the other processes to stop (best effort), with the reason. Under
+ * env rendezvous they hear it at once, naming this rank. Under MPI the job
+ * is torn down (MPI_Abort) when this process exits, so that the caller can
+ * still report why; nw_group_close then leaves MPI unfinalized.
+ */
 void nw_group_abort(struct nw_group *g, const char *why);
 void nw_group_close(struct nw_group *g);
 

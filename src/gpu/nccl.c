@@ -1,3 +1,4 @@
+/* nccl: which NCCL to load, and the NCCL table opened at run time and resolved once (see nccl.h, dl.h). */
 #include "gpu/nccl.h"
 
 #include <dlfcn.h>
@@ -5,6 +6,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpu/dl.h"
 #include "util/util.h"
 
 int nw_nccl_file_version(const char *path, char *ver, size_t len)
@@ -251,84 +254,97 @@ size_t nw_nccl_find_all(struct nw_nccl_where **out)
 }
 
 static struct nw_nccl nccl;
-static int nccl_loaded;
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static int loaded; /* under load_mu: nccl is resolved */
 
-const struct nw_nccl *nw_nccl_load(const char *override_path, char *err, size_t errlen)
+/* Required since NCCL 2.7; the others are NULL in older NCCLs and checked where used. */
+static const struct nw_dl_sym syms[] = {
+	{ (void **)&nccl.pfn_ncclGetVersion, { "ncclGetVersion" }, 1 },
+	{ (void **)&nccl.pfn_ncclGetUniqueId, { "ncclGetUniqueId" }, 1 },
+	{ (void **)&nccl.pfn_ncclCommInitRank, { "ncclCommInitRank" }, 1 },
+	{ (void **)&nccl.pfn_ncclCommInitRankConfig, { "ncclCommInitRankConfig" }, 0 },
+	{ (void **)&nccl.pfn_ncclCommDestroy, { "ncclCommDestroy" }, 1 },
+	{ (void **)&nccl.pfn_ncclCommAbort, { "ncclCommAbort" }, 1 },
+	{ (void **)&nccl.pfn_ncclCommGetAsyncError, { "ncclCommGetAsyncError" }, 1 },
+	{ (void **)&nccl.pfn_ncclGetErrorString, { "ncclGetErrorString" }, 1 },
+	{ (void **)&nccl.pfn_ncclGetLastError, { "ncclGetLastError" }, 0 },
+	{ (void **)&nccl.pfn_ncclGroupStart, { "ncclGroupStart" }, 1 },
+	{ (void **)&nccl.pfn_ncclGroupEnd, { "ncclGroupEnd" }, 1 },
+	{ (void **)&nccl.pfn_ncclAllReduce, { "ncclAllReduce" }, 1 },
+	{ (void **)&nccl.pfn_ncclAllGather, { "ncclAllGather" }, 1 },
+	{ (void **)&nccl.pfn_ncclReduceScatter, { "ncclReduceScatter" }, 1 },
+	{ (void **)&nccl.pfn_ncclBroadcast, { "ncclBroadcast" }, 1 },
+	{ (void **)&nccl.pfn_ncclReduce, { "ncclReduce" }, 1 },
+	{ (void **)&nccl.pfn_ncclSend, { "ncclSend" }, 1 },
+	{ (void **)&nccl.pfn_ncclRecv, { "ncclRecv" }, 1 },
+	{ (void **)&nccl.pfn_ncclAlltoAll, { "ncclAlltoAll" }, 0 },
+	{ (void **)&nccl.pfn_ncclGather, { "ncclGather" }, 0 },
+	{ (void **)&nccl.pfn_ncclScatter, { "ncclScatter" }, 0 },
+};
+
+/* ncclGetVersion's code as text: 22809 -> "2.28.9" (2.8 and older: 2708 -> "2.7.8"). */
+static void version_text(int v, char *out, size_t len)
 {
-	if (nccl_loaded)
-		return &nccl;
+	int major = v >= 10000 ? v / 10000 : v / 1000;
+	int minor = v >= 10000 ? (v % 10000) / 100 : (v % 1000) / 100;
+	int patch = v >= 10000 ? v % 100 : v % 100;
+	snprintf(out, len, "%d.%d.%d", major, minor, patch);
+}
+
+/*
+ * Locate NCCL (nw_nccl_locate; else whatever the system loader finds),
+ * dlopen it, resolve the table and ask its version. 0, or -1 with err.
+ */
+static int load(const char *override_path, char *err, size_t errlen)
+{
 	struct nw_nccl_where w;
 	char lerr[NW_ERRLEN];
 	int located = nw_nccl_locate(override_path, &w, lerr, sizeof(lerr)) == 0;
 	if (!located && ((override_path && *override_path) || getenv("NCCLWATCH_NCCL_LIB")))
-		return nw_seterr(err, errlen, "%s", lerr), NULL;
+		return nw_seterr(err, errlen, "%s", lerr);
 	void *h = dlopen(located ? w.path : "libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		if (located)
-			return nw_seterr(err, errlen, "cannot load NCCL '%s' (%s): %s", w.path, w.how, dlerror()), NULL;
-		return nw_seterr(err, errlen, "%s", lerr), NULL;
+			return nw_seterr(err, errlen, "cannot load NCCL '%s' (%s): %s", w.path, w.how, dlerror());
+		return nw_seterr(err, errlen, "%s", lerr);
 	}
-	struct nw_nccl t;
-	memset(&t, 0, sizeof(t));
-	struct { void **pfn; const char *name; int required; } syms[] = {
-		{ (void **)&t.GetVersion, "ncclGetVersion", 1 },
-		{ (void **)&t.GetUniqueId, "ncclGetUniqueId", 1 },
-		{ (void **)&t.CommInitRank, "ncclCommInitRank", 1 },
-		{ (void **)&t.CommInitRankConfig, "ncclCommInitRankConfig", 0 },
-		{ (void **)&t.CommDestroy, "ncclCommDestroy", 1 },
-		{ (void **)&t.CommAbort, "ncclCommAbort", 1 },
-		{ (void **)&t.CommGetAsyncError, "ncclCommGetAsyncError", 1 },
-		{ (void **)&t.GetErrorString, "ncclGetErrorString", 1 },
-		{ (void **)&t.GetLastError, "ncclGetLastError", 0 },
-		{ (void **)&t.GroupStart, "ncclGroupStart", 1 },
-		{ (void **)&t.GroupEnd, "ncclGroupEnd", 1 },
-		{ (void **)&t.AllReduce, "ncclAllReduce", 1 },
-		{ (void **)&t.AllGather, "ncclAllGather", 1 },
-		{ (void **)&t.ReduceScatter, "ncclReduceScatter", 1 },
-		{ (void **)&t.Broadcast, "ncclBroadcast", 1 },
-		{ (void **)&t.Reduce, "ncclReduce", 1 },
-		{ (void **)&t.Send, "ncclSend", 1 },
-		{ (void **)&t.Recv, "ncclRecv", 1 },
-		{ (void **)&t.AlltoAll, "ncclAlltoAll", 0 },
-		{ (void **)&t.Gather, "ncclGather", 0 },
-		{ (void **)&t.Scatter, "ncclScatter", 0 },
-	};
-	for (size_t i = 0; i < NW_ARRAY_LEN(syms); i++) {
-		*syms[i].pfn = dlsym(h, syms[i].name);
-		if (!*syms[i].pfn && syms[i].required) {
-			nw_seterr(err, errlen, "NCCL '%s' lacks %s: it is older than 2.7, which ncclwatch needs; "
-			          "use a newer NCCL (--nccl-lib PATH)", located ? w.path : "libnccl.so.2", syms[i].name);
-			dlclose(h);
-			return NULL;
-		}
+	const struct nw_dl_sym *miss = nw_dl_resolve(h, syms, NW_ARRAY_LEN(syms));
+	if (miss) {
+		nw_seterr(err, errlen, "NCCL '%s' lacks %s: it is older than 2.7, which ncclwatch needs; "
+		          "use a newer NCCL (--nccl-lib PATH)", located ? w.path : "libnccl.so.2", miss->names[0]);
+		dlclose(h);
+		return -1;
 	}
 	if (!located) {
-		Dl_info info;
 		memset(&w, 0, sizeof(w));
-		if (dladdr((void *)t.GetVersion, &info) && info.dli_fname)
-			nw_strlcpy(w.path, info.dli_fname, sizeof(w.path));
+		nw_dl_path((void *)nccl.pfn_ncclGetVersion, "", w.path, sizeof(w.path));
 		nw_strlcpy(w.how, "system", sizeof(w.how));
 	}
-	t.where = w;
+	nccl.where = w;
 	int v = 0;
-	t.GetVersion(&v);
-	t.version_code = v;
-	int major = v >= 10000 ? v / 10000 : v / 1000;
-	int minor = v >= 10000 ? (v % 10000) / 100 : (v % 1000) / 100;
-	int patch = v >= 10000 ? v % 100 : v % 100;
-	snprintf(t.version, sizeof(t.version), "%d.%d.%d", major, minor, patch);
-	if (!t.where.version[0])
-		nw_strlcpy(t.where.version, t.version, sizeof(t.where.version));
-	nccl = t;
-	nccl_loaded = 1;
-	return &nccl;
+	nccl.pfn_ncclGetVersion(&v);
+	nccl.version_code = v;
+	version_text(v, nccl.version, sizeof(nccl.version));
+	if (!nccl.where.version[0])
+		nw_strlcpy(nccl.where.version, nccl.version, sizeof(nccl.where.version));
+	return 0;
+}
+
+const struct nw_nccl *nw_nccl_load(const char *override_path, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&load_mu);
+	if (!loaded)
+		loaded = load(override_path, err, errlen) == 0;
+	int ok = loaded;
+	pthread_mutex_unlock(&load_mu);
+	return ok ? &nccl : NULL;
 }
 
 const char *nw_nccl_strerror(const struct nw_nccl *nc, nw_ncclComm_t comm, nw_ncclResult_t r,
                              char *buf, size_t len)
 {
-	const char *s = nc->GetErrorString ? nc->GetErrorString(r) : "unknown";
-	const char *last = nc->GetLastError ? nc->GetLastError(comm) : NULL;
+	const char *s = nc->pfn_ncclGetErrorString ? nc->pfn_ncclGetErrorString(r) : "unknown";
+	const char *last = nc->pfn_ncclGetLastError ? nc->pfn_ncclGetLastError(comm) : NULL;
 	if (last && *last)
 		snprintf(buf, len, "%s (NCCL error %d; last error: %s)", s, r, last);
 	else

@@ -58,29 +58,29 @@ struct nw_ncclConfig {
 };
 
 struct nw_nccl {
-	nw_ncclResult_t (*GetVersion)(int *v);
-	nw_ncclResult_t (*GetUniqueId)(nw_ncclUniqueId *id);
-	nw_ncclResult_t (*CommInitRank)(nw_ncclComm_t *c, int n, nw_ncclUniqueId id, int rank);
-	nw_ncclResult_t (*CommInitRankConfig)(nw_ncclComm_t *c, int n, nw_ncclUniqueId id, int rank,
+	nw_ncclResult_t (*pfn_ncclGetVersion)(int *v);
+	nw_ncclResult_t (*pfn_ncclGetUniqueId)(nw_ncclUniqueId *id);
+	nw_ncclResult_t (*pfn_ncclCommInitRank)(nw_ncclComm_t *c, int n, nw_ncclUniqueId id, int rank);
+	nw_ncclResult_t (*pfn_ncclCommInitRankConfig)(nw_ncclComm_t *c, int n, nw_ncclUniqueId id, int rank,
 	                                      struct nw_ncclConfig *cfg); /* NULL before 2.14 */
-	nw_ncclResult_t (*CommDestroy)(nw_ncclComm_t c);
-	nw_ncclResult_t (*CommAbort)(nw_ncclComm_t c);
-	nw_ncclResult_t (*CommGetAsyncError)(nw_ncclComm_t c, nw_ncclResult_t *e);
-	const char *(*GetErrorString)(nw_ncclResult_t r);
-	const char *(*GetLastError)(nw_ncclComm_t c); /* NULL before 2.13 */
-	nw_ncclResult_t (*GroupStart)(void);
-	nw_ncclResult_t (*GroupEnd)(void);
-	nw_ncclResult_t (*AllReduce)(const void *s, void *r, size_t n, int t, int op, nw_ncclComm_t c, nw_CUstream st);
-	nw_ncclResult_t (*AllGather)(const void *s, void *r, size_t n, int t, nw_ncclComm_t c, nw_CUstream st);
-	nw_ncclResult_t (*ReduceScatter)(const void *s, void *r, size_t n, int t, int op, nw_ncclComm_t c, nw_CUstream st);
-	nw_ncclResult_t (*Broadcast)(const void *s, void *r, size_t n, int t, int root, nw_ncclComm_t c, nw_CUstream st);
-	nw_ncclResult_t (*Reduce)(const void *s, void *r, size_t n, int t, int op, int root, nw_ncclComm_t c, nw_CUstream st);
-	nw_ncclResult_t (*Send)(const void *s, size_t n, int t, int peer, nw_ncclComm_t c, nw_CUstream st);
-	nw_ncclResult_t (*Recv)(void *r, size_t n, int t, int peer, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*pfn_ncclCommDestroy)(nw_ncclComm_t c);
+	nw_ncclResult_t (*pfn_ncclCommAbort)(nw_ncclComm_t c);
+	nw_ncclResult_t (*pfn_ncclCommGetAsyncError)(nw_ncclComm_t c, nw_ncclResult_t *e);
+	const char *(*pfn_ncclGetErrorString)(nw_ncclResult_t r);
+	const char *(*pfn_ncclGetLastError)(nw_ncclComm_t c); /* NULL before 2.13 */
+	nw_ncclResult_t (*pfn_ncclGroupStart)(void);
+	nw_ncclResult_t (*pfn_ncclGroupEnd)(void);
+	nw_ncclResult_t (*pfn_ncclAllReduce)(const void *s, void *r, size_t n, int t, int op, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*pfn_ncclAllGather)(const void *s, void *r, size_t n, int t, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*pfn_ncclReduceScatter)(const void *s, void *r, size_t n, int t, int op, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*pfn_ncclBroadcast)(const void *s, void *r, size_t n, int t, int root, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*pfn_ncclReduce)(const void *s, void *r, size_t n, int t, int op, int root, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*pfn_ncclSend)(const void *s, size_t n, int t, int peer, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*pfn_ncclRecv)(void *r, size_t n, int t, int peer, nw_ncclComm_t c, nw_CUstream st);
 	/* NCCL 2.28+; NULL before (grouped send/recv are used instead) */
-	nw_ncclResult_t (*AlltoAll)(const void *s, void *r, size_t n, int t, nw_ncclComm_t c, nw_CUstream st);
-	nw_ncclResult_t (*Gather)(const void *s, void *r, size_t n, int t, int root, nw_ncclComm_t c, nw_CUstream st);
-	nw_ncclResult_t (*Scatter)(const void *s, void *r, size_t n, int t, int root, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*pfn_ncclAlltoAll)(const void *s, void *r, size_t n, int t, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*pfn_ncclGather)(const void *s, void *r, size_t n, int t, int root, nw_ncclComm_t c, nw_CUstream st);
+	nw_ncclResult_t (*pfn_ncclScatter)(const void *s, void *r, size_t n, int t, int root, nw_ncclComm_t c, nw_CUstream st);
 	int version_code;            /* 22809 */
 	char version[32];            /* "2.28.9" */
 	struct nw_nccl_where where;  /* the file loaded and why */

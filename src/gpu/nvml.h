@@ -1,9 +1,9 @@
 /*
  * nvml: what topo and doctor need from NVML (libnvidia-ml.so.1, opened with
  * dlopen, never linked), gathered into one snapshot. The snapshot is also
- * what a test or a recording replays: nw_nvml_snap_from_json reads the
- * JSON that scripts/gpu/record-fixtures.sh writes on a GPU machine (and
- * nw_nvml_snap_to_json writes), so every check runs on recorded answers.
+ * what a test or a recording replays: probe/nvml_json.h reads and writes
+ * it as the JSON that scripts/gpu/record-fixtures.sh records on a GPU
+ * machine, so every check runs on recorded answers.
  *
  * A value the hardware or driver does not report is absent: integers are
  * -1 (NW_NVML_ABSENT), strings "", doubles 0 with a has_ flag. Never 0.
@@ -13,8 +13,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include <jansson.h>
 
 #define NW_NVML_ABSENT (-1)
 #define NW_NVML_MAX_GPUS 32
@@ -96,12 +94,16 @@ int nw_nvml_reread_errors(struct nw_nvml_snap *snap);
 void nw_nvml_snap_none(struct nw_nvml_snap *snap, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* JSON ("schema": "ncclwatch.nvml/1"); caller owns the returned reference. */
-json_t *nw_nvml_snap_to_json(const struct nw_nvml_snap *snap);
-/* Fill snap from such JSON (or a recording); -1 with err on a malformed document. */
-int nw_nvml_snap_from_json(const json_t *doc, struct nw_nvml_snap *snap, char *err, size_t errlen);
-/* Load a recording from a file; -1 with err. */
-int nw_nvml_snap_load(const char *path, struct nw_nvml_snap *snap, char *err, size_t errlen);
+/* An empty snapshot (caller's storage): nothing loaded, no reason given, every value absent. */
+void nw_nvml_snap_init(struct nw_nvml_snap *snap);
+/* A GPU (caller's storage) with this index and every value absent. */
+void nw_nvml_gpu_init(struct nw_nvml_gpu *g, int index);
+/*
+ * Per-link NVLink rate each way, GB/s, for a GPU whose NVML gives no speed:
+ * by part name ("NVIDIA H200" -> 26.5625), else by NVLink version
+ * (nvmlNvlinkVersion_t); 0 when neither is known.
+ */
+double nw_nvlink_rate_gbs(const char *name, int version);
 
 /* The GPU with this bus id (any case, 4- or 8-digit domain), or -1. */
 int nw_nvml_find_bus(const struct nw_nvml_snap *snap, const char *bus_id);

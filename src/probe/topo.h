@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "gpu/nvml.h"
+#include "probe/nvml_json.h" /* the recordings nw_probe_nvml replays, and their JSON */
 
 /* Path classes, best first, as `nvidia-smi topo -m` names them. */
 enum nw_path {

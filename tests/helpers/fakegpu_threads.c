@@ -47,7 +47,7 @@ struct worker {
 		nw_ncclResult_t r_ = (call);                                                 \
 		if (r_) {                                                                    \
 			snprintf(w->err, sizeof(w->err), "thread %d: %s: NCCL error %d (%s)", w->t, \
-			         (what), r_, nc->GetLastError ? nc->GetLastError(NULL) : "");        \
+			         (what), r_, nc->pfn_ncclGetLastError ? nc->pfn_ncclGetLastError(NULL) : "");        \
 			goto out;                                                                \
 		}                                                                            \
 	} while (0)
@@ -73,69 +73,69 @@ static void *work(void *arg)
 	float *host = nw_malloc(count * sizeof(float));
 	for (int g = 0; g < ngpus; g++) {
 		nw_CUdevice dev;
-		CCHECK(cu->DeviceGet(&dev, w->t * ngpus + g), "cuDeviceGet");
-		CCHECK(cu->DevicePrimaryCtxRetain(&ctx[g], dev), "cuDevicePrimaryCtxRetain");
-		CCHECK(cu->CtxSetCurrent(ctx[g]), "cuCtxSetCurrent");
-		CCHECK(cu->StreamCreate(&st[g], NW_CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-		CCHECK(cu->MemAlloc(&sbuf[g], count * sizeof(float)), "cuMemAlloc");
-		CCHECK(cu->MemAlloc(&rbuf[g], count * sizeof(float)), "cuMemAlloc");
-		CCHECK(cu->MemAlloc(&pbuf[g], count * sizeof(float)), "cuMemAlloc");
+		CCHECK(cu->pfn_cuDeviceGet(&dev, w->t * ngpus + g), "cuDeviceGet");
+		CCHECK(cu->pfn_cuDevicePrimaryCtxRetain(&ctx[g], dev), "cuDevicePrimaryCtxRetain");
+		CCHECK(cu->pfn_cuCtxSetCurrent(ctx[g]), "cuCtxSetCurrent");
+		CCHECK(cu->pfn_cuStreamCreate(&st[g], NW_CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+		CCHECK(cu->pfn_cuMemAlloc(&sbuf[g], count * sizeof(float)), "cuMemAlloc");
+		CCHECK(cu->pfn_cuMemAlloc(&rbuf[g], count * sizeof(float)), "cuMemAlloc");
+		CCHECK(cu->pfn_cuMemAlloc(&pbuf[g], count * sizeof(float)), "cuMemAlloc");
 	}
-	NCHECK(nc->GroupStart(), "ncclGroupStart");
+	NCHECK(nc->pfn_ncclGroupStart(), "ncclGroupStart");
 	for (int g = 0; g < ngpus; g++)
-		NCHECK(nc->CommInitRank(&comm[g], n, id, w->t * ngpus + g), "ncclCommInitRank");
-	NCHECK(nc->GroupEnd(), "ncclGroupEnd (init)");
+		NCHECK(nc->pfn_ncclCommInitRank(&comm[g], n, id, w->t * ngpus + g), "ncclCommInitRank");
+	NCHECK(nc->pfn_ncclGroupEnd(), "ncclGroupEnd (init)");
 	for (int it = 0; it < iters; it++) {
 		for (int g = 0; g < ngpus; g++) {
 			int rank = w->t * ngpus + g;
 			for (size_t i = 0; i < count; i++)
 				host[i] = (float)(rank + it + 1);
-			CCHECK(cu->CtxSetCurrent(ctx[g]), "cuCtxSetCurrent");
-			CCHECK(cu->MemcpyHtoD(sbuf[g], host, count * sizeof(float)), "cuMemcpyHtoD");
+			CCHECK(cu->pfn_cuCtxSetCurrent(ctx[g]), "cuCtxSetCurrent");
+			CCHECK(cu->pfn_cuMemcpyHtoD(sbuf[g], host, count * sizeof(float)), "cuMemcpyHtoD");
 		}
 		int capture = graph && it % 2;
 		if (capture)
 			for (int g = 0; g < ngpus; g++)
-				CCHECK(cu->StreamBeginCapture(st[g], NW_CU_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture");
-		NCHECK(nc->GroupStart(), "ncclGroupStart");
+				CCHECK(cu->pfn_cuStreamBeginCapture(st[g], NW_CU_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture");
+		NCHECK(nc->pfn_ncclGroupStart(), "ncclGroupStart");
 		for (int g = 0; g < ngpus; g++)
-			NCHECK(nc->AllReduce((void *)(uintptr_t)sbuf[g], (void *)(uintptr_t)rbuf[g], count, NW_FLOAT, NW_SUM,
-			                     comm[g], st[g]), "ncclAllReduce");
-		NCHECK(nc->GroupEnd(), "ncclGroupEnd");
+			NCHECK(nc->pfn_ncclAllReduce((void *)(uintptr_t)sbuf[g], (void *)(uintptr_t)rbuf[g], count, NW_FLOAT,
+			                             NW_SUM, comm[g], st[g]), "ncclAllReduce");
+		NCHECK(nc->pfn_ncclGroupEnd(), "ncclGroupEnd");
 		if (capture)
 			for (int g = 0; g < ngpus; g++) {
 				nw_CUgraph gr = NULL;
-				CCHECK(cu->StreamEndCapture(st[g], &gr), "cuStreamEndCapture");
-				nw_CUresult r = cu->GraphInstantiateWithFlags(&exec[g], gr, 0);
-				cu->GraphDestroy(gr);
+				CCHECK(cu->pfn_cuStreamEndCapture(st[g], &gr), "cuStreamEndCapture");
+				nw_CUresult r = cu->pfn_cuGraphInstantiateWithFlags(&exec[g], gr, 0);
+				cu->pfn_cuGraphDestroy(gr);
 				CCHECK(r, "cuGraphInstantiateWithFlags");
-				CCHECK(cu->GraphLaunch(exec[g], st[g]), "cuGraphLaunch");
-				CCHECK(cu->GraphLaunch(exec[g], st[g]), "cuGraphLaunch");
+				CCHECK(cu->pfn_cuGraphLaunch(exec[g], st[g]), "cuGraphLaunch");
+				CCHECK(cu->pfn_cuGraphLaunch(exec[g], st[g]), "cuGraphLaunch");
 			}
-		NCHECK(nc->GroupStart(), "ncclGroupStart");
+		NCHECK(nc->pfn_ncclGroupStart(), "ncclGroupStart");
 		for (int g = 0; g < ngpus; g++) {
 			int rank = w->t * ngpus + g;
-			NCHECK(nc->Send((void *)(uintptr_t)sbuf[g], count, NW_FLOAT, (rank + 1) % n, comm[g], st[g]), "ncclSend");
-			NCHECK(nc->Recv((void *)(uintptr_t)pbuf[g], count, NW_FLOAT, (rank - 1 + n) % n, comm[g], st[g]),
+			NCHECK(nc->pfn_ncclSend((void *)(uintptr_t)sbuf[g], count, NW_FLOAT, (rank + 1) % n, comm[g], st[g]), "ncclSend");
+			NCHECK(nc->pfn_ncclRecv((void *)(uintptr_t)pbuf[g], count, NW_FLOAT, (rank - 1 + n) % n, comm[g], st[g]),
 			       "ncclRecv");
 		}
-		NCHECK(nc->GroupEnd(), "ncclGroupEnd");
+		NCHECK(nc->pfn_ncclGroupEnd(), "ncclGroupEnd");
 		for (int g = 0; g < ngpus; g++) {
 			int rank = w->t * ngpus + g;
-			CCHECK(cu->StreamSynchronize(st[g]), "cuStreamSynchronize");
+			CCHECK(cu->pfn_cuStreamSynchronize(st[g]), "cuStreamSynchronize");
 			if (exec[g]) {
-				cu->GraphExecDestroy(exec[g]);
+				cu->pfn_cuGraphExecDestroy(exec[g]);
 				exec[g] = NULL;
 			}
 			float want = (float)(n * (it + 1) + n * (n - 1) / 2);
-			CCHECK(cu->MemcpyDtoH(host, rbuf[g], count * sizeof(float)), "cuMemcpyDtoH");
+			CCHECK(cu->pfn_cuMemcpyDtoH(host, rbuf[g], count * sizeof(float)), "cuMemcpyDtoH");
 			for (size_t i = 0; i < count; i++)
 				if (host[i] != want) {
 					snprintf(w->err, sizeof(w->err), "rank %d iteration %d: all-reduce element %zu is %g, "
 					         "not %g", rank, it, i, (double)host[i], (double)want);
 					goto out;
 				}
-			CCHECK(cu->MemcpyDtoH(host, pbuf[g], count * sizeof(float)), "cuMemcpyDtoH");
+			CCHECK(cu->pfn_cuMemcpyDtoH(host, pbuf[g], count * sizeof(float)), "cuMemcpyDtoH");
 			float from = (float)((rank - 1 + n) % n + it + 1);
 			for (size_t i = 0; i < count; i++)
 				if (host[i] != from) {
@@ -148,22 +148,22 @@ static void *work(void *arg)
 out:
 	for (int g = 0; g < ngpus; g++) {
 		if (exec[g])
-			cu->GraphExecDestroy(exec[g]);
+			cu->pfn_cuGraphExecDestroy(exec[g]);
 		if (comm[g])
-			(w->err[0] ? nc->CommAbort : nc->CommDestroy)(comm[g]);
+			(w->err[0] ? nc->pfn_ncclCommAbort : nc->pfn_ncclCommDestroy)(comm[g]);
 		if (ctx[g]) {
-			cu->CtxSetCurrent(ctx[g]);
+			cu->pfn_cuCtxSetCurrent(ctx[g]);
 			if (sbuf[g])
-				cu->MemFree(sbuf[g]);
+				cu->pfn_cuMemFree(sbuf[g]);
 			if (rbuf[g])
-				cu->MemFree(rbuf[g]);
+				cu->pfn_cuMemFree(rbuf[g]);
 			if (pbuf[g])
-				cu->MemFree(pbuf[g]);
+				cu->pfn_cuMemFree(pbuf[g]);
 			if (st[g])
-				cu->StreamDestroy(st[g]);
+				cu->pfn_cuStreamDestroy(st[g]);
 			nw_CUdevice dev;
-			if (cu->DeviceGet(&dev, w->t * ngpus + g) == 0)
-				cu->DevicePrimaryCtxRelease(dev);
+			if (cu->pfn_cuDeviceGet(&dev, w->t * ngpus + g) == 0)
+				cu->pfn_cuDevicePrimaryCtxRelease(dev);
 		}
 	}
 	free(host);
@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fakegpu_threads: %s\n", err);
 		return 1;
 	}
-	if (nc->GetUniqueId(&id)) {
+	if (nc->pfn_ncclGetUniqueId(&id)) {
 		fprintf(stderr, "fakegpu_threads: ncclGetUniqueId failed\n");
 		return 1;
 	}

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "gpu/nvml.h"
+#include "probe/nvml_json.h"
 
 static const char *fx(const char *rel)
 {
