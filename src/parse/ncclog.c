@@ -27,7 +27,7 @@
 
 /* ---- a fixed-capacity open-addressing map from two 64-bit keys to a 32-bit value ---- */
 
-struct htab {
+struct lg_htab {
 	uint64_t *ka, *kb;
 	uint32_t *val;
 	uint8_t *used;
@@ -35,7 +35,7 @@ struct htab {
 };
 
 /* Starts small and doubles (keeping at most half the slots used) until max entries. */
-static void ht_alloc(struct htab *t, size_t cap)
+static void ht_alloc(struct lg_htab *t, size_t cap)
 {
 	t->cap = cap;
 	t->ka = nw_calloc(cap, sizeof(*t->ka));
@@ -44,14 +44,14 @@ static void ht_alloc(struct htab *t, size_t cap)
 	t->used = nw_calloc(cap, 1);
 }
 
-static void ht_init(struct htab *t, size_t max)
+static void lg_ht_init(struct lg_htab *t, size_t max)
 {
 	t->max = max;
 	t->n = 0;
 	ht_alloc(t, 16);
 }
 
-static void ht_free(struct htab *t)
+static void lg_ht_release(struct lg_htab *t)
 {
 	free(t->ka);
 	free(t->kb);
@@ -59,11 +59,11 @@ static void ht_free(struct htab *t)
 	free(t->used);
 }
 
-static size_t ht_slot(const struct htab *t, uint64_t a, uint64_t b);
+static size_t ht_slot(const struct lg_htab *t, uint64_t a, uint64_t b);
 
-static void ht_grow(struct htab *t)
+static void ht_grow(struct lg_htab *t)
 {
-	struct htab old = *t;
+	struct lg_htab old = *t;
 	ht_alloc(t, old.cap * 2);
 	for (size_t i = 0; i < old.cap; i++) {
 		if (!old.used[i])
@@ -74,7 +74,7 @@ static void ht_grow(struct htab *t)
 		t->kb[j] = old.kb[i];
 		t->val[j] = old.val[i];
 	}
-	ht_free(&old);
+	lg_ht_release(&old);
 }
 
 static uint64_t mix64(uint64_t x)
@@ -92,7 +92,7 @@ static uint64_t mix64(uint64_t x)
  * value UINT32_MAX and *created set; NULL when missing (or the map is full).
  */
 /* The slot holding (a, b), or the empty slot where it would go. */
-static size_t ht_slot(const struct htab *t, uint64_t a, uint64_t b)
+static size_t ht_slot(const struct lg_htab *t, uint64_t a, uint64_t b)
 {
 	size_t mask = t->cap - 1;
 	size_t i = (size_t)(mix64(a ^ mix64(b + 0x9e3779b97f4a7c15ULL))) & mask;
@@ -101,7 +101,7 @@ static size_t ht_slot(const struct htab *t, uint64_t a, uint64_t b)
 	return i;
 }
 
-static uint32_t *ht_get(struct htab *t, uint64_t a, uint64_t b, int create, int *created)
+static uint32_t *lg_ht_get(struct lg_htab *t, uint64_t a, uint64_t b, int create, int *created)
 {
 	if (created)
 		*created = 0;
@@ -125,7 +125,7 @@ static uint32_t *ht_get(struct htab *t, uint64_t a, uint64_t b, int create, int 
 }
 
 /* Make room for element n of an array of elem-sized items (zero-filled), doubling its capacity. */
-static void *grow(void *p, size_t *cap, size_t n, size_t elem)
+static void *lg_grow(void *p, size_t *cap, size_t n, size_t elem)
 {
 	if (n < *cap)
 		return p;
@@ -138,7 +138,7 @@ static void *grow(void *p, size_t *cap, size_t n, size_t elem)
 	return p;
 }
 
-static uint64_t hash_str(const char *s, size_t n)
+static uint64_t lg_hash_str(const char *s, size_t n)
 {
 	uint64_t h = 1469598103934665603ULL;
 	for (size_t i = 0; i < n; i++) {
@@ -150,14 +150,14 @@ static uint64_t hash_str(const char *s, size_t n)
 
 /* ---- the analysis state ---- */
 
-struct host {
+struct lg_host {
 	char name[LG_NAME];
 	uint8_t nvlink, ib_absent;
 	char ib_devs[96];
 	char socket_ifs[96];
 };
 
-struct proc {
+struct lg_proc {
 	uint32_t host;
 	int pid;
 	char version[40];
@@ -165,7 +165,7 @@ struct proc {
 	uint8_t size1;
 };
 
-struct comm {
+struct lg_comm {
 	uint64_t id;
 	int has_id;
 	int nranks, nnodes, local_ranks;
@@ -175,39 +175,39 @@ struct comm {
 	char tree[96];   /* the first "Trees [0] ..." line's first channel */
 };
 
-struct pair {
+struct lg_pair {
 	uint32_t comm;
 	int src, dst;
 	uint32_t transport;
 	uint32_t connections;
 };
 
-struct transport {
+struct lg_transport {
 	char name[LG_NAME];
 };
 
-struct graph {
+struct lg_graph {
 	int pattern, nchannels;
 	char type[24];
 	char bw[40];
 	uint32_t count;
 };
 
-struct algo {
+struct lg_algo {
 	char op[24], algo[20], proto[16];
 	uint64_t calls, min_bytes, max_bytes;
 };
 
-struct env {
+struct lg_env {
 	char name[48], value[96];
 	uint32_t lines;
 };
 
-enum group_kind { G_NCCL_WARN, G_NCCL_TRACE, G_PYTORCH, G_NCCLTESTS, G_OTHER_ERROR, G_NKINDS };
+enum lg_group_kind { G_NCCL_WARN, G_NCCL_TRACE, G_PYTORCH, G_NCCLTESTS, G_OTHER_ERROR, G_NKINDS };
 static const char *const group_kind_names[G_NKINDS] = { "nccl-warn", "nccl-trace", "pytorch", "nccl-tests", "error" };
 
-struct group {
-	enum group_kind kind;
+struct lg_group {
+	enum lg_group_kind kind;
 	char cause[160];
 	char first[320];
 	char first_host[LG_NAME];
@@ -216,14 +216,14 @@ struct group {
 	uint8_t several_hosts;
 };
 
-struct timeout {
+struct lg_timeout {
 	int rank;
 	long long seq;
 	char op[24];
 	long long timeout_ms, ran_ms;
 };
 
-struct dup {
+struct lg_dup {
 	uint32_t comm;
 	int rank_a, rank_b;
 	uint32_t host;
@@ -236,38 +236,38 @@ struct nw_log {
 	uint64_t dropped; /* table entries that did not fit */
 	json_t *files;
 	/* tables */
-	struct host *hosts;
+	struct lg_host *hosts;
 	size_t nhosts, cap_hosts;
-	struct htab host_idx;
-	struct proc *procs;
+	struct lg_htab host_idx;
+	struct lg_proc *procs;
 	size_t nprocs, cap_procs;
-	struct htab proc_idx;
-	struct comm *comms;
+	struct lg_htab proc_idx;
+	struct lg_comm *comms;
 	size_t ncomms, cap_comms;
-	struct htab comm_key, comm_ptr, comm_dev;
-	struct htab rank_idx, gpu_idx;
+	struct lg_htab comm_key, comm_ptr, comm_dev;
+	struct lg_htab rank_idx, gpu_idx;
 	uint32_t *rank_host;
 	uint64_t *rank_bus;
 	uint8_t *rank_flags;
 	size_t nranks, cap_rank_host, cap_rank_bus, cap_rank_flags;
-	struct pair *pairs;
+	struct lg_pair *pairs;
 	size_t npairs, cap_pairs;
-	struct htab pair_idx;
-	struct transport transports[LG_MAX_TRANSPORTS];
+	struct lg_htab pair_idx;
+	struct lg_transport transports[LG_MAX_TRANSPORTS];
 	size_t ntransports;
-	struct graph graphs[LG_MAX_GRAPHS];
+	struct lg_graph graphs[LG_MAX_GRAPHS];
 	size_t ngraphs;
-	struct algo algos[LG_MAX_ALGOS];
+	struct lg_algo algos[LG_MAX_ALGOS];
 	size_t nalgos;
-	struct env envs[LG_MAX_ENV];
+	struct lg_env envs[LG_MAX_ENV];
 	size_t nenvs;
-	struct group *groups;
+	struct lg_group *groups;
 	size_t ngroups, cap_groups;
-	struct htab group_idx;
+	struct lg_htab group_idx;
 	uint64_t groups_overflow;
-	struct timeout timeouts[LG_MAX_TIMEOUTS];
+	struct lg_timeout timeouts[LG_MAX_TIMEOUTS];
 	size_t ntimeouts;
-	struct dup dups[LG_MAX_DUPS];
+	struct lg_dup dups[LG_MAX_DUPS];
 	size_t ndups;
 	/* facts for the diagnosis rules */
 	uint64_t no_iface_lines, shm_fail_lines, dup_gpu_warn_lines, gdr_off_lines, rendezvous_lines;
@@ -297,15 +297,15 @@ struct nw_log *nw_log_new(void)
 {
 	struct nw_log *lg = nw_calloc(1, sizeof(*lg));
 	lg->files = json_array();
-	ht_init(&lg->host_idx, LG_MAX_HOSTS);
-	ht_init(&lg->proc_idx, LG_MAX_PROCS);
-	ht_init(&lg->comm_key, LG_MAX_COMMS);
-	ht_init(&lg->comm_ptr, LG_MAX_PROCS * 4);
-	ht_init(&lg->comm_dev, LG_MAX_PROCS * 4);
-	ht_init(&lg->rank_idx, LG_MAX_RANKS);
-	ht_init(&lg->gpu_idx, LG_MAX_RANKS);
-	ht_init(&lg->pair_idx, LG_MAX_PAIRS);
-	ht_init(&lg->group_idx, LG_MAX_GROUPS);
+	lg_ht_init(&lg->host_idx, LG_MAX_HOSTS);
+	lg_ht_init(&lg->proc_idx, LG_MAX_PROCS);
+	lg_ht_init(&lg->comm_key, LG_MAX_COMMS);
+	lg_ht_init(&lg->comm_ptr, LG_MAX_PROCS * 4);
+	lg_ht_init(&lg->comm_dev, LG_MAX_PROCS * 4);
+	lg_ht_init(&lg->rank_idx, LG_MAX_RANKS);
+	lg_ht_init(&lg->gpu_idx, LG_MAX_RANKS);
+	lg_ht_init(&lg->pair_idx, LG_MAX_PAIRS);
+	lg_ht_init(&lg->group_idx, LG_MAX_GROUPS);
 	lg->last_proc = UINT32_MAX;
 	return lg;
 }
@@ -316,22 +316,22 @@ void nw_log_free(struct nw_log *lg)
 		return;
 	json_decref(lg->files);
 	free(lg->hosts);
-	ht_free(&lg->host_idx);
+	lg_ht_release(&lg->host_idx);
 	free(lg->procs);
-	ht_free(&lg->proc_idx);
+	lg_ht_release(&lg->proc_idx);
 	free(lg->comms);
-	ht_free(&lg->comm_key);
-	ht_free(&lg->comm_ptr);
-	ht_free(&lg->comm_dev);
-	ht_free(&lg->rank_idx);
-	ht_free(&lg->gpu_idx);
+	lg_ht_release(&lg->comm_key);
+	lg_ht_release(&lg->comm_ptr);
+	lg_ht_release(&lg->comm_dev);
+	lg_ht_release(&lg->rank_idx);
+	lg_ht_release(&lg->gpu_idx);
 	free(lg->rank_host);
 	free(lg->rank_bus);
 	free(lg->rank_flags);
 	free(lg->pairs);
-	ht_free(&lg->pair_idx);
+	lg_ht_release(&lg->pair_idx);
 	free(lg->groups);
-	ht_free(&lg->group_idx);
+	lg_ht_release(&lg->group_idx);
 	free(lg);
 }
 
@@ -431,21 +431,21 @@ static long long key_ll(const char *s, size_t n, const char *key, long long dflt
 
 /* ---- tables ---- */
 
-static uint32_t host_get(struct nw_log *lg, const char *s, size_t n, int create)
+static uint32_t lg_host_get(struct nw_log *lg, const char *s, size_t n, int create)
 {
 	if (n >= LG_NAME)
 		n = LG_NAME - 1;
 	if (create && n == lg->cached_host_len && n && !memcmp(s, lg->cached_host_name, n))
 		return lg->cached_host;
 	int created;
-	uint32_t *v = ht_get(&lg->host_idx, hash_str(s, n), n, create, &created);
+	uint32_t *v = lg_ht_get(&lg->host_idx, lg_hash_str(s, n), n, create, &created);
 	if (!v) {
 		if (create)
 			lg->dropped++;
 		return UINT32_MAX;
 	}
 	if (created) {
-		lg->hosts = grow(lg->hosts, &lg->cap_hosts, lg->nhosts, sizeof(*lg->hosts));
+		lg->hosts = lg_grow(lg->hosts, &lg->cap_hosts, lg->nhosts, sizeof(*lg->hosts));
 		*v = (uint32_t)lg->nhosts++;
 		copy_str(lg->hosts[*v].name, LG_NAME, s, n);
 	}
@@ -457,7 +457,7 @@ static uint32_t host_get(struct nw_log *lg, const char *s, size_t n, int create)
 	return *v;
 }
 
-static uint32_t proc_get(struct nw_log *lg, uint32_t host, int pid)
+static uint32_t lg_proc_get(struct nw_log *lg, uint32_t host, int pid)
 {
 	if (host == lg->last_host && pid == lg->last_pid && lg->last_valid) {
 		if (lg->last_proc == UINT32_MAX)
@@ -465,7 +465,7 @@ static uint32_t proc_get(struct nw_log *lg, uint32_t host, int pid)
 		return lg->last_proc;
 	}
 	int created;
-	uint32_t *v = ht_get(&lg->proc_idx, host, (uint64_t)(uint32_t)pid, 1, &created);
+	uint32_t *v = lg_ht_get(&lg->proc_idx, host, (uint64_t)(uint32_t)pid, 1, &created);
 	lg->last_host = host;
 	lg->last_pid = pid;
 	lg->last_valid = 1;
@@ -475,7 +475,7 @@ static uint32_t proc_get(struct nw_log *lg, uint32_t host, int pid)
 		return UINT32_MAX;
 	}
 	if (created) {
-		lg->procs = grow(lg->procs, &lg->cap_procs, lg->nprocs, sizeof(*lg->procs));
+		lg->procs = lg_grow(lg->procs, &lg->cap_procs, lg->nprocs, sizeof(*lg->procs));
 		*v = (uint32_t)lg->nprocs++;
 		lg->procs[*v].host = host;
 		lg->procs[*v].pid = pid;
@@ -487,7 +487,7 @@ static uint32_t proc_get(struct nw_log *lg, uint32_t host, int pid)
 	return *v;
 }
 
-static uint32_t transport_get(struct nw_log *lg, const char *s, size_t n)
+static uint32_t lg_transport_get(struct nw_log *lg, const char *s, size_t n)
 {
 	if (n >= LG_NAME)
 		n = LG_NAME - 1;
@@ -524,20 +524,20 @@ static size_t normalize(const char *s, size_t n, char *out, size_t len)
 	return w;
 }
 
-static void add_group(struct nw_log *lg, enum group_kind kind, uint32_t host, const char *msg, size_t n)
+static void lg_add_group(struct nw_log *lg, enum lg_group_kind kind, uint32_t host, const char *msg, size_t n)
 {
 	char key[160];
 	size_t kn = normalize(msg, n, key, sizeof(key));
 	int created;
-	uint32_t *v = ht_get(&lg->group_idx, hash_str(key, kn), (uint64_t)kind, 1, &created);
+	uint32_t *v = lg_ht_get(&lg->group_idx, lg_hash_str(key, kn), (uint64_t)kind, 1, &created);
 	if (!v) {
 		lg->groups_overflow++;
 		return;
 	}
 	if (created) {
-		lg->groups = grow(lg->groups, &lg->cap_groups, lg->ngroups, sizeof(*lg->groups));
+		lg->groups = lg_grow(lg->groups, &lg->cap_groups, lg->ngroups, sizeof(*lg->groups));
 		*v = (uint32_t)lg->ngroups++;
-		struct group *g = &lg->groups[*v];
+		struct lg_group *g = &lg->groups[*v];
 		g->kind = kind;
 		nw_strlcpy(g->cause, key, sizeof(g->cause));
 		copy_str(g->first, sizeof(g->first), msg, n);
@@ -545,19 +545,19 @@ static void add_group(struct nw_log *lg, enum group_kind kind, uint32_t host, co
 		if (host != UINT32_MAX)
 			nw_strlcpy(g->first_host, lg->hosts[host].name, sizeof(g->first_host));
 	}
-	struct group *g = &lg->groups[*v];
+	struct lg_group *g = &lg->groups[*v];
 	g->count++;
 	if (host != g->first_host_idx)
 		g->several_hosts = 1;
 }
 
-static const char *const nccl_results[8] = {
+static const char *const lg_nccl_results[8] = {
 	"ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
 	"ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress",
 };
 
 /* Facts that the diagnosis rules need, from any error or warning text. */
-static void classify(struct nw_log *lg, const char *s, size_t n)
+static void lg_classify(struct nw_log *lg, const char *s, size_t n)
 {
 	if (find(s, n, "no socket interface found") || find(s, n, "no interface found") ||
 	    find(s, n, "No usable listening interface") || find(s, n, "no usable interface"))
@@ -582,7 +582,7 @@ static void classify(struct nw_log *lg, const char *s, size_t n)
 			lg->rdv_joined = joined, lg->rdv_expected = expected;
 	}
 	for (int i = 1; i < 8; i++)
-		if (find(s, n, nccl_results[i]))
+		if (find(s, n, lg_nccl_results[i]))
 			lg->err_codes[i]++;
 	static const struct { const char *text; int code; } texts[] = {
 		{ "unhandled cuda error", 1 }, { "unhandled system error", 2 }, { "internal error", 3 },
@@ -596,9 +596,9 @@ static void classify(struct nw_log *lg, const char *s, size_t n)
 
 /* ---- NCCL INFO lines ---- */
 
-static struct comm *comm_of_dev(struct nw_log *lg, uint32_t proc, int dev, uint32_t *idx)
+static struct lg_comm *lg_comm_of_dev(struct nw_log *lg, uint32_t proc, int dev, uint32_t *idx)
 {
-	uint32_t *v = ht_get(&lg->comm_dev, proc, (uint64_t)(uint32_t)dev, 0, NULL);
+	uint32_t *v = lg_ht_get(&lg->comm_dev, proc, (uint64_t)(uint32_t)dev, 0, NULL);
 	if (!v || *v == UINT32_MAX)
 		return NULL;
 	if (idx)
@@ -633,20 +633,20 @@ static void info_comm(struct nw_log *lg, uint32_t proc, int dev, const char *s, 
 		has_id = used > 0;
 	}
 	uint32_t ci = UINT32_MAX;
-	uint32_t *pv = ht_get(&lg->comm_ptr, proc, ptr, 0, NULL);
+	uint32_t *pv = lg_ht_get(&lg->comm_ptr, proc, ptr, 0, NULL);
 	if (pv && *pv != UINT32_MAX)
 		ci = *pv;
 	if (has_id || ci == UINT32_MAX) {
 		int created;
-		uint32_t *kv = ht_get(&lg->comm_key, has_id ? id : (uint64_t)nranks, (uint64_t)has_id, 1, &created);
+		uint32_t *kv = lg_ht_get(&lg->comm_key, has_id ? id : (uint64_t)nranks, (uint64_t)has_id, 1, &created);
 		if (!kv) {
 			lg->dropped++;
 			return;
 		}
 		if (created) {
-			lg->comms = grow(lg->comms, &lg->cap_comms, lg->ncomms, sizeof(*lg->comms));
+			lg->comms = lg_grow(lg->comms, &lg->cap_comms, lg->ncomms, sizeof(*lg->comms));
 			*kv = (uint32_t)lg->ncomms++;
-			struct comm *c = &lg->comms[*kv];
+			struct lg_comm *c = &lg->comms[*kv];
 			c->id = id;
 			c->has_id = has_id;
 			c->nranks = (int)nranks;
@@ -654,11 +654,11 @@ static void info_comm(struct nw_log *lg, uint32_t proc, int dev, const char *s, 
 		}
 		ci = *kv;
 	}
-	struct comm *c = &lg->comms[ci];
-	uint32_t *slot = ht_get(&lg->comm_ptr, proc, ptr, 1, NULL);
+	struct lg_comm *c = &lg->comms[ci];
+	uint32_t *slot = lg_ht_get(&lg->comm_ptr, proc, ptr, 1, NULL);
 	if (slot)
 		*slot = ci;
-	slot = ht_get(&lg->comm_dev, proc, (uint64_t)(uint32_t)dev, 1, NULL);
+	slot = lg_ht_get(&lg->comm_dev, proc, (uint64_t)(uint32_t)dev, 1, NULL);
 	if (slot)
 		*slot = ci;
 	if (nranks == 1)
@@ -670,15 +670,15 @@ static void info_comm(struct nw_log *lg, uint32_t proc, int dev, const char *s, 
 		c->local_ranks = (int)local;
 
 	int created;
-	uint32_t *rv = ht_get(&lg->rank_idx, ci, (uint64_t)rank, 1, &created);
+	uint32_t *rv = lg_ht_get(&lg->rank_idx, ci, (uint64_t)rank, 1, &created);
 	if (!rv) {
 		lg->dropped++;
 		return;
 	}
 	if (created) {
-		lg->rank_host = grow(lg->rank_host, &lg->cap_rank_host, lg->nranks, sizeof(*lg->rank_host));
-		lg->rank_bus = grow(lg->rank_bus, &lg->cap_rank_bus, lg->nranks, sizeof(*lg->rank_bus));
-		lg->rank_flags = grow(lg->rank_flags, &lg->cap_rank_flags, lg->nranks, 1);
+		lg->rank_host = lg_grow(lg->rank_host, &lg->cap_rank_host, lg->nranks, sizeof(*lg->rank_host));
+		lg->rank_bus = lg_grow(lg->rank_bus, &lg->cap_rank_bus, lg->nranks, sizeof(*lg->rank_bus));
+		lg->rank_flags = lg_grow(lg->rank_flags, &lg->cap_rank_flags, lg->nranks, 1);
 		*rv = (uint32_t)lg->nranks++;
 		lg->rank_host[*rv] = lg->procs[proc].host;
 		c->ranks_seen++;
@@ -689,11 +689,11 @@ static void info_comm(struct nw_log *lg, uint32_t proc, int dev, const char *s, 
 		if (used && !(lg->rank_flags[ri] & 4)) {
 			lg->rank_flags[ri] |= 4;
 			lg->rank_bus[ri] = bus;
-			uint32_t *gv = ht_get(&lg->gpu_idx, ((uint64_t)ci << 32) | lg->procs[proc].host, bus, 1, &created);
+			uint32_t *gv = lg_ht_get(&lg->gpu_idx, ((uint64_t)ci << 32) | lg->procs[proc].host, bus, 1, &created);
 			if (gv && created)
 				*gv = (uint32_t)rank;
 			else if (gv && *gv != (uint32_t)rank && lg->ndups < LG_MAX_DUPS)
-				lg->dups[lg->ndups++] = (struct dup){ ci, (int)*gv, (int)rank, lg->procs[proc].host, bus };
+				lg->dups[lg->ndups++] = (struct lg_dup){ ci, (int)*gv, (int)rank, lg->procs[proc].host, bus };
 		}
 	}
 	if (find(s, n, "Init START") && !(lg->rank_flags[ri] & 1)) {
@@ -760,19 +760,19 @@ static void info_connection(struct nw_log *lg, uint32_t proc, int dev, const cha
 		te--;
 	char name[LG_NAME];
 	size_t nn = normalize_transport(t, (size_t)(te - t), name, sizeof(name));
-	uint32_t ti = transport_get(lg, name, nn);
+	uint32_t ti = lg_transport_get(lg, name, nn);
 	uint32_t ci = UINT32_MAX;
-	comm_of_dev(lg, proc, dev, &ci);
+	lg_comm_of_dev(lg, proc, dev, &ci);
 	int created;
-	uint32_t *v = ht_get(&lg->pair_idx, ci, ((uint64_t)src << 32) | (uint64_t)dst, 1, &created);
+	uint32_t *v = lg_ht_get(&lg->pair_idx, ci, ((uint64_t)src << 32) | (uint64_t)dst, 1, &created);
 	if (!v) {
 		lg->dropped++;
 		return;
 	}
 	if (created) {
-		lg->pairs = grow(lg->pairs, &lg->cap_pairs, lg->npairs, sizeof(*lg->pairs));
+		lg->pairs = lg_grow(lg->pairs, &lg->cap_pairs, lg->npairs, sizeof(*lg->pairs));
 		*v = (uint32_t)lg->npairs++;
-		lg->pairs[*v] = (struct pair){ ci, (int)src, (int)dst, ti, 0 };
+		lg->pairs[*v] = (struct lg_pair){ ci, (int)src, (int)dst, ti, 0 };
 	}
 	lg->pairs[*v].connections++;
 	if (lg->pairs[*v].transport == UINT32_MAX)
@@ -782,7 +782,7 @@ static void info_connection(struct nw_log *lg, uint32_t proc, int dev, const cha
 /* "Channel 00/24 : 0 1" (ring order, 2.5+) or "Ring 00 : 0 1 2 3" (older). */
 static void info_ring_order(struct nw_log *lg, uint32_t proc, int dev, const char *s, size_t n)
 {
-	struct comm *c = comm_of_dev(lg, proc, dev, NULL);
+	struct lg_comm *c = lg_comm_of_dev(lg, proc, dev, NULL);
 	if (!c)
 		return;
 	const char *slash = memchr(s, '/', n), *colon = memchr(s, ':', n);
@@ -833,7 +833,7 @@ static void info_pattern(struct nw_log *lg, const char *s, size_t n)
 	vn = after_key(s, n, "bw", &v);
 	copy_str(bw, sizeof(bw), v, vn);
 	for (size_t i = 0; i < lg->ngraphs; i++) {
-		struct graph *g = &lg->graphs[i];
+		struct lg_graph *g = &lg->graphs[i];
 		if (g->pattern == pat && g->nchannels == nch && !strcmp(g->type, type) && !strcmp(g->bw, bw)) {
 			g->count++;
 			return;
@@ -843,7 +843,7 @@ static void info_pattern(struct nw_log *lg, const char *s, size_t n)
 		lg->dropped++;
 		return;
 	}
-	struct graph *g = &lg->graphs[lg->ngraphs++];
+	struct lg_graph *g = &lg->graphs[lg->ngraphs++];
 	g->pattern = (int)pat;
 	g->nchannels = (int)nch;
 	nw_strlcpy(g->type, type, sizeof(g->type));
@@ -889,7 +889,7 @@ static int info_algo(struct nw_log *lg, const char *s, size_t n)
 		nw_strlcpy(algo, algo_names[x], sizeof(algo));
 	if (pn && (x = parse_ll(pr, pn, &used), used == pn) && x >= 0 && x < (long long)NW_ARRAY_LEN(proto_names))
 		nw_strlcpy(proto, proto_names[x], sizeof(proto));
-	struct algo *g = NULL;
+	struct lg_algo *g = NULL;
 	for (size_t i = 0; i < lg->nalgos; i++)
 		if (!strcmp(lg->algos[i].op, op) && !strcmp(lg->algos[i].algo, algo) && !strcmp(lg->algos[i].proto, proto)) {
 			g = &lg->algos[i];
@@ -940,7 +940,7 @@ static void info_env(struct nw_log *lg, const char *s, size_t n, const char *at)
 		lg->dropped++;
 		return;
 	}
-	struct env *en = &lg->envs[lg->nenvs++];
+	struct lg_env *en = &lg->envs[lg->nenvs++];
 	nw_strlcpy(en->name, nbuf, sizeof(en->name));
 	nw_strlcpy(en->value, vbuf, sizeof(en->value));
 	en->lines = 1;
@@ -969,13 +969,13 @@ static int info_trace(struct nw_log *lg, uint32_t host, const char *s, size_t n)
 	/* group by file and code, keeping line numbers: they name the place */
 	char key[160];
 	int kn = snprintf(key, sizeof(key), "%.*s -> %lld (%s)", (int)(p - s), s, code,
-	                  code > 0 && code < 8 ? nccl_results[code] : "unknown");
-	add_group(lg, G_NCCL_TRACE, host, key, kn > 0 ? (size_t)kn : 0);
+	                  code > 0 && code < 8 ? lg_nccl_results[code] : "unknown");
+	lg_add_group(lg, G_NCCL_TRACE, host, key, kn > 0 ? (size_t)kn : 0);
 	return 1;
 }
 
 /* One "NCCL INFO" message (s: after the level), dispatched on its first letter to keep the hot path short. */
-static void info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, const char *s, size_t n)
+static void lg_info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, const char *s, size_t n)
 {
 	const char *at;
 	if (!n)
@@ -1051,7 +1051,7 @@ static void info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, 
 			if ((at = find(s, n, " via "))) {
 				info_connection(lg, proc, dev, s, n, at);
 			} else if (find(s, n, "->")) {
-				struct comm *c = comm_of_dev(lg, proc, dev, NULL);
+				struct lg_comm *c = lg_comm_of_dev(lg, proc, dev, NULL);
 				if (c)
 					c->ring_lines++;
 			} else {
@@ -1062,7 +1062,7 @@ static void info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, 
 		break;
 	case 'T':
 		if (starts(s, n, "Tree ") || starts(s, n, "Trees ")) {
-			struct comm *c = comm_of_dev(lg, proc, dev, NULL);
+			struct lg_comm *c = lg_comm_of_dev(lg, proc, dev, NULL);
 			if (c) {
 				c->tree_lines++;
 				if (!c->tree[0] && starts(s, n, "Trees ")) {
@@ -1122,7 +1122,7 @@ static void info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, 
 /* "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ... Timeout(ms)=600000) ran for 600041 milliseconds" */
 static void watchdog(struct nw_log *lg, const char *s, size_t n)
 {
-	struct timeout t;
+	struct lg_timeout t;
 	memset(&t, 0, sizeof(t));
 	t.rank = -1;
 	const char *r = find(s, n, "[Rank ");
@@ -1185,12 +1185,12 @@ static int python_exception(const char *s, size_t n)
 }
 
 /* A line that is not NCCL's: nccl-tests' device list, PyTorch errors and timeouts, other error lines. */
-static void other_line(struct nw_log *lg, const char *s, size_t n)
+static void lg_other_line(struct nw_log *lg, const char *s, size_t n)
 {
 	lg->other_lines++;
 	if (!n)
 		return;
-	enum group_kind kind = G_OTHER_ERROR;
+	enum lg_group_kind kind = G_OTHER_ERROR;
 	int err = 0;
 	const char *p;
 	if (s[0] == '#') {
@@ -1212,7 +1212,7 @@ static void other_line(struct nw_log *lg, const char *s, size_t n)
 				const char *he = h;
 				while (he < s + n && *he != ' ')
 					he++;
-				uint64_t key = hash_str(h, (size_t)(he - h)) ^ (uint64_t)pid;
+				uint64_t key = lg_hash_str(h, (size_t)(he - h)) ^ (uint64_t)pid;
 				int seen = 0;
 				for (size_t k = 0; k < lg->nt_rank0; k++)
 					seen |= lg->nt_rank0_keys[k] == key;
@@ -1251,8 +1251,8 @@ static void other_line(struct nw_log *lg, const char *s, size_t n)
 		err = 1;
 	}
 	if (err) {
-		classify(lg, s, n);
-		add_group(lg, kind, UINT32_MAX, s, n);
+		lg_classify(lg, s, n);
+		lg_add_group(lg, kind, UINT32_MAX, s, n);
 	}
 }
 
@@ -1286,7 +1286,7 @@ static size_t glued_nccl_line(struct nw_log *lg, const char *s, size_t n)
 		start--;
 	/* host names may begin with digits that belong to what came before: prefer a known host */
 	for (const char *c = start; c < host_end; c++)
-		if (host_get(lg, c, (size_t)(host_end - c), 0) != UINT32_MAX) {
+		if (lg_host_get(lg, c, (size_t)(host_end - c), 0) != UINT32_MAX) {
 			start = c;
 			break;
 		}
@@ -1340,30 +1340,30 @@ void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 			lg->unparsed++;
 			return;
 		}
-		other_line(lg, s, n);
+		lg_other_line(lg, s, n);
 		return;
 	}
 	lg->nccl_lines++;
 	/* "host:pid:tid [dev] " */
 	const char *c1 = memchr(s, ':', pl);
-	uint32_t host = host_get(lg, s, (size_t)(c1 - s), 1);
+	uint32_t host = lg_host_get(lg, s, (size_t)(c1 - s), 1);
 	size_t used;
 	long long pid = parse_ll(c1 + 1, pl - (size_t)(c1 + 1 - s), &used);
 	const char *lb = memchr(s, '[', pl);
 	long long dev = parse_ll(lb + 1, pl - (size_t)(lb + 1 - s), &used);
-	uint32_t proc = host == UINT32_MAX ? UINT32_MAX : proc_get(lg, host, (int)pid);
+	uint32_t proc = host == UINT32_MAX ? UINT32_MAX : lg_proc_get(lg, host, (int)pid);
 	const char *m = s + pl;
 	size_t mn = n - pl;
 	if (starts(m, mn, "NCCL INFO ")) {
-		info_line(lg, host, proc, (int)dev, m + 10, mn - 10);
+		lg_info_line(lg, host, proc, (int)dev, m + 10, mn - 10);
 		return;
 	}
 	const char *w = find(m, mn < 200 ? mn : 200, "NCCL WARN ");
 	if (w) {
 		const char *msg = w + 10;
 		size_t msn = (size_t)(m + mn - msg);
-		classify(lg, msg, msn);
-		add_group(lg, G_NCCL_WARN, host, msg, msn);
+		lg_classify(lg, msg, msn);
+		lg_add_group(lg, G_NCCL_WARN, host, msg, msn);
 		return;
 	}
 	if (find(m, mn < 200 ? mn : 200, "NCCL INFO ") || find(m, mn < 200 ? mn : 200, "NCCL TRACE ") ||
@@ -1439,10 +1439,10 @@ int nw_log_feed_file(struct nw_log *lg, FILE *f, const char *name, char *err, si
 
 /* ---- report: derived facts ---- */
 
-enum tclass { T_P2P, T_SHM, T_SOCKET, T_IB, T_NET_OTHER, T_NVLS, T_COLLNET, T_OTHER, T_NCLASS };
-static const char *const tclass_names[T_NCLASS] = { "P2P", "SHM", "NET/Socket", "NET/IB", "NET/plugin", "NVLS", "CollNet", "other" };
+enum lg_tclass { T_P2P, T_SHM, T_SOCKET, T_IB, T_NET_OTHER, T_NVLS, T_COLLNET, T_OTHER, T_NCLASS };
+static const char *const lg_tclass_names[T_NCLASS] = { "P2P", "SHM", "NET/Socket", "NET/IB", "NET/plugin", "NVLS", "CollNet", "other" };
 
-static enum tclass transport_class(const char *name)
+static enum lg_tclass lg_transport_class(const char *name)
 {
 	if (!strncmp(name, "P2P", 3))
 		return T_P2P;
@@ -1462,28 +1462,28 @@ static enum tclass transport_class(const char *name)
 }
 
 /* 1: both ranks of a pair on one host, 0: on two hosts, -1: unknown. */
-static int pair_same_node(const struct nw_log *lg, const struct pair *p)
+static int lg_pair_same_node(const struct nw_log *lg, const struct lg_pair *p)
 {
 	if (p->comm == UINT32_MAX)
 		return -1;
-	const struct comm *c = &lg->comms[p->comm];
+	const struct lg_comm *c = &lg->comms[p->comm];
 	if (c->nnodes == 1)
 		return 1;
-	struct htab *t = (struct htab *)&lg->rank_idx;
-	uint32_t *a = ht_get(t, p->comm, (uint64_t)p->src, 0, NULL);
-	uint32_t *b = ht_get(t, p->comm, (uint64_t)p->dst, 0, NULL);
+	struct lg_htab *t = (struct lg_htab *)&lg->rank_idx;
+	uint32_t *a = lg_ht_get(t, p->comm, (uint64_t)p->src, 0, NULL);
+	uint32_t *b = lg_ht_get(t, p->comm, (uint64_t)p->dst, 0, NULL);
 	if (!a || !b)
 		return -1;
 	return lg->rank_host[*a] == lg->rank_host[*b];
 }
 
-struct tstat {
+struct lg_tstat {
 	uint64_t pairs, connections, intra, inter, gdr;
-	const struct pair *example;
+	const struct lg_pair *example;
 };
 
-struct facts {
-	struct tstat t[LG_MAX_TRANSPORTS];
+struct lg_facts {
+	struct lg_tstat t[LG_MAX_TRANSPORTS];
 	uint64_t class_pairs[T_NCLASS], class_intra[T_NCLASS], class_inter[T_NCLASS], ib_gdr_pairs;
 	int max_nranks;
 	size_t size1_procs;
@@ -1492,16 +1492,16 @@ struct facts {
 };
 
 /* Per-transport and per-class pair counts, largest communicator, NVLink and IB presence. */
-static void compute_facts(const struct nw_log *lg, struct facts *f)
+static void lg_compute_facts(const struct nw_log *lg, struct lg_facts *f)
 {
 	memset(f, 0, sizeof(*f));
 	for (size_t i = 0; i < lg->npairs; i++) {
-		const struct pair *p = &lg->pairs[i];
+		const struct lg_pair *p = &lg->pairs[i];
 		if (p->transport == UINT32_MAX)
 			continue;
-		struct tstat *t = &f->t[p->transport];
-		enum tclass k = transport_class(lg->transports[p->transport].name);
-		int same = pair_same_node(lg, p);
+		struct lg_tstat *t = &f->t[p->transport];
+		enum lg_tclass k = lg_transport_class(lg->transports[p->transport].name);
+		int same = lg_pair_same_node(lg, p);
 		t->pairs++;
 		t->connections += p->connections;
 		if (!t->example)
@@ -1534,7 +1534,7 @@ static void compute_facts(const struct nw_log *lg, struct facts *f)
 	}
 }
 
-static const struct env *env_find(const struct nw_log *lg, const char *name)
+static const struct lg_env *lg_env_find(const struct nw_log *lg, const char *name)
 {
 	for (size_t i = 0; i < lg->nenvs; i++)
 		if (!strcmp(lg->envs[i].name, name))
@@ -1546,7 +1546,7 @@ static const struct env *env_find(const struct nw_log *lg, const char *name)
 
 struct rule_ctx {
 	const struct nw_log *lg;
-	const struct facts *f;
+	const struct lg_facts *f;
 };
 
 typedef int (*rule_fn)(const struct rule_ctx *x, char *msg, size_t len);
@@ -1602,7 +1602,7 @@ static int r_size1(const struct rule_ctx *x, char *msg, size_t len)
  * nodes (ranks told apart by NCCL_HOSTID, or same-named hosts, are on
  * different nodes for NCCL, which then accepts the shared bus id).
  * Returns a pointer into lg or NULL. */
-static const struct dup *first_dup(const struct nw_log *lg, int local_only)
+static const struct lg_dup *first_dup(const struct nw_log *lg, int local_only)
 {
 	for (size_t i = 0; i < lg->ndups; i++)
 		if (!local_only || lg->comms[lg->dups[i].comm].nnodes <= 1)
@@ -1613,7 +1613,7 @@ static const struct dup *first_dup(const struct nw_log *lg, int local_only)
 static int r_duplicate_gpu(const struct rule_ctx *x, char *msg, size_t len)
 {
 	const struct nw_log *lg = x->lg;
-	const struct dup *d = first_dup(lg, lg->dup_gpu_warn_lines == 0);
+	const struct lg_dup *d = first_dup(lg, lg->dup_gpu_warn_lines == 0);
 	if (d) {
 		snprintf(msg, len, "ranks %d and %d of one communicator use the same GPU (busId %" PRIx64 ") on '%s'%s",
 		         d->rank_a, d->rank_b, d->bus, lg->hosts[d->host].name,
@@ -1632,7 +1632,7 @@ static int r_no_iface(const struct rule_ctx *x, char *msg, size_t len)
 {
 	if (!x->lg->no_iface_lines)
 		return 0;
-	const struct env *e = env_find(x->lg, "NCCL_SOCKET_IFNAME");
+	const struct lg_env *e = lg_env_find(x->lg, "NCCL_SOCKET_IFNAME");
 	snprintf(msg, len, "NCCL found no usable network interface for its sockets%s%s%s",
 	         e ? " (NCCL_SOCKET_IFNAME=" : "", e ? e->value : "", e ? " matches none)" : "");
 	return 1;
@@ -1655,7 +1655,7 @@ static int r_watchdog(const struct rule_ctx *x, char *msg, size_t len)
 	size_t used = (size_t)snprintf(msg, len, "PyTorch's watchdog timed out on %zu collective%s:", lg->ntimeouts,
 	                               lg->ntimeouts == 1 ? "" : "s");
 	for (size_t i = 0; i < lg->ntimeouts && i < 8 && used < len; i++) {
-		const struct timeout *t = &lg->timeouts[i];
+		const struct lg_timeout *t = &lg->timeouts[i];
 		used += (size_t)snprintf(msg + used, len - used, "%s rank %d %s SeqNum=%lld", i ? "," : "", t->rank,
 		                         t->op[0] ? t->op : "?", t->seq);
 		if (used < len && t->timeout_ms >= 0)
@@ -1682,7 +1682,7 @@ static int r_nccl_error(const struct rule_ctx *x, char *msg, size_t len)
 	for (int i = 1; i < 7; i++)
 		if (x->lg->err_codes[i] && used < len)
 			used += (size_t)snprintf(msg + used, len - used, "%s%s (%" PRIu64 " line%s)",
-			                         used ? ", " : "NCCL returned errors: ", nccl_results[i], x->lg->err_codes[i],
+			                         used ? ", " : "NCCL returned errors: ", lg_nccl_results[i], x->lg->err_codes[i],
 			                         x->lg->err_codes[i] == 1 ? "" : "s");
 	return used > 0;
 }
@@ -1691,7 +1691,7 @@ static int r_init_incomplete(const struct rule_ctx *x, char *msg, size_t len)
 {
 	const struct nw_log *lg = x->lg;
 	for (size_t i = 0; i < lg->ncomms; i++) {
-		const struct comm *c = &lg->comms[i];
+		const struct lg_comm *c = &lg->comms[i];
 		if (c->init_started > c->init_completed) {
 			snprintf(msg, len, "%d of %d rank%s of communicator %s%" PRIx64 " started init but never logged Init COMPLETE",
 			         c->init_started - c->init_completed, c->init_started, c->init_started == 1 ? "" : "s",
@@ -1704,19 +1704,19 @@ static int r_init_incomplete(const struct rule_ctx *x, char *msg, size_t len)
 
 static int r_net_within_node(const struct rule_ctx *x, char *msg, size_t len)
 {
-	const struct facts *f = x->f;
+	const struct lg_facts *f = x->f;
 	uint64_t n = f->class_intra[T_SOCKET] + f->class_intra[T_IB] + f->class_intra[T_NET_OTHER];
 	if (!n)
 		return 0;
 	size_t used = (size_t)snprintf(msg, len, "%" PRIu64 " peer pair%s on the same node talk through the network (%s)%s", n,
 	                               n == 1 ? "" : "s", f->class_intra[T_SOCKET] ? "TCP sockets" : "NIC loopback",
 	                               f->any_nvlink ? ", although the GPUs are joined by NVLink" : "");
-	const struct env *e = env_find(x->lg, "NCCL_HOSTID");
+	const struct lg_env *e = lg_env_find(x->lg, "NCCL_HOSTID");
 	if (e && used < len)
 		used += (size_t)snprintf(msg + used, len - used,
 		                         "; NCCL_HOSTID is set by the environment (e.g. to %s): NCCL counts ranks with different host ids as different nodes, unset it",
 		                         e->value);
-	const struct dup *d = first_dup(x->lg, 0);
+	const struct lg_dup *d = first_dup(x->lg, 0);
 	if (d && used < len)
 		snprintf(msg + used, len - used, "; ranks %d and %d share the GPU at busId %" PRIx64 " on '%s'", d->rank_a,
 		         d->rank_b, d->bus, x->lg->hosts[d->host].name);
@@ -1725,7 +1725,7 @@ static int r_net_within_node(const struct rule_ctx *x, char *msg, size_t len)
 
 static int r_socket_between_nodes(const struct rule_ctx *x, char *msg, size_t len)
 {
-	const struct facts *f = x->f;
+	const struct lg_facts *f = x->f;
 	uint64_t n = f->class_inter[T_SOCKET];
 	if (!n)
 		return 0;
@@ -1740,10 +1740,10 @@ static int r_socket_between_nodes(const struct rule_ctx *x, char *msg, size_t le
 
 static int r_shm(const struct rule_ctx *x, char *msg, size_t len)
 {
-	const struct facts *f = x->f;
+	const struct lg_facts *f = x->f;
 	if (!f->class_pairs[T_SHM])
 		return 0;
-	const struct env *e = env_find(x->lg, "NCCL_P2P_DISABLE");
+	const struct lg_env *e = lg_env_find(x->lg, "NCCL_P2P_DISABLE");
 	snprintf(msg, len, "%" PRIu64 " peer pair%s go through host shared memory (SHM) instead of GPU peer-to-peer%s%s",
 	         f->class_pairs[T_SHM], f->class_pairs[T_SHM] == 1 ? "" : "s",
 	         e && strcmp(e->value, "0") ? " because NCCL_P2P_DISABLE is set" : "",
@@ -1753,7 +1753,7 @@ static int r_shm(const struct rule_ctx *x, char *msg, size_t len)
 
 static int r_gdr(const struct rule_ctx *x, char *msg, size_t len)
 {
-	const struct facts *f = x->f;
+	const struct lg_facts *f = x->f;
 	if (f->class_pairs[T_IB] && !f->ib_gdr_pairs) {
 		snprintf(msg, len, "%" PRIu64 " InfiniBand peer pair%s copy through host memory: GPUDirect RDMA is not used",
 		         f->class_pairs[T_IB], f->class_pairs[T_IB] == 1 ? "" : "s");
@@ -1769,7 +1769,7 @@ static int r_gdr(const struct rule_ctx *x, char *msg, size_t len)
 
 static int r_forced(const struct rule_ctx *x, char *msg, size_t len, const char *var, const char *what)
 {
-	const struct env *e = env_find(x->lg, var);
+	const struct lg_env *e = lg_env_find(x->lg, var);
 	if (!e)
 		return 0;
 	snprintf(msg, len, "%s is forced by the environment: %s=%s", what, var, e->value);
@@ -1797,7 +1797,7 @@ static int r_transport_disabled(const struct rule_ctx *x, char *msg, size_t len)
 	};
 	size_t used = 0;
 	for (size_t i = 0; i < NW_ARRAY_LEN(vars); i++) {
-		const struct env *e = env_find(x->lg, vars[i].var);
+		const struct lg_env *e = lg_env_find(x->lg, vars[i].var);
 		if (!e)
 			continue;
 		for (int k = 0; k < 3 && vars[i].bad[k]; k++)
@@ -1812,7 +1812,7 @@ static int r_ranks_missing(const struct rule_ctx *x, char *msg, size_t len)
 {
 	const struct nw_log *lg = x->lg;
 	for (size_t i = 0; i < lg->ncomms; i++) {
-		const struct comm *c = &lg->comms[i];
+		const struct lg_comm *c = &lg->comms[i];
 		if (c->has_id && c->ranks_seen < c->nranks) {
 			snprintf(msg, len, "communicator 0x%" PRIx64 " has %d ranks but only %d appear in the log", c->id,
 			         c->nranks, c->ranks_seen);
@@ -1825,7 +1825,7 @@ static int r_ranks_missing(const struct rule_ctx *x, char *msg, size_t len)
 static int r_nccl_warn(const struct rule_ctx *x, char *msg, size_t len)
 {
 	uint64_t lines = 0, groups = 0;
-	const struct group *first = NULL;
+	const struct lg_group *first = NULL;
 	for (size_t i = 0; i < x->lg->ngroups; i++)
 		if (x->lg->groups[i].kind == G_NCCL_WARN) {
 			lines += x->lg->groups[i].count;
@@ -1922,8 +1922,8 @@ static json_t *jstr(const char *s)
 
 json_t *nw_log_report(struct nw_log *lg)
 {
-	struct facts f;
-	compute_facts(lg, &f);
+	struct lg_facts f;
+	lg_compute_facts(lg, &f);
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string("ncclwatch.logscan/1"));
 
@@ -1949,7 +1949,7 @@ json_t *nw_log_report(struct nw_log *lg)
 	struct { const char *v; size_t np; long cuda; json_t *hosts; uint32_t last_host; } vs[64];
 	size_t nvs = 0;
 	for (size_t i = 0; i < lg->nprocs; i++) {
-		const struct proc *p = &lg->procs[i];
+		const struct lg_proc *p = &lg->procs[i];
 		if (!p->version[0])
 			continue;
 		size_t k = 0;
@@ -1993,7 +1993,7 @@ json_t *nw_log_report(struct nw_log *lg)
 
 	json_t *comms = json_array();
 	for (size_t i = 0; i < lg->ncomms; i++) {
-		const struct comm *c = &lg->comms[i];
+		const struct lg_comm *c = &lg->comms[i];
 		json_t *o = json_object();
 		char id[32];
 		if (c->has_id)
@@ -2018,12 +2018,12 @@ json_t *nw_log_report(struct nw_log *lg)
 
 	json_t *tr = json_array();
 	for (size_t i = 0; i < lg->ntransports; i++) {
-		const struct tstat *t = &f.t[i];
+		const struct lg_tstat *t = &f.t[i];
 		if (!t->pairs)
 			continue;
 		json_t *o = json_object();
 		json_object_set_new(o, "transport", jstr(lg->transports[i].name));
-		json_object_set_new(o, "class", json_string(tclass_names[transport_class(lg->transports[i].name)]));
+		json_object_set_new(o, "class", json_string(lg_tclass_names[lg_transport_class(lg->transports[i].name)]));
 		json_object_set_new(o, "gdrdma", json_boolean(t->gdr > 0));
 		json_object_set_new(o, "pairs", json_integer((json_int_t)t->pairs));
 		json_object_set_new(o, "connections", json_integer((json_int_t)t->connections));
@@ -2037,13 +2037,13 @@ json_t *nw_log_report(struct nw_log *lg)
 	json_object_set_new(doc, "transports", tr);
 	json_t *pairs = json_array();
 	for (size_t i = 0; i < lg->npairs && i < 1024; i++) {
-		const struct pair *p = &lg->pairs[i];
+		const struct lg_pair *p = &lg->pairs[i];
 		if (p->transport == UINT32_MAX)
 			continue;
 		json_t *o = json_object();
 		char id[32] = "";
 		if (p->comm != UINT32_MAX) {
-			const struct comm *c = &lg->comms[p->comm];
+			const struct lg_comm *c = &lg->comms[p->comm];
 			if (c->has_id)
 				snprintf(id, sizeof(id), "0x%" PRIx64, c->id);
 			else
@@ -2054,7 +2054,7 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(o, "dst", json_integer(p->dst));
 		json_object_set_new(o, "transport", jstr(lg->transports[p->transport].name));
 		json_object_set_new(o, "connections", json_integer(p->connections));
-		int same = pair_same_node(lg, p);
+		int same = lg_pair_same_node(lg, p);
 		json_object_set_new(o, "same_node", same < 0 ? json_null() : json_boolean(same));
 		json_array_append_new(pairs, o);
 	}
@@ -2069,7 +2069,7 @@ json_t *nw_log_report(struct nw_log *lg)
 
 	json_t *nets = json_array();
 	for (size_t i = 0; i < lg->nhosts && json_array_size(nets) < 64; i++) {
-		const struct host *h = &lg->hosts[i];
+		const struct lg_host *h = &lg->hosts[i];
 		if (!h->ib_devs[0] && !h->socket_ifs[0] && !h->ib_absent)
 			continue;
 		json_t *o = json_object();
@@ -2082,7 +2082,7 @@ json_t *nw_log_report(struct nw_log *lg)
 
 	json_t *gr = json_array();
 	for (size_t i = 0; i < lg->ngraphs; i++) {
-		const struct graph *g = &lg->graphs[i];
+		const struct lg_graph *g = &lg->graphs[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "pattern", json_string(pattern_name(g->pattern)));
 		json_object_set_new(o, "pattern_id", json_integer(g->pattern));
@@ -2096,7 +2096,7 @@ json_t *nw_log_report(struct nw_log *lg)
 
 	json_t *al = json_array();
 	for (size_t i = 0; i < lg->nalgos; i++) {
-		const struct algo *a = &lg->algos[i];
+		const struct lg_algo *a = &lg->algos[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "op", jstr(a->op));
 		json_object_set_new(o, "algo", jstr(a->algo));
@@ -2121,7 +2121,7 @@ json_t *nw_log_report(struct nw_log *lg)
 	int nerr = 0;
 	json_t *errs = json_array();
 	for (size_t i = 0; i < lg->ngroups; i++) {
-		const struct group *g = &lg->groups[i];
+		const struct lg_group *g = &lg->groups[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "kind", json_string(group_kind_names[g->kind]));
 		json_object_set_new(o, "cause", jstr(g->cause));
@@ -2138,7 +2138,7 @@ json_t *nw_log_report(struct nw_log *lg)
 
 	json_t *to = json_array();
 	for (size_t i = 0; i < lg->ntimeouts; i++) {
-		const struct timeout *t = &lg->timeouts[i];
+		const struct lg_timeout *t = &lg->timeouts[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "rank", t->rank >= 0 ? json_integer(t->rank) : json_null());
 		json_object_set_new(o, "op", jstr(t->op));
