@@ -34,87 +34,100 @@ static json_t *jstr(const char *s)
 	return json_string(buf);
 }
 
-json_t *nw_log_report(struct nw_log *lg)
+static json_t *jint(uint64_t v)
 {
-	struct lg_facts f;
-	lg_compute_facts(lg, &f);
-	json_t *doc = json_object();
-	json_object_set_new(doc, "schema", json_string("ncclwatch.logscan/1"));
+	return json_integer((json_int_t)v);
+}
 
+/* How much was read, and how much of it was understood and recorded. */
+static json_t *report_input(const struct nw_log *lg)
+{
 	json_t *in = json_object();
 	json_object_set(in, "files", lg->files);
-	json_object_set_new(in, "lines", json_integer((json_int_t)lg->lines));
-	json_object_set_new(in, "bytes", json_integer((json_int_t)lg->bytes));
-	json_object_set_new(in, "nccl_lines", json_integer((json_int_t)lg->nccl_lines));
-	json_object_set_new(in, "other_lines", json_integer((json_int_t)lg->other_lines));
-	json_object_set_new(in, "unparsed", json_integer((json_int_t)lg->unparsed));
-	json_object_set_new(in, "long_lines", json_integer((json_int_t)lg->long_lines));
-	json_object_set_new(in, "not_recorded", json_integer((json_int_t)(lg->dropped + lg->groups_overflow)));
-	json_object_set_new(doc, "input", in);
+	json_object_set_new(in, "lines", jint(lg->lines));
+	json_object_set_new(in, "bytes", jint(lg->bytes));
+	json_object_set_new(in, "nccl_lines", jint(lg->nccl_lines));
+	json_object_set_new(in, "other_lines", jint(lg->other_lines));
+	json_object_set_new(in, "unparsed", jint(lg->unparsed));
+	json_object_set_new(in, "long_lines", jint(lg->long_lines));
+	json_object_set_new(in, "not_recorded", jint(lg->dropped + lg->groups_overflow));
+	return in;
+}
 
-	json_t *hosts = json_array();
-	for (size_t i = 0; i < lg->nhosts && i < 256; i++)
-		json_array_append_new(hosts, jstr(lg->hosts[i].name));
-	json_object_set_new(doc, "hosts", hosts);
-	json_object_set_new(doc, "nhosts", json_integer((json_int_t)lg->nhosts));
-	json_object_set_new(doc, "processes", json_integer((json_int_t)lg->nprocs));
+/* One NCCL version string, the processes that loaded it and (the first 16 of) their hosts. */
+struct version_row {
+	const char *v;
+	size_t np;
+	long cuda;
+	json_t *hosts;
+	uint32_t last_host;
+};
 
-	/* versions: one entry per distinct version string (the first 64) */
-	struct { const char *v; size_t np; long cuda; json_t *hosts; uint32_t last_host; } vs[64];
-	size_t nvs = 0;
-	for (size_t i = 0; i < lg->nprocs; i++) {
-		const struct lg_proc *p = &lg->procs[i];
-		if (!p->version[0])
-			continue;
-		size_t k = 0;
-		while (k < nvs && strcmp(vs[k].v, p->version))
-			k++;
-		if (k == nvs) {
-			if (nvs == NW_ARRAY_LEN(vs))
-				continue;
-			vs[nvs].v = p->version;
-			vs[nvs].np = 0;
-			vs[nvs].cuda = p->cuda_driver;
-			vs[nvs].hosts = json_array();
-			vs[nvs].last_host = UINT32_MAX;
-			nvs++;
-		}
-		vs[k].np++;
-		if (p->host != vs[k].last_host && json_array_size(vs[k].hosts) < 16) {
-			const char *h = lg->hosts[p->host].name;
-			int hdup = 0;
-			size_t idx;
-			json_t *x;
-			json_array_foreach(vs[k].hosts, idx, x) hdup |= !strcmp(json_string_value(x), h);
-			if (!hdup)
-				json_array_append_new(vs[k].hosts, jstr(h));
-			vs[k].last_host = p->host;
-		}
+/* Count process p under its version's row (a new row while there are fewer than cap); returns the number of rows. */
+static size_t version_add(const struct nw_log *lg, const struct lg_proc *p, struct version_row *vs, size_t nvs, size_t cap)
+{
+	size_t k = 0;
+	while (k < nvs && strcmp(vs[k].v, p->version))
+		k++;
+	if (k == nvs) {
+		if (nvs == cap)
+			return nvs;
+		vs[nvs] = (struct version_row){ p->version, 0, p->cuda_driver, json_array(), UINT32_MAX };
+		nvs++;
 	}
+	vs[k].np++;
+	if (p->host != vs[k].last_host && json_array_size(vs[k].hosts) < 16) {
+		const char *h = lg->hosts[p->host].name;
+		int hdup = 0;
+		size_t idx;
+		json_t *x;
+		json_array_foreach(vs[k].hosts, idx, x) hdup |= !strcmp(json_string_value(x), h);
+		if (!hdup)
+			json_array_append_new(vs[k].hosts, jstr(h));
+		vs[k].last_host = p->host;
+	}
+	return nvs;
+}
+
+/* One entry per distinct NCCL version string (the first 64), in the order first seen. */
+static json_t *report_versions(const struct nw_log *lg)
+{
+	struct version_row vs[64];
+	size_t nvs = 0;
+	for (size_t i = 0; i < lg->nprocs; i++)
+		if (lg->procs[i].version[0])
+			nvs = version_add(lg, &lg->procs[i], vs, nvs, NW_ARRAY_LEN(vs));
 	json_t *vers = json_array();
 	for (size_t k = 0; k < nvs; k++) {
 		json_t *o = json_object();
 		json_object_set_new(o, "version", jstr(vs[k].v));
-		json_object_set_new(o, "processes", json_integer((json_int_t)vs[k].np));
+		json_object_set_new(o, "processes", jint(vs[k].np));
 		json_object_set_new(o, "hosts", vs[k].hosts);
 		if (vs[k].cuda > 0)
 			json_object_set_new(o, "cuda_driver", json_integer(vs[k].cuda));
 		json_array_append_new(vers, o);
 	}
-	json_object_set_new(doc, "versions", vers);
-	if (lg->torch_nccl_version[0])
-		json_object_set_new(doc, "pytorch_nccl_version", jstr(lg->torch_nccl_version));
+	return vers;
+}
 
+/* A communicator's name in the report: its commId, or "size-N" when NCCL printed none. */
+static json_t *comm_name(const struct lg_comm *c)
+{
+	char id[32];
+	if (c->has_id)
+		snprintf(id, sizeof(id), "0x%" PRIx64, c->id);
+	else
+		snprintf(id, sizeof(id), "size-%d", c->nranks);
+	return json_string(id);
+}
+
+static json_t *report_comms(const struct nw_log *lg)
+{
 	json_t *comms = json_array();
 	for (size_t i = 0; i < lg->ncomms; i++) {
 		const struct lg_comm *c = &lg->comms[i];
 		json_t *o = json_object();
-		char id[32];
-		if (c->has_id)
-			snprintf(id, sizeof(id), "0x%" PRIx64, c->id);
-		else
-			snprintf(id, sizeof(id), "size-%d", c->nranks);
-		json_object_set_new(o, "id", json_string(id));
+		json_object_set_new(o, "id", comm_name(c));
 		json_object_set_new(o, "nranks", json_integer(c->nranks));
 		json_object_set_new(o, "ranks_seen", json_integer(c->ranks_seen));
 		json_object_set_new(o, "nnodes", c->nnodes > 0 ? json_integer(c->nnodes) : json_null());
@@ -128,42 +141,43 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(o, "tree", jstr(c->tree));
 		json_array_append_new(comms, o);
 	}
-	json_object_set_new(doc, "communicators", comms);
+	return comms;
+}
 
+/* Every transport that connected a pair, with its class and how many pairs inside and between nodes. */
+static json_t *report_transports(const struct nw_log *lg, const struct lg_facts *f)
+{
 	json_t *tr = json_array();
 	for (size_t i = 0; i < lg->ntransports; i++) {
-		const struct lg_tstat *t = &f.t[i];
+		const struct lg_tstat *t = &f->t[i];
 		if (!t->pairs)
 			continue;
 		json_t *o = json_object();
 		json_object_set_new(o, "transport", jstr(lg->transports[i].name));
 		json_object_set_new(o, "class", json_string(lg_tclass_names[lg_transport_class(lg->transports[i].name)]));
 		json_object_set_new(o, "gdrdma", json_boolean(t->gdr > 0));
-		json_object_set_new(o, "pairs", json_integer((json_int_t)t->pairs));
-		json_object_set_new(o, "connections", json_integer((json_int_t)t->connections));
-		json_object_set_new(o, "intra_node_pairs", json_integer((json_int_t)t->intra));
-		json_object_set_new(o, "inter_node_pairs", json_integer((json_int_t)t->inter));
+		json_object_set_new(o, "pairs", jint(t->pairs));
+		json_object_set_new(o, "connections", jint(t->connections));
+		json_object_set_new(o, "intra_node_pairs", jint(t->intra));
+		json_object_set_new(o, "inter_node_pairs", jint(t->inter));
 		char ex[64];
 		snprintf(ex, sizeof(ex), "%d -> %d", t->example->src, t->example->dst);
 		json_object_set_new(o, "example", json_string(ex));
 		json_array_append_new(tr, o);
 	}
-	json_object_set_new(doc, "transports", tr);
+	return tr;
+}
+
+/* The first 1024 peer pairs with a transport. */
+static json_t *report_pairs(const struct nw_log *lg)
+{
 	json_t *pairs = json_array();
 	for (size_t i = 0; i < lg->npairs && i < 1024; i++) {
 		const struct lg_pair *p = &lg->pairs[i];
 		if (p->transport == UINT32_MAX)
 			continue;
 		json_t *o = json_object();
-		char id[32] = "";
-		if (p->comm != UINT32_MAX) {
-			const struct lg_comm *c = &lg->comms[p->comm];
-			if (c->has_id)
-				snprintf(id, sizeof(id), "0x%" PRIx64, c->id);
-			else
-				snprintf(id, sizeof(id), "size-%d", c->nranks);
-		}
-		json_object_set_new(o, "comm", json_string(id));
+		json_object_set_new(o, "comm", p->comm != UINT32_MAX ? comm_name(&lg->comms[p->comm]) : json_string(""));
 		json_object_set_new(o, "src", json_integer(p->src));
 		json_object_set_new(o, "dst", json_integer(p->dst));
 		json_object_set_new(o, "transport", jstr(lg->transports[p->transport].name));
@@ -172,15 +186,22 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(o, "same_node", same < 0 ? json_null() : json_boolean(same));
 		json_array_append_new(pairs, o);
 	}
-	json_object_set_new(doc, "pairs", pairs);
-	json_object_set_new(doc, "npairs", json_integer((json_int_t)lg->npairs));
+	return pairs;
+}
+
+static json_t *report_collective_transports(const struct nw_log *lg, const struct lg_facts *f)
+{
 	json_t *nv = json_object();
 	json_object_set_new(nv, "nvls_available", json_boolean(lg->nvls_available));
 	json_object_set_new(nv, "nvls_channels", json_integer(lg->nvls_channels_max));
 	json_object_set_new(nv, "collnet_connected", json_boolean(lg->collnet_connected > 0));
-	json_object_set_new(nv, "nvlink_seen", json_boolean(f.any_nvlink));
-	json_object_set_new(doc, "collective_transports", nv);
+	json_object_set_new(nv, "nvlink_seen", json_boolean(f->any_nvlink));
+	return nv;
+}
 
+/* The network devices NCCL found on each host (the first 64 hosts that said). */
+static json_t *report_networks(const struct nw_log *lg)
+{
 	json_t *nets = json_array();
 	for (size_t i = 0; i < lg->nhosts && json_array_size(nets) < 64; i++) {
 		const struct lg_host *h = &lg->hosts[i];
@@ -192,8 +213,11 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(o, "socket", jstr(h->socket_ifs));
 		json_array_append_new(nets, o);
 	}
-	json_object_set_new(doc, "networks", nets);
+	return nets;
+}
 
+static json_t *report_graphs(const struct nw_log *lg)
+{
 	json_t *gr = json_array();
 	for (size_t i = 0; i < lg->ngraphs; i++) {
 		const struct lg_graph *g = &lg->graphs[i];
@@ -206,8 +230,11 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(o, "lines", json_integer(g->count));
 		json_array_append_new(gr, o);
 	}
-	json_object_set_new(doc, "graphs", gr);
+	return gr;
+}
 
+static json_t *report_algorithms(const struct nw_log *lg)
+{
 	json_t *al = json_array();
 	for (size_t i = 0; i < lg->nalgos; i++) {
 		const struct lg_algo *a = &lg->algos[i];
@@ -215,13 +242,16 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(o, "op", jstr(a->op));
 		json_object_set_new(o, "algo", jstr(a->algo));
 		json_object_set_new(o, "proto", jstr(a->proto));
-		json_object_set_new(o, "calls", json_integer((json_int_t)a->calls));
-		json_object_set_new(o, "min_bytes", json_integer((json_int_t)a->min_bytes));
-		json_object_set_new(o, "max_bytes", json_integer((json_int_t)a->max_bytes));
+		json_object_set_new(o, "calls", jint(a->calls));
+		json_object_set_new(o, "min_bytes", jint(a->min_bytes));
+		json_object_set_new(o, "max_bytes", jint(a->max_bytes));
 		json_array_append_new(al, o);
 	}
-	json_object_set_new(doc, "algorithms", al);
+	return al;
+}
 
+static json_t *report_env(const struct nw_log *lg)
+{
 	json_t *env = json_array();
 	for (size_t i = 0; i < lg->nenvs; i++) {
 		json_t *o = json_object();
@@ -230,26 +260,29 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(o, "lines", json_integer(lg->envs[i].lines));
 		json_array_append_new(env, o);
 	}
-	json_object_set_new(doc, "env", env);
+	return env;
+}
 
-	int nerr = 0;
+/* WARN and error lines, one entry per cause. */
+static json_t *report_errors(const struct nw_log *lg)
+{
 	json_t *errs = json_array();
 	for (size_t i = 0; i < lg->ngroups; i++) {
 		const struct lg_group *g = &lg->groups[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "kind", json_string(group_kind_names[g->kind]));
 		json_object_set_new(o, "cause", jstr(g->cause));
-		json_object_set_new(o, "count", json_integer((json_int_t)g->count));
+		json_object_set_new(o, "count", jint(g->count));
 		json_object_set_new(o, "first", jstr(g->first));
 		json_object_set_new(o, "first_host", jstr(g->first_host));
 		json_object_set_new(o, "several_hosts", json_boolean(g->several_hosts));
 		json_array_append_new(errs, o);
-		nerr++;
 	}
-	json_object_set_new(doc, "errors", errs);
-	if (lg->groups_overflow)
-		json_object_set_new(doc, "errors_not_grouped", json_integer((json_int_t)lg->groups_overflow));
+	return errs;
+}
 
+static json_t *report_timeouts(const struct nw_log *lg)
+{
 	json_t *to = json_array();
 	for (size_t i = 0; i < lg->ntimeouts; i++) {
 		const struct lg_timeout *t = &lg->timeouts[i];
@@ -261,14 +294,19 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(o, "ran_ms", t->ran_ms >= 0 ? json_integer(t->ran_ms) : json_null());
 		json_array_append_new(to, o);
 	}
-	json_object_set_new(doc, "timeouts", to);
+	return to;
+}
 
+/* Every rule that fires, in the table's order; *nerrors: how many are of error severity. */
+static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *f, int *nerrors)
+{
 	json_t *dg = json_array();
 	const struct nw_log_rule_info *rules;
 	size_t nrules = nw_log_rules(&rules);
+	*nerrors = 0;
 	for (size_t i = 0; i < nrules; i++) {
 		char msg[1024];
-		if (!lg_rule_check(i, lg, &f, msg, sizeof(msg)))
+		if (!lg_rule_check(i, lg, f, msg, sizeof(msg)))
 			continue;
 		json_t *o = json_object();
 		json_object_set_new(o, "id", json_string(rules[i].id));
@@ -277,10 +315,44 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(o, "fix", json_string(rules[i].fix));
 		json_array_append_new(dg, o);
 		if (rules[i].severity == NW_LOG_ERROR)
-			nerr++;
+			(*nerrors)++;
 	}
-	json_object_set_new(doc, "diagnoses", dg);
-	lg->nerrors = nerr;
+	return dg;
+}
+
+/* The sections in the order of the schema (docs/logscan.md); every WARN/error group counts as an error. */
+json_t *nw_log_report(struct nw_log *lg)
+{
+	struct lg_facts f;
+	lg_compute_facts(lg, &f);
+	json_t *doc = json_object();
+	json_object_set_new(doc, "schema", json_string("ncclwatch.logscan/1"));
+	json_object_set_new(doc, "input", report_input(lg));
+	json_t *hosts = json_array();
+	for (size_t i = 0; i < lg->nhosts && i < 256; i++)
+		json_array_append_new(hosts, jstr(lg->hosts[i].name));
+	json_object_set_new(doc, "hosts", hosts);
+	json_object_set_new(doc, "nhosts", jint(lg->nhosts));
+	json_object_set_new(doc, "processes", jint(lg->nprocs));
+	json_object_set_new(doc, "versions", report_versions(lg));
+	if (lg->torch_nccl_version[0])
+		json_object_set_new(doc, "pytorch_nccl_version", jstr(lg->torch_nccl_version));
+	json_object_set_new(doc, "communicators", report_comms(lg));
+	json_object_set_new(doc, "transports", report_transports(lg, &f));
+	json_object_set_new(doc, "pairs", report_pairs(lg));
+	json_object_set_new(doc, "npairs", jint(lg->npairs));
+	json_object_set_new(doc, "collective_transports", report_collective_transports(lg, &f));
+	json_object_set_new(doc, "networks", report_networks(lg));
+	json_object_set_new(doc, "graphs", report_graphs(lg));
+	json_object_set_new(doc, "algorithms", report_algorithms(lg));
+	json_object_set_new(doc, "env", report_env(lg));
+	json_object_set_new(doc, "errors", report_errors(lg));
+	if (lg->groups_overflow)
+		json_object_set_new(doc, "errors_not_grouped", jint(lg->groups_overflow));
+	json_object_set_new(doc, "timeouts", report_timeouts(lg));
+	int ndiag;
+	json_object_set_new(doc, "diagnoses", report_diagnoses(lg, &f, &ndiag));
+	lg->nerrors = (int)lg->ngroups + ndiag;
 	return doc;
 }
 
