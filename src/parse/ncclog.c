@@ -152,7 +152,8 @@ void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 	const char *m = s + pl;
 	size_t mn = n - pl;
 	if (starts(m, mn, "NCCL INFO ")) {
-		lg_info_line(lg, host, proc, (int)dev, m + 10, mn - 10);
+		struct lg_from from = { host, proc, (int)dev };
+		lg_info_line(lg, &from, m + 10, mn - 10);
 		return;
 	}
 	const char *w = find(m, mn < 200 ? mn : 200, "NCCL WARN ");

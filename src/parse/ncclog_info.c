@@ -7,6 +7,7 @@
 #include "parse/ncclog_text.h"
 #include "util/util.h"
 
+/* "Pattern 4, crossNic 0, nChannels 12, bw 30.000000/30.000000, type NVL/PIX, sameChannels 1" */
 static void info_pattern(struct nw_log *lg, const char *s, size_t n)
 {
 	size_t used;
@@ -162,139 +163,147 @@ static int info_trace(struct nw_log *lg, uint32_t host, const char *s, size_t n)
 	return 1;
 }
 
-/* One "NCCL INFO" message (s: after the level), dispatched on its first letter to keep the hot path short. */
-void lg_info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, const char *s, size_t n)
+/* "NCCL version 2.21.5+cuda12.4": the version this process loaded. */
+static int info_version(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
 {
-	const char *at;
-	if (!n)
-		return;
+	if (!starts(s, n, "NCCL version "))
+		return 0;
+	const char *v = s + 13, *e = v;
+	while (e < s + n && *e != ' ')
+		e++;
+	if (from->proc != UINT32_MAX)
+		copy_str(lg->procs[from->proc].version, sizeof(lg->procs[from->proc].version), v, (size_t)(e - v));
+	return 1;
+}
+
+/* "cudaDriverVersion 12040" */
+static int info_cuda_driver(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	if (!starts(s, n, "cudaDriverVersion "))
+		return 0;
+	size_t used;
+	long long v = parse_ll(s + 18, n - 18, &used);
+	if (used && from->proc != UINT32_MAX)
+		lg->procs[from->proc].cuda_driver = (long)v;
+	return 1;
+}
+
+/* "NET/IB : No device found.", "NET/IB : Using [0]mlx5_0:1/IB ...", "NET/Socket : Using [0]eth0:10.0.0.1<0>", GDR disabled. */
+static int info_net(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	struct lg_host *h = from->host != UINT32_MAX ? &lg->hosts[from->host] : NULL;
+	if (starts(s, n, "NET/IB : No device found")) {
+		if (h)
+			h->ib_absent = 1;
+		return 1;
+	}
+	if (starts(s, n, "NET/IB : Using [") && n > 16 && is_digit(s[16])) {
+		if (h && !h->ib_devs[0])
+			copy_str(h->ib_devs, sizeof(h->ib_devs), s + 15, n - 15);
+		return 1;
+	}
+	if (starts(s, n, "NET/Socket : Using [")) {
+		if (h && !h->socket_ifs[0])
+			copy_str(h->socket_ifs, sizeof(h->socket_ifs), s + 19, n - 19);
+		return 1;
+	}
+	if (starts(s, n, "NET/IB") && find(s, n, "GPU Direct RDMA Disabled")) {
+		lg->gdr_off_lines++;
+		return 1;
+	}
+	return 0;
+}
+
+/* "NVLS multicast support is available on dev 0" */
+static int info_nvls_available(struct nw_log *lg, const char *s, size_t n)
+{
+	if (!starts(s, n, "NVLS multicast support is available"))
+		return 0;
+	lg->nvls_available = 1;
+	return 1;
+}
+
+/* "24 nvls channels, ..." (s starts with a digit) */
+static int info_nvls_channels(struct nw_log *lg, const char *s, size_t n)
+{
+	const char *at = find(s, n, " nvls channels");
+	if (!at)
+		return 0;
+	const char *c = at;
+	while (c > s && (is_digit(c[-1])))
+		c--;
+	size_t used;
+	long long v = parse_ll(c, (size_t)(at - c), &used);
+	if (used && v > lg->nvls_channels_max && v < 4096)
+		lg->nvls_channels_max = (int)v;
+	return 1;
+}
+
+/* "Connected all CollNet ..." */
+static int info_collnet(struct nw_log *lg, const char *s, size_t n)
+{
+	if (!starts(s, n, "Connected") || !find(s, n, "CollNet"))
+		return 0;
+	lg->collnet_connected++;
+	return 1;
+}
+
+/* "Pattern 4, crossNic 0, ..." lines, whose type shows NVLink on the host. */
+static int info_pattern_line(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	if (!starts(s, n, "Pattern "))
+		return 0;
+	info_pattern(lg, s, n);
+	if (from->host != UINT32_MAX && find(s, n, "NVL"))
+		lg->hosts[from->host].nvlink = 1;
+	return 1;
+}
+
+/* The topology dump ("GPU/0 ...", "+ NVL[...]", indented links): only whether it shows NVLink. */
+static void info_topology(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	struct lg_host *h = from->host != UINT32_MAX ? &lg->hosts[from->host] : NULL;
+	if (h && !h->nvlink && (find(s, n, "NVL[") || find(s, n, "/NVL)")))
+		h->nvlink = 1;
+}
+
+/*
+ * The lines known by how they start, dispatched on the first letter to keep
+ * the hot path short; 1 when the line was one of them. A new kind of INFO
+ * line is a reader above and a call in its letter's case.
+ */
+static int info_known_start(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
 	switch (s[0]) {
 	case 'N':
-		if (starts(s, n, "NCCL version ")) {
-			const char *v = s + 13, *e = v;
-			while (e < s + n && *e != ' ')
-				e++;
-			if (proc != UINT32_MAX)
-				copy_str(lg->procs[proc].version, sizeof(lg->procs[proc].version), v, (size_t)(e - v));
-			return;
-		}
-		if (starts(s, n, "NET/IB : No device found")) {
-			if (host != UINT32_MAX)
-				lg->hosts[host].ib_absent = 1;
-			return;
-		}
-		if (starts(s, n, "NET/IB : Using [") && n > 16 && is_digit(s[16])) {
-			if (host != UINT32_MAX && !lg->hosts[host].ib_devs[0])
-				copy_str(lg->hosts[host].ib_devs, sizeof(lg->hosts[host].ib_devs), s + 15, n - 15);
-			return;
-		}
-		if (starts(s, n, "NET/Socket : Using [")) {
-			if (host != UINT32_MAX && !lg->hosts[host].socket_ifs[0])
-				copy_str(lg->hosts[host].socket_ifs, sizeof(lg->hosts[host].socket_ifs), s + 19, n - 19);
-			return;
-		}
-		if (starts(s, n, "NVLS multicast support is available")) {
-			lg->nvls_available = 1;
-			return;
-		}
-		if (starts(s, n, "NET/IB") && find(s, n, "GPU Direct RDMA Disabled")) {
-			lg->gdr_off_lines++;
-			return;
-		}
-		break;
+		return info_version(lg, from, s, n) || info_net(lg, from, s, n) || info_nvls_available(lg, s, n);
 	case 'c':
-		if (starts(s, n, "cudaDriverVersion ")) {
-			size_t used;
-			long long v = parse_ll(s + 18, n - 18, &used);
-			if (used && proc != UINT32_MAX)
-				lg->procs[proc].cuda_driver = (long)v;
-			return;
-		}
-		if (starts(s, n, "comm 0x")) {
-			lg_info_comm(lg, proc, dev, s, n);
-			return;
-		}
-		break;
+		return info_cuda_driver(lg, from, s, n) || lg_info_comm(lg, from, s, n);
 	case 'n':
-		if (starts(s, n, "ncclComm")) {
-			lg_info_comm(lg, proc, dev, s, n);
-			return;
-		}
-		break;
+		return lg_info_comm(lg, from, s, n);
 	case 'C':
-		if (starts(s, n, "Channel ")) {
-			if ((at = find(s, n, " via ")))
-				lg_info_connection(lg, proc, dev, s, n, at);
-			else
-				lg_info_ring_order(lg, proc, dev, s, n);
-			return;
-		}
-		if (starts(s, n, "Connected") && find(s, n, "CollNet")) {
-			lg->collnet_connected++;
-			return;
-		}
-		break;
+		return lg_info_channel(lg, from, s, n) || info_collnet(lg, s, n);
 	case 'R':
-		if (starts(s, n, "Ring ")) {
-			if ((at = find(s, n, " via "))) {
-				lg_info_connection(lg, proc, dev, s, n, at);
-			} else if (find(s, n, "->")) {
-				struct lg_comm *c = lg_comm_of_dev(lg, proc, dev, NULL);
-				if (c)
-					c->ring_lines++;
-			} else {
-				lg_info_ring_order(lg, proc, dev, s, n);
-			}
-			return;
-		}
-		break;
+		return lg_info_ring(lg, from, s, n);
 	case 'T':
-		if (starts(s, n, "Tree ") || starts(s, n, "Trees ")) {
-			struct lg_comm *c = lg_comm_of_dev(lg, proc, dev, NULL);
-			if (c) {
-				c->tree_lines++;
-				if (!c->tree[0] && starts(s, n, "Trees ")) {
-					/* "Trees [0] -1/-1/-1->1->0 [1] ...": keep channel 0's */
-					const char *e = s + 6;
-					while (e < s + n && *e != ' ')
-						e++;
-					if (e < s + n)
-						e++;
-					while (e < s + n && *e != ' ')
-						e++;
-					copy_str(c->tree, sizeof(c->tree), s + 6, (size_t)(e - (s + 6)));
-				}
-			}
-			return;
-		}
-		break;
+		return lg_info_tree(lg, from, s, n);
 	case 'P':
-		if (starts(s, n, "Pattern ")) {
-			info_pattern(lg, s, n);
-			if (host != UINT32_MAX && find(s, n, "NVL"))
-				lg->hosts[host].nvlink = 1;
-			return;
-		}
-		break;
+		return info_pattern_line(lg, from, s, n);
 	case 'G':
 	case '+':
 	case ' ':
-		if (host != UINT32_MAX && !lg->hosts[host].nvlink && (find(s, n, "NVL[") || find(s, n, "/NVL)")))
-			lg->hosts[host].nvlink = 1;
-		return;
+		info_topology(lg, from, s, n);
+		return 1;
 	default:
-		if (is_digit(s[0]) && (at = find(s, n, " nvls channels"))) {
-			const char *c = at;
-			while (c > s && (is_digit(c[-1])))
-				c--;
-			size_t used;
-			long long v = parse_ll(c, (size_t)(at - c), &used);
-			if (used && v > lg->nvls_channels_max && v < 4096)
-				lg->nvls_channels_max = (int)v;
-			return;
-		}
-		break;
+		return is_digit(s[0]) && info_nvls_channels(lg, s, n);
 	}
+}
+
+void lg_info_line(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	const char *at;
+	if (!n || info_known_start(lg, from, s, n))
+		return;
 	if (starts(s, n, "NCCL_") && (at = find(s, n, " set by environment to "))) {
 		info_env(lg, s, n, at);
 		return;
@@ -302,5 +311,5 @@ void lg_info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, cons
 	if (s[0] >= 'A' && s[0] <= 'Z' && info_algo(lg, s, n))
 		return;
 	if (s[0] >= 'a' && s[0] <= 'z')
-		info_trace(lg, host, s, n);
+		info_trace(lg, from->host, s, n);
 }

@@ -235,16 +235,26 @@ void lg_classify(struct nw_log *lg, const char *s, size_t n);
 
 /* ---- line readers ---- */
 
-/* ncclog_comm.c: the communicator that process proc last set up on device dev, or NULL; *idx its index (idx may be NULL). */
-struct lg_comm *lg_comm_of_dev(struct nw_log *lg, uint32_t proc, int dev, uint32_t *idx);
-/* ncclog_comm.c: "ncclCommInitRank..." and "comm 0x.. rank R nranks N ..." lines. */
-void lg_info_comm(struct nw_log *lg, uint32_t proc, int dev, const char *s, size_t n);
-/* ncclog_comm.c: "Channel 00/0 : 0[0] -> 1[1] via P2P/..." (via: where " via " starts in s). */
-void lg_info_connection(struct nw_log *lg, uint32_t proc, int dev, const char *s, size_t n, const char *via);
-/* ncclog_comm.c: "Channel 00/24 : 0 1" or "Ring 00 : 0 1 2 3". */
-void lg_info_ring_order(struct nw_log *lg, uint32_t proc, int dev, const char *s, size_t n);
-/* ncclog_info.c: one "NCCL INFO" message (s: after the level). */
-void lg_info_line(struct nw_log *lg, uint32_t host, uint32_t proc, int dev, const char *s, size_t n);
+/* Where an NCCL line came from, by its prefix "host:pid:tid [dev] ": table indexes (UINT32_MAX when a table was full) and the device. */
+struct lg_from {
+	uint32_t host, proc;
+	int dev;
+};
+
+/*
+ * The readers of NCCL INFO lines: each returns 1 when the line was of its
+ * kind (recorded or not), 0 to let another reader try it.
+ * ncclog_comm.c: "ncclCommInitRank..." and "comm 0x.. rank R nranks N ..." lines.
+ */
+int lg_info_comm(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
+/* ncclog_comm.c: "Channel ..." lines: a connection between two ranks ("via"), or the ring order. */
+int lg_info_channel(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
+/* ncclog_comm.c: "Ring ..." lines (before NCCL 2.5). */
+int lg_info_ring(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
+/* ncclog_comm.c: "Tree ..." and "Trees [0] ..." lines. */
+int lg_info_tree(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
+/* ncclog_info.c: one "NCCL INFO" message (s: after the level), to the reader of its kind. */
+void lg_info_line(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
 /* ncclog_other.c: a line that is not NCCL's (launcher prefixes already stripped). */
 void lg_other_line(struct nw_log *lg, const char *s, size_t n);
 
