@@ -93,6 +93,69 @@ static size_t glued_nccl_line(struct nw_log *lg, const char *s, size_t n)
 }
 
 /*
+ * The program's text of a line: launcher prefixes stripped (unless the
+ * line starts with NCCL's prefix already), and an NCCL line glued after
+ * other output found. Sets *n to its length and *pl to the length of
+ * NCCL's prefix (0 when it is no NCCL line); NULL when nothing is left.
+ */
+static const char *line_text(struct nw_log *lg, char *line, size_t len, size_t *n, size_t *pl)
+{
+	*n = len;
+	*pl = 0;
+	if (!memchr(line, '\x1b', len))
+		*pl = nw_lp_nccl_prefix(line, len);
+	if (*pl) {
+		lg->tag[0] = '\0';
+		return line;
+	}
+	struct nw_lp lp;
+	size_t off = nw_lp_strip(line, len, n, &lp);
+	const char *s = line + off;
+	nw_strlcpy(lg->tag, lp.tag, sizeof(lg->tag));
+	if (!*n)
+		return NULL;
+	*pl = nw_lp_nccl_prefix(s, *n);
+	if (!*pl && memchr(s, 'N', *n)) {
+		size_t g = glued_nccl_line(lg, s, *n);
+		if (g) {
+			s += g;
+			*n -= g;
+			*pl = nw_lp_nccl_prefix(s, *n);
+		}
+	}
+	return s;
+}
+
+/* A line with NCCL's prefix "host:pid:tid [dev] " (pl bytes): INFO to its readers, WARN to the error groups. */
+static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
+{
+	lg->nccl_lines++;
+	const char *c1 = memchr(s, ':', pl);
+	struct lg_from from;
+	from.host = lg_host_get(lg, s, (size_t)(c1 - s), 1);
+	size_t used;
+	long long pid = parse_ll(c1 + 1, pl - (size_t)(c1 + 1 - s), &used);
+	const char *lb = memchr(s, '[', pl);
+	from.dev = (int)parse_ll(lb + 1, pl - (size_t)(lb + 1 - s), &used);
+	from.proc = from.host == UINT32_MAX ? UINT32_MAX : lg_proc_get(lg, from.host, (int)pid);
+	const char *m = s + pl;
+	size_t mn = n - pl;
+	if (starts(m, mn, "NCCL INFO ")) {
+		lg_info_line(lg, &from, m + 10, mn - 10);
+		return;
+	}
+	const char *w = find(m, mn < 200 ? mn : 200, "NCCL WARN ");
+	if (w) {
+		lg_warn_line(lg, from.host, w + 10, (size_t)(m + mn - (w + 10)));
+		return;
+	}
+	if (find(m, mn < 200 ? mn : 200, "NCCL INFO ") || find(m, mn < 200 ? mn : 200, "NCCL TRACE ") ||
+	    starts(m, mn, "NCCL "))
+		return; /* TRACE lines and INFO with a file:line before the level */
+	lg->unparsed++;
+}
+
+/*
  * Lines starting with NCCL's prefix go straight to their level's reader;
  * others lose their launcher prefixes first (and may turn out to hold an
  * NCCL line glued after other output).
@@ -107,67 +170,21 @@ void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 	}
 	while (len && (line[len - 1] == '\r' || line[len - 1] == '\n'))
 		len--;
-	size_t n = len, pl = 0;
-	const char *s = line;
-	if (!memchr(line, '\x1b', len))
-		pl = nw_lp_nccl_prefix(line, len);
-	if (!pl) {
-		struct nw_lp lp;
-		size_t off = nw_lp_strip(line, len, &n, &lp);
-		s = line + off;
-		nw_strlcpy(lg->tag, lp.tag, sizeof(lg->tag));
-		if (!n) {
-			lg->blank_lines++;
-			return;
-		}
-		pl = nw_lp_nccl_prefix(s, n);
-	} else {
-		lg->tag[0] = '\0';
-	}
-	if (!pl && memchr(s, 'N', n)) {
-		size_t g = glued_nccl_line(lg, s, n);
-		if (g) {
-			s += g;
-			n -= g;
-			pl = nw_lp_nccl_prefix(s, n);
-		}
-	}
-	if (!pl) {
-		if (find(s, n, "NCCL INFO") || find(s, n, "NCCL WARN")) {
-			lg->unparsed++;
-			return;
-		}
-		lg_other_line(lg, s, n);
+	size_t n, pl;
+	const char *s = line_text(lg, line, len, &n, &pl);
+	if (!s) {
+		lg->blank_lines++;
 		return;
 	}
-	lg->nccl_lines++;
-	/* "host:pid:tid [dev] " */
-	const char *c1 = memchr(s, ':', pl);
-	uint32_t host = lg_host_get(lg, s, (size_t)(c1 - s), 1);
-	size_t used;
-	long long pid = parse_ll(c1 + 1, pl - (size_t)(c1 + 1 - s), &used);
-	const char *lb = memchr(s, '[', pl);
-	long long dev = parse_ll(lb + 1, pl - (size_t)(lb + 1 - s), &used);
-	uint32_t proc = host == UINT32_MAX ? UINT32_MAX : lg_proc_get(lg, host, (int)pid);
-	const char *m = s + pl;
-	size_t mn = n - pl;
-	if (starts(m, mn, "NCCL INFO ")) {
-		struct lg_from from = { host, proc, (int)dev };
-		lg_info_line(lg, &from, m + 10, mn - 10);
+	if (pl) {
+		nccl_line(lg, s, n, pl);
 		return;
 	}
-	const char *w = find(m, mn < 200 ? mn : 200, "NCCL WARN ");
-	if (w) {
-		const char *msg = w + 10;
-		size_t msn = (size_t)(m + mn - msg);
-		lg_classify(lg, msg, msn);
-		lg_add_group(lg, G_NCCL_WARN, host, msg, msn);
+	if (find(s, n, "NCCL INFO") || find(s, n, "NCCL WARN")) {
+		lg->unparsed++;
 		return;
 	}
-	if (find(m, mn < 200 ? mn : 200, "NCCL INFO ") || find(m, mn < 200 ? mn : 200, "NCCL TRACE ") ||
-	    starts(m, mn, "NCCL "))
-		return; /* TRACE lines and INFO with a file:line before the level */
-	lg->unparsed++;
+	lg_other_line(lg, s, n);
 }
 
 void nw_log_feed_buf(struct nw_log *lg, const char *buf, size_t len)

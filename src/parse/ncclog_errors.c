@@ -95,3 +95,9 @@ void lg_classify(struct nw_log *lg, const char *s, size_t n)
 			if (find(s, n, texts[i].text))
 				lg->err_codes[texts[i].code]++;
 }
+
+void lg_warn_line(struct nw_log *lg, uint32_t host, const char *msg, size_t n)
+{
+	lg_classify(lg, msg, n);
+	lg_add_group(lg, G_NCCL_WARN, host, msg, n);
+}

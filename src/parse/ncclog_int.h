@@ -232,6 +232,8 @@ extern const char *const lg_nccl_results[8];
 void lg_add_group(struct nw_log *lg, enum lg_group_kind kind, uint32_t host, const char *msg, size_t n);
 /* Facts that the diagnosis rules need, from any error or warning text. */
 void lg_classify(struct nw_log *lg, const char *s, size_t n);
+/* The message of an "NCCL WARN" line (after the level), from host (may be UINT32_MAX). */
+void lg_warn_line(struct nw_log *lg, uint32_t host, const char *msg, size_t n);
 
 /* ---- line readers ---- */
 
