@@ -53,6 +53,72 @@ void nw_log_free(struct nw_log *lg)
 	free(lg);
 }
 
+/* ---- the host and process of a line, from its prefix: UINT32_MAX when their table is full (counted in dropped) ---- */
+
+/*
+ * The host named s[0..n) (created when new with create; without, UINT32_MAX
+ * when not seen). Most lines come from the host of the line before: a
+ * one-entry cache answers those without hashing.
+ */
+static uint32_t host_get(struct nw_log *lg, const char *s, size_t n, int create)
+{
+	if (n >= LG_NAME)
+		n = LG_NAME - 1;
+	if (create && n == lg->cached_host_len && n && !memcmp(s, lg->cached_host_name, n))
+		return lg->cached_host;
+	int created;
+	uint32_t *v = lg_ht_get(&lg->host_idx, lg_hash_str(s, n), n, create, &created);
+	if (!v) {
+		if (create)
+			lg->dropped++;
+		return UINT32_MAX;
+	}
+	if (created) {
+		lg->hosts = lg_grow(lg->hosts, &lg->cap_hosts, lg->nhosts, sizeof(*lg->hosts));
+		*v = (uint32_t)lg->nhosts++;
+		copy_str(lg->hosts[*v].name, LG_NAME, s, n);
+	}
+	if (create) {
+		memcpy(lg->cached_host_name, s, n);
+		lg->cached_host_len = n;
+		lg->cached_host = *v;
+	}
+	return *v;
+}
+
+/* The process (host, pid), created when new; cached like the host (a full table counts one drop per line, cached or not). */
+static uint32_t proc_get(struct nw_log *lg, uint32_t host, int pid)
+{
+	if (host == lg->last_host && pid == lg->last_pid && lg->last_valid) {
+		if (lg->last_proc == UINT32_MAX)
+			lg->dropped++;
+		return lg->last_proc;
+	}
+	int created;
+	uint32_t *v = lg_ht_get(&lg->proc_idx, host, (uint64_t)(uint32_t)pid, 1, &created);
+	lg->last_host = host;
+	lg->last_pid = pid;
+	lg->last_valid = 1;
+	if (!v) {
+		lg->dropped++;
+		lg->last_proc = UINT32_MAX;
+		return UINT32_MAX;
+	}
+	if (created) {
+		lg->procs = lg_grow(lg->procs, &lg->cap_procs, lg->nprocs, sizeof(*lg->procs));
+		*v = (uint32_t)lg->nprocs++;
+		lg->procs[*v].host = host;
+		lg->procs[*v].pid = pid;
+		lg->procs[*v].cuda_driver = -1;
+	}
+	lg->last_host = host;
+	lg->last_pid = pid;
+	lg->last_proc = *v;
+	return *v;
+}
+
+/* ---- feeding lines ---- */
+
 /* Where an NCCL log line starts inside s when something was printed before it without a newline. */
 static size_t glued_nccl_line(struct nw_log *lg, const char *s, size_t n)
 {
@@ -83,7 +149,7 @@ static size_t glued_nccl_line(struct nw_log *lg, const char *s, size_t n)
 		start--;
 	/* host names may begin with digits that belong to what came before: prefer a known host */
 	for (const char *c = start; c < host_end; c++)
-		if (lg_host_get(lg, c, (size_t)(host_end - c), 0) != UINT32_MAX) {
+		if (host_get(lg, c, (size_t)(host_end - c), 0) != UINT32_MAX) {
 			start = c;
 			break;
 		}
@@ -132,12 +198,12 @@ static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 	lg->nccl_lines++;
 	const char *c1 = memchr(s, ':', pl);
 	struct lg_from from;
-	from.host = lg_host_get(lg, s, (size_t)(c1 - s), 1);
+	from.host = host_get(lg, s, (size_t)(c1 - s), 1);
 	size_t used;
 	long long pid = parse_ll(c1 + 1, pl - (size_t)(c1 + 1 - s), &used);
 	const char *lb = memchr(s, '[', pl);
 	from.dev = (int)parse_ll(lb + 1, pl - (size_t)(lb + 1 - s), &used);
-	from.proc = from.host == UINT32_MAX ? UINT32_MAX : lg_proc_get(lg, from.host, (int)pid);
+	from.proc = from.host == UINT32_MAX ? UINT32_MAX : proc_get(lg, from.host, (int)pid);
 	const char *m = s + pl;
 	size_t mn = n - pl;
 	if (starts(m, mn, "NCCL INFO ")) {

@@ -180,6 +180,22 @@ int lg_info_comm(struct nw_log *lg, const struct lg_from *from, const char *s, s
 	return 1;
 }
 
+/* The transport named s[0..n), created when new. */
+static uint32_t transport_get(struct nw_log *lg, const char *s, size_t n)
+{
+	if (n >= LG_NAME)
+		n = LG_NAME - 1;
+	for (size_t i = 0; i < lg->ntransports; i++)
+		if (strlen(lg->transports[i].name) == n && !memcmp(lg->transports[i].name, s, n))
+			return (uint32_t)i;
+	if (lg->ntransports == LG_MAX_TRANSPORTS) {
+		lg->dropped++;
+		return UINT32_MAX;
+	}
+	copy_str(lg->transports[lg->ntransports].name, LG_NAME, s, n);
+	return (uint32_t)lg->ntransports++;
+}
+
 /* Drop NIC/port indexes from a transport: "NET/IB/0/GDRDMA" -> "NET/IB/GDRDMA". */
 static size_t normalize_transport(const char *s, size_t n, char *out, size_t len)
 {
@@ -238,7 +254,7 @@ static uint32_t connection_transport(struct nw_log *lg, const char *s, size_t n,
 		te--;
 	char name[LG_NAME];
 	size_t nn = normalize_transport(t, (size_t)(te - t), name, sizeof(name));
-	return lg_transport_get(lg, name, nn);
+	return transport_get(lg, name, nn);
 }
 
 /* "Channel 00/0 : 0[0] -> 1[1] [send] via P2P/direct pointer" (also "Ring 00 : ..." before 2.5). */

@@ -6,8 +6,8 @@
  * grouped under the file that defines it.
  *
  * Where a line goes (and where to add to the analyser):
- *   ncclog.c         feeding: lines, launcher prefixes, NCCL's own prefix,
- *                    then by level to the readers below
+ *   ncclog.c         feeding: lines, launcher prefixes, NCCL's own prefix
+ *                    (its host and process), then by level to the readers
  *   ncclog_info.c    NCCL INFO lines: versions, networks, graphs, algorithms,
  *                    environment, error traces
  *   ncclog_comm.c    INFO lines about communicators, ranks, channels, rings,
@@ -18,7 +18,7 @@
  *   ncclog_facts.c   facts derived once from the tables, for rules and report
  *   ncclog_rules.c   the diagnosis rules: one table of small pure functions
  *   ncclog_report.c  the JSON report
- *   ncclog_tables.c  the hash map, growable arrays, host/process/transport tables
+ *   ncclog_tables.c  the hash map and growable arrays
  *   ncclog_text.h    inline text helpers for the hot path
  */
 #ifndef NW_NCCLOG_INT_H
@@ -214,15 +214,6 @@ struct nw_log {
 	char cached_host_name[LG_NAME];
 	size_t cached_host_len;
 };
-
-/* ---- tables (ncclog_tables.c): index of the entry, UINT32_MAX when the table is full (counted in dropped) ---- */
-
-/* The host named s[0..n); without create, UINT32_MAX when not seen. */
-uint32_t lg_host_get(struct nw_log *lg, const char *s, size_t n, int create);
-/* The process (host, pid), created when new. */
-uint32_t lg_proc_get(struct nw_log *lg, uint32_t host, int pid);
-/* The transport named s[0..n), created when new. */
-uint32_t lg_transport_get(struct nw_log *lg, const char *s, size_t n);
 
 /* ---- WARN and error lines (ncclog_errors.c) ---- */
 

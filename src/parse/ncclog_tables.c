@@ -1,4 +1,4 @@
-/* The log analyser's storage: a two-key hash map, growable arrays, and the host, process and transport tables. */
+/* The log analyser's storage: a capped two-key hash map, growable arrays, and a string hash. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,79 +113,4 @@ uint64_t lg_hash_str(const char *s, size_t n)
 		h *= 1099511628211ULL;
 	}
 	return h;
-}
-
-/* ---- host, process and transport tables ---- */
-
-/* Most lines come from the host of the line before: a one-entry cache answers those without hashing. */
-uint32_t lg_host_get(struct nw_log *lg, const char *s, size_t n, int create)
-{
-	if (n >= LG_NAME)
-		n = LG_NAME - 1;
-	if (create && n == lg->cached_host_len && n && !memcmp(s, lg->cached_host_name, n))
-		return lg->cached_host;
-	int created;
-	uint32_t *v = lg_ht_get(&lg->host_idx, lg_hash_str(s, n), n, create, &created);
-	if (!v) {
-		if (create)
-			lg->dropped++;
-		return UINT32_MAX;
-	}
-	if (created) {
-		lg->hosts = lg_grow(lg->hosts, &lg->cap_hosts, lg->nhosts, sizeof(*lg->hosts));
-		*v = (uint32_t)lg->nhosts++;
-		copy_str(lg->hosts[*v].name, LG_NAME, s, n);
-	}
-	if (create) {
-		memcpy(lg->cached_host_name, s, n);
-		lg->cached_host_len = n;
-		lg->cached_host = *v;
-	}
-	return *v;
-}
-
-/* Also cached for the process of the line before (a full table counts one drop per line, cached or not). */
-uint32_t lg_proc_get(struct nw_log *lg, uint32_t host, int pid)
-{
-	if (host == lg->last_host && pid == lg->last_pid && lg->last_valid) {
-		if (lg->last_proc == UINT32_MAX)
-			lg->dropped++;
-		return lg->last_proc;
-	}
-	int created;
-	uint32_t *v = lg_ht_get(&lg->proc_idx, host, (uint64_t)(uint32_t)pid, 1, &created);
-	lg->last_host = host;
-	lg->last_pid = pid;
-	lg->last_valid = 1;
-	if (!v) {
-		lg->dropped++;
-		lg->last_proc = UINT32_MAX;
-		return UINT32_MAX;
-	}
-	if (created) {
-		lg->procs = lg_grow(lg->procs, &lg->cap_procs, lg->nprocs, sizeof(*lg->procs));
-		*v = (uint32_t)lg->nprocs++;
-		lg->procs[*v].host = host;
-		lg->procs[*v].pid = pid;
-		lg->procs[*v].cuda_driver = -1;
-	}
-	lg->last_host = host;
-	lg->last_pid = pid;
-	lg->last_proc = *v;
-	return *v;
-}
-
-uint32_t lg_transport_get(struct nw_log *lg, const char *s, size_t n)
-{
-	if (n >= LG_NAME)
-		n = LG_NAME - 1;
-	for (size_t i = 0; i < lg->ntransports; i++)
-		if (strlen(lg->transports[i].name) == n && !memcmp(lg->transports[i].name, s, n))
-			return (uint32_t)i;
-	if (lg->ntransports == LG_MAX_TRANSPORTS) {
-		lg->dropped++;
-		return UINT32_MAX;
-	}
-	copy_str(lg->transports[lg->ntransports].name, LG_NAME, s, n);
-	return (uint32_t)lg->ntransports++;
 }
