@@ -1,0 +1,291 @@
+/*
+ * ncclog_int: internal to the NCCL log analyser (src/parse/ncclog*.c);
+ * nothing else includes it, the public API is parse/ncclog.h. It holds the
+ * caps, the analysis state (struct nw_log and its tables) and the helpers
+ * the analyser's files share. No ncclog_int.c: each declaration below is
+ * grouped under the file that defines it.
+ *
+ * Where a line goes (and where to add to the analyser):
+ *   ncclog.c         feeding: lines, launcher prefixes, NCCL's own prefix
+ *                    (its host and process), then by level to the readers
+ *   ncclog_info.c    NCCL INFO lines: versions, networks, graphs, algorithms,
+ *                    environment, error traces
+ *   ncclog_comm.c    INFO lines about communicators, ranks, channels, rings,
+ *                    trees and the transport of each peer pair
+ *   ncclog_other.c   lines that are not NCCL's: PyTorch, nccl-tests, crashes
+ *   ncclog_errors.c  WARN and error lines grouped by cause, and the facts the
+ *                    rules draw from error text
+ *   ncclog_facts.c   facts derived once from the tables, for rules and report
+ *   ncclog_rules.c   the diagnosis rules: one table of small pure functions
+ *   ncclog_report.c  the JSON report
+ *   ncclog_tables.c  the hash map and growable arrays
+ *   ncclog_text.h    inline text helpers for the hot path
+ */
+#ifndef NW_NCCLOG_INT_H
+#define NW_NCCLOG_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "parse/ncclog.h"
+
+/* Caps: every table stops growing at these; what is dropped is counted. */
+#define LG_MAX_LINE     65536
+#define LG_MAX_HOSTS    4096
+#define LG_MAX_PROCS    8192
+#define LG_MAX_COMMS    1024
+#define LG_MAX_RANKS    (1u << 17)
+#define LG_MAX_PAIRS    (1u << 17)
+#define LG_MAX_TRANSPORTS 64
+#define LG_MAX_GRAPHS   32
+#define LG_MAX_ALGOS    128
+#define LG_MAX_ENV      256
+#define LG_MAX_GROUPS   512
+#define LG_MAX_TIMEOUTS 64
+#define LG_MAX_DUPS     16
+#define LG_NAME         64
+
+/* ---- storage (ncclog_tables.c): a capped open-addressing map from two 64-bit keys to a 32-bit value, arrays ---- */
+
+struct lg_htab {
+	uint64_t *ka, *kb;
+	uint32_t *val;
+	uint8_t *used;
+	size_t cap, n, max;
+};
+
+/* Caller-owned map that grows (keeping at most half the slots used) up to max entries. */
+void lg_ht_init(struct lg_htab *t, size_t max);
+/* Frees what the map holds; the struct stays, to be initialised again. */
+void lg_ht_release(struct lg_htab *t);
+/*
+ * The value slot of (a, b). With create, a missing key is inserted with
+ * value UINT32_MAX and *created set (created may be NULL); NULL when
+ * missing (or the map is full). The pointer is valid until the next insert.
+ */
+uint32_t *lg_ht_get(struct lg_htab *t, uint64_t a, uint64_t b, int create, int *created);
+/* Make room for element n of an array of elem-sized items (zero-filled), doubling its capacity; returns the array. */
+void *lg_grow(void *p, size_t *cap, size_t n, size_t elem);
+/* FNV-1a of s[0..n). */
+uint64_t lg_hash_str(const char *s, size_t n);
+
+/* ---- the analysis state ---- */
+
+struct lg_host {
+	char name[LG_NAME];
+	uint8_t nvlink, ib_absent;
+	char ib_devs[96];
+	char socket_ifs[96];
+};
+
+struct lg_proc {
+	uint32_t host;
+	int pid;
+	char version[40];
+	long cuda_driver;
+	uint8_t size1;
+};
+
+struct lg_comm {
+	uint64_t id;
+	int has_id;
+	int nranks, nnodes, local_ranks;
+	int ranks_seen, init_started, init_completed;
+	int nchannels, ring_lines, tree_lines;
+	char ring[96];
+	char tree[96];   /* the first "Trees [0] ..." line's first channel */
+};
+
+struct lg_pair {
+	uint32_t comm;
+	int src, dst;
+	uint32_t transport;
+	uint32_t connections;
+};
+
+struct lg_transport {
+	char name[LG_NAME];
+};
+
+struct lg_graph {
+	int pattern, nchannels;
+	char type[24];
+	char bw[40];
+	uint32_t count;
+};
+
+struct lg_algo {
+	char op[24], algo[20], proto[16];
+	uint64_t calls, min_bytes, max_bytes;
+};
+
+struct lg_env {
+	char name[48], value[96];
+	uint32_t lines;
+};
+
+enum lg_group_kind { G_NCCL_WARN, G_NCCL_TRACE, G_PYTORCH, G_NCCLTESTS, G_OTHER_ERROR, G_NKINDS };
+
+struct lg_group {
+	enum lg_group_kind kind;
+	char cause[160];
+	char first[320];
+	char first_host[LG_NAME];
+	uint64_t count;
+	uint32_t first_host_idx;
+	uint8_t several_hosts;
+};
+
+struct lg_timeout {
+	int rank;
+	long long seq;
+	char op[24];
+	long long timeout_ms, ran_ms;
+};
+
+struct lg_dup {
+	uint32_t comm;
+	int rank_a, rank_b;
+	uint32_t host;
+	uint64_t bus;
+};
+
+struct nw_log {
+	/* counters */
+	uint64_t lines, bytes, nccl_lines, other_lines, unparsed, long_lines, blank_lines;
+	uint64_t dropped; /* table entries that did not fit */
+	json_t *files;
+	/* tables */
+	struct lg_host *hosts;
+	size_t nhosts, cap_hosts;
+	struct lg_htab host_idx;
+	struct lg_proc *procs;
+	size_t nprocs, cap_procs;
+	struct lg_htab proc_idx;
+	struct lg_comm *comms;
+	size_t ncomms, cap_comms;
+	struct lg_htab comm_key, comm_ptr, comm_dev;
+	struct lg_htab rank_idx, gpu_idx;
+	uint32_t *rank_host;
+	uint64_t *rank_bus;
+	uint8_t *rank_flags;
+	size_t nranks, cap_rank_host, cap_rank_bus, cap_rank_flags;
+	struct lg_pair *pairs;
+	size_t npairs, cap_pairs;
+	struct lg_htab pair_idx;
+	struct lg_transport transports[LG_MAX_TRANSPORTS];
+	size_t ntransports;
+	struct lg_graph graphs[LG_MAX_GRAPHS];
+	size_t ngraphs;
+	struct lg_algo algos[LG_MAX_ALGOS];
+	size_t nalgos;
+	struct lg_env envs[LG_MAX_ENV];
+	size_t nenvs;
+	struct lg_group *groups;
+	size_t ngroups, cap_groups;
+	struct lg_htab group_idx;
+	uint64_t groups_overflow;
+	struct lg_timeout timeouts[LG_MAX_TIMEOUTS];
+	size_t ntimeouts;
+	struct lg_dup dups[LG_MAX_DUPS];
+	size_t ndups;
+	/* facts for the diagnosis rules */
+	uint64_t no_iface_lines, shm_fail_lines, dup_gpu_warn_lines, gdr_off_lines, rendezvous_lines;
+	long long rdv_joined, rdv_expected; /* c10d store: "N/M clients joined" (M 0 when not seen) */
+	uint64_t err_codes[8];     /* by ncclResult_t (1..7) */
+	uint64_t tracebacks;
+	int nvls_channels_max, nvls_available, collnet_connected;
+	char torch_nccl_version[40];
+	/* nccl-tests "#  Rank  0 ... Pid P on HOST" printed by several processes */
+	uint64_t nt_rank0_keys[16];
+	size_t nt_rank0;
+	/* last report */
+	int nerrors;
+	/* line being fed: where it came from */
+	char tag[48];
+	/* a one-entry cache of the last host and process looked up */
+	uint32_t last_host;
+	int last_pid;
+	uint32_t last_proc;
+	int last_valid;
+	uint32_t cached_host;
+	char cached_host_name[LG_NAME];
+	size_t cached_host_len;
+};
+
+/* ---- WARN and error lines (ncclog_errors.c) ---- */
+
+/* ncclResult_t names by code (0..7). */
+extern const char *const lg_nccl_results[8];
+/* Count msg[0..n) in the group of its cause (numbers and addresses ignored); host may be UINT32_MAX. */
+void lg_add_group(struct nw_log *lg, enum lg_group_kind kind, uint32_t host, const char *msg, size_t n);
+/* Facts that the diagnosis rules need, from any error or warning text. */
+void lg_classify(struct nw_log *lg, const char *s, size_t n);
+/* The message of an "NCCL WARN" line (after the level), from host (may be UINT32_MAX). */
+void lg_warn_line(struct nw_log *lg, uint32_t host, const char *msg, size_t n);
+
+/* ---- line readers ---- */
+
+/* Where an NCCL line came from, by its prefix "host:pid:tid [dev] ": table indexes (UINT32_MAX when a table was full) and the device. */
+struct lg_from {
+	uint32_t host, proc;
+	int dev;
+};
+
+/*
+ * The readers of NCCL INFO lines: each returns 1 when the line was of its
+ * kind (recorded or not), 0 to let another reader try it.
+ * ncclog_comm.c: "ncclCommInitRank..." and "comm 0x.. rank R nranks N ..." lines.
+ */
+int lg_info_comm(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
+/* ncclog_comm.c: "Channel ..." lines: a connection between two ranks ("via"), or the ring order. */
+int lg_info_channel(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
+/* ncclog_comm.c: "Ring ..." lines (before NCCL 2.5). */
+int lg_info_ring(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
+/* ncclog_comm.c: "Tree ..." and "Trees [0] ..." lines. */
+int lg_info_tree(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
+/* ncclog_info.c: one "NCCL INFO" message (s: after the level), to the reader of its kind. */
+void lg_info_line(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
+/* ncclog_other.c: a line that is not NCCL's (launcher prefixes already stripped). */
+void lg_other_line(struct nw_log *lg, const char *s, size_t n);
+
+/* ---- facts derived once for the rules and the report (ncclog_facts.c) ---- */
+
+enum lg_tclass { T_P2P, T_SHM, T_SOCKET, T_IB, T_NET_OTHER, T_NVLS, T_COLLNET, T_OTHER, T_NCLASS };
+extern const char *const lg_tclass_names[T_NCLASS];
+
+struct lg_tstat {
+	uint64_t pairs, connections, intra, inter, gdr;
+	const struct lg_pair *example;
+};
+
+struct lg_facts {
+	struct lg_tstat t[LG_MAX_TRANSPORTS];
+	uint64_t class_pairs[T_NCLASS], class_intra[T_NCLASS], class_inter[T_NCLASS], ib_gdr_pairs;
+	int max_nranks;
+	size_t size1_procs;
+	int any_nvlink, any_ib_devs;
+	const char *nvlink_host, *ib_host;
+};
+
+/* The class of a (normalised) transport name. */
+enum lg_tclass lg_transport_class(const char *name);
+/* 1: both ranks of a pair on one host, 0: on two hosts, -1: unknown. */
+int lg_pair_same_node(const struct nw_log *lg, const struct lg_pair *p);
+/* Per-transport and per-class pair counts, largest communicator, NVLink and IB presence; f is caller-owned and points into lg. */
+void lg_compute_facts(const struct nw_log *lg, struct lg_facts *f);
+/* The NCCL_* variable name as set by the environment (its first value), or NULL. */
+const struct lg_env *lg_env_find(const struct nw_log *lg, const char *name);
+
+/* ---- diagnosis rules (ncclog_rules.c) ---- */
+
+/*
+ * Rule i of the table (the order of nw_log_rules()) over lg and f: 1 when
+ * it fires, with its message in msg; 0 when it does not (or i is past the
+ * table's end). A new rule is one function and one row in that table.
+ */
+int lg_rule_check(size_t i, const struct nw_log *lg, const struct lg_facts *f, char *msg, size_t len);
+
+#endif

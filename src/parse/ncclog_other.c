@@ -1,0 +1,166 @@
+/* Lines of the log that are not NCCL's: PyTorch errors and watchdog timeouts, nccl-tests, crashes. */
+#include <stdint.h>
+#include <string.h>
+
+#include "parse/ncclog_int.h"
+#include "parse/ncclog_text.h"
+#include "util/util.h"
+
+/* The number after the first key in s ("SeqNum=5" for key "SeqNum="); -1 when there is none. */
+static long long number_after(const char *s, size_t n, const char *key)
+{
+	const char *v = find(s, n, key);
+	if (!v)
+		return -1;
+	size_t k = strlen(key), used;
+	long long x = parse_ll(v + k, (size_t)(s + n - v - k), &used);
+	return used ? x : -1;
+}
+
+/* The rank of a watchdog line: "[Rank 3]" in it, else the launcher's "[rank3]:" tag; -1 when neither says. */
+static int watchdog_rank(const struct nw_log *lg, const char *s, size_t n)
+{
+	const char *r = find(s, n, "[Rank ");
+	size_t used;
+	long long v;
+	if (r)
+		v = parse_ll(r + 6, (size_t)(s + n - r - 6), &used);
+	else if (!strncmp(lg->tag, "rank", 4))
+		v = parse_ll(lg->tag + 4, strlen(lg->tag + 4), &used);
+	else
+		return -1;
+	return used && v >= 0 && v < (1 << 24) ? (int)v : -1;
+}
+
+/* "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ... Timeout(ms)=600000) ran for 600041 milliseconds" */
+static void watchdog(struct nw_log *lg, const char *s, size_t n)
+{
+	struct lg_timeout t;
+	memset(&t, 0, sizeof(t));
+	t.rank = watchdog_rank(lg, s, n);
+	t.seq = number_after(s, n, "SeqNum=");
+	const char *v = find(s, n, "OpType=");
+	if (v) {
+		v += 7;
+		size_t vn = 0;
+		while (v + vn < s + n && v[vn] != ',' && v[vn] != ')' && v[vn] != ' ')
+			vn++;
+		copy_str(t.op, sizeof(t.op), v, vn);
+	}
+	t.timeout_ms = number_after(s, n, "Timeout(ms)=");
+	t.ran_ms = number_after(s, n, "ran for ");
+	for (size_t i = 0; i < lg->ntimeouts; i++)
+		if (lg->timeouts[i].rank == t.rank && lg->timeouts[i].seq == t.seq && !strcmp(lg->timeouts[i].op, t.op))
+			return;
+	if (lg->ntimeouts < LG_MAX_TIMEOUTS)
+		lg->timeouts[lg->ntimeouts++] = t;
+	else
+		lg->dropped++;
+}
+
+/* A Python exception's last line: "torch.distributed.DistBackendError: NCCL error ..." */
+static int python_exception(const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n && i < 120 && s[i] != ':' && s[i] != ' ')
+		i++;
+	if (i >= n || s[i] != ':' || i < 5)
+		return 0;
+	return (i >= 5 && !memcmp(s + i - 5, "Error", 5)) || (i >= 9 && !memcmp(s + i - 9, "Exception", 9)) ||
+	       (i >= 7 && !memcmp(s + i - 7, "Timeout", 7));
+}
+
+/*
+ * nccl-tests' device list, "#  Rank  0 Group  0 Pid    643 on         vm device  0 [...] NAME":
+ * remembers each distinct process (host and pid) that printed itself as rank 0.
+ */
+static void nt_device_line(struct nw_log *lg, const char *s, size_t n)
+{
+	const char *p;
+	if (n <= 8 || !starts(s, n, "#  Rank ") || !(p = find(s, n, " Pid ")))
+		return;
+	size_t used, i = 8;
+	while (i < n && s[i] == ' ')
+		i++;
+	long long rank = parse_ll(s + i, n - i, &used);
+	const char *on = find(s, n, " on ");
+	if (!used || rank != 0 || !on)
+		return;
+	const char *pp = p + 5;
+	while (pp < s + n && *pp == ' ')
+		pp++;
+	long long pid = parse_ll(pp, (size_t)(s + n - pp), &used);
+	const char *h = on + 4;
+	while (h < s + n && *h == ' ')
+		h++;
+	const char *he = h;
+	while (he < s + n && *he != ' ')
+		he++;
+	uint64_t key = lg_hash_str(h, (size_t)(he - h)) ^ (uint64_t)pid;
+	int seen = 0;
+	for (size_t k = 0; k < lg->nt_rank0; k++)
+		seen |= lg->nt_rank0_keys[k] == key;
+	if (!seen && lg->nt_rank0 < NW_ARRAY_LEN(lg->nt_rank0_keys))
+		lg->nt_rank0_keys[lg->nt_rank0++] = key;
+}
+
+/* PyTorch's "NCCL version: 2.21.5" or "NCCL version 2.21.5" (p: where it starts in s): the first one is kept. */
+static void torch_nccl_version(struct nw_log *lg, const char *s, size_t n, const char *p)
+{
+	if (lg->torch_nccl_version[0])
+		return;
+	const char *v = p + (p[12] == ':' ? 14 : 13), *e = v;
+	while (e < s + n && *e != ' ' && *e != ',' && *e != ')')
+		e++;
+	if (e > v && is_digit(*v))
+		copy_str(lg->torch_nccl_version, sizeof(lg->torch_nccl_version), v, (size_t)(e - v));
+}
+
+/*
+ * Read a line that is not NCCL's and return the group of errors it belongs
+ * to, or G_NKINDS when it is no error (tracebacks and PyTorch's NCCL
+ * version are only noted). The tests run in this order; a new kind of
+ * error line (a crash, a launcher's message) is one more test here.
+ */
+static enum lg_group_kind other_kind(struct nw_log *lg, const char *s, size_t n)
+{
+	const char *p;
+	if (find(s, n, "Watchdog caught collective operation timeout")) {
+		watchdog(lg, s, n);
+		return G_PYTORCH;
+	}
+	if (starts(s, n, "Traceback (most recent call last)")) {
+		lg->tracebacks++;
+		return G_NKINDS;
+	}
+	if (find(s, n, "Test NCCL failure") || find(s, n, "Test CUDA failure") || find(s, n, "Test failure"))
+		return G_NCCLTESTS;
+	if (python_exception(s, n))
+		return G_PYTORCH;
+	if (n > 2 && s[0] == '[' && s[1] == 'E' && is_digit(s[2]))
+		return G_PYTORCH; /* c10 error log line "[E1130 11:39:33.123 ...] ..." */
+	if ((p = find(s, n, "NCCL version: ")) || (p = find(s, n, "NCCL version "))) {
+		torch_nccl_version(lg, s, n, p);
+		return G_NKINDS;
+	}
+	if (find(s, n, "NCCL error") || find(s, n, "Segmentation fault") || find(s, n, "CUDA error") ||
+	    find(s, n, "DistStoreError") || find(s, n, "Bus error"))
+		return G_OTHER_ERROR;
+	return G_NKINDS;
+}
+
+void lg_other_line(struct nw_log *lg, const char *s, size_t n)
+{
+	lg->other_lines++;
+	if (!n)
+		return;
+	if (s[0] == '#') {
+		nt_device_line(lg, s, n);
+		return;
+	}
+	enum lg_group_kind kind = other_kind(lg, s, n);
+	if (kind == G_NKINDS)
+		return;
+	lg_classify(lg, s, n);
+	lg_add_group(lg, kind, UINT32_MAX, s, n);
+}

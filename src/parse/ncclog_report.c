@@ -1,0 +1,362 @@
+/* The log analyser's JSON report (schema ncclwatch.logscan/1, docs/logscan.md). */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "parse/ncclog_int.h"
+#include "util/util.h"
+
+static const char *const group_kind_names[G_NKINDS] = { "nccl-warn", "nccl-trace", "pytorch", "nccl-tests", "error" };
+
+static const char *severity_name(enum nw_log_severity s)
+{
+	return s == NW_LOG_ERROR ? "error" : s == NW_LOG_WARNING ? "warning" : "info";
+}
+
+static const char *pattern_name(int p)
+{
+	static const char *const names[] = { "?", "balanced-tree", "split-tree", "tree", "ring", "nvls", "collnet-direct" };
+	return p >= 0 && p < (int)NW_ARRAY_LEN(names) ? names[p] : "?";
+}
+
+static json_t *jstr(const char *s)
+{
+	/* table strings come from the log: make sure they are valid UTF-8 for JSON */
+	json_t *v = json_string(s);
+	if (v)
+		return v;
+	char buf[512];
+	size_t i = 0;
+	for (; s[i] && i + 1 < sizeof(buf); i++)
+		buf[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+	buf[i] = '\0';
+	return json_string(buf);
+}
+
+static json_t *jint(uint64_t v)
+{
+	return json_integer((json_int_t)v);
+}
+
+/* How much was read, and how much of it was understood and recorded. */
+static json_t *report_input(const struct nw_log *lg)
+{
+	json_t *in = json_object();
+	json_object_set(in, "files", lg->files);
+	json_object_set_new(in, "lines", jint(lg->lines));
+	json_object_set_new(in, "bytes", jint(lg->bytes));
+	json_object_set_new(in, "nccl_lines", jint(lg->nccl_lines));
+	json_object_set_new(in, "other_lines", jint(lg->other_lines));
+	json_object_set_new(in, "unparsed", jint(lg->unparsed));
+	json_object_set_new(in, "long_lines", jint(lg->long_lines));
+	json_object_set_new(in, "not_recorded", jint(lg->dropped + lg->groups_overflow));
+	return in;
+}
+
+/* One NCCL version string, the processes that loaded it and (the first 16 of) their hosts. */
+struct version_row {
+	const char *v;
+	size_t np;
+	long cuda;
+	json_t *hosts;
+	uint32_t last_host;
+};
+
+/* Count process p under its version's row (a new row while there are fewer than cap); returns the number of rows. */
+static size_t version_add(const struct nw_log *lg, const struct lg_proc *p, struct version_row *vs, size_t nvs, size_t cap)
+{
+	size_t k = 0;
+	while (k < nvs && strcmp(vs[k].v, p->version))
+		k++;
+	if (k == nvs) {
+		if (nvs == cap)
+			return nvs;
+		vs[nvs] = (struct version_row){ p->version, 0, p->cuda_driver, json_array(), UINT32_MAX };
+		nvs++;
+	}
+	vs[k].np++;
+	if (p->host != vs[k].last_host && json_array_size(vs[k].hosts) < 16) {
+		const char *h = lg->hosts[p->host].name;
+		int hdup = 0;
+		size_t idx;
+		json_t *x;
+		json_array_foreach(vs[k].hosts, idx, x) hdup |= !strcmp(json_string_value(x), h);
+		if (!hdup)
+			json_array_append_new(vs[k].hosts, jstr(h));
+		vs[k].last_host = p->host;
+	}
+	return nvs;
+}
+
+/* One entry per distinct NCCL version string (the first 64), in the order first seen. */
+static json_t *report_versions(const struct nw_log *lg)
+{
+	struct version_row vs[64];
+	size_t nvs = 0;
+	for (size_t i = 0; i < lg->nprocs; i++)
+		if (lg->procs[i].version[0])
+			nvs = version_add(lg, &lg->procs[i], vs, nvs, NW_ARRAY_LEN(vs));
+	json_t *vers = json_array();
+	for (size_t k = 0; k < nvs; k++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "version", jstr(vs[k].v));
+		json_object_set_new(o, "processes", jint(vs[k].np));
+		json_object_set_new(o, "hosts", vs[k].hosts);
+		if (vs[k].cuda > 0)
+			json_object_set_new(o, "cuda_driver", json_integer(vs[k].cuda));
+		json_array_append_new(vers, o);
+	}
+	return vers;
+}
+
+/* A communicator's name in the report: its commId, or "size-N" when NCCL printed none. */
+static json_t *comm_name(const struct lg_comm *c)
+{
+	char id[32];
+	if (c->has_id)
+		snprintf(id, sizeof(id), "0x%" PRIx64, c->id);
+	else
+		snprintf(id, sizeof(id), "size-%d", c->nranks);
+	return json_string(id);
+}
+
+static json_t *report_comms(const struct nw_log *lg)
+{
+	json_t *comms = json_array();
+	for (size_t i = 0; i < lg->ncomms; i++) {
+		const struct lg_comm *c = &lg->comms[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "id", comm_name(c));
+		json_object_set_new(o, "nranks", json_integer(c->nranks));
+		json_object_set_new(o, "ranks_seen", json_integer(c->ranks_seen));
+		json_object_set_new(o, "nnodes", c->nnodes > 0 ? json_integer(c->nnodes) : json_null());
+		json_object_set_new(o, "local_ranks", c->local_ranks > 0 ? json_integer(c->local_ranks) : json_null());
+		json_object_set_new(o, "init_started", json_integer(c->init_started));
+		json_object_set_new(o, "init_completed", json_integer(c->init_completed));
+		json_object_set_new(o, "channels", json_integer(c->nchannels));
+		json_object_set_new(o, "ring", jstr(c->ring));
+		json_object_set_new(o, "ring_lines", json_integer(c->ring_lines));
+		json_object_set_new(o, "tree_lines", json_integer(c->tree_lines));
+		json_object_set_new(o, "tree", jstr(c->tree));
+		json_array_append_new(comms, o);
+	}
+	return comms;
+}
+
+/* Every transport that connected a pair, with its class and how many pairs inside and between nodes. */
+static json_t *report_transports(const struct nw_log *lg, const struct lg_facts *f)
+{
+	json_t *tr = json_array();
+	for (size_t i = 0; i < lg->ntransports; i++) {
+		const struct lg_tstat *t = &f->t[i];
+		if (!t->pairs)
+			continue;
+		json_t *o = json_object();
+		json_object_set_new(o, "transport", jstr(lg->transports[i].name));
+		json_object_set_new(o, "class", json_string(lg_tclass_names[lg_transport_class(lg->transports[i].name)]));
+		json_object_set_new(o, "gdrdma", json_boolean(t->gdr > 0));
+		json_object_set_new(o, "pairs", jint(t->pairs));
+		json_object_set_new(o, "connections", jint(t->connections));
+		json_object_set_new(o, "intra_node_pairs", jint(t->intra));
+		json_object_set_new(o, "inter_node_pairs", jint(t->inter));
+		char ex[64];
+		snprintf(ex, sizeof(ex), "%d -> %d", t->example->src, t->example->dst);
+		json_object_set_new(o, "example", json_string(ex));
+		json_array_append_new(tr, o);
+	}
+	return tr;
+}
+
+/* The first 1024 peer pairs with a transport. */
+static json_t *report_pairs(const struct nw_log *lg)
+{
+	json_t *pairs = json_array();
+	for (size_t i = 0; i < lg->npairs && i < 1024; i++) {
+		const struct lg_pair *p = &lg->pairs[i];
+		if (p->transport == UINT32_MAX)
+			continue;
+		json_t *o = json_object();
+		json_object_set_new(o, "comm", p->comm != UINT32_MAX ? comm_name(&lg->comms[p->comm]) : json_string(""));
+		json_object_set_new(o, "src", json_integer(p->src));
+		json_object_set_new(o, "dst", json_integer(p->dst));
+		json_object_set_new(o, "transport", jstr(lg->transports[p->transport].name));
+		json_object_set_new(o, "connections", json_integer(p->connections));
+		int same = lg_pair_same_node(lg, p);
+		json_object_set_new(o, "same_node", same < 0 ? json_null() : json_boolean(same));
+		json_array_append_new(pairs, o);
+	}
+	return pairs;
+}
+
+static json_t *report_collective_transports(const struct nw_log *lg, const struct lg_facts *f)
+{
+	json_t *nv = json_object();
+	json_object_set_new(nv, "nvls_available", json_boolean(lg->nvls_available));
+	json_object_set_new(nv, "nvls_channels", json_integer(lg->nvls_channels_max));
+	json_object_set_new(nv, "collnet_connected", json_boolean(lg->collnet_connected > 0));
+	json_object_set_new(nv, "nvlink_seen", json_boolean(f->any_nvlink));
+	return nv;
+}
+
+/* The network devices NCCL found on each host (the first 64 hosts that said). */
+static json_t *report_networks(const struct nw_log *lg)
+{
+	json_t *nets = json_array();
+	for (size_t i = 0; i < lg->nhosts && json_array_size(nets) < 64; i++) {
+		const struct lg_host *h = &lg->hosts[i];
+		if (!h->ib_devs[0] && !h->socket_ifs[0] && !h->ib_absent)
+			continue;
+		json_t *o = json_object();
+		json_object_set_new(o, "host", jstr(h->name));
+		json_object_set_new(o, "ib", jstr(h->ib_devs[0] ? h->ib_devs : h->ib_absent ? "none found" : ""));
+		json_object_set_new(o, "socket", jstr(h->socket_ifs));
+		json_array_append_new(nets, o);
+	}
+	return nets;
+}
+
+static json_t *report_graphs(const struct nw_log *lg)
+{
+	json_t *gr = json_array();
+	for (size_t i = 0; i < lg->ngraphs; i++) {
+		const struct lg_graph *g = &lg->graphs[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "pattern", json_string(pattern_name(g->pattern)));
+		json_object_set_new(o, "pattern_id", json_integer(g->pattern));
+		json_object_set_new(o, "channels", json_integer(g->nchannels));
+		json_object_set_new(o, "bw", jstr(g->bw));
+		json_object_set_new(o, "type", jstr(g->type));
+		json_object_set_new(o, "lines", json_integer(g->count));
+		json_array_append_new(gr, o);
+	}
+	return gr;
+}
+
+static json_t *report_algorithms(const struct nw_log *lg)
+{
+	json_t *al = json_array();
+	for (size_t i = 0; i < lg->nalgos; i++) {
+		const struct lg_algo *a = &lg->algos[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "op", jstr(a->op));
+		json_object_set_new(o, "algo", jstr(a->algo));
+		json_object_set_new(o, "proto", jstr(a->proto));
+		json_object_set_new(o, "calls", jint(a->calls));
+		json_object_set_new(o, "min_bytes", jint(a->min_bytes));
+		json_object_set_new(o, "max_bytes", jint(a->max_bytes));
+		json_array_append_new(al, o);
+	}
+	return al;
+}
+
+static json_t *report_env(const struct nw_log *lg)
+{
+	json_t *env = json_array();
+	for (size_t i = 0; i < lg->nenvs; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "name", jstr(lg->envs[i].name));
+		json_object_set_new(o, "value", jstr(lg->envs[i].value));
+		json_object_set_new(o, "lines", json_integer(lg->envs[i].lines));
+		json_array_append_new(env, o);
+	}
+	return env;
+}
+
+/* WARN and error lines, one entry per cause. */
+static json_t *report_errors(const struct nw_log *lg)
+{
+	json_t *errs = json_array();
+	for (size_t i = 0; i < lg->ngroups; i++) {
+		const struct lg_group *g = &lg->groups[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "kind", json_string(group_kind_names[g->kind]));
+		json_object_set_new(o, "cause", jstr(g->cause));
+		json_object_set_new(o, "count", jint(g->count));
+		json_object_set_new(o, "first", jstr(g->first));
+		json_object_set_new(o, "first_host", jstr(g->first_host));
+		json_object_set_new(o, "several_hosts", json_boolean(g->several_hosts));
+		json_array_append_new(errs, o);
+	}
+	return errs;
+}
+
+static json_t *report_timeouts(const struct nw_log *lg)
+{
+	json_t *to = json_array();
+	for (size_t i = 0; i < lg->ntimeouts; i++) {
+		const struct lg_timeout *t = &lg->timeouts[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "rank", t->rank >= 0 ? json_integer(t->rank) : json_null());
+		json_object_set_new(o, "op", jstr(t->op));
+		json_object_set_new(o, "seq", t->seq >= 0 ? json_integer(t->seq) : json_null());
+		json_object_set_new(o, "timeout_ms", t->timeout_ms >= 0 ? json_integer(t->timeout_ms) : json_null());
+		json_object_set_new(o, "ran_ms", t->ran_ms >= 0 ? json_integer(t->ran_ms) : json_null());
+		json_array_append_new(to, o);
+	}
+	return to;
+}
+
+/* Every rule that fires, in the table's order; *nerrors: how many are of error severity. */
+static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *f, int *nerrors)
+{
+	json_t *dg = json_array();
+	const struct nw_log_rule_info *rules;
+	size_t nrules = nw_log_rules(&rules);
+	*nerrors = 0;
+	for (size_t i = 0; i < nrules; i++) {
+		char msg[1024];
+		if (!lg_rule_check(i, lg, f, msg, sizeof(msg)))
+			continue;
+		json_t *o = json_object();
+		json_object_set_new(o, "id", json_string(rules[i].id));
+		json_object_set_new(o, "severity", json_string(severity_name(rules[i].severity)));
+		json_object_set_new(o, "message", jstr(msg));
+		json_object_set_new(o, "fix", json_string(rules[i].fix));
+		json_array_append_new(dg, o);
+		if (rules[i].severity == NW_LOG_ERROR)
+			(*nerrors)++;
+	}
+	return dg;
+}
+
+/* The sections in the order of the schema (docs/logscan.md); every WARN/error group counts as an error. */
+json_t *nw_log_report(struct nw_log *lg)
+{
+	struct lg_facts f;
+	lg_compute_facts(lg, &f);
+	json_t *doc = json_object();
+	json_object_set_new(doc, "schema", json_string("ncclwatch.logscan/1"));
+	json_object_set_new(doc, "input", report_input(lg));
+	json_t *hosts = json_array();
+	for (size_t i = 0; i < lg->nhosts && i < 256; i++)
+		json_array_append_new(hosts, jstr(lg->hosts[i].name));
+	json_object_set_new(doc, "hosts", hosts);
+	json_object_set_new(doc, "nhosts", jint(lg->nhosts));
+	json_object_set_new(doc, "processes", jint(lg->nprocs));
+	json_object_set_new(doc, "versions", report_versions(lg));
+	if (lg->torch_nccl_version[0])
+		json_object_set_new(doc, "pytorch_nccl_version", jstr(lg->torch_nccl_version));
+	json_object_set_new(doc, "communicators", report_comms(lg));
+	json_object_set_new(doc, "transports", report_transports(lg, &f));
+	json_object_set_new(doc, "pairs", report_pairs(lg));
+	json_object_set_new(doc, "npairs", jint(lg->npairs));
+	json_object_set_new(doc, "collective_transports", report_collective_transports(lg, &f));
+	json_object_set_new(doc, "networks", report_networks(lg));
+	json_object_set_new(doc, "graphs", report_graphs(lg));
+	json_object_set_new(doc, "algorithms", report_algorithms(lg));
+	json_object_set_new(doc, "env", report_env(lg));
+	json_object_set_new(doc, "errors", report_errors(lg));
+	if (lg->groups_overflow)
+		json_object_set_new(doc, "errors_not_grouped", jint(lg->groups_overflow));
+	json_object_set_new(doc, "timeouts", report_timeouts(lg));
+	int ndiag;
+	json_object_set_new(doc, "diagnoses", report_diagnoses(lg, &f, &ndiag));
+	lg->nerrors = (int)lg->ngroups + ndiag;
+	return doc;
+}
+
+int nw_log_nerrors(const struct nw_log *lg)
+{
+	return lg->nerrors;
+}

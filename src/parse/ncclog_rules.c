@@ -1,0 +1,364 @@
+/* The log analyser's diagnosis rules: one table of small pure functions over the tables and the derived facts. */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "parse/ncclog_int.h"
+#include "util/util.h"
+
+struct rule_ctx {
+	const struct nw_log *lg;
+	const struct lg_facts *f;
+};
+
+typedef int (*rule_fn)(const struct rule_ctx *x, char *msg, size_t len);
+
+static int r_version_mismatch(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const struct nw_log *lg = x->lg;
+	const char *seen[8];
+	size_t nseen = 0, used = 0;
+	for (size_t i = 0; i < lg->nprocs && nseen < NW_ARRAY_LEN(seen); i++) {
+		const char *v = lg->procs[i].version;
+		if (!v[0])
+			continue;
+		int dup = 0;
+		for (size_t k = 0; k < nseen; k++)
+			dup |= !strcmp(seen[k], v);
+		if (!dup)
+			seen[nseen++] = v;
+	}
+	if (nseen < 2)
+		return 0;
+	used += (size_t)snprintf(msg, len, "processes load different NCCL versions:");
+	for (size_t k = 0; k < nseen && used < len; k++) {
+		size_t np = 0;
+		const char *host = "";
+		for (size_t i = 0; i < lg->nprocs; i++)
+			if (!strcmp(lg->procs[i].version, seen[k]))
+				np++, host = lg->hosts[lg->procs[i].host].name;
+		used += (size_t)snprintf(msg + used, len - used, "%s %s (%zu process%s, e.g. on '%s')",
+		                         k ? "," : "", seen[k], np, np == 1 ? "" : "es", host);
+	}
+	return 1;
+}
+
+static int r_size1(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const struct nw_log *lg = x->lg;
+	if (x->f->size1_procs >= 2 && x->f->max_nranks == 1) {
+		snprintf(msg, len, "%zu processes each formed a communicator of 1 rank and no communicator has more: "
+		         "the launcher started processes that NCCL never connected", x->f->size1_procs);
+		return 1;
+	}
+	if (lg->nt_rank0 >= 2) {
+		snprintf(msg, len, "%zu different processes each printed nccl-tests' device list as rank 0: "
+		         "each ran its own test instead of one test across all", lg->nt_rank0);
+		return 1;
+	}
+	return 0;
+}
+
+/* The first pair of ranks seen on one host name and bus id; with
+ * local_only, only in a communicator that NCCL did not count as several
+ * nodes (ranks told apart by NCCL_HOSTID, or same-named hosts, are on
+ * different nodes for NCCL, which then accepts the shared bus id).
+ * Returns a pointer into lg or NULL. */
+static const struct lg_dup *first_dup(const struct nw_log *lg, int local_only)
+{
+	for (size_t i = 0; i < lg->ndups; i++)
+		if (!local_only || lg->comms[lg->dups[i].comm].nnodes <= 1)
+			return &lg->dups[i];
+	return NULL;
+}
+
+static int r_duplicate_gpu(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const struct nw_log *lg = x->lg;
+	const struct lg_dup *d = first_dup(lg, lg->dup_gpu_warn_lines == 0);
+	if (d) {
+		snprintf(msg, len, "ranks %d and %d of one communicator use the same GPU (busId %" PRIx64 ") on '%s'%s",
+		         d->rank_a, d->rank_b, d->bus, lg->hosts[d->host].name,
+		         lg->dup_gpu_warn_lines ? "; NCCL refused it (\"Duplicate GPU detected\")" : "");
+		return 1;
+	}
+	if (lg->dup_gpu_warn_lines) {
+		snprintf(msg, len, "NCCL reported \"Duplicate GPU detected\" (%" PRIu64 " line%s): two ranks of one communicator are on one GPU",
+		         lg->dup_gpu_warn_lines, lg->dup_gpu_warn_lines == 1 ? "" : "s");
+		return 1;
+	}
+	return 0;
+}
+
+static int r_no_iface(const struct rule_ctx *x, char *msg, size_t len)
+{
+	if (!x->lg->no_iface_lines)
+		return 0;
+	const struct lg_env *e = lg_env_find(x->lg, "NCCL_SOCKET_IFNAME");
+	snprintf(msg, len, "NCCL found no usable network interface for its sockets%s%s%s",
+	         e ? " (NCCL_SOCKET_IFNAME=" : "", e ? e->value : "", e ? " matches none)" : "");
+	return 1;
+}
+
+static int r_shm_failure(const struct rule_ctx *x, char *msg, size_t len)
+{
+	if (!x->lg->shm_fail_lines)
+		return 0;
+	snprintf(msg, len, "shared memory (/dev/shm) failures: %" PRIu64 " line%s", x->lg->shm_fail_lines,
+	         x->lg->shm_fail_lines == 1 ? "" : "s");
+	return 1;
+}
+
+static int r_watchdog(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const struct nw_log *lg = x->lg;
+	if (!lg->ntimeouts)
+		return 0;
+	size_t used = (size_t)snprintf(msg, len, "PyTorch's watchdog timed out on %zu collective%s:", lg->ntimeouts,
+	                               lg->ntimeouts == 1 ? "" : "s");
+	for (size_t i = 0; i < lg->ntimeouts && i < 8 && used < len; i++) {
+		const struct lg_timeout *t = &lg->timeouts[i];
+		used += (size_t)snprintf(msg + used, len - used, "%s rank %d %s SeqNum=%lld", i ? "," : "", t->rank,
+		                         t->op[0] ? t->op : "?", t->seq);
+		if (used < len && t->timeout_ms >= 0)
+			used += (size_t)snprintf(msg + used, len - used, " (timeout %lld ms, ran %lld ms)", t->timeout_ms, t->ran_ms);
+	}
+	return 1;
+}
+
+static int r_rendezvous(const struct rule_ctx *x, char *msg, size_t len)
+{
+	if (!x->lg->rendezvous_lines)
+		return 0;
+	if (x->lg->rdv_expected > 0)
+		snprintf(msg, len, "the rendezvous (c10d store) timed out waiting for ranks to join: %lld of %lld joined",
+		         x->lg->rdv_joined, x->lg->rdv_expected);
+	else
+		snprintf(msg, len, "the rendezvous (c10d store) timed out waiting for ranks to join");
+	return 1;
+}
+
+static int r_nccl_error(const struct rule_ctx *x, char *msg, size_t len)
+{
+	size_t used = 0;
+	for (int i = 1; i < 7; i++)
+		if (x->lg->err_codes[i] && used < len)
+			used += (size_t)snprintf(msg + used, len - used, "%s%s (%" PRIu64 " line%s)",
+			                         used ? ", " : "NCCL returned errors: ", lg_nccl_results[i], x->lg->err_codes[i],
+			                         x->lg->err_codes[i] == 1 ? "" : "s");
+	return used > 0;
+}
+
+static int r_init_incomplete(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const struct nw_log *lg = x->lg;
+	for (size_t i = 0; i < lg->ncomms; i++) {
+		const struct lg_comm *c = &lg->comms[i];
+		if (c->init_started > c->init_completed) {
+			snprintf(msg, len, "%d of %d rank%s of communicator %s%" PRIx64 " started init but never logged Init COMPLETE",
+			         c->init_started - c->init_completed, c->init_started, c->init_started == 1 ? "" : "s",
+			         c->has_id ? "0x" : "of size ", c->has_id ? c->id : (uint64_t)c->nranks);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int r_net_within_node(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const struct lg_facts *f = x->f;
+	uint64_t n = f->class_intra[T_SOCKET] + f->class_intra[T_IB] + f->class_intra[T_NET_OTHER];
+	if (!n)
+		return 0;
+	size_t used = (size_t)snprintf(msg, len, "%" PRIu64 " peer pair%s on the same node talk through the network (%s)%s", n,
+	                               n == 1 ? "" : "s", f->class_intra[T_SOCKET] ? "TCP sockets" : "NIC loopback",
+	                               f->any_nvlink ? ", although the GPUs are joined by NVLink" : "");
+	const struct lg_env *e = lg_env_find(x->lg, "NCCL_HOSTID");
+	if (e && used < len)
+		used += (size_t)snprintf(msg + used, len - used,
+		                         "; NCCL_HOSTID is set by the environment (e.g. to %s): NCCL counts ranks with different host ids as different nodes, unset it",
+		                         e->value);
+	const struct lg_dup *d = first_dup(x->lg, 0);
+	if (d && used < len)
+		snprintf(msg + used, len - used, "; ranks %d and %d share the GPU at busId %" PRIx64 " on '%s'", d->rank_a,
+		         d->rank_b, d->bus, x->lg->hosts[d->host].name);
+	return 1;
+}
+
+static int r_socket_between_nodes(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const struct lg_facts *f = x->f;
+	uint64_t n = f->class_inter[T_SOCKET];
+	if (!n)
+		return 0;
+	if (f->any_ib_devs)
+		snprintf(msg, len, "%" PRIu64 " peer pair%s between nodes use TCP sockets although InfiniBand/RoCE devices were found (on '%s')",
+		         n, n == 1 ? "" : "s", f->ib_host);
+	else
+		snprintf(msg, len, "%" PRIu64 " peer pair%s between nodes use TCP sockets: NCCL found no InfiniBand/RoCE device", n,
+		         n == 1 ? "" : "s");
+	return 1;
+}
+
+static int r_shm(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const struct lg_facts *f = x->f;
+	if (!f->class_pairs[T_SHM])
+		return 0;
+	const struct lg_env *e = lg_env_find(x->lg, "NCCL_P2P_DISABLE");
+	snprintf(msg, len, "%" PRIu64 " peer pair%s go through host shared memory (SHM) instead of GPU peer-to-peer%s%s",
+	         f->class_pairs[T_SHM], f->class_pairs[T_SHM] == 1 ? "" : "s",
+	         e && strcmp(e->value, "0") ? " because NCCL_P2P_DISABLE is set" : "",
+	         f->any_nvlink ? "; the GPUs are joined by NVLink" : "");
+	return 1;
+}
+
+static int r_gdr(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const struct lg_facts *f = x->f;
+	if (f->class_pairs[T_IB] && !f->ib_gdr_pairs) {
+		snprintf(msg, len, "%" PRIu64 " InfiniBand peer pair%s copy through host memory: GPUDirect RDMA is not used",
+		         f->class_pairs[T_IB], f->class_pairs[T_IB] == 1 ? "" : "s");
+		return 1;
+	}
+	if (x->lg->gdr_off_lines) {
+		snprintf(msg, len, "NCCL reports GPUDirect RDMA disabled (%" PRIu64 " line%s)", x->lg->gdr_off_lines,
+		         x->lg->gdr_off_lines == 1 ? "" : "s");
+		return 1;
+	}
+	return 0;
+}
+
+static int r_forced(const struct rule_ctx *x, char *msg, size_t len, const char *var, const char *what)
+{
+	const struct lg_env *e = lg_env_find(x->lg, var);
+	if (!e)
+		return 0;
+	snprintf(msg, len, "%s is forced by the environment: %s=%s", what, var, e->value);
+	return 1;
+}
+
+static int r_forced_algo(const struct rule_ctx *x, char *msg, size_t len)
+{
+	return r_forced(x, msg, len, "NCCL_ALGO", "the algorithm");
+}
+
+static int r_forced_proto(const struct rule_ctx *x, char *msg, size_t len)
+{
+	return r_forced(x, msg, len, "NCCL_PROTO", "the protocol");
+}
+
+static int r_transport_disabled(const struct rule_ctx *x, char *msg, size_t len)
+{
+	static const struct { const char *var, *bad[3]; } vars[] = {
+		{ "NCCL_P2P_DISABLE", { "1", NULL, NULL } },
+		{ "NCCL_SHM_DISABLE", { "1", NULL, NULL } },
+		{ "NCCL_IB_DISABLE", { "1", NULL, NULL } },
+		{ "NCCL_NET_GDR_LEVEL", { "0", "LOC", NULL } },
+		{ "NCCL_P2P_LEVEL", { "0", "LOC", NULL } },
+	};
+	size_t used = 0;
+	for (size_t i = 0; i < NW_ARRAY_LEN(vars); i++) {
+		const struct lg_env *e = lg_env_find(x->lg, vars[i].var);
+		if (!e)
+			continue;
+		for (int k = 0; k < 3 && vars[i].bad[k]; k++)
+			if (!strcmp(e->value, vars[i].bad[k]) && used < len)
+				used += (size_t)snprintf(msg + used, len - used, "%s%s=%s", used ? ", " : "transports disabled by the environment: ",
+				                         vars[i].var, e->value);
+	}
+	return used > 0;
+}
+
+static int r_ranks_missing(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const struct nw_log *lg = x->lg;
+	for (size_t i = 0; i < lg->ncomms; i++) {
+		const struct lg_comm *c = &lg->comms[i];
+		if (c->has_id && c->ranks_seen < c->nranks) {
+			snprintf(msg, len, "communicator 0x%" PRIx64 " has %d ranks but only %d appear in the log", c->id,
+			         c->nranks, c->ranks_seen);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int r_nccl_warn(const struct rule_ctx *x, char *msg, size_t len)
+{
+	uint64_t lines = 0, groups = 0;
+	const struct lg_group *first = NULL;
+	for (size_t i = 0; i < x->lg->ngroups; i++)
+		if (x->lg->groups[i].kind == G_NCCL_WARN) {
+			lines += x->lg->groups[i].count;
+			groups++;
+			if (!first)
+				first = &x->lg->groups[i];
+		}
+	if (!lines)
+		return 0;
+	snprintf(msg, len, "%" PRIu64 " NCCL WARN line%s, %" PRIu64 " distinct cause%s; first: %.200s", lines,
+	         lines == 1 ? "" : "s", groups, groups == 1 ? "" : "s", first->first);
+	return 1;
+}
+
+struct rule {
+	struct nw_log_rule_info info;
+	rule_fn fn;
+};
+
+static const struct rule rules[] = {
+	{ { "nccl-version-mismatch", NW_LOG_ERROR, "processes load different NCCL versions",
+	    "load one NCCL everywhere: same container image, or set LD_LIBRARY_PATH/LD_PRELOAD to one libnccl.so.2 on every node" }, r_version_mismatch },
+	{ { "size1-communicators", NW_LOG_ERROR, "every process formed its own 1-rank communicator (processes not connected)",
+	    "nccl-tests under mpirun must be built with MPI=1; torch.distributed needs WORLD_SIZE/RANK from the launcher (torchrun, srun) rather than defaults" }, r_size1 },
+	{ { "duplicate-gpu", NW_LOG_ERROR, "two ranks of one communicator on the same GPU",
+	    "give each local rank its own device: torch.cuda.set_device(LOCAL_RANK), or CUDA_VISIBLE_DEVICES per rank; do not start more ranks per node than GPUs" }, r_duplicate_gpu },
+	{ { "no-socket-interface", NW_LOG_ERROR, "no usable network interface for NCCL's sockets",
+	    "set NCCL_SOCKET_IFNAME to an interface that exists and is up on every node (ip -br addr), or unset it" }, r_no_iface },
+	{ { "shm-failure", NW_LOG_ERROR, "shared memory (/dev/shm) failures",
+	    "give the container more /dev/shm (docker --shm-size=1g or --ipc=host; Kubernetes: an emptyDir of medium Memory on /dev/shm)" }, r_shm_failure },
+	{ { "watchdog-timeout", NW_LOG_ERROR, "PyTorch watchdog timed out on a collective",
+	    "find the rank that did not reach this collective (SeqNum): it crashed, hung, or ran a different sequence of collectives; raise the timeout only for known slow steps" }, r_watchdog },
+	{ { "rendezvous-timeout", NW_LOG_ERROR, "rendezvous timed out waiting for ranks",
+	    "check that every rank started and reaches MASTER_ADDR:MASTER_PORT, and that WORLD_SIZE matches the ranks launched" }, r_rendezvous },
+	{ { "nccl-error", NW_LOG_ERROR, "NCCL calls returned errors",
+	    "read the WARN lines above the first error: ncclSystemError is the OS or network (interfaces, /dev/shm, ulimits), ncclRemoteError a peer that died, ncclUnhandledCudaError the GPU or driver, ncclInvalidUsage the program" }, r_nccl_error },
+	{ { "init-incomplete", NW_LOG_WARNING, "communicator initialisation started but did not complete",
+	    "a rank hung or died during init: look at the ranks that have Init START but no Init COMPLETE, and at their WARN lines" }, r_init_incomplete },
+	{ { "net-within-node", NW_LOG_WARNING, "ranks on one node talk through the network",
+	    "unset NCCL_P2P_DISABLE/NCCL_SHM_DISABLE (and NCCL_HOSTID when it differs between ranks of one host); in containers allow GPU peer access (--ipc=host, all GPUs visible to every rank)" }, r_net_within_node },
+	{ { "socket-between-nodes", NW_LOG_WARNING, "inter-node traffic over TCP sockets",
+	    "make the InfiniBand/RoCE devices visible (--device=/dev/infiniband, rdma-core installed), unset NCCL_IB_DISABLE, or install the cloud's NET plugin (aws-ofi-nccl, gIB)" }, r_socket_between_nodes },
+	{ { "shm-instead-of-p2p", NW_LOG_WARNING, "peer pairs through host shared memory instead of P2P",
+	    "unset NCCL_P2P_DISABLE; check that the GPUs can reach each other (nvidia-smi topo -m), and that containers see all GPUs of the node" }, r_shm },
+	{ { "gdr-disabled", NW_LOG_WARNING, "GPUDirect RDMA not used on InfiniBand",
+	    "load nvidia-peermem (or use DMA-BUF with a recent driver), check NCCL_NET_GDR_LEVEL, and keep NICs and GPUs under the same PCIe switch" }, r_gdr },
+	{ { "forced-algorithm", NW_LOG_WARNING, "NCCL_ALGO forced by the environment",
+	    "unset NCCL_ALGO unless a measurement on this machine shows it helps ('ncclwatch tune')" }, r_forced_algo },
+	{ { "forced-protocol", NW_LOG_WARNING, "NCCL_PROTO forced by the environment",
+	    "unset NCCL_PROTO unless a measurement on this machine shows it helps ('ncclwatch tune')" }, r_forced_proto },
+	{ { "transport-disabled", NW_LOG_WARNING, "a transport disabled by the environment",
+	    "unset the variable unless it works around a known problem on this machine" }, r_transport_disabled },
+	{ { "nccl-warnings", NW_LOG_WARNING, "NCCL printed WARN lines",
+	    "read the grouped WARN lines; the first one in time is usually the cause" }, r_nccl_warn },
+	{ { "ranks-missing", NW_LOG_INFO, "a communicator has ranks whose lines are not in the log",
+	    "give logscan the logs of every node (NCCL_DEBUG_FILE=/path/nccl.%h.%p.log writes one per process)" }, r_ranks_missing },
+};
+
+size_t nw_log_rules(const struct nw_log_rule_info **out)
+{
+	static struct nw_log_rule_info infos[NW_ARRAY_LEN(rules)];
+	for (size_t i = 0; i < NW_ARRAY_LEN(rules); i++)
+		infos[i] = rules[i].info;
+	*out = infos;
+	return NW_ARRAY_LEN(rules);
+}
+
+int lg_rule_check(size_t i, const struct nw_log *lg, const struct lg_facts *f, char *msg, size_t len)
+{
+	struct rule_ctx x = { lg, f };
+	msg[0] = '\0';
+	return i < NW_ARRAY_LEN(rules) && rules[i].fn(&x, msg, len);
+}
