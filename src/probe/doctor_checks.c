@@ -215,6 +215,72 @@ static void check_env_names(const struct nw_doc_ctx *c, struct nw_findings *out)
 		    seen == 1 ? "" : "s");
 }
 
+/* The names of a list variable, sorted by what they match: nothing, something down, something up. */
+struct list_match {
+	int nfound, nmissing, ndown;
+	char missing[256], down[256], found[256]; /* comma-separated */
+};
+
+/* Whether item (a prefix, or with exact the whole name) names an RDMA device (hca) or interface; *up when one it names is up. */
+static int list_item_match(const struct nw_doc_ctx *c, const char *item, int exact, int hca, int *up)
+{
+	int match = 0;
+	*up = 0;
+	if (hca) {
+		for (int i = 0; i < c->topo->nnics; i++) {
+			const struct nw_topo_nic *x = &c->topo->nics[i];
+			if (!strcmp(x->kind, "eth"))
+				continue;
+			if (exact ? !strcmp(x->name, item) : !strncmp(x->name, item, strlen(item))) {
+				match = 1;
+				*up |= x->up;
+			}
+		}
+	} else {
+		for (int i = 0; i < c->nifaces; i++)
+			if (exact ? !strcmp(c->ifaces[i], item) : !strncmp(c->ifaces[i], item, strlen(item))) {
+				match = 1;
+				*up |= !strcmp(c->ifstate[i], "up") || !strcmp(c->ifstate[i], "unknown");
+			}
+	}
+	return match;
+}
+
+/* Sort each comma-separated item of list p (":port" dropped for HCAs) into m. */
+static void list_classify(const struct nw_doc_ctx *c, const char *p, int exact, int hca, struct list_match *m)
+{
+	memset(m, 0, sizeof(*m));
+	while (*p) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char item[64];
+		if (len >= sizeof(item))
+			len = sizeof(item) - 1;
+		memcpy(item, p, len);
+		item[len] = '\0';
+		if (hca) {
+			char *colon = strchr(item, ':');
+			if (colon)
+				*colon = '\0';
+		}
+		if (item[0]) {
+			int up, match = list_item_match(c, item, exact, hca, &up);
+			char *dst = !match ? m->missing : !up ? m->down : m->found;
+			size_t used = strlen(dst);
+			snprintf(dst + used, 256 - used, "%s%s", used ? "," : "", item);
+			if (!match)
+				m->nmissing++;
+			else if (!up)
+				m->ndown++;
+			else
+				m->nfound++;
+		}
+		if (!e)
+			break;
+		p = e + 1;
+	}
+}
+
 /*
  * NCCL_SOCKET_IFNAME / NCCL_IB_HCA style lists: "^" excludes, "=" asks
  * for exact names (else prefixes), comma separated; ":port" for HCAs.
@@ -233,78 +299,31 @@ static void check_list_var(const struct nw_doc_ctx *c, struct nw_findings *out, 
 		exclude = 1, p++;
 	if (*p == '=')
 		exact = 1, p++;
-	int nfound = 0, nmissing = 0, ndown = 0;
-	char missing[256] = "", down[256] = "", found[256] = "";
-	while (*p) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		char item[64];
-		if (len >= sizeof(item))
-			len = sizeof(item) - 1;
-		memcpy(item, p, len);
-		item[len] = '\0';
-		if (hca) {
-			char *colon = strchr(item, ':');
-			if (colon)
-				*colon = '\0';
-		}
-		if (item[0]) {
-			int match = 0, up = 0;
-			if (hca) {
-				for (int i = 0; i < c->topo->nnics; i++) {
-					const struct nw_topo_nic *x = &c->topo->nics[i];
-					if (!strcmp(x->kind, "eth"))
-						continue;
-					if (exact ? !strcmp(x->name, item) : !strncmp(x->name, item, strlen(item))) {
-						match = 1;
-						up |= x->up;
-					}
-				}
-			} else {
-				for (int i = 0; i < c->nifaces; i++)
-					if (exact ? !strcmp(c->ifaces[i], item)
-					          : !strncmp(c->ifaces[i], item, strlen(item))) {
-						match = 1;
-						up |= !strcmp(c->ifstate[i], "up") || !strcmp(c->ifstate[i], "unknown");
-					}
-			}
-			char *dst = !match ? missing : !up ? down : found;
-			size_t used = strlen(dst);
-			snprintf(dst + used, 256 - used, "%s%s", used ? "," : "", item);
-			if (!match)
-				nmissing++;
-			else if (!up)
-				ndown++;
-			else
-				nfound++;
-		}
-		if (!e)
-			break;
-		p = e + 1;
-	}
+	struct list_match m;
+	list_classify(c, p, exact, hca, &m);
 	if (!hca && c->nifaces < 0) {
 		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "%s=%s: skipped, /sys/class/net could not be read", var, val);
 		return;
 	}
 	const char *what = hca ? "RDMA device" : "interface";
 	if (exclude) {
-		ADD(out, id, NW_SEV_OK, NULL, NULL, "%s=%s excludes %s", var, val, missing[0] || found[0] || down[0] ? "listed names" : "nothing");
+		ADD(out, id, NW_SEV_OK, NULL, NULL, "%s=%s excludes %s", var, val, m.missing[0] || m.found[0] || m.down[0] ? "listed names" : "nothing");
 		return;
 	}
-	if (!nfound)
+	if (!m.nfound)
 		ADD(out, id, NW_SEV_ERROR,
 		    hca ? "NCCL finds no usable HCA and falls back to sockets, or fails"
 		        : "NCCL finds no interface to bootstrap on and fails at init (\"no socket interface found\")",
 		    hca ? "name devices listed in /sys/class/infiniband (ibv_devices), or unset it"
 		        : "name an interface listed by 'ip link' (prefix match; '=' for exact, '^' to exclude)",
-		    "%s=%s: no %s matches '%s'%s%s", var, val, what, missing[0] ? missing : "-",
-		    ndown ? "; down: " : "", down);
-	else if (nmissing || ndown)
+		    "%s=%s: no %s matches '%s'%s%s", var, val, what, m.missing[0] ? m.missing : "-",
+		    m.ndown ? "; down: " : "", m.down);
+	else if (m.nmissing || m.ndown)
 		ADD(out, id, NW_SEV_WARN, "part of the list is unusable: NCCL uses fewer links than you meant",
 		    "fix or drop the missing/down names", "%s=%s: missing %s; down %s; usable %s", var, val,
-		    missing[0] ? missing : "-", down[0] ? down : "-", found);
+		    m.missing[0] ? m.missing : "-", m.down[0] ? m.down : "-", m.found);
 	else
-		ADD(out, id, NW_SEV_OK, NULL, NULL, "%s=%s: every %s named exists and is up (%s)", var, val, what, found);
+		ADD(out, id, NW_SEV_OK, NULL, NULL, "%s=%s: every %s named exists and is up (%s)", var, val, what, m.found);
 }
 
 static void check_socket_ifname(const struct nw_doc_ctx *c, struct nw_findings *out)
