@@ -8,6 +8,10 @@
  * slots into aggregates in the shared stats files, runs the activation-mask
  * policy and writes trace dumps. Registration (init/finalize) takes a mutex;
  * no event callback ever does.
+ *
+ * There is no nwp.c: plugin.c implements the entry points, hot paths,
+ * clocks and nwp_disable; publish.c the publisher (configuration, stats
+ * files, accounting, mask policy, trace dumps).
  */
 #ifndef NW_NWP_H
 #define NW_NWP_H
