@@ -151,77 +151,90 @@ static int cmp_opent(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-int nw_sf_read(const char *path, struct nw_sf_rank *r, char *err, size_t errlen)
+/*
+ * Open path and map all of it read-only, once it is known to be a regular
+ * file large enough for a header. -1 with err; *fd and *map are set to
+ * what the caller must close and unmap either way (-1 and MAP_FAILED when none).
+ */
+static int map_file(const char *path, int *fd, void **map, size_t *len, char *err, size_t errlen)
 {
-	int ret = -1;
-	void *map = MAP_FAILED;
-	size_t maplen = 0;
-	memset(r, 0, sizeof(*r));
-	nw_strlcpy(r->path, path, sizeof(r->path));
-
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		nw_seterr(err, errlen, "cannot open: %s", strerror(errno));
-		goto out;
-	}
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (*fd < 0)
+		return nw_seterr(err, errlen, "cannot open: %s", strerror(errno));
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		nw_seterr(err, errlen, "not a regular file");
-		goto out;
-	}
-	if ((uint64_t)st.st_size < sizeof(struct nws_header)) {
-		nw_seterr(err, errlen, "too small for a stats file (%lld bytes)", (long long)st.st_size);
-		goto out;
-	}
-	maplen = (size_t)st.st_size;
-	map = mmap(NULL, maplen, PROT_READ, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		nw_seterr(err, errlen, "cannot map: %s", strerror(errno));
-		goto out;
-	}
+	if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return nw_seterr(err, errlen, "not a regular file");
+	if ((uint64_t)st.st_size < sizeof(struct nws_header))
+		return nw_seterr(err, errlen, "too small for a stats file (%lld bytes)", (long long)st.st_size);
+	*len = (size_t)st.st_size;
+	*map = mmap(NULL, *len, PROT_READ, MAP_SHARED, *fd, 0);
+	if (*map == MAP_FAILED)
+		return nw_seterr(err, errlen, "cannot map: %s", strerror(errno));
+	return 0;
+}
+
+/* A validated copy of the header of the mapped file (fsize bytes) into r->hdr; -1 with err. */
+static int copy_header(struct nw_sf_rank *r, const void *map, uint64_t fsize, char *err, size_t errlen)
+{
 	const struct nws_header *h = map;
 	/* identity part first (written once before magic) */
 	memcpy(&r->hdr, h, offsetof(struct nws_header, live_gen));
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (validate(&r->hdr, (uint64_t)st.st_size, err, errlen) != 0)
-		goto out;
+	if (validate(&r->hdr, fsize, err, errlen) != 0)
+		return -1;
 	if (seq_copy(&r->hdr.live_gen, &h->live_gen,
-	             sizeof(struct nws_header) - offsetof(struct nws_header, live_gen)) != 0) {
-		nw_seterr(err, errlen, "writer kept the header busy; try again");
-		goto out;
-	}
+	             sizeof(struct nws_header) - offsetof(struct nws_header, live_gen)) != 0)
+		return nw_seterr(err, errlen, "writer kept the header busy; try again");
 	r->hdr.hostname[sizeof(r->hdr.hostname) - 1] = '\0';
 	r->hdr.comm_name[sizeof(r->hdr.comm_name) - 1] = '\0';
 	r->hdr.plugin_version[sizeof(r->hdr.plugin_version) - 1] = '\0';
 	r->hdr.last_dump[sizeof(r->hdr.last_dump) - 1] = '\0';
 	r->hdr.disabled_reason[sizeof(r->hdr.disabled_reason) - 1] = '\0';
+	return 0;
+}
 
+/* Consistent copies of every (op, bucket) record into r->rec; -1 with err when one stays busy. */
+static int copy_records(struct nw_sf_rank *r, const void *map, char *err, size_t errlen)
+{
 	const struct nws_record *rec = (const struct nws_record *)((const char *)map + r->hdr.off_records);
-	for (unsigned o = 0; o < NWS_NOPS; o++) {
-		for (unsigned b = 0; b < NWS_NBUCKETS; b++) {
-			if (seq_copy(&r->rec[o][b], &rec[o * NWS_NBUCKETS + b], sizeof(struct nws_record)) != 0) {
-				nw_seterr(err, errlen, "writer kept a record busy; try again");
-				goto out;
-			}
-		}
-	}
+	for (unsigned o = 0; o < NWS_NOPS; o++)
+		for (unsigned b = 0; b < NWS_NBUCKETS; b++)
+			if (seq_copy(&r->rec[o][b], &rec[o * NWS_NBUCKETS + b], sizeof(struct nws_record)) != 0)
+				return nw_seterr(err, errlen, "writer kept a record busy; try again");
+	return 0;
+}
 
+/* The ring's settled, used entries into r->ring (allocated), oldest first. */
+static void copy_ring(struct nw_sf_rank *r, const void *map)
+{
 	const struct nws_opent *ring = (const struct nws_opent *)((const char *)map + r->hdr.off_ring);
-	if (r->hdr.ring_len) {
-		r->ring = nw_calloc(r->hdr.ring_len, sizeof(struct nws_opent));
-		for (uint32_t i = 0; i < r->hdr.ring_len; i++) {
-			struct nws_opent e;
-			if (seq_copy(&e, &ring[i], sizeof(e)) != 0 || e.idx == 0)
-				continue; /* busy or empty: leave it out */
-			e.algo[sizeof(e.algo) - 1] = '\0';
-			e.proto[sizeof(e.proto) - 1] = '\0';
-			r->ring[r->nring++] = e;
-		}
-		qsort(r->ring, r->nring, sizeof(struct nws_opent), cmp_opent);
+	if (!r->hdr.ring_len)
+		return;
+	r->ring = nw_calloc(r->hdr.ring_len, sizeof(struct nws_opent));
+	for (uint32_t i = 0; i < r->hdr.ring_len; i++) {
+		struct nws_opent e;
+		if (seq_copy(&e, &ring[i], sizeof(e)) != 0 || e.idx == 0)
+			continue; /* busy or empty: leave it out */
+		e.algo[sizeof(e.algo) - 1] = '\0';
+		e.proto[sizeof(e.proto) - 1] = '\0';
+		r->ring[r->nring++] = e;
 	}
-	r->live = judge_live(&r->hdr);
-	ret = 0;
-out:
+	qsort(r->ring, r->nring, sizeof(struct nws_opent), cmp_opent);
+}
+
+int nw_sf_read(const char *path, struct nw_sf_rank *r, char *err, size_t errlen)
+{
+	int ret = -1, fd = -1;
+	void *map = MAP_FAILED;
+	size_t maplen = 0;
+	memset(r, 0, sizeof(*r));
+	nw_strlcpy(r->path, path, sizeof(r->path));
+	if (map_file(path, &fd, &map, &maplen, err, errlen) == 0 &&
+	    copy_header(r, map, (uint64_t)maplen, err, errlen) == 0 && copy_records(r, map, err, errlen) == 0) {
+		copy_ring(r, map);
+		r->live = judge_live(&r->hdr);
+		ret = 0;
+	}
 	if (map != MAP_FAILED)
 		munmap(map, maplen);
 	if (fd >= 0)
@@ -446,105 +459,144 @@ static int cmp_late(const void *a, const void *b)
 	return x->rank - y->rank;
 }
 
-size_t nw_sf_stragglers(const struct nw_sf_set *set, uint64_t comm_hash, size_t window,
-                        struct nw_sf_late *out, size_t max)
+/* The ranks of one communicator (one file each) and their collectives indexed by (op, seq). */
+struct comm_ranks {
+	const struct nw_sf_rank **rk; /* point into the set */
+	struct seqidx *idx;
+	size_t n;
+};
+
+/* Collect the ranks of comm_hash (at most nr) from set into cr; free with comm_ranks_release. */
+static void comm_ranks_collect(const struct nw_sf_set *set, uint64_t comm_hash, size_t nr, struct comm_ranks *cr)
 {
-	size_t nr = 0, written = 0;
-	const struct nw_sf_rank **rk = NULL;
-	struct seqidx *idx = NULL;
-	double *sum = NULL;
-	const struct nws_opent **row = NULL;
-	for (size_t i = 0; i < set->n; i++)
-		if (set->ranks[i].hdr.comm_hash == comm_hash)
-			nr++;
-	if (nr < 2 || max == 0)
-		return 0;
-	rk = nw_calloc(nr, sizeof(*rk));
-	idx = nw_calloc(nr, sizeof(*idx));
-	sum = nw_calloc(nr, sizeof(*sum));
-	row = nw_calloc(nr, sizeof(*row));
+	cr->rk = nw_calloc(nr, sizeof(*cr->rk));
+	cr->idx = nw_calloc(nr, sizeof(*cr->idx));
 	size_t k = 0;
 	for (size_t i = 0; i < set->n; i++) {
 		const struct nw_sf_rank *r = &set->ranks[i];
 		if (r->hdr.comm_hash != comm_hash)
 			continue;
-		if (k > 0 && rk[k - 1]->hdr.rank == r->hdr.rank)
+		if (k > 0 && cr->rk[k - 1]->hdr.rank == r->hdr.rank)
 			continue; /* duplicate rank (older file): the set is sorted live first */
-		rk[k] = r;
-		idx[k].e = nw_calloc(r->nring ? r->nring : 1, sizeof(*idx[k].e));
+		cr->rk[k] = r;
+		struct seqidx *x = &cr->idx[k];
+		x->e = nw_calloc(r->nring ? r->nring : 1, sizeof(*x->e));
 		for (size_t j = 0; j < r->nring; j++)
 			if (r->ring[j].flags & NWS_OPF_SEQ)
-				idx[k].e[idx[k].n++] = &r->ring[j];
-		qsort(idx[k].e, idx[k].n, sizeof(*idx[k].e), cmp_key);
+				x->e[x->n++] = &r->ring[j];
+		qsort(x->e, x->n, sizeof(*x->e), cmp_key);
 		k++;
 	}
-	nr = k;
-	if (nr < 2)
-		goto out;
+	cr->n = k;
+}
+
+static void comm_ranks_release(struct comm_ranks *cr)
+{
+	for (size_t i = 0; i < cr->n; i++)
+		free(cr->idx[i].e);
+	free(cr->idx);
+	free(cr->rk);
+}
+
+/*
+ * Every rank's entry for the collective of e0 (rank 0's) into row[]; 0 when
+ * a rank lacks it. *allk says whether every entry has a kernel time.
+ */
+static int match_row(const struct comm_ranks *cr, const struct nws_opent *e0, const struct nws_opent **row,
+                     int *allk)
+{
+	*allk = 1;
+	for (size_t i = 0; i < cr->n; i++) {
+		row[i] = i == 0 ? e0 : find_key(&cr->idx[i], e0->op, e0->seq);
+		if (!row[i])
+			return 0;
+		if (row[i]->src != NWS_SRC_KERNEL)
+			*allk = 0;
+	}
+	return 1;
+}
+
+/* Add each rank's lateness at one collective (row[], nr ranks) to out[0..max) and sum[]. */
+static void add_lateness(const struct nws_opent *const *row, size_t nr, int allk, struct nw_sf_late *out,
+                         size_t max, double *sum)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+	size_t lasti = 0;
+	for (size_t i = 0; i < nr; i++) {
+		uint64_t a = allk ? row[i]->start_ns : row[i]->enq_ns;
+		if (a < first)
+			first = a;
+		if (a >= last) {
+			last = a;
+			lasti = i;
+		}
+	}
 	for (size_t i = 0; i < nr && i < max; i++) {
+		uint64_t a = allk ? row[i]->start_ns : row[i]->enq_ns;
+		double late = (double)(a - first) / 1e3;
+		sum[i] += late;
+		if (late > out[i].max_late_us)
+			out[i].max_late_us = late;
+		out[i].nseq++;
+		if (!allk)
+			out[i].kernel_based = 0;
+	}
+	if (lasti < max && last > first)
+		out[lasti].nlast++;
+}
+
+/*
+ * Lateness of cr's ranks over the newest `window` collectives every rank
+ * has (0: all), walking rank 0's ring newest first, into out[0..max)
+ * sorted latest first. Returns the entries written; 0 when none was common.
+ */
+static size_t rank_lateness(const struct comm_ranks *cr, size_t window, struct nw_sf_late *out, size_t max)
+{
+	double *sum = nw_calloc(cr->n, sizeof(*sum));
+	const struct nws_opent **row = nw_calloc(cr->n, sizeof(*row));
+	for (size_t i = 0; i < cr->n && i < max; i++) {
 		memset(&out[i], 0, sizeof(out[i]));
-		out[i].rank = rk[i]->hdr.rank;
-		out[i].r = rk[i];
+		out[i].rank = cr->rk[i]->hdr.rank;
+		out[i].r = cr->rk[i];
 		out[i].kernel_based = 1;
 	}
-	/* walk the first rank's ring newest first: the common recent range */
-	const struct nw_sf_rank *r0 = rk[0];
+	const struct nw_sf_rank *r0 = cr->rk[0];
 	size_t used = 0;
 	for (size_t j = r0->nring; j-- > 0;) {
 		const struct nws_opent *e0 = &r0->ring[j];
+		int allk;
 		if (!(e0->flags & NWS_OPF_SEQ))
 			continue;
 		if (window && used >= window)
 			break;
-		int all = 1, allk = 1;
-		for (size_t i = 0; i < nr && all; i++) {
-			row[i] = i == 0 ? e0 : find_key(&idx[i], e0->op, e0->seq);
-			if (!row[i])
-				all = 0;
-			else if (row[i]->src != NWS_SRC_KERNEL)
-				allk = 0;
-		}
-		if (!all)
+		if (!match_row(cr, e0, row, &allk))
 			continue;
-		uint64_t first = UINT64_MAX, last = 0;
-		size_t lasti = 0;
-		for (size_t i = 0; i < nr; i++) {
-			uint64_t a = allk ? row[i]->start_ns : row[i]->enq_ns;
-			if (a < first)
-				first = a;
-			if (a >= last) {
-				last = a;
-				lasti = i;
-			}
-		}
-		for (size_t i = 0; i < nr && i < max; i++) {
-			uint64_t a = allk ? row[i]->start_ns : row[i]->enq_ns;
-			double late = (double)(a - first) / 1e3;
-			sum[i] += late;
-			if (late > out[i].max_late_us)
-				out[i].max_late_us = late;
-			out[i].nseq++;
-			if (!allk)
-				out[i].kernel_based = 0;
-		}
-		if (lasti < max && last > first)
-			out[lasti].nlast++;
+		add_lateness(row, cr->n, allk, out, max, sum);
 		used++;
 	}
-	written = nr < max ? nr : max;
-	if (used == 0) {
-		written = 0;
-		goto out;
-	}
+	size_t written = used == 0 ? 0 : cr->n < max ? cr->n : max;
 	for (size_t i = 0; i < written; i++)
 		out[i].mean_late_us = sum[i] / (double)out[i].nseq;
-	qsort(out, written, sizeof(*out), cmp_late);
-out:
-	for (size_t i = 0; i < nr; i++)
-		free(idx[i].e);
-	free(idx);
-	free(rk);
+	if (written)
+		qsort(out, written, sizeof(*out), cmp_late);
 	free(sum);
 	free(row);
+	return written;
+}
+
+size_t nw_sf_stragglers(const struct nw_sf_set *set, uint64_t comm_hash, size_t window,
+                        struct nw_sf_late *out, size_t max)
+{
+	size_t nr = 0, written = 0;
+	for (size_t i = 0; i < set->n; i++)
+		if (set->ranks[i].hdr.comm_hash == comm_hash)
+			nr++;
+	if (nr < 2 || max == 0)
+		return 0;
+	struct comm_ranks cr;
+	comm_ranks_collect(set, comm_hash, nr, &cr);
+	if (cr.n >= 2)
+		written = rank_lateness(&cr, window, out, max);
+	comm_ranks_release(&cr);
 	return written;
 }

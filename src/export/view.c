@@ -130,6 +130,76 @@ static int cmp_row(const void *pa, const void *pb, void *ctx)
 	return c ? c : cmp_comm(a, b);
 }
 
+/* Count r in v's tally of live, finished, disabled and stale files. */
+static void count_state(struct nw_view *v, const struct nw_sf_rank *r)
+{
+	switch (r->live) {
+	case NW_SF_LIVE: v->nlive++; break;
+	case NW_SF_FINISHED: v->nfinished++; break;
+	case NW_SF_DISABLED: v->ndisabled++; break;
+	default: v->nstale++; break;
+	}
+}
+
+/* The figures of one rank's op: d over the interval (dt s; 0: none), life since the file began. */
+static void fill_row(struct nw_view_row *row, const struct nw_sf_rank *r, unsigned op,
+                     const struct nw_sample_ent *d, const struct nw_sample_ent *life, double dt,
+                     const double *le)
+{
+	double life_s = r->hdr.updated_ns > r->hdr.created_ns
+	                ? (double)(r->hdr.updated_ns - r->hdr.created_ns) * 1e-9 : 0;
+	memset(row, 0, sizeof(*row));
+	row->comm_hash = r->hdr.comm_hash;
+	nw_strlcpy(row->comm_name, r->hdr.comm_name, sizeof(row->comm_name));
+	nw_strlcpy(row->host, r->hdr.hostname, sizeof(row->host));
+	row->pid = r->hdr.pid;
+	row->rank = r->hdr.rank;
+	row->nranks = r->hdr.nranks;
+	row->op = op;
+	row->live = r->live;
+	row->calls = life->count;
+	row->bytes = life->bytes;
+	row->interval = dt > 0;
+	if (dt > 0)
+		row->calls_per_s = (double)d->count / dt;
+	else
+		row->calls_per_s = life_s > 0 ? (double)life->count / life_s : NAN;
+	/* times: the interval's when it timed anything, else the life's */
+	const struct nw_sample_timing *t;
+	row->src = nw_sample_best(d, &t);
+	if (row->src < 0)
+		row->src = nw_sample_best(life, &t);
+	row->p50_us = row->p99_us = NAN;
+	if (row->src >= 0) {
+		double secs = (double)t->sum_ns * 1e-9;
+		row->busbw_gbs = (double)t->bytes / secs / 1e9 * nws_busbw_factor(op, row->nranks);
+		row->p50_us = nw_hist_quantile(le, t->hist, NW_SAMPLE_NBOUNDS, 0.5) * 1e6;
+		row->p99_us = nw_hist_quantile(le, t->hist, NW_SAMPLE_NBOUNDS, 0.99) * 1e6;
+	}
+	row->busy = nw_sf_busy_est(r);
+	row->late_us = NAN;
+}
+
+/* One row per op of rank r that the filter keeps and that ran at least once, appended to v. */
+static void add_rank_rows(struct nw_view *v, size_t *cap, const struct nw_sf_rank *r,
+                          const struct nw_sample *now, const struct nw_sample *prev, double dt,
+                          const struct nw_view_opts *o, const double *le)
+{
+	for (unsigned op = 0; op < NWS_NOPS; op++) {
+		if (o->op && *o->op && !strstr(nws_op_name(op), o->op))
+			continue;
+		struct nw_sample_ent d, life;
+		op_delta(r, op, now, dt > 0 ? prev : NULL, &d, &life);
+		if (!life.count)
+			continue;
+		if (v->n == *cap) {
+			*cap = *cap ? *cap * 2 : 32;
+			v->rows = nw_realloc(v->rows, *cap * sizeof(*v->rows));
+		}
+		fill_row(&v->rows[v->n++], r, op, &d, &life, dt, le);
+	}
+}
+
 void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
                    const struct nw_sample *prev, const struct nw_view_opts *o, struct nw_view *v)
 {
@@ -142,12 +212,7 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 	double dt = prev && now ? now->t - prev->t : 0;
 	for (size_t i = 0; i < set->n; i++) {
 		const struct nw_sf_rank *r = &set->ranks[i];
-		switch (r->live) {
-		case NW_SF_LIVE: v->nlive++; break;
-		case NW_SF_FINISHED: v->nfinished++; break;
-		case NW_SF_DISABLED: v->ndisabled++; break;
-		default: v->nstale++; break;
-		}
+		count_state(v, r);
 		if (r->live == NW_SF_STALE && !o->all) {
 			v->nhidden++;
 			continue;
@@ -157,52 +222,7 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 		if (r->hdr.nranks == 1 && !r->hdr.ops_total)
 			v->nsolo++; /* NCCL sends no events for them: say so, do not look broken */
 		v->ngraph += r->hdr.graph_ops;
-		double life_s = r->hdr.updated_ns > r->hdr.created_ns
-		                ? (double)(r->hdr.updated_ns - r->hdr.created_ns) * 1e-9 : 0;
-		double busy = nw_sf_busy_est(r);
-		for (unsigned op = 0; op < NWS_NOPS; op++) {
-			if (o->op && *o->op && !strstr(nws_op_name(op), o->op))
-				continue;
-			struct nw_sample_ent d, life;
-			op_delta(r, op, now, dt > 0 ? prev : NULL, &d, &life);
-			if (!life.count)
-				continue;
-			if (v->n == cap) {
-				cap = cap ? cap * 2 : 32;
-				v->rows = nw_realloc(v->rows, cap * sizeof(*v->rows));
-			}
-			struct nw_view_row *row = &v->rows[v->n++];
-			memset(row, 0, sizeof(*row));
-			row->comm_hash = r->hdr.comm_hash;
-			nw_strlcpy(row->comm_name, r->hdr.comm_name, sizeof(row->comm_name));
-			nw_strlcpy(row->host, r->hdr.hostname, sizeof(row->host));
-			row->pid = r->hdr.pid;
-			row->rank = r->hdr.rank;
-			row->nranks = r->hdr.nranks;
-			row->op = op;
-			row->live = r->live;
-			row->calls = life.count;
-			row->bytes = life.bytes;
-			row->interval = dt > 0;
-			if (dt > 0)
-				row->calls_per_s = (double)d.count / dt;
-			else
-				row->calls_per_s = life_s > 0 ? (double)life.count / life_s : NAN;
-			/* times: the interval's when it timed anything, else the life's */
-			const struct nw_sample_timing *t;
-			row->src = nw_sample_best(&d, &t);
-			if (row->src < 0)
-				row->src = nw_sample_best(&life, &t);
-			row->p50_us = row->p99_us = NAN;
-			if (row->src >= 0) {
-				double secs = (double)t->sum_ns * 1e-9;
-				row->busbw_gbs = (double)t->bytes / secs / 1e9 * nws_busbw_factor(op, row->nranks);
-				row->p50_us = nw_hist_quantile(le, t->hist, NW_SAMPLE_NBOUNDS, 0.5) * 1e6;
-				row->p99_us = nw_hist_quantile(le, t->hist, NW_SAMPLE_NBOUNDS, 0.99) * 1e6;
-			}
-			row->busy = busy;
-			row->late_us = NAN;
-		}
+		add_rank_rows(v, &cap, r, now, prev, dt, o, le);
 	}
 	fill_lateness(set, o->late_window, v);
 	enum nw_view_sort key = o->sort;

@@ -8,6 +8,10 @@
  * slots into aggregates in the shared stats files, runs the activation-mask
  * policy and writes trace dumps. Registration (init/finalize) takes a mutex;
  * no event callback ever does.
+ *
+ * There is no nwp.c: plugin.c implements the entry points, hot paths,
+ * clocks and nwp_disable; publish.c the publisher (configuration, stats
+ * files, accounting, mask policy, trace dumps).
  */
 #ifndef NW_NWP_H
 #define NW_NWP_H
@@ -160,6 +164,9 @@ struct nwp_global {
 };
 
 extern struct nwp_global nwp_g;
+
+/* A step split out of a hot function (event callbacks, accounting): always inlined, so naming it adds no call. */
+#define NWP_HOT static inline __attribute__((always_inline))
 
 /* Clocks. */
 uint64_t nwp_realtime_ns(void);

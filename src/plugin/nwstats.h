@@ -34,6 +34,11 @@
  * Timestamps are CLOCK_REALTIME nanoseconds (so ranks on one host, and
  * hosts with synchronised clocks, can be compared). GPU kernel timestamps
  * (GPU globaltimer) are mapped onto CLOCK_REALTIME by the plugin.
+ *
+ * A layout-only contract, so there is no nwstats.c: the structs, the
+ * constants and the few small helpers (names, buckets, bins, busbw factors,
+ * seqlock reads, all static inline) are here, and the plugin (which links
+ * only libc) and the tools compile the very same definitions.
  */
 #ifndef NW_NWSTATS_H
 #define NW_NWSTATS_H

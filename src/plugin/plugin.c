@@ -333,6 +333,72 @@ static struct nwp_slot *child_parent(void *parent)
 	return s;
 }
 
+/* The type, parent and body of an event descriptor of either layout (v4, or v5 and v6). */
+NWP_HOT const union d_body *descr_read(const void *descr, int v4, uint64_t *type, void **parent)
+{
+	if (v4) {
+		const struct descr_v4 *d = descr;
+		*type = d->type;
+		*parent = d->parentObj;
+		return &d->u;
+	}
+	const struct descr_v5 *d = descr;
+	*type = d->type;
+	*parent = d->parentObj;
+	return &d->u;
+}
+
+/* Start an op (Coll, P2p or CeColl) of the communicator behind ctx; nothing when it is not watched. */
+NWP_HOT void start_op(void *ctx, void **eHandle, int kind, const union d_body *u)
+{
+	struct nwp_comm *c = ctx_comm(ctx);
+	if (!c) {
+		if (!ctx_ours(ctx))
+			nwp_disable("startEvent called with a context this plugin did not make");
+		return; /* unmonitored or already finalized: nothing to record */
+	}
+	*eHandle = op_start(c, kind, u);
+}
+
+/* A KernelCh event: the channel's GPU start time on its parent op, and the clock offset. */
+NWP_HOT void start_kernelch(void **eHandle, void *parent, const union d_body *u)
+{
+	struct nwp_slot *s = child_parent(parent);
+	if (!s)
+		return;
+	uint64_t t = u->kernelCh.pTimer;
+	if (t) {
+		atomic_min_u64(&s->kstart_gpu, t);
+		struct nwp_comm *c = slot_comm(s);
+		atomic_min_i64(&c->off_min, (int64_t)(nwp_realtime_ns() - t));
+	}
+	__atomic_fetch_add(&s->kch_started, 1, __ATOMIC_RELEASE);
+	*eHandle = (void *)((uintptr_t)s | TAG_KCH);
+}
+
+/* A ProxyOp event of this process: the first proxy start on its parent op. */
+NWP_HOT void start_proxyop(void **eHandle, void *parent, const union d_body *u)
+{
+	if (u->proxyOp.pid != nwp_g.pid)
+		return; /* PXN: the parent lives in another process */
+	struct nwp_slot *s = child_parent(parent);
+	if (!s)
+		return;
+	atomic_min_u64(&s->px_first_ns, nwp_realtime_ns());
+	__atomic_fetch_add(&s->px_started, 1, __ATOMIC_RELEASE);
+	*eHandle = (void *)((uintptr_t)s | TAG_PROXY);
+}
+
+/* CollApi/P2pApi (v5+): a call captured into a CUDA graph; its replays raise no events, so count it. */
+NWP_HOT void count_graph_call(void *ctx, uint64_t type, const union d_body *u, int v4)
+{
+	if (v4 || !(type == NWP_EV_COLLAPI ? u->collApi.graphCaptured : u->p2pApi.graphCaptured))
+		return;
+	struct nwp_comm *c = ctx_comm(ctx);
+	if (c)
+		__atomic_fetch_add(&c->graph_ops, 1, __ATOMIC_RELAXED);
+}
+
 static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
 {
 	if (!eHandle) {
@@ -348,77 +414,30 @@ static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
 	}
 	uint64_t type;
 	void *parent;
-	const union d_body *u;
-	if (v4) {
-		const struct descr_v4 *d = descr;
-		type = d->type;
-		parent = d->parentObj;
-		u = &d->u;
-	} else {
-		const struct descr_v5 *d = descr;
-		type = d->type;
-		parent = d->parentObj;
-		u = &d->u;
-	}
+	const union d_body *u = descr_read(descr, v4, &type, &parent);
+	int kind; /* the events that start an op break out of the switch with it */
 	switch (type) {
 	case NWP_EV_COLL:
-	case NWP_EV_P2P: {
-		struct nwp_comm *c = ctx_comm(ctx);
-		if (!c) {
-			if (!ctx_ours(ctx))
-				nwp_disable("startEvent called with a context this plugin did not make");
-			return 0; /* unmonitored or already finalized: nothing to record */
-		}
-		*eHandle = op_start(c, type == NWP_EV_COLL ? NWP_KIND_COLL : NWP_KIND_P2P, u);
-		return 0;
-	}
-	case NWP_EV_CECOLL: {
+		kind = NWP_KIND_COLL;
+		break;
+	case NWP_EV_P2P:
+		kind = NWP_KIND_P2P;
+		break;
+	case NWP_EV_CECOLL:
 		if (v4 || nwp_g.abi < 6)
 			return 0; /* not part of this interface version: ignore */
-		struct nwp_comm *c = ctx_comm(ctx);
-		if (!c) {
-			if (!ctx_ours(ctx))
-				nwp_disable("startEvent called with a context this plugin did not make");
-			return 0;
-		}
-		*eHandle = op_start(c, NWP_KIND_CE, u);
+		kind = NWP_KIND_CE;
+		break;
+	case NWP_EV_KERNELCH:
+		start_kernelch(eHandle, parent, u);
 		return 0;
-	}
-	case NWP_EV_KERNELCH: {
-		struct nwp_slot *s = child_parent(parent);
-		if (!s)
-			return 0;
-		uint64_t t = u->kernelCh.pTimer;
-		if (t) {
-			atomic_min_u64(&s->kstart_gpu, t);
-			struct nwp_comm *c = slot_comm(s);
-			atomic_min_i64(&c->off_min, (int64_t)(nwp_realtime_ns() - t));
-		}
-		__atomic_fetch_add(&s->kch_started, 1, __ATOMIC_RELEASE);
-		*eHandle = (void *)((uintptr_t)s | TAG_KCH);
+	case NWP_EV_PROXYOP:
+		start_proxyop(eHandle, parent, u);
 		return 0;
-	}
-	case NWP_EV_PROXYOP: {
-		if (u->proxyOp.pid != nwp_g.pid)
-			return 0; /* PXN: the parent lives in another process */
-		struct nwp_slot *s = child_parent(parent);
-		if (!s)
-			return 0;
-		atomic_min_u64(&s->px_first_ns, nwp_realtime_ns());
-		__atomic_fetch_add(&s->px_started, 1, __ATOMIC_RELEASE);
-		*eHandle = (void *)((uintptr_t)s | TAG_PROXY);
-		return 0;
-	}
 	case NWP_EV_COLLAPI:
-	case NWP_EV_P2PAPI: {
-		/* a call captured into a CUDA graph: its replays raise no events, so say how many there were */
-		if (v4 || !(type == NWP_EV_COLLAPI ? u->collApi.graphCaptured : u->p2pApi.graphCaptured))
-			return 0;
-		struct nwp_comm *c = ctx_comm(ctx);
-		if (c)
-			__atomic_fetch_add(&c->graph_ops, 1, __ATOMIC_RELAXED);
+	case NWP_EV_P2PAPI:
+		count_graph_call(ctx, type, u, v4);
 		return 0;
-	}
 	case NWP_EV_GROUP:
 	case NWP_EV_PROXYSTEP:
 	case NWP_EV_PROXYCTRL:
@@ -432,6 +451,8 @@ static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
 		nwp_disable("unknown event type 0x%llx", (unsigned long long)type);
 		return 0;
 	}
+	start_op(ctx, eHandle, kind, u);
+	return 0;
 }
 
 static int stop_event(void *eHandle)
@@ -528,6 +549,107 @@ static int global_setup(char *err, size_t errlen)
 	return 0;
 }
 
+/* Who a communicator is, as init was told. */
+struct comm_id {
+	uint64_t hash;
+	const char *name;
+	int nnodes, nranks, rank;
+};
+
+/* init's answer when NCCL gave no context or no mask pointer: disable, and set what can be set. */
+static int init_without_pointers(void **context, int *mask, nwp_logfn_t logfn)
+{
+	if (logfn && !nwp_g.logfn)
+		nwp_g.logfn = logfn;
+	nwp_disable("init called without %s", !context ? "a context pointer" : "an activation mask");
+	if (mask)
+		*mask = 0;
+	if (context)
+		*context = &unmonitored_ctx;
+	return 0;
+}
+
+/* A free communicator entry, its slot pool cleared and its identity filled; NULL when all are taken. Caller holds the lock. */
+static struct nwp_comm *comm_claim(const struct comm_id *id)
+{
+	struct nwp_comm *c = NULL;
+	for (int i = 0; i < nwp_g.max_comms; i++) {
+		if (!comm_store[i].alive) {
+			c = &comm_store[i];
+			c->index = i;
+			break;
+		}
+	}
+	if (!c)
+		return NULL;
+	struct nwp_slot *slots = nwp_g.arena + (size_t)c->index * nwp_g.pool_size;
+	memset(c, 0, sizeof(*c));
+	c->index = (int)(slots - nwp_g.arena) / (int)nwp_g.pool_size;
+	c->slots = slots;
+	memset(slots, 0, (size_t)nwp_g.pool_size * sizeof(*slots));
+	c->comm_hash = id->hash;
+	c->rank = id->rank;
+	c->nranks = id->nranks;
+	c->nnodes = id->nnodes;
+	c->off_min = INT64_MAX;
+	c->off_prev = INT64_MAX;
+	c->off_window = nwp_realtime_ns() / 1000000000ull / 10;
+	c->fd = -1;
+	snprintf(c->name, sizeof(c->name), "%s", id->name ? id->name : "");
+	return c;
+}
+
+/* The activation mask once a communicator over nnodes nodes is watched (the base mask grows to suit it). */
+static int comm_mask(int nnodes)
+{
+	int base = nwp_g.base_mask | NWP_EV_COLL | NWP_EV_P2P | (nnodes > 1 ? NWP_EV_PROXYOP : 0) |
+	           (nwp_g.abi >= 6 ? NWP_EV_CECOLL : 0); /* 2.29+: collectives on copy engines */
+	__atomic_store_n(&nwp_g.base_mask, base, __ATOMIC_RELAXED);
+	if (!nwp_g.mask)
+		nwp_g.kernel_on = nwp_g.kmode == NWS_KMODE_ON;
+	nwp_g.mask = nwp_g.base_mask | (nwp_g.kernel_on ? NWP_EV_KERNELCH : 0);
+	return nwp_g.mask;
+}
+
+/*
+ * Watch one more communicator (caller holds the lock): an entry, its
+ * stats file, NCCL's mask, the context, one INFO line, the publisher
+ * running. More communicators than entries are left unwatched (one INFO
+ * line). -1 with err when the plugin cannot go on.
+ */
+static int comm_register(int abi, const struct comm_id *id, void **context, int *mask, nwp_logfn_t logfn,
+                         char *err, size_t errlen)
+{
+	struct nwp_comm *c = comm_claim(id);
+	if (!c) {
+		if (logfn)
+			logfn(3 /* INFO */, 1, __FILE__, __LINE__,
+			      "ncclwatch: more than %d communicators in this process; communicator %s (%016llx) is not watched (raise NCCLWATCH_MAX_COMMS)",
+			      nwp_g.max_comms, id->name && *id->name ? id->name : "-", (unsigned long long)id->hash);
+		*mask = nwp_g.mask;
+		return 0;
+	}
+	if (nwp_comm_open(c, err, errlen) != 0)
+		return -1;
+	*mask = comm_mask(id->nnodes);
+	__atomic_store_n(&c->alive, 1, __ATOMIC_RELEASE);
+	nwp_g.ncomms_alive++;
+	*context = c;
+	if (logfn)
+		logfn(3 /* INFO */, 1, __FILE__, __LINE__,
+		      "ncclwatch: profiler v%d watching comm %016llx rank %d/%d, stats in %s, kernel timestamps %s",
+		      abi, (unsigned long long)id->hash, id->rank, id->nranks, c->path,
+		      nwp_g.kmode == NWS_KMODE_ON ? "always" : nwp_g.kmode == NWS_KMODE_OFF ? "never" : "auto");
+	if (!nwp_g.thread_running) {
+		if (nwp_thread_start() != 0) {
+			snprintf(err, errlen, "cannot start the publisher thread");
+			return -1;
+		}
+		nwp_g.thread_running = 1;
+	}
+	return 0;
+}
+
 /*
  * init for every ABI version: register one communicator, open its stats
  * file, hand NCCL the activation mask. Never fails NCCL: a problem
@@ -538,97 +660,30 @@ static int plugin_init(int abi, void **context, uint64_t comm_hash, int *mask, c
 {
 	static int setup_done;
 	char err[200] = "";
-	if (!context || !mask) {
-		if (logfn && !nwp_g.logfn)
-			nwp_g.logfn = logfn;
-		nwp_disable("init called without %s", !context ? "a context pointer" : "an activation mask");
-		if (mask)
-			*mask = 0;
-		if (context)
-			*context = &unmonitored_ctx;
-		return 0;
-	}
+	if (!context || !mask)
+		return init_without_pointers(context, mask, logfn);
 	*context = &unmonitored_ctx;
 	pthread_mutex_lock(&nwp_g.lock);
 	if (!nwp_g.logfn)
 		nwp_g.logfn = logfn;
 	nwp_g.mask_ptr = mask;
+	int rc = 0;
 	if (!setup_done) {
 		setup_done = 1;
 		nwp_g.abi = abi;
-		if (global_setup(err, sizeof(err)) != 0) {
-			pthread_mutex_unlock(&nwp_g.lock);
-			nwp_disable("%s", err);
-			*mask = 0;
-			return 0;
-		}
+		rc = global_setup(err, sizeof(err));
 	}
-	if (__atomic_load_n(&nwp_g.disabled, __ATOMIC_RELAXED)) {
+	if (rc == 0 && __atomic_load_n(&nwp_g.disabled, __ATOMIC_RELAXED)) {
 		*mask = 0;
-		goto out;
+	} else if (rc == 0) {
+		const struct comm_id id = { comm_hash, name, nnodes, nranks, rank };
+		rc = comm_register(abi, &id, context, mask, logfn, err, sizeof(err));
 	}
-	struct nwp_comm *c = NULL;
-	for (int i = 0; i < nwp_g.max_comms; i++) {
-		if (!comm_store[i].alive) {
-			c = &comm_store[i];
-			c->index = i;
-			break;
-		}
-	}
-	if (!c) {
-		if (logfn)
-			logfn(3 /* INFO */, 1, __FILE__, __LINE__,
-			      "ncclwatch: more than %d communicators in this process; communicator %s (%016llx) is not watched (raise NCCLWATCH_MAX_COMMS)",
-			      nwp_g.max_comms, name && *name ? name : "-", (unsigned long long)comm_hash);
-		*mask = nwp_g.mask;
-		goto out;
-	}
-	struct nwp_slot *slots = nwp_g.arena + (size_t)c->index * nwp_g.pool_size;
-	memset(c, 0, sizeof(*c));
-	c->index = (int)(slots - nwp_g.arena) / (int)nwp_g.pool_size;
-	c->slots = slots;
-	memset(slots, 0, (size_t)nwp_g.pool_size * sizeof(*slots));
-	c->comm_hash = comm_hash;
-	c->rank = rank;
-	c->nranks = nranks;
-	c->nnodes = nnodes;
-	c->off_min = INT64_MAX;
-	c->off_prev = INT64_MAX;
-	c->off_window = nwp_realtime_ns() / 1000000000ull / 10;
-	c->fd = -1;
-	snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
-	if (nwp_comm_open(c, err, sizeof(err)) != 0) {
-		pthread_mutex_unlock(&nwp_g.lock);
+	pthread_mutex_unlock(&nwp_g.lock);
+	if (rc != 0) {
 		nwp_disable("%s", err);
 		*mask = 0;
-		return 0;
 	}
-	int base = nwp_g.base_mask | NWP_EV_COLL | NWP_EV_P2P | (nnodes > 1 ? NWP_EV_PROXYOP : 0) |
-	           (nwp_g.abi >= 6 ? NWP_EV_CECOLL : 0); /* 2.29+: collectives on copy engines */
-	__atomic_store_n(&nwp_g.base_mask, base, __ATOMIC_RELAXED);
-	if (!nwp_g.mask)
-		nwp_g.kernel_on = nwp_g.kmode == NWS_KMODE_ON;
-	nwp_g.mask = nwp_g.base_mask | (nwp_g.kernel_on ? NWP_EV_KERNELCH : 0);
-	*mask = nwp_g.mask;
-	__atomic_store_n(&c->alive, 1, __ATOMIC_RELEASE);
-	nwp_g.ncomms_alive++;
-	*context = c;
-	if (logfn)
-		logfn(3 /* INFO */, 1, __FILE__, __LINE__,
-		      "ncclwatch: profiler v%d watching comm %016llx rank %d/%d, stats in %s, kernel timestamps %s",
-		      abi, (unsigned long long)comm_hash, rank, nranks, c->path,
-		      nwp_g.kmode == NWS_KMODE_ON ? "always" : nwp_g.kmode == NWS_KMODE_OFF ? "never" : "auto");
-	if (!nwp_g.thread_running) {
-		if (nwp_thread_start() != 0) {
-			pthread_mutex_unlock(&nwp_g.lock);
-			nwp_disable("cannot start the publisher thread");
-			*mask = 0;
-			return 0;
-		}
-		nwp_g.thread_running = 1;
-	}
-out:
-	pthread_mutex_unlock(&nwp_g.lock);
 	return 0;
 }
 

@@ -350,15 +350,17 @@ static void busy_add(struct nwp_comm *c, uint64_t sec, uint64_t k, uint64_t e)
 	c->busy_e[sec % 64] += e;
 }
 
-/* Account one finished op: record, ring entry, busy time, slow check, cost model. */
-static void account(struct nwp_comm *c, struct nwp_slot *s, unsigned src, unsigned flags, uint64_t now)
+/* One finished op as it is accounted: what it was, how big, when it ran and how that was timed. */
+struct done_op {
+	unsigned op, dtype, bucket, src, flags;
+	uint64_t bytes;
+	uint64_t start, end, dur;  /* realtime ns, and the execution time */
+};
+
+/* The op's execution interval from its time source: GPU kernel times mapped to realtime, proxy times, or the launch. */
+NWP_HOT void op_interval(const struct nwp_comm *c, struct nwp_slot *s, struct done_op *d)
 {
-	unsigned op = op_of(s->func), tsize;
-	unsigned dt = dtype_of(s->dtype, &tsize);
-	uint64_t bytes = s->count * tsize * (op_is_split(op) && c->nranks > 0 ? (uint64_t)c->nranks : 1);
-	unsigned b = nws_size_bucket(bytes);
-	uint64_t start, end, dur;
-	if (src == NWS_SRC_KERNEL) {
+	if (d->src == NWS_SRC_KERNEL) {
 		uint64_t ks = __atomic_load_n(&s->kstart_gpu, __ATOMIC_RELAXED);
 		uint64_t ke = __atomic_load_n(&s->kend_gpu, __ATOMIC_RELAXED);
 		/* GPU globaltimer -> realtime: the smallest (arrival - timestamp) seen over the
@@ -369,102 +371,131 @@ static void account(struct nwp_comm *c, struct nwp_slot *s, unsigned src, unsign
 			off = 0;
 		if (!ks || ke < ks)
 			ke = ks;
-		dur = ke - ks;
-		start = (uint64_t)((int64_t)ks + off);
-		end = (uint64_t)((int64_t)ke + off);
-	} else if (src == NWS_SRC_PROXY) {
-		start = __atomic_load_n(&s->px_first_ns, __ATOMIC_RELAXED);
-		end = __atomic_load_n(&s->px_last_ns, __ATOMIC_RELAXED);
-		if (end < start)
-			end = start;
-		dur = end - start;
+		d->dur = ke - ks;
+		d->start = (uint64_t)((int64_t)ks + off);
+		d->end = (uint64_t)((int64_t)ke + off);
+	} else if (d->src == NWS_SRC_PROXY) {
+		d->start = __atomic_load_n(&s->px_first_ns, __ATOMIC_RELAXED);
+		d->end = __atomic_load_n(&s->px_last_ns, __ATOMIC_RELAXED);
+		if (d->end < d->start)
+			d->end = d->start;
+		d->dur = d->end - d->start;
 	} else {
-		start = s->enq_ns;
-		end = s->enq_end_ns >= s->enq_ns ? s->enq_end_ns : s->enq_ns;
-		dur = end - start;
+		d->start = s->enq_ns;
+		d->end = s->enq_end_ns >= s->enq_ns ? s->enq_end_ns : s->enq_ns;
+		d->dur = d->end - d->start;
 	}
+}
 
-	struct nws_record *r = &c->rec[op * NWS_NBUCKETS + b];
+/* Add the op to its (op, bucket) record under the seqlock; returns the record's mean kernel time (0: none). */
+NWP_HOT uint64_t record_add(struct nwp_comm *c, const struct done_op *d)
+{
+	struct nws_record *r = &c->rec[d->op * NWS_NBUCKETS + d->bucket];
 	w_begin(&r->gen);
 	r->count++;
-	r->bytes += bytes;
-	r->last_ns = end;
-	struct nws_timing *t = &r->t[src];
-	if (!t->count || dur < t->min_ns)
-		t->min_ns = dur;
-	if (dur > t->max_ns)
-		t->max_ns = dur;
+	r->bytes += d->bytes;
+	r->last_ns = d->end;
+	struct nws_timing *t = &r->t[d->src];
+	if (!t->count || d->dur < t->min_ns)
+		t->min_ns = d->dur;
+	if (d->dur > t->max_ns)
+		t->max_ns = d->dur;
 	t->count++;
-	t->bytes += bytes;
-	t->sum_ns += dur;
-	t->hist[nws_time_bin(dur)]++;
+	t->bytes += d->bytes;
+	t->sum_ns += d->dur;
+	t->hist[nws_time_bin(d->dur)]++;
 	uint64_t kmean = r->t[NWS_SRC_KERNEL].count ? r->t[NWS_SRC_KERNEL].sum_ns / r->t[NWS_SRC_KERNEL].count : 0;
 	w_end(&r->gen);
+	return kmean;
+}
 
-	/* slow-op check against recent kernel times of the same comm/op/bucket */
-	if (src == NWS_SRC_KERNEL) {
-		struct nwp_recent *rc = &c->recent[op][b];
-		if (rc->n >= 8) {
-			uint64_t med = recent_median(rc);
-			if ((double)dur > nwp_g.slow_factor * (double)med && dur - med > nwp_g.slow_floor_ns) {
-				flags |= NWS_OPF_SLOW;
-				c->slow_ops++;
-				if (!nwp_g.last_auto_dump_ns || now - nwp_g.last_auto_dump_ns >= nwp_g.dump_min_ns) {
-					nwp_g.last_auto_dump_ns = now ? now : 1;
-					__atomic_store_n(&nwp_g.dump_requested, 2, __ATOMIC_RELAXED);
-				}
+/* Kernel-timed ops: flag one far slower than recent peers of its comm/op/bucket (and ask for a dump), then remember its time. */
+NWP_HOT void slow_check(struct nwp_comm *c, struct done_op *d, uint64_t now)
+{
+	struct nwp_recent *rc = &c->recent[d->op][d->bucket];
+	if (rc->n >= 8) {
+		uint64_t med = recent_median(rc);
+		if ((double)d->dur > nwp_g.slow_factor * (double)med && d->dur - med > nwp_g.slow_floor_ns) {
+			d->flags |= NWS_OPF_SLOW;
+			c->slow_ops++;
+			if (!nwp_g.last_auto_dump_ns || now - nwp_g.last_auto_dump_ns >= nwp_g.dump_min_ns) {
+				nwp_g.last_auto_dump_ns = now ? now : 1;
+				__atomic_store_n(&nwp_g.dump_requested, 2, __ATOMIC_RELAXED);
 			}
 		}
-		rc->ns[rc->pos] = dur;
-		rc->pos = (rc->pos + 1) % NWP_RECENT;
-		if (rc->n < NWP_RECENT)
-			rc->n++;
-		c->kernel_ops++;
 	}
+	rc->ns[rc->pos] = d->dur;
+	rc->pos = (rc->pos + 1) % NWP_RECENT;
+	if (rc->n < NWP_RECENT)
+		rc->n++;
+	c->kernel_ops++;
+}
 
-	/* busy time: union of kernel intervals, plus estimates for untimed ops */
-	if (src == NWS_SRC_KERNEL) {
-		uint64_t from = start > c->last_end_ns ? start : c->last_end_ns;
-		uint64_t add = end > from ? end - from : 0;
-		if (end > c->last_end_ns)
-			c->last_end_ns = end;
-		busy_add(c, end / SEC, add, 0);
+/* Busy time (union of kernel intervals, plus estimates for untimed ops) and the KernelCh cost model. */
+NWP_HOT void busy_and_cost(struct nwp_comm *c, const struct done_op *d, uint64_t kmean)
+{
+	if (d->src == NWS_SRC_KERNEL) {
+		uint64_t from = d->start > c->last_end_ns ? d->start : c->last_end_ns;
+		uint64_t add = d->end > from ? d->end - from : 0;
+		if (d->end > c->last_end_ns)
+			c->last_end_ns = d->end;
+		busy_add(c, d->end / SEC, add, 0);
 	} else if (kmean) {
-		busy_add(c, end / SEC, 0, kmean);
+		busy_add(c, d->end / SEC, 0, kmean);
 	}
-
 	/* cost model for the KernelCh policy (all comms of the process) */
-	double est = src == NWS_SRC_KERNEL ? (double)dur : kmean ? (double)kmean
-	             : 10000.0 + (double)bytes / 50.0; /* no sample yet: 10 us + 50 GB/s */
+	double est = d->src == NWS_SRC_KERNEL ? (double)d->dur : kmean ? (double)kmean
+	             : 10000.0 + (double)d->bytes / 50.0; /* no sample yet: 10 us + 50 GB/s */
 	nwp_g.win_exec_ns += est;
 	nwp_g.win_cost_ns += est >= LARGE_OP_NS ? COST_LARGE_NS : COST_SMALL_NS;
+}
 
-	/* flight recorder */
+/* The op's entry in the flight recorder. */
+NWP_HOT void ring_add(struct nwp_comm *c, const struct nwp_slot *s, const struct done_op *d)
+{
 	uint64_t idx = ++c->ring_head;
 	struct nws_opent *e = &c->ring[(idx - 1) % c->ring_len];
 	w_begin(&e->gen);
 	e->idx = idx;
 	e->seq = s->seq;
-	e->bytes = bytes;
+	e->bytes = d->bytes;
 	e->count = s->count;
 	e->enq_ns = s->enq_ns;
 	e->enq_end_ns = s->enq_end_ns;
-	e->start_ns = start;
-	e->end_ns = end;
-	e->op = (uint16_t)op;
-	e->src = (uint8_t)src;
-	e->flags = (uint8_t)(flags | (s->kind == NWP_KIND_COLL ? NWS_OPF_SEQ : 0));
+	e->start_ns = d->start;
+	e->end_ns = d->end;
+	e->op = (uint16_t)d->op;
+	e->src = (uint8_t)d->src;
+	e->flags = (uint8_t)(d->flags | (s->kind == NWP_KIND_COLL ? NWS_OPF_SEQ : 0));
 	e->nchannels = s->nch;
 	e->nwarps = s->nwarps;
-	e->dtype = (uint8_t)dt;
+	e->dtype = (uint8_t)d->dtype;
 	e->nkch = (uint8_t)(s->kch_stopped > 255 ? 255 : s->kch_stopped);
 	e->peer = s->peer;
 	copy_str(e->algo, sizeof(e->algo), s->algo);
 	copy_str(e->proto, sizeof(e->proto), s->proto);
 	w_end(&e->gen);
+}
 
-	if (s->kind == NWP_KIND_COLL && s->seq + 1 > c->last_seq[op])
-		c->last_seq[op] = s->seq + 1;
+/* Account one finished op: record, ring entry, busy time, slow check, cost model. */
+static void account(struct nwp_comm *c, struct nwp_slot *s, unsigned src, unsigned flags, uint64_t now)
+{
+	struct done_op d;
+	unsigned tsize;
+	d.op = op_of(s->func);
+	d.dtype = dtype_of(s->dtype, &tsize);
+	d.bytes = s->count * tsize * (op_is_split(d.op) && c->nranks > 0 ? (uint64_t)c->nranks : 1);
+	d.bucket = nws_size_bucket(d.bytes);
+	d.src = src;
+	d.flags = flags;
+	op_interval(c, s, &d);
+	uint64_t kmean = record_add(c, &d);
+	if (src == NWS_SRC_KERNEL)
+		slow_check(c, &d, now);
+	busy_and_cost(c, &d, kmean);
+	ring_add(c, s, &d);
+	if (s->kind == NWP_KIND_COLL && s->seq + 1 > c->last_seq[d.op])
+		c->last_seq[d.op] = s->seq + 1;
 	c->ops_total++;
 }
 

@@ -448,14 +448,9 @@ static void walk_up(struct nw_doc_ctx *c, const char *root, const char *pci_path
 	}
 }
 
-void nw_doc_gather(struct nw_doc_ctx *c, const char *root, char **env,
-                   const struct nw_nvml_snap *snap, const struct nw_topo *t)
+/* Network interfaces and their operstate (/sys/class/net); nifaces -1 when unreadable. */
+static void gather_ifaces(struct nw_doc_ctx *c, const char *root)
 {
-	const char *override = c->nccl_override;
-	nw_doc_ctx_init(c, snap, t);
-	c->nccl_override = override;
-	c->env = env ? env : environ;
-
 	char **names;
 	int n = nw_sys_list(root, "/sys/class/net", &names);
 	c->nifaces = n < 0 ? -1 : 0;
@@ -468,13 +463,21 @@ void nw_doc_gather(struct nw_doc_ctx *c, const char *root, char **env,
 		c->nifaces++;
 	}
 	nw_sys_free_names(names, n > 0 ? n : 0);
+}
 
+/* The NCCL that would load (and the CUDA it was built for), and every libnccl on the machine. */
+static void gather_nccl(struct nw_doc_ctx *c)
+{
 	c->nccl_state = nw_nccl_locate(c->nccl_override, &c->nccl, c->nccl_err, sizeof(c->nccl_err)) == 0;
 	if (c->nccl_state == 1)
 		(void)nw_doc_nccl_cuda(c->nccl.path, c->nccl_cuda, sizeof(c->nccl_cuda));
 	c->nall = nw_nccl_find_all(&c->all);
 	c->all_state = 1;
+}
 
+/* Kernel, modules, virtualisation, logind, limits and IOMMU: the OS and container facts. */
+static void gather_os(struct nw_doc_ctx *c, const char *root)
+{
 	c->cmdline = nw_sys_slurp(root, "/proc/cmdline", 1 << 16);
 	c->modules = nw_sys_slurp(root, "/proc/modules", 1 << 20);
 	c->peermem_sysmodule = nw_sys_exists(root, "/sys/module/nvidia_peermem") ||
@@ -497,10 +500,15 @@ void nw_doc_gather(struct nw_doc_ctx *c, const char *root, char **env,
 	c->uid = (long)geteuid();
 	c->shm_bytes = read_shm(root);
 	c->memlock = read_memlock(root);
-	n = nw_sys_list(root, "/sys/class/iommu", &names);
+	char **names;
+	int n = nw_sys_list(root, "/sys/class/iommu", &names);
 	c->iommu_units = n;
 	nw_sys_free_names(names, n > 0 ? n : 0);
+}
 
+/* The bridges above every GPU and NIC, and the PCIe links of NICs and bridges. */
+static void gather_pcie(struct nw_doc_ctx *c, const char *root, const struct nw_topo *t)
+{
 	for (int i = 0; i < t->ngpus; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "GPU%d", t->gpus[i].index);
@@ -519,7 +527,11 @@ void nw_doc_gather(struct nw_doc_ctx *c, const char *root, char **env,
 		if (!dup)
 			add_link(c, root, t->nics[i].pci_path, what);
 	}
+}
 
+/* This process's allowed CPUs (/proc/self/status) and how many CPUs are online. */
+static void gather_cpus(struct nw_doc_ctx *c, const char *root)
+{
 	char *status = nw_sys_slurp(root, "/proc/self/status", 1 << 16);
 	const char *al = status ? strstr(status, "Cpus_allowed_list:") : NULL;
 	if (al) {
@@ -539,6 +551,20 @@ void nw_doc_gather(struct nw_doc_ctx *c, const char *root, char **env,
 	unsigned long long bits[NW_DOC_CPU_BITS / 64];
 	if (nw_sys_line(root, "/sys/devices/system/cpu/online", online, sizeof(online)) == 0)
 		c->ncpus_online = nw_cpulist_parse(online, bits, NW_DOC_CPU_BITS);
+}
+
+void nw_doc_gather(struct nw_doc_ctx *c, const char *root, char **env,
+                   const struct nw_nvml_snap *snap, const struct nw_topo *t)
+{
+	const char *override = c->nccl_override;
+	nw_doc_ctx_init(c, snap, t);
+	c->nccl_override = override;
+	c->env = env ? env : environ;
+	gather_ifaces(c, root);
+	gather_nccl(c);
+	gather_os(c, root);
+	gather_pcie(c, root, t);
+	gather_cpus(c, root);
 }
 
 int nw_doc_probe_all(const char *root, const char *nvml_json, const char *nccl_lib, double interval,

@@ -497,10 +497,91 @@ int nw_topo_probe(struct nw_topo *t, const char *root, const struct nw_nvml_snap
 	return 0;
 }
 
+/* One GPU as JSON: index, model, bus, NUMA, PCIe link and NVLinks (what is known). */
+static json_t *gpu_json(const struct nw_topo_gpu *g)
+{
+	json_t *j = json_object();
+	json_object_set_new(j, "index", json_integer(g->index));
+	json_object_set_new(j, "model", json_string(g->model));
+	json_object_set_new(j, "bus_id", json_string(g->bus_id));
+	if (g->uuid[0])
+		json_object_set_new(j, "uuid", json_string(g->uuid));
+	if (g->numa >= 0)
+		json_object_set_new(j, "numa_node", json_integer(g->numa));
+	if (g->cpus[0])
+		json_object_set_new(j, "local_cpus", json_string(g->cpus));
+	json_t *pc = json_object();
+	if (g->gen_cur > 0) json_object_set_new(pc, "gen_cur", json_integer(g->gen_cur));
+	if (g->gen_max > 0) json_object_set_new(pc, "gen_max", json_integer(g->gen_max));
+	if (g->width_cur > 0) json_object_set_new(pc, "width_cur", json_integer(g->width_cur));
+	if (g->width_max > 0) json_object_set_new(pc, "width_max", json_integer(g->width_max));
+	if (g->pcie_gbs > 0) json_object_set_new(pc, "max_gbs", json_real(g->pcie_gbs));
+	json_object_set_new(j, "pcie", pc);
+	if (g->nvlinks_total > 0) {
+		json_t *nv = json_object();
+		json_object_set_new(nv, "links", json_integer(g->nvlinks_total));
+		json_object_set_new(nv, "active", json_integer(g->nvlinks_active));
+		json_object_set_new(nv, "to_nvswitch", json_integer(g->nvlinks_to_switch));
+		if (g->nvlink_gbs > 0)
+			json_object_set_new(nv, "link_gbs", json_real(g->nvlink_gbs));
+		json_object_set_new(j, "nvlink", nv);
+	}
+	return j;
+}
+
+/* GPUs i and k of t as a pair: path, NVLinks, link speed, peer-to-peer status. */
+static json_t *pair_json(const struct nw_topo *t, int i, int k)
+{
+	const struct nw_topo_pair *p = &t->pairs[i][k];
+	char lab[16];
+	json_t *j = json_object();
+	json_object_set_new(j, "a", json_integer(t->gpus[i].index));
+	json_object_set_new(j, "b", json_integer(t->gpus[k].index));
+	json_object_set_new(j, "path", json_string(nw_path_label(p->path, p->nvlinks, lab, sizeof(lab))));
+	if (p->nvlinks)
+		json_object_set_new(j, "nvlinks", json_integer(p->nvlinks));
+	if (p->link_gbs > 0)
+		json_object_set_new(j, "link_gbs", json_real(p->link_gbs));
+	if (p->p2p >= 0)
+		json_object_set_new(j, "p2p", json_boolean(p->p2p));
+	if (p->p2p_why[0])
+		json_object_set_new(j, "p2p_why", json_string(p->p2p_why));
+	return j;
+}
+
+/* NIC n of t: name, kind, port, state, speed, bus, NUMA and its nearest GPUs. */
+static json_t *nic_json(const struct nw_topo *t, const struct nw_topo_nic *n)
+{
+	char lab[16];
+	json_t *j = json_object();
+	json_object_set_new(j, "name", json_string(n->name));
+	json_object_set_new(j, "kind", json_string(n->kind));
+	if (n->port >= 0)
+		json_object_set_new(j, "port", json_integer(n->port));
+	if (n->netdev[0])
+		json_object_set_new(j, "netdev", json_string(n->netdev));
+	if (n->state[0])
+		json_object_set_new(j, "state", json_string(n->state));
+	json_object_set_new(j, "up", json_boolean(n->up));
+	if (n->rate_gbps > 0)
+		json_object_set_new(j, "rate_gbps", json_real(n->rate_gbps));
+	if (n->bus_id[0])
+		json_object_set_new(j, "bus_id", json_string(n->bus_id));
+	if (n->numa >= 0)
+		json_object_set_new(j, "numa_node", json_integer(n->numa));
+	if (n->nnearest) {
+		json_t *near = json_array();
+		for (int k = 0; k < n->nnearest; k++)
+			json_array_append_new(near, json_integer(t->gpus[n->nearest[k]].index));
+		json_object_set_new(j, "nearest_gpus", near);
+		json_object_set_new(j, "nearest_path", json_string(nw_path_label(n->nearest_path, 0, lab, sizeof(lab))));
+	}
+	return j;
+}
+
 json_t *nw_topo_to_json(const struct nw_topo *t)
 {
 	json_t *o = json_object();
-	char lab[16];
 	json_object_set_new(o, "gpu_source", json_string(t->gpu_source));
 	if (t->nvml_lib[0])
 		json_object_set_new(o, "nvml_lib", json_string(t->nvml_lib));
@@ -514,85 +595,17 @@ json_t *nw_topo_to_json(const struct nw_topo *t)
 		json_object_set_new(o, "cuda_driver", json_string(cv));
 	}
 	json_t *gpus = json_array();
-	for (int i = 0; i < t->ngpus; i++) {
-		const struct nw_topo_gpu *g = &t->gpus[i];
-		json_t *j = json_object();
-		json_object_set_new(j, "index", json_integer(g->index));
-		json_object_set_new(j, "model", json_string(g->model));
-		json_object_set_new(j, "bus_id", json_string(g->bus_id));
-		if (g->uuid[0])
-			json_object_set_new(j, "uuid", json_string(g->uuid));
-		if (g->numa >= 0)
-			json_object_set_new(j, "numa_node", json_integer(g->numa));
-		if (g->cpus[0])
-			json_object_set_new(j, "local_cpus", json_string(g->cpus));
-		json_t *pc = json_object();
-		if (g->gen_cur > 0) json_object_set_new(pc, "gen_cur", json_integer(g->gen_cur));
-		if (g->gen_max > 0) json_object_set_new(pc, "gen_max", json_integer(g->gen_max));
-		if (g->width_cur > 0) json_object_set_new(pc, "width_cur", json_integer(g->width_cur));
-		if (g->width_max > 0) json_object_set_new(pc, "width_max", json_integer(g->width_max));
-		if (g->pcie_gbs > 0) json_object_set_new(pc, "max_gbs", json_real(g->pcie_gbs));
-		json_object_set_new(j, "pcie", pc);
-		if (g->nvlinks_total > 0) {
-			json_t *nv = json_object();
-			json_object_set_new(nv, "links", json_integer(g->nvlinks_total));
-			json_object_set_new(nv, "active", json_integer(g->nvlinks_active));
-			json_object_set_new(nv, "to_nvswitch", json_integer(g->nvlinks_to_switch));
-			if (g->nvlink_gbs > 0)
-				json_object_set_new(nv, "link_gbs", json_real(g->nvlink_gbs));
-			json_object_set_new(j, "nvlink", nv);
-		}
-		json_array_append_new(gpus, j);
-	}
+	for (int i = 0; i < t->ngpus; i++)
+		json_array_append_new(gpus, gpu_json(&t->gpus[i]));
 	json_object_set_new(o, "gpus", gpus);
 	json_t *pairs = json_array();
 	for (int i = 0; i < t->ngpus; i++)
-		for (int k = i + 1; k < t->ngpus; k++) {
-			const struct nw_topo_pair *p = &t->pairs[i][k];
-			json_t *j = json_object();
-			json_object_set_new(j, "a", json_integer(t->gpus[i].index));
-			json_object_set_new(j, "b", json_integer(t->gpus[k].index));
-			json_object_set_new(j, "path", json_string(nw_path_label(p->path, p->nvlinks, lab, sizeof(lab))));
-			if (p->nvlinks)
-				json_object_set_new(j, "nvlinks", json_integer(p->nvlinks));
-			if (p->link_gbs > 0)
-				json_object_set_new(j, "link_gbs", json_real(p->link_gbs));
-			if (p->p2p >= 0)
-				json_object_set_new(j, "p2p", json_boolean(p->p2p));
-			if (p->p2p_why[0])
-				json_object_set_new(j, "p2p_why", json_string(p->p2p_why));
-			json_array_append_new(pairs, j);
-		}
+		for (int k = i + 1; k < t->ngpus; k++)
+			json_array_append_new(pairs, pair_json(t, i, k));
 	json_object_set_new(o, "pairs", pairs);
 	json_t *nics = json_array();
-	for (int i = 0; i < t->nnics; i++) {
-		const struct nw_topo_nic *n = &t->nics[i];
-		json_t *j = json_object();
-		json_object_set_new(j, "name", json_string(n->name));
-		json_object_set_new(j, "kind", json_string(n->kind));
-		if (n->port >= 0)
-			json_object_set_new(j, "port", json_integer(n->port));
-		if (n->netdev[0])
-			json_object_set_new(j, "netdev", json_string(n->netdev));
-		if (n->state[0])
-			json_object_set_new(j, "state", json_string(n->state));
-		json_object_set_new(j, "up", json_boolean(n->up));
-		if (n->rate_gbps > 0)
-			json_object_set_new(j, "rate_gbps", json_real(n->rate_gbps));
-		if (n->bus_id[0])
-			json_object_set_new(j, "bus_id", json_string(n->bus_id));
-		if (n->numa >= 0)
-			json_object_set_new(j, "numa_node", json_integer(n->numa));
-		if (n->nnearest) {
-			json_t *near = json_array();
-			for (int k = 0; k < n->nnearest; k++)
-				json_array_append_new(near, json_integer(t->gpus[n->nearest[k]].index));
-			json_object_set_new(j, "nearest_gpus", near);
-			json_object_set_new(j, "nearest_path",
-			                    json_string(nw_path_label(n->nearest_path, 0, lab, sizeof(lab))));
-		}
-		json_array_append_new(nics, j);
-	}
+	for (int i = 0; i < t->nnics; i++)
+		json_array_append_new(nics, nic_json(t, &t->nics[i]));
 	json_object_set_new(o, "nics", nics);
 	return o;
 }

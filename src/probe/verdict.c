@@ -101,6 +101,95 @@ static const struct nw_row *worst_row(const struct nw_run *r, const char *op, ui
 	return best;
 }
 
+/* What an op's busbw is compared with, and where that figure comes from. */
+struct expectation {
+	double gbs;                 /* 0 when there is nothing to compare with */
+	double warn, fail;          /* ratios to gbs under which it warns, fails */
+	char basis[NW_ERRLEN + 64];
+};
+
+/*
+ * The expectation for op at size (sz: the same, as text) with m's ranks:
+ * the baseline's row when there is a baseline, else the model for topo
+ * with nlocal ranks on this host, else none; the basis says which, or why none.
+ */
+static void expectation_for(const struct nw_row *m, const char *op, uint64_t size, const char *sz,
+                            const struct nw_run *baseline, const struct nw_topo *topo, int nlocal,
+                            const struct nw_verdict_opts *o, struct expectation *x)
+{
+	x->gbs = 0;
+	x->warn = o->warn_below;
+	x->fail = o->fail_below;
+	x->basis[0] = '\0';
+	if (baseline) {
+		const struct nw_row *b = worst_row(baseline, op, size, m->nranks);
+		if (b && b->busbw_gbs > 0) {
+			x->gbs = b->busbw_gbs;
+			snprintf(x->basis, sizeof(x->basis), "baseline %s", baseline->h.time[0] ? baseline->h.time : "run");
+		} else
+			snprintf(x->basis, sizeof(x->basis), "the baseline has no %s row at %s with %d ranks", op, sz, m->nranks);
+		return;
+	}
+	if (!topo) {
+		snprintf(x->basis, sizeof(x->basis), "no expectation (host backend; give --baseline)");
+		return;
+	}
+	const struct nw_coll *c = nw_coll_find(op);
+	struct nw_expect e;
+	char err[NW_ERRLEN];
+	int local = nlocal > 0 ? nlocal : m->nranks;
+	if (local > m->nranks)
+		local = m->nranks;
+	if (!c)
+		snprintf(x->basis, sizeof(x->basis), "no model for '%s'", op);
+	else if (nw_expect_for_topo(topo, c->op, m->nranks, local, size, &e, err, sizeof(err)) < 0)
+		snprintf(x->basis, sizeof(x->basis), "no expectation: %s", err);
+	else {
+		x->gbs = e.busbw_gbs;
+		nw_strlcpy(x->basis, e.basis, sizeof(x->basis));
+		if (!e.calibrated) {
+			x->warn = o->warn_below_uncal;
+			x->fail = o->fail_below_uncal;
+		}
+	}
+}
+
+/* One item for op: its slowest row at its largest size against the expectation; cause names doctor's findings. */
+static void judge_op(struct nw_check_verdict *cv, const struct nw_run *run, const char *op,
+                     const struct nw_run *baseline, const struct nw_topo *topo, int nlocal,
+                     const char *cause, const struct nw_verdict_opts *o)
+{
+	uint64_t size = 0;
+	for (size_t k = 0; k < run->nrows; k++)
+		if (!strcmp(run->rows[k].op, op) && run->rows[k].size_bytes > size)
+			size = run->rows[k].size_bytes;
+	const struct nw_row *m = worst_row(run, op, size, 0);
+	if (!m)
+		return;
+	char sz[32], what[64];
+	nw_format_size(size, sz, sizeof(sz));
+	snprintf(what, sizeof(what), "%s %s", op, sz);
+	struct expectation x;
+	expectation_for(m, op, size, sz, baseline, topo, nlocal, o, &x);
+	if (m->nranks < 2) {
+		add(cv, NW_PASS, what, "1 rank: nothing crosses a link; run check on 2 or more GPUs, or "
+		    "under mpirun, srun or torchrun with 2 or more ranks");
+		return;
+	}
+	struct nw_verdict_item *it;
+	if (!(x.gbs > 0)) {
+		it = add(cv, NW_PASS, what, "%.1f GB/s busbw; not compared: %s", m->busbw_gbs, x.basis);
+	} else {
+		double ratio = m->busbw_gbs / x.gbs;
+		enum nw_check_level v = ratio < x.fail ? NW_FAIL : ratio < x.warn ? NW_WARN : NW_PASS;
+		it = add(cv, v, what, "%.1f GB/s busbw, %.0f%% of %.1f expected (%s)%s%s", m->busbw_gbs,
+		         ratio * 100.0, x.gbs, x.basis, v != NW_PASS && cause[0] ? "; likely cause: " : "",
+		         v != NW_PASS ? cause : "");
+	}
+	it->measured_gbs = m->busbw_gbs;
+	it->expected_gbs = x.gbs;
+}
+
 void nw_verdict_add_bench(struct nw_check_verdict *cv, const struct nw_run *run,
                           const struct nw_run *baseline, const struct nw_topo *topo, int nlocal,
                           const struct nw_findings *doctor, const struct nw_verdict_opts *o)
@@ -119,65 +208,8 @@ void nw_verdict_add_bench(struct nw_check_verdict *cv, const struct nw_run *run,
 		int seen = 0;
 		for (size_t k = 0; k < i; k++)
 			seen |= !strcmp(run->rows[k].op, op);
-		if (seen)
-			continue;
-		uint64_t size = 0;
-		for (size_t k = 0; k < run->nrows; k++)
-			if (!strcmp(run->rows[k].op, op) && run->rows[k].size_bytes > size)
-				size = run->rows[k].size_bytes;
-		const struct nw_row *m = worst_row(run, op, size, 0);
-		if (!m)
-			continue;
-		char sz[32], what[64];
-		nw_format_size(size, sz, sizeof(sz));
-		snprintf(what, sizeof(what), "%s %s", op, sz);
-		double expect = 0, warn = o->warn_below, fail = o->fail_below;
-		char basis[NW_ERRLEN + 64] = "";
-		if (baseline) {
-			const struct nw_row *b = worst_row(baseline, op, size, m->nranks);
-			if (b && b->busbw_gbs > 0) {
-				expect = b->busbw_gbs;
-				snprintf(basis, sizeof(basis), "baseline %s", baseline->h.time[0] ? baseline->h.time : "run");
-			} else
-				snprintf(basis, sizeof(basis), "the baseline has no %s row at %s with %d ranks", op, sz, m->nranks);
-		} else if (topo) {
-			const struct nw_coll *c = nw_coll_find(op);
-			struct nw_expect e;
-			char err[NW_ERRLEN];
-			int local = nlocal > 0 ? nlocal : m->nranks;
-			if (local > m->nranks)
-				local = m->nranks;
-			if (!c)
-				snprintf(basis, sizeof(basis), "no model for '%s'", op);
-			else if (nw_expect_for_topo(topo, c->op, m->nranks, local, size, &e, err, sizeof(err)) < 0)
-				snprintf(basis, sizeof(basis), "no expectation: %s", err);
-			else {
-				expect = e.busbw_gbs;
-				nw_strlcpy(basis, e.basis, sizeof(basis));
-				if (!e.calibrated) {
-					warn = o->warn_below_uncal;
-					fail = o->fail_below_uncal;
-				}
-			}
-		} else
-			snprintf(basis, sizeof(basis), "no expectation (host backend; give --baseline)");
-		struct nw_verdict_item *it;
-		if (m->nranks < 2) {
-			it = add(cv, NW_PASS, what, "1 rank: nothing crosses a link; run check on 2 or more GPUs, or "
-			         "under mpirun, srun or torchrun with 2 or more ranks");
-			continue;
-		}
-		if (!(expect > 0)) {
-			it = add(cv, NW_PASS, what, "%.1f GB/s busbw; not compared: %s", m->busbw_gbs, basis);
-		} else {
-			double ratio = m->busbw_gbs / expect;
-			enum nw_check_level v = ratio < fail ? NW_FAIL : ratio < warn ? NW_WARN : NW_PASS;
-			it = add(cv, v, what, "%.1f GB/s busbw, %.0f%% of %.1f expected (%s)%s%s", m->busbw_gbs,
-			         ratio * 100.0, expect, basis, v != NW_PASS && cause[0] ? "; likely cause: " : "",
-			         v != NW_PASS ? cause : "");
-		}
-		it->measured_gbs = m->busbw_gbs;
-		it->expected_gbs = expect;
+		if (!seen)
+			judge_op(cv, run, op, baseline, topo, nlocal, cause, o);
 	}
 }
 

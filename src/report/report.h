@@ -3,6 +3,10 @@
  * HTML page (inline CSS and SVG, no script, no network) with a chart per op,
  * several runs overlaid, the link line when known, the comparison of two
  * runs and their fingerprints side by side.
+ *
+ * One header for the report module, which has no report.c: svg.c
+ * implements the charts (nw_svg_chart, nw_report_ops, nw_xml_escape),
+ * html.c the page (nw_report_html).
  */
 #ifndef NW_REPORT_H
 #define NW_REPORT_H

@@ -122,105 +122,162 @@ static double link_of(const struct nw_report_input *in, const struct nw_report_o
 	return 0;
 }
 
-int nw_svg_chart(FILE *f, const struct nw_report_input *in, const char *op,
-                 const struct nw_report_opts *o, char *err, size_t errlen)
+/* The placement of the plot in the picture, and the ranges it shows. */
+struct frame {
+	int W, H;                /* the picture, px */
+	double ml, mr, mt, pw, ph; /* left, right and top margins; the plot's width and height */
+	double xmin, xmax;       /* log2 of the sizes at the plot's edges */
+	int xstep;               /* an x tick every xstep powers of two */
+	double ytop, ystep;      /* busbw at the plot's top, and between grid lines (GB/s) */
+	double link;             /* the link line (GB/s); 0 when unknown */
+};
+
+/* Picture x of log2(size) v, and y of busbw v. */
+static double px(const struct frame *g, double v)
 {
-	const int W = o->width > 0 ? o->width : 800, H = o->height > 0 ? o->height : 380;
-	const double ml = 64, mr = 24, mt = 34, mb = 52;
-	const double pw = W - ml - mr, ph = H - mt - mb;
-	struct pt **ser = nw_calloc(in->nruns + 1, sizeof(*ser));
-	size_t *ns = nw_calloc(in->nruns + 1, sizeof(*ns));
-	char dtype[16] = "";
-	double xmin = INFINITY, xmax = -INFINITY, ymax = 0;
+	return g->ml + (v - g->xmin) / (g->xmax - g->xmin) * g->pw;
+}
+
+static double py(const struct frame *g, double v)
+{
+	return g->mt + g->ph - v / g->ytop * g->ph;
+}
+
+/* Every run's points for op: ser[r] has ns[r] points (both arrays caller-owned, one per run). */
+struct plot {
+	struct pt **ser;
+	size_t *ns;
+	char dtype[16];          /* of the first run with points */
+	double xmin, xmax, ymax; /* log2 size range and highest busbw over all points */
+};
+
+/* Fill p with the runs' series of op; free with plot_release. */
+static void plot_collect(struct plot *p, const struct nw_report_input *in, const char *op, int inplace)
+{
+	p->ser = nw_calloc(in->nruns + 1, sizeof(*p->ser));
+	p->ns = nw_calloc(in->nruns + 1, sizeof(*p->ns));
+	p->dtype[0] = '\0';
+	p->xmin = INFINITY;
+	p->xmax = -INFINITY;
+	p->ymax = 0;
 	for (size_t r = 0; r < in->nruns; r++) {
 		char d[16];
-		ser[r] = series(in->runs[r], op, o->inplace, &ns[r], d, sizeof(d));
-		if (ns[r] && !dtype[0])
-			nw_strlcpy(dtype, d, sizeof(dtype));
-		for (size_t k = 0; k < ns[r]; k++) {
-			xmin = fmin(xmin, log2(ser[r][k].size));
-			xmax = fmax(xmax, log2(ser[r][k].size));
-			ymax = fmax(ymax, ser[r][k].busbw);
+		p->ser[r] = series(in->runs[r], op, inplace, &p->ns[r], d, sizeof(d));
+		if (p->ns[r] && !p->dtype[0])
+			nw_strlcpy(p->dtype, d, sizeof(p->dtype));
+		for (size_t k = 0; k < p->ns[r]; k++) {
+			p->xmin = fmin(p->xmin, log2(p->ser[r][k].size));
+			p->xmax = fmax(p->xmax, log2(p->ser[r][k].size));
+			p->ymax = fmax(p->ymax, p->ser[r][k].busbw);
 		}
 	}
-	int rc = 0;
-	if (!isfinite(xmin)) {
-		rc = nw_seterr(err, errlen, "no %s rows for '%s' in these runs: nothing to chart",
-		               o->inplace ? "in-place" : "out-of-place", op);
-		goto out;
-	}
-	double link = link_of(in, o);
+}
+
+static void plot_release(struct plot *p, size_t nruns)
+{
+	for (size_t r = 0; r < nruns; r++)
+		free(p->ser[r]);
+	free(p->ser);
+	free(p->ns);
+}
+
+/* Picture size and margins from o, axis ranges from the points and the link line. */
+static void frame_fit(struct frame *g, const struct nw_report_opts *o, const struct plot *p, double link)
+{
+	g->W = o->width > 0 ? o->width : 800;
+	g->H = o->height > 0 ? o->height : 380;
+	g->ml = 64;
+	g->mr = 24;
+	g->mt = 34;
+	const double mb = 52;
+	g->pw = g->W - g->ml - g->mr;
+	g->ph = g->H - g->mt - mb;
+	g->link = link;
+	double ymax = p->ymax;
 	if (link > ymax)
 		ymax = link;
 	if (ymax <= 0)
 		ymax = 1;
-	double ystep = nice_step(ymax * 1.05, 6);
-	double ytop = ceil(ymax * 1.05 / ystep) * ystep;
-	xmin = floor(xmin);
-	xmax = ceil(xmax);
-	if (xmax - xmin < 1)
-		xmax = xmin + 1;
-	int xstep = (int)ceil((xmax - xmin) / 12);
-	if (xstep < 1)
-		xstep = 1;
-#define X(v) (ml + ((v) - xmin) / (xmax - xmin) * pw)
-#define Y(v) (mt + ph - (v) / ytop * ph)
+	g->ystep = nice_step(ymax * 1.05, 6);
+	g->ytop = ceil(ymax * 1.05 / g->ystep) * g->ystep;
+	g->xmin = floor(p->xmin);
+	g->xmax = ceil(p->xmax);
+	if (g->xmax - g->xmin < 1)
+		g->xmax = g->xmin + 1;
+	g->xstep = (int)ceil((g->xmax - g->xmin) / 12);
+	if (g->xstep < 1)
+		g->xstep = 1;
+}
 
+/* The <svg> opening, title, grid with its labels, axis names and the link line. */
+static void draw_axes(FILE *f, const struct frame *g, const char *op, const char *dtype, int inplace)
+{
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-	           "font-family=\"sans-serif\" font-size=\"12\" role=\"img\">\n", W, H, W, H);
+	           "font-family=\"sans-serif\" font-size=\"12\" role=\"img\">\n", g->W, g->H, g->W, g->H);
 	fprintf(f, "<title>");
 	nw_xml_escape(f, op);
-	fprintf(f, " busbw by size</title>\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
-	fprintf(f, "<text x=\"%g\" y=\"20\" font-size=\"15\" font-weight=\"bold\">", ml);
+	fprintf(f, " busbw by size</title>\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", g->W, g->H);
+	fprintf(f, "<text x=\"%g\" y=\"20\" font-size=\"15\" font-weight=\"bold\">", g->ml);
 	nw_xml_escape(f, op);
-	fprintf(f, "</text><text x=\"%g\" y=\"20\" text-anchor=\"end\" fill=\"#555\">%s, %s</text>\n", W - mr,
-	        dtype, o->inplace ? "in-place" : "out-of-place");
+	fprintf(f, "</text><text x=\"%g\" y=\"20\" text-anchor=\"end\" fill=\"#555\">%s, %s</text>\n", g->W - g->mr,
+	        dtype, inplace ? "in-place" : "out-of-place");
 	/* grid and y labels */
-	for (double y = 0; y <= ytop + ystep / 2; y += ystep) {
+	for (double y = 0; y <= g->ytop + g->ystep / 2; y += g->ystep) {
 		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
 		           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#333\">%g</text>\n",
-		        ml, ml + pw, Y(y), Y(y), ml - 6, Y(y) + 4, y);
+		        g->ml, g->ml + g->pw, py(g, y), py(g, y), g->ml - 6, py(g, y) + 4, y);
 	}
 	/* x ticks: powers of two */
-	for (int e = (int)xmin; e <= (int)xmax; e += xstep) {
+	for (int e = (int)g->xmin; e <= (int)g->xmax; e += g->xstep) {
 		char lab[32];
 		nw_format_size(1ULL << e, lab, sizeof(lab));
 		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
 		           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#333\">%s</text>\n",
-		        X(e), X(e), mt, mt + ph, X(e), mt + ph + 16, lab);
+		        px(g, e), px(g, e), g->mt, g->mt + g->ph, px(g, e), g->mt + g->ph + 16, lab);
 	}
-	fprintf(f, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#888\"/>\n", ml, mt, pw, ph);
+	fprintf(f, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#888\"/>\n", g->ml,
+	        g->mt, g->pw, g->ph);
 	fprintf(f, "<text x=\"%g\" y=\"%d\" text-anchor=\"middle\" fill=\"#333\">message size (bytes, log2 scale)</text>\n",
-	        ml + pw / 2, H - 12);
+	        g->ml + g->pw / 2, g->H - 12);
 	fprintf(f, "<text transform=\"translate(16 %g) rotate(-90)\" text-anchor=\"middle\" fill=\"#333\">busbw (GB/s)</text>\n",
-	        mt + ph / 2);
-	if (link > 0) {
+	        g->mt + g->ph / 2);
+	if (g->link > 0) {
 		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#B22222\" stroke-dasharray=\"6 4\"/>"
 		           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#B22222\">link %.0f GB/s</text>\n",
-		        ml, ml + pw, Y(link), Y(link), ml + pw - 4, Y(link) - 5, link);
+		        g->ml, g->ml + g->pw, py(g, g->link), py(g, g->link), g->ml + g->pw - 4, py(g, g->link) - 5,
+		        g->link);
 	}
-	/* one line per run */
+}
+
+/* One line per run, with a point (and its tooltip) per size. */
+static void draw_series(FILE *f, const struct frame *g, const struct nw_report_input *in, const struct plot *p)
+{
 	for (size_t r = 0; r < in->nruns; r++) {
-		if (!ns[r])
+		if (!p->ns[r])
 			continue;
+		const struct pt *s = p->ser[r];
 		const char *col = palette[r % NW_ARRAY_LEN(palette)];
 		/* the first run drawn wide and pale, so later runs on top of it leave it visible */
 		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" stroke-opacity=\"%s\" points=\"",
 		        col, r ? "2" : "5", r ? "1" : "0.45");
-		for (size_t k = 0; k < ns[r]; k++)
-			fprintf(f, "%s%.1f,%.1f", k ? " " : "", X(log2(ser[r][k].size)), Y(ser[r][k].busbw));
+		for (size_t k = 0; k < p->ns[r]; k++)
+			fprintf(f, "%s%.1f,%.1f", k ? " " : "", px(g, log2(s[k].size)), py(g, s[k].busbw));
 		fprintf(f, "\"/>\n");
-		for (size_t k = 0; k < ns[r]; k++) {
+		for (size_t k = 0; k < p->ns[r]; k++) {
 			char lab[32];
-			nw_format_size((uint64_t)ser[r][k].size, lab, sizeof(lab));
-			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>", X(log2(ser[r][k].size)),
-			        Y(ser[r][k].busbw), col);
+			nw_format_size((uint64_t)s[k].size, lab, sizeof(lab));
+			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>", px(g, log2(s[k].size)),
+			        py(g, s[k].busbw), col);
 			nw_xml_escape(f, in->labels[r]);
-			fprintf(f, ": %s, %.2f GB/s</title></circle>\n", lab, ser[r][k].busbw);
+			fprintf(f, ": %s, %.2f GB/s</title></circle>\n", lab, s[k].busbw);
 		}
 	}
-	/* legend, top left inside the plot (small sizes have low busbw there) */
-	double lx = ml + 10, ly = mt + 10;
+}
+
+/* The legend, top left inside the plot (small sizes have low busbw there). */
+static void draw_legend(FILE *f, const struct frame *g, const struct nw_report_input *in, const size_t *ns)
+{
+	double lx = g->ml + 10, ly = g->mt + 10;
 	size_t shown = 0, longest = 0;
 	for (size_t r = 0; r < in->nruns; r++)
 		if (strlen(in->labels[r]) > longest)
@@ -238,13 +295,25 @@ int nw_svg_chart(FILE *f, const struct nw_report_input *in, const char *op,
 			fputs(" (no rows)", f);
 		fputs("</text>\n", f);
 	}
-	fputs("</svg>\n", f);
-#undef X
-#undef Y
-out:
-	for (size_t r = 0; r < in->nruns; r++)
-		free(ser[r]);
-	free(ser);
-	free(ns);
+}
+
+int nw_svg_chart(FILE *f, const struct nw_report_input *in, const char *op,
+                 const struct nw_report_opts *o, char *err, size_t errlen)
+{
+	struct plot p;
+	plot_collect(&p, in, op, o->inplace);
+	int rc = 0;
+	if (!isfinite(p.xmin)) {
+		rc = nw_seterr(err, errlen, "no %s rows for '%s' in these runs: nothing to chart",
+		               o->inplace ? "in-place" : "out-of-place", op);
+	} else {
+		struct frame g;
+		frame_fit(&g, o, &p, link_of(in, o));
+		draw_axes(f, &g, op, p.dtype, o->inplace);
+		draw_series(f, &g, in, &p);
+		draw_legend(f, &g, in, p.ns);
+		fputs("</svg>\n", f);
+	}
+	plot_release(&p, in->nruns);
 	return rc;
 }

@@ -409,11 +409,9 @@ static void env_diffs(struct diffs *d, const json_t *ea, const json_t *eb)
 	}
 }
 
-void nw_fingerprint_diff(const struct nw_run *ra, const struct nw_run *rb, struct nw_fp_diff **out,
-                         size_t *n, char *summary, size_t summarylen)
+/* Every difference between fingerprints fa and fb into d, most telling first. */
+static void collect_diffs(const json_t *fa, const json_t *fb, struct diffs *d)
 {
-	json_t *fa = nw_fingerprint_of(ra), *fb = nw_fingerprint_of(rb);
-	struct diffs d = { 0 };
 	int topo_differs = 0;
 	for (size_t i = 0; i < NW_ARRAY_LEN(fields); i++) {
 		const struct field *f = &fields[i];
@@ -427,33 +425,42 @@ void nw_fingerprint_diff(const struct nw_run *ra, const struct nw_run *rb, struc
 				continue; /* one topology line is enough */
 			topo_differs = 1;
 		}
-		struct nw_fp_diff *x = diff_add(&d, f->rank, f->key, a, b);
+		struct nw_fp_diff *x = diff_add(d, f->rank, f->key, a, b);
 		snprintf(x->text, sizeof(x->text), f->fmt, a, b);
 	}
 	const json_t *ea = json_object_get(fa, "env"), *eb = json_object_get(fb, "env");
 	if (json_is_object(ea) && json_is_object(eb))
-		env_diffs(&d, ea, eb);
-	if (d.n)
-		qsort(d.v, d.n, sizeof(*d.v), cmp_diff);
+		env_diffs(d, ea, eb);
+	if (d->n)
+		qsort(d->v, d->n, sizeof(*d->v), cmp_diff);
+}
 
-	/* The one-line summary: what differs that may matter, then what is the same. */
+/* The first few differences that may matter, "; "-separated, into summary; returns its length. */
+static size_t summary_diffs(const struct diffs *d, char *summary, size_t summarylen)
+{
 	size_t used = 0;
 	summary[0] = '\0';
 	int shown = 0;
-	for (size_t i = 0; i < d.n && shown < 5; i++) {
-		if (d.v[i].rank > 9 && shown)
+	for (size_t i = 0; i < d->n && shown < 5; i++) {
+		if (d->v[i].rank > 9 && shown)
 			break;
-		int k = snprintf(summary + used, summarylen - used, "%s%s", shown ? "; " : "", d.v[i].text);
+		int k = snprintf(summary + used, summarylen - used, "%s%s", shown ? "; " : "", d->v[i].text);
 		if (k < 0 || (size_t)k >= summarylen - used)
 			break;
 		used += (size_t)k;
 		shown++;
 	}
-	if ((size_t)shown < d.n && d.v[shown].rank <= 9) {
-		int k = snprintf(summary + used, summarylen - used, "; and %zu more", d.n - (size_t)shown);
+	if ((size_t)shown < d->n && d->v[shown].rank <= 9) {
+		int k = snprintf(summary + used, summarylen - used, "; and %zu more", d->n - (size_t)shown);
 		if (k > 0 && (size_t)k < summarylen - used)
 			used += (size_t)k;
 	}
+	return used;
+}
+
+/* What both fingerprints share ("same NCCL 2.28.9, GPUs and links") into same; "" when nothing. */
+static void same_text(const json_t *fa, const json_t *fb, char *same, size_t len)
+{
 	char ga[256], gb[256], ta[256], tb[256], na[64], nb[64];
 	val_text(json_object_get(fa, "gpus"), ga, sizeof(ga));
 	val_text(json_object_get(fb, "gpus"), gb, sizeof(gb));
@@ -469,13 +476,25 @@ void nw_fingerprint_diff(const struct nw_run *ra, const struct nw_run *rb, struc
 	val_text(json_object_get(fb, "nccl_version"), nb, sizeof(nb));
 	int same_gpus = ga[0] && !strcmp(ga, gb), same_links = ta[0] && !strcmp(ta, tb);
 	int same_nccl = na[0] && !strcmp(na, nb);
-	char same[256] = "";
+	same[0] = '\0';
 	if (same_nccl || same_gpus || same_links) {
-		snprintf(same, sizeof(same), "same %s%s%s%s%s", same_nccl ? "NCCL " : "", same_nccl ? na : "",
+		snprintf(same, len, "same %s%s%s%s%s", same_nccl ? "NCCL " : "", same_nccl ? na : "",
 		         same_nccl && (same_gpus || same_links) ? ", " : "",
 		         same_gpus && same_links ? "GPUs and links" : same_gpus ? "GPUs" : "",
 		         same_links && !same_gpus ? "links" : "");
 	}
+}
+
+void nw_fingerprint_diff(const struct nw_run *ra, const struct nw_run *rb, struct nw_fp_diff **out,
+                         size_t *n, char *summary, size_t summarylen)
+{
+	json_t *fa = nw_fingerprint_of(ra), *fb = nw_fingerprint_of(rb);
+	struct diffs d = { 0 };
+	collect_diffs(fa, fb, &d);
+	/* The one-line summary: what differs that may matter, then what is the same. */
+	size_t used = summary_diffs(&d, summary, summarylen);
+	char same[256];
+	same_text(fa, fb, same, sizeof(same));
 	if (!d.n) {
 		snprintf(summary, summarylen, "no recorded difference%s%s: suspect the machine itself (clocks, other jobs, a sick GPU, link or node)",
 		         same[0] ? "; " : "", same);

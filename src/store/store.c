@@ -554,11 +554,10 @@ static void col_text(sqlite3_stmt *st, int k, char *dst, size_t len)
 	nw_strlcpy(dst, v ? (const char *)v : "", len);
 }
 
-int nw_store_load(struct nw_store *s, long long id, struct nw_run *run, char *err, size_t errlen)
+/* The run's header columns (runs row id) into run->h; -1 with err when there is no such run. */
+static int load_header(struct nw_store *s, long long id, struct nw_run *run, char *err, size_t errlen)
 {
-	nw_run_init(run);
 	sqlite3_stmt *st = NULL;
-	int rc = -1;
 	if (sqlite3_prepare_v2(s->db,
 	                       "SELECT time, host, source, backend, tool_version, nccl_version, nccl_path,"
 	                       " driver, cuda_driver, gpus, cmdline, input, nranks, nhosts, extra, link_gbs"
@@ -572,7 +571,8 @@ int nw_store_load(struct nw_store *s, long long id, struct nw_run *run, char *er
 			nw_seterr(err, errlen, "no run %lld in '%s': 'ncclwatch history' lists the runs", id, s->path);
 		else
 			db_err(s, "reading a run", err, errlen);
-		goto out;
+		sqlite3_finalize(st);
+		return -1;
 	}
 	struct nw_run_header *h = &run->h;
 	col_text(st, 0, h->time, sizeof(h->time));
@@ -599,63 +599,85 @@ int nw_store_load(struct nw_store *s, long long id, struct nw_run *run, char *er
 	}
 	h->link_gbs = sqlite3_column_double(st, 15);
 	sqlite3_finalize(st);
-	st = NULL;
+	return 0;
+}
 
+/* Per-rank times from a results row's "ranks" JSON text (NULL: none) into r (rank_times allocated). */
+static void load_rank_times(const unsigned char *text, struct nw_row *r)
+{
+	json_t *a = text ? json_loads((const char *)text, 0, NULL) : NULL;
+	if (json_is_array(a) && json_array_size(a)) {
+		size_t k;
+		json_t *x;
+		r->rank_times = nw_calloc(json_array_size(a), sizeof(*r->rank_times));
+		json_array_foreach(a, k, x) {
+			struct nw_rank_time *t = &r->rank_times[r->nrank_times++];
+			json_t *v;
+			t->rank = json_is_integer(v = json_object_get(x, "rank")) ? (int)json_integer_value(v) : (int)k;
+			t->gpu = json_is_integer(v = json_object_get(x, "gpu")) ? (int)json_integer_value(v) : -1;
+			v = json_object_get(x, "host");
+			nw_strlcpy(t->host, json_is_string(v) ? json_string_value(v) : "", sizeof(t->host));
+			v = json_object_get(x, "time_us");
+			t->time_us = json_is_number(v) ? json_number_value(v) : 0;
+		}
+	}
+	if (a)
+		json_decref(a);
+}
+
+/* One results row at the statement's cursor into r (zeroed first). */
+static void load_row(sqlite3_stmt *st, struct nw_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	col_text(st, 0, r->op, sizeof(r->op));
+	col_text(st, 1, r->dtype, sizeof(r->dtype));
+	col_text(st, 2, r->redop, sizeof(r->redop));
+	r->root = sqlite3_column_int(st, 3);
+	sqlite3_int64 sz = sqlite3_column_int64(st, 4), cnt = sqlite3_column_int64(st, 5);
+	r->size_bytes = sz > 0 ? (uint64_t)sz : 0;
+	r->count = cnt > 0 ? (uint64_t)cnt : 0;
+	r->nranks = sqlite3_column_int(st, 6);
+	r->inplace = sqlite3_column_int(st, 7) != 0;
+	r->time_us = sqlite3_column_double(st, 8);
+	r->algbw_gbs = sqlite3_column_double(st, 9);
+	r->busbw_gbs = sqlite3_column_double(st, 10);
+	r->wrong = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 11);
+	load_rank_times(sqlite3_column_text(st, 12), r);
+}
+
+/* Every results row of run id, in recorded order, appended to run. -1 with err. */
+static int load_rows(struct nw_store *s, long long id, struct nw_run *run, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
 	                       "SELECT op, dtype, redop, root, size_bytes, count, nranks, inplace, time_us,"
 	                       " algbw_gbs, busbw_gbs, wrong, ranks FROM results WHERE run_id = ? ORDER BY seq",
-	                       -1, &st, NULL) != SQLITE_OK) {
-		db_err(s, "reading results", err, errlen);
-		goto out;
-	}
+	                       -1, &st, NULL) != SQLITE_OK)
+		return db_err(s, "reading results", err, errlen);
 	sqlite3_bind_int64(st, 1, id);
+	int step;
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		struct nw_row r;
-		memset(&r, 0, sizeof(r));
-		col_text(st, 0, r.op, sizeof(r.op));
-		col_text(st, 1, r.dtype, sizeof(r.dtype));
-		col_text(st, 2, r.redop, sizeof(r.redop));
-		r.root = sqlite3_column_int(st, 3);
-		sqlite3_int64 sz = sqlite3_column_int64(st, 4), cnt = sqlite3_column_int64(st, 5);
-		r.size_bytes = sz > 0 ? (uint64_t)sz : 0;
-		r.count = cnt > 0 ? (uint64_t)cnt : 0;
-		r.nranks = sqlite3_column_int(st, 6);
-		r.inplace = sqlite3_column_int(st, 7) != 0;
-		r.time_us = sqlite3_column_double(st, 8);
-		r.algbw_gbs = sqlite3_column_double(st, 9);
-		r.busbw_gbs = sqlite3_column_double(st, 10);
-		r.wrong = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 11);
-		const unsigned char *ranks = sqlite3_column_text(st, 12);
-		json_t *a = ranks ? json_loads((const char *)ranks, 0, NULL) : NULL;
-		if (json_is_array(a) && json_array_size(a)) {
-			size_t k;
-			json_t *x;
-			r.rank_times = nw_calloc(json_array_size(a), sizeof(*r.rank_times));
-			json_array_foreach(a, k, x) {
-				struct nw_rank_time *t = &r.rank_times[r.nrank_times++];
-				json_t *v;
-				t->rank = json_is_integer(v = json_object_get(x, "rank")) ? (int)json_integer_value(v) : (int)k;
-				t->gpu = json_is_integer(v = json_object_get(x, "gpu")) ? (int)json_integer_value(v) : -1;
-				v = json_object_get(x, "host");
-				nw_strlcpy(t->host, json_is_string(v) ? json_string_value(v) : "", sizeof(t->host));
-				v = json_object_get(x, "time_us");
-				t->time_us = json_is_number(v) ? json_number_value(v) : 0;
-			}
-		}
-		if (a)
-			json_decref(a);
+		load_row(st, &r);
 		nw_run_add(run, &r);
 	}
-	if (step != SQLITE_DONE) {
-		db_err(s, "reading results", err, errlen);
-		goto out;
-	}
-	rc = 0;
-out:
+	int rc = 0;
+	if (step != SQLITE_DONE)
+		rc = db_err(s, "reading results", err, errlen);
 	sqlite3_finalize(st);
-	if (rc)
-		nw_run_release(run);
 	return rc;
+}
+
+int nw_store_load(struct nw_store *s, long long id, struct nw_run *run, char *err, size_t errlen)
+{
+	nw_run_init(run);
+	if (load_header(s, id, run, err, errlen))
+		return -1;
+	if (load_rows(s, id, run, err, errlen)) {
+		nw_run_release(run);
+		return -1;
+	}
+	return 0;
 }
 
 /* "2026-11-30" or a longer ISO 8601 prefix; for until, a bare date covers the day. */

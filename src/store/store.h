@@ -1,5 +1,6 @@
 /*
- * store: the run history in SQLite, and the fingerprint of what a run ran on.
+ * store: the run history in SQLite (store.c), and the fingerprint of what a
+ * run ran on (fingerprint.c).
  *
  * One database file ($XDG_DATA_HOME/ncclwatch/history.db by default,
  * NCCLWATCH_DB or --db PATH to change it) holds every recorded run: its
