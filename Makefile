@@ -3,6 +3,8 @@
 #   make test            every test that needs no GPU (unit, CLI, plugin harness)
 #   make SANITIZE=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer (build-san/)
 #   make MPI=0           build without MPI even when mpicc is present
+#   make MPI=dl          no MPI at build or load time: Open MPI's libmpi.so.40 is
+#                        opened when an MPI launcher starts ncclwatch (as in make portable)
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
 
 CC       ?= cc
@@ -28,7 +30,13 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -MMD -MP -Isrc \
             -DNW_VERSION='"$(VERSION)"'
 LDLIBS   := -ljansson -lsqlite3 -lmicrohttpd -lncursesw -ldl -lpthread -lm
 
-# MPI: on when mpicc answers, unless MPI=0. The build says which.
+# MPI: on when mpicc answers, unless MPI=0; MPI=dl opens Open MPI at run time
+# (src/comm/mpi_abi.h). The build says which.
+ifeq ($(MPI),dl)
+CFLAGS += -DNW_HAVE_MPI=1 -DNW_MPI_DL=1
+MPI_STATE := MPI support: yes (Open MPI's libmpi.so.40, opened at run time under an MPI launcher)
+else
+CFLAGS += -DNW_MPI_DL=0
 ifneq ($(MPI),0)
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
@@ -40,6 +48,7 @@ MPI_STATE := MPI support: yes ($(MPI_LIBS))
 else
 CFLAGS += -DNW_HAVE_MPI=0
 MPI_STATE := MPI support: no (install libopenmpi-dev or set MPI=1 with mpicc on PATH)
+endif
 endif
 
 PLUGIN_SRC := $(wildcard src/plugin/*.c)
@@ -116,7 +125,7 @@ FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_OBJ   := $(filter-out src/main.c,$(APP_SRC))
 FUZZ_OBJ   := $(FUZZ_OBJ:%.c=build-fuzz/obj/%.o)
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 -DNW_MPI_DL=0
 fuzz: $(FUZZ_BIN)
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
