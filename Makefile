@@ -5,6 +5,7 @@
 #   make MPI=0           build without MPI even when mpicc is present
 #   make MPI=dl          no MPI at build or load time: Open MPI's libmpi.so.40 is
 #                        opened when an MPI launcher starts ncclwatch (as in make portable)
+#   make MHD=dl          libmicrohttpd opened when the exporter serves HTTP (as in make portable)
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
 
 CC       ?= cc
@@ -29,6 +30,15 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -MMD -MP -Isrc \
             -DNW_VERSION='"$(VERSION)"'
 LDLIBS   := -ljansson -lsqlite3 -lmicrohttpd -lncursesw -ldl -lpthread -lm
+MHD      ?= link
+
+# libmicrohttpd: linked, or with MHD=dl opened at run time (src/export/mhd_abi.h).
+ifeq ($(MHD),dl)
+CFLAGS += -DNW_MHD_DL=1
+LDLIBS := $(filter-out -lmicrohttpd,$(LDLIBS))
+else
+CFLAGS += -DNW_MHD_DL=0
+endif
 
 # MPI: on when mpicc answers, unless MPI=0; MPI=dl opens Open MPI at run time
 # (src/comm/mpi_abi.h). The build says which.
@@ -125,7 +135,7 @@ FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_OBJ   := $(filter-out src/main.c,$(APP_SRC))
 FUZZ_OBJ   := $(FUZZ_OBJ:%.c=build-fuzz/obj/%.o)
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 -DNW_MPI_DL=0
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 -DNW_MPI_DL=0 -DNW_MHD_DL=0
 fuzz: $(FUZZ_BIN)
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
