@@ -6,6 +6,9 @@
 #   make MPI=dl          no MPI at build or load time: Open MPI's libmpi.so.40 is
 #                        opened when an MPI launcher starts ncclwatch (as in make portable)
 #   make MHD=dl          libmicrohttpd opened when the exporter serves HTTP (as in make portable)
+#   make STATIC=1        jansson, SQLite and ncursesw linked statically
+#   make portable        build-portable/: both files built in a Debian 11 root, needing only
+#                        glibc >= 2.31 at load time (scripts/portable; root, debootstrap)
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
 
 CC       ?= cc
@@ -31,6 +34,11 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -MMD -MP -Isrc \
             -DNW_VERSION='"$(VERSION)"'
 LDLIBS   := -ljansson -lsqlite3 -lmicrohttpd -lncursesw -ldl -lpthread -lm
 MHD      ?= link
+STATIC   ?= 0
+ifeq ($(STATIC),1)
+LDLIBS := -Wl,-Bstatic -ljansson -lsqlite3 $(if $(filter dl,$(MHD)),,-lmicrohttpd) -lncursesw -ltinfo \
+          -Wl,-Bdynamic -ldl -lpthread -lm
+endif
 
 # libmicrohttpd: linked, or with MHD=dl opened at run time (src/export/mhd_abi.h).
 ifeq ($(MHD),dl)
@@ -80,7 +88,7 @@ FAKE_FLAGS := $(filter-out -MMD -MP $(MPI_CFLAGS),$(CFLAGS)) -fPIC -shared -fvis
 BIN    := $(BUILD)/ncclwatch
 PLUGIN := $(BUILD)/libnccl-profiler-ncclwatch.so
 
-.PHONY: all test clean fuzz mpi-state
+.PHONY: all test clean fuzz mpi-state portable
 all: mpi-state $(BIN) $(PLUGIN)
 
 mpi-state:
@@ -146,7 +154,11 @@ build-fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	$(Q)clang $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) \
 	  -ljansson -lsqlite3 -lmicrohttpd -lncursesw -ldl -lpthread -lm
 
+# Both files for any image with glibc 2.31 or newer (README, "Into an existing image").
+portable:
+	scripts/portable build-portable
+
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-dl
 
 -include $(APP_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d)
