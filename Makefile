@@ -10,6 +10,9 @@
 #   make portable        build-portable/: both files built in a Debian 11 root, needing only
 #                        glibc >= 2.31 at load time (scripts/portable; root, debootstrap)
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
+#   make install         PREFIX=/usr/local DESTDIR=: binary, plugin, man pages, completions,
+#                        deploy examples (INSTALL_FROM=build-portable installs the portable files)
+#   make deb             build-deb/ncclwatch_VERSION_amd64.deb of the portable files
 
 CC       ?= cc
 SANITIZE ?= 0
@@ -88,7 +91,7 @@ FAKE_FLAGS := $(filter-out -MMD -MP $(MPI_CFLAGS),$(CFLAGS)) -fPIC -shared -fvis
 BIN    := $(BUILD)/ncclwatch
 PLUGIN := $(BUILD)/libnccl-profiler-ncclwatch.so
 
-.PHONY: all test clean fuzz mpi-state portable
+.PHONY: all test clean fuzz mpi-state portable install deb
 all: mpi-state $(BIN) $(PLUGIN)
 
 mpi-state:
@@ -102,7 +105,7 @@ $(BIN): $(APP_OBJ)
 # the ncclProfiler_v* tables (everything else is hidden).
 $(PLUGIN): $(PLUGIN_OBJ)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,--version-script=src/plugin/exports.map -o $@ $^ -lpthread -lm
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/exports.map -o $@ $^ -lpthread -lm
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -158,7 +161,36 @@ build-fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 portable:
 	scripts/portable build-portable
 
+# Where make install puts things. The plugin goes on the loader's path, so
+# NCCL_PROFILER_PLUGIN=ncclwatch finds it (docs/plugin.md).
+PREFIX       ?= /usr/local
+DESTDIR      ?=
+BINDIR       ?= $(PREFIX)/bin
+LIBDIR       ?= $(PREFIX)/lib
+MANDIR       ?= $(PREFIX)/share/man
+DATADIR      ?= $(PREFIX)/share/ncclwatch
+BASHCOMPDIR  ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR   ?= $(PREFIX)/share/zsh/site-functions
+INSTALL_FROM ?= $(BUILD)
+
+# The man pages come from the installed binary's own help text (scripts/mkman).
+install: $(if $(filter $(BUILD),$(INSTALL_FROM)),all)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DATADIR)
+	install -m 755 $(INSTALL_FROM)/ncclwatch $(DESTDIR)$(BINDIR)/ncclwatch
+	install -m 644 $(INSTALL_FROM)/libnccl-profiler-ncclwatch.so $(DESTDIR)$(LIBDIR)/
+	rm -rf $(INSTALL_FROM)/man && scripts/mkman $(INSTALL_FROM)/ncclwatch $(INSTALL_FROM)/man
+	for m in $(INSTALL_FROM)/man/*.1; do gzip -9n <$$m >$(DESTDIR)$(MANDIR)/man1/$${m##*/}.gz; done
+	install -m 644 completions/ncclwatch.bash $(DESTDIR)$(BASHCOMPDIR)/ncclwatch
+	install -m 644 completions/_ncclwatch $(DESTDIR)$(ZSHCOMPDIR)/_ncclwatch
+	cp -R deploy $(DESTDIR)$(DATADIR)/
+	chmod -R u=rwX,go=rX $(DESTDIR)$(DATADIR)/deploy
+
+# The Debian package of the portable files (packaging/mkdeb).
+deb: portable
+	packaging/mkdeb build-portable build-deb
+
 clean:
-	rm -rf build build-san build-fuzz build-dl
+	rm -rf build build-san build-fuzz build-dl build-deb
 
 -include $(APP_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d)
