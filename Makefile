@@ -3,7 +3,16 @@
 #   make test            every test that needs no GPU (unit, CLI, plugin harness)
 #   make SANITIZE=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer (build-san/)
 #   make MPI=0           build without MPI even when mpicc is present
+#   make MPI=dl          no MPI at build or load time: Open MPI's libmpi.so.40 is
+#                        opened when an MPI launcher starts ncclwatch (as in make portable)
+#   make MHD=dl          libmicrohttpd opened when the exporter serves HTTP (as in make portable)
+#   make STATIC=1        jansson, SQLite and ncursesw linked statically
+#   make portable        build-portable/: both files built in a Debian 11 root, needing only
+#                        glibc >= 2.31 at load time (scripts/portable; root, debootstrap)
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
+#   make install         PREFIX=/usr/local DESTDIR=: binary, plugin, man pages, completions,
+#                        deploy examples (INSTALL_FROM=build-portable installs the portable files)
+#   make deb             build-deb/ncclwatch_VERSION_amd64.deb of the portable files
 
 CC       ?= cc
 SANITIZE ?= 0
@@ -27,8 +36,28 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -MMD -MP -Isrc \
             -DNW_VERSION='"$(VERSION)"'
 LDLIBS   := -ljansson -lsqlite3 -lmicrohttpd -lncursesw -ldl -lpthread -lm
+MHD      ?= link
+STATIC   ?= 0
+ifeq ($(STATIC),1)
+LDLIBS := -Wl,-Bstatic -ljansson -lsqlite3 $(if $(filter dl,$(MHD)),,-lmicrohttpd) -lncursesw -ltinfo \
+          -Wl,-Bdynamic -ldl -lpthread -lm
+endif
 
-# MPI: on when mpicc answers, unless MPI=0. The build says which.
+# libmicrohttpd: linked, or with MHD=dl opened at run time (src/export/mhd_abi.h).
+ifeq ($(MHD),dl)
+CFLAGS += -DNW_MHD_DL=1
+LDLIBS := $(filter-out -lmicrohttpd,$(LDLIBS))
+else
+CFLAGS += -DNW_MHD_DL=0
+endif
+
+# MPI: on when mpicc answers, unless MPI=0; MPI=dl opens Open MPI at run time
+# (src/comm/mpi_abi.h). The build says which.
+ifeq ($(MPI),dl)
+CFLAGS += -DNW_HAVE_MPI=1 -DNW_MPI_DL=1
+MPI_STATE := MPI support: yes (Open MPI's libmpi.so.40, opened at run time under an MPI launcher)
+else
+CFLAGS += -DNW_MPI_DL=0
 ifneq ($(MPI),0)
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
@@ -40,6 +69,7 @@ MPI_STATE := MPI support: yes ($(MPI_LIBS))
 else
 CFLAGS += -DNW_HAVE_MPI=0
 MPI_STATE := MPI support: no (install libopenmpi-dev or set MPI=1 with mpicc on PATH)
+endif
 endif
 
 PLUGIN_SRC := $(wildcard src/plugin/*.c)
@@ -61,7 +91,7 @@ FAKE_FLAGS := $(filter-out -MMD -MP $(MPI_CFLAGS),$(CFLAGS)) -fPIC -shared -fvis
 BIN    := $(BUILD)/ncclwatch
 PLUGIN := $(BUILD)/libnccl-profiler-ncclwatch.so
 
-.PHONY: all test clean fuzz mpi-state
+.PHONY: all test clean fuzz mpi-state portable install deb
 all: mpi-state $(BIN) $(PLUGIN)
 
 mpi-state:
@@ -75,7 +105,7 @@ $(BIN): $(APP_OBJ)
 # the ncclProfiler_v* tables (everything else is hidden).
 $(PLUGIN): $(PLUGIN_OBJ)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,--version-script=src/plugin/exports.map -o $@ $^ -lpthread -lm
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/exports.map -o $@ $^ -lpthread -lm
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -116,7 +146,7 @@ FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_OBJ   := $(filter-out src/main.c,$(APP_SRC))
 FUZZ_OBJ   := $(FUZZ_OBJ:%.c=build-fuzz/obj/%.o)
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 -DNW_MPI_DL=0 -DNW_MHD_DL=0
 fuzz: $(FUZZ_BIN)
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -127,7 +157,40 @@ build-fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	$(Q)clang $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) \
 	  -ljansson -lsqlite3 -lmicrohttpd -lncursesw -ldl -lpthread -lm
 
+# Both files for any image with glibc 2.31 or newer (README, "Into an existing image").
+portable:
+	scripts/portable build-portable
+
+# Where make install puts things. The plugin goes on the loader's path, so
+# NCCL_PROFILER_PLUGIN=ncclwatch finds it (docs/plugin.md).
+PREFIX       ?= /usr/local
+DESTDIR      ?=
+BINDIR       ?= $(PREFIX)/bin
+LIBDIR       ?= $(PREFIX)/lib
+MANDIR       ?= $(PREFIX)/share/man
+DATADIR      ?= $(PREFIX)/share/ncclwatch
+BASHCOMPDIR  ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR   ?= $(PREFIX)/share/zsh/site-functions
+INSTALL_FROM ?= $(BUILD)
+
+# The man pages come from the installed binary's own help text (scripts/mkman).
+install: $(if $(filter $(BUILD),$(INSTALL_FROM)),all)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DATADIR)
+	install -m 755 $(INSTALL_FROM)/ncclwatch $(DESTDIR)$(BINDIR)/ncclwatch
+	install -m 644 $(INSTALL_FROM)/libnccl-profiler-ncclwatch.so $(DESTDIR)$(LIBDIR)/
+	rm -rf $(INSTALL_FROM)/man && scripts/mkman $(INSTALL_FROM)/ncclwatch $(INSTALL_FROM)/man
+	for m in $(INSTALL_FROM)/man/*.1; do gzip -9n <$$m >$(DESTDIR)$(MANDIR)/man1/$${m##*/}.gz; done
+	install -m 644 completions/ncclwatch.bash $(DESTDIR)$(BASHCOMPDIR)/ncclwatch
+	install -m 644 completions/_ncclwatch $(DESTDIR)$(ZSHCOMPDIR)/_ncclwatch
+	cp -R deploy $(DESTDIR)$(DATADIR)/
+	chmod -R u=rwX,go=rX $(DESTDIR)$(DATADIR)/deploy
+
+# The Debian package of the portable files (packaging/mkdeb).
+deb: portable
+	packaging/mkdeb build-portable build-deb
+
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-dl build-deb
 
 -include $(APP_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d)

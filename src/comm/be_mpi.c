@@ -10,7 +10,7 @@
 #include "util/util.h"
 
 #if NW_HAVE_MPI
-#include <mpi.h>
+#include "comm/mpi_abi.h"
 
 struct mpi_priv {
 	char *send, *recv;

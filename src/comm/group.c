@@ -5,7 +5,7 @@
 #include <string.h>
 
 #if NW_HAVE_MPI
-#include <mpi.h>
+#include "comm/mpi_abi.h"
 #endif
 
 #include "comm/boot.h"
@@ -42,6 +42,8 @@ static int mpi_err(char *err, size_t errlen, const char *what, int rc)
 
 static int mpi_open(struct nw_group *g, const char *fingerprint, char *err, size_t errlen)
 {
+	if (nw_mpi_load(err, errlen) != 0)
+		return -1;
 	int inited = 0;
 	MPI_Initialized(&inited);
 	if (!inited) {

@@ -2,13 +2,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "export/httpd.h"
+#include "export/mhd_abi.h"
 #include "export/promtext.h"
 #include "util/util.h"
 
@@ -116,7 +116,7 @@ struct nw_httpd *nw_httpd_start(const char *listen, nw_httpd_render_fn render, v
 {
 	struct sockaddr_storage ss;
 	size_t alen = 0;
-	if (nw_httpd_parse_listen(listen, &ss, &alen, err, errlen) < 0)
+	if (nw_httpd_parse_listen(listen, &ss, &alen, err, errlen) < 0 || nw_mhd_load(err, errlen) < 0)
 		return NULL;
 	struct nw_httpd *h = nw_calloc(1, sizeof(*h));
 	h->render = render;
