@@ -3,6 +3,8 @@
  * backend the same way whether it is NCCL on GPUs or MPI on hosts: buffers
  * per local rank, launches of one collective for every local rank at once,
  * a wait bounded by the timeout, and copies in and out for verification.
+ *
+ * An interface with no backend.c: be_nccl.c and be_mpi.c each implement it.
  */
 #ifndef NW_BACKEND_H
 #define NW_BACKEND_H

@@ -14,6 +14,7 @@
  * Without NW_MPI_DL this is <mpi.h> and nw_mpi_load() does nothing.
  * The MPI_* names below are macros over one table of pointers, so no symbol
  * of MPI's own name is defined by ncclwatch.
+ * (No mpi_abi.c: mpi_dl.c implements the loader.)
  */
 #ifndef NW_COMM_MPI_ABI_H
 #define NW_COMM_MPI_ABI_H

@@ -12,6 +12,7 @@
  * Without NW_MHD_DL this is <microhttpd.h> and nw_mhd_load() does nothing.
  * The MHD_* names are macros over one table of pointers: ncclwatch defines
  * no symbol of libmicrohttpd's own name.
+ * (No mhd_abi.c: mhd_dl.c implements the loader.)
  */
 #ifndef NW_EXPORT_MHD_ABI_H
 #define NW_EXPORT_MHD_ABI_H

@@ -12,6 +12,7 @@
  *
  * The driver (driver.h) composes them into a whole search; the tune
  * command (src/cmd/tune.c) parses options, calls the driver and prints.
+ * (No tune.c: each piece above is its own file, variants.c ... analyze.c.)
  * Nothing here prints.
  */
 #ifndef NW_TUNE_H
