@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test that needs no GPU: cmocka unit binaries in $BUILD/tests,
 # then tests/cli/test_*.sh (which print "ok - name" / "not ok - name").
-# Ends with the line "N passed, N failed" and a non-zero exit on failure.
+# A check printed as "ok - name # skip: why" (lib.sh's skip) counts as
+# skipped, named at the end. Ends with the line "N passed, N failed,
+# N skipped" and a non-zero exit on failure.
 set -u
 BUILD=${BUILD:-build}
 export BUILD
@@ -10,7 +12,7 @@ export NW_PLUGIN=${NW_PLUGIN:-$PWD/$BUILD/libnccl-profiler-ncclwatch.so}
 export NW_TESTS=$PWD/$BUILD/tests
 export SRCDIR=$PWD
 export REFDIR=${REFDIR:-$(cd "$PWD/../shared/reference" 2>/dev/null && pwd)}
-pass=0 fail=0 failed=()
+pass=0 fail=0 nskip=0 failed=() skipped=()
 logdir=$(mktemp -d /tmp/nwtest.XXXXXX)
 # No test may touch the user's own history or stats.
 export XDG_DATA_HOME=$logdir/xdg NCCLWATCH_DB=$logdir/history.db NCCLWATCH_DIR=$logdir/stats
@@ -36,13 +38,17 @@ for s in tests/cli/test_*.sh; do
 	bash "$s" >"$out" 2>&1
 	rc=$?
 	p=$(grep -c '^ok - ' "$out")
+	s=$(grep -c '^ok - .* # skip' "$out")
+	p=$((p - s)); nskip=$((nskip + s))
+	while IFS= read -r l; do skipped+=("$name: ${l#ok - }"); done < <(grep '^ok - .* # skip' "$out")
 	f=$(grep -c '^not ok - ' "$out")
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$name exited $rc" >>"$out"; fi
 	pass=$((pass + p)); fail=$((fail + f))
-	if [ "$f" -gt 0 ]; then failed+=("$name"); echo "FAIL $name (log: $out)"; grep -A8 '^not ok' "$out" | head -60; tail -5 "$out"; else echo "ok   $name ($p checks)"; fi
+	if [ "$f" -gt 0 ]; then failed+=("$name"); echo "FAIL $name (log: $out)"; grep -A8 '^not ok' "$out" | head -60; tail -5 "$out"; else echo "ok   $name ($p checks$([ "$s" -gt 0 ] && echo ", $s skipped"))"; fi
 done
 
 echo
+for k in "${skipped[@]}"; do echo "skipped: $k"; done
 [ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $nskip skipped"
 [ "$fail" -eq 0 ]

@@ -17,7 +17,7 @@ const char usage_bench[] =
 	"usage: ncclwatch bench [options]\n"
 	"\n"
 	"Measures collectives over a size sweep and prints nccl-tests' table (same\n"
-	"rows, same meaning), then what nccl-tests cannot say (peak, %% of link).\n"
+	"rows, same meaning), then what nccl-tests cannot say (peak, % of link).\n"
 	"Runs on the GPUs of this process (NCCL loaded at run time), one process per\n"
 	"GPU under mpirun/srun or torchrun (RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT),\n"
 	"or on hosts with --backend mpi under mpirun.\n"

@@ -301,9 +301,10 @@ fake() { # fake MODE NAME LABEL REGEX: the fake is one rank of 2, the probe the 
 		timeout "$LIMIT" python3 "$TMP/fake.py" "$mode" "$PORT" 2>/dev/null &
 		PIDS+=($!)
 		listening
-		start "$name" 1 2 -- --value 7
+		start "$name" 1 2 -- --value 7 --timeout 20
 	else
-		start "$name" 0 2
+		# a long timeout: a Python interpreter may take seconds to start on a loaded machine
+		start "$name" 0 2 -- --timeout 20
 		listening
 		timeout "$LIMIT" python3 "$TMP/fake.py" "$mode" "$PORT" 2>/dev/null &
 		PIDS+=($!)

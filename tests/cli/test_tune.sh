@@ -241,7 +241,8 @@ if command -v mpirun >/dev/null 2>&1 && "$NW" help bench | grep -q -- '--backend
 	expect_out "mpi: nothing to gain from a harmless variable" "defaults are best here|no difference within noise"
 	expect_true "mpi: env file sets nothing" bash -c "! grep -q '^export' '$TMP/mpi.env'"
 	# On a shared 2-core machine a harmless variant can look slower after 2
-	# repeats and be pruned, or faster and go to confirmation; it must never
+	# repeats and be pruned, or faster and go to confirmation, or be left out
+	# for lack of time on a slow machine; it must never
 	# be recommended, and the default must be measured fully.
 	expect_true "mpi: default measured 3 times, no variant recommended" python3 -c "
 import json
@@ -249,12 +250,12 @@ d=json.load(open('$TMP/mpi.json'))
 assert d['nranks']==2 and d['backend']=='mpi', d
 v={x['label']: x for x in d['variants']}
 assert v['default']['status']=='measured' and v['default']['runs']>=3, v['default']
-assert all(x['status'] in ('measured', 'pruned') for x in d['variants']), d['variants']
+assert all(x['status'] in ('measured', 'pruned', 'skipped') for x in d['variants']), d['variants']
 r=d['recommendation']
 assert r.get('defaults_best') or not r.get('label'), r
 "
 else
-	echo "ok - mpi: skipped (no mpirun or no MPI backend)"
+	skip "mpi: tune over the MPI backend" "no mpirun or no MPI backend"
 fi
 
 # --- --no-history writes no database
