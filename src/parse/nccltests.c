@@ -520,83 +520,156 @@ static int starts(const char *s, size_t n, const char *w)
 	return n >= m && !memcmp(s, w, m);
 }
 
+/* "# nccl-tests version 2.17.1 nccl-headers=22602 nccl-library=22602": the version, and NCCL's (the library's first). */
+static void comment_version(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	(void)c;
+	struct tok t[NT_MAX_TOKENS];
+	int k = tokenize(s, n, t, NT_MAX_TOKENS);
+	if (k >= 3)
+		tok_copy(&t[2], st->nt_version, sizeof(st->nt_version));
+	for (int i = 3; i < k; i++) {
+		struct tok v = t[i];
+		int lib = starts(v.s, v.n, "nccl-library=");
+		if (!lib && !starts(v.s, v.n, "nccl-headers="))
+			continue;
+		v.s += 13, v.n -= 13;
+		long code = tok_long_or(&v, -1);
+		if (code > 0 && (lib || st->nccl_code < 0))
+			st->nccl_code = (int)code;
+	}
+}
+
+/* "# Collective test starting: all_reduce_perf" */
+static void comment_starting(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	(void)c;
+	struct tok t[NT_MAX_TOKENS];
+	int k = tokenize(s + 25, n - 25, t, NT_MAX_TOKENS);
+	if (k >= 1)
+		op_from_program(t[0].s, t[0].n, st->op, sizeof(st->op));
+}
+
+/* "# nThread 1 nGpus 1 minBytes ... iters: 20 agg iters: 1 validation: 1 graph: 0" */
+static void comment_params(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	(void)c;
+	parse_params(st, s, n);
+}
+
+/* ncclwatch's table: "# Using devices: 2 x NVIDIA H200 on host (4 ranks)"; nThread x nGpus is per process */
+static void comment_devices(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	(void)c;
+	size_t i = n;
+	while (i > 0 && s[i - 1] != '(')
+		i--;
+	if (i == 0)
+		return;
+	char num[32];
+	size_t k = n - i < sizeof(num) - 1 ? n - i : sizeof(num) - 1;
+	memcpy(num, s + i, k);
+	num[k] = '\0';
+	char *end = NULL;
+	long v = strtol(num, &end, 10);
+	if (end != num && !strncmp(end, " rank", 5) && v > 0)
+		st->nranks_declared = v;
+}
+
+/* "#  Rank  0 Group  0 Pid 643 on vm device 0 [...] NAME": a rank listed again starts another process's table. */
+static void comment_rank(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	if (parse_rank_line(st, s, n) == 1) {
+		stream_finish(c, st);
+		parse_rank_line(st, s, n);
+	}
+}
+
+/* The column header "#       size         count ...": whether it has nccl-tests' "error" column. */
+static void comment_columns(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	(void)c;
+	struct tok t[NT_MAX_TOKENS];
+	int k = tokenize(s, n, t, NT_MAX_TOKENS);
+	for (int i = 0; i < k; i++)
+		if (tok_is(&t[i], "error"))
+			st->error_column = 1;
+}
+
+/* The tokens after the first ':' of s (none when it has no colon). */
+static int tokenize_after_colon(const char *s, size_t n, struct tok *t)
+{
+	const char *colon = memchr(s, ':', n);
+	if (!colon)
+		return 0;
+	return tokenize(colon + 1, n - (size_t)(colon + 1 - s), t, NT_MAX_TOKENS);
+}
+
+/* "# Out of bounds values : 0 OK" */
+static void comment_oob(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	(void)c;
+	struct tok t[NT_MAX_TOKENS];
+	long long v;
+	if (tokenize_after_colon(s, n, t) >= 1 && !tok_ll(&t[0], &v, 0)) {
+		st->have_oob = 1;
+		st->oob = v;
+	}
+}
+
+/* "# Avg bus bandwidth    : 123.456" */
+static void comment_avg(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	(void)c;
+	struct tok t[NT_MAX_TOKENS];
+	if (tokenize_after_colon(s, n, t) >= 1 && !tok_double(&t[0], &st->avg))
+		st->have_avg = 1;
+}
+
+/* "# Collective test concluded: all_reduce_perf" */
+static void comment_concluded(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	(void)s, (void)n;
+	stream_finish(c, st);
+}
+
+/*
+ * The '#' lines of nccl-tests' header and footer that say something, by
+ * how they start (after "# "), tried in this order; the first three begin
+ * a new test, so a table with rows before them is finished first. A new
+ * kind of header line is one reader above and one row here.
+ */
+static const struct comment_kind {
+	const char *start;
+	int new_test;
+	void (*read)(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n);
+} comment_kinds[] = {
+	{ "nccl-tests version", 1, comment_version },
+	{ "Collective test starting:", 1, comment_starting },
+	{ "nThread ", 1, comment_params },
+	{ "Using devices:", 0, comment_devices },
+	{ "Rank ", 0, comment_rank },
+	{ "size ", 0, comment_columns },
+	{ "size\t", 0, comment_columns },
+	{ "Out of bounds values", 0, comment_oob },
+	{ "Avg bus bandwidth", 0, comment_avg },
+	{ "Collective test concluded", 0, comment_concluded },
+};
+
 /* A '#' line of nccl-tests' header or footer. */
 static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
 {
 	s++, n--;
 	while (n && *s == ' ')
 		s++, n--;
-	int has_rows = st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0);
-	if (starts(s, n, "nccl-tests version") || starts(s, n, "Collective test starting:") ||
-	    starts(s, n, "nThread ")) {
-		if (has_rows)
+	for (size_t i = 0; i < NW_ARRAY_LEN(comment_kinds); i++) {
+		const struct comment_kind *k = &comment_kinds[i];
+		if (!starts(s, n, k->start))
+			continue;
+		if (k->new_test && (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0)))
 			stream_finish(c, st);
-	}
-	struct tok t[NT_MAX_TOKENS];
-	if (starts(s, n, "nccl-tests version")) {
-		int k = tokenize(s, n, t, NT_MAX_TOKENS);
-		if (k >= 3)
-			tok_copy(&t[2], st->nt_version, sizeof(st->nt_version));
-		for (int i = 3; i < k; i++) {
-			struct tok v = t[i];
-			int lib = starts(v.s, v.n, "nccl-library=");
-			if (!lib && !starts(v.s, v.n, "nccl-headers="))
-				continue;
-			v.s += 13, v.n -= 13;
-			long code = tok_long_or(&v, -1);
-			if (code > 0 && (lib || st->nccl_code < 0))
-				st->nccl_code = (int)code;
-		}
-	} else if (starts(s, n, "Collective test starting:")) {
-		int k = tokenize(s + 25, n - 25, t, NT_MAX_TOKENS);
-		if (k >= 1)
-			op_from_program(t[0].s, t[0].n, st->op, sizeof(st->op));
-	} else if (starts(s, n, "nThread ")) {
-		parse_params(st, s, n);
-	} else if (starts(s, n, "Using devices:")) {
-		/* ncclwatch's table: "Using devices: 2 x NVIDIA H200 on host (4 ranks)"; nThread x nGpus is per process */
-		size_t i = n;
-		while (i > 0 && s[i - 1] != '(')
-			i--;
-		if (i > 0) {
-			char num[32];
-			size_t k = n - i < sizeof(num) - 1 ? n - i : sizeof(num) - 1;
-			memcpy(num, s + i, k);
-			num[k] = '\0';
-			char *end = NULL;
-			long v = strtol(num, &end, 10);
-			if (end != num && !strncmp(end, " rank", 5) && v > 0)
-				st->nranks_declared = v;
-		}
-	} else if (starts(s, n, "Rank ")) {
-		if (parse_rank_line(st, s, n) == 1) {
-			stream_finish(c, st);
-			parse_rank_line(st, s, n);
-		}
-	} else if (starts(s, n, "size ") || starts(s, n, "size\t")) {
-		int k = tokenize(s, n, t, NT_MAX_TOKENS);
-		for (int i = 0; i < k; i++)
-			if (tok_is(&t[i], "error"))
-				st->error_column = 1;
-	} else if (starts(s, n, "Out of bounds values")) {
-		const char *colon = memchr(s, ':', n);
-		if (colon) {
-			int k = tokenize(colon + 1, n - (size_t)(colon + 1 - s), t, NT_MAX_TOKENS);
-			long long v;
-			if (k >= 1 && !tok_ll(&t[0], &v, 0)) {
-				st->have_oob = 1;
-				st->oob = v;
-			}
-		}
-	} else if (starts(s, n, "Avg bus bandwidth")) {
-		const char *colon = memchr(s, ':', n);
-		if (colon) {
-			int k = tokenize(colon + 1, n - (size_t)(colon + 1 - s), t, NT_MAX_TOKENS);
-			if (k >= 1 && !tok_double(&t[0], &st->avg))
-				st->have_avg = 1;
-		}
-	} else if (starts(s, n, "Collective test concluded")) {
-		stream_finish(c, st);
+		k->read(c, st, s, n);
+		return;
 	}
 }
 
