@@ -7,6 +7,13 @@
 #include "parse/ncclog_int.h"
 #include "util/util.h"
 
+/*
+ * What every rule reads: the tables as the log filled them and the facts
+ * derived from them once (ncclog_facts.c). A rule writes nothing else: it
+ * returns 1 when it fires, with its message in msg, and 0 otherwise. A new
+ * rule is one function here and one row in rules[] below (and its line in
+ * docs/logscan.md); a fact several rules need goes into struct lg_facts.
+ */
 struct rule_ctx {
 	const struct nw_log *lg;
 	const struct lg_facts *f;

@@ -492,7 +492,8 @@ static long tok_long_or(const struct tok *t, long dflt)
 }
 
 /* "# nThread 1 nGpus 2 minBytes 8 ... warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0" */
-static void parse_params(struct nt_stream *st, const char *s, size_t n)
+/* "nThread 1 nGpus 2 minBytes ... warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0" */
+static int parse_params(struct nt_stream *st, const char *s, size_t n)
 {
 	struct tok t[NT_MAX_TOKENS];
 	int k = tokenize(s, n, t, NT_MAX_TOKENS);
@@ -512,6 +513,7 @@ static void parse_params(struct nt_stream *st, const char *s, size_t n)
 		else if (tok_is(&t[i], "graph:"))
 			st->graph = tok_long_or(nx, -1);
 	}
+	return 0;
 }
 
 static int starts(const char *s, size_t n, const char *w)
@@ -520,83 +522,147 @@ static int starts(const char *s, size_t n, const char *w)
 	return n >= m && !memcmp(s, w, m);
 }
 
+/*
+ * The readers of nccl-tests' '#' lines (s: after "# "). Each returns 0, or
+ * 1 when the line belongs to a new table (the stream's table is finished
+ * and the line read again); parse_params and parse_rank_line above are two.
+ */
+
+/* "nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809": the version, and NCCL's (the library's first). */
+static int comment_version(struct nt_stream *st, const char *s, size_t n)
+{
+	struct tok t[NT_MAX_TOKENS];
+	int k = tokenize(s, n, t, NT_MAX_TOKENS);
+	if (k >= 3)
+		tok_copy(&t[2], st->nt_version, sizeof(st->nt_version));
+	for (int i = 3; i < k; i++) {
+		struct tok v = t[i];
+		int lib = starts(v.s, v.n, "nccl-library=");
+		if (!lib && !starts(v.s, v.n, "nccl-headers="))
+			continue;
+		v.s += 13, v.n -= 13;
+		long code = tok_long_or(&v, -1);
+		if (code > 0 && (lib || st->nccl_code < 0))
+			st->nccl_code = (int)code;
+	}
+	return 0;
+}
+
+/* "Collective test starting: all_reduce_perf" */
+static int comment_starting(struct nt_stream *st, const char *s, size_t n)
+{
+	struct tok t[NT_MAX_TOKENS];
+	int k = tokenize(s + 25, n - 25, t, NT_MAX_TOKENS);
+	if (k >= 1)
+		op_from_program(t[0].s, t[0].n, st->op, sizeof(st->op));
+	return 0;
+}
+
+/* ncclwatch's table: "Using devices: 2 x NVIDIA H200 on host (4 ranks)"; nThread x nGpus is per process */
+static int comment_devices(struct nt_stream *st, const char *s, size_t n)
+{
+	size_t i = n;
+	while (i > 0 && s[i - 1] != '(')
+		i--;
+	if (i == 0)
+		return 0;
+	char num[32];
+	size_t k = n - i < sizeof(num) - 1 ? n - i : sizeof(num) - 1;
+	memcpy(num, s + i, k);
+	num[k] = '\0';
+	char *end = NULL;
+	long v = strtol(num, &end, 10);
+	if (end != num && !strncmp(end, " rank", 5) && v > 0)
+		st->nranks_declared = v;
+	return 0;
+}
+
+/* The column header "size count type redop root time algbw busbw #wrong ...": whether it says "error" instead. */
+static int comment_columns(struct nt_stream *st, const char *s, size_t n)
+{
+	struct tok t[NT_MAX_TOKENS];
+	int k = tokenize(s, n, t, NT_MAX_TOKENS);
+	for (int i = 0; i < k; i++)
+		if (tok_is(&t[i], "error"))
+			st->error_column = 1;
+	return 0;
+}
+
+/* The first token after the first ':' of s; 0 when there is none. */
+static int value_after_colon(const char *s, size_t n, struct tok *t)
+{
+	struct tok all[NT_MAX_TOKENS];
+	const char *colon = memchr(s, ':', n);
+	if (!colon || tokenize(colon + 1, n - (size_t)(colon + 1 - s), all, NT_MAX_TOKENS) < 1)
+		return 0;
+	*t = all[0];
+	return 1;
+}
+
+/* "Out of bounds values : 0 OK" */
+static int comment_oob(struct nt_stream *st, const char *s, size_t n)
+{
+	struct tok t;
+	long long v;
+	if (value_after_colon(s, n, &t) && !tok_ll(&t, &v, 0)) {
+		st->have_oob = 1;
+		st->oob = v;
+	}
+	return 0;
+}
+
+/* "Avg bus bandwidth    : 123.456" */
+static int comment_avg(struct nt_stream *st, const char *s, size_t n)
+{
+	struct tok t;
+	if (value_after_colon(s, n, &t) && !tok_double(&t, &st->avg))
+		st->have_avg = 1;
+	return 0;
+}
+
+/*
+ * The '#' lines of nccl-tests' header and footer that say something, by
+ * how they start, tried in this order: a new kind of header line is one
+ * reader and one row. The first three begin a test (a table with rows
+ * before them is finished first); "concluded" ends one.
+ */
+enum { NT_BEGINS = 1, NT_ENDS = 2 };
+static const struct comment_kind {
+	const char *start;
+	int flags;
+	int (*read)(struct nt_stream *st, const char *s, size_t n);
+} comment_kinds[] = {
+	{ "nccl-tests version", NT_BEGINS, comment_version },
+	{ "Collective test starting:", NT_BEGINS, comment_starting },
+	{ "nThread ", NT_BEGINS, parse_params },
+	{ "Using devices:", 0, comment_devices },
+	{ "Rank ", 0, parse_rank_line },
+	{ "size ", 0, comment_columns },
+	{ "size\t", 0, comment_columns },
+	{ "Out of bounds values", 0, comment_oob },
+	{ "Avg bus bandwidth", 0, comment_avg },
+	{ "Collective test concluded", NT_ENDS, NULL },
+};
+
 /* A '#' line of nccl-tests' header or footer. */
 static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
 {
 	s++, n--;
 	while (n && *s == ' ')
 		s++, n--;
-	int has_rows = st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0);
-	if (starts(s, n, "nccl-tests version") || starts(s, n, "Collective test starting:") ||
-	    starts(s, n, "nThread ")) {
-		if (has_rows)
+	for (size_t i = 0; i < NW_ARRAY_LEN(comment_kinds); i++) {
+		const struct comment_kind *k = &comment_kinds[i];
+		if (!starts(s, n, k->start))
+			continue;
+		if ((k->flags & NT_BEGINS) && (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0)))
 			stream_finish(c, st);
-	}
-	struct tok t[NT_MAX_TOKENS];
-	if (starts(s, n, "nccl-tests version")) {
-		int k = tokenize(s, n, t, NT_MAX_TOKENS);
-		if (k >= 3)
-			tok_copy(&t[2], st->nt_version, sizeof(st->nt_version));
-		for (int i = 3; i < k; i++) {
-			struct tok v = t[i];
-			int lib = starts(v.s, v.n, "nccl-library=");
-			if (!lib && !starts(v.s, v.n, "nccl-headers="))
-				continue;
-			v.s += 13, v.n -= 13;
-			long code = tok_long_or(&v, -1);
-			if (code > 0 && (lib || st->nccl_code < 0))
-				st->nccl_code = (int)code;
-		}
-	} else if (starts(s, n, "Collective test starting:")) {
-		int k = tokenize(s + 25, n - 25, t, NT_MAX_TOKENS);
-		if (k >= 1)
-			op_from_program(t[0].s, t[0].n, st->op, sizeof(st->op));
-	} else if (starts(s, n, "nThread ")) {
-		parse_params(st, s, n);
-	} else if (starts(s, n, "Using devices:")) {
-		/* ncclwatch's table: "Using devices: 2 x NVIDIA H200 on host (4 ranks)"; nThread x nGpus is per process */
-		size_t i = n;
-		while (i > 0 && s[i - 1] != '(')
-			i--;
-		if (i > 0) {
-			char num[32];
-			size_t k = n - i < sizeof(num) - 1 ? n - i : sizeof(num) - 1;
-			memcpy(num, s + i, k);
-			num[k] = '\0';
-			char *end = NULL;
-			long v = strtol(num, &end, 10);
-			if (end != num && !strncmp(end, " rank", 5) && v > 0)
-				st->nranks_declared = v;
-		}
-	} else if (starts(s, n, "Rank ")) {
-		if (parse_rank_line(st, s, n) == 1) {
+		if (k->read && k->read(st, s, n) == 1) {
 			stream_finish(c, st);
-			parse_rank_line(st, s, n);
+			k->read(st, s, n);
 		}
-	} else if (starts(s, n, "size ") || starts(s, n, "size\t")) {
-		int k = tokenize(s, n, t, NT_MAX_TOKENS);
-		for (int i = 0; i < k; i++)
-			if (tok_is(&t[i], "error"))
-				st->error_column = 1;
-	} else if (starts(s, n, "Out of bounds values")) {
-		const char *colon = memchr(s, ':', n);
-		if (colon) {
-			int k = tokenize(colon + 1, n - (size_t)(colon + 1 - s), t, NT_MAX_TOKENS);
-			long long v;
-			if (k >= 1 && !tok_ll(&t[0], &v, 0)) {
-				st->have_oob = 1;
-				st->oob = v;
-			}
-		}
-	} else if (starts(s, n, "Avg bus bandwidth")) {
-		const char *colon = memchr(s, ':', n);
-		if (colon) {
-			int k = tokenize(colon + 1, n - (size_t)(colon + 1 - s), t, NT_MAX_TOKENS);
-			if (k >= 1 && !tok_double(&t[0], &st->avg))
-				st->have_avg = 1;
-		}
-	} else if (starts(s, n, "Collective test concluded")) {
-		stream_finish(c, st);
+		if (k->flags & NT_ENDS)
+			stream_finish(c, st);
+		return;
 	}
 }
 
