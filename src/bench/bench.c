@@ -531,7 +531,8 @@ static int run_pairs(struct ctx *x)
 	int rc = 0;
 	for (int a = 0; a < n && !rc; a++)
 		for (int b = a + 1; b < n && !rc; b++) {
-			struct nw_call c = { .op = NW_SENDRECV, .dtype = dtype, .count = count, .pair = 1, .pair_a = a, .pair_b = b };
+			struct nw_call c = { .op = NW_SENDRECV, .dtype = dtype, .count = count, .pair = 1, .pair_a = a,
+			                     .pair_b = b };
 			double t;
 			int64_t wrong;
 			rc = time_pair(x, &c, all, &t, &wrong);
@@ -579,11 +580,13 @@ static int open_backend(const struct nw_bench_opts *o, struct nw_group *g, struc
 /* Refuse what the options ask of a backend that cannot do it (a type, -G, -t); 0 or -1 with err. */
 static int backend_fits(const struct nw_bench_opts *o, const struct nw_backend *be, char *err, size_t errlen)
 {
-	const char *why = !strcmp(be->name, "nccl") ? " on this GPU (fp8 needs compute capability 9.0, bfloat16 8.0)" : "";
+	int gpu = !strcmp(be->name, "nccl");
 	for (int i = 0; i < o->ndtypes; i++)
 		if (!be->dtype_ok[o->dtypes[i]])
-			return nw_seterr(err, errlen, "data type '%s' is not supported by the %s backend%s; choose another with -d",
-			                 nw_dtype_name(o->dtypes[i]), be->name, why);
+			return nw_seterr(err, errlen,
+			                 "data type '%s' is not supported by the %s backend%s; choose another with -d",
+			                 nw_dtype_name(o->dtypes[i]), be->name,
+			                 gpu ? " on this GPU (fp8 needs compute capability 9.0, bfloat16 8.0)" : "");
 	if (o->graph_launches > 0 && !be->graphs)
 		return nw_seterr(err, errlen, "-G (CUDA graphs) needs the NCCL backend");
 	if (o->nthreads > 1 && !be->ops->launch_many)

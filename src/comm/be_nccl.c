@@ -213,12 +213,18 @@ static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char 
 	case NW_BROADCAST: rc = nc->pfn_ncclBroadcast(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st); break;
 	case NW_REDUCE: rc = nc->pfn_ncclReduce(x.s, x.r, x.cnt, x.t, c->redop, c->root, x.comm, x.st); break;
 	case NW_SENDRECV: rc = sendrecv(&x, c); break;
-	case NW_ALLTOALL: rc = nc->pfn_ncclAlltoAll ? nc->pfn_ncclAlltoAll(x.s, x.r, x.cnt, x.t, x.comm, x.st) : alltoall_p2p(&x); break;
+	/* alltoall, gather and scatter came with NCCL 2.28; before, grouped send/recv do the same */
+	case NW_ALLTOALL:
+		rc = nc->pfn_ncclAlltoAll ? nc->pfn_ncclAlltoAll(x.s, x.r, x.cnt, x.t, x.comm, x.st)
+		                          : alltoall_p2p(&x);
+		break;
 	case NW_GATHER:
-		rc = nc->pfn_ncclGather ? nc->pfn_ncclGather(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st) : gather_p2p(&x, c->root);
+		rc = nc->pfn_ncclGather ? nc->pfn_ncclGather(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st)
+		                        : gather_p2p(&x, c->root);
 		break;
 	case NW_SCATTER:
-		rc = nc->pfn_ncclScatter ? nc->pfn_ncclScatter(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st) : scatter_p2p(&x, c->root);
+		rc = nc->pfn_ncclScatter ? nc->pfn_ncclScatter(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st)
+		                         : scatter_p2p(&x, c->root);
 		break;
 	default:
 		return nw_seterr(err, errlen, "internal: unknown op %d", c->op);

@@ -122,7 +122,8 @@ void nw_boot_abort(struct nw_boot *b, const char *why)
 		return;
 	char w[320];
 	if (b->rank == 0)
-		boot_fail(b, 1, -1, NULL, 0, "%s stopped: %s", boot_who(b, 0, w, sizeof(w)), why ? why : "no reason given");
+		boot_fail(b, 1, -1, NULL, 0, "%s stopped: %s", boot_who(b, 0, w, sizeof(w)),
+		          why ? why : "no reason given");
 	else
 		boot_fail(b, 1, -1, NULL, 0, "%s", why ? why : "no reason given");
 }

@@ -150,14 +150,16 @@ static int peer_wait(struct nw_boot *b, int op, void *out, size_t len, char *err
 			return boot_fail(b, 1, -1, err, errlen, "%s did not %s %s #%u within %g s", w,
 			                 entered ? "finish" : "reach", boot_op_name(op), b->seq, b->timeout);
 		if (wr < 0)
-			return boot_fail(b, 1, -1, err, errlen, "waiting for rank 0 failed: %s", boot_errtext(errno, e2, sizeof(e2)));
+			return boot_fail(b, 1, -1, err, errlen, "waiting for rank 0 failed: %s",
+			                 boot_errtext(errno, e2, sizeof(e2)));
 		int st = boot_conn_step(c, len, e2, sizeof(e2));
 		if (st == CS_AGAIN)
 			continue;
 		if (st == CS_EOF)
 			return boot_fail(b, 0, -1, err, errlen, "%s %s during %s #%u", w, e2, boot_op_name(op), b->seq);
 		if (st == CS_BAD)
-			return boot_fail(b, 1, -1, err, errlen, "%s sent %s during %s #%u", w, e2, boot_op_name(op), b->seq);
+			return boot_fail(b, 1, -1, err, errlen, "%s sent %s during %s #%u", w, e2, boot_op_name(op),
+			                 b->seq);
 		if (c->h.type == NW_BOOT_ABORT) {
 			char why[NW_BOOT_MAX_WHY + 1];
 			abort_text(c, why, sizeof(why));
@@ -171,7 +173,8 @@ static int peer_wait(struct nw_boot *b, int op, void *out, size_t len, char *err
 			char me[320];
 			return boot_fail(b, 1, -1, err, errlen,
 			                 "%s called %s #%u while %s called %s #%u: every rank must make the same calls in the same order",
-			                 w, boot_op_name(arg), seq, boot_who(b, b->rank, me, sizeof(me)), boot_op_name(op), b->seq);
+			                 w, boot_op_name(arg), seq, boot_who(b, b->rank, me, sizeof(me)), boot_op_name(op),
+			                 b->seq);
 		}
 		if (t == NW_BOOT_ENTER) {
 			boot_conn_reset(c);
@@ -181,7 +184,8 @@ static int peer_wait(struct nw_boot *b, int op, void *out, size_t len, char *err
 		}
 		if (t != NW_BOOT_RESULT) {
 			boot_conn_reset(c);
-			return boot_fail(b, 1, -1, err, errlen, "%s sent a %s during %s #%u", w, boot_op_name(t), boot_op_name(op), b->seq);
+			return boot_fail(b, 1, -1, err, errlen, "%s sent a %s during %s #%u", w, boot_op_name(t),
+			                 boot_op_name(op), b->seq);
 		}
 		if (st == CS_BIG || got != len) {
 			boot_conn_reset(c);
@@ -259,7 +263,8 @@ int nw_boot_bcast(struct nw_boot *b, void *buf, size_t len, int root, char *err,
 	if (usable(b, err, errlen))
 		return -1;
 	if (root < 0 || root >= b->size)
-		return boot_fail(b, 1, -1, err, errlen, "broadcast from rank %d: there are ranks 0 to %d", root, b->size - 1);
+		return boot_fail(b, 1, -1, err, errlen, "broadcast from rank %d: there are ranks 0 to %d", root,
+		                 b->size - 1);
 	if (len > NW_BOOT_MAX_PAYLOAD)
 		return boot_fail(b, 1, -1, err, errlen, "broadcast of %zu bytes is over the bootstrap's limit of %u bytes",
 		                 len, NW_BOOT_MAX_PAYLOAD);

@@ -226,7 +226,7 @@ static void arrivals_release(struct arrivals *a, const struct nw_boot *b, int rc
 	free(a->map);
 }
 
-/* Fill a->pfd and a->map for one round: the listener, the connections not yet identified, the ranks. Returns the count. */
+/* Fill a->pfd and a->map for one round: the listener, connections not yet identified, ranks. Returns the count. */
 static int poll_set(const struct nw_boot *b, struct arrivals *a)
 {
 	int np = 0;
@@ -456,7 +456,7 @@ static int check_roll(struct nw_boot *b, const struct arrivals *a, char *err, si
 	return rc;
 }
 
-/* Hosts known: a LOCAL_WORLD_SIZE not given is the number of ranks on the same host (a LOCAL_RANK past it is refused). */
+/* Hosts known: a LOCAL_WORLD_SIZE not given is the number of ranks on the host (a LOCAL_RANK past it is refused). */
 static int local_sizes(struct nw_boot *b, struct roster *ro, char *err, size_t errlen)
 {
 	char w[320];

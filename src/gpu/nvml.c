@@ -375,7 +375,8 @@ static int open_nvml(struct nw_nvml_snap *snap)
 	}
 	const struct nw_dl_sym *miss = nw_dl_resolve(h, syms, NW_ARRAY_LEN(syms));
 	if (miss) {
-		nw_nvml_snap_none(snap, "'%s' lacks '%s': the NVIDIA driver is too old or not NVML", name, miss->names[0]);
+		nw_nvml_snap_none(snap, "'%s' lacks '%s': the NVIDIA driver is too old or not NVML", name,
+		                  miss->names[0]);
 		dlclose(h);
 		return -1;
 	}
