@@ -179,6 +179,47 @@ static double ratio(uint64_t part, uint64_t whole)
 	return whole ? (double)part / (double)whole : NAN;
 }
 
+/* The info family's extra labels, appended to l[*nl..]; abi and kmode are the caller's buffers for two of them. */
+static void info_labels(const struct nw_sf_rank *r, const struct rank_labels *lb, struct nw_label *l, size_t *nl,
+                        char *abi, size_t abilen, char *kmode, size_t kmodelen)
+{
+	const struct nws_header *h = &r->hdr;
+	snprintf(abi, abilen, "%u", h->abi);
+	snprintf(kmode, kmodelen, "%s",
+	         h->kernel_mode == NWS_KMODE_ON ? "on" : h->kernel_mode == NWS_KMODE_OFF ? "off" : "auto");
+	l[(*nl)++] = (struct nw_label){ "comm_name", h->comm_name };
+	l[(*nl)++] = (struct nw_label){ "nranks", lb->nranks };
+	l[(*nl)++] = (struct nw_label){ "pid", lb->pid };
+	l[(*nl)++] = (struct nw_label){ "state", nw_sf_live_name(r->live) };
+	l[(*nl)++] = (struct nw_label){ "profiler_abi", abi };
+	l[(*nl)++] = (struct nw_label){ "kernel_timing", kmode };
+	l[(*nl)++] = (struct nw_label){ "plugin_version", h->plugin_version };
+}
+
+/* The value of a per-rank family for header h; NAN when the plugin does not have it. */
+static double rank_value(enum rank_metric which, const struct nws_header *h, double now_real)
+{
+	double v;
+	switch (which) {
+	case RM_INFO:
+		return 1;
+	case RM_AGE:
+		v = now_real - (double)h->updated_ns / 1e9;
+		return v < 0 ? 0 : v;
+	case RM_BUSY_RATIO: return ratio(h->busy_est_ns, h->busy_window_ns);
+	case RM_BUSY_EXACT_RATIO: return ratio(h->busy_kernel_ns, h->busy_window_ns);
+	case RM_BUSY_TOTAL: return (double)h->busy_est_total_ns / 1e9;
+	case RM_WALL_TOTAL: return (double)h->wall_total_ns / 1e9;
+	case RM_OPS_DROPPED: return (double)h->ops_dropped;
+	case RM_EVENTS_BAD: return (double)h->events_bad;
+	case RM_EVENTS_LATE: return (double)h->events_late;
+	case RM_SLOW_OPS: return (double)h->slow_ops;
+	case RM_MASK_SWITCHES: return (double)h->mask_switches;
+	case RM_GRAPH_CALLS: return (double)h->graph_ops;
+	default: return (double)h->dumps;
+	}
+}
+
 /* One per-rank family (header fields of each kept file); nothing when no rank has a value. */
 static void write_rank_family(struct nw_prom *out, enum rank_metric which, const struct nw_sf_set *set,
                               const unsigned char *keep, double now_real)
@@ -195,48 +236,10 @@ static void write_rank_family(struct nw_prom *out, enum rank_metric which, const
 			{ "host", h->hostname }, { "comm", lb.comm }, { "rank", lb.rank },
 		};
 		size_t nl = 3;
-		double v;
 		char abi[16], kmode[16];
-		switch (which) {
-		case RM_INFO: {
-			snprintf(abi, sizeof(abi), "%u", h->abi);
-			snprintf(kmode, sizeof(kmode), "%s",
-			         h->kernel_mode == NWS_KMODE_ON ? "on" : h->kernel_mode == NWS_KMODE_OFF ? "off" : "auto");
-			l[nl++] = (struct nw_label){ "comm_name", h->comm_name };
-			l[nl++] = (struct nw_label){ "nranks", lb.nranks };
-			l[nl++] = (struct nw_label){ "pid", lb.pid };
-			l[nl++] = (struct nw_label){ "state", nw_sf_live_name(r->live) };
-			l[nl++] = (struct nw_label){ "profiler_abi", abi };
-			l[nl++] = (struct nw_label){ "kernel_timing", kmode };
-			l[nl++] = (struct nw_label){ "plugin_version", h->plugin_version };
-			v = 1;
-			break;
-		}
-		case RM_AGE:
-			v = now_real - (double)h->updated_ns / 1e9;
-			if (v < 0)
-				v = 0;
-			break;
-		case RM_BUSY_RATIO:
-			v = ratio(h->busy_est_ns, h->busy_window_ns);
-			break;
-		case RM_BUSY_EXACT_RATIO:
-			v = ratio(h->busy_kernel_ns, h->busy_window_ns);
-			break;
-		case RM_BUSY_TOTAL:
-			v = (double)h->busy_est_total_ns / 1e9;
-			break;
-		case RM_WALL_TOTAL:
-			v = (double)h->wall_total_ns / 1e9;
-			break;
-		case RM_OPS_DROPPED: v = (double)h->ops_dropped; break;
-		case RM_EVENTS_BAD: v = (double)h->events_bad; break;
-		case RM_EVENTS_LATE: v = (double)h->events_late; break;
-		case RM_SLOW_OPS: v = (double)h->slow_ops; break;
-		case RM_MASK_SWITCHES: v = (double)h->mask_switches; break;
-		case RM_GRAPH_CALLS: v = (double)h->graph_ops; break;
-		default: v = (double)h->dumps; break;
-		}
+		if (which == RM_INFO)
+			info_labels(r, &lb, l, &nl, abi, sizeof(abi), kmode, sizeof(kmode));
+		double v = rank_value(which, h, now_real);
 		if (isnan(v))
 			continue; /* a figure the plugin does not have is absent, not 0 */
 		if (!started) {
@@ -266,6 +269,49 @@ static const struct {
 };
 
 static const unsigned sample_src[NW_SAMPLE_NSRC] = { NWS_SRC_KERNEL, NWS_SRC_PROXY };
+
+/*
+ * The samples of one coll family for one entry e of rank r (op, bucket),
+ * labelled l[0..5) (l has room for a sixth); le: the histogram bounds.
+ */
+static void coll_samples(struct nw_prom *out, enum coll_metric which, const struct nw_sf_rank *r,
+                         const struct rank_labels *lb, unsigned op, unsigned b, const struct nw_sample_ent *e,
+                         const struct nw_sample *prev, struct nw_label *l, const double *le)
+{
+	const char *name = coll_fam[which].name;
+	switch (which) {
+	case CM_OPS:
+		nw_prom_sample(out, name, l, 5, (double)e->count);
+		break;
+	case CM_BYTES:
+		nw_prom_sample(out, name, l, 5, (double)e->bytes);
+		break;
+	case CM_DURATION:
+	case CM_TIMED_BYTES:
+		for (unsigned k = 0; k < NW_SAMPLE_NSRC; k++) {
+			const struct nw_sample_timing *t = &e->t[k];
+			if (!t->count)
+				continue;
+			l[5] = (struct nw_label){ "source", nws_src_name(sample_src[k]) };
+			if (which == CM_DURATION)
+				nw_prom_histogram(out, name, l, 6, le, t->hist, NW_SAMPLE_NBOUNDS, (double)t->sum_ns / 1e9);
+			else
+				nw_prom_sample(out, name, l, 6, (double)t->bytes);
+		}
+		break;
+	default: {
+		struct nw_sample_ent d;
+		nw_sample_delta(e, prev ? nw_sample_find(prev, r, op, b) : NULL, &d);
+		const struct nw_sample_timing *t;
+		if (nw_sample_best(&d, &t) < 0)
+			break; /* nothing timed in the window: absent, not 0 */
+		l[5] = (struct nw_label){ "nranks", lb->nranks };
+		double bw = (double)t->bytes / ((double)t->sum_ns / 1e9) * nws_busbw_factor(op, r->hdr.nranks);
+		nw_prom_sample(out, name, l, 6, bw);
+		break;
+	}
+	}
+}
 
 /*
  * One per (rank, op, size bucket) family from the sample now; the busbw
@@ -300,40 +346,7 @@ static void write_coll_family(struct nw_prom *out, enum coll_metric which, const
 					nw_prom_family(out, coll_fam[which].name, coll_fam[which].type, coll_fam[which].help);
 					started = 1;
 				}
-				switch (which) {
-				case CM_OPS:
-					nw_prom_sample(out, coll_fam[which].name, l, 5, (double)e->count);
-					break;
-				case CM_BYTES:
-					nw_prom_sample(out, coll_fam[which].name, l, 5, (double)e->bytes);
-					break;
-				case CM_DURATION:
-				case CM_TIMED_BYTES:
-					for (unsigned k = 0; k < NW_SAMPLE_NSRC; k++) {
-						const struct nw_sample_timing *t = &e->t[k];
-						if (!t->count)
-							continue;
-						l[5] = (struct nw_label){ "source", nws_src_name(sample_src[k]) };
-						if (which == CM_DURATION)
-							nw_prom_histogram(out, coll_fam[which].name, l, 6, le, t->hist,
-							                  NW_SAMPLE_NBOUNDS, (double)t->sum_ns / 1e9);
-						else
-							nw_prom_sample(out, coll_fam[which].name, l, 6, (double)t->bytes);
-					}
-					break;
-				default: {
-					struct nw_sample_ent d;
-					nw_sample_delta(e, prev ? nw_sample_find(prev, r, op, b) : NULL, &d);
-					const struct nw_sample_timing *t;
-					if (nw_sample_best(&d, &t) < 0)
-						break; /* nothing timed in the window: absent, not 0 */
-					l[5] = (struct nw_label){ "nranks", lb.nranks };
-					double bw = (double)t->bytes / ((double)t->sum_ns / 1e9) *
-					            nws_busbw_factor(op, r->hdr.nranks);
-					nw_prom_sample(out, coll_fam[which].name, l, 6, bw);
-					break;
-				}
-				}
+				coll_samples(out, which, r, &lb, op, b, e, prev, l, le);
 			}
 		}
 	}

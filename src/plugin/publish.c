@@ -60,10 +60,9 @@ static void on_sigusr2(int sig)
 	__atomic_store_n(&nwp_g.dump_requested, 1, __ATOMIC_RELAXED);
 }
 
-/* Read the NCCLWATCH_* environment into nwp_g; -1 with err naming a bad variable. */
-int nwp_config(char *err, size_t errlen)
+/* The stats directory: NCCLWATCH_DIR, else /dev/shm/ncclwatch-<uid>; -1 with err when too long. */
+static int config_dir(char *err, size_t errlen)
 {
-	long v;
 	const char *dir = getenv("NCCLWATCH_DIR");
 	if (dir && *dir) {
 		if (strlen(dir) >= sizeof(nwp_g.dir) - 80) {
@@ -74,6 +73,12 @@ int nwp_config(char *err, size_t errlen)
 	} else {
 		snprintf(nwp_g.dir, sizeof(nwp_g.dir), "/dev/shm/ncclwatch-%u", (unsigned)getuid());
 	}
+	return 0;
+}
+
+/* NCCLWATCH_KERNEL: auto (default), on or 1, off or 0; -1 with err otherwise. */
+static int config_kernel(char *err, size_t errlen)
+{
 	const char *k = getenv("NCCLWATCH_KERNEL");
 	if (!k || !*k || !strcasecmp(k, "auto"))
 		nwp_g.kmode = NWS_KMODE_AUTO;
@@ -85,6 +90,29 @@ int nwp_config(char *err, size_t errlen)
 		snprintf(err, errlen, "NCCLWATCH_KERNEL='%s' is not auto, on or off", k);
 		return -1;
 	}
+	return 0;
+}
+
+/* Let SIGUSR2 request a dump, unless the job already handles SIGUSR2. */
+static void sigusr2_install(void)
+{
+	struct sigaction old;
+	if (sigaction(SIGUSR2, NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_sigusr2;
+		sa.sa_flags = SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGUSR2, &sa, NULL);
+	}
+}
+
+/* Read the NCCLWATCH_* environment into nwp_g; -1 with err naming a bad variable. */
+int nwp_config(char *err, size_t errlen)
+{
+	long v;
+	if (config_dir(err, errlen) || config_kernel(err, errlen))
+		return -1;
 	if (env_long("NCCLWATCH_SAMPLE_S", 10, 0, 86400, &v, err, errlen))
 		return -1;
 	nwp_g.sample_ns = (uint64_t)v * SEC;
@@ -118,17 +146,8 @@ int nwp_config(char *err, size_t errlen)
 	nwp_g.max_comms = (int)v;
 	if (env_long("NCCLWATCH_SIGUSR2", 0, 0, 1, &v, err, errlen))
 		return -1;
-	if (v) {
-		struct sigaction old;
-		if (sigaction(SIGUSR2, NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
-			struct sigaction sa;
-			memset(&sa, 0, sizeof(sa));
-			sa.sa_handler = on_sigusr2;
-			sa.sa_flags = SA_RESTART;
-			sigemptyset(&sa.sa_mask);
-			sigaction(SIGUSR2, &sa, NULL);
-		}
-	}
+	if (v)
+		sigusr2_install();
 	return 0;
 }
 
@@ -165,53 +184,9 @@ static void copy_str(char *dst, size_t len, const char *src)
 		dst[i] = '\0';
 }
 
-/* Create, size (space reserved, so writes can never fault) and map c's file. */
-int nwp_comm_open(struct nwp_comm *c, char *err, size_t errlen)
+/* The identity part of c's new file header (written once, before the magic that says the file is ready). */
+static void header_init(struct nwp_comm *c, uint64_t size, uint64_t off_records, uint64_t off_ring)
 {
-	if (ensure_dir(err, errlen) != 0)
-		return -1;
-	int n = snprintf(c->path, sizeof(c->path), "%s/%s.%d.%016llx.r%d.nws", nwp_g.dir, nwp_g.host,
-	                 nwp_g.pid, (unsigned long long)c->comm_hash, c->rank);
-	if (n < 0 || (size_t)n >= sizeof(c->path)) {
-		snprintf(err, errlen, "stats file name too long");
-		return -1;
-	}
-	uint64_t off_records = (sizeof(struct nws_header) + 63) & ~63ull;
-	uint64_t off_ring = off_records + (uint64_t)NWS_NOPS * NWS_NBUCKETS * sizeof(struct nws_record);
-	uint64_t size = off_ring + (uint64_t)nwp_g.ring_len * sizeof(struct nws_opent);
-	int fd = -1;
-	for (int attempt = 0; attempt < 2 && fd < 0; attempt++) {
-		fd = open(c->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 && errno == EEXIST)
-			unlink(c->path); /* an old file of this pid and comm: ours to replace */
-	}
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create stats file '%s': %s", c->path, strerror(errno));
-		return -1;
-	}
-	int rc = posix_fallocate(fd, 0, (off_t)size);
-	if (rc != 0) {
-		snprintf(err, errlen, "cannot reserve %llu bytes for '%s': %s", (unsigned long long)size,
-		         c->path, strerror(rc));
-		close(fd);
-		unlink(c->path);
-		return -1;
-	}
-	void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		snprintf(err, errlen, "cannot map '%s': %s", c->path, strerror(errno));
-		close(fd);
-		unlink(c->path);
-		return -1;
-	}
-	memset(map, 0, size);
-	c->fd = fd;
-	c->map = map;
-	c->map_len = size;
-	c->hdr = map;
-	c->rec = (struct nws_record *)((char *)map + off_records);
-	c->ring = (struct nws_opent *)((char *)map + off_ring);
-	c->ring_len = nwp_g.ring_len;
 	struct nws_header *h = c->hdr;
 	h->version = NWS_VERSION;
 	h->header_size = sizeof(struct nws_header);
@@ -239,7 +214,66 @@ int nwp_comm_open(struct nwp_comm *c, char *err, size_t errlen)
 	h->state = NWS_STATE_RUNNING;
 	h->kernel_mode = (uint32_t)nwp_g.kmode;
 	h->busy_window_ns = 0;
-	__atomic_store_n(&h->magic, NWS_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* Create c->path afresh (an old file of this pid and comm is replaced) and reserve size bytes; the fd, or -1 with err. */
+static int file_create(const struct nwp_comm *c, uint64_t size, char *err, size_t errlen)
+{
+	int fd = -1;
+	for (int attempt = 0; attempt < 2 && fd < 0; attempt++) {
+		fd = open(c->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno == EEXIST)
+			unlink(c->path); /* an old file of this pid and comm: ours to replace */
+	}
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create stats file '%s': %s", c->path, strerror(errno));
+		return -1;
+	}
+	int rc = posix_fallocate(fd, 0, (off_t)size);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot reserve %llu bytes for '%s': %s", (unsigned long long)size,
+		         c->path, strerror(rc));
+		close(fd);
+		unlink(c->path);
+		return -1;
+	}
+	return fd;
+}
+
+/* Create, size (space reserved, so writes can never fault) and map c's file. */
+int nwp_comm_open(struct nwp_comm *c, char *err, size_t errlen)
+{
+	if (ensure_dir(err, errlen) != 0)
+		return -1;
+	int n = snprintf(c->path, sizeof(c->path), "%s/%s.%d.%016llx.r%d.nws", nwp_g.dir, nwp_g.host,
+	                 nwp_g.pid, (unsigned long long)c->comm_hash, c->rank);
+	if (n < 0 || (size_t)n >= sizeof(c->path)) {
+		snprintf(err, errlen, "stats file name too long");
+		return -1;
+	}
+	uint64_t off_records = (sizeof(struct nws_header) + 63) & ~63ull;
+	uint64_t off_ring = off_records + (uint64_t)NWS_NOPS * NWS_NBUCKETS * sizeof(struct nws_record);
+	uint64_t size = off_ring + (uint64_t)nwp_g.ring_len * sizeof(struct nws_opent);
+	int fd = file_create(c, size, err, errlen);
+	if (fd < 0)
+		return -1;
+	void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		snprintf(err, errlen, "cannot map '%s': %s", c->path, strerror(errno));
+		close(fd);
+		unlink(c->path);
+		return -1;
+	}
+	memset(map, 0, size);
+	c->fd = fd;
+	c->map = map;
+	c->map_len = size;
+	c->hdr = map;
+	c->rec = (struct nws_record *)((char *)map + off_records);
+	c->ring = (struct nws_opent *)((char *)map + off_ring);
+	c->ring_len = nwp_g.ring_len;
+	header_init(c, size, off_records, off_ring);
+	__atomic_store_n(&c->hdr->magic, NWS_MAGIC, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -701,6 +735,51 @@ static void json_us(FILE *f, uint64_t ns)
 	fprintf(f, "%llu.%03llu", (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000));
 }
 
+/* One flight-recorder entry of c as a complete ("X") trace event. */
+static void dump_op(FILE *f, const struct nwp_comm *c, const struct nws_opent *e)
+{
+	fputs(",\n{\"name\":", f);
+	json_str(f, nws_op_name(e->op));
+	fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":", nws_src_name(e->src));
+	json_us(f, e->start_ns);
+	fputs(",\"dur\":", f);
+	json_us(f, e->end_ns - e->start_ns);
+	fprintf(f, ",\"pid\":%d,\"tid\":%d,\"args\":{\"bytes\":%llu,\"count\":%llu,\"src\":\"%s\"",
+	        c->rank, c->index, (unsigned long long)e->bytes, (unsigned long long)e->count,
+	        nws_src_name(e->src));
+	if (e->flags & NWS_OPF_SEQ)
+		fprintf(f, ",\"seq\":%llu", (unsigned long long)e->seq);
+	fputs(",\"algo\":", f);
+	json_str(f, e->algo);
+	fputs(",\"proto\":", f);
+	json_str(f, e->proto);
+	fprintf(f, ",\"nchannels\":%u,\"peer\":%d,\"enqueue_us\":", e->nchannels, e->peer);
+	json_us(f, e->enq_ns);
+	fprintf(f, ",\"slow\":%s,\"partial\":%s}}", (e->flags & NWS_OPF_SLOW) ? "true" : "false",
+	        (e->flags & NWS_OPF_PARTIAL) ? "true" : "false");
+}
+
+/* c's process and thread names (metadata events), then its flight recorder, oldest first. */
+static void dump_comm(FILE *f, const struct nwp_comm *c, int first)
+{
+	fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d (",
+	        first ? "" : ",\n", c->rank, c->rank);
+	fprintf(f, "%s pid %d)\"}}", nwp_g.host, nwp_g.pid);
+	char tname[128];
+	snprintf(tname, sizeof(tname), "comm %s%s%016llx", c->name, c->name[0] ? " " : "",
+	         (unsigned long long)c->comm_hash);
+	fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
+	        c->rank, c->index);
+	json_str(f, tname);
+	fputs("}}", f);
+	uint64_t n = c->ring_head < c->ring_len ? c->ring_head : c->ring_len;
+	for (uint64_t k = c->ring_head - n; k < c->ring_head; k++) {
+		const struct nws_opent *e = &c->ring[k % c->ring_len];
+		if (e->idx)
+			dump_op(f, c, e);
+	}
+}
+
 /*
  * Write the flight recorder of every communicator of this process as one
  * Chrome/Perfetto trace (traceEvents, ph "X", ts/dur in us, pid = rank,
@@ -730,42 +809,8 @@ int nwp_dump_all(const char *why)
 		struct nwp_comm *c = nwp_comm_at(i);
 		if (!c || !c->alive || !c->ring)
 			continue;
-		fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d (",
-		        first ? "" : ",\n", c->rank, c->rank);
+		dump_comm(f, c, first);
 		first = 0;
-		fprintf(f, "%s pid %d)\"}}", nwp_g.host, nwp_g.pid);
-		char tname[128];
-		snprintf(tname, sizeof(tname), "comm %s%s%016llx", c->name, c->name[0] ? " " : "",
-		         (unsigned long long)c->comm_hash);
-		fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
-		        c->rank, c->index);
-		json_str(f, tname);
-		fputs("}}", f);
-		uint64_t n = c->ring_head < c->ring_len ? c->ring_head : c->ring_len;
-		for (uint64_t k = c->ring_head - n; k < c->ring_head; k++) {
-			const struct nws_opent *e = &c->ring[k % c->ring_len];
-			if (!e->idx)
-				continue;
-			fputs(",\n{\"name\":", f);
-			json_str(f, nws_op_name(e->op));
-			fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":", nws_src_name(e->src));
-			json_us(f, e->start_ns);
-			fputs(",\"dur\":", f);
-			json_us(f, e->end_ns - e->start_ns);
-			fprintf(f, ",\"pid\":%d,\"tid\":%d,\"args\":{\"bytes\":%llu,\"count\":%llu,\"src\":\"%s\"",
-			        c->rank, c->index, (unsigned long long)e->bytes, (unsigned long long)e->count,
-			        nws_src_name(e->src));
-			if (e->flags & NWS_OPF_SEQ)
-				fprintf(f, ",\"seq\":%llu", (unsigned long long)e->seq);
-			fputs(",\"algo\":", f);
-			json_str(f, e->algo);
-			fputs(",\"proto\":", f);
-			json_str(f, e->proto);
-			fprintf(f, ",\"nchannels\":%u,\"peer\":%d,\"enqueue_us\":", e->nchannels, e->peer);
-			json_us(f, e->enq_ns);
-			fprintf(f, ",\"slow\":%s,\"partial\":%s}}", (e->flags & NWS_OPF_SLOW) ? "true" : "false",
-			        (e->flags & NWS_OPF_PARTIAL) ? "true" : "false");
-		}
 	}
 	fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"reason\":", f);
 	json_str(f, why);

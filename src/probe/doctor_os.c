@@ -56,17 +56,15 @@ void nw_doc_chk_memlock(const struct nw_doc_ctx *c, struct nw_findings *out)
 		    NULL, "locked-memory limit %.1f MB (no RDMA NIC)", mb);
 }
 
-/* The last RemoveIPC= in file order (later files override earlier ones). */
-void nw_doc_chk_removeipc(const struct nw_doc_ctx *c, struct nw_findings *out)
+/*
+ * The last RemoveIPC= in logind's configuration text (files in order,
+ * each after a "# file NAME" line; later files override earlier ones):
+ * its value into value ("" when none) and the file it is in into where.
+ */
+static void last_removeipc(const char *logind, char *value, size_t vlen, char *where, size_t wlen)
 {
-	const char *id = "os.removeipc";
-	if (!c->logind_present || !c->logind) {
-		ADD(out, id, NW_SEV_SKIP, NULL, NULL,
-		    "skipped: no systemd-logind configuration (/etc/systemd/logind.conf), as in most containers");
-		return;
-	}
-	char value[16] = "", where[256] = "", file[256] = "";
-	for (const char *line = c->logind; line && *line;) {
+	char file[256] = "";
+	for (const char *line = logind; line && *line;) {
 		const char *eol = strchr(line, '\n');
 		size_t len = eol ? (size_t)(eol - line) : strlen(line);
 		if (!strncmp(line, "# file ", 7) && len - 7 < sizeof(file)) {
@@ -85,16 +83,28 @@ void nw_doc_chk_removeipc(const struct nw_doc_ctx *c, struct nw_findings *out)
 					while (*p == ' ' || *p == '\t')
 						p++;
 					size_t k = strcspn(p, " \t\n#");
-					if (k < sizeof(value)) {
+					if (k < vlen) {
 						memcpy(value, p, k);
 						value[k] = '\0';
-						nw_strlcpy(where, file, sizeof(where));
+						nw_strlcpy(where, file, wlen);
 					}
 				}
 			}
 		}
 		line = eol ? eol + 1 : NULL;
 	}
+}
+
+void nw_doc_chk_removeipc(const struct nw_doc_ctx *c, struct nw_findings *out)
+{
+	const char *id = "os.removeipc";
+	if (!c->logind_present || !c->logind) {
+		ADD(out, id, NW_SEV_SKIP, NULL, NULL,
+		    "skipped: no systemd-logind configuration (/etc/systemd/logind.conf), as in most containers");
+		return;
+	}
+	char value[16] = "", where[256] = "";
+	last_removeipc(c->logind, value, sizeof(value), where, sizeof(where));
 	if (!c->systemd_running) {
 		ADD(out, id, NW_SEV_INFO, "logind is not running here (a container?): the host's setting is what counts",
 		    NULL, "RemoveIPC=%s in %s, but /run/systemd/system is absent", value[0] ? value : "(default yes)",

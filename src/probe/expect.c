@@ -105,65 +105,67 @@ static double nvlink_share(const struct nw_topo *t, int g, int n, int *min_links
 	return sum;
 }
 
-int nw_expect_for_topo(const struct nw_topo *t, enum nw_op op, int nranks, int nlocal,
-                       uint64_t size_bytes, struct nw_expect *e, char *err, size_t errlen)
+/* Across hosts: the host's active RDMA (else Ethernet) bandwidth, shared by its nlocal ranks. */
+static int expect_network(const struct nw_topo *t, enum nw_op op, int nranks, int nlocal, uint64_t size_bytes,
+                          struct nw_expect *e, char *err, size_t errlen)
 {
-	memset(e, 0, sizeof(*e));
-	if (nranks < 2)
-		return nw_seterr(err, errlen, "%d rank: nothing crosses a link", nranks);
-	if (nlocal < 1 || nlocal > t->ngpus)
-		return nw_seterr(err, errlen, "%d local ranks but %d GPUs found", nlocal, t->ngpus);
-	if (nlocal < nranks) {
-		/* Across hosts: the host's active RDMA (else Ethernet) bandwidth, shared by its ranks. */
-		double rdma = 0, eth = 0;
-		for (int i = 0; i < t->nnics; i++) {
-			if (!t->nics[i].up)
-				continue;
-			if (strcmp(t->nics[i].kind, "eth"))
-				rdma += t->nics[i].rate_gbps;
-			else
-				eth += t->nics[i].rate_gbps;
-		}
-		double gbps = rdma > 0 ? rdma : eth;
-		if (!(gbps > 0))
-			return nw_seterr(err, errlen, "ranks on several hosts but no active NIC with a known rate");
-		if (nw_expect_for_link(op, nranks, NW_PATH_SYS, gbps / 8.0 / nlocal, size_bytes, e, err,
-		                       errlen) < 0)
-			return -1;
-		e->calibrated = 0;
-		snprintf(e->basis, sizeof(e->basis), "%s %.0f%% of %.1f GB/s (%s NICs %.0f Gb/s / %d ranks, uncalibrated)",
-		         nw_coll_get(op)->name, e->efficiency * 100.0, e->link_gbs, rdma > 0 ? "RDMA" : "Ethernet",
-		         gbps, nlocal);
-		return 0;
+	double rdma = 0, eth = 0;
+	for (int i = 0; i < t->nnics; i++) {
+		if (!t->nics[i].up)
+			continue;
+		if (strcmp(t->nics[i].kind, "eth"))
+			rdma += t->nics[i].rate_gbps;
+		else
+			eth += t->nics[i].rate_gbps;
 	}
-	if (nlocal < 2)
-		return nw_seterr(err, errlen, "1 GPU: nothing crosses a link");
+	double gbps = rdma > 0 ? rdma : eth;
+	if (!(gbps > 0))
+		return nw_seterr(err, errlen, "ranks on several hosts but no active NIC with a known rate");
+	if (nw_expect_for_link(op, nranks, NW_PATH_SYS, gbps / 8.0 / nlocal, size_bytes, e, err,
+	                       errlen) < 0)
+		return -1;
+	e->calibrated = 0;
+	snprintf(e->basis, sizeof(e->basis), "%s %.0f%% of %.1f GB/s (%s NICs %.0f Gb/s / %d ranks, uncalibrated)",
+	         nw_coll_get(op)->name, e->efficiency * 100.0, e->link_gbs, rdma > 0 ? "RDMA" : "Ethernet",
+	         gbps, nlocal);
+	return 0;
+}
+
+/*
+ * Within the host when the first nlocal GPUs all reach each other over
+ * NVLink: 1 with e filled (the slowest GPU's NVLink share); 0 when some
+ * pair is not NVLink; -1 with err.
+ */
+static int expect_nvlink(const struct nw_topo *t, enum nw_op op, int nranks, int nlocal, uint64_t size_bytes,
+                         struct nw_expect *e, char *err, size_t errlen)
+{
 	double best = 0.0;
-	int all_nvl = 1, min_links = 0;
+	int min_links = 0;
 	for (int g = 0; g < nlocal; g++) {
 		double s = nvlink_share(t, g, nlocal, &min_links);
-		if (!(s > 0)) {
-			all_nvl = 0;
-			break;
-		}
+		if (!(s > 0))
+			return 0;
 		if (best == 0.0 || s < best)
 			best = s;
 	}
-	if (all_nvl) {
-		if (nw_expect_for_link(op, nranks, NW_PATH_NVL, best, size_bytes, e, err, errlen) < 0)
-			return -1;
-		e->nvlinks = min_links;
-		/* Calibrated on two GPUs joined directly; more GPUs or NVSwitch are extrapolated. */
-		if (nlocal > 2 || t->gpus[0].nvlinks_to_switch > 0)
-			e->calibrated = 0;
-		char lab[16];
-		snprintf(e->basis, sizeof(e->basis), "%s %.0f%% of %.1f GB/s (%s x %.3f GB/s%s)",
-		         nw_coll_get(op)->name, e->efficiency * 100.0, best,
-		         nw_path_label(NW_PATH_NVL, min_links, lab, sizeof(lab)), t->gpus[0].nvlink_gbs,
-		         e->calibrated ? ", calibrated on 2xH200 NV18" : ", extrapolated from 2 GPUs");
-		return 0;
-	}
-	/* PCIe: the worst class and the slowest GPU link among the set. */
+	if (nw_expect_for_link(op, nranks, NW_PATH_NVL, best, size_bytes, e, err, errlen) < 0)
+		return -1;
+	e->nvlinks = min_links;
+	/* Calibrated on two GPUs joined directly; more GPUs or NVSwitch are extrapolated. */
+	if (nlocal > 2 || t->gpus[0].nvlinks_to_switch > 0)
+		e->calibrated = 0;
+	char lab[16];
+	snprintf(e->basis, sizeof(e->basis), "%s %.0f%% of %.1f GB/s (%s x %.3f GB/s%s)",
+	         nw_coll_get(op)->name, e->efficiency * 100.0, best,
+	         nw_path_label(NW_PATH_NVL, min_links, lab, sizeof(lab)), t->gpus[0].nvlink_gbs,
+	         e->calibrated ? ", calibrated on 2xH200 NV18" : ", extrapolated from 2 GPUs");
+	return 1;
+}
+
+/* Within the host over PCIe: the worst path class and the slowest GPU link among the first nlocal GPUs. */
+static int expect_pcie(const struct nw_topo *t, enum nw_op op, int nranks, int nlocal, uint64_t size_bytes,
+                       struct nw_expect *e, char *err, size_t errlen)
+{
 	enum nw_path worst = NW_PATH_SELF;
 	double link = 0.0;
 	for (int a = 0; a < nlocal; a++)
@@ -180,6 +182,24 @@ int nw_expect_for_topo(const struct nw_topo *t, enum nw_op op, int nranks, int n
 	if (!(link > 0))
 		return nw_seterr(err, errlen, "the GPUs' PCIe link speed is unknown");
 	return nw_expect_for_link(op, nranks, worst, link, size_bytes, e, err, errlen);
+}
+
+int nw_expect_for_topo(const struct nw_topo *t, enum nw_op op, int nranks, int nlocal,
+                       uint64_t size_bytes, struct nw_expect *e, char *err, size_t errlen)
+{
+	memset(e, 0, sizeof(*e));
+	if (nranks < 2)
+		return nw_seterr(err, errlen, "%d rank: nothing crosses a link", nranks);
+	if (nlocal < 1 || nlocal > t->ngpus)
+		return nw_seterr(err, errlen, "%d local ranks but %d GPUs found", nlocal, t->ngpus);
+	if (nlocal < nranks)
+		return expect_network(t, op, nranks, nlocal, size_bytes, e, err, errlen);
+	if (nlocal < 2)
+		return nw_seterr(err, errlen, "1 GPU: nothing crosses a link");
+	int nvl = expect_nvlink(t, op, nranks, nlocal, size_bytes, e, err, errlen);
+	if (nvl != 0)
+		return nvl < 0 ? -1 : 0;
+	return expect_pcie(t, op, nranks, nlocal, size_bytes, e, err, errlen);
 }
 
 static const enum nw_op table_ops[] = { NW_ALL_REDUCE, NW_ALL_GATHER, NW_REDUCE_SCATTER,

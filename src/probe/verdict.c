@@ -213,6 +213,42 @@ void nw_verdict_add_bench(struct nw_check_verdict *cv, const struct nw_run *run,
 	}
 }
 
+/*
+ * The expectation for the send/recv pair a<->b at size: the baseline's
+ * pair from blist (the last one listed), else, with no baseline at all,
+ * the model for the path between GPUs a and b of topo; none otherwise.
+ */
+static void pair_expectation(int a, int b, json_int_t size, const json_t *blist, int have_baseline,
+                             const struct nw_topo *topo, const struct nw_verdict_opts *o, struct expectation *x)
+{
+	x->gbs = 0;
+	x->warn = o->warn_below;
+	x->fail = o->fail_below;
+	x->basis[0] = '\0';
+	size_t k;
+	json_t *be;
+	json_array_foreach(blist, k, be) {
+		if (json_integer_value(json_object_get(be, "a")) == a &&
+		    json_integer_value(json_object_get(be, "b")) == b) {
+			x->gbs = json_number_value(json_object_get(be, "busbw_gbs"));
+			snprintf(x->basis, sizeof(x->basis), "baseline");
+		}
+	}
+	if (x->gbs > 0 || have_baseline || !topo || a < 0 || b < 0 || a >= topo->ngpus || b >= topo->ngpus)
+		return;
+	const struct nw_topo_pair *p = &topo->pairs[a][b];
+	struct nw_expect e;
+	char err[NW_ERRLEN];
+	if (nw_expect_for_link(NW_SENDRECV, 2, p->path, p->link_gbs, (uint64_t)size, &e, err, sizeof(err)) == 0) {
+		x->gbs = e.busbw_gbs;
+		nw_strlcpy(x->basis, e.basis, sizeof(x->basis));
+		if (!e.calibrated) {
+			x->warn = o->warn_below_uncal;
+			x->fail = o->fail_below_uncal;
+		}
+	}
+}
+
 void nw_verdict_add_pairs(struct nw_check_verdict *cv, const json_t *pairs, const json_t *base_pairs,
                           const struct nw_topo *topo, const struct nw_findings *doctor,
                           const struct nw_verdict_opts *o)
@@ -233,34 +269,15 @@ void nw_verdict_add_pairs(struct nw_check_verdict *cv, const json_t *pairs, cons
 		int b = (int)json_integer_value(json_object_get(e, "b"));
 		double bw = json_number_value(json_object_get(e, "busbw_gbs"));
 		json_int_t wrong = json_integer_value(json_object_get(e, "wrong"));
-		char what[64], basis[NW_ERRLEN + 64] = "";
+		char what[64];
 		snprintf(what, sizeof(what), "sendrecv %d<->%d %s", a, b, sz);
 		npairs++;
 		if (wrong > 0)
 			add(cv, NW_FAIL, what, "%lld wrong elements: the pair returned corrupt data", (long long)wrong);
-		double expect = 0, warn = o->warn_below, fail = o->fail_below;
-		size_t k;
-		json_t *be;
-		json_array_foreach(blist, k, be) {
-			if (json_integer_value(json_object_get(be, "a")) == a &&
-			    json_integer_value(json_object_get(be, "b")) == b) {
-				expect = json_number_value(json_object_get(be, "busbw_gbs"));
-				snprintf(basis, sizeof(basis), "baseline");
-			}
-		}
-		if (!(expect > 0) && !base_pairs && topo && a >= 0 && b >= 0 && a < topo->ngpus && b < topo->ngpus) {
-			const struct nw_topo_pair *p = &topo->pairs[a][b];
-			struct nw_expect x;
-			char err[NW_ERRLEN];
-			if (nw_expect_for_link(NW_SENDRECV, 2, p->path, p->link_gbs, (uint64_t)size, &x, err, sizeof(err)) == 0) {
-				expect = x.busbw_gbs;
-				nw_strlcpy(basis, x.basis, sizeof(basis));
-				if (!x.calibrated) {
-					warn = o->warn_below_uncal;
-					fail = o->fail_below_uncal;
-				}
-			}
-		}
+		struct expectation x;
+		pair_expectation(a, b, size, blist, base_pairs != NULL, topo, o, &x);
+		double expect = x.gbs, warn = x.warn, fail = x.fail;
+		const char *basis = x.basis;
 		if (!(expect > 0))
 			continue;
 		double ratio = bw / expect;
