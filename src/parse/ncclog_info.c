@@ -15,7 +15,7 @@ static void info_pattern(struct nw_log *lg, const char *s, size_t n)
 	if (!used)
 		return;
 	long long nch = key_ll(s, n, "nChannels", -1);
-	const char *v;
+	const char *v = NULL;
 	char type[24] = "", bw[40] = "";
 	size_t vn = after_key(s, n, "type", &v);
 	copy_str(type, sizeof(type), v, vn);
