@@ -37,12 +37,21 @@ const char usage_compare[] =
 	"  --latency-below SIZE     latency-bound sizes are those below SIZE (default 1M)\n"
 	"  --min-size SIZE          leave out sizes below SIZE (default: none)\n"
 	"  --brief                  only the summary, not every size\n"
+	"  --show-all               also list the per-launch identifiers that differ\n"
+	"                           (job ids, ports, pids: never a cause)\n"
+	"  --force                  compare runs that measure different things\n"
+	"                           (still says so first)\n"
 	"  --json                   the comparison as JSON (schema ncclwatch.compare/1)\n"
 	"  --db PATH                history database (default $NCCLWATCH_DB, else\n"
 	"                           $XDG_DATA_HOME/ncclwatch/history.db)\n"
 	"\n"
+	"A size whose difference is inside the measured noise (the spread of\n"
+	"repeats, or less than 2 us of time) is \"within noise\". Changes beyond\n"
+	"twice as fast or slow read as \"3.0x slower\", not as a percentage.\n"
+	"\n"
 	"exit status: 0 no regression, 1 something got slower beyond tolerance,\n"
-	"2 bad usage or unreadable input.\n"
+	"2 bad usage or unreadable input, 3 the runs are not comparable (backend\n"
+	"GPUs vs host, GPU model, rank count or op/dtype set differ) and no --force.\n"
 	"\n"
 	"examples:\n"
 	"  ncclwatch compare before-update 42\n"
@@ -63,14 +72,6 @@ static void describe(const char *tag, const char *label, const struct nw_run *r)
 	printf("%s%zu rows)\n", sep, r->nrows);
 }
 
-static void fmt_change(char *buf, size_t len, double change)
-{
-	if (isfinite(change))
-		snprintf(buf, len, "%+.1f%%", change * 100);
-	else
-		snprintf(buf, len, "-");
-}
-
 static void print_rows(const struct nw_cmp *c)
 {
 	for (size_t i = 0; i < c->nrows; i++) {
@@ -83,21 +84,24 @@ static void print_rows(const struct nw_cmp *c)
 				snprintf(root, sizeof(root), " root %d", r->root);
 			printf("\n%s %s %s%s, %s\n", r->op, r->dtype, r->redop, root,
 			       r->inplace ? "in-place" : "out-of-place");
-			printf("%10s %10s %10s %10s %10s %8s  %s\n", "size", "busbw A", "busbw B", "time A",
+			printf("%10s %10s %10s %10s %10s %13s  %s\n", "size", "busbw A", "busbw B", "time A",
 			       "time B", "change", "verdict");
 		}
 		char size[32], ch[32], ba[32] = "-", bb[32] = "-", ta[32] = "-", tb[32] = "-";
 		nw_format_size(r->size, size, sizeof(size));
-		fmt_change(ch, sizeof(ch), r->change);
+		if (r->within_noise)
+			nw_strlcpy(ch, "within noise", sizeof(ch));
+		else
+			nw_cmp_format_change(ch, sizeof(ch), r->change);
 		if (r->na) {
 			snprintf(ba, sizeof(ba), "%.2f", r->busbw_a);
-			snprintf(ta, sizeof(ta), "%.2f", r->time_a);
+			snprintf(ta, sizeof(ta), "%.2fus", r->time_a);
 		}
 		if (r->nb) {
 			snprintf(bb, sizeof(bb), "%.2f", r->busbw_b);
-			snprintf(tb, sizeof(tb), "%.2f", r->time_b);
+			snprintf(tb, sizeof(tb), "%.2fus", r->time_b);
 		}
-		printf("%10s %10s %10s %10s %10s %8s  %s", size, ba, bb, ta, tb, ch, nw_cmp_verdict_name(r->verdict));
+		printf("%10s %10s %10s %10s %10s %13s  %s", size, ba, bb, ta, tb, ch, nw_cmp_verdict_name(r->verdict));
 		if (r->verdict == NW_V_SAME || r->verdict == NW_V_SLOWER || r->verdict == NW_V_FASTER)
 			printf(" (%s, +-%.0f%%%s)", r->by_time ? "time" : "busbw", r->threshold * 100,
 			       r->from_repeats ? " from repeats" : "");
@@ -112,26 +116,55 @@ static void print_bands(const struct nw_cmp *c, enum nw_cmp_verdict v)
 		const struct nw_cmp_band *b = &c->bands[i];
 		if (b->verdict != v)
 			continue;
-		char from[32], to[32], worst[32];
+		char from[32], to[32], worst[32], mean_ch[32], worst_ch[32];
+		nw_cmp_format_change(mean_ch, sizeof(mean_ch), b->mean_change);
+		nw_cmp_format_change(worst_ch, sizeof(worst_ch), b->worst_change);
 		nw_format_size(b->from, from, sizeof(from));
 		nw_format_size(b->to, to, sizeof(to));
 		nw_format_size(b->worst_size, worst, sizeof(worst));
-		printf("  %s %s %s, %s, %s%s%s (%d size%s): %s %+.1f%% on average, %s %+.1f%% at %s\n", b->op,
-		       b->dtype, b->redop, b->inplace ? "in-place" : "out-of-place", from, b->from == b->to ? "" : "-",
+		printf("  %s %s %s, %s, %s%s%s (%d size%s): %s %s on average, %s %s at %s\n", b->op, b->dtype,
+		       b->redop, b->inplace ? "in-place" : "out-of-place", from, b->from == b->to ? "" : "-",
 		       b->from == b->to ? "" : to, b->nsizes, b->nsizes == 1 ? "" : "s",
-		       b->by_time ? "speed (time)" : "busbw", b->mean_change * 100,
-		       v == NW_V_SLOWER ? "worst" : "best", b->worst_change * 100, worst);
+		       b->by_time ? "speed (time)" : "busbw", mean_ch, v == NW_V_SLOWER ? "worst" : "best", worst_ch,
+		       worst);
 		any = 1;
 	}
 	if (!any)
 		printf("  none\n");
 }
 
-static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int brief,
+/* What differs, most likely to matter first; per-launch identifiers counted, or listed with show_all. */
+static void print_diffs(const struct nw_cmp *c, int show_all)
+{
+	printf("\nwhat differs (most likely to matter first):\n");
+	if (c->ndiffs == c->nignored)
+		printf("  nothing that matters recorded\n");
+	for (size_t i = 0; i < c->ndiffs; i++) {
+		if (!c->diffs[i].ignored)
+			printf("  %s\n", c->diffs[i].text);
+		else if (show_all)
+			printf("  %s (per-launch, never a cause)\n", c->diffs[i].text);
+	}
+	if (c->nignored && !show_all)
+		printf("  and %zu more (--show-all): per-launch identifiers (job ids, ports, pids), never a cause\n",
+		       c->nignored);
+	printf("in short: %s\n", c->attribution);
+}
+
+/* The warning that A and B measure different things. */
+static void print_not_comparable(const struct nw_cmp *c, int force)
+{
+	printf("NOT COMPARABLE: %s%s\n", c->not_comparable,
+	       force ? " (compared anyway: --force)" : "; --force compares them anyway");
+}
+
+static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int brief, int show_all,
                        const char *la, const struct nw_run *a, const char *lb, const struct nw_run *b)
 {
 	char lat[32];
 	nw_format_size(o->lat_below, lat, sizeof(lat));
+	if (c->not_comparable[0])
+		print_not_comparable(c, 1);
 	describe("A", la, a);
 	describe("B", lb, b);
 	printf("tolerance: busbw +-%g%% at %s and above, time +-%g%% below %s; the spread of repeats where a run repeats a size\n",
@@ -150,12 +183,7 @@ static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int 
 	if (c->nonly)
 		printf("not compared: %d size%s in only one run (or with no usable figure)\n", c->nonly,
 		       c->nonly == 1 ? "" : "s");
-	printf("\nwhat differs (most likely to matter first):\n");
-	if (!c->ndiffs)
-		printf("  nothing recorded\n");
-	for (size_t i = 0; i < c->ndiffs; i++)
-		printf("  %s\n", c->diffs[i].text);
-	printf("in short: %s\n", c->attribution);
+	print_diffs(c, show_all);
 	int total = c->nslower + c->nfaster + c->nsame;
 	if (nw_cmp_regressed(c))
 		printf("\nresult: REGRESSION: %d of %d compared sizes slower beyond tolerance\n", c->nslower, total);
@@ -167,11 +195,11 @@ static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int 
 struct compare_args {
 	struct nw_store_opts so;
 	struct nw_cmp_opts o;
-	int json, brief;
+	int json, brief, show_all, force;
 	const char *spec[2];
 };
 
-enum { O_JSON = NW_OPT_LOCAL, O_BRIEF };
+enum { O_JSON = NW_OPT_LOCAL, O_BRIEF, O_SHOW_ALL, O_FORCE };
 
 /* One option into a; 0, or -1 after printing. */
 static int take_opt(int opt, const char *v, struct compare_args *a)
@@ -179,9 +207,12 @@ static int take_opt(int opt, const char *v, struct compare_args *a)
 	int r = nw_cli_cmp_opt(opt, v, &a->o);
 	if (r)
 		return r < 0 ? -1 : 0;
-	if (opt == O_JSON || opt == O_BRIEF) {
-		*(opt == O_JSON ? &a->json : &a->brief) = 1;
-		return 0;
+	switch (opt) {
+	case O_JSON: a->json = 1; return 0;
+	case O_BRIEF: a->brief = 1; return 0;
+	case O_SHOW_ALL: a->show_all = 1; return 0;
+	case O_FORCE: a->force = 1; return 0;
+	default: break;
 	}
 	return nw_cli_store_read_opt("compare", opt, v, &a->so) < 0 ? -1 : 0;
 }
@@ -193,6 +224,8 @@ static int parse(int argc, char **argv, struct compare_args *a)
 		NW_CLI_CMP_LONGOPTS,
 		{ "json", no_argument, NULL, O_JSON },
 		{ "brief", no_argument, NULL, O_BRIEF },
+		{ "show-all", no_argument, NULL, O_SHOW_ALL },
+		{ "force", no_argument, NULL, O_FORCE },
 		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -232,15 +265,21 @@ int cmd_compare(int argc, char **argv)
 		nw_error("%s", err);
 		goto out;
 	}
+	if (c.not_comparable[0] && !a.force && !a.json) {
+		print_not_comparable(&c, 0);
+		print_diffs(&c, a.show_all);
+		rc = 3;
+		goto out;
+	}
 	if (a.json) {
 		json_t *doc = nw_cmp_to_json(&c, &a.o, la, lb);
 		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
 		putchar('\n');
 		json_decref(doc);
 	} else {
-		print_text(&c, &a.o, a.brief, la, &ra, lb, &rb);
+		print_text(&c, &a.o, a.brief, a.show_all, la, &ra, lb, &rb);
 	}
-	rc = nw_cmp_regressed(&c) ? 1 : 0;
+	rc = c.not_comparable[0] && !a.force ? 3 : nw_cmp_regressed(&c) ? 1 : 0;
 out:
 	nw_cmp_release(&c);
 	nw_run_release(&ra);
