@@ -37,6 +37,8 @@ const char usage_compare[] =
 	"  --latency-below SIZE     latency-bound sizes are those below SIZE (default 1M)\n"
 	"  --min-size SIZE          leave out sizes below SIZE (default: none)\n"
 	"  --brief                  only the summary, not every size\n"
+	"  --noise-floor US         a time difference below US microseconds is noise\n"
+	"                           (default 2)\n"
 	"  --show-all               also list the per-launch identifiers that differ\n"
 	"                           (job ids, ports, pids: never a cause)\n"
 	"  --force                  compare runs that measure different things\n"
@@ -187,6 +189,8 @@ static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int 
 	int total = c->nslower + c->nfaster + c->nsame;
 	if (nw_cmp_regressed(c))
 		printf("\nresult: REGRESSION: %d of %d compared sizes slower beyond tolerance\n", c->nslower, total);
+	else if (!c->nfaster)
+		printf("\nresult: no regression, no significant change (%d compared sizes)\n", total);
 	else
 		printf("\nresult: no regression (%d compared sizes, %d faster)\n", total, c->nfaster);
 }
@@ -199,7 +203,7 @@ struct compare_args {
 	const char *spec[2];
 };
 
-enum { O_JSON = NW_OPT_LOCAL, O_BRIEF, O_SHOW_ALL, O_FORCE };
+enum { O_JSON = NW_OPT_LOCAL, O_BRIEF, O_SHOW_ALL, O_FORCE, O_NOISE_FLOOR };
 
 /* One option into a; 0, or -1 after printing. */
 static int take_opt(int opt, const char *v, struct compare_args *a)
@@ -214,6 +218,12 @@ static int take_opt(int opt, const char *v, struct compare_args *a)
 	case O_FORCE: a->force = 1; return 0;
 	default: break;
 	}
+	if (opt == O_NOISE_FLOOR) {
+		char err[NW_ERRLEN];
+		if (nw_parse_double(v, 0, 1e9, &a->o.noise_floor_us, "--noise-floor", err, sizeof(err)))
+			return nw_error("%s", err);
+		return 0;
+	}
 	return nw_cli_store_read_opt("compare", opt, v, &a->so) < 0 ? -1 : 0;
 }
 
@@ -226,6 +236,7 @@ static int parse(int argc, char **argv, struct compare_args *a)
 		{ "brief", no_argument, NULL, O_BRIEF },
 		{ "show-all", no_argument, NULL, O_SHOW_ALL },
 		{ "force", no_argument, NULL, O_FORCE },
+		{ "noise-floor", required_argument, NULL, O_NOISE_FLOOR },
 		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};

@@ -503,10 +503,10 @@ static void collect_diffs(const json_t *fa, const json_t *fb, struct diffs *d)
 		env_diffs(d, ea, eb);
 	if (d->n)
 		qsort(d->v, d->n, sizeof(*d->v), cmp_diff);
-	/* gpus and gpu_count say the same thing twice when the count is in the text */
+	/* gpu_count says again what "gpus" says ("2 x H200 -> 4 x H200"): keep one */
 	for (size_t i = 0; i + 1 < d->n; i++) {
-		if (!strcmp(d->v[i].field, "gpus") && !strcmp(d->v[i + 1].field, "gpu_count")) {
-			memmove(&d->v[i + 1], &d->v[i + 2], (d->n - i - 2) * sizeof(*d->v));
+		if (!strcmp(d->v[i].field, "gpu_count") && !strcmp(d->v[i + 1].field, "gpus")) {
+			memmove(&d->v[i], &d->v[i + 1], (d->n - i - 1) * sizeof(*d->v));
 			d->n--;
 			break;
 		}
