@@ -95,3 +95,19 @@ if command -v mpirun >/dev/null; then
 fi
 run "$NW" help compare
 expect_out "usage documents exit 3" '3 the runs are not comparable'
+
+# history: the environment summarised, columns aligned for any op list.
+bench --op all_reduce,all_gather,reduce_scatter,broadcast,alltoall,sendrecv -e 1K >/dev/null 2>&1
+run "$NW" history --db "$DB"
+n=$(grep -o '^.*GB/s' "$OUT" | awk '{print length($0)}' | sort -u | wc -l); RC=$n
+expect_rc "history list: the busbw column lines up" 1
+expect_out "history list: busbw has its unit" '[0-9] GB/s '
+if command -v mpirun >/dev/null; then
+	run "$NW" history show "$m1" --db "$DB"
+	expect_no_out "history show: no OMPI_MCA_ variable by default" '^  OMPI_MCA_'
+	expect_out "history show: the rest counted" '^  and [0-9]+ more \(.*--env\)$'
+	run "$NW" history show "$m1" --db "$DB" --env
+	expect_out "history show --env: every variable" '^  OMPI_MCA_ess_base_jobid='
+fi
+run "$NW" history show "$base" --db "$DB"
+expect_out "history show: units on figures" '^link +[0-9.]+ GB/s|^ranks +2$'
