@@ -1,5 +1,6 @@
 /* ncclwatch compare A B: what got slower, where, by how much, and what changed. */
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 const char usage_compare[] =
 	"usage: ncclwatch compare [options] A B\n"
+	"       ncclwatch compare --by nccl_version|gpu|host [--json] [--db PATH]\n"
 	"\n"
 	"Compare run B against run A (the reference) for every op, size, dtype,\n"
 	"redop and placement they share; say what got slower or faster, in which\n"
@@ -39,6 +41,9 @@ const char usage_compare[] =
 	"  --brief                  only the summary, not every size\n"
 	"  --noise-floor US         a time difference below US microseconds is noise\n"
 	"                           (default 2)\n"
+	"  --by FIELD               no runs: group the history's runs by nccl_version,\n"
+	"                           gpu or host and print the best busbw of each\n"
+	"                           group per op and size band\n"
 	"  --show-all               also list the per-launch identifiers that differ\n"
 	"                           (job ids, ports, pids: never a cause)\n"
 	"  --force                  compare runs that measure different things\n"
@@ -57,7 +62,8 @@ const char usage_compare[] =
 	"\n"
 	"examples:\n"
 	"  ncclwatch compare before-update 42\n"
-	"  ncclwatch compare old.json new.json --tolerance 3 --min-size 1M\n";
+	"  ncclwatch compare old.json new.json --tolerance 3 --min-size 1M\n"
+	"  ncclwatch compare --by nccl_version\n";
 
 static void describe(const char *tag, const char *label, const struct nw_run *r)
 {
@@ -200,10 +206,11 @@ struct compare_args {
 	struct nw_store_opts so;
 	struct nw_cmp_opts o;
 	int json, brief, show_all, force;
+	const char *by;
 	const char *spec[2];
 };
 
-enum { O_JSON = NW_OPT_LOCAL, O_BRIEF, O_SHOW_ALL, O_FORCE, O_NOISE_FLOOR };
+enum { O_JSON = NW_OPT_LOCAL, O_BRIEF, O_SHOW_ALL, O_FORCE, O_NOISE_FLOOR, O_BY };
 
 /* One option into a; 0, or -1 after printing. */
 static int take_opt(int opt, const char *v, struct compare_args *a)
@@ -216,6 +223,7 @@ static int take_opt(int opt, const char *v, struct compare_args *a)
 	case O_BRIEF: a->brief = 1; return 0;
 	case O_SHOW_ALL: a->show_all = 1; return 0;
 	case O_FORCE: a->force = 1; return 0;
+	case O_BY: a->by = v; return 0;
 	default: break;
 	}
 	if (opt == O_NOISE_FLOOR) {
@@ -237,6 +245,7 @@ static int parse(int argc, char **argv, struct compare_args *a)
 		{ "show-all", no_argument, NULL, O_SHOW_ALL },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "noise-floor", required_argument, NULL, O_NOISE_FLOOR },
+		{ "by", required_argument, NULL, O_BY },
 		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -245,6 +254,10 @@ static int parse(int argc, char **argv, struct compare_args *a)
 		if (opt == -2 || take_opt(opt, optarg, a))
 			return -1;
 	int nspec = argc - optind;
+	if (a->by && nspec)
+		return nw_error("compare --by groups the whole history: it takes no runs ('%s')", argv[optind]);
+	if (a->by)
+		return 0;
 	if (nspec > 2)
 		return nw_error("compare takes two runs, got a third ('%s')", argv[optind + 2]);
 	if (nspec != 2)
@@ -256,6 +269,61 @@ static int parse(int argc, char **argv, struct compare_args *a)
 	return 0;
 }
 
+/* A band's best busbw and its run as "361.20 (run 7)", or "-". */
+static void fmt_best(char *buf, size_t len, const struct nw_by_cell *c, int band)
+{
+	if (c->best_run[band])
+		snprintf(buf, len, "%.2f (run %lld)", c->best[band], c->best_run[band]);
+	else
+		snprintf(buf, len, "-");
+}
+
+/* The --by table: one line per op and group, the best busbw of each size band. */
+static void print_by(const struct nw_by_table *t)
+{
+	int wg = (int)strlen(t->by);
+	for (size_t i = 0; i < t->n; i++)
+		if ((int)strlen(t->cells[i].group) > wg)
+			wg = (int)strlen(t->cells[i].group);
+	printf("best busbw (GB/s) by %s, per op and size band (the run that measured it):\n", t->by);
+	printf("%-16s %-*s %5s  %-22s %-22s %s\n", "op", wg, t->by, "runs", "latency (<64K)", "middle (64K-64M)",
+	       "bandwidth (>=64M)");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct nw_by_cell *c = &t->cells[i];
+		char b[NW_NBANDS][48];
+		for (int k = 0; k < NW_NBANDS; k++)
+			fmt_best(b[k], sizeof(b[k]), c, k);
+		printf("%-16s %-*s %5d  %-22s %-22s %s\n", c->op, wg, c->group, c->nruns, b[0], b[1], b[2]);
+	}
+}
+
+/* compare --by FIELD: exit 0, or 2 when the history cannot be read. */
+static int run_by(const struct compare_args *a)
+{
+	char path[PATH_MAX], err[NW_ERRLEN];
+	struct nw_store *s;
+	struct nw_store_filter f;
+	struct nw_by_table t;
+	memset(&f, 0, sizeof(f));
+	if (nw_store_path(&a->so, path, sizeof(path), err, sizeof(err)) ||
+	    nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)))
+		return nw_error("%s", err), 2;
+	int rc = nw_cmp_by(s, a->by, &f, &t, err, sizeof(err));
+	nw_store_close(s);
+	if (rc)
+		return nw_error("%s", err), 2;
+	if (a->json) {
+		json_t *doc = nw_by_table_to_json(&t);
+		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+		putchar('\n');
+		json_decref(doc);
+	} else {
+		print_by(&t);
+	}
+	nw_by_table_release(&t);
+	return 0;
+}
+
 int cmd_compare(int argc, char **argv)
 {
 	struct compare_args a;
@@ -263,6 +331,8 @@ int cmd_compare(int argc, char **argv)
 	nw_cmp_opts_default(&a.o);
 	if (parse(argc, argv, &a))
 		return 2;
+	if (a.by)
+		return run_by(&a);
 	struct nw_run ra, rb;
 	char la[300], lb[300], err[NW_ERRLEN];
 	struct nw_cmp c;

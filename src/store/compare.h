@@ -125,4 +125,37 @@ void nw_fingerprint_diff(const struct nw_run *a, const struct nw_run *b, struct 
 json_t *nw_cmp_to_json(const struct nw_cmp *c, const struct nw_cmp_opts *o, const char *label_a,
                        const char *label_b);
 
+/*
+ * compare --by: the history's runs grouped by one field (nccl_version, gpu,
+ * host), with the best busbw per group, op and size band: latency-bound
+ * (below 64K), middle (64K to 64M) and bandwidth-bound (64M and above).
+ */
+enum { NW_BAND_LATENCY, NW_BAND_MIDDLE, NW_BAND_BW, NW_NBANDS };
+#define NW_BAND_MIDDLE_FROM (64ULL << 10)
+#define NW_BAND_BW_FROM (64ULL << 20)
+const char *nw_band_name(int band); /* "latency", "middle", "bandwidth" */
+int nw_band_of(uint64_t size);
+
+struct nw_by_cell {
+	char group[512];
+	char op[24];
+	int nruns;
+	long long last_run;            /* the last run counted in nruns */
+	double best[NW_NBANDS];        /* GB/s; 0 when no row of that band */
+	long long best_run[NW_NBANDS]; /* the run that measured it; 0 none */
+};
+
+struct nw_by_table {
+	char by[16];
+	struct nw_by_cell *cells;      /* sorted by op, then group */
+	size_t n;
+};
+
+/* Group the runs f selects from s by field by. Release out with nw_by_table_release. */
+int nw_cmp_by(struct nw_store *s, const char *by, const struct nw_store_filter *f, struct nw_by_table *out,
+              char *err, size_t errlen);
+void nw_by_table_release(struct nw_by_table *t);
+/* {"schema":"ncclwatch.compare-by/1", "by", "groups": [...]}; new reference. */
+json_t *nw_by_table_to_json(const struct nw_by_table *t);
+
 #endif

@@ -111,3 +111,17 @@ if command -v mpirun >/dev/null; then
 fi
 run "$NW" history show "$base" --db "$DB"
 expect_out "history show: units on figures" '^link +[0-9.]+ GB/s|^ranks +2$'
+
+# compare --by: which NCCL version is fastest, one command.
+run "$NW" compare --by nccl_version --db "$DB"
+expect_rc "--by nccl_version" 0
+expect_out "--by: a line per version" '^all_reduce +2\.27\.3 +1  [0-9.]+ \(run [0-9]+\)'
+expect_out "--by: the other version" '^all_reduce +2\.28\.9 +[0-9]+  '
+run "$NW" compare --by gpu --db "$DB" --json
+expect_out "--by --json schema" '"schema": "ncclwatch.compare-by/1"'
+expect_out "--by gpu groups GPU sets" '"group": "4 x Fake H200"'
+run "$NW" compare --by colour --db "$DB"
+expect_rc "--by an unknown field: usage error" 2
+expect_err "--by names the fields" 'nccl_version, gpu or host'
+run "$NW" compare --by host --db "$DB" 1 2
+expect_rc "--by with runs: usage error" 2
