@@ -124,17 +124,13 @@ static void print_bands(const struct nw_cmp *c, enum nw_cmp_verdict v)
 		const struct nw_cmp_band *b = &c->bands[i];
 		if (b->verdict != v)
 			continue;
-		char from[32], to[32], worst[32], mean_ch[32], worst_ch[32];
-		nw_cmp_format_change(mean_ch, sizeof(mean_ch), b->mean_change);
-		nw_cmp_format_change(worst_ch, sizeof(worst_ch), b->worst_change);
-		nw_format_size(b->from, from, sizeof(from));
-		nw_format_size(b->to, to, sizeof(to));
-		nw_format_size(b->worst_size, worst, sizeof(worst));
+		struct nw_cmp_band_text t;
+		nw_cmp_band_text(b, &t);
 		printf("  %s %s %s, %s, %s%s%s (%d size%s): %s %s on average, %s %s at %s\n", b->op, b->dtype,
-		       b->redop, b->inplace ? "in-place" : "out-of-place", from, b->from == b->to ? "" : "-",
-		       b->from == b->to ? "" : to, b->nsizes, b->nsizes == 1 ? "" : "s",
-		       b->by_time ? "speed (time)" : "busbw", mean_ch, v == NW_V_SLOWER ? "worst" : "best", worst_ch,
-		       worst);
+		       b->redop, b->inplace ? "in-place" : "out-of-place", t.from, b->from == b->to ? "" : "-",
+		       b->from == b->to ? "" : t.to, b->nsizes, b->nsizes == 1 ? "" : "s",
+		       b->by_time ? "speed (time)" : "busbw", t.mean, v == NW_V_SLOWER ? "worst" : "best", t.worst,
+		       t.worst_size);
 		any = 1;
 	}
 	if (!any)
@@ -306,12 +302,16 @@ static int run_by(const struct compare_args *a)
 	struct nw_by_table t;
 	memset(&f, 0, sizeof(f));
 	if (nw_store_path(&a->so, path, sizeof(path), err, sizeof(err)) ||
-	    nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)))
-		return nw_error("%s", err), 2;
+	    nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err))) {
+		nw_error("%s", err);
+		return 2;
+	}
 	int rc = nw_cmp_by(s, a->by, &f, &t, err, sizeof(err));
 	nw_store_close(s);
-	if (rc)
-		return nw_error("%s", err), 2;
+	if (rc) {
+		nw_error("%s", err);
+		return 2;
+	}
 	if (a->json) {
 		json_t *doc = nw_by_table_to_json(&t);
 		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));

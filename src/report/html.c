@@ -92,6 +92,25 @@ static void cmp_table(FILE *f, const struct nw_cmp *c, int only_flagged)
 	fputs("</table>\n", f);
 }
 
+/* The slower and faster size bands as a list; nothing when there are none. */
+static void band_list(FILE *f, const struct nw_cmp *c)
+{
+	if (!c->nbands)
+		return;
+	fputs("<ul>\n", f);
+	for (size_t i = 0; i < c->nbands; i++) {
+		const struct nw_cmp_band *b = &c->bands[i];
+		struct nw_cmp_band_text t;
+		nw_cmp_band_text(b, &t);
+		fprintf(f, "<li><b>%s</b> ", nw_cmp_verdict_name(b->verdict));
+		esc(f, b->op);
+		fprintf(f, " %s, %s&ndash;%s (%d sizes): %s %s on average, %s at %s</li>\n",
+		        b->inplace ? "in-place" : "out-of-place", t.from, t.to, b->nsizes, t.mean,
+		        b->by_time ? "speed (time)" : "busbw", t.worst, t.worst_size);
+	}
+	fputs("</ul>\n", f);
+}
+
 /* What differs, as compare prints it: most likely first, per-launch identifiers counted. */
 static void diff_list(FILE *f, const struct nw_cmp *c)
 {
@@ -144,24 +163,7 @@ static void cmp_section(FILE *f, const struct nw_report_input *in, const struct 
 	else
 		fprintf(f, "<p><span class=\"verdict good\">no regression (%d sizes compared, %d faster)</span></p>\n",
 		        c.nslower + c.nfaster + c.nsame, c.nfaster);
-	if (c.nbands) {
-		fputs("<ul>\n", f);
-		for (size_t i = 0; i < c.nbands; i++) {
-			const struct nw_cmp_band *b = &c.bands[i];
-			char from[32], to[32], worst[32], mean_ch[32], worst_ch[32];
-			nw_cmp_format_change(mean_ch, sizeof(mean_ch), b->mean_change);
-			nw_cmp_format_change(worst_ch, sizeof(worst_ch), b->worst_change);
-			nw_format_size(b->from, from, sizeof(from));
-			nw_format_size(b->to, to, sizeof(to));
-			nw_format_size(b->worst_size, worst, sizeof(worst));
-			fprintf(f, "<li><b>%s</b> ", nw_cmp_verdict_name(b->verdict));
-			esc(f, b->op);
-			fprintf(f, " %s, %s&ndash;%s (%d sizes): %s %s on average, %s at %s</li>\n",
-			        b->inplace ? "in-place" : "out-of-place", from, to, b->nsizes, mean_ch,
-			        b->by_time ? "speed (time)" : "busbw", worst_ch, worst);
-		}
-		fputs("</ul>\n", f);
-	}
+	band_list(f, &c);
 	diff_list(f, &c);
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass == 0 && !(c.nslower + c.nfaster))

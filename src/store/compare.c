@@ -284,6 +284,15 @@ void nw_cmp_format_change(char *buf, size_t len, double change)
 		snprintf(buf, len, "%+.1f%%", change * 100);
 }
 
+void nw_cmp_band_text(const struct nw_cmp_band *b, struct nw_cmp_band_text *t)
+{
+	nw_cmp_format_change(t->mean, sizeof(t->mean), b->mean_change);
+	nw_cmp_format_change(t->worst, sizeof(t->worst), b->worst_change);
+	nw_format_size(b->from, t->from, sizeof(t->from));
+	nw_format_size(b->to, t->to, sizeof(t->to));
+	nw_format_size(b->worst_size, t->worst_size, sizeof(t->worst_size));
+}
+
 /* "2 x NVIDIA H200" -> "NVIDIA H200"; the whole text when it has no count. */
 static const char *gpu_model(const char *gpus)
 {
@@ -595,6 +604,31 @@ static json_t *num_or_null(double v)
 	return isfinite(v) ? json_real(round(v * 10000) / 10000) : json_null();
 }
 
+/* One compared key as JSON; new reference. */
+static json_t *row_json(const struct nw_cmp_row *r)
+{
+	json_t *x = json_object();
+	json_object_set_new(x, "op", json_string(r->op));
+	json_object_set_new(x, "dtype", json_string(r->dtype));
+	json_object_set_new(x, "redop", json_string(r->redop));
+	json_object_set_new(x, "root", json_integer(r->root));
+	json_object_set_new(x, "inplace", json_boolean(r->inplace));
+	json_object_set_new(x, "size_bytes", json_integer((json_int_t)r->size));
+	json_object_set_new(x, "repeats_a", json_integer(r->na));
+	json_object_set_new(x, "repeats_b", json_integer(r->nb));
+	json_object_set_new(x, "busbw_a_gbs", r->na ? num_or_null(r->busbw_a) : json_null());
+	json_object_set_new(x, "busbw_b_gbs", r->nb ? num_or_null(r->busbw_b) : json_null());
+	json_object_set_new(x, "time_a_us", r->na ? num_or_null(r->time_a) : json_null());
+	json_object_set_new(x, "time_b_us", r->nb ? num_or_null(r->time_b) : json_null());
+	json_object_set_new(x, "compared_on", json_string(r->by_time ? "time" : "busbw"));
+	json_object_set_new(x, "change", num_or_null(r->change));
+	json_object_set_new(x, "tolerance", num_or_null(r->threshold));
+	json_object_set_new(x, "tolerance_from", json_string(r->from_repeats ? "repeats" : "option"));
+	json_object_set_new(x, "within_noise", json_boolean(r->within_noise));
+	json_object_set_new(x, "verdict", json_string(nw_cmp_verdict_name(r->verdict)));
+	return x;
+}
+
 json_t *nw_cmp_to_json(const struct nw_cmp *c, const struct nw_cmp_opts *o, const char *label_a,
                        const char *label_b)
 {
@@ -609,27 +643,7 @@ json_t *nw_cmp_to_json(const struct nw_cmp *c, const struct nw_cmp_opts *o, cons
 	json_object_set_new(json_object_get(doc, "options"), "noise_floor_us", json_real(o->noise_floor_us));
 	json_t *rows = json_array();
 	for (size_t i = 0; i < c->nrows; i++) {
-		const struct nw_cmp_row *r = &c->rows[i];
-		json_t *x = json_object();
-		json_object_set_new(x, "op", json_string(r->op));
-		json_object_set_new(x, "dtype", json_string(r->dtype));
-		json_object_set_new(x, "redop", json_string(r->redop));
-		json_object_set_new(x, "root", json_integer(r->root));
-		json_object_set_new(x, "inplace", json_boolean(r->inplace));
-		json_object_set_new(x, "size_bytes", json_integer((json_int_t)r->size));
-		json_object_set_new(x, "repeats_a", json_integer(r->na));
-		json_object_set_new(x, "repeats_b", json_integer(r->nb));
-		json_object_set_new(x, "busbw_a_gbs", r->na ? num_or_null(r->busbw_a) : json_null());
-		json_object_set_new(x, "busbw_b_gbs", r->nb ? num_or_null(r->busbw_b) : json_null());
-		json_object_set_new(x, "time_a_us", r->na ? num_or_null(r->time_a) : json_null());
-		json_object_set_new(x, "time_b_us", r->nb ? num_or_null(r->time_b) : json_null());
-		json_object_set_new(x, "compared_on", json_string(r->by_time ? "time" : "busbw"));
-		json_object_set_new(x, "change", num_or_null(r->change));
-		json_object_set_new(x, "tolerance", num_or_null(r->threshold));
-		json_object_set_new(x, "tolerance_from", json_string(r->from_repeats ? "repeats" : "option"));
-		json_object_set_new(x, "within_noise", json_boolean(r->within_noise));
-		json_object_set_new(x, "verdict", json_string(nw_cmp_verdict_name(r->verdict)));
-		json_array_append_new(rows, x);
+		json_array_append_new(rows, row_json(&c->rows[i]));
 	}
 	json_object_set_new(doc, "rows", rows);
 	json_t *bands = json_array();

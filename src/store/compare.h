@@ -102,6 +102,12 @@ int nw_cmp_incomparable(const struct nw_run *a, const struct nw_run *b, char *wh
  * that "3.2x faster" or "1000x slower"; "-" when unknown.
  */
 void nw_cmp_format_change(char *buf, size_t len, double change);
+/* A band's sizes and changes as text, for the text and HTML reports. */
+struct nw_cmp_band_text {
+	char from[32], to[32], worst_size[32]; /* "64M" */
+	char mean[32], worst[32];              /* as nw_cmp_format_change */
+};
+void nw_cmp_band_text(const struct nw_cmp_band *b, struct nw_cmp_band_text *t);
 /* Regression: some compared size got slower beyond its tolerance. */
 int nw_cmp_regressed(const struct nw_cmp *c);
 
