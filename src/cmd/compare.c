@@ -1,5 +1,6 @@
 /* ncclwatch compare A B: what got slower, where, by how much, and what changed. */
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 const char usage_compare[] =
 	"usage: ncclwatch compare [options] A B\n"
+	"       ncclwatch compare --by nccl_version|gpu|host [--json] [--db PATH]\n"
 	"\n"
 	"Compare run B against run A (the reference) for every op, size, dtype,\n"
 	"redop and placement they share; say what got slower or faster, in which\n"
@@ -37,16 +39,31 @@ const char usage_compare[] =
 	"  --latency-below SIZE     latency-bound sizes are those below SIZE (default 1M)\n"
 	"  --min-size SIZE          leave out sizes below SIZE (default: none)\n"
 	"  --brief                  only the summary, not every size\n"
+	"  --noise-floor US         a time difference below US microseconds is noise\n"
+	"                           (default 2)\n"
+	"  --by FIELD               no runs: group the history's runs by nccl_version,\n"
+	"                           gpu or host and print the best busbw of each\n"
+	"                           group per op and size band\n"
+	"  --show-all               also list the per-launch identifiers that differ\n"
+	"                           (job ids, ports, pids: never a cause)\n"
+	"  --force                  compare runs that measure different things\n"
+	"                           (still says so first)\n"
 	"  --json                   the comparison as JSON (schema ncclwatch.compare/1)\n"
 	"  --db PATH                history database (default $NCCLWATCH_DB, else\n"
 	"                           $XDG_DATA_HOME/ncclwatch/history.db)\n"
 	"\n"
+	"A size whose difference is inside the measured noise (the spread of\n"
+	"repeats, or less than 2 us of time) is \"within noise\". Changes beyond\n"
+	"twice as fast or slow read as \"3.0x slower\", not as a percentage.\n"
+	"\n"
 	"exit status: 0 no regression, 1 something got slower beyond tolerance,\n"
-	"2 bad usage or unreadable input.\n"
+	"2 bad usage or unreadable input, 3 the runs are not comparable (backend\n"
+	"GPUs vs host, GPU model, rank count or op/dtype set differ) and no --force.\n"
 	"\n"
 	"examples:\n"
 	"  ncclwatch compare before-update 42\n"
-	"  ncclwatch compare old.json new.json --tolerance 3 --min-size 1M\n";
+	"  ncclwatch compare old.json new.json --tolerance 3 --min-size 1M\n"
+	"  ncclwatch compare --by nccl_version\n";
 
 static void describe(const char *tag, const char *label, const struct nw_run *r)
 {
@@ -63,14 +80,6 @@ static void describe(const char *tag, const char *label, const struct nw_run *r)
 	printf("%s%zu rows)\n", sep, r->nrows);
 }
 
-static void fmt_change(char *buf, size_t len, double change)
-{
-	if (isfinite(change))
-		snprintf(buf, len, "%+.1f%%", change * 100);
-	else
-		snprintf(buf, len, "-");
-}
-
 static void print_rows(const struct nw_cmp *c)
 {
 	for (size_t i = 0; i < c->nrows; i++) {
@@ -83,21 +92,24 @@ static void print_rows(const struct nw_cmp *c)
 				snprintf(root, sizeof(root), " root %d", r->root);
 			printf("\n%s %s %s%s, %s\n", r->op, r->dtype, r->redop, root,
 			       r->inplace ? "in-place" : "out-of-place");
-			printf("%10s %10s %10s %10s %10s %8s  %s\n", "size", "busbw A", "busbw B", "time A",
+			printf("%10s %10s %10s %10s %10s %13s  %s\n", "size", "busbw A", "busbw B", "time A",
 			       "time B", "change", "verdict");
 		}
 		char size[32], ch[32], ba[32] = "-", bb[32] = "-", ta[32] = "-", tb[32] = "-";
 		nw_format_size(r->size, size, sizeof(size));
-		fmt_change(ch, sizeof(ch), r->change);
+		if (r->within_noise)
+			nw_strlcpy(ch, "within noise", sizeof(ch));
+		else
+			nw_cmp_format_change(ch, sizeof(ch), r->change);
 		if (r->na) {
 			snprintf(ba, sizeof(ba), "%.2f", r->busbw_a);
-			snprintf(ta, sizeof(ta), "%.2f", r->time_a);
+			snprintf(ta, sizeof(ta), "%.2fus", r->time_a);
 		}
 		if (r->nb) {
 			snprintf(bb, sizeof(bb), "%.2f", r->busbw_b);
-			snprintf(tb, sizeof(tb), "%.2f", r->time_b);
+			snprintf(tb, sizeof(tb), "%.2fus", r->time_b);
 		}
-		printf("%10s %10s %10s %10s %10s %8s  %s", size, ba, bb, ta, tb, ch, nw_cmp_verdict_name(r->verdict));
+		printf("%10s %10s %10s %10s %10s %13s  %s", size, ba, bb, ta, tb, ch, nw_cmp_verdict_name(r->verdict));
 		if (r->verdict == NW_V_SAME || r->verdict == NW_V_SLOWER || r->verdict == NW_V_FASTER)
 			printf(" (%s, +-%.0f%%%s)", r->by_time ? "time" : "busbw", r->threshold * 100,
 			       r->from_repeats ? " from repeats" : "");
@@ -112,26 +124,51 @@ static void print_bands(const struct nw_cmp *c, enum nw_cmp_verdict v)
 		const struct nw_cmp_band *b = &c->bands[i];
 		if (b->verdict != v)
 			continue;
-		char from[32], to[32], worst[32];
-		nw_format_size(b->from, from, sizeof(from));
-		nw_format_size(b->to, to, sizeof(to));
-		nw_format_size(b->worst_size, worst, sizeof(worst));
-		printf("  %s %s %s, %s, %s%s%s (%d size%s): %s %+.1f%% on average, %s %+.1f%% at %s\n", b->op,
-		       b->dtype, b->redop, b->inplace ? "in-place" : "out-of-place", from, b->from == b->to ? "" : "-",
-		       b->from == b->to ? "" : to, b->nsizes, b->nsizes == 1 ? "" : "s",
-		       b->by_time ? "speed (time)" : "busbw", b->mean_change * 100,
-		       v == NW_V_SLOWER ? "worst" : "best", b->worst_change * 100, worst);
+		struct nw_cmp_band_text t;
+		nw_cmp_band_text(b, &t);
+		printf("  %s %s %s, %s, %s%s%s (%d size%s): %s %s on average, %s %s at %s\n", b->op, b->dtype,
+		       b->redop, b->inplace ? "in-place" : "out-of-place", t.from, b->from == b->to ? "" : "-",
+		       b->from == b->to ? "" : t.to, b->nsizes, b->nsizes == 1 ? "" : "s",
+		       b->by_time ? "speed (time)" : "busbw", t.mean, v == NW_V_SLOWER ? "worst" : "best", t.worst,
+		       t.worst_size);
 		any = 1;
 	}
 	if (!any)
 		printf("  none\n");
 }
 
-static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int brief,
+/* What differs, most likely to matter first; per-launch identifiers counted, or listed with show_all. */
+static void print_diffs(const struct nw_cmp *c, int show_all)
+{
+	printf("\nwhat differs (most likely to matter first):\n");
+	if (c->ndiffs == c->nignored)
+		printf("  nothing that matters recorded\n");
+	for (size_t i = 0; i < c->ndiffs; i++) {
+		if (!c->diffs[i].ignored)
+			printf("  %s\n", c->diffs[i].text);
+		else if (show_all)
+			printf("  %s (per-launch, never a cause)\n", c->diffs[i].text);
+	}
+	if (c->nignored && !show_all)
+		printf("  and %zu more (--show-all): per-launch identifiers (job ids, ports, pids), never a cause\n",
+		       c->nignored);
+	printf("in short: %s\n", c->attribution);
+}
+
+/* The warning that A and B measure different things. */
+static void print_not_comparable(const struct nw_cmp *c, int force)
+{
+	printf("NOT COMPARABLE: %s%s\n", c->not_comparable,
+	       force ? " (compared anyway: --force)" : "; --force compares them anyway");
+}
+
+static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int brief, int show_all,
                        const char *la, const struct nw_run *a, const char *lb, const struct nw_run *b)
 {
 	char lat[32];
 	nw_format_size(o->lat_below, lat, sizeof(lat));
+	if (c->not_comparable[0])
+		print_not_comparable(c, 1);
 	describe("A", la, a);
 	describe("B", lb, b);
 	printf("tolerance: busbw +-%g%% at %s and above, time +-%g%% below %s; the spread of repeats where a run repeats a size\n",
@@ -150,15 +187,12 @@ static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int 
 	if (c->nonly)
 		printf("not compared: %d size%s in only one run (or with no usable figure)\n", c->nonly,
 		       c->nonly == 1 ? "" : "s");
-	printf("\nwhat differs (most likely to matter first):\n");
-	if (!c->ndiffs)
-		printf("  nothing recorded\n");
-	for (size_t i = 0; i < c->ndiffs; i++)
-		printf("  %s\n", c->diffs[i].text);
-	printf("in short: %s\n", c->attribution);
+	print_diffs(c, show_all);
 	int total = c->nslower + c->nfaster + c->nsame;
 	if (nw_cmp_regressed(c))
 		printf("\nresult: REGRESSION: %d of %d compared sizes slower beyond tolerance\n", c->nslower, total);
+	else if (!c->nfaster)
+		printf("\nresult: no regression, no significant change (%d compared sizes)\n", total);
 	else
 		printf("\nresult: no regression (%d compared sizes, %d faster)\n", total, c->nfaster);
 }
@@ -167,11 +201,12 @@ static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int 
 struct compare_args {
 	struct nw_store_opts so;
 	struct nw_cmp_opts o;
-	int json, brief;
+	int json, brief, show_all, force;
+	const char *by;
 	const char *spec[2];
 };
 
-enum { O_JSON = NW_OPT_LOCAL, O_BRIEF };
+enum { O_JSON = NW_OPT_LOCAL, O_BRIEF, O_SHOW_ALL, O_FORCE, O_NOISE_FLOOR, O_BY };
 
 /* One option into a; 0, or -1 after printing. */
 static int take_opt(int opt, const char *v, struct compare_args *a)
@@ -179,8 +214,18 @@ static int take_opt(int opt, const char *v, struct compare_args *a)
 	int r = nw_cli_cmp_opt(opt, v, &a->o);
 	if (r)
 		return r < 0 ? -1 : 0;
-	if (opt == O_JSON || opt == O_BRIEF) {
-		*(opt == O_JSON ? &a->json : &a->brief) = 1;
+	switch (opt) {
+	case O_JSON: a->json = 1; return 0;
+	case O_BRIEF: a->brief = 1; return 0;
+	case O_SHOW_ALL: a->show_all = 1; return 0;
+	case O_FORCE: a->force = 1; return 0;
+	case O_BY: a->by = v; return 0;
+	default: break;
+	}
+	if (opt == O_NOISE_FLOOR) {
+		char err[NW_ERRLEN];
+		if (nw_parse_double(v, 0, 1e9, &a->o.noise_floor_us, "--noise-floor", err, sizeof(err)))
+			return nw_error("%s", err);
 		return 0;
 	}
 	return nw_cli_store_read_opt("compare", opt, v, &a->so) < 0 ? -1 : 0;
@@ -193,6 +238,10 @@ static int parse(int argc, char **argv, struct compare_args *a)
 		NW_CLI_CMP_LONGOPTS,
 		{ "json", no_argument, NULL, O_JSON },
 		{ "brief", no_argument, NULL, O_BRIEF },
+		{ "show-all", no_argument, NULL, O_SHOW_ALL },
+		{ "force", no_argument, NULL, O_FORCE },
+		{ "noise-floor", required_argument, NULL, O_NOISE_FLOOR },
+		{ "by", required_argument, NULL, O_BY },
 		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -201,6 +250,10 @@ static int parse(int argc, char **argv, struct compare_args *a)
 		if (opt == -2 || take_opt(opt, optarg, a))
 			return -1;
 	int nspec = argc - optind;
+	if (a->by && nspec)
+		return nw_error("compare --by groups the whole history: it takes no runs ('%s')", argv[optind]);
+	if (a->by)
+		return 0;
 	if (nspec > 2)
 		return nw_error("compare takes two runs, got a third ('%s')", argv[optind + 2]);
 	if (nspec != 2)
@@ -212,6 +265,65 @@ static int parse(int argc, char **argv, struct compare_args *a)
 	return 0;
 }
 
+/* A band's best busbw and its run as "361.20 (run 7)", or "-". */
+static void fmt_best(char *buf, size_t len, const struct nw_by_cell *c, int band)
+{
+	if (c->best_run[band])
+		snprintf(buf, len, "%.2f (run %lld)", c->best[band], c->best_run[band]);
+	else
+		snprintf(buf, len, "-");
+}
+
+/* The --by table: one line per op and group, the best busbw of each size band. */
+static void print_by(const struct nw_by_table *t)
+{
+	int wg = (int)strlen(t->by);
+	for (size_t i = 0; i < t->n; i++)
+		if ((int)strlen(t->cells[i].group) > wg)
+			wg = (int)strlen(t->cells[i].group);
+	printf("best busbw (GB/s) by %s, per op and size band (the run that measured it):\n", t->by);
+	printf("%-16s %-*s %5s  %-22s %-22s %s\n", "op", wg, t->by, "runs", "latency (<64K)", "middle (64K-64M)",
+	       "bandwidth (>=64M)");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct nw_by_cell *c = &t->cells[i];
+		char b[NW_NBANDS][48];
+		for (int k = 0; k < NW_NBANDS; k++)
+			fmt_best(b[k], sizeof(b[k]), c, k);
+		printf("%-16s %-*s %5d  %-22s %-22s %s\n", c->op, wg, c->group, c->nruns, b[0], b[1], b[2]);
+	}
+}
+
+/* compare --by FIELD: exit 0, or 2 when the history cannot be read. */
+static int run_by(const struct compare_args *a)
+{
+	char path[PATH_MAX], err[NW_ERRLEN];
+	struct nw_store *s;
+	struct nw_store_filter f;
+	struct nw_by_table t;
+	memset(&f, 0, sizeof(f));
+	if (nw_store_path(&a->so, path, sizeof(path), err, sizeof(err)) ||
+	    nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err))) {
+		nw_error("%s", err);
+		return 2;
+	}
+	int rc = nw_cmp_by(s, a->by, &f, &t, err, sizeof(err));
+	nw_store_close(s);
+	if (rc) {
+		nw_error("%s", err);
+		return 2;
+	}
+	if (a->json) {
+		json_t *doc = nw_by_table_to_json(&t);
+		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+		putchar('\n');
+		json_decref(doc);
+	} else {
+		print_by(&t);
+	}
+	nw_by_table_release(&t);
+	return 0;
+}
+
 int cmd_compare(int argc, char **argv)
 {
 	struct compare_args a;
@@ -219,6 +331,8 @@ int cmd_compare(int argc, char **argv)
 	nw_cmp_opts_default(&a.o);
 	if (parse(argc, argv, &a))
 		return 2;
+	if (a.by)
+		return run_by(&a);
 	struct nw_run ra, rb;
 	char la[300], lb[300], err[NW_ERRLEN];
 	struct nw_cmp c;
@@ -232,15 +346,21 @@ int cmd_compare(int argc, char **argv)
 		nw_error("%s", err);
 		goto out;
 	}
+	if (c.not_comparable[0] && !a.force && !a.json) {
+		print_not_comparable(&c, 0);
+		print_diffs(&c, a.show_all);
+		rc = 3;
+		goto out;
+	}
 	if (a.json) {
 		json_t *doc = nw_cmp_to_json(&c, &a.o, la, lb);
 		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
 		putchar('\n');
 		json_decref(doc);
 	} else {
-		print_text(&c, &a.o, a.brief, la, &ra, lb, &rb);
+		print_text(&c, &a.o, a.brief, a.show_all, la, &ra, lb, &rb);
 	}
-	rc = nw_cmp_regressed(&c) ? 1 : 0;
+	rc = c.not_comparable[0] && !a.force ? 3 : nw_cmp_regressed(&c) ? 1 : 0;
 out:
 	nw_cmp_release(&c);
 	nw_run_release(&ra);

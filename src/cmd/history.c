@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@
 
 const char usage_history[] =
 	"usage: ncclwatch history [list] [--host H] [--op OP] [--since DATE] [--until DATE] [--limit N] [--json]\n"
-	"       ncclwatch history show ID [--json | --csv]\n"
+	"       ncclwatch history show ID [--env] [--json | --csv]\n"
 	"       ncclwatch history export ID|all [--json | --csv] [list filters]\n"
 	"       ncclwatch history delete ID\n"
 	"       ncclwatch history baseline [NAME ID | --delete NAME]\n"
@@ -26,7 +27,8 @@ const char usage_history[] =
 	"\n"
 	"  list       one line per run: id, time (UTC), host, source, ops, NCCL\n"
 	"             version, peak busbw, baseline names (the default)\n"
-	"  show ID    a run's header, fingerprint and results table\n"
+	"  show ID    a run's header, fingerprint (NCCL_* variables; --env for\n"
+	"             every recorded one) and results table\n"
 	"  export     a run (ID) or every run matching the filters (all), as\n"
 	"             ncclwatch results JSON (default) or CSV\n"
 	"  delete ID  remove a run (and baselines naming it)\n"
@@ -48,12 +50,12 @@ const char usage_history[] =
 struct hopts {
 	struct nw_store_opts so;
 	struct nw_store_filter f;
-	int json, csv, del;
+	int json, csv, del, env;
 	const char *args[3];
 	int nargs;
 };
 
-enum { O_HOST = NW_OPT_LOCAL, O_OP, O_SINCE, O_UNTIL, O_LIMIT, O_JSON, O_CSV, O_DELETE };
+enum { O_HOST = NW_OPT_LOCAL, O_OP, O_SINCE, O_UNTIL, O_LIMIT, O_JSON, O_CSV, O_DELETE, O_ENV };
 
 /* A filter's value (--host, --op, --since, --until, --limit) into o->f. */
 static int filter_opt(int opt, const char *arg, const char *name, struct hopts *o)
@@ -84,6 +86,7 @@ static int parse(int argc, char **argv, struct hopts *o)
 		{ "json", no_argument, NULL, O_JSON },
 		{ "csv", no_argument, NULL, O_CSV },
 		{ "delete", no_argument, NULL, O_DELETE },
+		{ "env", no_argument, NULL, O_ENV },
 		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -94,6 +97,7 @@ static int parse(int argc, char **argv, struct hopts *o)
 		case O_JSON: o->json = 1; break;
 		case O_CSV: o->csv = 1; break;
 		case O_DELETE: o->del = 1; break;
+		case O_ENV: o->env = 1; break;
 		case O_HOST: case O_OP: case O_SINCE: case O_UNTIL: case O_LIMIT:
 			if (filter_opt(opt, optarg, nw_cli_opt_name(opt, argv), o))
 				return -1;
@@ -137,6 +141,35 @@ static int open_db(const struct hopts *o, struct nw_store **s)
 	return 0;
 }
 
+/* The widest of text in column off of every entry, at least min. */
+static int col_width(const struct nw_store_entry *e, size_t n, size_t off, int min)
+{
+	int w = min;
+	for (size_t i = 0; i < n; i++) {
+		int l = (int)strlen((const char *)&e[i] + off);
+		if (l > w)
+			w = l;
+	}
+	return w;
+}
+
+/* The list as a table whose columns fit the widest host and op list. */
+static void print_list(const struct nw_store_entry *e, size_t n)
+{
+	int wh = col_width(e, n, offsetof(struct nw_store_entry, host), 4);
+	int wo = col_width(e, n, offsetof(struct nw_store_entry, ops), 3);
+	int wn = col_width(e, n, offsetof(struct nw_store_entry, nccl_version), 4);
+	printf("%6s  %-20s  %-*s  %-7s  %-*s  %-*s  %14s  %s\n", "id", "time (UTC)", wh, "host", "source", wo, "ops",
+	       wn, "NCCL", "peak busbw", "baseline");
+	for (size_t i = 0; i < n; i++) {
+		char peak[32];
+		snprintf(peak, sizeof(peak), "%.2f GB/s", e[i].peak_busbw);
+		printf("%6lld  %-20s  %-*s  %-7s  %-*s  %-*s  %14s  %s\n", e[i].id, e[i].time, wh, e[i].host,
+		       e[i].source, wo, e[i].ops, wn, e[i].nccl_version[0] ? e[i].nccl_version : "-", peak,
+		       e[i].baselines);
+	}
+}
+
 static int do_list(struct nw_store *s, const struct hopts *o)
 {
 	struct nw_store_entry *e;
@@ -163,12 +196,7 @@ static int do_list(struct nw_store *s, const struct hopts *o)
 	} else if (!n) {
 		fprintf(stderr, "no runs recorded%s\n", o->f.host || o->f.op || o->f.since || o->f.until ? " match the filters" : " yet");
 	} else {
-		printf("%6s  %-20s  %-16s  %-7s  %-28s  %-8s  %10s  %s\n", "id", "time (UTC)", "host", "source",
-		       "ops", "NCCL", "peak busbw", "baseline");
-		for (size_t i = 0; i < n; i++)
-			printf("%6lld  %-20s  %-16s  %-7s  %-28s  %-8s  %10.2f  %s\n", e[i].id, e[i].time, e[i].host,
-			       e[i].source, e[i].ops, e[i].nccl_version[0] ? e[i].nccl_version : "-", e[i].peak_busbw,
-			       e[i].baselines);
+		print_list(e, n);
 	}
 	free(e);
 	return 0;
@@ -217,8 +245,27 @@ static void print_kv(const char *k, const char *v)
 		printf("%-14s %s\n", k, v);
 }
 
+/* The recorded variables: NCCL_* (or all of them with all), and a count of the rest. */
+static void print_env(const json_t *env, int all)
+{
+	if (!json_is_object(env) || !json_object_size(env))
+		return;
+	printf("environment:\n");
+	const char *k;
+	const json_t *v;
+	size_t rest = 0;
+	json_object_foreach((json_t *)env, k, v) {
+		if (all || !strncmp(k, "NCCL_", 5))
+			printf("  %s=%s\n", k, json_is_string(v) ? json_string_value(v) : "");
+		else
+			rest++;
+	}
+	if (rest)
+		printf("  and %zu more (launcher, paths, CUDA_*: --env)\n", rest);
+}
+
 /* A run's header and fingerprint as "key value" lines, then its environment. */
-static void print_header(long long id, const struct nw_run *run)
+static void print_header(long long id, const struct nw_run *run, int all_env)
 {
 	const struct nw_run_header *h = &run->h;
 	char num[64];
@@ -245,14 +292,7 @@ static void print_header(long long id, const struct nw_run *run)
 	const json_t *topo = json_object_get(fp, "topology");
 	if (json_is_string(topo))
 		print_kv("topology", json_string_value(topo));
-	const json_t *env = json_object_get(fp, "env");
-	if (json_is_object(env) && json_object_size(env)) {
-		printf("environment:\n");
-		const char *k;
-		const json_t *v;
-		json_object_foreach((json_t *)env, k, v)
-			printf("  %s=%s\n", k, json_is_string(v) ? json_string_value(v) : "");
-	}
+	print_env(json_object_get(fp, "env"), all_env);
 	json_decref(fp);
 }
 
@@ -270,7 +310,7 @@ static int do_show(struct nw_store *s, const struct hopts *o)
 	} else if (o->csv) {
 		nw_run_write_csv(&run, stdout, 0);
 	} else {
-		print_header(id, &run);
+		print_header(id, &run, o->env);
 		print_table(&run);
 	}
 	nw_run_release(&run);

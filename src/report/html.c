@@ -18,7 +18,10 @@ static const char css[] =
 	".verdict{font-weight:bold;padding:6px 10px;display:inline-block;border-radius:4px}"
 	".bad{background:#fde2e1;color:#8a1c13}.good{background:#e2f4e6;color:#17602b}"
 	".chart{margin:10px 0}"
-	"code{font-size:12px;word-break:break-all}";
+	"code{font-size:12px;word-break:break-all}"
+	".pair{display:flex;flex-wrap:wrap;gap:8px}.pair.other{display:none}"
+	"#other:checked~.charts .pair.other{display:flex}#other:checked~.charts .pair.main{display:none}"
+	"label{font-size:13px;color:#333}";
 
 static void esc(FILE *f, const char *s)
 {
@@ -81,13 +84,52 @@ static void cmp_table(FILE *f, const struct nw_cmp *c, int only_flagged)
 			fprintf(f, "<td class=\"num\">%.2f</td>", r->time_b);
 		else
 			fputs("<td></td>", f);
-		if (isfinite(r->change))
-			fprintf(f, "<td class=\"num\">%+.1f%%</td>", r->change * 100);
-		else
-			fputs("<td></td>", f);
+		char ch[32];
+		nw_cmp_format_change(ch, sizeof(ch), r->change);
+		fprintf(f, "<td class=\"num\">%s</td>", r->within_noise ? "within noise" : isfinite(r->change) ? ch : "");
 		fprintf(f, "<td>%s%s</td></tr>\n", nw_cmp_verdict_name(r->verdict), r->by_time ? " (time)" : "");
 	}
 	fputs("</table>\n", f);
+}
+
+/* The slower and faster size bands as a list; nothing when there are none. */
+static void band_list(FILE *f, const struct nw_cmp *c)
+{
+	if (!c->nbands)
+		return;
+	fputs("<ul>\n", f);
+	for (size_t i = 0; i < c->nbands; i++) {
+		const struct nw_cmp_band *b = &c->bands[i];
+		struct nw_cmp_band_text t;
+		nw_cmp_band_text(b, &t);
+		fprintf(f, "<li><b>%s</b> ", nw_cmp_verdict_name(b->verdict));
+		esc(f, b->op);
+		fprintf(f, " %s, %s&ndash;%s (%d sizes): %s %s on average, %s at %s</li>\n",
+		        b->inplace ? "in-place" : "out-of-place", t.from, t.to, b->nsizes, t.mean,
+		        b->by_time ? "speed (time)" : "busbw", t.worst, t.worst_size);
+	}
+	fputs("</ul>\n", f);
+}
+
+/* What differs, as compare prints it: most likely first, per-launch identifiers counted. */
+static void diff_list(FILE *f, const struct nw_cmp *c)
+{
+	fputs("<p><b>What differs</b> (most likely to matter first):</p>\n<ul>\n", f);
+	if (c->ndiffs == c->nignored)
+		fputs("<li>nothing that matters recorded</li>\n", f);
+	for (size_t i = 0; i < c->ndiffs; i++) {
+		if (c->diffs[i].ignored)
+			continue;
+		fputs("<li>", f);
+		esc(f, c->diffs[i].text);
+		fputs("</li>\n", f);
+	}
+	if (c->nignored)
+		fprintf(f, "<li>and %zu more: per-launch identifiers (job ids, ports, pids), never a cause</li>\n",
+		        c->nignored);
+	fputs("</ul>\n<p><b>In short:</b> ", f);
+	esc(f, c->attribution);
+	fputs("</p>\n", f);
 }
 
 static void cmp_section(FILE *f, const struct nw_report_input *in, const struct nw_report_opts *o)
@@ -100,6 +142,11 @@ static void cmp_section(FILE *f, const struct nw_report_input *in, const struct 
 		esc(f, err);
 		fputs("</p>\n", f);
 		return;
+	}
+	if (c.not_comparable[0]) {
+		fputs("<p><span class=\"verdict bad\">not comparable: ", f);
+		esc(f, c.not_comparable);
+		fputs("</span></p>\n", f);
 	}
 	fputs("<p>", f);
 	esc(f, in->labels[1]);
@@ -116,25 +163,8 @@ static void cmp_section(FILE *f, const struct nw_report_input *in, const struct 
 	else
 		fprintf(f, "<p><span class=\"verdict good\">no regression (%d sizes compared, %d faster)</span></p>\n",
 		        c.nslower + c.nfaster + c.nsame, c.nfaster);
-	if (c.nbands) {
-		fputs("<ul>\n", f);
-		for (size_t i = 0; i < c.nbands; i++) {
-			const struct nw_cmp_band *b = &c.bands[i];
-			char from[32], to[32], worst[32];
-			nw_format_size(b->from, from, sizeof(from));
-			nw_format_size(b->to, to, sizeof(to));
-			nw_format_size(b->worst_size, worst, sizeof(worst));
-			fprintf(f, "<li><b>%s</b> ", nw_cmp_verdict_name(b->verdict));
-			esc(f, b->op);
-			fprintf(f, " %s, %s&ndash;%s (%d sizes): %+.1f%% %s on average, %+.1f%% at %s</li>\n",
-			        b->inplace ? "in-place" : "out-of-place", from, to, b->nsizes, b->mean_change * 100,
-			        b->by_time ? "speed (time)" : "busbw", b->worst_change * 100, worst);
-		}
-		fputs("</ul>\n", f);
-	}
-	fputs("<p><b>What differs:</b> ", f);
-	esc(f, c.attribution);
-	fputs("</p>\n", f);
+	band_list(f, &c);
+	diff_list(f, &c);
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass == 0 && !(c.nslower + c.nfaster))
 			continue;
@@ -252,6 +282,60 @@ static void fp_section(FILE *f, const struct nw_report_input *in)
 	free(flat);
 }
 
+/*
+ * The busbw and time charts of op, side by side, for one placement; main:
+ * the placement asked for (shown), else the other (shown by the toggle,
+ * left out when it has no rows). 1 when charted.
+ */
+static int chart_pair(FILE *f, const struct nw_report_input *in, const struct nw_report_opts *base, const char *op,
+                      int main)
+{
+	struct nw_report_opts o = *base;
+	char cerr[NW_ERRLEN];
+	if (!main)
+		o.inplace = !o.inplace;
+	if (o.width <= 0)
+		o.width = 540, o.height = 340;
+	fprintf(f, "<div class=\"pair %s\">\n", main ? "main" : "other");
+	int ok = nw_svg_chart(f, in, op, &o, cerr, sizeof(cerr)) == 0;
+	if (ok) {
+		o.latency = 1;
+		nw_svg_chart(f, in, op, &o, cerr, sizeof(cerr));
+	} else if (main) {
+		fputs("<p class=\"meta\">", f);
+		esc(f, cerr);
+		fputs("</p>", f);
+	}
+	fputs("</div>\n", f);
+	return ok;
+}
+
+/* Every op's charts, both placements with a toggle between them; returns how many ops were charted. */
+static int chart_section(FILE *f, const struct nw_report_input *in, const struct nw_report_opts *base,
+                         char (*ops)[24], size_t nops)
+{
+	struct nw_report_opts o = *base;
+	struct nw_cmp c;
+	char err[NW_ERRLEN];
+	int have_cmp = in->nruns == 2 && nw_compare(in->runs[0], in->runs[1], &o.cmp, &c, err, sizeof(err)) == 0;
+	o.marks = have_cmp ? &c : NULL;
+	fputs("<h2>Bus bandwidth and time by size</h2>\n", f);
+	fprintf(f, "<input type=\"checkbox\" id=\"other\"><label for=\"other\"> show %s rows instead</label>\n",
+	        o.inplace ? "out-of-place" : "in-place");
+	if (have_cmp)
+		fputs("<p class=\"meta\">Red rings mark the sizes slower in the second run.</p>\n", f);
+	fputs("<div class=\"charts\">\n", f);
+	int charts = 0;
+	for (size_t i = 0; i < nops; i++) {
+		charts += chart_pair(f, in, &o, ops[i], 1);
+		chart_pair(f, in, &o, ops[i], 0);
+	}
+	fputs("</div>\n", f);
+	if (have_cmp)
+		nw_cmp_release(&c);
+	return charts;
+}
+
 int nw_report_html(FILE *f, const struct nw_report_input *in, const struct nw_report_opts *o,
                    char *err, size_t errlen)
 {
@@ -276,20 +360,7 @@ int nw_report_html(FILE *f, const struct nw_report_input *in, const struct nw_re
 	        now, NW_VERSION, o->inplace ? "in-place" : "out-of-place");
 	fputs("<h2>Runs</h2>\n", f);
 	run_table(f, in);
-	fputs("<h2>Bus bandwidth by size</h2>\n", f);
-	int charts = 0;
-	for (size_t i = 0; i < nops; i++) {
-		char cerr[NW_ERRLEN];
-		fputs("<div class=\"chart\">\n", f);
-		if (nw_svg_chart(f, in, ops[i], o, cerr, sizeof(cerr)) == 0)
-			charts++;
-		else {
-			fputs("<p class=\"meta\">", f);
-			esc(f, cerr);
-			fputs("</p>", f);
-		}
-		fputs("</div>\n", f);
-	}
+	int charts = chart_section(f, in, o, ops, nops);
 	free(ops);
 	if (in->nruns == 2)
 		cmp_section(f, in, o);

@@ -28,6 +28,8 @@ struct nw_report_opts {
 	const char *title;       /* page title; NULL: "ncclwatch report" */
 	double link_gbs;         /* > 0: the link line; 0: from the runs' headers */
 	int inplace;             /* plot in-place rows instead of out-of-place */
+	int latency;             /* chart time (log-log) instead of busbw */
+	const struct nw_cmp *marks; /* NULL, or a comparison of runs 0 and 1 whose slower sizes are ringed */
 	struct nw_cmp_opts cmp;  /* for the comparison table of two runs */
 	int width, height;       /* chart size in px; 0: 800 x 380 */
 };
@@ -36,8 +38,10 @@ struct nw_report_opts {
 void nw_report_ops(const struct nw_report_input *in, char (**ops)[24], size_t *n);
 
 /*
- * One chart (an <svg> element, usable as a file or inline): busbw against
- * size on a log2 axis for op, one line per run, the link line when known.
+ * One chart (an <svg> element, usable as a file or inline): busbw (or, with
+ * o->latency, time on a log axis) against size on a log2 axis for op, one
+ * line per run, the link line when known, the slower sizes of o->marks
+ * ringed. busbw goes to a log axis when small sizes would sit flat at zero.
  * -1 with err when no run has a row of op in the chosen placement.
  */
 int nw_svg_chart(FILE *f, const struct nw_report_input *in, const char *op,

@@ -52,10 +52,11 @@ void nw_report_ops(const struct nw_report_input *in, char (**ops)[24], size_t *n
 	}
 }
 
-/* One plotted point: mean busbw of a run's rows at one size. */
+/* One plotted point: mean busbw and time of a run's rows at one size; y is the one charted. */
 struct pt {
 	double size;
-	double busbw;
+	double busbw, time;
+	double y;
 	int n;
 };
 
@@ -93,10 +94,13 @@ static struct pt *series(const struct nw_run *run, const char *op, int inplace, 
 			(*n)++;
 		}
 		p[k].busbw += r->busbw_gbs;
+		p[k].time += isfinite(r->time_us) && r->time_us > 0 ? r->time_us : 0;
 		p[k].n++;
 	}
-	for (size_t k = 0; k < *n; k++)
+	for (size_t k = 0; k < *n; k++) {
 		p[k].busbw /= p[k].n;
+		p[k].time /= p[k].n;
+	}
 	qsort(p, *n, sizeof(*p), cmp_pt);
 	if (dtype)
 		nw_strlcpy(dtype, first ? first->dtype : "", dlen);
@@ -128,7 +132,10 @@ struct frame {
 	double ml, mr, mt, pw, ph; /* left, right and top margins; the plot's width and height */
 	double xmin, xmax;       /* log2 of the sizes at the plot's edges */
 	int xstep;               /* an x tick every xstep powers of two */
-	double ytop, ystep;      /* busbw at the plot's top, and between grid lines (GB/s) */
+	double ytop, ystep;      /* y at the plot's top, and between grid lines (linear axis) */
+	int ylog;                /* log10 y axis from ybot to ytop, a grid line per decade */
+	double ybot;
+	int latency;             /* time (us) rather than busbw (GB/s) */
 	double link;             /* the link line (GB/s); 0 when unknown */
 };
 
@@ -140,6 +147,10 @@ static double px(const struct frame *g, double v)
 
 static double py(const struct frame *g, double v)
 {
+	if (g->ylog) {
+		double l = log10(fmax(v, g->ybot));
+		return g->mt + g->ph - (l - log10(g->ybot)) / (log10(g->ytop) - log10(g->ybot)) * g->ph;
+	}
 	return g->mt + g->ph - v / g->ytop * g->ph;
 }
 
@@ -148,11 +159,13 @@ struct plot {
 	struct pt **ser;
 	size_t *ns;
 	char dtype[16];          /* of the first run with points */
-	double xmin, xmax, ymax; /* log2 size range and highest busbw over all points */
+	double xmin, xmax, ymax; /* log2 size range and highest y over all points */
+	double ymin;             /* lowest y above zero; INFINITY when none */
 };
 
 /* Fill p with the runs' series of op; free with plot_release. */
-static void plot_collect(struct plot *p, const struct nw_report_input *in, const char *op, int inplace)
+static void plot_collect(struct plot *p, const struct nw_report_input *in, const char *op, int inplace,
+                         int latency)
 {
 	p->ser = nw_calloc(in->nruns + 1, sizeof(*p->ser));
 	p->ns = nw_calloc(in->nruns + 1, sizeof(*p->ns));
@@ -160,15 +173,20 @@ static void plot_collect(struct plot *p, const struct nw_report_input *in, const
 	p->xmin = INFINITY;
 	p->xmax = -INFINITY;
 	p->ymax = 0;
+	p->ymin = INFINITY;
 	for (size_t r = 0; r < in->nruns; r++) {
 		char d[16];
 		p->ser[r] = series(in->runs[r], op, inplace, &p->ns[r], d, sizeof(d));
 		if (p->ns[r] && !p->dtype[0])
 			nw_strlcpy(p->dtype, d, sizeof(p->dtype));
 		for (size_t k = 0; k < p->ns[r]; k++) {
-			p->xmin = fmin(p->xmin, log2(p->ser[r][k].size));
-			p->xmax = fmax(p->xmax, log2(p->ser[r][k].size));
-			p->ymax = fmax(p->ymax, p->ser[r][k].busbw);
+			struct pt *q = &p->ser[r][k];
+			q->y = latency ? q->time : q->busbw;
+			p->xmin = fmin(p->xmin, log2(q->size));
+			p->xmax = fmax(p->xmax, log2(q->size));
+			p->ymax = fmax(p->ymax, q->y);
+			if (q->y > 0)
+				p->ymin = fmin(p->ymin, q->y);
 		}
 	}
 }
@@ -200,6 +218,14 @@ static void frame_fit(struct frame *g, const struct nw_report_opts *o, const str
 		ymax = 1;
 	g->ystep = nice_step(ymax * 1.05, 6);
 	g->ytop = ceil(ymax * 1.05 / g->ystep) * g->ystep;
+	/* time always, busbw when small sizes would sit flat at zero: a decade per grid line */
+	if (g->latency || (isfinite(p->ymin) && p->ymin < ymax / 100)) {
+		g->ylog = 1;
+		g->ybot = isfinite(p->ymin) ? pow(10, floor(log10(p->ymin))) : ymax / 1000;
+		g->ytop = pow(10, ceil(log10(ymax * 1.05)));
+		if (g->ytop < g->ybot * 100)
+			g->ytop = g->ybot * 100;
+	}
 	g->xmin = floor(p->xmin);
 	g->xmax = ceil(p->xmax);
 	if (g->xmax - g->xmin < 1)
@@ -216,13 +242,15 @@ static void draw_axes(FILE *f, const struct frame *g, const char *op, const char
 	           "font-family=\"sans-serif\" font-size=\"12\" role=\"img\">\n", g->W, g->H, g->W, g->H);
 	fprintf(f, "<title>");
 	nw_xml_escape(f, op);
-	fprintf(f, " busbw by size</title>\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", g->W, g->H);
+	fprintf(f, " %s by size</title>\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
+	        g->latency ? "time" : "busbw", g->W, g->H);
 	fprintf(f, "<text x=\"%g\" y=\"20\" font-size=\"15\" font-weight=\"bold\">", g->ml);
 	nw_xml_escape(f, op);
 	fprintf(f, "</text><text x=\"%g\" y=\"20\" text-anchor=\"end\" fill=\"#555\">%s, %s</text>\n", g->W - g->mr,
 	        dtype, inplace ? "in-place" : "out-of-place");
-	/* grid and y labels */
-	for (double y = 0; y <= g->ytop + g->ystep / 2; y += g->ystep) {
+	/* grid and y labels: even steps, or one per decade on a log axis */
+	double yend = g->ylog ? g->ytop * 1.01 : g->ytop + g->ystep / 2;
+	for (double y = g->ylog ? g->ybot : 0; y <= yend; y = g->ylog ? y * 10 : y + g->ystep) {
 		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
 		           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#333\">%g</text>\n",
 		        g->ml, g->ml + g->pw, py(g, y), py(g, y), g->ml - 6, py(g, y) + 4, y);
@@ -239,9 +267,9 @@ static void draw_axes(FILE *f, const struct frame *g, const char *op, const char
 	        g->mt, g->pw, g->ph);
 	fprintf(f, "<text x=\"%g\" y=\"%d\" text-anchor=\"middle\" fill=\"#333\">message size (bytes, log2 scale)</text>\n",
 	        g->ml + g->pw / 2, g->H - 12);
-	fprintf(f, "<text transform=\"translate(16 %g) rotate(-90)\" text-anchor=\"middle\" fill=\"#333\">busbw (GB/s)</text>\n",
-	        g->mt + g->ph / 2);
-	if (g->link > 0) {
+	fprintf(f, "<text transform=\"translate(16 %g) rotate(-90)\" text-anchor=\"middle\" fill=\"#333\">%s</text>\n",
+	        g->mt + g->ph / 2, g->latency ? "time (us, log scale)" : g->ylog ? "busbw (GB/s, log scale)" : "busbw (GB/s)");
+	if (g->link > 0 && !g->latency) {
 		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#B22222\" stroke-dasharray=\"6 4\"/>"
 		           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#B22222\">link %.0f GB/s</text>\n",
 		        g->ml, g->ml + g->pw, py(g, g->link), py(g, g->link), g->ml + g->pw - 4, py(g, g->link) - 5,
@@ -261,15 +289,37 @@ static void draw_series(FILE *f, const struct frame *g, const struct nw_report_i
 		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" stroke-opacity=\"%s\" points=\"",
 		        col, r ? "2" : "5", r ? "1" : "0.45");
 		for (size_t k = 0; k < p->ns[r]; k++)
-			fprintf(f, "%s%.1f,%.1f", k ? " " : "", px(g, log2(s[k].size)), py(g, s[k].busbw));
+			fprintf(f, "%s%.1f,%.1f", k ? " " : "", px(g, log2(s[k].size)), py(g, s[k].y));
 		fprintf(f, "\"/>\n");
 		for (size_t k = 0; k < p->ns[r]; k++) {
 			char lab[32];
 			nw_format_size((uint64_t)s[k].size, lab, sizeof(lab));
 			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>", px(g, log2(s[k].size)),
-			        py(g, s[k].busbw), col);
+			        py(g, s[k].y), col);
 			nw_xml_escape(f, in->labels[r]);
-			fprintf(f, ": %s, %.2f GB/s</title></circle>\n", lab, s[k].busbw);
+			fprintf(f, ": %s, %.2f GB/s, %.2f us</title></circle>\n", lab, s[k].busbw, s[k].time);
+		}
+	}
+}
+
+/* A red ring at every size the comparison found slower in B (the second run), with its change. */
+static void draw_marks(FILE *f, const struct frame *g, const struct nw_cmp *c, const char *op, int inplace,
+                       const struct plot *p)
+{
+	if (!p->ns[1])
+		return;
+	for (size_t i = 0; i < c->nrows; i++) {
+		const struct nw_cmp_row *r = &c->rows[i];
+		if (r->verdict != NW_V_SLOWER || r->inplace != inplace || strcmp(r->op, op) || strcmp(r->dtype, p->dtype))
+			continue;
+		for (size_t k = 0; k < p->ns[1]; k++) {
+			if (p->ser[1][k].size != (double)r->size)
+				continue;
+			char ch[32];
+			nw_cmp_format_change(ch, sizeof(ch), r->change);
+			fprintf(f, "<circle class=\"regression\" cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" "
+			           "stroke=\"#B22222\" stroke-width=\"2\"><title>slower in B: %s</title></circle>\n",
+			        px(g, log2(p->ser[1][k].size)), py(g, p->ser[1][k].y), ch);
 		}
 	}
 }
@@ -301,16 +351,20 @@ int nw_svg_chart(FILE *f, const struct nw_report_input *in, const char *op,
                  const struct nw_report_opts *o, char *err, size_t errlen)
 {
 	struct plot p;
-	plot_collect(&p, in, op, o->inplace);
+	plot_collect(&p, in, op, o->inplace, o->latency);
 	int rc = 0;
 	if (!isfinite(p.xmin)) {
 		rc = nw_seterr(err, errlen, "no %s rows for '%s' in these runs: nothing to chart",
 		               o->inplace ? "in-place" : "out-of-place", op);
 	} else {
 		struct frame g;
+		memset(&g, 0, sizeof(g));
+		g.latency = o->latency;
 		frame_fit(&g, o, &p, link_of(in, o));
 		draw_axes(f, &g, op, p.dtype, o->inplace);
 		draw_series(f, &g, in, &p);
+		if (o->marks)
+			draw_marks(f, &g, o->marks, op, o->inplace, &p);
 		draw_legend(f, &g, in, p.ns);
 		fputs("</svg>\n", f);
 	}

@@ -1,5 +1,6 @@
 #include "store/compare.h"
 
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ void nw_cmp_opts_default(struct nw_cmp_opts *o)
 	o->lat_tolerance = 0.20;
 	o->lat_below = 1ULL << 20;
 	o->min_size = 0;
+	o->noise_floor_us = 2.0;
 }
 
 const char *nw_cmp_verdict_name(enum nw_cmp_verdict v)
@@ -165,7 +167,12 @@ static void judge(struct acc *x, const struct nw_cmp_opts *o)
 	} else {
 		c->threshold = c->by_time ? o->lat_tolerance : o->tolerance;
 	}
-	if (c->change < -c->threshold)
+	/* inside the spread of repeats, or a time difference below the floor: noise */
+	c->within_noise = (c->from_repeats && fabs(c->change) <= c->threshold) ||
+	                  (time_ok && fabs(c->time_b - c->time_a) < o->noise_floor_us);
+	if (c->within_noise)
+		c->verdict = NW_V_SAME;
+	else if (c->change < -c->threshold)
 		c->verdict = NW_V_SLOWER;
 	else if (c->change > c->threshold)
 		c->verdict = NW_V_FASTER;
@@ -246,6 +253,9 @@ int nw_compare(const struct nw_run *a, const struct nw_run *b, const struct nw_c
 	}
 	find_bands(out);
 	nw_fingerprint_diff(a, b, &out->diffs, &out->ndiffs, out->attribution, sizeof(out->attribution));
+	for (size_t i = 0; i < out->ndiffs; i++)
+		out->nignored += out->diffs[i].ignored != 0;
+	nw_cmp_incomparable(a, b, out->not_comparable, sizeof(out->not_comparable));
 	return 0;
 }
 
@@ -260,6 +270,73 @@ void nw_cmp_release(struct nw_cmp *c)
 int nw_cmp_regressed(const struct nw_cmp *c)
 {
 	return c->nslower > 0;
+}
+
+void nw_cmp_format_change(char *buf, size_t len, double change)
+{
+	if (!isfinite(change))
+		snprintf(buf, len, "-");
+	else if (change >= 1)
+		snprintf(buf, len, "%.*fx faster", change + 1 < 10 ? 1 : 0, change + 1);
+	else if (change <= -0.5)
+		snprintf(buf, len, "%.*fx slower", 1 / (change + 1) < 10 ? 1 : 0, 1 / (change + 1));
+	else
+		snprintf(buf, len, "%+.1f%%", change * 100);
+}
+
+void nw_cmp_band_text(const struct nw_cmp_band *b, struct nw_cmp_band_text *t)
+{
+	nw_cmp_format_change(t->mean, sizeof(t->mean), b->mean_change);
+	nw_cmp_format_change(t->worst, sizeof(t->worst), b->worst_change);
+	nw_format_size(b->from, t->from, sizeof(t->from));
+	nw_format_size(b->to, t->to, sizeof(t->to));
+	nw_format_size(b->worst_size, t->worst_size, sizeof(t->worst_size));
+}
+
+/* "2 x NVIDIA H200" -> "NVIDIA H200"; the whole text when it has no count. */
+static const char *gpu_model(const char *gpus)
+{
+	const char *x = strstr(gpus, " x ");
+	return x ? x + 3 : gpus;
+}
+
+/* Whether run r holds op/dtype; op and dtype come from a row of the other run. */
+static int has_op_dtype(const struct nw_run *r, const char *op, const char *dtype)
+{
+	for (size_t i = 0; i < r->nrows; i++)
+		if (!strcmp(r->rows[i].op, op) && !strcmp(r->rows[i].dtype, dtype))
+			return 1;
+	return 0;
+}
+
+/* The first op/dtype of x that y lacks, as "all_gather float only in A"; 0 when none. */
+static int op_set_differs(const struct nw_run *x, const struct nw_run *y, const char *side, char *why, size_t len)
+{
+	for (size_t i = 0; i < x->nrows; i++) {
+		const struct nw_row *r = &x->rows[i];
+		if (!has_op_dtype(y, r->op, r->dtype)) {
+			snprintf(why, len, "%s %s measured only in %s", r->op, r->dtype, side);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int nw_cmp_incomparable(const struct nw_run *a, const struct nw_run *b, char *why, size_t len)
+{
+	const struct nw_run_header *x = &a->h, *y = &b->h;
+	int host_a = !strcmp(x->backend, "mpi"), host_b = !strcmp(y->backend, "mpi");
+	why[0] = '\0';
+	if (host_a != host_b)
+		snprintf(why, len, "backend %s (%s) -> %s (%s)", x->backend, host_a ? "host memory" : "GPUs",
+		         y->backend, host_b ? "host memory" : "GPUs");
+	else if (!host_a && x->gpus[0] && y->gpus[0] && strcmp(gpu_model(x->gpus), gpu_model(y->gpus)))
+		snprintf(why, len, "GPU model %s -> %s", gpu_model(x->gpus), gpu_model(y->gpus));
+	else if (x->nranks > 0 && y->nranks > 0 && x->nranks != y->nranks)
+		snprintf(why, len, "%d ranks -> %d ranks", x->nranks, y->nranks);
+	else if (!op_set_differs(a, b, "A", why, len))
+		op_set_differs(b, a, "B", why, len);
+	return why[0] != '\0';
 }
 
 /* ---- fingerprints ---- */
@@ -287,53 +364,68 @@ static void val_text(const json_t *v, char *buf, size_t len)
 		nw_strlcpy(buf, json_is_true(v) ? "true" : "false", len);
 }
 
-/* Header fields in the order they tend to matter; fmt takes A then B. */
+/*
+ * Fingerprint fields by what changes bandwidth (docs/history.md keeps the
+ * same table): rank 1 matters most. fmt takes A then B.
+ */
 struct field {
 	const char *key;
 	int rank;
 	const char *fmt;
 };
 
-static const struct field fields[] = {
-	{ "nccl_version", 1, "NCCL %s -> %s" },
-	{ "nccl_path", 2, "NCCL library %s -> %s" },
-	{ "topology", 4, "topology '%s' -> '%s'" },
-	{ "topology_hash", 4, "topology changed (hash %s -> %s)" },
-	{ "link_gbs", 4, "link bandwidth %s -> %s GB/s" },
-	{ "driver", 6, "driver %s -> %s" },
-	{ "cuda_driver", 6, "CUDA driver API %s -> %s" },
-	{ "gpus", 7, "GPUs %s -> %s" },
-	{ "nranks", 8, "%s ranks -> %s ranks" },
-	{ "nhosts", 8, "%s hosts -> %s hosts" },
-	{ "host", 10, "host %s -> %s" },
-	{ "backend", 11, "backend %s -> %s" },
-	{ "tool_version", 11, "ncclwatch %s -> %s" },
+enum {
+	R_NCCL = 1, R_NCCL_PATH = 2, R_DRIVER = 3, R_GPUS = 4, R_TOPO = 5, R_NCCL_ENV = 6, R_SHAPE = 7,
+	R_BACKEND = 8, R_HOST = 9, R_OTHER = 10, R_IGNORED = 99,
 };
 
-/* Open MPI's own per-job variables (set by mpirun, differ on every launch). */
-static int ompi_internal(const char *name)
+static const struct field fields[] = {
+	{ "nccl_version", R_NCCL, "NCCL %s -> %s" },
+	{ "nccl_path", R_NCCL_PATH, "NCCL library %s -> %s" },
+	{ "cuda_driver", R_DRIVER, "CUDA driver API %s -> %s" },
+	{ "driver", R_DRIVER, "driver %s -> %s" },
+	{ "gpus", R_GPUS, "GPUs %s -> %s" },
+	{ "gpu_count", R_GPUS, "%s GPUs -> %s GPUs" },
+	{ "topology", R_TOPO, "topology '%s' -> '%s'" },
+	{ "topology_hash", R_TOPO, "topology changed (hash %s -> %s)" },
+	{ "link_gbs", R_TOPO, "link bandwidth %s -> %s GB/s" },
+	{ "nranks", R_SHAPE, "%s ranks -> %s ranks" },
+	{ "nhosts", R_SHAPE, "%s hosts -> %s hosts" },
+	{ "backend", R_BACKEND, "backend %s -> %s" },
+	{ "host", R_HOST, "host %s -> %s" },
+	{ "tool_version", R_OTHER, "ncclwatch %s -> %s" },
+};
+
+/*
+ * Per-launch identifiers: set afresh by the launcher for every job (or by
+ * the clock), never a cause. Shell patterns on the variable's name; the
+ * same list is in docs/history.md.
+ */
+static const char *const per_launch[] = {
+	"OMPI_MCA_ess_*", "OMPI_MCA_orte_*", "OMPI_MCA_pmix*", "OMPI_MCA_initial_wdir",
+	"OMPI_MCA_shmem_RUNTIME_QUERY_hint", "OMPI_COMM_WORLD_*", "OMPI_FILE_LOCATION", "PMIX_*", "PMI_*",
+	"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_PROCID", "SLURM_LOCALID",
+	"SLURM_NODEID", "SLURM_TASK_PID", "SLURM_*_PID", "SLURM_*PORT*", "SLURM_*_ID", "TORCHELASTIC_RUN_ID",
+	"TORCHELASTIC_RESTART_COUNT", "RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "ROLE_RANK",
+	"MASTER_PORT", "*_PORT", "*_PID", "*_URI", "*JOBID*", "*_JOB_ID", "*TIMESTAMP*",
+};
+
+static int per_launch_name(const char *name)
 {
-	static const char *const p[] = { "OMPI_MCA_ess", "OMPI_MCA_orte_", "OMPI_MCA_pmix",
-	                                 "OMPI_MCA_initial_wdir", "OMPI_MCA_shmem_RUNTIME_QUERY_hint" };
-	for (size_t i = 0; i < NW_ARRAY_LEN(p); i++)
-		if (!strncmp(name, p[i], strlen(p[i])))
+	for (size_t i = 0; i < NW_ARRAY_LEN(per_launch); i++)
+		if (!fnmatch(per_launch[i], name, 0))
 			return 1;
 	return 0;
 }
 
-/* How much an environment variable is likely to matter. */
+/* How much an environment variable is likely to matter (rank as in fields). */
 static int env_rank(const char *name)
 {
-	if (ompi_internal(name))
-		return 12;
-	if (!strncmp(name, "NCCL_", 5))
-		return 3;
-	if (!strncmp(name, "CUDA_", 5) || !strncmp(name, "NVIDIA_", 7))
-		return 5;
-	if (!strncmp(name, "LD_", 3) || !strncmp(name, "UCX_", 4) || !strncmp(name, "FI_", 3) ||
-	    !strncmp(name, "OMPI_MCA_", 9) || !strcmp(name, "NCCLWATCH_NCCL_LIB"))
-		return 9;
-	return 12; /* launcher: RANK, SLURM_*, MASTER_*, OMPI_COMM_WORLD_* ... */
+	if (per_launch_name(name))
+		return R_IGNORED;
+	if (!strncmp(name, "NCCL_", 5) && strncmp(name, "NCCL_DEBUG", 10) && strncmp(name, "NCCL_PROFILER", 13))
+		return R_NCCL_ENV;
+	return R_OTHER; /* CUDA_*, LD_*, UCX_*, FI_*, OMPI_MCA_btl, MASTER_ADDR ... */
 }
 
 struct diffs {
@@ -351,6 +443,7 @@ static struct nw_fp_diff *diff_add(struct diffs *d, int rank, const char *field,
 	struct nw_fp_diff *x = &d->v[d->n++];
 	memset(x, 0, sizeof(*x));
 	x->rank = rank;
+	x->ignored = rank == R_IGNORED;
 	nw_strlcpy(x->field, field, sizeof(x->field));
 	nw_strlcpy(x->a, a, sizeof(x->a));
 	nw_strlcpy(x->b, b, sizeof(x->b));
@@ -365,13 +458,11 @@ static int cmp_diff(const void *pa, const void *pb)
 	return strcmp(a->field, b->field);
 }
 
+/* One difference per variable set, unset or changed between ea and eb. */
 static void env_diffs(struct diffs *d, const json_t *ea, const json_t *eb)
 {
 	/* union of names, each once */
 	const json_t *sides[2] = { ea, eb };
-	char launcher[600] = "";
-	size_t lused = 0;
-	int nlauncher = 0;
 	for (int s = 0; s < 2; s++) {
 		const char *name;
 		const json_t *v;
@@ -384,17 +475,9 @@ static void env_diffs(struct diffs *d, const json_t *ea, const json_t *eb)
 			int has_a = json_object_get(ea, name) != NULL, has_b = json_object_get(eb, name) != NULL;
 			if (has_a && has_b && !strcmp(a, b))
 				continue;
-			int rank = env_rank(name);
-			if (rank == 12) {
-				int k = snprintf(launcher + lused, sizeof(launcher) - lused, "%s%s", nlauncher ? ", " : "", name);
-				if (k > 0 && (size_t)k < sizeof(launcher) - lused)
-					lused += (size_t)k;
-				nlauncher++;
-				continue;
-			}
 			char field[80];
 			snprintf(field, sizeof(field), "env.%s", name);
-			struct nw_fp_diff *x = diff_add(d, rank, field, has_a ? a : "", has_b ? b : "");
+			struct nw_fp_diff *x = diff_add(d, env_rank(name), field, has_a ? a : "", has_b ? b : "");
 			if (!has_a)
 				snprintf(x->text, sizeof(x->text), "%s=%s set in B", name, b);
 			else if (!has_b)
@@ -402,10 +485,6 @@ static void env_diffs(struct diffs *d, const json_t *ea, const json_t *eb)
 			else
 				snprintf(x->text, sizeof(x->text), "%s %s -> %s", name, a, b);
 		}
-	}
-	if (nlauncher) {
-		struct nw_fp_diff *x = diff_add(d, 12, "env.launcher", "", "");
-		snprintf(x->text, sizeof(x->text), "launcher variables differ (%s)", launcher);
 	}
 }
 
@@ -420,7 +499,7 @@ static void collect_diffs(const json_t *fa, const json_t *fb, struct diffs *d)
 		val_text(json_object_get(fb, f->key), b, sizeof(b));
 		if (!a[0] || !b[0] || !strcmp(a, b))
 			continue; /* unknown on one side, or the same */
-		if (f->rank == 4) {
+		if (f->rank == R_TOPO) {
 			if (topo_differs)
 				continue; /* one topology line is enough */
 			topo_differs = 1;
@@ -433,25 +512,36 @@ static void collect_diffs(const json_t *fa, const json_t *fb, struct diffs *d)
 		env_diffs(d, ea, eb);
 	if (d->n)
 		qsort(d->v, d->n, sizeof(*d->v), cmp_diff);
+	/* gpu_count says again what "gpus" says ("2 x H200 -> 4 x H200"): keep one */
+	for (size_t i = 0; i + 1 < d->n; i++) {
+		if (!strcmp(d->v[i].field, "gpu_count") && !strcmp(d->v[i + 1].field, "gpus")) {
+			memmove(&d->v[i], &d->v[i + 1], (d->n - i - 1) * sizeof(*d->v));
+			d->n--;
+			break;
+		}
+	}
 }
 
-/* The first few differences that may matter, "; "-separated, into summary; returns its length. */
+/*
+ * The first three differences that may be a cause, "; "-separated, and how
+ * many more there are, into summary; returns its length. Per-launch
+ * identifiers are never named.
+ */
 static size_t summary_diffs(const struct diffs *d, char *summary, size_t summarylen)
 {
-	size_t used = 0;
+	size_t used = 0, causes = 0, shown = 0;
 	summary[0] = '\0';
-	int shown = 0;
-	for (size_t i = 0; i < d->n && shown < 5; i++) {
-		if (d->v[i].rank > 9 && shown)
-			break;
+	for (size_t i = 0; i < d->n; i++)
+		causes += d->v[i].rank != R_IGNORED;
+	for (size_t i = 0; i < causes && shown < 3; i++) {
 		int k = snprintf(summary + used, summarylen - used, "%s%s", shown ? "; " : "", d->v[i].text);
 		if (k < 0 || (size_t)k >= summarylen - used)
 			break;
 		used += (size_t)k;
 		shown++;
 	}
-	if ((size_t)shown < d->n && d->v[shown].rank <= 9) {
-		int k = snprintf(summary + used, summarylen - used, "; and %zu more", d->n - (size_t)shown);
+	if (shown < causes) {
+		int k = snprintf(summary + used, summarylen - used, "; and %zu more", causes - shown);
 		if (k > 0 && (size_t)k < summarylen - used)
 			used += (size_t)k;
 	}
@@ -495,7 +585,7 @@ void nw_fingerprint_diff(const struct nw_run *ra, const struct nw_run *rb, struc
 	size_t used = summary_diffs(&d, summary, summarylen);
 	char same[256];
 	same_text(fa, fb, same, sizeof(same));
-	if (!d.n) {
+	if (!used) {
 		snprintf(summary, summarylen, "no recorded difference%s%s: suspect the machine itself (clocks, other jobs, a sick GPU, link or node)",
 		         same[0] ? "; " : "", same);
 	} else if (same[0] && used < summarylen) {
@@ -514,6 +604,31 @@ static json_t *num_or_null(double v)
 	return isfinite(v) ? json_real(round(v * 10000) / 10000) : json_null();
 }
 
+/* One compared key as JSON; new reference. */
+static json_t *row_json(const struct nw_cmp_row *r)
+{
+	json_t *x = json_object();
+	json_object_set_new(x, "op", json_string(r->op));
+	json_object_set_new(x, "dtype", json_string(r->dtype));
+	json_object_set_new(x, "redop", json_string(r->redop));
+	json_object_set_new(x, "root", json_integer(r->root));
+	json_object_set_new(x, "inplace", json_boolean(r->inplace));
+	json_object_set_new(x, "size_bytes", json_integer((json_int_t)r->size));
+	json_object_set_new(x, "repeats_a", json_integer(r->na));
+	json_object_set_new(x, "repeats_b", json_integer(r->nb));
+	json_object_set_new(x, "busbw_a_gbs", r->na ? num_or_null(r->busbw_a) : json_null());
+	json_object_set_new(x, "busbw_b_gbs", r->nb ? num_or_null(r->busbw_b) : json_null());
+	json_object_set_new(x, "time_a_us", r->na ? num_or_null(r->time_a) : json_null());
+	json_object_set_new(x, "time_b_us", r->nb ? num_or_null(r->time_b) : json_null());
+	json_object_set_new(x, "compared_on", json_string(r->by_time ? "time" : "busbw"));
+	json_object_set_new(x, "change", num_or_null(r->change));
+	json_object_set_new(x, "tolerance", num_or_null(r->threshold));
+	json_object_set_new(x, "tolerance_from", json_string(r->from_repeats ? "repeats" : "option"));
+	json_object_set_new(x, "within_noise", json_boolean(r->within_noise));
+	json_object_set_new(x, "verdict", json_string(nw_cmp_verdict_name(r->verdict)));
+	return x;
+}
+
 json_t *nw_cmp_to_json(const struct nw_cmp *c, const struct nw_cmp_opts *o, const char *label_a,
                        const char *label_b)
 {
@@ -525,28 +640,10 @@ json_t *nw_cmp_to_json(const struct nw_cmp *c, const struct nw_cmp_opts *o, cons
 	                    json_pack("{s:f,s:f,s:I,s:I}", "tolerance", o->tolerance, "latency_tolerance",
 	                              o->lat_tolerance, "latency_below_bytes", (json_int_t)o->lat_below,
 	                              "min_size_bytes", (json_int_t)o->min_size));
+	json_object_set_new(json_object_get(doc, "options"), "noise_floor_us", json_real(o->noise_floor_us));
 	json_t *rows = json_array();
 	for (size_t i = 0; i < c->nrows; i++) {
-		const struct nw_cmp_row *r = &c->rows[i];
-		json_t *x = json_object();
-		json_object_set_new(x, "op", json_string(r->op));
-		json_object_set_new(x, "dtype", json_string(r->dtype));
-		json_object_set_new(x, "redop", json_string(r->redop));
-		json_object_set_new(x, "root", json_integer(r->root));
-		json_object_set_new(x, "inplace", json_boolean(r->inplace));
-		json_object_set_new(x, "size_bytes", json_integer((json_int_t)r->size));
-		json_object_set_new(x, "repeats_a", json_integer(r->na));
-		json_object_set_new(x, "repeats_b", json_integer(r->nb));
-		json_object_set_new(x, "busbw_a_gbs", r->na ? num_or_null(r->busbw_a) : json_null());
-		json_object_set_new(x, "busbw_b_gbs", r->nb ? num_or_null(r->busbw_b) : json_null());
-		json_object_set_new(x, "time_a_us", r->na ? num_or_null(r->time_a) : json_null());
-		json_object_set_new(x, "time_b_us", r->nb ? num_or_null(r->time_b) : json_null());
-		json_object_set_new(x, "compared_on", json_string(r->by_time ? "time" : "busbw"));
-		json_object_set_new(x, "change", num_or_null(r->change));
-		json_object_set_new(x, "tolerance", num_or_null(r->threshold));
-		json_object_set_new(x, "tolerance_from", json_string(r->from_repeats ? "repeats" : "option"));
-		json_object_set_new(x, "verdict", json_string(nw_cmp_verdict_name(r->verdict)));
-		json_array_append_new(rows, x);
+		json_array_append_new(rows, row_json(&c->rows[i]));
 	}
 	json_object_set_new(doc, "rows", rows);
 	json_t *bands = json_array();
@@ -565,11 +662,15 @@ json_t *nw_cmp_to_json(const struct nw_cmp *c, const struct nw_cmp_opts *o, cons
 	json_t *diffs = json_array();
 	for (size_t i = 0; i < c->ndiffs; i++) {
 		const struct nw_fp_diff *d = &c->diffs[i];
-		json_array_append_new(diffs, json_pack("{s:i,s:s,s:s,s:s,s:s}", "rank", d->rank, "field", d->field,
-		                                       "a", d->a, "b", d->b, "text", d->text));
+		json_array_append_new(diffs, json_pack("{s:i,s:s,s:s,s:s,s:s,s:b}", "rank", d->rank, "field",
+		                                       d->field, "a", d->a, "b", d->b, "text", d->text, "per_launch",
+		                                       d->ignored));
 	}
 	json_object_set_new(doc, "differences", diffs);
 	json_object_set_new(doc, "attribution", json_string(c->attribution));
+	json_object_set_new(doc, "comparable", json_boolean(!c->not_comparable[0]));
+	if (c->not_comparable[0])
+		json_object_set_new(doc, "not_comparable", json_string(c->not_comparable));
 	json_object_set_new(doc, "summary", json_pack("{s:i,s:i,s:i,s:i}", "slower", c->nslower, "faster",
 	                                              c->nfaster, "same", c->nsame, "unmatched", c->nonly));
 	json_object_set_new(doc, "regression", json_boolean(nw_cmp_regressed(c)));

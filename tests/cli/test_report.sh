@@ -23,6 +23,14 @@ expect_out "has the link line" 'link 478 GB/s'
 expect_out "has the comparison verdict" 'regression: 6 of 62 sizes slower'
 expect_out "has the slower band" 'out-of-place, 64M&ndash;256M \(3 sizes\): -20\.0% busbw'
 expect_out "has the fingerprints" '<h2>Fingerprints</h2>'
+expect_out "has a time chart (log-log)" 'all_reduce time by size</title>'
+expect_out "time on a log axis" 'time \(us, log scale\)</text>'
+expect_out "busbw on a log axis, small sizes not flat at zero" 'busbw \(GB/s, log scale\)</text>'
+n=$(grep -c '<circle class="regression"' "$OUT"); RC=$n
+expect_rc "the 6 slower sizes ringed on the charts (busbw and time, each in its placement)" 12
+expect_out "placements switchable" '<input type="checkbox" id="other"><label for="other"> show in-place rows instead</label>'
+expect_out "the attribution as compare gives it" '<b>In short:</b> '
+expect_out "what differs listed" '<b>What differs</b> \(most likely to matter first\)'
 expect_no_out "no script" '<script'
 expect_no_out "nothing fetched" '(src|href)='
 n=$(grep -o 'https\?://[^"]*' "$OUT" | grep -vc '^http://www.w3.org/2000/svg$'); RC=$n
@@ -30,7 +38,8 @@ expect_rc "no URL but the SVG namespace" 0
 
 run "$NW" report "$FIX/nt_all_reduce.txt" "$FIX/nt_all_gather.txt" "$FIX/nt_broadcast.txt" -o "$TMP/three.html"
 expect_rc "report of three runs" 0
-n=$(grep -c '<svg ' "$TMP/three.html"); RC=$n; expect_rc "one chart per op" 3
+n=$(grep -c '<div class="pair main"' "$TMP/three.html"); RC=$n; expect_rc "one chart pair per op" 3
+n=$(grep -c '<svg ' "$TMP/three.html"); RC=$n; expect_rc "busbw and time, both placements, per op" 12
 expect_true "no comparison with three runs" sh -c "! grep -q '<h2>Comparison' '$TMP/three.html'"
 
 run "$NW" report "$FIX/nt_all_reduce.txt" "$TMP/after.txt" --svg "$TMP/ar.svg"

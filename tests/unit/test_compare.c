@@ -1,4 +1,5 @@
 /* compare: verdicts that respect noise, size bands, and fingerprint attribution. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -210,7 +211,7 @@ static void set_fp(struct nw_run *run, const char *env_json, const char *topo_ha
 	json_object_set_new(run->h.extra, "fingerprint", fp);
 }
 
-/* NCCL version first, then NCCL_* settings, then the rest; plain words. */
+/* Ranked by the documented table; per-launch identifiers never a cause; plain words. */
 static void attribution(void **state)
 {
 	(void)state;
@@ -226,28 +227,103 @@ static void attribution(void **state)
 	size_t n;
 	char line[1024];
 	nw_fingerprint_diff(&a, &b, &d, &n, line, sizeof(line));
-	assert_int_equal(n, 5);
+	/* ranked by the table: NCCL, driver, NCCL_*; the per-launch ids last, each kept but ignored */
+	assert_int_equal(n, 7);
 	assert_string_equal(d[0].text, "NCCL 2.21.5 -> 2.28.9");
-	assert_string_equal(d[1].field, "env.NCCL_ALGO");
-	assert_string_equal(d[1].text, "NCCL_ALGO=Ring in A, unset in B");
-	assert_string_equal(d[2].text, "NCCL_PROTO=Simple set in B");
-	assert_string_equal(d[3].text, "driver 570.86.15 -> 580.159.04");
-	assert_string_equal(d[4].field, "env.launcher");
-	assert_non_null(strstr(d[4].text, "RANK"));
-	assert_non_null(strstr(d[4].text, "SLURM_JOB_ID"));
-	assert_non_null(strstr(d[4].text, "OMPI_MCA_orte_hnp_uri")); /* mpirun's own, per launch */
-	assert_string_equal(line, "NCCL 2.21.5 -> 2.28.9; NCCL_ALGO=Ring in A, unset in B; NCCL_PROTO=Simple set in B; "
-	                          "driver 570.86.15 -> 580.159.04; same GPUs and links");
+	assert_string_equal(d[1].text, "driver 570.86.15 -> 580.159.04");
+	assert_string_equal(d[2].field, "env.NCCL_ALGO");
+	assert_string_equal(d[2].text, "NCCL_ALGO=Ring in A, unset in B");
+	assert_string_equal(d[3].text, "NCCL_PROTO=Simple set in B");
+	for (size_t i = 0; i < 4; i++)
+		assert_false(d[i].ignored);
+	assert_string_equal(d[4].field, "env.OMPI_MCA_orte_hnp_uri"); /* mpirun's own, per launch */
+	assert_string_equal(d[5].field, "env.RANK");
+	assert_string_equal(d[6].field, "env.SLURM_JOB_ID");
+	for (size_t i = 4; i < 7; i++)
+		assert_true(d[i].ignored);
+	assert_string_equal(line, "NCCL 2.21.5 -> 2.28.9; driver 570.86.15 -> 580.159.04; NCCL_ALGO=Ring in A, unset in B; "
+	                          "and 1 more; same GPUs and links");
 	free(d);
 	/* a topology change is named; unknown fields on one side are not differences */
 	json_object_set_new(json_object_get(b.h.extra, "fingerprint"), "topology_hash", json_string("cd34"));
 	b.h.driver[0] = '\0';
 	nw_fingerprint_diff(&a, &b, &d, &n, line, sizeof(line));
-	assert_int_equal(n, 5);
-	assert_string_equal(d[3].text, "topology changed (hash ab12 -> cd34)");
+	assert_int_equal(n, 7);
+	assert_string_equal(d[1].text, "topology changed (hash ab12 -> cd34)");
 	assert_non_null(strstr(line, "; same GPUs"));
 	assert_null(strstr(line, "links"));
 	free(d);
+	nw_run_release(&a);
+	nw_run_release(&b);
+}
+
+/* Changes beyond 2x read as ratios; small ones as percentages of the baseline. */
+static void change_text(void **state)
+{
+	(void)state;
+	char b[32];
+	nw_cmp_format_change(b, sizeof(b), -0.2);
+	assert_string_equal(b, "-20.0%");
+	nw_cmp_format_change(b, sizeof(b), 0.5);
+	assert_string_equal(b, "+50.0%");
+	nw_cmp_format_change(b, sizeof(b), 2.0 / 20000 - 1); /* 2 us -> 20 ms */
+	assert_string_equal(b, "10000x slower");
+	nw_cmp_format_change(b, sizeof(b), 2.2);
+	assert_string_equal(b, "3.2x faster");
+	nw_cmp_format_change(b, sizeof(b), NAN);
+	assert_string_equal(b, "-");
+}
+
+/* A time difference under the floor is noise, however large in percent. */
+static void noise_floor(void **state)
+{
+	(void)state;
+	struct nw_run a, b;
+	struct nw_cmp c;
+	char err[256];
+	struct nw_cmp_opts o = defaults();
+	nw_run_init(&a);
+	nw_run_init(&b);
+	add(&a, "all_reduce", 8, 0.5, 0);
+	add(&b, "all_reduce", 8, 1.5, 0); /* 3x, but 1 us */
+	assert_int_equal(nw_compare(&a, &b, &o, &c, err, sizeof(err)), 0);
+	assert_true(c.rows[0].within_noise);
+	assert_int_equal(c.rows[0].verdict, NW_V_SAME);
+	nw_cmp_release(&c);
+	o.noise_floor_us = 0;
+	assert_int_equal(nw_compare(&a, &b, &o, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.rows[0].verdict, NW_V_SLOWER);
+	nw_cmp_release(&c);
+	nw_run_release(&a);
+	nw_run_release(&b);
+}
+
+/* Backend kind, GPU model, rank count and op set make runs incomparable. */
+static void incomparable(void **state)
+{
+	(void)state;
+	struct nw_run a, b;
+	char why[256];
+	make(&a, 0, 0, 1);
+	make(&b, 0, 0, 1);
+	assert_int_equal(nw_cmp_incomparable(&a, &b, why, sizeof(why)), 0);
+	nw_strlcpy(b.h.gpus, "4 x NVIDIA H200", sizeof(b.h.gpus)); /* count alone: comparable */
+	assert_int_equal(nw_cmp_incomparable(&a, &b, why, sizeof(why)), 0);
+	nw_strlcpy(b.h.gpus, "2 x NVIDIA A100-SXM4-80GB", sizeof(b.h.gpus));
+	assert_int_equal(nw_cmp_incomparable(&a, &b, why, sizeof(why)), 1);
+	assert_string_equal(why, "GPU model NVIDIA H200 -> NVIDIA A100-SXM4-80GB");
+	nw_strlcpy(b.h.gpus, a.h.gpus, sizeof(b.h.gpus));
+	b.h.nranks = 8;
+	assert_int_equal(nw_cmp_incomparable(&a, &b, why, sizeof(why)), 1);
+	assert_string_equal(why, "2 ranks -> 8 ranks");
+	b.h.nranks = 2;
+	nw_strlcpy(b.h.backend, "mpi", sizeof(b.h.backend));
+	assert_int_equal(nw_cmp_incomparable(&a, &b, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "host memory"));
+	b.h.backend[0] = '\0';
+	add(&b, "all_gather", 1024, 10, 0);
+	assert_int_equal(nw_cmp_incomparable(&a, &b, why, sizeof(why)), 1);
+	assert_string_equal(why, "all_gather float measured only in B");
 	nw_run_release(&a);
 	nw_run_release(&b);
 }
@@ -257,6 +333,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(identical_runs), cmocka_unit_test(planted_band), cmocka_unit_test(latency_band),
 		cmocka_unit_test(repeats_spread), cmocka_unit_test(unmatched),    cmocka_unit_test(attribution),
+		cmocka_unit_test(change_text),  cmocka_unit_test(noise_floor),  cmocka_unit_test(incomparable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
