@@ -173,6 +173,9 @@ static int print_once(const struct top_opts *o)
 		return nw_error("%s", err), 1;
 	for (size_t i = 0; i < set.nbad; i++)
 		nw_warn("skipping '%s': %s", set.bad[i].path, set.bad[i].why);
+	if (set.nremoved)
+		nw_warn("removed %zu old stats file%s of processes that are gone (NCCLWATCH_STALE_KEEP)", set.nremoved,
+		        set.nremoved == 1 ? "" : "s");
 	struct nw_sample now;
 	nw_sample_take(&set, nw_now(), &now);
 	struct nw_view v;

@@ -20,6 +20,7 @@
 #define SF_RETRIES 2000          /* seqlock attempts per part before giving up */
 #define SF_MAX_RING (1u << 20)   /* sanity bound on ring_len */
 #define SF_REMOTE_FRESH_NS (30ull * 1000000000ull)
+#define SF_STALE_KEEP_S (24.0 * 3600) /* files of gone processes are removed after this */
 
 const char *nw_sf_default_dir(char *buf, size_t len)
 {
@@ -100,6 +101,19 @@ static enum nw_sf_live judge_live(const struct nws_header *h)
 	if (st == 0 || st != h->proc_start)
 		return NW_SF_STALE;
 	return NW_SF_LIVE;
+}
+
+/* Is the writer of hdr a process of this host that is gone (or whose pid was reused)? */
+static int writer_gone(const struct nws_header *h)
+{
+	char host[256];
+	nw_hostname(host, sizeof(host));
+	if (strncmp(host, h->hostname, sizeof(h->hostname) - 1) != 0)
+		return 0; /* another host's file: only that host can tell */
+	if (h->pid <= 0 || (kill(h->pid, 0) != 0 && errno == ESRCH))
+		return 1;
+	uint64_t st = proc_start_time(h->pid);
+	return st != 0 && st != h->proc_start;
 }
 
 /*
@@ -324,6 +338,19 @@ static int copy_ring(struct nw_sf_rank *r, int fd)
 }
 
 /*
+ * Remove path when its writer, a process of this host, is gone and its
+ * last publish is more than keep_s seconds old (keep_s 0: never). 1 when
+ * it was removed.
+ */
+static int clean_old(const char *path, const struct nws_header *h, double keep_s)
+{
+	uint64_t now = realtime_ns();
+	if (keep_s <= 0 || now < h->updated_ns || (double)(now - h->updated_ns) / 1e9 < keep_s || !writer_gone(h))
+		return 0;
+	return unlink(path) == 0;
+}
+
+/*
  * Everything of one file into r: the file is read with pread into private
  * copies and never mapped, so a writer that truncates or replaces it under
  * us makes this read fail, never the process. With header_only, a file
@@ -424,10 +451,27 @@ static void add_bad(struct nw_sf_set *set, size_t *cap, const char *path, const 
 	nw_strlcpy(b->why, why, sizeof(b->why));
 }
 
+/* How long files of gone processes are kept: $NCCLWATCH_STALE_KEEP, default 24 h; 0 keeps them. */
+static int stale_keep(double *keep_s, char *err, size_t errlen)
+{
+	const char *e = getenv("NCCLWATCH_STALE_KEEP");
+	char why[NW_ERRLEN];
+	*keep_s = SF_STALE_KEEP_S;
+	if (!e || !*e)
+		return 0;
+	if (nw_parse_duration(e, keep_s, why, sizeof(why)) != 0 || *keep_s < 0)
+		return nw_seterr(err, errlen, "NCCLWATCH_STALE_KEEP='%s' is not a duration (e.g. 24h, 30m, 0 to keep "
+		                 "every file)", e);
+	return 0;
+}
+
 int nw_sf_load_flags(const char *dir, unsigned flags, struct nw_sf_set *set, char *err, size_t errlen)
 {
 	memset(set, 0, sizeof(*set));
 	nw_strlcpy(set->dir, dir, sizeof(set->dir));
+	double keep_s;
+	if (stale_keep(&keep_s, err, errlen) != 0)
+		return -1;
 	DIR *d = open_dir(dir, err, errlen);
 	if (!d)
 		return -1;
@@ -445,10 +489,14 @@ int nw_sf_load_flags(const char *dir, unsigned flags, struct nw_sf_set *set, cha
 			set->ranks = nw_realloc(set->ranks, cap * sizeof(*set->ranks));
 		}
 		char why[160];
-		if (read_rank(path, !!(flags & NW_SF_HIDE_STALE), &set->ranks[set->n], why, sizeof(why)) == 0)
-			set->n++;
-		else
+		struct nw_sf_rank *r = &set->ranks[set->n];
+		if (read_rank(path, !!(flags & NW_SF_HIDE_STALE), r, why, sizeof(why)) != 0)
 			add_bad(set, &capbad, path, why);
+		else if (clean_old(path, &r->hdr, keep_s)) {
+			nw_sf_rank_release(r);
+			set->nremoved++;
+		} else
+			set->n++;
 	}
 	closedir(d);
 	if (set->n > 1)

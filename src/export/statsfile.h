@@ -12,7 +12,9 @@
  * this user are read (a FIFO, link, device or another user's file is
  * skipped with the reason), and only from a directory that nobody else can
  * write. Every string taken from a file is made printable (nw_sf_sanitize).
- * It never modifies the files.
+ * It never modifies the files; it removes those of processes of this host
+ * that are gone, once their last publish is older than
+ * $NCCLWATCH_STALE_KEEP (a duration, default 24h; 0 keeps every file).
  */
 #ifndef NW_STATSFILE_H
 #define NW_STATSFILE_H
@@ -53,6 +55,7 @@ struct nw_sf_set {
 	size_t n;
 	struct nw_sf_bad *bad;
 	size_t nbad;
+	size_t nremoved;            /* old files of gone processes removed by this load */
 };
 
 /*
@@ -63,7 +66,8 @@ const char *nw_sf_default_dir(char *buf, size_t len);
 
 /*
  * Load every *.nws file in dir into set (zeroed by the call). Files that
- * fail validation go to set->bad. Returns 0, or -1 with err filled when
+ * fail validation go to set->bad; old files of gone processes are removed
+ * (counted in set->nremoved). A bad NCCLWATCH_STALE_KEEP is an error. Returns 0, or -1 with err filled when
  * the directory itself cannot be read (a missing directory is an error:
  * "no stats directory '...': is a job running with NCCL_PROFILER_PLUGIN=ncclwatch?").
  * Free with nw_sf_set_release.

@@ -99,3 +99,23 @@ done
 wait $W
 RC=$crash
 expect_true "top and exporter survive $runs reads of files truncated under them (last bad status $crash)" [ $crash -eq 0 ]
+
+# Old files of processes that are gone are removed by age (NCCLWATCH_STALE_KEEP, default 24h).
+D=$TMP/old; mkdir -p "$D"; chmod 700 "$D"
+cp -p "$TMP/good"/*.nws "$D/"
+N=$(ls "$D" | wc -l)
+run "$NW" top --once --dir "$D"
+expect_true "files of gone processes younger than a day are kept" [ "$(ls "$D" | wc -l)" -eq "$N" ]
+NCCLWATCH_STALE_KEEP=0 run "$NW" exporter --once --dir "$D"
+expect_true "NCCLWATCH_STALE_KEEP=0 keeps every file" [ "$(ls "$D" | wc -l)" -eq "$N" ]
+NCCLWATCH_STALE_KEEP=soon run "$NW" top --once --dir "$D"
+expect_rc "a bad NCCLWATCH_STALE_KEEP is an error" 1
+expect_err "and it is named" "NCCLWATCH_STALE_KEEP='soon'"
+sleep 2
+NCCLWATCH_STALE_KEEP=1s run "$NW" top --once --dir "$D"
+expect_rc "top --once after cleaning" 0
+expect_err "top says it removed old files" "removed $N old stats files"
+expect_true "files of gone processes older than NCCLWATCH_STALE_KEEP are removed" [ "$(ls "$D" | wc -l)" -eq 0 ]
+cp -p "$TMP/good"/*.nws "$D/"
+NCCLWATCH_STALE_KEEP=1s run "$NW" exporter --once --dir "$D"
+expect_true "the exporter removes them too" [ "$(ls "$D" | wc -l)" -eq 0 ]
