@@ -25,12 +25,7 @@ trap 'exit 1' INT TERM
 start_exporter() {
 	"$NW" exporter --dir "$1" --listen 127.0.0.1:0 2>"$TMP/exp.err" &
 	EXP_PID=$!
-	PORT=
-	for _ in $(seq 100); do
-		PORT=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$TMP/exp.err")
-		[ -n "$PORT" ] && break
-		sleep 0.1
-	done
+	PORT=$(exporter_port "$TMP/exp.err")
 	expect_true "exporter says its port" [ -n "$PORT" ]
 	[ -n "$PORT" ] || exit 1
 }
