@@ -146,7 +146,7 @@ static int serve(struct server *s, const char *listen, const char *dir)
 	/* a missing or unreadable directory is worth a word now, not a refusal:
 	   the job may start later */
 	struct nw_sf_set probe;
-	if (nw_sf_load(dir, &probe, err, sizeof(err)) < 0)
+	if (nw_sf_load_flags(dir, NW_SF_HIDE_STALE, &probe, err, sizeof(err)) < 0)
 		nw_warn("%s (serving anyway; metrics appear when it does)", err);
 	else
 		nw_sf_set_release(&probe);

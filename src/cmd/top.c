@@ -169,10 +169,13 @@ static int print_once(const struct top_opts *o)
 {
 	struct nw_sf_set set;
 	char err[NW_ERRLEN], line[1024];
-	if (nw_sf_load(o->dir, &set, err, sizeof(err)) < 0)
+	if (nw_sf_load_flags(o->dir, o->view.all ? 0 : NW_SF_HIDE_STALE, &set, err, sizeof(err)) < 0)
 		return nw_error("%s", err), 1;
 	for (size_t i = 0; i < set.nbad; i++)
 		nw_warn("skipping '%s': %s", set.bad[i].path, set.bad[i].why);
+	if (set.nremoved)
+		nw_warn("removed %zu old stats file%s of processes that are gone (NCCLWATCH_STALE_KEEP)", set.nremoved,
+		        set.nremoved == 1 ? "" : "s");
 	struct nw_sample now;
 	nw_sample_take(&set, nw_now(), &now);
 	struct nw_view v;
@@ -334,7 +337,7 @@ static int live_start(const struct top_opts *o)
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
 		return nw_error("'top' needs a terminal; use 'ncclwatch top --once' for a plain-text snapshot"), 2;
 	/* fail early and plainly when there is nothing to watch */
-	if (nw_sf_load(o->dir, &set, err, sizeof(err)) < 0)
+	if (nw_sf_load_flags(o->dir, NW_SF_HIDE_STALE, &set, err, sizeof(err)) < 0)
 		return nw_error("%s", err), 1;
 	nw_sf_set_release(&set);
 	if (tcgetattr(STDIN_FILENO, &saved_tio) == 0)
@@ -364,7 +367,7 @@ static void live_reload(const struct top_opts *o, struct live *l, double t)
 	nw_view_release(&l->v);
 	nw_sf_set_release(&l->set);
 	l->err[0] = '\0';
-	if (nw_sf_load(o->dir, &l->set, l->err, sizeof(l->err)) < 0)
+	if (nw_sf_load_flags(o->dir, o->view.all ? 0 : NW_SF_HIDE_STALE, &l->set, l->err, sizeof(l->err)) < 0)
 		memset(&l->set, 0, sizeof(l->set));
 	else if (l->set.nbad)
 		snprintf(l->err, sizeof(l->err), "%zu unusable file%s, e.g. '%.200s': %.150s", l->set.nbad,

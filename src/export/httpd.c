@@ -5,12 +5,24 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "export/httpd.h"
 #include "export/mhd_abi.h"
 #include "export/promtext.h"
 #include "util/util.h"
+
+/*
+ * Connections: one epoll thread serves them all, so a client that holds a
+ * connection idle or sends a header line now and then costs a descriptor,
+ * never a thread nor a scrape's turn. Up to HTTPD_MAX_CONN at once (fewer
+ * when the open-file limit is lower), at most HTTPD_MAX_PER_IP from one
+ * address, and a connection silent for HTTPD_IDLE_S seconds is closed.
+ */
+#define HTTPD_MAX_CONN 4096u
+#define HTTPD_MAX_PER_IP 1024u
+#define HTTPD_IDLE_S 10u
 
 struct nw_httpd {
 	struct MHD_Daemon *d;
@@ -111,6 +123,27 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	return reply(c, MHD_HTTP_NOT_FOUND, text, (char *)m, sizeof(m) - 1, MHD_RESPMEM_PERSISTENT);
 }
 
+/*
+ * How many connections to accept at once: many, so that idle or slow
+ * clients cannot take every place a scrape needs, but within the open-file
+ * limit (raised to its hard limit, up to what we use, when that is lower).
+ */
+static unsigned connection_limit(void)
+{
+	struct rlimit rl;
+	rlim_t want = HTTPD_MAX_CONN + 64;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 64;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+		return HTTPD_MAX_CONN;
+	return rl.rlim_cur > 128 ? (unsigned)(rl.rlim_cur - 64) : 64;
+}
+
 struct nw_httpd *nw_httpd_start(const char *listen, nw_httpd_render_fn render, void *ctx,
                                 char *err, size_t errlen)
 {
@@ -121,14 +154,15 @@ struct nw_httpd *nw_httpd_start(const char *listen, nw_httpd_render_fn render, v
 	struct nw_httpd *h = nw_calloc(1, sizeof(*h));
 	h->render = render;
 	h->ctx = ctx;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	errno = 0;
 	h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h,
 	                        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+	                        MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
+	                        MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTPD_MAX_PER_IP,
+	                        MHD_OPTION_CONNECTION_TIMEOUT, HTTPD_IDLE_S,
 	                        MHD_OPTION_END);
 	if (!h->d) {
 		int e = errno;

@@ -475,7 +475,7 @@ int nw_metrics_scrape(struct nw_metrics *m, double now, struct nw_prom *out, cha
 	char host[256];
 	nw_hostname(host, sizeof(host));
 	m->scrapes++;
-	if (nw_sf_load(m->dir, &set, err, errlen) < 0) {
+	if (nw_sf_load_flags(m->dir, m->all ? 0 : NW_SF_HIDE_STALE, &set, err, errlen) < 0) {
 		m->scrape_errors++;
 		write_exporter(out, m, NULL, host);
 		return -1;

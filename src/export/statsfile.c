@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #define SF_RETRIES 2000          /* seqlock attempts per part before giving up */
 #define SF_MAX_RING (1u << 20)   /* sanity bound on ring_len */
 #define SF_REMOTE_FRESH_NS (30ull * 1000000000ull)
+#define SF_STALE_KEEP_S (24.0 * 3600) /* files of gone processes are removed after this */
 
 const char *nw_sf_default_dir(char *buf, size_t len)
 {
@@ -103,19 +103,96 @@ static enum nw_sf_live judge_live(const struct nws_header *h)
 	return NW_SF_LIVE;
 }
 
-/* Copy n bytes under the seqlock gen at the start of src; -1 when the writer never settled. */
-static int seq_copy(void *dst, const void *src, size_t n)
+/* Is the writer of hdr a process of this host that is gone (or whose pid was reused)? */
+static int writer_gone(const struct nws_header *h)
 {
-	const uint64_t *gen = (const uint64_t *)src;
-	for (int i = 0; i < SF_RETRIES; i++) {
-		uint64_t g = nws_read_begin(gen);
-		if (g & 1)
+	char host[256];
+	nw_hostname(host, sizeof(host));
+	if (strncmp(host, h->hostname, sizeof(h->hostname) - 1) != 0)
+		return 0; /* another host's file: only that host can tell */
+	if (h->pid <= 0 || (kill(h->pid, 0) != 0 && errno == ESRCH))
+		return 1;
+	uint64_t st = proc_start_time(h->pid);
+	return st != 0 && st != h->proc_start;
+}
+
+/*
+ * Read exactly n bytes at off; 0, or -1 when the file is shorter than that
+ * (it was truncated under us) or the read failed.
+ */
+static int read_at(int fd, void *dst, size_t n, uint64_t off)
+{
+	char *p = dst;
+	while (n) {
+		ssize_t got = pread(fd, p, n, (off_t)off);
+		if (got < 0 && errno == EINTR)
 			continue;
-		memcpy(dst, src, n);
-		if (!nws_read_retry(gen, g))
+		if (got <= 0)
+			return -1;
+		p += got;
+		n -= (size_t)got;
+		off += (uint64_t)got;
+	}
+	return 0;
+}
+
+/* The seqlock generation at the start of a copied part. */
+static uint64_t gen_of(const void *part)
+{
+	uint64_t g;
+	memcpy(&g, part, sizeof(g));
+	return g;
+}
+
+/*
+ * Copy one seqlock-protected part of n bytes at off (its generation at the
+ * start) into dst: read it, then read the generation again; the copy counts
+ * when both generations are the same even number. -1 when the writer never
+ * settled or the file got shorter.
+ */
+static int seq_read(int fd, void *dst, size_t n, uint64_t off)
+{
+	for (int i = 0; i < SF_RETRIES; i++) {
+		uint64_t again;
+		if (read_at(fd, dst, n, off) != 0)
+			return -1;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (read_at(fd, &again, sizeof(again), off) != 0)
+			return -1;
+		uint64_t g = gen_of(dst);
+		if (!(g & 1) && g == again)
 			return 0;
 	}
 	return -1;
+}
+
+/*
+ * Copy an array of count seqlock-protected parts of size bytes each at off
+ * into dst with two reads of the whole array: a part whose generation is
+ * the same even number in both copies is consistent in the first; any other
+ * is read again on its own. ok[i] (caller-owned, count entries) says which
+ * parts settled. -1 only when the file got shorter.
+ */
+static int seq_read_array(int fd, void *dst, size_t count, size_t size, uint64_t off, unsigned char *ok)
+{
+	char *d = dst;
+	char *again = nw_calloc(count ? count : 1, size);
+	int ret = -1;
+	if (read_at(fd, d, count * size, off) != 0)
+		goto out;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (read_at(fd, again, count * size, off) != 0)
+		goto out;
+	for (size_t i = 0; i < count; i++) {
+		uint64_t g = gen_of(d + i * size);
+		ok[i] = !(g & 1) && g == gen_of(again + i * size);
+		if (!ok[i] && seq_read(fd, d + i * size, size, off + i * size) == 0)
+			ok[i] = 1;
+	}
+	ret = 0;
+out:
+	free(again);
+	return ret;
 }
 
 /* Check every size and offset in h against the file size; -1 with the reason. */
@@ -152,96 +229,156 @@ static int cmp_opent(const void *a, const void *b)
 }
 
 /*
- * Open path and map all of it read-only, once it is known to be a regular
- * file large enough for a header. -1 with err; *fd and *map are set to
- * what the caller must close and unmap either way (-1 and MAP_FAILED when none).
+ * Open path without following a link or blocking (a FIFO would), and check
+ * that it is a regular file of this user large enough for a header. -1
+ * with err; *fd is set to what the caller must close either way (-1 when none).
  */
-static int map_file(const char *path, int *fd, void **map, size_t *len, char *err, size_t errlen)
+static int open_file(const char *path, int *fd, uint64_t *size, char *err, size_t errlen)
 {
-	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (*fd < 0)
-		return nw_seterr(err, errlen, "cannot open: %s", strerror(errno));
+		return nw_seterr(err, errlen, errno == ELOOP ? "a symbolic link, not a stats file: skipped"
+		                                              : "cannot open: %s", strerror(errno));
 	struct stat st;
-	if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode))
-		return nw_seterr(err, errlen, "not a regular file");
+	if (fstat(*fd, &st) != 0)
+		return nw_seterr(err, errlen, "cannot stat: %s", strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return nw_seterr(err, errlen, "not a regular file (%s): skipped", S_ISFIFO(st.st_mode) ? "a FIFO"
+		                 : S_ISDIR(st.st_mode) ? "a directory" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+	if (st.st_uid != geteuid())
+		return nw_seterr(err, errlen, "owned by uid %u, not by uid %u (this user): skipped, only your own "
+		                 "stats files are read", (unsigned)st.st_uid, (unsigned)geteuid());
 	if ((uint64_t)st.st_size < sizeof(struct nws_header))
 		return nw_seterr(err, errlen, "too small for a stats file (%lld bytes)", (long long)st.st_size);
-	*len = (size_t)st.st_size;
-	*map = mmap(NULL, *len, PROT_READ, MAP_SHARED, *fd, 0);
-	if (*map == MAP_FAILED)
-		return nw_seterr(err, errlen, "cannot map: %s", strerror(errno));
+	*size = (uint64_t)st.st_size;
 	return 0;
 }
 
-/* A validated copy of the header of the mapped file (fsize bytes) into r->hdr; -1 with err. */
-static int copy_header(struct nw_sf_rank *r, const void *map, uint64_t fsize, char *err, size_t errlen)
+/*
+ * Replace, in place, what a terminal could take as a command: control
+ * bytes, C1 controls (U+0080..U+009F) and bytes that are not UTF-8 all
+ * become '?'. Valid UTF-8 text is kept.
+ */
+void nw_sf_sanitize(char *s)
 {
-	const struct nws_header *h = map;
-	/* identity part first (written once before magic) */
-	memcpy(&r->hdr, h, offsetof(struct nws_header, live_gen));
+	unsigned char *p = (unsigned char *)s;
+	while (*p) {
+		unsigned c = *p;
+		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+		size_t k = 1;
+		while (n > 1 && k < n && (p[k] & 0xc0) == 0x80)
+			k++;
+		int bad = n == 0 || k < n || c < 0x20 || c == 0x7f || c == 0xc0 || c == 0xc1 ||
+		          (c == 0xc2 && p[1] < 0xa0);
+		if (bad) {
+			*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
+}
+
+/* A validated copy of the header of the open file (fsize bytes) into r->hdr; -1 with err. */
+static int copy_header(struct nw_sf_rank *r, int fd, uint64_t fsize, char *err, size_t errlen)
+{
+	const size_t live = offsetof(struct nws_header, live_gen);
+	/* identity part first (written once before magic), then the live part under its seqlock */
+	if (read_at(fd, &r->hdr, live, 0) != 0)
+		return nw_seterr(err, errlen, "file got shorter while being read (truncated)");
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (validate(&r->hdr, fsize, err, errlen) != 0)
 		return -1;
-	if (seq_copy(&r->hdr.live_gen, &h->live_gen,
-	             sizeof(struct nws_header) - offsetof(struct nws_header, live_gen)) != 0)
-		return nw_seterr(err, errlen, "writer kept the header busy; try again");
-	r->hdr.hostname[sizeof(r->hdr.hostname) - 1] = '\0';
-	r->hdr.comm_name[sizeof(r->hdr.comm_name) - 1] = '\0';
-	r->hdr.plugin_version[sizeof(r->hdr.plugin_version) - 1] = '\0';
-	r->hdr.last_dump[sizeof(r->hdr.last_dump) - 1] = '\0';
-	r->hdr.disabled_reason[sizeof(r->hdr.disabled_reason) - 1] = '\0';
+	if (seq_read(fd, &r->hdr.live_gen, sizeof(struct nws_header) - live, live) != 0)
+		return nw_seterr(err, errlen, "writer kept the header busy, or the file got shorter; try again");
+	char *str[] = { r->hdr.hostname, r->hdr.comm_name, r->hdr.plugin_version, r->hdr.last_dump,
+	                r->hdr.disabled_reason };
+	size_t len[] = { sizeof(r->hdr.hostname), sizeof(r->hdr.comm_name), sizeof(r->hdr.plugin_version),
+	                 sizeof(r->hdr.last_dump), sizeof(r->hdr.disabled_reason) };
+	for (size_t i = 0; i < NW_ARRAY_LEN(str); i++) {
+		str[i][len[i] - 1] = '\0';
+		nw_sf_sanitize(str[i]);
+	}
 	return 0;
 }
 
 /* Consistent copies of every (op, bucket) record into r->rec; -1 with err when one stays busy. */
-static int copy_records(struct nw_sf_rank *r, const void *map, char *err, size_t errlen)
+static int copy_records(struct nw_sf_rank *r, int fd, char *err, size_t errlen)
 {
-	const struct nws_record *rec = (const struct nws_record *)((const char *)map + r->hdr.off_records);
-	for (unsigned o = 0; o < NWS_NOPS; o++)
-		for (unsigned b = 0; b < NWS_NBUCKETS; b++)
-			if (seq_copy(&r->rec[o][b], &rec[o * NWS_NBUCKETS + b], sizeof(struct nws_record)) != 0)
-				return nw_seterr(err, errlen, "writer kept a record busy; try again");
+	unsigned char ok[NWS_NOPS * NWS_NBUCKETS];
+	if (seq_read_array(fd, r->rec, NWS_NOPS * NWS_NBUCKETS, sizeof(struct nws_record), r->hdr.off_records,
+	                   ok) != 0)
+		return nw_seterr(err, errlen, "file got shorter while being read (truncated)");
+	for (size_t i = 0; i < sizeof(ok); i++)
+		if (!ok[i])
+			return nw_seterr(err, errlen, "writer kept a record busy; try again");
 	return 0;
 }
 
-/* The ring's settled, used entries into r->ring (allocated), oldest first. */
-static void copy_ring(struct nw_sf_rank *r, const void *map)
+/* The ring's settled, used entries into r->ring (allocated), oldest first; -1 when the file shrank. */
+static int copy_ring(struct nw_sf_rank *r, int fd)
 {
-	const struct nws_opent *ring = (const struct nws_opent *)((const char *)map + r->hdr.off_ring);
 	if (!r->hdr.ring_len)
-		return;
+		return 0;
 	r->ring = nw_calloc(r->hdr.ring_len, sizeof(struct nws_opent));
-	for (uint32_t i = 0; i < r->hdr.ring_len; i++) {
-		struct nws_opent e;
-		if (seq_copy(&e, &ring[i], sizeof(e)) != 0 || e.idx == 0)
+	unsigned char *ok = nw_calloc(r->hdr.ring_len, 1);
+	int ret = seq_read_array(fd, r->ring, r->hdr.ring_len, sizeof(struct nws_opent), r->hdr.off_ring, ok);
+	for (uint32_t i = 0; ret == 0 && i < r->hdr.ring_len; i++) {
+		struct nws_opent e = r->ring[i];
+		if (!ok[i] || e.idx == 0)
 			continue; /* busy or empty: leave it out */
 		e.algo[sizeof(e.algo) - 1] = '\0';
 		e.proto[sizeof(e.proto) - 1] = '\0';
+		nw_sf_sanitize(e.algo);
+		nw_sf_sanitize(e.proto);
 		r->ring[r->nring++] = e;
 	}
+	free(ok);
 	qsort(r->ring, r->nring, sizeof(struct nws_opent), cmp_opent);
+	return ret;
 }
 
-int nw_sf_read(const char *path, struct nw_sf_rank *r, char *err, size_t errlen)
+/*
+ * Remove path when its writer, a process of this host, is gone and its
+ * last publish is more than keep_s seconds old (keep_s 0: never). 1 when
+ * it was removed.
+ */
+static int clean_old(const char *path, const struct nws_header *h, double keep_s)
+{
+	uint64_t now = realtime_ns();
+	if (keep_s <= 0 || now < h->updated_ns || (double)(now - h->updated_ns) / 1e9 < keep_s || !writer_gone(h))
+		return 0;
+	return unlink(path) == 0;
+}
+
+/*
+ * Everything of one file into r: the file is read with pread into private
+ * copies and never mapped, so a writer that truncates or replaces it under
+ * us makes this read fail, never the process. With header_only, a file
+ * whose writer is gone keeps only its header (hidden rows need no more).
+ */
+static int read_rank(const char *path, int header_only, struct nw_sf_rank *r, char *err, size_t errlen)
 {
 	int ret = -1, fd = -1;
-	void *map = MAP_FAILED;
-	size_t maplen = 0;
+	uint64_t size = 0;
 	memset(r, 0, sizeof(*r));
 	nw_strlcpy(r->path, path, sizeof(r->path));
-	if (map_file(path, &fd, &map, &maplen, err, errlen) == 0 &&
-	    copy_header(r, map, (uint64_t)maplen, err, errlen) == 0 && copy_records(r, map, err, errlen) == 0) {
-		copy_ring(r, map);
+	if (open_file(path, &fd, &size, err, errlen) == 0 && copy_header(r, fd, size, err, errlen) == 0) {
 		r->live = judge_live(&r->hdr);
-		ret = 0;
+		if (header_only && r->live == NW_SF_STALE)
+			ret = 0;
+		else if (copy_records(r, fd, err, errlen) == 0)
+			ret = copy_ring(r, fd) == 0 ? 0 : nw_seterr(err, errlen, "file got shorter while being read (truncated)");
 	}
-	if (map != MAP_FAILED)
-		munmap(map, maplen);
 	if (fd >= 0)
 		close(fd);
 	if (ret != 0)
 		nw_sf_rank_release(r);
 	return ret;
+}
+
+int nw_sf_read(const char *path, struct nw_sf_rank *r, char *err, size_t errlen)
+{
+	return read_rank(path, 0, r, err, errlen);
 }
 
 void nw_sf_rank_release(struct nw_sf_rank *r)
@@ -269,17 +406,75 @@ static int has_suffix(const char *s, const char *suf)
 	return n > m && strcmp(s + n - m, suf) == 0;
 }
 
-int nw_sf_load(const char *dir, struct nw_sf_set *set, char *err, size_t errlen)
+/*
+ * Open dir for listing once it is known to be safe to read: owned by this
+ * user or root and not writable by anyone else (who could plant files in
+ * it). NULL with err.
+ */
+static DIR *open_dir(const char *dir, char *err, size_t errlen)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			nw_seterr(err, errlen, "no stats directory '%s': is a job running with "
+			          "NCCL_PROFILER_PLUGIN=ncclwatch (or set NCCLWATCH_DIR)?", dir);
+		else
+			nw_seterr(err, errlen, "cannot read stats directory '%s': %s", dir, strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	const char *why = NULL;
+	if (fstat(fd, &st) != 0)
+		why = strerror(errno);
+	else if (st.st_uid != geteuid() && st.st_uid != 0)
+		why = "it belongs to another user, who could put any file in it";
+	else if (st.st_mode & (S_IWGRP | S_IWOTH))
+		why = "other users can write in it and put any file there; chmod go-w it";
+	DIR *d = why ? NULL : fdopendir(fd);
+	if (!d) {
+		nw_seterr(err, errlen, "refusing to read stats directory '%s': %s", dir, why ? why : strerror(errno));
+		close(fd);
+	}
+	return d;
+}
+
+/* Append (path, why) to set->bad, growing it (*cap entries allocated); the path is made printable. */
+static void add_bad(struct nw_sf_set *set, size_t *cap, const char *path, const char *why)
+{
+	if (set->nbad == *cap) {
+		*cap = *cap ? *cap * 2 : 4;
+		set->bad = nw_realloc(set->bad, *cap * sizeof(*set->bad));
+	}
+	struct nw_sf_bad *b = &set->bad[set->nbad++];
+	nw_strlcpy(b->path, path, sizeof(b->path));
+	nw_sf_sanitize(b->path);
+	nw_strlcpy(b->why, why, sizeof(b->why));
+}
+
+/* How long files of gone processes are kept: $NCCLWATCH_STALE_KEEP, default 24 h; 0 keeps them. */
+static int stale_keep(double *keep_s, char *err, size_t errlen)
+{
+	const char *e = getenv("NCCLWATCH_STALE_KEEP");
+	char why[NW_ERRLEN];
+	*keep_s = SF_STALE_KEEP_S;
+	if (!e || !*e)
+		return 0;
+	if (nw_parse_duration(e, keep_s, why, sizeof(why)) != 0 || *keep_s < 0)
+		return nw_seterr(err, errlen, "NCCLWATCH_STALE_KEEP='%s' is not a duration (e.g. 24h, 30m, 0 to keep "
+		                 "every file)", e);
+	return 0;
+}
+
+int nw_sf_load_flags(const char *dir, unsigned flags, struct nw_sf_set *set, char *err, size_t errlen)
 {
 	memset(set, 0, sizeof(*set));
 	nw_strlcpy(set->dir, dir, sizeof(set->dir));
-	DIR *d = opendir(dir);
-	if (!d) {
-		if (errno == ENOENT)
-			return nw_seterr(err, errlen, "no stats directory '%s': is a job running with "
-			                 "NCCL_PROFILER_PLUGIN=ncclwatch (or set NCCLWATCH_DIR)?", dir);
-		return nw_seterr(err, errlen, "cannot read stats directory '%s': %s", dir, strerror(errno));
-	}
+	double keep_s;
+	if (stale_keep(&keep_s, err, errlen) != 0)
+		return -1;
+	DIR *d = open_dir(dir, err, errlen);
+	if (!d)
+		return -1;
 	size_t cap = 0, capbad = 0;
 	struct dirent *de;
 	while ((de = readdir(d)) != NULL) {
@@ -294,22 +489,24 @@ int nw_sf_load(const char *dir, struct nw_sf_set *set, char *err, size_t errlen)
 			set->ranks = nw_realloc(set->ranks, cap * sizeof(*set->ranks));
 		}
 		char why[160];
-		if (nw_sf_read(path, &set->ranks[set->n], why, sizeof(why)) == 0) {
+		struct nw_sf_rank *r = &set->ranks[set->n];
+		if (read_rank(path, !!(flags & NW_SF_HIDE_STALE), r, why, sizeof(why)) != 0)
+			add_bad(set, &capbad, path, why);
+		else if (clean_old(path, &r->hdr, keep_s)) {
+			nw_sf_rank_release(r);
+			set->nremoved++;
+		} else
 			set->n++;
-			continue;
-		}
-		if (set->nbad == capbad) {
-			capbad = capbad ? capbad * 2 : 4;
-			set->bad = nw_realloc(set->bad, capbad * sizeof(*set->bad));
-		}
-		nw_strlcpy(set->bad[set->nbad].path, path, sizeof(set->bad[set->nbad].path));
-		nw_strlcpy(set->bad[set->nbad].why, why, sizeof(set->bad[set->nbad].why));
-		set->nbad++;
 	}
 	closedir(d);
 	if (set->n > 1)
 		qsort(set->ranks, set->n, sizeof(*set->ranks), cmp_rank);
 	return 0;
+}
+
+int nw_sf_load(const char *dir, struct nw_sf_set *set, char *err, size_t errlen)
+{
+	return nw_sf_load_flags(dir, 0, set, err, errlen);
 }
 
 void nw_sf_set_release(struct nw_sf_set *set)

@@ -7,7 +7,14 @@
  * and skipped, never a crash), copies a consistent snapshot of each (the
  * writer is never locked: per-part seqlocks, retried), and says whether
  * its process is alive (pid exists and its start time matches the file).
- * It never modifies the files.
+ * Files are read with pread, never mapped: one truncated or replaced while
+ * it is read is reported bad, never a crash. Only regular files owned by
+ * this user are read (a FIFO, link, device or another user's file is
+ * skipped with the reason), and only from a directory that nobody else can
+ * write. Every string taken from a file is made printable (nw_sf_sanitize).
+ * It never modifies the files; it removes those of processes of this host
+ * that are gone, once their last publish is older than
+ * $NCCLWATCH_STALE_KEEP (a duration, default 24h; 0 keeps every file).
  */
 #ifndef NW_STATSFILE_H
 #define NW_STATSFILE_H
@@ -48,6 +55,7 @@ struct nw_sf_set {
 	size_t n;
 	struct nw_sf_bad *bad;
 	size_t nbad;
+	size_t nremoved;            /* old files of gone processes removed by this load */
 };
 
 /*
@@ -58,12 +66,29 @@ const char *nw_sf_default_dir(char *buf, size_t len);
 
 /*
  * Load every *.nws file in dir into set (zeroed by the call). Files that
- * fail validation go to set->bad. Returns 0, or -1 with err filled when
+ * fail validation go to set->bad; old files of gone processes are removed
+ * (counted in set->nremoved). A bad NCCLWATCH_STALE_KEEP is an error. Returns 0, or -1 with err filled when
  * the directory itself cannot be read (a missing directory is an error:
  * "no stats directory '...': is a job running with NCCL_PROFILER_PLUGIN=ncclwatch?").
  * Free with nw_sf_set_release.
  */
 int nw_sf_load(const char *dir, struct nw_sf_set *set, char *err, size_t errlen);
+
+/* nw_sf_load_flags flags. */
+enum {
+	/* files whose process is gone keep only their header (rec zero, no
+	   ring): for readers that hide stale ranks and only count them */
+	NW_SF_HIDE_STALE = 1u << 0,
+};
+
+/* nw_sf_load with flags (NW_SF_*). */
+int nw_sf_load_flags(const char *dir, unsigned flags, struct nw_sf_set *set, char *err, size_t errlen);
+
+/*
+ * Make s printable in place: control bytes, C1 controls and bytes that are
+ * not UTF-8 become '?' (a terminal never gets an escape sequence from a file).
+ */
+void nw_sf_sanitize(char *s);
 
 /*
  * Read and validate one file into r (ring allocated; free with

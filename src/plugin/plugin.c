@@ -179,14 +179,18 @@ void nwp_disable(const char *fmt, ...)
 		            "ncclwatch profiler disabled: %s", msg);
 }
 
-/* The slot a handle points at (any tag), or NULL when it is not ours. */
+/*
+ * The slot a handle points at (any tag), or NULL when it is not ours: it
+ * must lie in the pool and, once the tag is taken off, start a slot (a
+ * handle into the middle of one would reach past the pool's end).
+ */
 static inline struct nwp_slot *handle_slot(const void *h, unsigned *tag)
 {
 	uintptr_t p = (uintptr_t)h;
 	uintptr_t base = (uintptr_t)nwp_g.arena;
 	*tag = (unsigned)(p & TAG_MASK);
 	p &= ~(uintptr_t)TAG_MASK;
-	if (!base || p < base || p >= base + nwp_g.arena_len)
+	if (!base || p < base || p >= base + nwp_g.arena_len || (p - base) % sizeof(struct nwp_slot) != 0)
 		return NULL;
 	return (struct nwp_slot *)p;
 }

@@ -36,5 +36,16 @@ late_rank_files() {
 	[ "$RC" -eq 0 ] || exit 1
 	cp "$OUT" "$TMP/fed"
 }
+# exporter_port FILE: the port a starting `exporter --listen ...:0` prints
+# on its stderr (kept in FILE), waiting up to 10 s; empty when none came.
+exporter_port() {
+	local p=
+	for _ in $(seq 100); do
+		p=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$1")
+		[ -n "$p" ] && break
+		sleep 0.1
+	done
+	echo "$p"
+}
 # A crash (signal) is never acceptable: exit codes 128+ fail.
 expect_no_crash() { if [ "$RC" -lt 128 ]; then ok "$1"; else notok "$1" "killed by signal $((RC - 128))"; fi; }

@@ -89,12 +89,7 @@ expect_out "and is a scrape error" '^ncclwatch_exporter_scrape_errors_total\{hos
 # the HTTP endpoint
 "$NW" exporter --dir "$EMPTY" --listen 127.0.0.1:0 2>"$TMP/exp.err" &
 EXP_PID=$!
-PORT=
-for _ in $(seq 100); do
-	PORT=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$TMP/exp.err")
-	[ -n "$PORT" ] && break
-	sleep 0.1
-done
+PORT=$(exporter_port "$TMP/exp.err")
 RC=0
 if [ -n "$PORT" ]; then ok "server says its port"; else RC=1; notok "server says its port" "$(cat "$TMP/exp.err")"; fi
 URL=http://127.0.0.1:$PORT

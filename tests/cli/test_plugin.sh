@@ -65,7 +65,7 @@ d=$TMP/trigger; mkdir -p "$d"
 run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario trigger --check
 expect_rc "touching \$NCCLWATCH_DIR/dump writes a trace" 0
 
-for s in null-descr bad-type null-handle bad-handle bad-context; do
+for s in null-descr bad-type null-handle bad-handle misaligned-handle bad-context; do
 	for abi in 4 5; do
 		d=$TMP/$s$abi; mkdir -p "$d"
 		run "$H" --plugin "$NW_PLUGIN" --dir "$d" --abi $abi --scenario $s --check

@@ -30,12 +30,7 @@ late_rank_files "$DIR"
 "$NW" exporter --dir "$DIR" --listen 127.0.0.1:0 --all \
 	--baseline "$SRCDIR/tests/fixtures/export/baseline_h200x2.json" 2>"$TMP/exp.err" &
 EXP_PID=$!
-EXP_PORT=
-for _ in $(seq 100); do
-	EXP_PORT=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$TMP/exp.err")
-	[ -n "$EXP_PORT" ] && break
-	sleep 0.1
-done
+EXP_PORT=$(exporter_port "$TMP/exp.err")
 if [ -z "$EXP_PORT" ]; then
 	RC=1; notok "exporter started" "no port in its stderr:" "$(cat "$TMP/exp.err")"; exit 1
 fi

@@ -497,6 +497,15 @@ static int rank_bad(const struct opts *o, int rank)
 	} else if (!strcmp(o->scenario, "bad-handle")) {
 		static char junk[64];
 		drv_stop(&d, junk + 8);
+	} else if (!strcmp(o->scenario, "misaligned-handle")) {
+		/* inside the pool but not at a slot start, tagged as a kernel channel */
+		void *oh = NULL;
+		make_descr(&d, buf, op, 98, 0, 1, NULL);
+		drv_start(&d, ctx, &oh, buf);
+		union state_args a;
+		memset(&a, 0, sizeof(a));
+		if (oh)
+			drv_record(&d, (char *)oh + 64 + 1, KERNELCH_STOP, &a);
 	} else if (!strcmp(o->scenario, "bad-context")) {
 		static char junk[64];
 		make_descr(&d, buf, op, 99, 0, 1, NULL);
@@ -849,7 +858,7 @@ static void usage(FILE *f)
 	        "  --kernel on|off|auto NCCLWATCH_KERNEL for the plugin (default on)\n"
 	        "  --scenario S         normal, pool, slow, trigger, hotpath (prints ns per op), null-descr,\n"
 	        "                       bad-type, null-handle,\n"
-	        "                       bad-handle, bad-context (default normal)\n"
+	        "                       bad-handle, misaligned-handle, bad-context (default normal)\n"
 	        "  --hold-ms MS         keep the communicators open MS ms after feeding (files live)\n"
 	        "  --check              read the stats files back and compare (exit 1 on mismatch)\n"
 	        "  -v                   show the plugin's INFO log lines\n",
@@ -919,7 +928,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	static const char *const scen[] = { "normal", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
-	                                    "null-handle", "bad-handle", "bad-context" };
+	                                    "null-handle", "bad-handle", "misaligned-handle",
+	                                    "bad-context" };
 	int known = 0;
 	for (size_t i = 0; i < NW_ARRAY_LEN(scen); i++)
 		known |= !strcmp(o.scenario, scen[i]);

@@ -262,6 +262,78 @@ static void test_liveness(void **state)
 	unlink(path);
 }
 
+
+/* Strings from a file are made printable: no control byte, C1 control or non-UTF-8 byte survives. */
+static void test_sanitize(void **state)
+{
+	(void)state;
+	char s[] = "a\x1b[31mb\n\xc2\x9b" "c\xff\xc3\xa9\x07";
+	nw_sf_sanitize(s);
+	assert_string_equal(s, "a?[31mb???c?\xc3\xa9?");
+	char t[] = "dp-\xe2\x82\xac ok";
+	nw_sf_sanitize(t);
+	assert_string_equal(t, "dp-\xe2\x82\xac ok");
+}
+
+/*
+ * What the reader refuses or cleans: a FIFO (at once, never blocking), a
+ * directory others can write, a truncated copy; files of a gone process
+ * older than NCCLWATCH_STALE_KEEP are removed, another host's are not;
+ * hidden stale files keep only their header.
+ */
+static void test_reader_hygiene(void **state)
+{
+	(void)state;
+	char dir[300], path[512], err[NW_ERRLEN];
+	struct nw_sf_rank r;
+	struct nw_sf_set set;
+	struct img m;
+	snprintf(dir, sizeof(dir), "%s/hy", tmpdir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+
+	snprintf(path, sizeof(path), "%s/f.nws", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "FIFO"));
+	unlink(path);
+
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(nw_sf_load(dir, &set, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "other users can write"));
+	assert_int_equal(chmod(dir, 0700), 0);
+
+	/* a gone writer (pid reused), last update two hours ago */
+	img_make(&m, 4, 1, 0, 1);
+	m.h->proc_start += 1;
+	m.h->updated_ns -= 7200ull * 1000000000ull;
+	snprintf(path, sizeof(path), "%s/old.nws", dir);
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_load_flags(dir, NW_SF_HIDE_STALE, &set, err, sizeof(err)), 0);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.ranks[0].live, NW_SF_STALE);
+	assert_null(set.ranks[0].ring);
+	nw_sf_set_release(&set);
+	setenv("NCCLWATCH_STALE_KEEP", "1h", 1);
+	snprintf(m.h->hostname, sizeof(m.h->hostname), "elsewhere-host-name");
+	snprintf(path, sizeof(path), "%s/remote.nws", dir);
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_load(dir, &set, err, sizeof(err)), 0);
+	assert_int_equal(set.nremoved, 1);
+	assert_int_equal(set.n, 1);
+	assert_string_equal(set.ranks[0].hdr.hostname, "elsewhere-host-name");
+	nw_sf_set_release(&set);
+	unsetenv("NCCLWATCH_STALE_KEEP");
+	snprintf(path, sizeof(path), "%s/old.nws", dir);
+	assert_int_equal(access(path, F_OK), -1);
+
+	/* a copy cut short of what its header says */
+	snprintf(path, sizeof(path), "%s/cut.nws", dir);
+	img_write(&m, path, m.len / 2);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "truncated"));
+	free(m.buf);
+}
+
 /* busbw from kernel times only; CPU enqueue times never count. */
 static void test_aggregate(void **state)
 {
@@ -386,6 +458,8 @@ int main(void)
 		cmocka_unit_test(test_buckets_and_bins),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_liveness),
+		cmocka_unit_test(test_sanitize),
+		cmocka_unit_test(test_reader_hygiene),
 		cmocka_unit_test(test_aggregate),
 		cmocka_unit_test(test_stragglers),
 	};
