@@ -570,8 +570,12 @@ static void fingerprint(const struct nw_bench_opts *o, char *buf, size_t len)
 static int open_backend(const struct nw_bench_opts *o, struct nw_group *g, struct nw_backend **be, char *err,
                         size_t errlen)
 {
-	if (o->backend == NW_BACKEND_MPI)
-		return nw_backend_mpi_open(be, g, err, errlen);
+	if (o->backend == NW_BACKEND_MPI) {
+		if (nw_backend_mpi_open(be, g, err, errlen))
+			return -1;
+		(*be)->timeout_s = o->timeout_s;
+		return 0;
+	}
 	struct nw_nccl_open_opts no = { .nccl_lib = o->nccl_lib, .ngpus = o->ngpus, .nthreads = o->nthreads };
 	return nw_backend_nccl_open(be, g, &no, err, errlen);
 }

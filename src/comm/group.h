@@ -17,6 +17,7 @@ struct nw_group {
 	int local_rank, local_size;
 	const char *kind_name;     /* "local", "mpi", "env" */
 	char host[64];
+	double timeout_s;          /* an exchange not done in this long fails, naming who is missing; 0: no limit */
 	void *priv;
 };
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# bench when a peer, the memory or an output path fails it: a stopped MPI
+# rank ends the job within -T + 5 s naming it, memory is checked before it
+# is allocated, usage errors exit 2 before the run.
+. "$(dirname "$0")/lib.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export NCCLWATCH_CUDA_LIB=/nonexistent/libcuda.so.1
+export ASAN_OPTIONS=detect_leaks=0
+
+# Starts an MPI bench of $1 ranks in the background (the rest: bench options),
+# stops rank 1 once it is in the sweep, and waits: RC, $OUT, $ERR and ELAPSED (s).
+stop_one_rank() {
+	local np=$1; shift
+	timeout 120 mpirun -np "$np" env NW_FAULT_MARK=$$ "$NW" bench --backend mpi --no-history "$@" >"$OUT" 2>"$ERR" &
+	local job=$! pid="" t
+	for t in $(seq 100); do
+		pid=$(grep -l "NW_FAULT_MARK=$$" /proc/[0-9]*/environ 2>/dev/null | while read -r f; do
+			d=${f%/environ}; tr '\0' '\n' <"$d/environ" | grep -qx "OMPI_COMM_WORLD_RANK=1" && echo "${d#/proc/}"; done | head -1)
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	sleep 2 # past MPI's start, inside the sweep
+	local start=$SECONDS
+	kill -STOP "$pid"
+	wait "$job"; RC=$?
+	ELAPSED=$((SECONDS - start))
+	kill -CONT "$pid" 2>/dev/null; kill -KILL "$pid" 2>/dev/null
+}
+
+# Item 3: a stopped MPI peer and -T.
+for np in 2 3; do
+	stop_one_rank "$np" -b 8 -e 64K -f 2 -n 1000000 -T 5
+	expect_rc "mpi np=$np, rank 1 stopped: exit 3" 3
+	expect_true "mpi np=$np, rank 1 stopped: ends within -T + 5 s (took ${ELAPSED}s)" test "$ELAPSED" -le 10
+	expect_err "mpi np=$np, rank 1 stopped: named by the others" "rank 0 on [^:]+: MPI all_reduce not done within 5 s \(-T\): rank 1 did not answer"
+done
+
