@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "bench/hostmem.h"
 #include "bench/pattern.h"
 #include "comm/backend.h"
 #include "comm/group.h"
@@ -674,12 +675,35 @@ static int64_t sweep_op(struct ctx *x, const struct nw_coll *coll)
 	return wrong;
 }
 
+/*
+ * A host backend's buffers (send and recv for each process of this host)
+ * must fit in the memory that is available now, cgroup limits included:
+ * the kernel overcommits, and its OOM killer would end this run or a
+ * neighbour's with no message. 0, or -1 with x->err.
+ */
+static int host_memory_fits(struct ctx *x)
+{
+	if (x->be->gpu[0] >= 0)
+		return 0;
+	char why[64];
+	uint64_t avail = nw_host_mem_available(why, sizeof(why));
+	int procs = x->g->local_size > 0 ? x->g->local_size : 1;
+	uint64_t each = 2 * (((uint64_t)x->buf_bytes + 4095) & ~(uint64_t)4095);
+	uint64_t need = each * (uint64_t)procs;
+	if (avail == UINT64_MAX || need <= avail)
+		return 0;
+	return nw_seterr(x->err, x->errlen, "-e %" PRIu64 " needs %.2f GiB of host memory on %s (2 buffers of %.2f GiB "
+	                 "for each of %d processes) but only %.2f GiB is available (%s); lower -e or run fewer "
+	                 "processes per host", x->o->max_bytes, need / 1073741824.0, x->g->host, each / 2147483648.0,
+	                 procs, avail / 1073741824.0, why);
+}
+
 /* The sweep on an open backend: --pairs first, then every op. 0, 1 (wrong elements) or -1 with x->err. */
 static int sweep(struct ctx *x)
 {
 	const struct nw_bench_opts *o = x->o;
 	int64_t wrong = 0;
-	if (x->be->ops->alloc(x->be, x->buf_bytes, x->err, x->errlen))
+	if (host_memory_fits(x) || x->be->ops->alloc(x->be, x->buf_bytes, x->err, x->errlen))
 		return -1;
 	/* with other ops asked for too, one rank simply has no pairs */
 	if (o->pairs && (x->be->nranks > 1 || o->nops == 0) && run_pairs(x))

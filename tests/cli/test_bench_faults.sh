@@ -35,3 +35,17 @@ for np in 2 3; do
 	expect_err "mpi np=$np, rank 1 stopped: named by the others" "rank 0 on [^:]+: MPI all_reduce not done within 5 s \(-T\): rank 1 did not answer"
 done
 
+# Item 8: host buffers are checked against the memory left (here a cgroup
+# limit of 300 MiB) before they are allocated, not left to the OOM killer.
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then cg=/sys/fs/cgroup/ncclwatch_test_$$ lim=memory.max
+else cg=/sys/fs/cgroup/memory/ncclwatch_test_$$ lim=memory.limit_in_bytes; fi
+if mkdir "$cg" 2>/dev/null && echo 300M >"$cg/$lim"; then
+	run bash -c "echo \$\$ >$cg/cgroup.procs && exec mpirun -np 2 $NW bench --backend mpi --no-history -b 256M -e 256M --op all_gather -n 1 -w 0"
+	expect_rc "mpi -e 256M under a 300 MiB cgroup: exit 3" 3
+	expect_err "mpi -e 256M under a 300 MiB cgroup: says why" "needs 1.00 GiB of host memory on [^ ]+ \(2 buffers of 0.25 GiB for each of 2 processes\) but only 0.[0-9]+ GiB is available \(cgroup memory limit\); lower -e"
+	expect_no_crash "mpi -e 256M under a 300 MiB cgroup: not killed"
+	sleep 0.5; rmdir "$cg"
+else
+	rmdir "$cg" 2>/dev/null
+	skip "mpi -e 256M under a 300 MiB cgroup" "no writable memory cgroup"
+fi
