@@ -653,7 +653,7 @@ static int64_t sweep_op(struct ctx *x, const struct nw_coll *coll)
 	int64_t wrong = 0;
 	if (coll->has_root && r1 >= x->be->nranks)
 		return nw_seterr(x->err, x->errlen, "-r %d: root must be below the number of ranks (%d)", o->root,
-		                 x->be->nranks);
+		                 x->be->nranks) * 2;
 	for (int d = 0; d < o->ndtypes; d++)
 		for (int k = 0; k < nred; k++)
 			for (int root = r0; root <= r1; root++) {
@@ -698,7 +698,7 @@ static int host_memory_fits(struct ctx *x)
 	                 procs, avail / 1073741824.0, why);
 }
 
-/* The sweep on an open backend: --pairs first, then every op. 0, 1 (wrong elements) or -1 with x->err. */
+/* The sweep on an open backend: --pairs first, then every op. 0, 1 (wrong elements), -1 or -2 (usage) with x->err. */
 static int sweep(struct ctx *x)
 {
 	const struct nw_bench_opts *o = x->o;
@@ -711,7 +711,7 @@ static int sweep(struct ctx *x)
 	for (int i = 0; i < o->nops; i++) {
 		int64_t w = sweep_op(x, nw_coll_get(o->ops[i]));
 		if (w < 0)
-			return -1;
+			return (int)w;
 		wrong += w;
 	}
 	return wrong || x->pairs_wrong ? 1 : 0;
@@ -737,18 +737,21 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	double rdzv = o->rdzv_timeout_s;
 	if (rdzv <= 0)
 		rdzv = o->timeout_s > 0 && o->timeout_s < 300 ? o->timeout_s : 300;
-	if (nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp, rdzv, err, errlen))
-		return -1;
-	int rc = -1;
-	if (!open_backend(o, g, &be, err, errlen) && !backend_fits(o, be, err, errlen)) {
+	int rc = nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp, rdzv, err, errlen);
+	if (rc)
+		return rc;
+	rc = -1;
+	/* what the backend cannot do is the options' fault: -2 */
+	if (!open_backend(o, g, &be, err, errlen) && (rc = backend_fits(o, be, err, errlen) * 2) == 0) {
 		struct ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
 		fill_header(&run->h, o, be, g);
 		ctx_init(&x, o, be, g);
 		rc = sweep(&x);
 	}
 	if (rc < 0 && g->size > 1) {
-		/* tell the others before they wait on us forever, and name this rank to the caller */
-		nw_group_abort(g, err);
+		/* tell the others before they wait on us forever (a usage error stops every rank alike) */
+		if (rc == -1)
+			nw_group_abort(g, err);
 		name_rank(g, err, errlen);
 	}
 	if (be)

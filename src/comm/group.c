@@ -203,7 +203,7 @@ int nw_group_open(struct nw_group **out, int force_mpi, const char *fingerprint,
 	int env = nw_boot_init(&b, fingerprint, timeout_s > 0 ? timeout_s : 300, err, errlen);
 	if (env < 0) {
 		free(g);
-		return -1;
+		return env;
 	}
 	if (env > 0) {
 		g->kind = NW_GROUP_ENV;

@@ -49,3 +49,23 @@ else
 	rmdir "$cg" 2>/dev/null
 	skip "mpi -e 256M under a 300 MiB cgroup" "no writable memory cgroup"
 fi
+
+# Item 15: usage errors exit 2, before the run, naming the option typed.
+run mpirun -np 2 "$NW" bench --backend mpi --no-history --op broadcast -r 5 -b 8 -e 64
+expect_rc "mpi: -r 5 of 2 ranks refused (usage: exit 2)" 2
+expect_err "mpi: -r 5 named" "-r 5: root must be below the number of ranks \(2\)"
+run env RANK=x WORLD_SIZE=2 "$NW" bench --no-history
+expect_rc "RANK=x refused (usage: exit 2)" 2
+expect_err "RANK=x named" "RANK='x' is not a whole number"
+run "$NW" bench --no-history --json /nonexistent/x.json
+expect_rc "--json in a missing directory: refused before the run (exit 2)" 2
+expect_err "--json in a missing directory: named as typed" "bench: --json '/nonexistent/x.json': the directory '/nonexistent' does not exist"
+expect_no_out "--json in a missing directory: nothing measured" "Collective test starting"
+run "$NW" bench --no-history --csv="$TMP"
+expect_rc "--csv naming a directory: exit 2" 2
+expect_err "--csv naming a directory: said" "--csv '$TMP' is a directory"
+run "$NW" bench --no-history --db "$TMP/h.db"
+expect_rc "--no-history --db: exit 2" 2
+expect_err "--no-history --db: said" "--db and --no-history exclude each other"
+run "$NW" bench --db "$TMP/h.db" --no-history
+expect_rc "--db --no-history: exit 2" 2
