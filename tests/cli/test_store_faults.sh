@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The history database when its place fails it: a read-only directory, a
+# full disk, a failed first open; and what a new history file looks like.
+. "$(dirname "$0")/lib.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0
+record() { mpirun -np 1 "$NW" bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db "$1"; }
+
+mkdir -p "$TMP/ro" "$TMP/full"
+run record "$TMP/ro/h.db"
+expect_rc "a run recorded" 0
+expect_true "item 15: a new history file is 0600" test "$(stat -c %a "$TMP/ro/h.db")" = 600
+
+if unshare -m true 2>/dev/null; then
+	# Item 14: a database in a read-only place is read, not refused for want of WAL side files.
+	run unshare -m bash -c "mount --bind '$TMP/ro' '$TMP/ro' && mount -o remount,ro,bind '$TMP/ro' && exec '$NW' history --db '$TMP/ro/h.db'"
+	expect_rc "read-only directory: history reads it" 0
+	expect_out "read-only directory: the run is listed" "^ +1 +.* bench +all_reduce"
+	# Item 14: a full disk is called that, with the path, and leaves no empty file.
+	run unshare -m bash -c "mount -t tmpfs -o size=64k tmpfs '$TMP/full' && { dd if=/dev/zero of='$TMP/full/fill' bs=4k 2>/dev/null; true; } &&
+		mpirun -np 1 '$NW' bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db '$TMP/full/h.db'; rc=\$?; ls '$TMP/full'; exit \$rc"
+	expect_rc "full disk: the run itself succeeds" 0
+	expect_err "full disk: said, with the path" "history database '$TMP/full/h.db': .*disk full"
+	expect_no_out "full disk: no empty database left behind" "^h\.db$"
+else
+	skip "read-only directory and full disk" "unshare -m is not permitted here"
+fi
