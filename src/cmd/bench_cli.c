@@ -226,12 +226,7 @@ static int check_output(const char *cmd, const char *opt, const char *path)
 		return 0;
 	}
 	char dir[4096];
-	nw_strlcpy(dir, path, sizeof(dir));
-	char *slash = strrchr(dir, '/');
-	if (!slash)
-		nw_strlcpy(dir, ".", sizeof(dir));
-	else
-		slash[slash == dir] = '\0';
+	nw_path_dir(path, dir, sizeof(dir));
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
 		return nw_error("%s: %s '%s': the directory '%s' does not exist", cmd, opt, path, dir), 2;
 	if (access(dir, W_OK | X_OK) != 0)
