@@ -17,6 +17,8 @@
 struct nw_store {
 	sqlite3 *db;
 	double busy_since;      /* busy_wait's clock */
+	double lock_wait_s;     /* the longest wait for another process's lock (NCCLWATCH_LOCK_TIMEOUT) */
+	double retry_until;     /* exec_retry's and query_ints' deadline (0: none running) */
 	unsigned seed;          /* for pauses that differ between processes */
 	char path[PATH_MAX];
 };
@@ -139,6 +141,10 @@ static int db_err(struct nw_store *s, const char *what, char *err, size_t errlen
 	if (code == SQLITE_FULL || sqlite3_system_errno(s->db) == ENOSPC)
 		return nw_seterr(err, errlen, "history database '%s': %s: disk full; free space on its file system or "
 		                 "give another --db PATH", s->path, what);
+	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+		return nw_seterr(err, errlen, "history database '%s': %s: another process held it locked for %g s; "
+		                 "try again, or wait longer with NCCLWATCH_LOCK_TIMEOUT=SECONDS", s->path, what,
+		                 s->lock_wait_s);
 	if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
 		return nw_seterr(err, errlen, "history database '%s' is damaged (%s: %s); move it aside, ncclwatch will start a new one",
 		                 s->path, what, sqlite3_errmsg(s->db));
@@ -151,10 +157,16 @@ static void pause_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-#define BUSY_WAIT_S 30.0
+#define LOCK_WAIT_S 15.0
+
+/* Has the wait for a lock run out (this statement's, or the retries' in all)? */
+static int waited_out(const struct nw_store *s, double now)
+{
+	return now - s->busy_since > s->lock_wait_s || (s->retry_until > 0 && now > s->retry_until);
+}
 
 /*
- * Busy handler: short random pauses (1-8 ms) for up to BUSY_WAIT_S seconds.
+ * Busy handler: short random pauses (1-8 ms) for up to s->lock_wait_s.
  * SQLite's own timeout handler backs off to 100 ms sleeps, which with a
  * dozen writers leaves the lock idle most of the time; transactions here
  * last a few milliseconds, so waiters retry often instead.
@@ -164,7 +176,7 @@ static int busy_wait(void *arg, int count)
 	struct nw_store *s = arg;
 	if (count == 0)
 		s->busy_since = nw_now();
-	else if (nw_now() - s->busy_since > BUSY_WAIT_S)
+	else if (waited_out(s, nw_now()))
 		return 0;
 	pause_ms(1 + rand_r(&s->seed) % (count < 8 ? count + 1 : 8));
 	return 1;
@@ -173,14 +185,17 @@ static int busy_wait(void *arg, int count)
 /*
  * Run one statement that may meet SQLITE_BUSY (another process holds the
  * write lock past the busy timeout, or a WAL recovery is under way):
- * retried for up to about a minute in all.
+ * retried for up to s->lock_wait_s in all.
  */
 static int exec_retry(struct nw_store *s, const char *sql)
 {
+	s->retry_until = nw_now() + s->lock_wait_s;
 	for (int attempt = 0; ; attempt++) {
 		int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200)
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200 || nw_now() > s->retry_until) {
+			s->retry_until = 0;
 			return rc;
+		}
 		pause_ms(5 + rand_r(&s->seed) % 50);
 	}
 }
@@ -193,6 +208,7 @@ static int query_ints(struct nw_store *s, const char *sql, long long *out, int n
 {
 	sqlite3_stmt *st = NULL;
 	int rc;
+	s->retry_until = nw_now() + s->lock_wait_s;
 	for (int attempt = 0; ; attempt++) {
 		rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
 		if (rc == SQLITE_OK) {
@@ -203,10 +219,11 @@ static int query_ints(struct nw_store *s, const char *sql, long long *out, int n
 			sqlite3_finalize(st);
 			st = NULL;
 		}
-		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200)
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200 || nw_now() > s->retry_until)
 			break;
 		pause_ms(5 + rand_r(&s->seed) % 50);
 	}
+	s->retry_until = 0;
 	return rc == SQLITE_ROW ? 0 : -1;
 }
 
@@ -325,10 +342,12 @@ static void immutable_uri(const char *path, char *out, size_t outlen)
  * WAL (not when read-only: that is a write) and brings the schema up to
  * date. 0 with *out; -1 with err (the handle closed).
  */
-static int open_db(const char *path, int flags, struct nw_store **out, char *err, size_t errlen)
+static int open_db(const char *path, int flags, double lock_wait_s, struct nw_store **out, char *err,
+                   size_t errlen)
 {
 	struct nw_store *s = nw_calloc(1, sizeof(*s));
 	nw_strlcpy(s->path, path, sizeof(s->path));
+	s->lock_wait_s = lock_wait_s;
 	*out = NULL;
 	char uri[PATH_MAX * 3 + 32];
 	if (flags & SQLITE_OPEN_READONLY) {
@@ -381,12 +400,7 @@ fail:
 static int read_only_place(const char *path)
 {
 	char dir[PATH_MAX];
-	nw_strlcpy(dir, path, sizeof(dir));
-	char *slash = strrchr(dir, '/');
-	if (!slash)
-		nw_strlcpy(dir, ".", sizeof(dir));
-	else
-		slash[slash == dir] = '\0';
+	nw_path_dir(path, dir, sizeof(dir));
 	return access(dir, W_OK) != 0 || access(path, W_OK) != 0;
 }
 
@@ -395,6 +409,10 @@ int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **o
 {
 	*out = NULL;
 	struct stat st;
+	double lock_wait = LOCK_WAIT_S;
+	const char *lw = getenv("NCCLWATCH_LOCK_TIMEOUT");
+	if (lw && *lw && nw_parse_duration(lw, &lock_wait, err, errlen))
+		return nw_seterr(err, errlen, "NCCLWATCH_LOCK_TIMEOUT='%s' is not a duration (seconds, as in 15 or 2m)", lw);
 	int exists = stat(path, &st) == 0;
 	if (exists && !S_ISREG(st.st_mode))
 		return nw_seterr(err, errlen, "history database '%s' is not a regular file; give another --db PATH", path);
@@ -417,7 +435,7 @@ int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **o
 	int flags = SQLITE_OPEN_READWRITE | (mode == NW_STORE_WRITE ? SQLITE_OPEN_CREATE : 0);
 	if (mode == NW_STORE_READ && read_only_place(path))
 		flags = SQLITE_OPEN_READONLY;
-	if (open_db(path, flags, out, err, errlen) == 0)
+	if (open_db(path, flags, lock_wait, out, err, errlen) == 0)
 		return 0;
 	/* a failed first open leaves no empty file behind for the next run to trip on */
 	if (created && stat(path, &st) == 0 && st.st_size == 0)

@@ -24,3 +24,33 @@ if unshare -m true 2>/dev/null; then
 else
 	skip "read-only directory and full disk" "unshare -m is not permitted here"
 fi
+
+# Item 9: a lock held by another process is waited for no longer than the
+# bound (NCCLWATCH_LOCK_TIMEOUT, default 15 s), by writers and readers alike.
+if python3 -c 'import sqlite3' 2>/dev/null; then
+	python3 -c '
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("PRAGMA locking_mode=EXCLUSIVE")
+c.execute("BEGIN EXCLUSIVE")
+c.execute("CREATE TABLE IF NOT EXISTS held(x)")
+open(sys.argv[2], "w").close()
+time.sleep(60)' "$TMP/ro/h.db" "$TMP/locked" &
+	holder=$!
+	for i in $(seq 100); do [ -f "$TMP/locked" ] && break; sleep 0.1; done
+	start=$SECONDS
+	run env NCCLWATCH_LOCK_TIMEOUT=2 "$NW" history --db "$TMP/ro/h.db"
+	took=$((SECONDS - start))
+	expect_true "locked database: the reader gives up (exit $RC)" test "$RC" -ne 0
+	expect_true "locked database: the reader waits about the bound, not more (took ${took}s)" test "$took" -le 6
+	expect_err "locked database: says what it waited for" "another process held it locked for 2 s; try again, or wait longer with NCCLWATCH_LOCK_TIMEOUT"
+	start=$SECONDS
+	run env NCCLWATCH_LOCK_TIMEOUT=2 mpirun -np 1 "$NW" bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db "$TMP/ro/h.db"
+	took=$((SECONDS - start))
+	expect_err "locked database: the writer says the run was not recorded" "not recorded in history: .*another process held it locked for 2 s"
+	# the whole bench, MPI's start included: well under the default bound
+	expect_true "locked database: the writer waits about the bound, not more (took ${took}s)" test "$took" -le 12
+	kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+else
+	skip "locked database" "python3's sqlite3 module is missing"
+fi
