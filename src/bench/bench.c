@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "bench/hostmem.h"
 #include "bench/pattern.h"
 #include "comm/backend.h"
 #include "comm/group.h"
@@ -571,8 +572,12 @@ static void fingerprint(const struct nw_bench_opts *o, char *buf, size_t len)
 static int open_backend(const struct nw_bench_opts *o, struct nw_group *g, struct nw_backend **be, char *err,
                         size_t errlen)
 {
-	if (o->backend == NW_BACKEND_MPI)
-		return nw_backend_mpi_open(be, g, err, errlen);
+	if (o->backend == NW_BACKEND_MPI) {
+		if (nw_backend_mpi_open(be, g, err, errlen))
+			return -1;
+		(*be)->timeout_s = o->timeout_s;
+		return 0;
+	}
 	struct nw_nccl_open_opts no = { .nccl_lib = o->nccl_lib, .ngpus = o->ngpus, .nthreads = o->nthreads };
 	return nw_backend_nccl_open(be, g, &no, err, errlen);
 }
@@ -651,7 +656,7 @@ static int64_t sweep_op(struct ctx *x, const struct nw_coll *coll)
 	int64_t wrong = 0;
 	if (coll->has_root && r1 >= x->be->nranks)
 		return nw_seterr(x->err, x->errlen, "-r %d: root must be below the number of ranks (%d)", o->root,
-		                 x->be->nranks);
+		                 x->be->nranks) * 2;
 	for (int d = 0; d < o->ndtypes; d++)
 		for (int k = 0; k < nred; k++)
 			for (int root = r0; root <= r1; root++) {
@@ -673,12 +678,35 @@ static int64_t sweep_op(struct ctx *x, const struct nw_coll *coll)
 	return wrong;
 }
 
-/* The sweep on an open backend: --pairs first, then every op. 0, 1 (wrong elements) or -1 with x->err. */
+/*
+ * A host backend's buffers (send and recv for each process of this host)
+ * must fit in the memory that is available now, cgroup limits included:
+ * the kernel overcommits, and its OOM killer would end this run or a
+ * neighbour's with no message. 0, or -1 with x->err.
+ */
+static int host_memory_fits(struct ctx *x)
+{
+	if (x->be->gpu[0] >= 0)
+		return 0;
+	char why[64];
+	uint64_t avail = nw_host_mem_available(why, sizeof(why));
+	int procs = x->g->local_size > 0 ? x->g->local_size : 1;
+	uint64_t each = 2 * (((uint64_t)x->buf_bytes + 4095) & ~(uint64_t)4095);
+	uint64_t need = each * (uint64_t)procs;
+	if (avail == UINT64_MAX || need <= avail)
+		return 0;
+	return nw_seterr(x->err, x->errlen, "-e %" PRIu64 " needs %.2f GiB of host memory on %s (2 buffers of %.2f GiB "
+	                 "for each of %d processes) but only %.2f GiB is available (%s); lower -e or run fewer "
+	                 "processes per host", x->o->max_bytes, need / 1073741824.0, x->g->host, each / 2147483648.0,
+	                 procs, avail / 1073741824.0, why);
+}
+
+/* The sweep on an open backend: --pairs first, then every op. 0, 1 (wrong elements), -1 or -2 (usage) with x->err. */
 static int sweep(struct ctx *x)
 {
 	const struct nw_bench_opts *o = x->o;
 	int64_t wrong = 0;
-	if (x->be->ops->alloc(x->be, x->buf_bytes, x->err, x->errlen))
+	if (host_memory_fits(x) || x->be->ops->alloc(x->be, x->buf_bytes, x->err, x->errlen))
 		return -1;
 	/* with other ops asked for too, one rank simply has no pairs */
 	if (o->pairs && (x->be->nranks > 1 || o->nops == 0) && run_pairs(x))
@@ -686,7 +714,7 @@ static int sweep(struct ctx *x)
 	for (int i = 0; i < o->nops; i++) {
 		int64_t w = sweep_op(x, nw_coll_get(o->ops[i]));
 		if (w < 0)
-			return -1;
+			return (int)w;
 		wrong += w;
 	}
 	return wrong || x->pairs_wrong ? 1 : 0;
@@ -712,18 +740,21 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	double rdzv = o->rdzv_timeout_s;
 	if (rdzv <= 0)
 		rdzv = o->timeout_s > 0 && o->timeout_s < 300 ? o->timeout_s : 300;
-	if (nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp, rdzv, err, errlen))
-		return -1;
-	int rc = -1;
-	if (!open_backend(o, g, &be, err, errlen) && !backend_fits(o, be, err, errlen)) {
+	int rc = nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp, rdzv, err, errlen);
+	if (rc)
+		return rc;
+	rc = -1;
+	/* what the backend cannot do is the options' fault: -2 */
+	if (!open_backend(o, g, &be, err, errlen) && (rc = backend_fits(o, be, err, errlen) * 2) == 0) {
 		struct ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
 		fill_header(&run->h, o, be, g);
 		ctx_init(&x, o, be, g);
 		rc = sweep(&x);
 	}
 	if (rc < 0 && g->size > 1) {
-		/* tell the others before they wait on us forever, and name this rank to the caller */
-		nw_group_abort(g, err);
+		/* tell the others before they wait on us forever (a usage error stops every rank alike) */
+		if (rc == -1)
+			nw_group_abort(g, err);
 		name_rank(g, err, errlen);
 	}
 	if (be)

@@ -57,7 +57,10 @@ typedef void (*nw_bench_row_fn)(const struct nw_row *oop, const struct nw_row *i
  * it and owns it afterwards) and calls row_fn as rows complete (on the
  * rank that reports, rank 0). Returns 0 on success; 1 when every
  * collective ran but verification found wrong elements; -1 with err filled
- * when something failed (no GPU, NCCL error, timeout, a peer that died).
+ * when something failed (no GPU, NCCL error, timeout, a peer that died);
+ * -2 with err when the options ask what cannot be done (a type or a root
+ * the backend refuses, bad launcher variables): every rank finds the same
+ * and says so, so the others are not aborted.
  */
 int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
                  void *arg, char *err, size_t errlen);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd/cli.h"
@@ -168,8 +169,8 @@ static int take_opt(int c, const char *arg, const char *name, struct bench_cli *
 	case 'b': case 'e': case 'i': case 'f': case 'T': case 'r': case OPT_RDZV: case OPT_BACKEND:
 		return value_opt(c, arg, name, o, err, errlen);
 	case 'J':
-	case OPT_JSON: cli->json_path = arg; return 0;
-	case OPT_CSV: cli->csv_path = arg; return 0;
+	case OPT_JSON: cli->json_path = arg; nw_strlcpy(cli->json_opt, name, sizeof(cli->json_opt)); return 0;
+	case OPT_CSV: cli->csv_path = arg; nw_strlcpy(cli->csv_opt, name, sizeof(cli->csv_opt)); return 0;
 	case OPT_PER_RANK: o->per_rank = 1; return 0;
 	case OPT_PAIRS: o->pairs = 1; return 0;
 	case OPT_NCCL_LIB: o->nccl_lib = arg; return 0;
@@ -192,6 +193,44 @@ static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
 		return nw_error("%s: -f 1 with -i 0 would never advance; give -f > 1 or -i > 0", cmd), 2;
 	if (o->oop_only && o->ip_only)
 		return nw_error("%s: --oop-only and --ip-only exclude each other", cmd), 2;
+	return 0;
+}
+
+/* Started by a launcher as a rank other than 0 (which writes no output files)? */
+static int other_rank(void)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK", "SLURM_PROCID" };
+	for (size_t i = 0; i < NW_ARRAY_LEN(vars); i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v && strcmp(v, "0") != 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * An output file (opt PATH) must be writable before the run starts, not
+ * found unwritable after it: the file itself, or else its directory.
+ * 0, or 2 after printing why.
+ */
+static int check_output(const char *cmd, const char *opt, const char *path)
+{
+	struct stat st;
+	if (!path || !strcmp(path, "-") || other_rank())
+		return 0;
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return nw_error("%s: %s '%s' is a directory; give a file name", cmd, opt, path), 2;
+		if (access(path, W_OK) != 0)
+			return nw_error("%s: %s '%s' cannot be written: %m", cmd, opt, path), 2;
+		return 0;
+	}
+	char dir[4096];
+	nw_path_dir(path, dir, sizeof(dir));
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return nw_error("%s: %s '%s': the directory '%s' does not exist", cmd, opt, path, dir), 2;
+	if (access(dir, W_OK | X_OK) != 0)
+		return nw_error("%s: %s '%s' cannot be created in '%s': %m", cmd, opt, path, dir), 2;
 	return 0;
 }
 
@@ -233,7 +272,8 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		if (bad)
 			return nw_error("%s: %s; see 'ncclwatch help %s'", cmd, err, cmd), 2;
 	}
-	if (nw_cli_no_operands(cmd, argc, argv) || check_sweep(&cli->o, cmd))
+	if (nw_cli_no_operands(cmd, argc, argv) || check_sweep(&cli->o, cmd) ||
+	    check_output(cmd, cli->json_opt, cli->json_path) || check_output(cmd, cli->csv_opt, cli->csv_path))
 		return 2;
 	if (cli->o.pairs && !op_given)
 		cli->o.nops = 0; /* --pairs alone: only the pairs */
@@ -482,7 +522,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 		if (cli->table && cli->cur_op)
 			fflush(stdout);
 		nw_error("%s: %s", cmd, err);
-		status = 3;
+		status = rc == -2 ? 2 : 3;
 	} else {
 		status = rc ? 1 : 0;
 		if (run.h.rank == 0) {

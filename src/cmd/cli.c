@@ -92,9 +92,13 @@ int nw_cli_store_opt(int c, const char *arg, struct nw_store_opts *so)
 	case NW_OPT_DB:
 		if (!arg || !*arg)
 			return nw_error("--db needs a file path (the history database)");
+		if (so->disabled)
+			return nw_error("--db and --no-history exclude each other: give one");
 		so->db_path = arg;
 		return 1;
 	case NW_OPT_NO_HISTORY:
+		if (so->db_path)
+			return nw_error("--db and --no-history exclude each other: give one");
 		so->disabled = 1;
 		return 1;
 	default:

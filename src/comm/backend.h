@@ -75,6 +75,7 @@ struct nw_backend {
 	int dtype_ok[NW_NDTYPES]; /* types this backend can reduce */
 	int graphs;             /* graph_* usable */
 	struct nw_group *group; /* the process group (for host-side exchange) */
+	double timeout_s;       /* -T: how long a launch of a blocking backend may wait for peers (0: no limit) */
 	/* Description for the run header and per-rank output. */
 	int gpu[64];            /* device ordinal of each local rank, -1 for hosts */
 	char gpus[512];         /* "2 x NVIDIA H200" */

@@ -11,11 +11,13 @@
 
 #if NW_HAVE_MPI
 #include "comm/mpi_abi.h"
+#include "comm/mpi_wait.h"
 
 struct mpi_priv {
 	char *send, *recv;
 	size_t bytes;
 	void *staging;
+	char *swap;     /* in-place sendrecv receives here first; p->bytes, made when first needed */
 };
 
 static struct mpi_priv *P(struct nw_backend *be)
@@ -61,7 +63,8 @@ static int be_alloc(struct nw_backend *be, size_t bytes, char *err, size_t errle
 	struct mpi_priv *p = P(be);
 	free(p->send);
 	free(p->recv);
-	p->send = p->recv = NULL;
+	free(p->swap);
+	p->send = p->recv = p->swap = NULL;
 	bytes = (bytes + 4095) & ~(size_t)4095;
 	if (posix_memalign((void **)&p->send, 4096, bytes) || posix_memalign((void **)&p->recv, 4096, bytes))
 		return nw_seterr(err, errlen, "too little host memory for 2 x %.2f GiB buffers; lower -e",
@@ -88,6 +91,69 @@ static void divide(void *buf, size_t count, int t, int n)
 	}
 }
 
+/*
+ * Sendrecv as two nonblocking halves (to -1: this rank sits out). In place,
+ * the message comes into p->swap and is copied over r once sent and received.
+ */
+static int start_sendrecv(struct mpi_priv *p, const char *s, char *r, int cnt, MPI_Datatype t, int to, int from,
+                          int inplace, MPI_Request *rq, int *nrq)
+{
+	if (inplace && !p->swap)
+		p->swap = nw_malloc(p->bytes);
+	char *in = inplace ? p->swap : r;
+	int rc = MPI_Irecv(in, cnt, t, from, 0, MPI_COMM_WORLD, &rq[0]);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Isend(inplace ? r : s, cnt, t, to, 0, MPI_COMM_WORLD, &rq[1]);
+	*nrq = rc == MPI_SUCCESS ? 2 : 0;
+	return rc;
+}
+
+/* Starts one call as MPI's nonblocking collective; the requests go to rq (*nrq of them). */
+static int start_call(struct nw_backend *be, const struct nw_call *c, char *s, char *r, MPI_Request *rq, int *nrq)
+{
+	int rank = be->rank0, n = be->nranks;
+	int cnt = (int)c->count;
+	MPI_Datatype t = mpi_type(c->dtype);
+	MPI_Op op = mpi_op(c->redop);
+	MPI_Comm w = MPI_COMM_WORLD;
+	const void *in = c->inplace ? MPI_IN_PLACE : s;
+	int root_in = c->inplace && rank == c->root;
+	*nrq = 1;
+	switch (c->op) {
+	case NW_ALL_REDUCE: return MPI_Iallreduce(in, r, cnt, t, op, w, rq);
+	case NW_ALL_GATHER: return MPI_Iallgather(in, cnt, t, r, cnt, t, w, rq);
+	case NW_REDUCE_SCATTER:
+		/* in place, MPI reads the whole input at the buffer's start and leaves our chunk there */
+		return MPI_Ireduce_scatter_block(c->inplace ? MPI_IN_PLACE : s, c->inplace ? s : r, cnt, t, op, w, rq);
+	case NW_BROADCAST:
+		if (!c->inplace && rank == c->root)
+			memcpy(r, s, (size_t)cnt * nw_dtype_size(c->dtype));
+		return MPI_Ibcast(r, cnt, t, c->root, w, rq);
+	case NW_REDUCE: return MPI_Ireduce(root_in ? MPI_IN_PLACE : s, r, cnt, t, op, c->root, w, rq);
+	case NW_ALLTOALL: return MPI_Ialltoall(in, cnt, t, r, cnt, t, w, rq);
+	case NW_GATHER: return MPI_Igather(root_in ? MPI_IN_PLACE : s, cnt, t, r, cnt, t, c->root, w, rq);
+	case NW_SCATTER: return MPI_Iscatter(s, cnt, t, root_in ? MPI_IN_PLACE : r, cnt, t, c->root, w, rq);
+	case NW_SENDRECV: {
+		int to = (rank + 1) % n, from = (rank - 1 + n) % n;
+		*nrq = 0;
+		if (c->pair) {
+			to = from = nw_call_pair_peer(c, rank);
+			if (to < 0)
+				return MPI_SUCCESS;
+		}
+		return start_sendrecv(P(be), s, r, cnt, t, to, from, c->inplace, rq, nrq);
+	}
+	default: /* refused by the caller */
+		*nrq = 0;
+		return MPI_SUCCESS;
+	}
+}
+
+/*
+ * One call, started nonblocking and waited on for at most -T, so that a
+ * stopped or dead peer ends the run naming it; then what MPI leaves to us
+ * (avg's division, the in-place moves). 0, or -1 with err.
+ */
 static int one_call(struct nw_backend *be, const struct nw_call *c, char *err, size_t errlen)
 {
 	struct mpi_priv *p = P(be);
@@ -96,70 +162,28 @@ static int one_call(struct nw_backend *be, const struct nw_call *c, char *err, s
 	nw_call_offsets(c, rank, &soff, &roff);
 	char *s = (c->inplace ? p->recv : p->send) + soff;
 	char *r = p->recv + roff;
-	int cnt = (int)c->count;
-	size_t es = nw_dtype_size(c->dtype);
-	MPI_Datatype t = mpi_type(c->dtype);
-	MPI_Op op = mpi_op(c->redop);
-	MPI_Comm w = MPI_COMM_WORLD;
-	int rc = MPI_SUCCESS;
+	size_t cnt = (size_t)c->count, es = nw_dtype_size(c->dtype);
+	if ((unsigned)c->op >= NW_NOPS)
+		return nw_seterr(err, errlen, "internal: unknown op %d", c->op);
+	const char *name = nw_coll_get(c->op)->name;
 	if (c->count * (uint64_t)n > (uint64_t)INT32_MAX)
 		return nw_seterr(err, errlen, "%s of %llu elements per rank: MPI counts are limited to 2^31-1 "
-		                 "elements; lower -e for the MPI backend", nw_coll_get(c->op)->name,
-		                 (unsigned long long)c->count);
-	const void *in = c->inplace ? MPI_IN_PLACE : s;
-	switch (c->op) {
-	case NW_ALL_REDUCE:
-		rc = MPI_Allreduce(in, r, cnt, t, op, w);
-		if (!rc && c->redop == NW_AVG)
-			divide(r, (size_t)cnt, c->dtype, n);
-		break;
-	case NW_ALL_GATHER:
-		rc = MPI_Allgather(in, cnt, t, r, cnt, t, w);
-		break;
-	case NW_REDUCE_SCATTER:
-		/* in place, MPI reads the whole input at the buffer's start and leaves our chunk there */
-		rc = MPI_Reduce_scatter_block(c->inplace ? MPI_IN_PLACE : s, c->inplace ? s : r, cnt, t, op, w);
-		if (!rc && c->inplace && rank)
-			memmove(r, s, (size_t)cnt * es);
-		if (!rc && c->redop == NW_AVG)
-			divide(r, (size_t)cnt, c->dtype, n);
-		break;
-	case NW_BROADCAST:
-		if (!c->inplace && rank == c->root)
-			memcpy(r, s, (size_t)cnt * es);
-		rc = MPI_Bcast(r, cnt, t, c->root, w);
-		break;
-	case NW_REDUCE:
-		rc = MPI_Reduce(c->inplace && rank == c->root ? MPI_IN_PLACE : s, r, cnt, t, op, c->root, w);
-		if (!rc && c->redop == NW_AVG && rank == c->root)
-			divide(r, (size_t)cnt, c->dtype, n);
-		break;
-	case NW_ALLTOALL:
-		rc = MPI_Alltoall(in, cnt, t, r, cnt, t, w);
-		break;
-	case NW_SENDRECV: {
-		int to = (rank + 1) % n, from = (rank - 1 + n) % n;
-		if (c->pair) {
-			to = from = nw_call_pair_peer(c, rank);
-			if (to < 0)
-				break;
-		}
-		if (c->inplace)
-			rc = MPI_Sendrecv_replace(r, cnt, t, to, 0, from, 0, w, MPI_STATUS_IGNORE);
-		else
-			rc = MPI_Sendrecv(s, cnt, t, to, 0, r, cnt, t, from, 0, w, MPI_STATUS_IGNORE);
-		break;
-	}
-	case NW_GATHER:
-		rc = MPI_Gather(c->inplace && rank == c->root ? MPI_IN_PLACE : s, cnt, t, r, cnt, t, c->root, w);
-		break;
-	case NW_SCATTER:
-		rc = MPI_Scatter(s, cnt, t, c->inplace && rank == c->root ? MPI_IN_PLACE : r, cnt, t, c->root, w);
-		break;
-	default:
-		return nw_seterr(err, errlen, "internal: unknown op %d", c->op);
-	}
-	return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, nw_coll_get(c->op)->name, err, errlen);
+		                 "elements; lower -e for the MPI backend", name, (unsigned long long)c->count);
+	MPI_Request rq[2];
+	int nrq = 0;
+	int rc = start_call(be, c, s, r, rq, &nrq);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(rc, name, err, errlen);
+	if (nrq && nw_mpi_wait(be->group, rq, nrq, be->timeout_s, name, err, errlen))
+		return -1;
+	if (c->op == NW_REDUCE_SCATTER && c->inplace && rank)
+		memmove(r, s, cnt * es);
+	if (c->op == NW_SENDRECV && c->inplace && nrq)
+		memcpy(r, p->swap, cnt * es);
+	int divided = c->op == NW_ALL_REDUCE || c->op == NW_REDUCE_SCATTER || (c->op == NW_REDUCE && rank == c->root);
+	if (divided && c->redop == NW_AVG)
+		divide(r, cnt, c->dtype, n);
+	return 0;
 }
 
 static int be_launch(struct nw_backend *be, const struct nw_call *c, int agg, char *err, size_t errlen)
@@ -234,6 +258,7 @@ static void be_destroy(struct nw_backend *be)
 		free(p->send);
 		free(p->recv);
 		free(p->staging);
+		free(p->swap);
 		free(p);
 	}
 	free(be);

@@ -70,7 +70,7 @@ int nw_boot_init(struct nw_boot **out, const char *fingerprint, double timeout_s
 	*out = NULL;
 	int r = nw_boot_env_parse(env_get, NULL, &e, err, errlen);
 	if (r <= 0)
-		return r;
+		return r < 0 ? -2 : 0; /* bad variables are the user's to fix: a usage error */
 	if (!(timeout_s > 0) || timeout_s > 1e6)
 		return nw_seterr(err, errlen, "bootstrap timeout %g s is out of range: give a positive number of seconds",
 		                 timeout_s);

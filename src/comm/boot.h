@@ -32,8 +32,9 @@ struct nw_boot; /* opaque */
  * (the caller owns it: nw_boot_close) when RANK/WORLD_SIZE or an srun task
  * say this is a multi-process launch (WORLD_SIZE=1 included: every call
  * then works locally); 0 with *out NULL when no such variables are set (a
- * single-process run); -1 with err filled on a bad combination (the message
- * names the variable and its value) or when the ranks could not be joined.
+ * single-process run); -2 with err filled on a bad combination (the message
+ * names the variable and its value); -1 with err when the ranks could not
+ * be joined.
  * 'fingerprint' is text every rank must agree on (tool version and the
  * normalized arguments): a difference is refused on every rank, naming the
  * ranks, their hosts and the differing text. timeout_s bounds every wait.

@@ -6,6 +6,7 @@
 
 #if NW_HAVE_MPI
 #include "comm/mpi_abi.h"
+#include "comm/mpi_wait.h"
 #endif
 
 #include "comm/boot.h"
@@ -40,6 +41,90 @@ static int mpi_err(char *err, size_t errlen, const char *what, int rc)
 	return nw_seterr(err, errlen, "MPI %s failed: %s", what, s);
 }
 
+/* How long the ranks still running answer a roll call after a timeout. */
+#define ROLL_CALL_S 2.0
+#define ROLL_CALL_TAG 0x4e57
+
+/* The communicator of roll calls, apart from the run's traffic (g->priv under MPI). */
+static MPI_Comm roll_comm(const struct nw_group *g)
+{
+	return *(MPI_Comm *)g->priv;
+}
+
+/*
+ * After a timeout: every rank that times out sends its number to every
+ * other and listens for theirs for ROLL_CALL_S seconds. Writes the ranks
+ * that did not answer, as "1,3", into out (empty: every rank answered).
+ */
+static void roll_call(const struct nw_group *g, char *out, size_t outlen)
+{
+	int n = g->size;
+	int32_t me = g->rank;
+	int32_t *heard = nw_calloc((size_t)n, sizeof(int32_t));
+	int *done = nw_calloc((size_t)n, sizeof(int));
+	MPI_Request *rq = nw_calloc((size_t)n * 2, sizeof(MPI_Request));
+	for (int p = 0; p < n; p++) {
+		if (p == me) {
+			done[p] = 1;
+			continue;
+		}
+		MPI_Irecv(&heard[p], 1, MPI_INT32_T, p, ROLL_CALL_TAG, roll_comm(g), &rq[p]);
+		MPI_Isend(&me, 1, MPI_INT32_T, p, ROLL_CALL_TAG, roll_comm(g), &rq[n + p]);
+	}
+	double end = nw_now() + ROLL_CALL_S;
+	int left = n - 1;
+	while (left > 0 && nw_now() < end)
+		for (int p = 0; p < n; p++) {
+			int flag = 0;
+			if (!done[p] && MPI_Test(&rq[p], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag) {
+				done[p] = 1;
+				left--;
+			}
+		}
+	size_t used = 0;
+	out[0] = '\0';
+	for (int p = 0; p < n && used + 16 < outlen; p++)
+		if (!done[p])
+			used += (size_t)snprintf(out + used, outlen - used, "%s%d", used ? "," : "", p);
+	/* the requests left pending are MPI's until the job is aborted */
+	free(heard);
+	free(done);
+	free(rq);
+}
+
+int nw_mpi_wait(struct nw_group *g, MPI_Request *req, int n, double timeout_s, const char *what,
+                char *err, size_t errlen)
+{
+	double prev = nw_now(), end = timeout_s > 0 ? prev + timeout_s : 0, stalled = 0;
+	for (int i = 0; i < n; i++) {
+		int flag = 0;
+		while (!flag) {
+			int rc = MPI_Test(&req[i], &flag, MPI_STATUS_IGNORE);
+			if (rc != MPI_SUCCESS)
+				return mpi_err(err, errlen, what, rc);
+			double now = nw_now();
+			if (now - prev > stalled)
+				stalled = now - prev;
+			prev = now;
+			if (!flag && end > 0 && now > end)
+				goto timeout;
+		}
+	}
+	return 0;
+timeout:
+	if (stalled > 1)
+		return nw_seterr(err, errlen, "MPI %s not done within %.0f s (-T): this rank was itself stopped for %.0f s",
+		                 what, timeout_s, stalled);
+	char missing[256];
+	roll_call(g, missing, sizeof(missing));
+	if (!missing[0])
+		return nw_seterr(err, errlen, "MPI %s not done within %.0f s (-T), though every rank answered a roll "
+		                 "call: MPI itself is stuck; raise -T if the sizes are that slow", what, timeout_s);
+	return nw_seterr(err, errlen, "MPI %s not done within %.0f s (-T): rank%s %s did not answer (stopped, dead "
+	                 "or unreachable); the job is ended", what, timeout_s, strchr(missing, ',') ? "s" : "",
+	                 missing);
+}
+
 static int mpi_open(struct nw_group *g, const char *fingerprint, char *err, size_t errlen)
 {
 	if (nw_mpi_load(err, errlen) != 0)
@@ -53,6 +138,8 @@ static int mpi_open(struct nw_group *g, const char *fingerprint, char *err, size
 			return mpi_err(err, errlen, "init", rc);
 	}
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	g->priv = nw_calloc(1, sizeof(MPI_Comm));
+	MPI_Comm_dup(MPI_COMM_WORLD, g->priv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &g->rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &g->size);
 	MPI_Comm node;
@@ -64,10 +151,11 @@ static int mpi_open(struct nw_group *g, const char *fingerprint, char *err, size
 	/* Every rank must run the same version with the same arguments. */
 	uint64_t mine = fnv(fingerprint);
 	uint64_t *all = nw_calloc((size_t)g->size, sizeof(uint64_t));
-	int rc = MPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
-	if (rc != MPI_SUCCESS) {
+	MPI_Request rq;
+	int rc = MPI_Iallgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD, &rq);
+	if (rc != MPI_SUCCESS || nw_mpi_wait(g, &rq, 1, g->timeout_s, "allgather of the rank list", err, errlen)) {
 		free(all);
-		return mpi_err(err, errlen, "allgather", rc);
+		return rc != MPI_SUCCESS ? mpi_err(err, errlen, "allgather", rc) : -1;
 	}
 	char bad[256] = "";
 	size_t used = 0;
@@ -87,8 +175,8 @@ static int mpi_open(struct nw_group *g, const char *fingerprint, char *err, size
 int nw_group_open(struct nw_group **out, int force_mpi, const char *fingerprint, double timeout_s,
                   char *err, size_t errlen)
 {
-	(void)timeout_s;
 	struct nw_group *g = nw_calloc(1, sizeof(*g));
+	g->timeout_s = timeout_s;
 	nw_hostname(g->host, sizeof(g->host));
 	g->size = g->local_size = 1;
 	*out = NULL;
@@ -97,6 +185,7 @@ int nw_group_open(struct nw_group **out, int force_mpi, const char *fingerprint,
 		g->kind = NW_GROUP_MPI;
 		g->kind_name = "mpi";
 		if (mpi_open(g, fingerprint, err, errlen) != 0) {
+			free(g->priv);
 			free(g);
 			return -1;
 		}
@@ -114,7 +203,7 @@ int nw_group_open(struct nw_group **out, int force_mpi, const char *fingerprint,
 	int env = nw_boot_init(&b, fingerprint, timeout_s > 0 ? timeout_s : 300, err, errlen);
 	if (env < 0) {
 		free(g);
-		return -1;
+		return env;
 	}
 	if (env > 0) {
 		g->kind = NW_GROUP_ENV;
@@ -137,8 +226,11 @@ int nw_group_bcast(struct nw_group *g, void *buf, size_t len, int root, char *er
 {
 #if NW_HAVE_MPI
 	if (g->kind == NW_GROUP_MPI) {
-		int rc = MPI_Bcast(buf, (int)len, MPI_BYTE, root, MPI_COMM_WORLD);
-		return rc == MPI_SUCCESS ? 0 : mpi_err(err, errlen, "broadcast", rc);
+		MPI_Request rq;
+		int rc = MPI_Ibcast(buf, (int)len, MPI_BYTE, root, MPI_COMM_WORLD, &rq);
+		if (rc != MPI_SUCCESS)
+			return mpi_err(err, errlen, "broadcast", rc);
+		return nw_mpi_wait(g, &rq, 1, g->timeout_s, "broadcast", err, errlen);
 	}
 #endif
 	if (g->kind == NW_GROUP_ENV)
@@ -151,8 +243,11 @@ int nw_group_allgather(struct nw_group *g, const void *mine, void *all, size_t l
 {
 #if NW_HAVE_MPI
 	if (g->kind == NW_GROUP_MPI) {
-		int rc = MPI_Allgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, MPI_COMM_WORLD);
-		return rc == MPI_SUCCESS ? 0 : mpi_err(err, errlen, "allgather", rc);
+		MPI_Request rq;
+		int rc = MPI_Iallgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, MPI_COMM_WORLD, &rq);
+		if (rc != MPI_SUCCESS)
+			return mpi_err(err, errlen, "allgather", rc);
+		return nw_mpi_wait(g, &rq, 1, g->timeout_s, "allgather", err, errlen);
 	}
 #endif
 	if (g->kind == NW_GROUP_ENV)
@@ -167,8 +262,11 @@ int nw_group_barrier(struct nw_group *g, char *err, size_t errlen)
 {
 #if NW_HAVE_MPI
 	if (g->kind == NW_GROUP_MPI) {
-		int rc = MPI_Barrier(MPI_COMM_WORLD);
-		return rc == MPI_SUCCESS ? 0 : mpi_err(err, errlen, "barrier", rc);
+		MPI_Request rq;
+		int rc = MPI_Ibarrier(MPI_COMM_WORLD, &rq);
+		if (rc != MPI_SUCCESS)
+			return mpi_err(err, errlen, "barrier", rc);
+		return nw_mpi_wait(g, &rq, 1, g->timeout_s, "barrier", err, errlen);
 	}
 #endif
 	if (g->kind == NW_GROUP_ENV)
@@ -216,9 +314,13 @@ void nw_group_close(struct nw_group *g)
 	if (g->kind == NW_GROUP_MPI && !mpi_aborting) {
 		int fin = 0;
 		MPI_Finalized(&fin);
-		if (!fin)
+		if (!fin) {
+			MPI_Comm_free(g->priv);
 			MPI_Finalize();
+		}
 	}
+	if (g->kind == NW_GROUP_MPI)
+		free(g->priv);
 #endif
 	free(g);
 }

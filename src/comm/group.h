@@ -17,6 +17,7 @@ struct nw_group {
 	int local_rank, local_size;
 	const char *kind_name;     /* "local", "mpi", "env" */
 	char host[64];
+	double timeout_s;          /* an exchange not done in this long fails, naming who is missing; 0: no limit */
 	void *priv;
 };
 
@@ -27,7 +28,8 @@ int nw_group_mpi_launched(void);
  * Join the run's process group: MPI when launched by MPI (or force_mpi),
  * env rendezvous when RANK/WORLD_SIZE or Slurm variables say so, else a
  * group of one. 'fingerprint' must be equal on every process (tool
- * version and arguments): a mismatch is refused by name.
+ * version and arguments): a mismatch is refused by name. 0; -1 with err;
+ * -2 with err when the launcher's variables are wrong (a usage error).
  */
 int nw_group_open(struct nw_group **out, int force_mpi, const char *fingerprint, double timeout_s,
                   char *err, size_t errlen);

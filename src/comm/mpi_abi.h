@@ -29,6 +29,7 @@ typedef struct nw_ompi_op *MPI_Op;
 typedef struct nw_ompi_info *MPI_Info;
 typedef struct nw_ompi_errhandler *MPI_Errhandler;
 typedef struct nw_ompi_status MPI_Status; /* only ever MPI_STATUS_IGNORE here */
+typedef struct nw_ompi_request *MPI_Request;
 
 /* Open MPI's constants (mpi.h of 4.x and 5.x). */
 #define MPI_SUCCESS 0
@@ -65,6 +66,20 @@ struct nw_mpi_api {
 	int (*Sendrecv)(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype, int, int,
 	                MPI_Comm, MPI_Status *);
 	int (*Sendrecv_replace)(void *, int, MPI_Datatype, int, int, int, int, MPI_Comm, MPI_Status *);
+	/* Nonblocking forms, so that a wait can end at a deadline (-T). */
+	int (*Comm_dup)(MPI_Comm, MPI_Comm *);
+	int (*Test)(MPI_Request *, int *, MPI_Status *);
+	int (*Isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+	int (*Irecv)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+	int (*Ibarrier)(MPI_Comm, MPI_Request *);
+	int (*Ibcast)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
+	int (*Iallgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm, MPI_Request *);
+	int (*Iallreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+	int (*Ireduce)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm, MPI_Request *);
+	int (*Ireduce_scatter_block)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+	int (*Ialltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm, MPI_Request *);
+	int (*Igather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
+	int (*Iscatter)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
 	MPI_Comm comm_world;
 	MPI_Info info_null;
 	MPI_Errhandler errors_return;
@@ -96,6 +111,19 @@ extern struct nw_mpi_api nw_mpi;
 #define MPI_Scatter nw_mpi.Scatter
 #define MPI_Sendrecv nw_mpi.Sendrecv
 #define MPI_Sendrecv_replace nw_mpi.Sendrecv_replace
+#define MPI_Comm_dup nw_mpi.Comm_dup
+#define MPI_Test nw_mpi.Test
+#define MPI_Isend nw_mpi.Isend
+#define MPI_Irecv nw_mpi.Irecv
+#define MPI_Ibarrier nw_mpi.Ibarrier
+#define MPI_Ibcast nw_mpi.Ibcast
+#define MPI_Iallgather nw_mpi.Iallgather
+#define MPI_Iallreduce nw_mpi.Iallreduce
+#define MPI_Ireduce nw_mpi.Ireduce
+#define MPI_Ireduce_scatter_block nw_mpi.Ireduce_scatter_block
+#define MPI_Ialltoall nw_mpi.Ialltoall
+#define MPI_Igather nw_mpi.Igather
+#define MPI_Iscatter nw_mpi.Iscatter
 
 #define MPI_COMM_WORLD nw_mpi.comm_world
 #define MPI_INFO_NULL nw_mpi.info_null

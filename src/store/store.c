@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -16,6 +17,8 @@
 struct nw_store {
 	sqlite3 *db;
 	double busy_since;      /* busy_wait's clock */
+	double lock_wait_s;     /* the longest wait for another process's lock (NCCLWATCH_LOCK_TIMEOUT) */
+	double retry_until;     /* exec_retry's and query_ints' deadline (0: none running) */
 	unsigned seed;          /* for pauses that differ between processes */
 	char path[PATH_MAX];
 };
@@ -135,6 +138,13 @@ static int make_parent_dirs(const char *path, char *err, size_t errlen)
 static int db_err(struct nw_store *s, const char *what, char *err, size_t errlen)
 {
 	int code = sqlite3_errcode(s->db);
+	if (code == SQLITE_FULL || sqlite3_system_errno(s->db) == ENOSPC)
+		return nw_seterr(err, errlen, "history database '%s': %s: disk full; free space on its file system or "
+		                 "give another --db PATH", s->path, what);
+	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+		return nw_seterr(err, errlen, "history database '%s': %s: another process held it locked for %g s; "
+		                 "try again, or wait longer with NCCLWATCH_LOCK_TIMEOUT=SECONDS", s->path, what,
+		                 s->lock_wait_s);
 	if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
 		return nw_seterr(err, errlen, "history database '%s' is damaged (%s: %s); move it aside, ncclwatch will start a new one",
 		                 s->path, what, sqlite3_errmsg(s->db));
@@ -147,10 +157,16 @@ static void pause_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-#define BUSY_WAIT_S 30.0
+#define LOCK_WAIT_S 15.0
+
+/* Has the wait for a lock run out (this statement's, or the retries' in all)? */
+static int waited_out(const struct nw_store *s, double now)
+{
+	return now - s->busy_since > s->lock_wait_s || (s->retry_until > 0 && now > s->retry_until);
+}
 
 /*
- * Busy handler: short random pauses (1-8 ms) for up to BUSY_WAIT_S seconds.
+ * Busy handler: short random pauses (1-8 ms) for up to s->lock_wait_s.
  * SQLite's own timeout handler backs off to 100 ms sleeps, which with a
  * dozen writers leaves the lock idle most of the time; transactions here
  * last a few milliseconds, so waiters retry often instead.
@@ -160,7 +176,7 @@ static int busy_wait(void *arg, int count)
 	struct nw_store *s = arg;
 	if (count == 0)
 		s->busy_since = nw_now();
-	else if (nw_now() - s->busy_since > BUSY_WAIT_S)
+	else if (waited_out(s, nw_now()))
 		return 0;
 	pause_ms(1 + rand_r(&s->seed) % (count < 8 ? count + 1 : 8));
 	return 1;
@@ -169,14 +185,17 @@ static int busy_wait(void *arg, int count)
 /*
  * Run one statement that may meet SQLITE_BUSY (another process holds the
  * write lock past the busy timeout, or a WAL recovery is under way):
- * retried for up to about a minute in all.
+ * retried for up to s->lock_wait_s in all.
  */
 static int exec_retry(struct nw_store *s, const char *sql)
 {
+	s->retry_until = nw_now() + s->lock_wait_s;
 	for (int attempt = 0; ; attempt++) {
 		int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200)
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200 || nw_now() > s->retry_until) {
+			s->retry_until = 0;
 			return rc;
+		}
 		pause_ms(5 + rand_r(&s->seed) % 50);
 	}
 }
@@ -189,6 +208,7 @@ static int query_ints(struct nw_store *s, const char *sql, long long *out, int n
 {
 	sqlite3_stmt *st = NULL;
 	int rc;
+	s->retry_until = nw_now() + s->lock_wait_s;
 	for (int attempt = 0; ; attempt++) {
 		rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
 		if (rc == SQLITE_OK) {
@@ -199,10 +219,11 @@ static int query_ints(struct nw_store *s, const char *sql, long long *out, int n
 			sqlite3_finalize(st);
 			st = NULL;
 		}
-		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200)
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200 || nw_now() > s->retry_until)
 			break;
 		pause_ms(5 + rand_r(&s->seed) % 50);
 	}
+	s->retry_until = 0;
 	return rc == SQLITE_ROW ? 0 : -1;
 }
 
@@ -307,24 +328,34 @@ static int check_magic(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **out, char *err,
-                  size_t errlen)
+/* "file:PATH?immutable=1", PATH escaped as a URI wants. */
+static void immutable_uri(const char *path, char *out, size_t outlen)
 {
-	*out = NULL;
-	struct stat st;
-	int exists = stat(path, &st) == 0;
-	if (exists && !S_ISREG(st.st_mode))
-		return nw_seterr(err, errlen, "history database '%s' is not a regular file; give another --db PATH", path);
-	if (!exists && mode == NW_STORE_READ)
-		return nw_seterr(err, errlen, "no history database at '%s': record a run first (bench, check or import) or give --db PATH", path);
-	if (exists && check_magic(path, err, errlen))
-		return -1;
-	if (!exists && make_parent_dirs(path, err, errlen))
-		return -1;
+	size_t n = (size_t)snprintf(out, outlen, "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p && n + 4 < outlen; p++)
+		n += (size_t)snprintf(out + n, outlen - n, strchr("%?#", *p) || *p < 0x21 || *p > 0x7e ? "%%%02X" : "%c", *p);
+	snprintf(out + n, outlen - n, "?immutable=1");
+}
 
+/*
+ * Opens path's database as SQLite (read-only: flags lack READWRITE), sets
+ * WAL (not when read-only: that is a write) and brings the schema up to
+ * date. 0 with *out; -1 with err (the handle closed).
+ */
+static int open_db(const char *path, int flags, double lock_wait_s, struct nw_store **out, char *err,
+                   size_t errlen)
+{
 	struct nw_store *s = nw_calloc(1, sizeof(*s));
 	nw_strlcpy(s->path, path, sizeof(s->path));
-	int flags = SQLITE_OPEN_READWRITE | (mode == NW_STORE_WRITE ? SQLITE_OPEN_CREATE : 0);
+	s->lock_wait_s = lock_wait_s;
+	*out = NULL;
+	char uri[PATH_MAX * 3 + 32];
+	if (flags & SQLITE_OPEN_READONLY) {
+		/* WAL needs side files it cannot create here; nobody can change the file through this directory */
+		immutable_uri(path, uri, sizeof(uri));
+		path = uri;
+		flags |= SQLITE_OPEN_URI;
+	}
 	if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
 		nw_seterr(err, errlen, "cannot open history database '%s': %s", path,
 		          s->db ? sqlite3_errmsg(s->db) : "out of memory");
@@ -338,6 +369,15 @@ int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **o
 	enum owner own;
 	if (check_usable(s, path, "reading its header", &own, &version, err, errlen))
 		goto fail;
+	if (flags & SQLITE_OPEN_READONLY) {
+		if (own == OWN_EMPTY || version < NW_STORE_SCHEMA_VERSION) {
+			nw_seterr(err, errlen, "history database '%s' needs a schema update that cannot be written here "
+			          "(read-only); record once where it is writable", path);
+			goto fail;
+		}
+		*out = s;
+		return 0;
+	}
 	/* Ours or empty from here on: safe to set the journal mode. */
 	long long dummy;
 	if (query_ints(s, "PRAGMA journal_mode = WAL", &dummy, 1) ||
@@ -353,6 +393,53 @@ int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **o
 	return 0;
 fail:
 	nw_store_close(s);
+	return -1;
+}
+
+/* Is path's directory (or the file) one this process cannot write? Then a reader opens read-only. */
+static int read_only_place(const char *path)
+{
+	char dir[PATH_MAX];
+	nw_path_dir(path, dir, sizeof(dir));
+	return access(dir, W_OK) != 0 || access(path, W_OK) != 0;
+}
+
+int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **out, char *err,
+                  size_t errlen)
+{
+	*out = NULL;
+	struct stat st;
+	double lock_wait = LOCK_WAIT_S;
+	const char *lw = getenv("NCCLWATCH_LOCK_TIMEOUT");
+	if (lw && *lw && nw_parse_duration(lw, &lock_wait, err, errlen))
+		return nw_seterr(err, errlen, "NCCLWATCH_LOCK_TIMEOUT='%s' is not a duration (seconds, as in 15 or 2m)", lw);
+	int exists = stat(path, &st) == 0;
+	if (exists && !S_ISREG(st.st_mode))
+		return nw_seterr(err, errlen, "history database '%s' is not a regular file; give another --db PATH", path);
+	if (!exists && mode == NW_STORE_READ)
+		return nw_seterr(err, errlen, "no history database at '%s': record a run first (bench, check or import) or give --db PATH", path);
+	if (exists && check_magic(path, err, errlen))
+		return -1;
+	if (!exists && make_parent_dirs(path, err, errlen))
+		return -1;
+	int created = 0;
+	if (!exists) {
+		/* a new history is the user's alone (SQLite gives its side files the same mode) */
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			return nw_seterr(err, errlen, "cannot create history database '%s': %s", path, strerror(errno));
+		created = fd >= 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	int flags = SQLITE_OPEN_READWRITE | (mode == NW_STORE_WRITE ? SQLITE_OPEN_CREATE : 0);
+	if (mode == NW_STORE_READ && read_only_place(path))
+		flags = SQLITE_OPEN_READONLY;
+	if (open_db(path, flags, lock_wait, out, err, errlen) == 0)
+		return 0;
+	/* a failed first open leaves no empty file behind for the next run to trip on */
+	if (created && stat(path, &st) == 0 && st.st_size == 0)
+		unlink(path);
 	return -1;
 }
 

@@ -322,3 +322,13 @@ void nw_parallel(int nthreads, void (*fn)(void *arg, int i, int n), void *arg)
 		if (started[i])
 			pthread_join(tid[i], NULL);
 }
+
+void nw_path_dir(const char *path, char *out, size_t outlen)
+{
+	nw_strlcpy(out, path, outlen);
+	char *slash = strrchr(out, '/');
+	if (!slash)
+		nw_strlcpy(out, ".", outlen);
+	else
+		slash[slash == out] = '\0';
+}

@@ -31,6 +31,8 @@ char *nw_strdup(const char *s);
 char *nw_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Copy with truncation, always NUL-terminated; returns strlen(src). */
 size_t nw_strlcpy(char *dst, const char *src, size_t size);
+/* The directory part of path into out: "." for a bare name, "/" for a file at the root. */
+void nw_path_dir(const char *path, char *out, size_t outlen);
 
 /*
  * Parse a byte size as nccl-tests does: a number (decimals allowed) with an

@@ -71,11 +71,11 @@ import json; d=json.load(open('$TMP/r4p.json'))
 assert all(len(r['ranks'])==4 and sorted(x['rank'] for x in r['ranks'])==[0,1,2,3] for r in d['results'])"
 
 run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi --no-history -d half
-expect_rc "mpi: half refused" 3
+expect_rc "mpi: half refused (usage: exit 2)" 2
 expect_err "mpi: half named" "'half' is not supported by the mpi backend"
 
 run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi --no-history -t 2
-expect_rc "mpi: -t 2 refused" 3
+expect_rc "mpi: -t 2 refused (usage: exit 2)" 2
 expect_err "mpi: -t names the backend it needs" "-t 2 \(threads\) needs the NCCL backend"
 
 # Table written to a file and JSON to stdout: no table mixed in.

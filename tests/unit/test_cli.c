@@ -113,8 +113,12 @@ static void history_options(void **state)
 	struct nw_store_opts so = { 0 };
 	assert_int_equal(nw_cli_store_opt(p.got[0], p.args[0], &so), 1);
 	assert_string_equal(so.db_path, "/tmp/h.db");
-	assert_int_equal(nw_cli_store_opt(p.got[1], p.args[1], &so), 1);
-	assert_int_equal(so.disabled, 1);
+	/* --db then --no-history (and the other way round) exclude each other */
+	assert_int_equal(nw_cli_store_opt(p.got[1], p.args[1], &so), -1);
+	struct nw_store_opts off = { 0 };
+	assert_int_equal(nw_cli_store_opt(p.got[1], p.args[1], &off), 1);
+	assert_int_equal(off.disabled, 1);
+	assert_int_equal(nw_cli_store_opt(p.got[0], p.args[0], &off), -1);
 	assert_int_equal(nw_cli_store_opt('g', "2", &so), 0);
 	assert_int_equal(nw_cli_store_opt(NW_OPT_DB, "", &so), -1);
 }

@@ -1,0 +1,112 @@
+#include "bench/hostmem.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+/* One number from the start of a file; 0 when it is not there or not a number ("max"). */
+static int read_u64(const char *path, uint64_t *v)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	int ok = fscanf(f, "%" SCNu64, v) == 1;
+	fclose(f);
+	return ok;
+}
+
+/* MemAvailable in bytes, or UINT64_MAX. */
+static uint64_t meminfo_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	uint64_t kb = 0;
+	int found = 0;
+	if (!f)
+		return UINT64_MAX;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "MemAvailable: %" SCNu64 " kB", &kb) == 1;
+	fclose(f);
+	return found ? kb * 1024 : UINT64_MAX;
+}
+
+/*
+ * Room left under the limits of the cgroup directory dir and its parents
+ * up to root (limit file lim, usage file use); UINT64_MAX when unlimited.
+ */
+static uint64_t cgroup_room(const char *root, char *dir, const char *lim, const char *use)
+{
+	uint64_t room = UINT64_MAX;
+	size_t rootlen = strlen(root);
+	for (;;) {
+		char p[1200];
+		uint64_t l, u = 0;
+		snprintf(p, sizeof(p), "%s/%s", dir, lim);
+		if (read_u64(p, &l)) {
+			snprintf(p, sizeof(p), "%s/%s", dir, use);
+			read_u64(p, &u);
+			uint64_t left = l > u ? l - u : 0;
+			if (left < room)
+				room = left;
+		}
+		char *slash = strrchr(dir, '/');
+		if (!slash || (size_t)(slash - dir) < rootlen)
+			return room;
+		*slash = '\0';
+	}
+}
+
+/*
+ * This process's cgroup directory under mount 'root', from its path in
+ * /proc/self/cgroup: the path as is, or (inside a cgroup namespace or a
+ * container's bind mount) its trailing part that exists under root.
+ */
+static int cgroup_dir(const char *root, const char *path, char *out, size_t outlen)
+{
+	for (const char *p = path; p; p = strchr(p + 1, '/')) {
+		snprintf(out, outlen, "%s%s", root, p);
+		FILE *f = fopen(out, "r");
+		if (f) {
+			fclose(f);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The room the memory cgroup of this process leaves (v1 "memory" or v2), or UINT64_MAX. */
+static uint64_t cgroup_available(void)
+{
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	char line[1024], dir[1100];
+	uint64_t room = UINT64_MAX;
+	if (!f)
+		return room;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL;
+		if (!path)
+			continue;
+		*path++ = '\0';
+		ctl++;
+		uint64_t r = UINT64_MAX;
+		if (!strcmp(ctl, "memory") && cgroup_dir("/sys/fs/cgroup/memory", path, dir, sizeof(dir)))
+			r = cgroup_room("/sys/fs/cgroup/memory", dir, "memory.limit_in_bytes", "memory.usage_in_bytes");
+		else if (!*ctl && cgroup_dir("/sys/fs/cgroup", path, dir, sizeof(dir)))
+			r = cgroup_room("/sys/fs/cgroup", dir, "memory.max", "memory.current");
+		if (r < room)
+			room = r;
+	}
+	fclose(f);
+	return room;
+}
+
+uint64_t nw_host_mem_available(char *why, size_t whylen)
+{
+	uint64_t mem = meminfo_available(), cg = cgroup_available();
+	nw_strlcpy(why, cg < mem ? "cgroup memory limit" : "MemAvailable", whylen);
+	return cg < mem ? cg : mem;
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# bench when a peer, the memory or an output path fails it: a stopped MPI
+# rank ends the job within -T + 5 s naming it, memory is checked before it
+# is allocated, usage errors exit 2 before the run.
+. "$(dirname "$0")/lib.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export NCCLWATCH_CUDA_LIB=/nonexistent/libcuda.so.1
+export ASAN_OPTIONS=detect_leaks=0
+
+# Starts an MPI bench of $1 ranks in the background (the rest: bench options),
+# stops rank 1 once it is in the sweep, and waits: RC, $OUT, $ERR and ELAPSED (s).
+stop_one_rank() {
+	local np=$1; shift
+	timeout 120 mpirun -np "$np" env NW_FAULT_MARK=$$ "$NW" bench --backend mpi --no-history "$@" >"$OUT" 2>"$ERR" &
+	local job=$! pid="" t
+	for t in $(seq 100); do
+		pid=$(grep -l "NW_FAULT_MARK=$$" /proc/[0-9]*/environ 2>/dev/null | while read -r f; do
+			d=${f%/environ}; tr '\0' '\n' <"$d/environ" | grep -qx "OMPI_COMM_WORLD_RANK=1" && echo "${d#/proc/}"; done | head -1)
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	sleep 2 # past MPI's start, inside the sweep
+	local start=$SECONDS
+	kill -STOP "$pid"
+	wait "$job"; RC=$?
+	ELAPSED=$((SECONDS - start))
+	kill -CONT "$pid" 2>/dev/null; kill -KILL "$pid" 2>/dev/null
+}
+
+# Item 3: a stopped MPI peer and -T.
+for np in 2 3; do
+	stop_one_rank "$np" -b 8 -e 64K -f 2 -n 1000000 -T 5
+	expect_rc "mpi np=$np, rank 1 stopped: exit 3" 3
+	expect_true "mpi np=$np, rank 1 stopped: ends within -T + 5 s (took ${ELAPSED}s)" test "$ELAPSED" -le 10
+	expect_err "mpi np=$np, rank 1 stopped: named by the others" "rank 0 on [^:]+: MPI all_reduce not done within 5 s \(-T\): rank 1 did not answer"
+done
+
+# Item 8: host buffers are checked against the memory left (here a cgroup
+# limit of 300 MiB) before they are allocated, not left to the OOM killer.
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then cg=/sys/fs/cgroup/ncclwatch_test_$$ lim=memory.max
+else cg=/sys/fs/cgroup/memory/ncclwatch_test_$$ lim=memory.limit_in_bytes; fi
+if mkdir "$cg" 2>/dev/null && echo 300M >"$cg/$lim"; then
+	run bash -c "echo \$\$ >$cg/cgroup.procs && exec mpirun -np 2 $NW bench --backend mpi --no-history -b 256M -e 256M --op all_gather -n 1 -w 0"
+	expect_rc "mpi -e 256M under a 300 MiB cgroup: exit 3" 3
+	expect_err "mpi -e 256M under a 300 MiB cgroup: says why" "needs 1.00 GiB of host memory on [^ ]+ \(2 buffers of 0.25 GiB for each of 2 processes\) but only 0.[0-9]+ GiB is available \(cgroup memory limit\); lower -e"
+	expect_no_crash "mpi -e 256M under a 300 MiB cgroup: not killed"
+	sleep 0.5; rmdir "$cg"
+else
+	rmdir "$cg" 2>/dev/null
+	skip "mpi -e 256M under a 300 MiB cgroup" "no writable memory cgroup"
+fi
+
+# Item 15: usage errors exit 2, before the run, naming the option typed.
+run mpirun -np 2 "$NW" bench --backend mpi --no-history --op broadcast -r 5 -b 8 -e 64
+expect_rc "mpi: -r 5 of 2 ranks refused (usage: exit 2)" 2
+expect_err "mpi: -r 5 named" "-r 5: root must be below the number of ranks \(2\)"
+run env RANK=x WORLD_SIZE=2 "$NW" bench --no-history
+expect_rc "RANK=x refused (usage: exit 2)" 2
+expect_err "RANK=x named" "RANK='x' is not a whole number"
+run "$NW" bench --no-history --json /nonexistent/x.json
+expect_rc "--json in a missing directory: refused before the run (exit 2)" 2
+expect_err "--json in a missing directory: named as typed" "bench: --json '/nonexistent/x.json': the directory '/nonexistent' does not exist"
+expect_no_out "--json in a missing directory: nothing measured" "Collective test starting"
+run "$NW" bench --no-history --csv="$TMP"
+expect_rc "--csv naming a directory: exit 2" 2
+expect_err "--csv naming a directory: said" "--csv '$TMP' is a directory"
+run "$NW" bench --no-history --db "$TMP/h.db"
+expect_rc "--no-history --db: exit 2" 2
+expect_err "--no-history --db: said" "--db and --no-history exclude each other"
+run "$NW" bench --db "$TMP/h.db" --no-history
+expect_rc "--db --no-history: exit 2" 2
