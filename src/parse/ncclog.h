@@ -47,12 +47,17 @@ json_t *nw_log_report(struct nw_log *lg);
 /* Number of findings of error severity (diagnoses and WARN/error groups) in the last report. */
 int nw_log_nerrors(const struct nw_log *lg);
 
-/* The diagnosis rules: id, severity and fix, for documentation and tests. */
+/*
+ * The diagnosis rules: id, severity and fix, for documentation and tests;
+ * cause is the rule's keyword in the stable cause vocabulary of
+ * docs/logscan.md ("shm_too_small", "ib_completion_error", ...).
+ */
 struct nw_log_rule_info {
 	const char *id;
 	enum nw_log_severity severity;
 	const char *summary;
 	const char *fix;
+	const char *cause;
 };
 size_t nw_log_rules(const struct nw_log_rule_info **rules);
 

@@ -195,6 +195,11 @@ struct nw_log {
 	uint64_t no_iface_lines, shm_fail_lines, dup_gpu_warn_lines, gdr_off_lines, rendezvous_lines;
 	long long rdv_joined, rdv_expected; /* c10d store: "N/M clients joined" (M 0 when not seen) */
 	uint64_t err_codes[8];     /* by ncclResult_t (1..7) */
+	/* root causes named by error text (lg_classify) */
+	uint64_t bus_error_lines, segv_lines, oom_lines, sock_connect_lines, nvls_fail_lines, sysfs_lines, peer_closed_lines;
+	uint64_t ib_status_lines;
+	int ib_status;             /* the first IB completion status seen (status=N), -1 none */
+	char ib_status_host[LG_NAME];
 	uint64_t tracebacks;
 	int nvls_channels_max, nvls_available, collnet_connected;
 	char torch_nccl_version[40];
@@ -287,5 +292,7 @@ const struct lg_env *lg_env_find(const struct nw_log *lg, const char *name);
  * table's end). A new rule is one function and one row in that table.
  */
 int lg_rule_check(size_t i, const struct nw_log *lg, const struct lg_facts *f, char *msg, size_t len);
+/* Rule i's cause keyword for this log (nccl-error's depends on the error codes seen). */
+const char *lg_rule_cause(size_t i, const struct nw_log *lg);
 
 #endif

@@ -297,9 +297,22 @@ static json_t *report_timeouts(const struct nw_log *lg)
 	return to;
 }
 
-/* Every rule that fires, in the table's order; *nerrors: how many are of error severity. */
-static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *f, int *nerrors)
+/* Causes that make a log unhealthy when no error was found: a warning about a setup that hurts. */
+static int cause_of_warning(const char *c)
 {
+	return !strcmp(c, "gdr_disabled") || !strcmp(c, "no_ib_device") || !strcmp(c, "p2p_not_supported") ||
+	       !strcmp(c, "hang");
+}
+
+/*
+ * Every rule that fires, in the table's order; *nerrors: how many are of
+ * error severity; *cause: the cause keyword of the first error (else of the
+ * first warning about the setup, else "healthy"), a static string.
+ */
+static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *f, int *nerrors, const char **cause)
+{
+	const char *warn_cause = NULL;
+	*cause = NULL;
 	json_t *dg = json_array();
 	const struct nw_log_rule_info *rules;
 	size_t nrules = nw_log_rules(&rules);
@@ -313,10 +326,19 @@ static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *
 		json_object_set_new(o, "severity", json_string(severity_name(rules[i].severity)));
 		json_object_set_new(o, "message", jstr(msg));
 		json_object_set_new(o, "fix", json_string(rules[i].fix));
+		const char *c = lg_rule_cause(i, lg);
+		json_object_set_new(o, "cause", json_string(c));
 		json_array_append_new(dg, o);
-		if (rules[i].severity == NW_LOG_ERROR)
+		if (rules[i].severity == NW_LOG_ERROR) {
 			(*nerrors)++;
+			if (!*cause)
+				*cause = c;
+		} else if (!warn_cause && cause_of_warning(c)) {
+			warn_cause = c;
+		}
 	}
+	if (!*cause)
+		*cause = warn_cause ? warn_cause : "healthy";
 	return dg;
 }
 
@@ -351,7 +373,9 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(doc, "errors_not_grouped", jint(lg->groups_overflow));
 	json_object_set_new(doc, "timeouts", report_timeouts(lg));
 	int ndiag;
-	json_object_set_new(doc, "diagnoses", report_diagnoses(lg, &f, &ndiag));
+	const char *cause;
+	json_object_set_new(doc, "diagnoses", report_diagnoses(lg, &f, &ndiag, &cause));
+	json_object_set_new(doc, "cause", json_string(cause));
 	lg->nerrors = (int)lg->ngroups + ndiag;
 	return doc;
 }
