@@ -300,8 +300,7 @@ static json_t *report_timeouts(const struct nw_log *lg)
 /* Causes that make a log unhealthy when no error was found: a warning about a setup that hurts. */
 static int cause_of_warning(const char *c)
 {
-	return !strcmp(c, "gdr_disabled") || !strcmp(c, "no_ib_device") || !strcmp(c, "p2p_not_supported") ||
-	       !strcmp(c, "hang");
+	return !strcmp(c, "gdr_disabled") || !strcmp(c, "no_ib_device") || !strcmp(c, "p2p_not_supported");
 }
 
 /*
