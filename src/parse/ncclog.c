@@ -204,6 +204,8 @@ static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 	const char *lb = memchr(s, '[', pl);
 	from.dev = (int)parse_ll(lb + 1, pl - (size_t)(lb + 1 - s), &used);
 	from.proc = from.host == UINT32_MAX ? UINT32_MAX : proc_get(lg, from.host, (int)pid);
+	if (lg->tag[0] && from.proc != UINT32_MAX)
+		lg_tag_proc(lg, from.proc);
 	const char *m = s + pl;
 	size_t mn = n - pl;
 	if (starts(m, mn, "NCCL INFO ")) {
@@ -212,6 +214,8 @@ static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 	}
 	const char *w = find(m, mn < 200 ? mn : 200, "NCCL WARN ");
 	if (w) {
+		if (find(m, (size_t)(w - m), "nvls.cc"))
+			lg->nvls_fail_lines++; /* "transport/nvls.cc:152 NCCL WARN Cuda failure ..." */
 		lg_warn_line(lg, from.host, w + 10, (size_t)(m + mn - (w + 10)));
 		return;
 	}

@@ -210,6 +210,12 @@ struct nw_log {
 	int nerrors;
 	/* line being fed: where it came from */
 	char tag[48];
+	/* the last process seen under each launcher tag ("1,0"), for banners printed without NCCL's prefix */
+	struct { char tag[48]; uint32_t proc; } tag_procs[16];
+	size_t ntag_procs;
+	/* "NCCL version X" banners that no process could be given (no NCCL line before them) */
+	char banners[8][40];
+	size_t nbanners;
 	/* a one-entry cache of the last host and process looked up */
 	uint32_t last_host;
 	int last_pid;
@@ -219,6 +225,15 @@ struct nw_log {
 	char cached_host_name[LG_NAME];
 	size_t cached_host_len;
 };
+
+/*
+ * A bare "NCCL version 2.18.3+cuda12.2" banner (NCCL at WARN/VERSION level,
+ * or up to about 2.21 at INFO): the version of the process whose NCCL lines
+ * came before it under the same launcher tag. Returns 1 when s was one.
+ */
+int lg_banner_line(struct nw_log *lg, const char *s, size_t n);
+/* Note that process proc printed the line being fed under the current launcher tag. */
+void lg_tag_proc(struct nw_log *lg, uint32_t proc);
 
 /* ---- WARN and error lines (ncclog_errors.c) ---- */
 

@@ -75,6 +75,8 @@ static size_t version_add(const struct nw_log *lg, const struct lg_proc *p, stru
 		vs[nvs] = (struct version_row){ p->version, 0, p->cuda_driver, json_array(), UINT32_MAX };
 		nvs++;
 	}
+	if (p->host == UINT32_MAX)
+		return nvs; /* a banner no process could be given */
 	vs[k].np++;
 	if (p->host != vs[k].last_host && json_array_size(vs[k].hosts) < 16) {
 		const char *h = lg->hosts[p->host].name;
@@ -97,6 +99,12 @@ static json_t *report_versions(const struct nw_log *lg)
 	for (size_t i = 0; i < lg->nprocs; i++)
 		if (lg->procs[i].version[0])
 			nvs = version_add(lg, &lg->procs[i], vs, nvs, NW_ARRAY_LEN(vs));
+	struct lg_proc banner[NW_ARRAY_LEN(lg->banners)]; /* rows point into these */
+	for (size_t k = 0; k < lg->nbanners; k++) {
+		banner[k] = (struct lg_proc){ .host = UINT32_MAX, .cuda_driver = -1 };
+		nw_strlcpy(banner[k].version, lg->banners[k], sizeof(banner[k].version));
+		nvs = version_add(lg, &banner[k], vs, nvs, NW_ARRAY_LEN(vs));
+	}
 	json_t *vers = json_array();
 	for (size_t k = 0; k < nvs; k++) {
 		json_t *o = json_object();

@@ -29,6 +29,13 @@ static int r_version_mismatch(const struct rule_ctx *x, char *msg, size_t len)
 		if (!dup)
 			seen[nseen++] = v;
 	}
+	for (size_t i = 0; i < lg->nbanners && nseen < NW_ARRAY_LEN(seen); i++) {
+		int dup = 0;
+		for (size_t k = 0; k < nseen; k++)
+			dup |= !strcmp(seen[k], lg->banners[i]);
+		if (!dup)
+			seen[nseen++] = lg->banners[i];
+	}
 	if (nseen < 2)
 		return 0;
 	used += (size_t)snprintf(msg, len, "processes load different NCCL versions:");
@@ -38,8 +45,11 @@ static int r_version_mismatch(const struct rule_ctx *x, char *msg, size_t len)
 		for (size_t i = 0; i < lg->nprocs; i++)
 			if (!strcmp(lg->procs[i].version, seen[k]))
 				np++, host = lg->hosts[lg->procs[i].host].name;
-		used += (size_t)snprintf(msg + used, len - used, "%s %s (%zu process%s, e.g. on '%s')",
-		                         k ? "," : "", seen[k], np, np == 1 ? "" : "es", host);
+		if (np)
+			used += (size_t)snprintf(msg + used, len - used, "%s %s (%zu process%s, e.g. on '%s')",
+			                         k ? "," : "", seen[k], np, np == 1 ? "" : "es", host);
+		else
+			used += (size_t)snprintf(msg + used, len - used, "%s %s (a banner)", k ? "," : "", seen[k]);
 	}
 	return 1;
 }
