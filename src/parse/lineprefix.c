@@ -234,6 +234,13 @@ size_t nw_lp_strip(char *line, size_t len, size_t *newlen, struct nw_lp *lp)
 			break;
 		if (nw_lp_nccl_prefix(s, n))
 			break;
+		for (k = 0; k < n && k < 64 && (s[k] == ' ' || s[k] == '\t'); k++)
+			;
+		if (k && k < n && (nw_lp_nccl_prefix(s + k, n - k) || mpi_tag(s + k, n - k, NULL) ||
+		                   bracket_rank_tag(s + k, n - k, NULL) || ray_tag(s + k, n - k, NULL))) {
+			off += k; /* indented when pasted */
+			continue;
+		}
 		if ((k = mpi_tag(s, n, lp)) || (k = bracket_rank_tag(s, n, lp)) || (k = ray_tag(s, n, lp)) || (k = timestamp(s, n)) ||
 		    (k = host_tag(s, n, lp))) {
 			off += k;

@@ -155,6 +155,9 @@ struct lg_dup {
 struct nw_log {
 	/* counters */
 	uint64_t lines, bytes, nccl_lines, other_lines, unparsed, long_lines, blank_lines;
+	/* what the input looks like when it is no log: nccl-tests and topology-matrix lines, binary start */
+	uint64_t nt_table_lines, topo_lines;
+	int binary, utf16;
 	uint64_t dropped; /* table entries that did not fit */
 	json_t *files;
 	/* tables */

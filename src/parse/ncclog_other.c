@@ -207,9 +207,13 @@ void lg_other_line(struct nw_log *lg, const char *s, size_t n)
 	if (lg_banner_line(lg, s, n))
 		return;
 	if (s[0] == '#') {
+		if (find(s, n, "Avg bus bandwidth") || find(s, n, "out-of-place"))
+			lg->nt_table_lines++;
 		nt_device_line(lg, s, n);
 		return;
 	}
+	if (starts(s, n, "Legend:") || find(s, n, "X    = Self") || (s[0] == '\t' && starts(s + 1, n - 1, "GPU0")))
+		lg->topo_lines++;
 	enum lg_group_kind kind = other_kind(lg, s, n);
 	if (kind == G_NKINDS)
 		return;

@@ -387,6 +387,21 @@ json_t *nw_log_report(struct nw_log *lg)
 	return doc;
 }
 
+enum nw_log_input_kind nw_log_input_kind(const struct nw_log *lg)
+{
+	if (lg->nccl_lines || lg->nerrors || lg->nprocs || lg->nbanners)
+		return NW_LOG_INPUT_LOG;
+	if (lg->binary)
+		return NW_LOG_INPUT_BINARY;
+	if (lg->lines == lg->blank_lines)
+		return NW_LOG_INPUT_EMPTY;
+	if (lg->nt_table_lines)
+		return NW_LOG_INPUT_NCCLTESTS;
+	if (lg->topo_lines)
+		return NW_LOG_INPUT_TOPO;
+	return NW_LOG_INPUT_NO_NCCL;
+}
+
 int nw_log_nerrors(const struct nw_log *lg)
 {
 	return lg->nerrors;
