@@ -87,3 +87,14 @@ if command -v mpirun >/dev/null; then
 	expect_rc "our own 2-process table imports" 0
 	expect_out "its rank count is 2, not the per-process nGpus" '^all_reduce,float,sum,-1,8,2,2,0,'
 fi
+
+# No size cap on text: two tables with 1088 MiB between them (a sparse run
+# of NUL bytes, one over-long line) give both runs.
+big=$TMP/big.txt
+cat "$FX/nt_all_reduce.txt" >"$big"
+truncate -s +1088M "$big"
+{ echo; cat "$FX/nt_all_gather.txt"; } >>"$big"
+run "$NW" import --no-history --json "$big"
+expect_rc "1 GiB between two tables: exit 0" 0
+expect_true "1 GiB between two tables: both runs" test "$(grep -c '"schema"' "$OUT")" -eq 2
+rm -f "$big"
