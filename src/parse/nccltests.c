@@ -41,6 +41,8 @@ struct nt_stream {
 	struct nt_gpu gpus[NT_MAX_GPUNAMES];
 	int ngpunames;
 	int error_column;
+	int root_column;     /* the header names a root column: rows without one lack columns */
+	int short_rows;      /* rows that lacked columns, left out */
 	int have_oob;
 	int64_t oob;
 	int have_avg;
@@ -303,6 +305,11 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 		json_object_set_new(x, "error_column", json_true());
 	if (st->nsub > 1 || st->dup_ranks)
 		json_object_set_new(x, "processes_repeating_header", json_integer(st->nsub > 1 ? st->nsub : st->dup_ranks + 1));
+	if (!st->have_avg || st->short_rows) {
+		json_object_set_new(x, "incomplete", json_true());
+		json_object_set_new(x, "incomplete_reason",
+		                    json_string(st->short_rows ? "rows missing columns were left out" : "the table has no footer"));
+	}
 	h->extra = x;
 	for (size_t i = 0; i < run->nrows; i++) {
 		struct nw_row *r = &run->rows[i];
@@ -427,6 +434,10 @@ static int parse_row(struct nt_stream *st, const char *s, size_t n)
 	while (k > i && is_stamp(&t[k - 1]))
 		k--;
 	int rest = k - i;
+	if (st->root_column && rest % 4 != 1 && rest > 0) {
+		st->short_rows++; /* a row cut before its last columns: left out, never shifted */
+		return 0;
+	}
 	if (rest % 4 == 1) {
 		if (tok_ll(&t[i], &root, 1) || root < -1 || root > 1000000)
 			return -1;
@@ -578,6 +589,8 @@ static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s,
 		for (int i = 0; i < k; i++)
 			if (tok_is(&t[i], "error"))
 				st->error_column = 1;
+			else if (tok_is(&t[i], "root"))
+				st->root_column = 1;
 	} else if (starts(s, n, "Out of bounds values")) {
 		const char *colon = memchr(s, ':', n);
 		if (colon) {
