@@ -157,6 +157,8 @@ struct nw_log {
 	uint64_t lines, bytes, nccl_lines, other_lines, unparsed, long_lines, blank_lines;
 	/* what the input looks like when it is no log: nccl-tests and topology-matrix lines, binary start */
 	uint64_t nt_table_lines, topo_lines;
+	/* one more than the highest rank number any line showed (connections, ring orders, nccl-tests' device list) */
+	int ranks_hint;
 	int binary, utf16;
 	uint64_t dropped; /* table entries that did not fit */
 	json_t *files;
@@ -237,6 +239,9 @@ struct nw_log {
 int lg_banner_line(struct nw_log *lg, const char *s, size_t n);
 /* Note that process proc printed the line being fed under the current launcher tag. */
 void lg_tag_proc(struct nw_log *lg, uint32_t proc);
+
+/* Note that a line showed rank number r (ignored when out of range). */
+void lg_note_rank(struct nw_log *lg, long long r);
 
 /* ---- WARN and error lines (ncclog_errors.c) ---- */
 

@@ -83,6 +83,8 @@ static void nt_device_line(struct nw_log *lg, const char *s, size_t n)
 	while (i < n && s[i] == ' ')
 		i++;
 	long long rank = parse_ll(s + i, n - i, &used);
+	if (used)
+		lg_note_rank(lg, rank);
 	const char *on = find(s, n, " on ");
 	if (!used || rank != 0 || !on)
 		return;

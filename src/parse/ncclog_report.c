@@ -366,6 +366,11 @@ json_t *nw_log_report(struct nw_log *lg)
 	json_object_set_new(doc, "versions", report_versions(lg));
 	if (lg->torch_nccl_version[0])
 		json_object_set_new(doc, "pytorch_nccl_version", jstr(lg->torch_nccl_version));
+	int nranks = lg->ranks_hint;
+	for (size_t i = 0; i < lg->ncomms; i++)
+		if (lg->comms[i].nranks > nranks)
+			nranks = lg->comms[i].nranks;
+	json_object_set_new(doc, "nranks", nranks ? json_integer(nranks) : json_null());
 	json_object_set_new(doc, "communicators", report_comms(lg));
 	json_object_set_new(doc, "transports", report_transports(lg, &f));
 	json_object_set_new(doc, "pairs", report_pairs(lg));

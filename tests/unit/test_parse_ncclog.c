@@ -73,6 +73,11 @@ static void bare_banners(void **state)
 	assert_non_null(strstr(m, "2.21.5+cuda12.4 (1 process, e.g. on 'nodeB')"));
 	assert_string_equal(json_string_value(json_object_get(doc, "cause")), "version_mismatch");
 	json_decref(doc);
+	/* the job's rank count from connection and ring-order lines when no comm line says it */
+	doc = scan("h:1:1 [0] NCCL INFO Channel 00/02 :    0   1   2   3\n"
+	           "h:1:1 [0] NCCL INFO Channel 00/0 : 3[3] -> 0[0] via P2P/IPC\n", NULL);
+	assert_int_equal(json_integer_value(json_object_get(doc, "nranks")), 4);
+	json_decref(doc);
 	/* PyTorch's own report of the version is no banner */
 	doc = scan("NCCL version: 2.21.5\n", NULL);
 	assert_int_equal(json_array_size(json_object_get(doc, "versions")), 0);
