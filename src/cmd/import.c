@@ -85,6 +85,10 @@ static int import_run_complete(struct nw_run *run, const struct import_opts *o)
 		for (size_t i = 0; i < run->nrows; i++)
 			if (!strcmp(run->rows[i].op, "unknown"))
 				nw_strlcpy(run->rows[i].op, o->op, sizeof(run->rows[i].op));
+	const json_t *why = json_object_get(run->h.extra, "incomplete_reason");
+	if (why)
+		nw_warn("'%s': incomplete run imported (%s); it is marked incomplete", run->h.input,
+		        json_string_value(why));
 	char err[NW_ERRLEN];
 	long long id = 0;
 	nw_fingerprint_collect(run);

@@ -249,6 +249,31 @@ static int parse(int argc, char **argv, int *json, int *brief)
 	return 0;
 }
 
+/* When the input held no NCCL line and no error: say what it looks like (on stderr) and return 1. */
+static int not_a_log(const struct nw_log *lg)
+{
+	switch (nw_log_input_kind(lg)) {
+	case NW_LOG_INPUT_LOG:
+		return 0;
+	case NW_LOG_INPUT_EMPTY:
+		nw_error("no NCCL lines found: the input is empty");
+		break;
+	case NW_LOG_INPUT_BINARY:
+		nw_error("could not read this as text (binary data, or an encoding other than UTF-8/UTF-16)");
+		break;
+	case NW_LOG_INPUT_NCCLTESTS:
+		nw_error("this is nccl-tests output, not an NCCL log: use 'ncclwatch import'");
+		break;
+	case NW_LOG_INPUT_TOPO:
+		nw_error("this is 'nvidia-smi topo -m' output, not an NCCL log: 'ncclwatch topo' reads this machine's topology");
+		break;
+	case NW_LOG_INPUT_NO_NCCL:
+		nw_error("no NCCL lines found (run with NCCL_DEBUG=INFO to get them)");
+		break;
+	}
+	return 1;
+}
+
 /* Feed every file ("-": standard input) to the log; 0, or 2 when one could not be read. */
 static int feed_files(struct nw_log *lg, char **files, int nfiles)
 {
@@ -289,7 +314,16 @@ int cmd_logscan(int argc, char **argv)
 	}
 	struct nw_log *lg = nw_log_new();
 	int rc = feed_files(lg, files, nfiles);
+	if (rc) {
+		nw_log_free(lg); /* the error is said; a report of what was read would look complete */
+		return rc;
+	}
 	json_t *doc = nw_log_report(lg);
+	if (not_a_log(lg)) {
+		json_decref(doc);
+		nw_log_free(lg);
+		return 3;
+	}
 	if (json) {
 		json_dumpf(doc, stdout, JSON_INDENT(1));
 		fputc('\n', stdout);

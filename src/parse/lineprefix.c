@@ -189,8 +189,14 @@ size_t nw_lp_nccl_prefix(const char *s, size_t len)
  */
 static int looks_like_output(const char *s, size_t len)
 {
+	static const char *const starts_of[] = {
+		"NCCL version ", "torch.", "Traceback (", "RuntimeError: ", "[E", "[W", "  File \"", "Caught signal",
+	};
 	if (!len || s[0] == '#' || s[0] == ' ')
 		return 1;
+	for (size_t k = 0; k < NW_ARRAY_LEN(starts_of); k++)
+		if (len >= strlen(starts_of[k]) && !memcmp(s, starts_of[k], strlen(starts_of[k])))
+			return 1;
 	return nw_lp_nccl_prefix(s, len) > 0 || mpi_tag(s, len, NULL) || bracket_rank_tag(s, len, NULL) ||
 	       ray_tag(s, len, NULL) || timestamp(s, len);
 }
@@ -228,6 +234,13 @@ size_t nw_lp_strip(char *line, size_t len, size_t *newlen, struct nw_lp *lp)
 			break;
 		if (nw_lp_nccl_prefix(s, n))
 			break;
+		for (k = 0; k < n && k < 64 && (s[k] == ' ' || s[k] == '\t'); k++)
+			;
+		if (k && k < n && (nw_lp_nccl_prefix(s + k, n - k) || mpi_tag(s + k, n - k, NULL) ||
+		                   bracket_rank_tag(s + k, n - k, NULL) || ray_tag(s + k, n - k, NULL))) {
+			off += k; /* indented when pasted */
+			continue;
+		}
 		if ((k = mpi_tag(s, n, lp)) || (k = bracket_rank_tag(s, n, lp)) || (k = ray_tag(s, n, lp)) || (k = timestamp(s, n)) ||
 		    (k = host_tag(s, n, lp))) {
 			off += k;

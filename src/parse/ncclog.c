@@ -192,7 +192,9 @@ static const char *line_text(struct nw_log *lg, char *line, size_t len, size_t *
 	return s;
 }
 
-/* A line with NCCL's prefix "host:pid:tid [dev] " (pl bytes): INFO to its readers, WARN to the error groups. */
+static void level_line(struct nw_log *lg, const struct lg_from *from, const char *m, size_t mn);
+
+/* A line with NCCL's prefix "host:pid:tid [dev] " (pl bytes): where it came from, then its level. */
 static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 {
 	lg->nccl_lines++;
@@ -204,15 +206,45 @@ static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 	const char *lb = memchr(s, '[', pl);
 	from.dev = (int)parse_ll(lb + 1, pl - (size_t)(lb + 1 - s), &used);
 	from.proc = from.host == UINT32_MAX ? UINT32_MAX : proc_get(lg, from.host, (int)pid);
-	const char *m = s + pl;
-	size_t mn = n - pl;
+	if (lg->tag[0] && from.proc != UINT32_MAX)
+		lg_tag_proc(lg, from.proc);
+	level_line(lg, &from, s + pl, n - pl);
+}
+
+/*
+ * NCCL lines whose "host:pid:tid" was cut when pasted: "NCCL INFO ..." or
+ * "[3] NCCL INFO ...". Returns 1 when s was one (read without a process).
+ */
+static int hostless_line(struct nw_log *lg, const char *s, size_t n)
+{
+	struct lg_from from = { UINT32_MAX, UINT32_MAX, 0 };
+	size_t i = 0, used = 0;
+	if (n > 3 && s[0] == '[') {
+		from.dev = (int)parse_ll(s + 1, n - 1, &used);
+		i = 1 + used;
+		if (!used || i + 2 > n || s[i] != ']' || s[i + 1] != ' ')
+			return 0;
+		i += 2;
+	}
+	if (!starts(s + i, n - i, "NCCL INFO ") && !starts(s + i, n - i, "NCCL WARN "))
+		return 0;
+	lg->nccl_lines++;
+	level_line(lg, &from, s + i, n - i);
+	return 1;
+}
+
+/* The rest of an NCCL line after its prefix: INFO to its readers, WARN to the error groups. */
+static void level_line(struct nw_log *lg, const struct lg_from *from, const char *m, size_t mn)
+{
 	if (starts(m, mn, "NCCL INFO ")) {
-		lg_info_line(lg, &from, m + 10, mn - 10);
+		lg_info_line(lg, from, m + 10, mn - 10);
 		return;
 	}
 	const char *w = find(m, mn < 200 ? mn : 200, "NCCL WARN ");
 	if (w) {
-		lg_warn_line(lg, from.host, w + 10, (size_t)(m + mn - (w + 10)));
+		if (find(m, (size_t)(w - m), "nvls.cc"))
+			lg->nvls_fail_lines++; /* "transport/nvls.cc:152 NCCL WARN Cuda failure ..." */
+		lg_warn_line(lg, from->host, w + 10, (size_t)(m + mn - (w + 10)));
 		return;
 	}
 	if (find(m, mn < 200 ? mn : 200, "NCCL INFO ") || find(m, mn < 200 ? mn : 200, "NCCL TRACE ") ||
@@ -247,6 +279,8 @@ void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 		return;
 	}
 	if (find(s, n, "NCCL INFO") || find(s, n, "NCCL WARN")) {
+		if (hostless_line(lg, s, n))
+			return;
 		lg->unparsed++;
 		return;
 	}
@@ -270,8 +304,106 @@ void nw_log_feed_buf(struct nw_log *lg, const char *buf, size_t len)
 	free(line);
 }
 
+/* How the bytes of a file are turned into lines of text. */
+enum { DEC_UNKNOWN, DEC_PLAIN, DEC_UTF16LE, DEC_UTF16BE, DEC_CR };
+
+struct decoder {
+	int mode;
+	int has_odd;          /* UTF-16: a byte of a code unit left from the last block */
+	unsigned char odd;
+};
+
+/* Whether 256 bytes at s look like UTF-16 without a BOM: NULs in every other byte (hi: at odd offsets for LE). */
+static int utf16_guess(const unsigned char *s, size_t n, int hi)
+{
+	size_t nul = 0, pairs = 0;
+	for (size_t i = 0; i + 1 < n && i < 256; i += 2, pairs++)
+		nul += s[i + (size_t)hi] == 0 && s[i + 1 - (size_t)hi] != 0;
+	return pairs >= 4 && nul * 10 >= pairs * 9;
+}
+
+/* Choose the decoding from the first block of a file (a BOM, NUL patterns, CR-only line ends); returns bytes to skip. */
+static size_t decoder_pick(struct nw_log *lg, struct decoder *d, const unsigned char *s, size_t n)
+{
+	d->mode = DEC_PLAIN;
+	if (n >= 2 && s[0] == 0xff && s[1] == 0xfe)
+		return d->mode = DEC_UTF16LE, 2;
+	if (n >= 2 && s[0] == 0xfe && s[1] == 0xff)
+		return d->mode = DEC_UTF16BE, 2;
+	if (utf16_guess(s, n, 1))
+		return d->mode = DEC_UTF16LE, 0;
+	if (utf16_guess(s, n, 0))
+		return d->mode = DEC_UTF16BE, 0;
+	if (n >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf)
+		return 3;
+	if (!memchr(s, '\n', n) && memchr(s, '\r', n))
+		d->mode = DEC_CR;
+	(void)lg;
+	return 0;
+}
+
+/* UTF-16 to text in place: ASCII stays, anything else becomes '?'. Returns the new length. */
+static size_t utf16_decode(struct decoder *d, unsigned char *s, size_t n)
+{
+	size_t w = 0, i = 0;
+	int hi = d->mode == DEC_UTF16BE ? 0 : 1;
+	unsigned char u[2];
+	if (d->has_odd && n) {
+		u[0] = d->odd, u[1] = s[0];
+		s[w++] = u[hi] == 0 && u[1 - hi] < 0x80 ? u[1 - hi] : '?';
+		i = 1;
+		d->has_odd = 0;
+	}
+	for (; i + 1 < n; i += 2)
+		s[w++] = s[i + (size_t)hi] == 0 && s[i + 1 - (size_t)hi] < 0x80 ? s[i + 1 - (size_t)hi] : '?';
+	if (i < n)
+		d->odd = s[i], d->has_odd = 1;
+	return w;
+}
+
+/* Whether the first bytes of a file are not text: more than one in ten a control byte other than white space. */
+static int looks_binary(const unsigned char *s, size_t n)
+{
+	size_t ctl = 0, m = n < 4096 ? n : 4096;
+	for (size_t i = 0; i < m; i++)
+		ctl += (s[i] < 0x20 && s[i] != '\t' && s[i] != '\n' && s[i] != '\r' && s[i] != '\f' && s[i] != 0x1b) || s[i] == 0x7f;
+	return m && ctl * 10 > m;
+}
+
+/*
+ * Read up to cap bytes of f into dst as text (decoded from UTF-16, CR line
+ * ends turned into LF); the first block also decides the decoding and
+ * whether the input is binary. Returns the bytes stored; 0 at the end.
+ */
+static size_t read_text(struct nw_log *lg, struct decoder *d, FILE *f, char *dst, size_t cap)
+{
+	for (;;) {
+		size_t got = fread(dst, 1, cap, f);
+		if (!got)
+			return 0;
+		unsigned char *u = (unsigned char *)dst;
+		if (d->mode == DEC_UNKNOWN) {
+			size_t skip = decoder_pick(lg, d, u, got);
+			memmove(dst, dst + skip, got - skip);
+			got -= skip;
+			if (d->mode == DEC_UTF16LE || d->mode == DEC_UTF16BE)
+				lg->utf16 = 1;
+		}
+		if (d->mode == DEC_UTF16LE || d->mode == DEC_UTF16BE)
+			got = utf16_decode(d, u, got);
+		else if (d->mode == DEC_CR)
+			for (char *p = memchr(dst, '\r', got); p; p = memchr(p, '\r', got - (size_t)(p - dst)))
+				*p = '\n';
+		if (lg->bytes == 0 && lg->lines == 0 && looks_binary(u, got))
+			lg->binary = 1;
+		if (got)
+			return got;
+	}
+}
+
 int nw_log_feed_file(struct nw_log *lg, FILE *f, const char *name, char *err, size_t errlen)
 {
+	struct decoder dec = { DEC_UNKNOWN, 0, 0 };
 	enum { BLOCK = 1 << 20 };
 	char *buf = nw_malloc(BLOCK + LG_MAX_LINE + 2);
 	size_t have = 0;
@@ -279,7 +411,7 @@ int nw_log_feed_file(struct nw_log *lg, FILE *f, const char *name, char *err, si
 	int rc = 0;
 	json_array_append_new(lg->files, json_string(name));
 	for (;;) {
-		size_t got = fread(buf + have, 1, BLOCK + LG_MAX_LINE + 1 - have, f);
+		size_t got = read_text(lg, &dec, f, buf + have, BLOCK + LG_MAX_LINE + 1 - have);
 		if (got == 0) {
 			if (ferror(f))
 				rc = nw_seterr(err, errlen, "cannot read '%s': %s", name, strerror(errno));

@@ -44,15 +44,35 @@ void nw_log_feed_buf(struct nw_log *lg, const char *buf, size_t len);
  */
 json_t *nw_log_report(struct nw_log *lg);
 
+/*
+ * What the input looked like when no NCCL line was found in it: the
+ * analysis is still valid, but a report of "nothing wrong" would mislead.
+ */
+enum nw_log_input_kind {
+	NW_LOG_INPUT_LOG,       /* NCCL lines, or errors the rules read (PyTorch, crashes) */
+	NW_LOG_INPUT_EMPTY,     /* nothing but blank lines */
+	NW_LOG_INPUT_BINARY,    /* not text */
+	NW_LOG_INPUT_NCCLTESTS, /* an nccl-tests result table without NCCL lines */
+	NW_LOG_INPUT_TOPO,      /* nvidia-smi topo -m output */
+	NW_LOG_INPUT_NO_NCCL,   /* text without NCCL lines or errors */
+};
+/* Call after nw_log_report. */
+enum nw_log_input_kind nw_log_input_kind(const struct nw_log *lg);
+
 /* Number of findings of error severity (diagnoses and WARN/error groups) in the last report. */
 int nw_log_nerrors(const struct nw_log *lg);
 
-/* The diagnosis rules: id, severity and fix, for documentation and tests. */
+/*
+ * The diagnosis rules: id, severity and fix, for documentation and tests;
+ * cause is the rule's keyword in the stable cause vocabulary of
+ * docs/logscan.md ("shm_too_small", "ib_completion_error", ...).
+ */
 struct nw_log_rule_info {
 	const char *id;
 	enum nw_log_severity severity;
 	const char *summary;
 	const char *fix;
+	const char *cause;
 };
 size_t nw_log_rules(const struct nw_log_rule_info **rules);
 

@@ -261,7 +261,11 @@ static uint32_t connection_transport(struct nw_log *lg, const char *s, size_t n,
 static void info_connection(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n, const char *via)
 {
 	long long src, dst;
-	if (from->proc == UINT32_MAX || !connection_ranks(s, via, &src, &dst))
+	if (!connection_ranks(s, via, &src, &dst))
+		return;
+	lg_note_rank(lg, src);
+	lg_note_rank(lg, dst);
+	if (from->proc == UINT32_MAX)
 		return;
 	uint32_t ti = connection_transport(lg, s, n, via);
 	uint32_t ci = UINT32_MAX;
@@ -285,11 +289,18 @@ static void info_connection(struct nw_log *lg, const struct lg_from *from, const
 /* "Channel 00/24 : 0 1" (ring order, 2.5+) or "Ring 00 : 0 1 2 3" (older). */
 static void info_ring_order(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
 {
-	struct lg_comm *c = comm_of_dev(lg, from->proc, from->dev, NULL);
-	if (!c)
-		return;
 	const char *slash = memchr(s, '/', n), *colon = memchr(s, ':', n);
 	if (!colon)
+		return;
+	for (const char *p = colon + 1; p < s + n;) {
+		size_t used;
+		long long r = parse_ll(p, (size_t)(s + n - p), &used);
+		if (used)
+			lg_note_rank(lg, r);
+		p += used ? used : 1;
+	}
+	struct lg_comm *c = comm_of_dev(lg, from->proc, from->dev, NULL);
+	if (!c)
 		return;
 	if (slash && slash < colon) {
 		size_t used;
@@ -319,6 +330,12 @@ static void info_ring_order(struct nw_log *lg, const struct lg_from *from, const
 		}
 		c->ring[w] = '\0';
 	}
+}
+
+void lg_note_rank(struct nw_log *lg, long long r)
+{
+	if (r >= 0 && r < (1 << 20) && r + 1 > lg->ranks_hint)
+		lg->ranks_hint = (int)r + 1;
 }
 
 int lg_info_channel(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)

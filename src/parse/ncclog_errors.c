@@ -58,6 +58,37 @@ const char *const lg_nccl_results[8] = {
 	"ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress",
 };
 
+/*
+ * Root causes that an error text names: crashes, GPU memory, IB completion
+ * status, socket connects, NVLS, sysfs, a peer that closed the connection.
+ */
+static void lg_classify_cause(struct nw_log *lg, const char *s, size_t n)
+{
+	const char *p;
+	if (find(s, n, "Bus error") || find(s, n, "signal 7 "))
+		lg->bus_error_lines++;
+	if (find(s, n, "Segmentation fault") || find(s, n, "SIGSEGV") || find(s, n, "signal 11 "))
+		lg->segv_lines++;
+	if (find(s, n, "out of memory") || find(s, n, "Failed to CUDA calloc") || find(s, n, "CUDA_ERROR_OUT_OF_MEMORY"))
+		lg->oom_lines++;
+	if ((p = find(s, n, "with status=")) || (p = find(s, n, "with error "))) {
+		size_t off = (size_t)(p - s) + (p[5] == 's' ? 12 : 11), used;
+		long long st = parse_ll(s + off, n - off, &used);
+		if (used && find(s, n, "completion") && !lg->ib_status_lines++)
+			lg->ib_status = (int)st;
+	}
+	if ((find(s, n, "socketStartConnect") || find(s, n, "Connect to ")) &&
+	    (find(s, n, "failed") || find(s, n, "refused") || find(s, n, "abort") || find(s, n, "timed out")))
+		lg->sock_connect_lines++;
+	if (find(s, n, "nvls.cc") || find(s, n, "NVLS"))
+		lg->nvls_fail_lines++;
+	if (find(s, n, "Could not find real path of /sys"))
+		lg->sysfs_lines++;
+	if (find(s, n, "Connection closed by remote peer") || find(s, n, "Connection reset by peer") ||
+	    find(s, n, "remote process exited"))
+		lg->peer_closed_lines++;
+}
+
 /* Facts that the diagnosis rules need, from any error or warning text. */
 void lg_classify(struct nw_log *lg, const char *s, size_t n)
 {
@@ -83,6 +114,7 @@ void lg_classify(struct nw_log *lg, const char *s, size_t n)
 		if (u2 && joined >= 0 && expected > joined && find(s, n, "clients joined"))
 			lg->rdv_joined = joined, lg->rdv_expected = expected;
 	}
+	lg_classify_cause(lg, s, n);
 	for (int i = 1; i < 8; i++)
 		if (find(s, n, lg_nccl_results[i]))
 			lg->err_codes[i]++;

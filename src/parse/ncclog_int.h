@@ -155,6 +155,11 @@ struct lg_dup {
 struct nw_log {
 	/* counters */
 	uint64_t lines, bytes, nccl_lines, other_lines, unparsed, long_lines, blank_lines;
+	/* what the input looks like when it is no log: nccl-tests and topology-matrix lines, binary start */
+	uint64_t nt_table_lines, topo_lines;
+	/* one more than the highest rank number any line showed (connections, ring orders, nccl-tests' device list) */
+	int ranks_hint;
+	int binary, utf16;
 	uint64_t dropped; /* table entries that did not fit */
 	json_t *files;
 	/* tables */
@@ -195,6 +200,11 @@ struct nw_log {
 	uint64_t no_iface_lines, shm_fail_lines, dup_gpu_warn_lines, gdr_off_lines, rendezvous_lines;
 	long long rdv_joined, rdv_expected; /* c10d store: "N/M clients joined" (M 0 when not seen) */
 	uint64_t err_codes[8];     /* by ncclResult_t (1..7) */
+	/* root causes named by error text (lg_classify) */
+	uint64_t bus_error_lines, segv_lines, oom_lines, sock_connect_lines, nvls_fail_lines, sysfs_lines, peer_closed_lines;
+	uint64_t ib_status_lines;
+	int ib_status;             /* the first IB completion status seen (status=N), -1 none */
+	char ib_status_host[LG_NAME];
 	uint64_t tracebacks;
 	int nvls_channels_max, nvls_available, collnet_connected;
 	char torch_nccl_version[40];
@@ -205,6 +215,12 @@ struct nw_log {
 	int nerrors;
 	/* line being fed: where it came from */
 	char tag[48];
+	/* the last process seen under each launcher tag ("1,0"), for banners printed without NCCL's prefix */
+	struct { char tag[48]; uint32_t proc; } tag_procs[16];
+	size_t ntag_procs;
+	/* "NCCL version X" banners that no process could be given (no NCCL line before them) */
+	char banners[8][40];
+	size_t nbanners;
 	/* a one-entry cache of the last host and process looked up */
 	uint32_t last_host;
 	int last_pid;
@@ -214,6 +230,18 @@ struct nw_log {
 	char cached_host_name[LG_NAME];
 	size_t cached_host_len;
 };
+
+/*
+ * A bare "NCCL version 2.18.3+cuda12.2" banner (NCCL at WARN/VERSION level,
+ * or up to about 2.21 at INFO): the version of the process whose NCCL lines
+ * came before it under the same launcher tag. Returns 1 when s was one.
+ */
+int lg_banner_line(struct nw_log *lg, const char *s, size_t n);
+/* Note that process proc printed the line being fed under the current launcher tag. */
+void lg_tag_proc(struct nw_log *lg, uint32_t proc);
+
+/* Note that a line showed rank number r (ignored when out of range). */
+void lg_note_rank(struct nw_log *lg, long long r);
 
 /* ---- WARN and error lines (ncclog_errors.c) ---- */
 
@@ -287,5 +315,7 @@ const struct lg_env *lg_env_find(const struct nw_log *lg, const char *name);
  * table's end). A new rule is one function and one row in that table.
  */
 int lg_rule_check(size_t i, const struct nw_log *lg, const struct lg_facts *f, char *msg, size_t len);
+/* Rule i's cause keyword for this log (nccl-error's depends on the error codes seen). */
+const char *lg_rule_cause(size_t i, const struct nw_log *lg);
 
 #endif

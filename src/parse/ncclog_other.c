@@ -83,6 +83,8 @@ static void nt_device_line(struct nw_log *lg, const char *s, size_t n)
 	while (i < n && s[i] == ' ')
 		i++;
 	long long rank = parse_ll(s + i, n - i, &used);
+	if (used)
+		lg_note_rank(lg, rank);
 	const char *on = find(s, n, " on ");
 	if (!used || rank != 0 || !on)
 		return;
@@ -141,7 +143,8 @@ static enum lg_group_kind other_kind(struct nw_log *lg, const char *s, size_t n)
 		return G_PYTORCH; /* c10 error log line "[E1130 11:39:33.123 ...] ..." */
 	if ((p = find(s, n, "NCCL version: ")) || (p = find(s, n, "NCCL version "))) {
 		torch_nccl_version(lg, s, n, p);
-		return G_NKINDS;
+		if (!find(s, n, "NCCL error") && !find(s, n, "Error"))
+			return G_NKINDS; /* PyTorch errors end with the version: they stay errors */
 	}
 	if (find(s, n, "NCCL error") || find(s, n, "Segmentation fault") || find(s, n, "CUDA error") ||
 	    find(s, n, "DistStoreError") || find(s, n, "Bus error"))
@@ -149,15 +152,70 @@ static enum lg_group_kind other_kind(struct nw_log *lg, const char *s, size_t n)
 	return G_NKINDS;
 }
 
+void lg_tag_proc(struct nw_log *lg, uint32_t proc)
+{
+	size_t k = 0;
+	while (k < lg->ntag_procs && strcmp(lg->tag_procs[k].tag, lg->tag))
+		k++;
+	if (k == lg->ntag_procs) {
+		if (k == NW_ARRAY_LEN(lg->tag_procs))
+			return;
+		nw_strlcpy(lg->tag_procs[k].tag, lg->tag, sizeof(lg->tag_procs[k].tag));
+		lg->ntag_procs++;
+	}
+	lg->tag_procs[k].proc = proc;
+}
+
+/* The process whose NCCL line came last under the current tag (any tag when none), or UINT32_MAX. */
+static uint32_t tag_last_proc(const struct nw_log *lg)
+{
+	if (!lg->tag[0])
+		return lg->last_valid ? lg->last_proc : UINT32_MAX;
+	for (size_t k = 0; k < lg->ntag_procs; k++)
+		if (!strcmp(lg->tag_procs[k].tag, lg->tag))
+			return lg->tag_procs[k].proc;
+	return UINT32_MAX;
+}
+
+int lg_banner_line(struct nw_log *lg, const char *s, size_t n)
+{
+	const char *v = s + 13, *e;
+	if (!starts(s, n, "NCCL version ") || n <= 13 || !is_digit(*v))
+		return 0;
+	for (e = v; e < s + n && *e != ' ' && *e != '\t'; e++)
+		;
+	char ver[40];
+	copy_str(ver, sizeof(ver), v, (size_t)(e - v));
+	uint32_t p = tag_last_proc(lg);
+	if (p != UINT32_MAX && !lg->procs[p].version[0]) {
+		nw_strlcpy(lg->procs[p].version, ver, sizeof(lg->procs[p].version));
+		return 1;
+	}
+	if (p != UINT32_MAX && !strcmp(lg->procs[p].version, ver))
+		return 1;
+	for (size_t k = 0; k < lg->nbanners; k++)
+		if (!strcmp(lg->banners[k], ver))
+			return 1;
+	if (lg->nbanners < NW_ARRAY_LEN(lg->banners))
+		nw_strlcpy(lg->banners[lg->nbanners++], ver, sizeof(lg->banners[0]));
+	return 1;
+}
+
 void lg_other_line(struct nw_log *lg, const char *s, size_t n)
 {
 	lg->other_lines++;
 	if (!n)
 		return;
+	if (lg_banner_line(lg, s, n))
+		return;
 	if (s[0] == '#') {
+		if (find(s, n, "Avg bus bandwidth") || find(s, n, "out-of-place"))
+			lg->nt_table_lines++;
 		nt_device_line(lg, s, n);
 		return;
 	}
+	if (starts(s, n, "Legend:") || find(s, n, "X    = Self") || (s[0] == '\t' && starts(s + 1, n - 1, "GPU0")))
+		lg->topo_lines++;
 	enum lg_group_kind kind = other_kind(lg, s, n);
 	if (kind == G_NKINDS)
 		return;

@@ -75,6 +75,8 @@ static size_t version_add(const struct nw_log *lg, const struct lg_proc *p, stru
 		vs[nvs] = (struct version_row){ p->version, 0, p->cuda_driver, json_array(), UINT32_MAX };
 		nvs++;
 	}
+	if (p->host == UINT32_MAX)
+		return nvs; /* a banner no process could be given */
 	vs[k].np++;
 	if (p->host != vs[k].last_host && json_array_size(vs[k].hosts) < 16) {
 		const char *h = lg->hosts[p->host].name;
@@ -97,6 +99,12 @@ static json_t *report_versions(const struct nw_log *lg)
 	for (size_t i = 0; i < lg->nprocs; i++)
 		if (lg->procs[i].version[0])
 			nvs = version_add(lg, &lg->procs[i], vs, nvs, NW_ARRAY_LEN(vs));
+	struct lg_proc banner[NW_ARRAY_LEN(lg->banners)]; /* rows point into these */
+	for (size_t k = 0; k < lg->nbanners; k++) {
+		banner[k] = (struct lg_proc){ .host = UINT32_MAX, .cuda_driver = -1 };
+		nw_strlcpy(banner[k].version, lg->banners[k], sizeof(banner[k].version));
+		nvs = version_add(lg, &banner[k], vs, nvs, NW_ARRAY_LEN(vs));
+	}
 	json_t *vers = json_array();
 	for (size_t k = 0; k < nvs; k++) {
 		json_t *o = json_object();
@@ -297,9 +305,21 @@ static json_t *report_timeouts(const struct nw_log *lg)
 	return to;
 }
 
-/* Every rule that fires, in the table's order; *nerrors: how many are of error severity. */
-static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *f, int *nerrors)
+/* Causes that make a log unhealthy when no error was found: a warning about a setup that hurts. */
+static int cause_of_warning(const char *c)
 {
+	return !strcmp(c, "gdr_disabled") || !strcmp(c, "no_ib_device") || !strcmp(c, "p2p_not_supported");
+}
+
+/*
+ * Every rule that fires, in the table's order; *nerrors: how many are of
+ * error severity; *cause: the cause keyword of the first error (else of the
+ * first warning about the setup, else "healthy"), a static string.
+ */
+static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *f, int *nerrors, const char **cause)
+{
+	const char *warn_cause = NULL;
+	*cause = NULL;
 	json_t *dg = json_array();
 	const struct nw_log_rule_info *rules;
 	size_t nrules = nw_log_rules(&rules);
@@ -313,10 +333,19 @@ static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *
 		json_object_set_new(o, "severity", json_string(severity_name(rules[i].severity)));
 		json_object_set_new(o, "message", jstr(msg));
 		json_object_set_new(o, "fix", json_string(rules[i].fix));
+		const char *c = lg_rule_cause(i, lg);
+		json_object_set_new(o, "cause", json_string(c));
 		json_array_append_new(dg, o);
-		if (rules[i].severity == NW_LOG_ERROR)
+		if (rules[i].severity == NW_LOG_ERROR) {
 			(*nerrors)++;
+			if (!*cause)
+				*cause = c;
+		} else if (!warn_cause && cause_of_warning(c)) {
+			warn_cause = c;
+		}
 	}
+	if (!*cause)
+		*cause = warn_cause ? warn_cause : "healthy";
 	return dg;
 }
 
@@ -337,6 +366,11 @@ json_t *nw_log_report(struct nw_log *lg)
 	json_object_set_new(doc, "versions", report_versions(lg));
 	if (lg->torch_nccl_version[0])
 		json_object_set_new(doc, "pytorch_nccl_version", jstr(lg->torch_nccl_version));
+	int nranks = lg->ranks_hint;
+	for (size_t i = 0; i < lg->ncomms; i++)
+		if (lg->comms[i].nranks > nranks)
+			nranks = lg->comms[i].nranks;
+	json_object_set_new(doc, "nranks", nranks ? json_integer(nranks) : json_null());
 	json_object_set_new(doc, "communicators", report_comms(lg));
 	json_object_set_new(doc, "transports", report_transports(lg, &f));
 	json_object_set_new(doc, "pairs", report_pairs(lg));
@@ -351,9 +385,26 @@ json_t *nw_log_report(struct nw_log *lg)
 		json_object_set_new(doc, "errors_not_grouped", jint(lg->groups_overflow));
 	json_object_set_new(doc, "timeouts", report_timeouts(lg));
 	int ndiag;
-	json_object_set_new(doc, "diagnoses", report_diagnoses(lg, &f, &ndiag));
+	const char *cause;
+	json_object_set_new(doc, "diagnoses", report_diagnoses(lg, &f, &ndiag, &cause));
+	json_object_set_new(doc, "cause", json_string(cause));
 	lg->nerrors = (int)lg->ngroups + ndiag;
 	return doc;
+}
+
+enum nw_log_input_kind nw_log_input_kind(const struct nw_log *lg)
+{
+	if (lg->nccl_lines || lg->nerrors || lg->nprocs || lg->nbanners)
+		return NW_LOG_INPUT_LOG;
+	if (lg->binary)
+		return NW_LOG_INPUT_BINARY;
+	if (lg->lines == lg->blank_lines)
+		return NW_LOG_INPUT_EMPTY;
+	if (lg->nt_table_lines)
+		return NW_LOG_INPUT_NCCLTESTS;
+	if (lg->topo_lines)
+		return NW_LOG_INPUT_TOPO;
+	return NW_LOG_INPUT_NO_NCCL;
 }
 
 int nw_log_nerrors(const struct nw_log *lg)

@@ -36,6 +36,13 @@ static int r_version_mismatch(const struct rule_ctx *x, char *msg, size_t len)
 		if (!dup)
 			seen[nseen++] = v;
 	}
+	for (size_t i = 0; i < lg->nbanners && nseen < NW_ARRAY_LEN(seen); i++) {
+		int dup = 0;
+		for (size_t k = 0; k < nseen; k++)
+			dup |= !strcmp(seen[k], lg->banners[i]);
+		if (!dup)
+			seen[nseen++] = lg->banners[i];
+	}
 	if (nseen < 2)
 		return 0;
 	used += (size_t)snprintf(msg, len, "processes load different NCCL versions:");
@@ -45,8 +52,11 @@ static int r_version_mismatch(const struct rule_ctx *x, char *msg, size_t len)
 		for (size_t i = 0; i < lg->nprocs; i++)
 			if (!strcmp(lg->procs[i].version, seen[k]))
 				np++, host = lg->hosts[lg->procs[i].host].name;
-		used += (size_t)snprintf(msg + used, len - used, "%s %s (%zu process%s, e.g. on '%s')",
-		                         k ? "," : "", seen[k], np, np == 1 ? "" : "es", host);
+		if (np)
+			used += (size_t)snprintf(msg + used, len - used, "%s %s (%zu process%s, e.g. on '%s')",
+			                         k ? "," : "", seen[k], np, np == 1 ? "" : "es", host);
+		else
+			used += (size_t)snprintf(msg + used, len - used, "%s %s (a banner)", k ? "," : "", seen[k]);
 	}
 	return 1;
 }
@@ -155,6 +165,98 @@ static int r_nccl_error(const struct rule_ctx *x, char *msg, size_t len)
 			                         used ? ", " : "NCCL returned errors: ", lg_nccl_results[i], x->lg->err_codes[i],
 			                         x->lg->err_codes[i] == 1 ? "" : "s");
 	return used > 0;
+}
+
+/* A crash: NCCL's "Caught signal 7 (Bus error)" or the process's own report; SIGBUS in NCCL is /dev/shm running out. */
+static int r_bus_error(const struct rule_ctx *x, char *msg, size_t len)
+{
+	if (!x->lg->bus_error_lines)
+		return 0;
+	snprintf(msg, len, "a process crashed with SIGBUS (Bus error, %" PRIu64 " line%s): NCCL's shared-memory segment "
+	         "outgrew /dev/shm", x->lg->bus_error_lines, x->lg->bus_error_lines == 1 ? "" : "s");
+	return 1;
+}
+
+static int r_segv(const struct rule_ctx *x, char *msg, size_t len)
+{
+	if (!x->lg->segv_lines || x->lg->bus_error_lines)
+		return 0;
+	snprintf(msg, len, "a process crashed with SIGSEGV (%" PRIu64 " line%s)", x->lg->segv_lines,
+	         x->lg->segv_lines == 1 ? "" : "s");
+	return 1;
+}
+
+static int r_oom(const struct rule_ctx *x, char *msg, size_t len)
+{
+	if (!x->lg->oom_lines)
+		return 0;
+	snprintf(msg, len, "the GPU ran out of memory (%" PRIu64 " line%s: Cuda failure 'out of memory' or a failed CUDA calloc)",
+	         x->lg->oom_lines, x->lg->oom_lines == 1 ? "" : "s");
+	return 1;
+}
+
+/* What an ibverbs work-completion status means (enum ibv_wc_status). */
+static const char *ib_status_text(int st)
+{
+	static const struct { int st; const char *text; } t[] = {
+		{ 2, "local QP operation error" },
+		{ 4, "local protection error: memory registration (nvidia-peermem, DMA-BUF, NCCL_NET_GDR_LEVEL)" },
+		{ 5, "work request flushed: the QP had already failed, look for an earlier error" },
+		{ 9, "remote invalid request" },
+		{ 10, "remote access error: the peer's memory registration" },
+		{ 11, "remote operation error" },
+		{ 12, "transport retry counter exceeded: the link, a switch, or the GID/RoCE configuration (NCCL_IB_GID_INDEX)" },
+		{ 13, "RNR retry counter exceeded: the peer stopped posting receives (it died or hung)" },
+	};
+	for (size_t i = 0; i < NW_ARRAY_LEN(t); i++)
+		if (t[i].st == st)
+			return t[i].text;
+	return "see ibv_wc_status";
+}
+
+static int r_ib_completion(const struct rule_ctx *x, char *msg, size_t len)
+{
+	if (!x->lg->ib_status_lines)
+		return 0;
+	snprintf(msg, len, "InfiniBand/RoCE completion error, status=%d (%s); %" PRIu64 " line%s", x->lg->ib_status,
+	         ib_status_text(x->lg->ib_status), x->lg->ib_status_lines, x->lg->ib_status_lines == 1 ? "" : "s");
+	return 1;
+}
+
+static int r_socket_connect(const struct rule_ctx *x, char *msg, size_t len)
+{
+	if (!x->lg->sock_connect_lines)
+		return 0;
+	snprintf(msg, len, "socket connections between ranks failed (%" PRIu64 " line%s: refused, aborted or timed out)",
+	         x->lg->sock_connect_lines, x->lg->sock_connect_lines == 1 ? "" : "s");
+	return 1;
+}
+
+static int r_nvls(const struct rule_ctx *x, char *msg, size_t len)
+{
+	if (!x->lg->nvls_fail_lines)
+		return 0;
+	snprintf(msg, len, "NVLink SHARP (NVLS) setup failed (%" PRIu64 " line%s)", x->lg->nvls_fail_lines,
+	         x->lg->nvls_fail_lines == 1 ? "" : "s");
+	return 1;
+}
+
+static int r_sysfs(const struct rule_ctx *x, char *msg, size_t len)
+{
+	if (!x->lg->sysfs_lines)
+		return 0;
+	snprintf(msg, len, "NCCL could not read the PCI topology in /sys (%" PRIu64 " line%s: Could not find real path)",
+	         x->lg->sysfs_lines, x->lg->sysfs_lines == 1 ? "" : "s");
+	return 1;
+}
+
+static int r_peer_closed(const struct rule_ctx *x, char *msg, size_t len)
+{
+	if (!x->lg->peer_closed_lines)
+		return 0;
+	snprintf(msg, len, "a peer closed its connections (%" PRIu64 " line%s): it exited or crashed first; its own log holds the cause",
+	         x->lg->peer_closed_lines, x->lg->peer_closed_lines == 1 ? "" : "s");
+	return 1;
 }
 
 static int r_init_incomplete(const struct rule_ctx *x, char *msg, size_t len)
@@ -317,41 +419,57 @@ struct rule {
 
 static const struct rule rules[] = {
 	{ { "nccl-version-mismatch", NW_LOG_ERROR, "processes load different NCCL versions",
-	    "load one NCCL everywhere: same container image, or set LD_LIBRARY_PATH/LD_PRELOAD to one libnccl.so.2 on every node" }, r_version_mismatch },
+	    "load one NCCL everywhere: same container image, or set LD_LIBRARY_PATH/LD_PRELOAD to one libnccl.so.2 on every node", "version_mismatch" }, r_version_mismatch },
 	{ { "size1-communicators", NW_LOG_ERROR, "every process formed its own 1-rank communicator (processes not connected)",
-	    "nccl-tests under mpirun must be built with MPI=1; torch.distributed needs WORLD_SIZE/RANK from the launcher (torchrun, srun) rather than defaults" }, r_size1 },
+	    "nccl-tests under mpirun must be built with MPI=1; torch.distributed needs WORLD_SIZE/RANK from the launcher (torchrun, srun) rather than defaults", "invalid_usage" }, r_size1 },
 	{ { "duplicate-gpu", NW_LOG_ERROR, "two ranks of one communicator on the same GPU",
-	    "give each local rank its own device: torch.cuda.set_device(LOCAL_RANK), or CUDA_VISIBLE_DEVICES per rank; do not start more ranks per node than GPUs" }, r_duplicate_gpu },
+	    "give each local rank its own device: torch.cuda.set_device(LOCAL_RANK), or CUDA_VISIBLE_DEVICES per rank; do not start more ranks per node than GPUs", "invalid_usage" }, r_duplicate_gpu },
 	{ { "no-socket-interface", NW_LOG_ERROR, "no usable network interface for NCCL's sockets",
-	    "set NCCL_SOCKET_IFNAME to an interface that exists and is up on every node (ip -br addr), or unset it" }, r_no_iface },
+	    "set NCCL_SOCKET_IFNAME to an interface that exists and is up on every node (ip -br addr), or unset it", "wrong_socket_ifname" }, r_no_iface },
+	{ { "crash-bus-error", NW_LOG_ERROR, "a process died of SIGBUS (Bus error)",
+	    "give the container more /dev/shm (docker --shm-size=1g or --ipc=host; Kubernetes: an emptyDir of medium Memory on /dev/shm)", "shm_too_small" }, r_bus_error },
+	{ { "crash-segv", NW_LOG_ERROR, "a process died of SIGSEGV",
+	    "read the backtrace: a frame in libnccl points at NCCL (try the newest NCCL, report it with NCCL_DEBUG=INFO); otherwise at the program or another library", "segv_in_nccl" }, r_segv },
+	{ { "cuda-oom", NW_LOG_ERROR, "the GPU ran out of memory",
+	    "free GPU memory before NCCL init (smaller batch, fewer processes per GPU), or lower NCCL's buffers (NCCL_BUFFSIZE, NCCL_NCHANNELS_PER_NET_PEER)", "cuda_oom" }, r_oom },
+	{ { "ib-completion-error", NW_LOG_ERROR, "an InfiniBand/RoCE work completion failed",
+	    "by status: 12 the link, switch or GID/RoCE config (check ibstat, NCCL_IB_GID_INDEX); 13 a peer that died; 4/10 memory registration (nvidia-peermem, DMA-BUF); 5 follows an earlier error", "ib_completion_error" }, r_ib_completion },
+	{ { "socket-connect-failed", NW_LOG_ERROR, "socket connections between ranks failed",
+	    "check firewalls between nodes and that NCCL_SOCKET_IFNAME names an interface every node reaches the others by (not docker0, lo or a veth)", "socket_connect_failed" }, r_socket_connect },
+	{ { "nvls-setup-failed", NW_LOG_ERROR, "NVLink SHARP (NVLS) setup failed",
+	    "check nvidia-fabricmanager on the node (systemctl status nvidia-fabricmanager), or set NCCL_NVLS_ENABLE=0", "nvls_setup_failed" }, r_nvls },
+	{ { "sysfs-not-visible", NW_LOG_ERROR, "NCCL could not read the PCI topology in /sys",
+	    "mount the host's /sys into the container (or run it privileged); under WSL2 set NCCL_P2P_DISABLE=1 or use a newer NCCL", "sysfs_not_visible" }, r_sysfs },
 	{ { "shm-failure", NW_LOG_ERROR, "shared memory (/dev/shm) failures",
-	    "give the container more /dev/shm (docker --shm-size=1g or --ipc=host; Kubernetes: an emptyDir of medium Memory on /dev/shm)" }, r_shm_failure },
+	    "give the container more /dev/shm (docker --shm-size=1g or --ipc=host; Kubernetes: an emptyDir of medium Memory on /dev/shm)", "shm_too_small" }, r_shm_failure },
 	{ { "watchdog-timeout", NW_LOG_ERROR, "PyTorch watchdog timed out on a collective",
-	    "find the rank that did not reach this collective (SeqNum): it crashed, hung, or ran a different sequence of collectives; raise the timeout only for known slow steps" }, r_watchdog },
+	    "find the rank that did not reach this collective (SeqNum): it crashed, hung, or ran a different sequence of collectives; raise the timeout only for known slow steps", "watchdog_timeout" }, r_watchdog },
 	{ { "rendezvous-timeout", NW_LOG_ERROR, "rendezvous timed out waiting for ranks",
-	    "check that every rank started and reaches MASTER_ADDR:MASTER_PORT, and that WORLD_SIZE matches the ranks launched" }, r_rendezvous },
+	    "check that every rank started and reaches MASTER_ADDR:MASTER_PORT, and that WORLD_SIZE matches the ranks launched", "rendezvous_timeout" }, r_rendezvous },
 	{ { "nccl-error", NW_LOG_ERROR, "NCCL calls returned errors",
-	    "read the WARN lines above the first error: ncclSystemError is the OS or network (interfaces, /dev/shm, ulimits), ncclRemoteError a peer that died, ncclUnhandledCudaError the GPU or driver, ncclInvalidUsage the program" }, r_nccl_error },
+	    "read the WARN lines above the first error: ncclSystemError is the OS or network (interfaces, /dev/shm, ulimits), ncclRemoteError a peer that died, ncclUnhandledCudaError the GPU or driver, ncclInvalidUsage the program", "nccl_error" }, r_nccl_error },
+	{ { "peer-connection-closed", NW_LOG_ERROR, "a peer closed its connections",
+	    "find the rank that exited first: its log holds the cause; this one is only a symptom", "peer_connection_closed" }, r_peer_closed },
 	{ { "init-incomplete", NW_LOG_WARNING, "communicator initialisation started but did not complete",
-	    "a rank hung or died during init: look at the ranks that have Init START but no Init COMPLETE, and at their WARN lines" }, r_init_incomplete },
+	    "a rank hung or died during init: look at the ranks that have Init START but no Init COMPLETE, and at their WARN lines", "hang" }, r_init_incomplete },
 	{ { "net-within-node", NW_LOG_WARNING, "ranks on one node talk through the network",
-	    "unset NCCL_P2P_DISABLE/NCCL_SHM_DISABLE (and NCCL_HOSTID when it differs between ranks of one host); in containers allow GPU peer access (--ipc=host, all GPUs visible to every rank)" }, r_net_within_node },
+	    "unset NCCL_P2P_DISABLE/NCCL_SHM_DISABLE (and NCCL_HOSTID when it differs between ranks of one host); in containers allow GPU peer access (--ipc=host, all GPUs visible to every rank)", "p2p_not_supported" }, r_net_within_node },
 	{ { "socket-between-nodes", NW_LOG_WARNING, "inter-node traffic over TCP sockets",
-	    "make the InfiniBand/RoCE devices visible (--device=/dev/infiniband, rdma-core installed), unset NCCL_IB_DISABLE, or install the cloud's NET plugin (aws-ofi-nccl, gIB)" }, r_socket_between_nodes },
+	    "make the InfiniBand/RoCE devices visible (--device=/dev/infiniband, rdma-core installed), unset NCCL_IB_DISABLE, or install the cloud's NET plugin (aws-ofi-nccl, gIB)", "no_ib_device" }, r_socket_between_nodes },
 	{ { "shm-instead-of-p2p", NW_LOG_WARNING, "peer pairs through host shared memory instead of P2P",
-	    "unset NCCL_P2P_DISABLE; check that the GPUs can reach each other (nvidia-smi topo -m), and that containers see all GPUs of the node" }, r_shm },
+	    "unset NCCL_P2P_DISABLE; check that the GPUs can reach each other (nvidia-smi topo -m), and that containers see all GPUs of the node", "p2p_not_supported" }, r_shm },
 	{ { "gdr-disabled", NW_LOG_WARNING, "GPUDirect RDMA not used on InfiniBand",
-	    "load nvidia-peermem (or use DMA-BUF with a recent driver), check NCCL_NET_GDR_LEVEL, and keep NICs and GPUs under the same PCIe switch" }, r_gdr },
+	    "load nvidia-peermem (or use DMA-BUF with a recent driver), check NCCL_NET_GDR_LEVEL, and keep NICs and GPUs under the same PCIe switch", "gdr_disabled" }, r_gdr },
 	{ { "forced-algorithm", NW_LOG_WARNING, "NCCL_ALGO forced by the environment",
-	    "unset NCCL_ALGO unless a measurement on this machine shows it helps ('ncclwatch tune')" }, r_forced_algo },
+	    "unset NCCL_ALGO unless a measurement on this machine shows it helps ('ncclwatch tune')", "forced_setting" }, r_forced_algo },
 	{ { "forced-protocol", NW_LOG_WARNING, "NCCL_PROTO forced by the environment",
-	    "unset NCCL_PROTO unless a measurement on this machine shows it helps ('ncclwatch tune')" }, r_forced_proto },
+	    "unset NCCL_PROTO unless a measurement on this machine shows it helps ('ncclwatch tune')", "forced_setting" }, r_forced_proto },
 	{ { "transport-disabled", NW_LOG_WARNING, "a transport disabled by the environment",
-	    "unset the variable unless it works around a known problem on this machine" }, r_transport_disabled },
+	    "unset the variable unless it works around a known problem on this machine", "forced_setting" }, r_transport_disabled },
 	{ { "nccl-warnings", NW_LOG_WARNING, "NCCL printed WARN lines",
-	    "read the grouped WARN lines; the first one in time is usually the cause" }, r_nccl_warn },
+	    "read the grouped WARN lines; the first one in time is usually the cause", "nccl_warning" }, r_nccl_warn },
 	{ { "ranks-missing", NW_LOG_INFO, "a communicator has ranks whose lines are not in the log",
-	    "give logscan the logs of every node (NCCL_DEBUG_FILE=/path/nccl.%h.%p.log writes one per process)" }, r_ranks_missing },
+	    "give logscan the logs of every node (NCCL_DEBUG_FILE=/path/nccl.%h.%p.log writes one per process)", "partial_log" }, r_ranks_missing },
 };
 
 size_t nw_log_rules(const struct nw_log_rule_info **out)
@@ -361,6 +479,21 @@ size_t nw_log_rules(const struct nw_log_rule_info **out)
 		infos[i] = rules[i].info;
 	*out = infos;
 	return NW_ARRAY_LEN(rules);
+}
+
+const char *lg_rule_cause(size_t i, const struct nw_log *lg)
+{
+	static const struct { int code; const char *cause; } by_code[] = {
+		{ 5, "invalid_usage" }, { 4, "invalid_usage" }, { 3, "internal_error" },
+		{ 1, "cuda_error" }, { 2, "system_error" }, { 6, "peer_connection_closed" },
+	};
+	if (i >= NW_ARRAY_LEN(rules))
+		return "";
+	if (rules[i].fn == r_nccl_error)
+		for (size_t k = 0; k < NW_ARRAY_LEN(by_code); k++)
+			if (lg->err_codes[by_code[k].code])
+				return by_code[k].cause;
+	return rules[i].info.cause;
 }
 
 int lg_rule_check(size_t i, const struct nw_log *lg, const struct lg_facts *f, char *msg, size_t len)

@@ -41,6 +41,8 @@ struct nt_stream {
 	struct nt_gpu gpus[NT_MAX_GPUNAMES];
 	int ngpunames;
 	int error_column;
+	int root_column;     /* the header names a root column: rows without one lack columns */
+	int short_rows;      /* rows that lacked columns, left out */
 	int have_oob;
 	int64_t oob;
 	int have_avg;
@@ -303,6 +305,11 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 		json_object_set_new(x, "error_column", json_true());
 	if (st->nsub > 1 || st->dup_ranks)
 		json_object_set_new(x, "processes_repeating_header", json_integer(st->nsub > 1 ? st->nsub : st->dup_ranks + 1));
+	if (!st->have_avg || st->short_rows) {
+		json_object_set_new(x, "incomplete", json_true());
+		json_object_set_new(x, "incomplete_reason",
+		                    json_string(st->short_rows ? "rows missing columns were left out" : "the table has no footer"));
+	}
 	h->extra = x;
 	for (size_t i = 0; i < run->nrows; i++) {
 		struct nw_row *r = &run->rows[i];
@@ -427,6 +434,10 @@ static int parse_row(struct nt_stream *st, const char *s, size_t n)
 	while (k > i && is_stamp(&t[k - 1]))
 		k--;
 	int rest = k - i;
+	if (st->root_column && rest % 4 != 1 && rest > 0) {
+		st->short_rows++; /* a row cut before its last columns: left out, never shifted */
+		return 0;
+	}
 	if (rest % 4 == 1) {
 		if (tok_ll(&t[i], &root, 1) || root < -1 || root > 1000000)
 			return -1;
@@ -585,6 +596,8 @@ static int comment_columns(struct nt_stream *st, const char *s, size_t n)
 	for (int i = 0; i < k; i++)
 		if (tok_is(&t[i], "error"))
 			st->error_column = 1;
+		else if (tok_is(&t[i], "root"))
+			st->root_column = 1;
 	return 0;
 }
 
@@ -933,6 +946,19 @@ static int parse_json(struct nt_ctx *c, const char *buf, size_t len)
 	return 0;
 }
 
+/* End every stream's table and hand the runs to the caller; returns their number. */
+static int ctx_finish(struct nt_ctx *c, struct nw_run **runs, size_t *unparsed)
+{
+	for (int i = 0; i < c->nstreams; i++) {
+		stream_finish(c, c->streams[i]);
+		free(c->streams[i]);
+	}
+	if (unparsed)
+		*unparsed = c->unparsed;
+	*runs = c->runs;
+	return (int)c->nruns;
+}
+
 /* JSON when the first non-blank byte is '{', else text, line by line (lines over 8 KB are unparsed). */
 int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed,
                     char *err, size_t errlen)
@@ -964,25 +990,25 @@ int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run
 		}
 		free(line);
 	}
-	for (int i = 0; i < c.nstreams; i++) {
-		stream_finish(&c, c.streams[i]);
-		free(c.streams[i]);
-	}
-	if (unparsed)
-		*unparsed = c.unparsed;
-	*runs = c.runs;
-	return (int)c.nruns;
+	return ctx_finish(&c, runs, unparsed);
 }
 
-/* Read all of a stream (stdin) into memory, up to NT_MAX_INPUT bytes. */
+/*
+ * Read all of a stream into memory; NULL with errno set on a read error,
+ * or with errno EFBIG when it holds more than NT_MAX_INPUT bytes (a -J
+ * JSON document is read whole; text is streamed instead).
+ */
 static char *read_stream(FILE *f, size_t *len_out)
 {
 	size_t cap = 65536, len = 0;
 	char *buf = nw_malloc(cap);
 	for (;;) {
 		if (len == cap) {
-			if (cap >= NT_MAX_INPUT)
-				break;
+			if (cap >= NT_MAX_INPUT) {
+				free(buf);
+				errno = EFBIG;
+				return NULL;
+			}
 			cap *= 2;
 			buf = nw_realloc(buf, cap);
 		}
@@ -999,21 +1025,93 @@ static char *read_stream(FILE *f, size_t *len_out)
 	return buf;
 }
 
+/*
+ * Text from f, line by line, without holding the input: first is the start
+ * of the first line (its indentation, already read). Returns the runs'
+ * number, or -1 on a read error (errno set).
+ */
+static int parse_text_stream(FILE *f, const char *first, size_t nfirst, const char *name, struct nw_run **runs,
+                             size_t *unparsed)
+{
+	struct nt_ctx c;
+	memset(&c, 0, sizeof(c));
+	c.name = name;
+	char *line = nw_malloc(NT_MAX_LINE);
+	size_t n = nfirst;
+	int skipping = 0; /* inside a line over NT_MAX_LINE */
+	memcpy(line, first, nfirst);
+	for (;;) {
+		int ch = getc(f);
+		if (ch == EOF || ch == '\n') {
+			if (!skipping && (n || ch == '\n')) {
+				line[n] = '\0';
+				process_line(&c, line, n);
+			}
+			skipping = 0;
+			n = 0;
+			if (ch == EOF)
+				break;
+			continue;
+		}
+		if (skipping)
+			continue;
+		if (n + 1 >= NT_MAX_LINE) {
+			c.unparsed++;
+			skipping = 1;
+			continue;
+		}
+		line[n++] = (char)ch;
+	}
+	free(line);
+	int bad = ferror(f);
+	int nr = ctx_finish(&c, runs, unparsed);
+	if (bad) {
+		for (int i = 0; i < nr; i++)
+			nw_run_release(&(*runs)[i]);
+		free(*runs);
+		*runs = NULL;
+		errno = EIO;
+		return -1;
+	}
+	return nr;
+}
+
 int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
 {
-	size_t len = 0;
-	char *buf;
+	int is_stdin = !strcmp(path, "-");
+	const char *name = is_stdin ? "(stdin)" : path;
 	*runs = NULL;
-	if (!strcmp(path, "-")) {
-		buf = read_stream(stdin, &len);
-		if (!buf)
-			return nw_seterr(err, errlen, "cannot read standard input: %s", strerror(errno));
-	} else {
-		buf = nw_read_file(path, NT_MAX_INPUT, &len);
-		if (!buf)
-			return nw_seterr(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+	FILE *f = is_stdin ? stdin : fopen(path, "rb");
+	if (!f)
+		return nw_seterr(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+	char ws[256];
+	size_t nws = 0;
+	int ch;
+	while ((ch = getc(f)) == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
+		if (ch == '\n')
+			nws = 0;
+		else if (nws < sizeof(ws))
+			ws[nws++] = (char)ch;
 	}
-	int n = nw_nt_parse_buf(buf, len, strcmp(path, "-") ? path : "(stdin)", runs, unparsed, err, errlen);
-	free(buf);
+	int n;
+	if (ch == '{') {
+		ungetc(ch, f);
+		size_t len = 0;
+		char *buf = read_stream(f, &len);
+		if (!buf)
+			n = nw_seterr(err, errlen, "cannot read '%s': %s", name,
+			              errno == EFBIG ? "a JSON document over 1 GiB" : strerror(errno));
+		else
+			n = nw_nt_parse_buf(buf, len, name, runs, unparsed, err, errlen);
+		free(buf);
+	} else {
+		if (ch != EOF)
+			ungetc(ch, f);
+		n = parse_text_stream(f, ws, nws, name, runs, unparsed);
+		if (n < 0)
+			nw_seterr(err, errlen, "cannot read '%s': %s", name, strerror(errno));
+	}
+	if (!is_stdin)
+		fclose(f);
 	return n;
 }

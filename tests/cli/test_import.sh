@@ -87,3 +87,29 @@ if command -v mpirun >/dev/null; then
 	expect_rc "our own 2-process table imports" 0
 	expect_out "its rank count is 2, not the per-process nGpus" '^all_reduce,float,sum,-1,8,2,2,0,'
 fi
+
+# No size cap on text: two tables with 1088 MiB between them (a sparse run
+# of NUL bytes, one over-long line) give both runs.
+big=$TMP/big.txt
+cat "$FX/nt_all_reduce.txt" >"$big"
+truncate -s +1088M "$big"
+{ echo; cat "$FX/nt_all_gather.txt"; } >>"$big"
+run "$NW" import --no-history --json "$big"
+expect_rc "1 GiB between two tables: exit 0" 0
+expect_true "1 GiB between two tables: both runs" test "$(grep -c '"schema"' "$OUT")" -eq 2
+rm -f "$big"
+
+# A row missing its trailing columns is left out, never shifted; the run
+# and a table without its footer are imported with a warning, marked incomplete.
+sed '/^ *1024 /s/ *[0-9][0-9]* *$//' "$FX/nt_all_reduce.txt" >"$TMP/short.txt"
+run "$NW" import --no-history --json "$TMP/short.txt"
+expect_rc "row missing columns: still imported, exit 0" 0
+expect_err "row missing columns: a warning" 'incomplete run imported \(rows missing columns'
+expect_out "row missing columns: marked incomplete" '"incomplete": true'
+expect_no_out "row missing columns: no shifted time" '"time_us": -1'
+expect_no_out "row missing columns: the row is left out" '"size_bytes": 1024,'
+grep -v 'Avg bus' "$FX/nt_all_reduce.txt" >"$TMP/nofooter.txt"
+run "$NW" import --json "$TMP/nofooter.txt"
+expect_err "table without footer: a warning" 'incomplete run imported \(the table has no footer'
+expect_true "table without footer: history marks it incomplete" \
+	sh -c "sqlite3 '$NCCLWATCH_DB' 'select extra from runs' 2>/dev/null | grep -q '\"incomplete\":true' || ! command -v sqlite3 >/dev/null"

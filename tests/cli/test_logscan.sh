@@ -55,7 +55,49 @@ expect_out "help lists --json" '--json'
 head -c 3000000 /dev/urandom >"$TMP/rand.bin"
 run "$NW" logscan "$TMP/rand.bin"
 expect_no_crash "binary garbage does not crash"
-expect_true "binary garbage exits 0 or 1" test "$RC" -le 1
+expect_rc "binary garbage: says it is no text, exit 3" 3
+expect_err "binary garbage: could not read this as text" 'could not read this as text'
+expect_no_out "binary garbage: no report of nothing wrong" 'none'
+
+# Input that is no log is named, never "nothing wrong found"; exit 3.
+: >"$TMP/empty.log"
+run "$NW" logscan "$TMP/empty.log"
+expect_rc "empty file: exit 3" 3
+expect_err "empty file: no NCCL lines found" 'no NCCL lines found'
+run "$NW" logscan "$SRCDIR/tests/fixtures/corpus/013-nccl-tests-rtx4090-8gpu-tree-header.txt"
+expect_rc "nccl-tests output: exit 3" 3
+expect_err "nccl-tests output: points at import" "nccl-tests output.*ncclwatch import"
+printf '\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV12\t0-63\nGPU1\tNV12\t X \t0-63\n\nLegend:\n\n  X    = Self\n' >"$TMP/topo.txt"
+run "$NW" logscan "$TMP/topo.txt"
+expect_rc "topology matrix: exit 3" 3
+expect_err "topology matrix: named" 'nvidia-smi topo -m'
+run "$NW" logscan "$TMP/no-such-file.log"
+expect_rc "missing file: exit 2" 2
+expect_true "missing file: no report" test ! -s "$OUT"
+run "$NW" logscan "$TMP"
+expect_rc "a directory: exit 2" 2
+expect_true "a directory: no report" test ! -s "$OUT"
+
+# UTF-16 (with and without BOM) and CR-only copies of a watchdog log read like the original.
+WD=$SRCDIR/tests/fixtures/corpus/008-watchdog-allreduce-lineno-torchrun.log
+iconv -f UTF-8 -t UTF-16 "$WD" >"$TMP/wd16.log"
+iconv -f UTF-8 -t UTF-16LE "$WD" >"$TMP/wd16le.log"
+iconv -f UTF-8 -t UTF-16BE "$WD" >"$TMP/wd16be.log"
+tr '\n' '\r' <"$WD" >"$TMP/wdcr.log"
+for v in wd16 wd16le wd16be wdcr; do
+	run "$NW" logscan --json "$TMP/$v.log"
+	expect_rc "$v copy of a watchdog log: exit 1" 1
+	expect_out "$v copy: the watchdog timeout is found" '"watchdog-timeout"'
+done
+
+# A PyTorch error behind a pdsh prefix is an error; hostless NCCL lines are read.
+printf 'node1: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1197, unhandled cuda error, NCCL version 2.18.3\n' >"$TMP/pdsh.log"
+run "$NW" logscan --json "$TMP/pdsh.log"
+expect_rc "pdsh-prefixed PyTorch error: exit 1" 1
+printf 'NCCL version 2.18.3+cuda12.2\n[2] NCCL INFO comm 0x5563 rank 2 nRanks 8 nNodes 1 localRanks 8 localRank 2 MNNVL 0\n' >"$TMP/hostless.log"
+run "$NW" logscan --json "$TMP/hostless.log"
+expect_rc "a banner and a line without host: read, exit 0" 0
+expect_out "the bare banner's version is reported" '"version": "2.18.3\+cuda12.2"'
 { head -c 150000 /dev/zero; echo; head -c 200000 /dev/zero | tr '\0' 'x'; echo; cat "$FX/h200x2_allreduce_info.log"; } >"$TMP/nul.log"
 run "$NW" logscan "$TMP/nul.log"
 expect_rc "NUL bytes and 200 KB lines, then a log: exit 0" 0

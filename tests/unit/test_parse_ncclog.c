@@ -49,6 +49,73 @@ static size_t ndiag(const json_t *doc)
 	return json_array_size(json_object_get(doc, "diagnoses"));
 }
 
+/* The first version string of the report, or "". */
+static const char *version_at(const json_t *doc, size_t i)
+{
+	const json_t *v = json_array_get(json_object_get(doc, "versions"), i);
+	return v ? json_string_value(json_object_get(v, "version")) : "";
+}
+
+static void bare_banners(void **state)
+{
+	(void)state;
+	/* NCCL at WARN level: the banner alone, no host:pid:tid prefix */
+	json_t *doc = scan("NCCL version 2.18.3+cuda12.2\n", NULL);
+	assert_string_equal(version_at(doc, 0), "2.18.3+cuda12.2");
+	json_decref(doc);
+	/* under mpirun --tag-output: the banner belongs to its rank's process */
+	doc = scan("[1,0]<stdout>:nodeA:100:100 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+	           "[1,1]<stdout>:nodeB:200:200 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+	           "[1,0]<stdout>:NCCL version 2.18.3+cuda12.2\n"
+	           "[1,1]<stdout>:NCCL version 2.21.5+cuda12.4\n", NULL);
+	const char *m = diag_msg(doc, "nccl-version-mismatch");
+	assert_non_null(strstr(m, "2.18.3+cuda12.2 (1 process, e.g. on 'nodeA')"));
+	assert_non_null(strstr(m, "2.21.5+cuda12.4 (1 process, e.g. on 'nodeB')"));
+	assert_string_equal(json_string_value(json_object_get(doc, "cause")), "version_mismatch");
+	json_decref(doc);
+	/* the job's rank count from connection and ring-order lines when no comm line says it */
+	doc = scan("h:1:1 [0] NCCL INFO Channel 00/02 :    0   1   2   3\n"
+	           "h:1:1 [0] NCCL INFO Channel 00/0 : 3[3] -> 0[0] via P2P/IPC\n", NULL);
+	assert_int_equal(json_integer_value(json_object_get(doc, "nranks")), 4);
+	json_decref(doc);
+	/* PyTorch's own report of the version is no banner */
+	doc = scan("NCCL version: 2.21.5\n", NULL);
+	assert_int_equal(json_array_size(json_object_get(doc, "versions")), 0);
+	json_decref(doc);
+}
+
+/* The top-level cause keyword of text. */
+static void expect_cause(const char *text, const char *cause, const char *id)
+{
+	json_t *doc = scan(text, NULL);
+	assert_string_equal(json_string_value(json_object_get(doc, "cause")), cause);
+	if (id)
+		assert_non_null(diag(doc, id));
+	json_decref(doc);
+}
+
+static void root_causes(void **state)
+{
+	(void)state;
+	expect_cause("h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n", "healthy", NULL);
+	expect_cause("[h:1:0:2] Caught signal 7 (Bus error: nonexistent physical address)\n"
+	             "h:1:2 [0] NCCL WARN Cuda failure 'out of memory'\n", "shm_too_small", "crash-bus-error");
+	expect_cause("h:1:2 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes\n"
+	             "h2:5:6 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer h<1>\n",
+	             "cuda_oom", "cuda-oom");
+	expect_cause("h:1:2 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<54862> with status=12 "
+	             "opcode=0 len=0 vendor err 129 (Recv)\n", "ib_completion_error", "ib-completion-error");
+	expect_cause("h:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.2<43345> failed : "
+	             "Software caused connection abort\n", "socket_connect_failed", "socket-connect-failed");
+	expect_cause("h:1:2 [0] transport/nvls.cc:152 NCCL WARN Cuda failure 401 'the operation cannot be performed'\n",
+	             "nvls_setup_failed", "nvls-setup-failed");
+	expect_cause("h:1:2 [0] graph/xml.cc:332 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:01/../../0000:01:00.0\n",
+	             "sysfs_not_visible", "sysfs-not-visible");
+	/* a PyTorch error behind a pdsh prefix is still an error */
+	expect_cause("node1: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1197, unhandled cuda error, "
+	             "NCCL version 2.18.3\n", "cuda_error", "nccl-error");
+}
+
 static void version_mismatch(void **state)
 {
 	(void)state;
@@ -404,6 +471,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(version_mismatch),
+		cmocka_unit_test(bare_banners),
+		cmocka_unit_test(root_causes),
 		cmocka_unit_test(size1_communicators),
 		cmocka_unit_test(duplicate_gpu),
 		cmocka_unit_test(hostid_two_nodes_one_gpu),
