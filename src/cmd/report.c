@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "model/result.h"
@@ -49,15 +50,28 @@ const char usage_report[] =
 
 /*
  * Write through a temporary file renamed into place, so a failed report
- * never leaves half a page where a good one was.
+ * never leaves half a page where a good one was. A path that is not a
+ * regular file (a device, a pipe) is written to directly: a rename would
+ * replace it.
  */
 static int write_out(const char *path, int svg, const struct nw_report_input *in,
                      const struct nw_report_opts *o, const char *op)
 {
 	char err[NW_ERRLEN];
+	struct stat st;
 	if (!strcmp(path, "-")) {
 		int rc = svg ? nw_svg_chart(stdout, in, op, o, err, sizeof(err))
 		             : nw_report_html(stdout, in, o, err, sizeof(err));
+		return rc ? nw_error("%s", err) : 0;
+	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* a device or a pipe (/dev/null, /dev/stdout): written to, never renamed over */
+		FILE *f = fopen(path, "w");
+		if (!f)
+			return nw_error("cannot write '%s': %s", path, strerror(errno));
+		int rc = svg ? nw_svg_chart(f, in, op, o, err, sizeof(err)) : nw_report_html(f, in, o, err, sizeof(err));
+		if (fclose(f) != 0 && !rc)
+			rc = nw_seterr(err, sizeof(err), "cannot write '%s': %s", path, strerror(errno));
 		return rc ? nw_error("%s", err) : 0;
 	}
 	char *tmp = nw_asprintf("%s.tmp.%ld", path, (long)getpid());

@@ -42,6 +42,18 @@ n=$(grep -c '<div class="pair main"' "$TMP/three.html"); RC=$n; expect_rc "one c
 n=$(grep -c '<svg ' "$TMP/three.html"); RC=$n; expect_rc "busbw and time, both placements, per op" 12
 expect_true "no comparison with three runs" sh -c "! grep -q '<h2>Comparison' '$TMP/three.html'"
 
+# a path that is no regular file (a pipe here, /dev/null for users) is written
+# to, never replaced by a rename
+mkfifo "$TMP/pipe"
+cat "$TMP/pipe" >"$TMP/piped.html" &
+reader=$!
+run "$NW" report "$FIX/nt_all_reduce.txt" -o "$TMP/pipe"
+wait "$reader"
+expect_rc "report into a pipe: exit 0" 0
+expect_true "report into a pipe: still a pipe" test -p "$TMP/pipe"
+expect_true "report into a pipe: the page went through it" grep -q '</html>' "$TMP/piped.html"
+expect_true "report into a pipe: no temporary file left" bash -c "! ls '$TMP' | grep -q 'pipe.tmp'"
+
 run "$NW" report "$FIX/nt_all_reduce.txt" "$TMP/after.txt" --svg "$TMP/ar.svg"
 expect_rc "one SVG chart" 0
 cp "$TMP/ar.svg" "$OUT"
