@@ -167,6 +167,15 @@ static int r_nccl_error(const struct rule_ctx *x, char *msg, size_t len)
 	return used > 0;
 }
 
+/* "what (N lines: detail)" when n lines said it; 0 when none did. */
+static int said_lines(char *msg, size_t len, uint64_t n, const char *what, const char *detail)
+{
+	if (!n)
+		return 0;
+	snprintf(msg, len, "%s (%" PRIu64 " line%s%s%s)", what, n, n == 1 ? "" : "s", detail ? ": " : "", detail ? detail : "");
+	return 1;
+}
+
 /* A crash: NCCL's "Caught signal 7 (Bus error)" or the process's own report; SIGBUS in NCCL is /dev/shm running out. */
 static int r_bus_error(const struct rule_ctx *x, char *msg, size_t len)
 {
@@ -188,11 +197,7 @@ static int r_segv(const struct rule_ctx *x, char *msg, size_t len)
 
 static int r_oom(const struct rule_ctx *x, char *msg, size_t len)
 {
-	if (!x->lg->oom_lines)
-		return 0;
-	snprintf(msg, len, "the GPU ran out of memory (%" PRIu64 " line%s: Cuda failure 'out of memory' or a failed CUDA calloc)",
-	         x->lg->oom_lines, x->lg->oom_lines == 1 ? "" : "s");
-	return 1;
+	return said_lines(msg, len, x->lg->oom_lines, "the GPU ran out of memory", "Cuda failure 'out of memory' or a failed CUDA calloc");
 }
 
 /* What an ibverbs work-completion status means (enum ibv_wc_status). */
@@ -225,38 +230,24 @@ static int r_ib_completion(const struct rule_ctx *x, char *msg, size_t len)
 
 static int r_socket_connect(const struct rule_ctx *x, char *msg, size_t len)
 {
-	if (!x->lg->sock_connect_lines)
-		return 0;
-	snprintf(msg, len, "socket connections between ranks failed (%" PRIu64 " line%s: refused, aborted or timed out)",
-	         x->lg->sock_connect_lines, x->lg->sock_connect_lines == 1 ? "" : "s");
-	return 1;
+	return said_lines(msg, len, x->lg->sock_connect_lines, "socket connections between ranks failed",
+	                  "refused, aborted or timed out");
 }
 
 static int r_nvls(const struct rule_ctx *x, char *msg, size_t len)
 {
-	if (!x->lg->nvls_fail_lines)
-		return 0;
-	snprintf(msg, len, "NVLink SHARP (NVLS) setup failed (%" PRIu64 " line%s)", x->lg->nvls_fail_lines,
-	         x->lg->nvls_fail_lines == 1 ? "" : "s");
-	return 1;
+	return said_lines(msg, len, x->lg->nvls_fail_lines, "NVLink SHARP (NVLS) setup failed", NULL);
 }
 
 static int r_sysfs(const struct rule_ctx *x, char *msg, size_t len)
 {
-	if (!x->lg->sysfs_lines)
-		return 0;
-	snprintf(msg, len, "NCCL could not read the PCI topology in /sys (%" PRIu64 " line%s: Could not find real path)",
-	         x->lg->sysfs_lines, x->lg->sysfs_lines == 1 ? "" : "s");
-	return 1;
+	return said_lines(msg, len, x->lg->sysfs_lines, "NCCL could not read the PCI topology in /sys", "Could not find real path");
 }
 
 static int r_peer_closed(const struct rule_ctx *x, char *msg, size_t len)
 {
-	if (!x->lg->peer_closed_lines)
-		return 0;
-	snprintf(msg, len, "a peer closed its connections (%" PRIu64 " line%s): it exited or crashed first; its own log holds the cause",
-	         x->lg->peer_closed_lines, x->lg->peer_closed_lines == 1 ? "" : "s");
-	return 1;
+	return said_lines(msg, len, x->lg->peer_closed_lines,
+	                  "a peer closed its connections: it exited or crashed first, and its own log holds the cause", NULL);
 }
 
 static int r_init_incomplete(const struct rule_ctx *x, char *msg, size_t len)

@@ -1079,11 +1079,19 @@ static int parse_text_stream(FILE *f, const char *first, size_t nfirst, const ch
 int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
 {
 	int is_stdin = !strcmp(path, "-");
-	const char *name = is_stdin ? "(stdin)" : path;
 	*runs = NULL;
 	FILE *f = is_stdin ? stdin : fopen(path, "rb");
 	if (!f)
 		return nw_seterr(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+	int n = nw_nt_parse_stream(f, is_stdin ? "(stdin)" : path, runs, unparsed, err, errlen);
+	if (!is_stdin)
+		fclose(f);
+	return n;
+}
+
+int nw_nt_parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
+{
+	*runs = NULL;
 	char ws[256];
 	size_t nws = 0;
 	int ch;
@@ -1111,7 +1119,5 @@ int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, c
 		if (n < 0)
 			nw_seterr(err, errlen, "cannot read '%s': %s", name, strerror(errno));
 	}
-	if (!is_stdin)
-		fclose(f);
 	return n;
 }

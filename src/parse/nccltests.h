@@ -21,6 +21,12 @@
 
 /* Parse nccl-tests output (text of any version, or -J JSON) from path ("-" = stdin). Returns the number of runs found (>= 0) and sets *runs to a malloc'ed array the caller frees (nw_run_release on each, then free); -1 with err filled on an I/O error. Unparsed lines are counted in *unparsed (may be NULL). */
 int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen);
+/*
+ * The same from an open stream (not closed here), read line by line: text
+ * of any size; a -J JSON document (first non-blank byte '{') is read whole,
+ * up to 1 GiB. name is used in messages and recorded as the run's input.
+ */
+int nw_nt_parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen);
 int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen);
 
 #endif

@@ -1,4 +1,4 @@
-/* libFuzzer target: the nccl-tests parser (text and -J JSON), then every rendering of what it found. */
+/* libFuzzer target: the nccl-tests parser (text and -J JSON, from a buffer or streamed), then every rendering of what it found. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,7 +14,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct nw_run *runs = NULL;
 	size_t unparsed = 0;
 	char err[256];
-	int n = nw_nt_parse_buf((const char *)data, size, "fuzz", &runs, &unparsed, err, sizeof(err));
+	FILE *f = size && (data[0] & 1) ? fmemopen((void *)data, size, "rb") : NULL;
+	int n = f ? nw_nt_parse_stream(f, "fuzz", &runs, &unparsed, err, sizeof(err))
+	          : nw_nt_parse_buf((const char *)data, size, "fuzz", &runs, &unparsed, err, sizeof(err));
+	if (f)
+		fclose(f);
 	if (n < 0)
 		abort(); /* a buffer never gives an I/O error */
 	FILE *devnull = fopen("/dev/null", "w");
