@@ -65,29 +65,6 @@ static const struct migration migrations[] = {
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == NW_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
 
-int nw_store_parse_opt(int argc, char **argv, int *i, struct nw_store_opts *o, char *err,
-                       size_t errlen)
-{
-	const char *a = argv[*i];
-	if (!strcmp(a, "--no-history")) {
-		o->disabled = 1;
-		return 1;
-	}
-	if (!strcmp(a, "--db")) {
-		if (*i + 1 >= argc || !argv[*i + 1][0])
-			return nw_seterr(err, errlen, "--db needs a file path (the history database)");
-		o->db_path = argv[++*i];
-		return 1;
-	}
-	if (!strncmp(a, "--db=", 5)) {
-		if (!a[5])
-			return nw_seterr(err, errlen, "--db= needs a file path (the history database)");
-		o->db_path = a + 5;
-		return 1;
-	}
-	return 0;
-}
-
 int nw_store_path(const struct nw_store_opts *o, char *buf, size_t len, char *err, size_t errlen)
 {
 	const char *p = o ? o->db_path : NULL;

@@ -13,8 +13,7 @@
  * (PRAGMA user_version) and is migrated forward by a table of steps.
  *
  * Commands that record (bench, check, import, tune) need three calls:
- *   nw_cli_store_opt     in their option loop (cmd/cli.h; a loop written
- *                        by hand uses nw_store_parse_opt)
+ *   nw_cli_store_opt     in their option loop (cmd/cli.h)
  *   nw_fingerprint_collect once the header is filled
  *   nw_store_record      when the run is complete
  */
@@ -36,14 +35,6 @@ struct nw_store_opts {
 	"  --db PATH            history database (default $NCCLWATCH_DB, else\n" \
 	"                       $XDG_DATA_HOME/ncclwatch/history.db)\n" \
 	"  --no-history         do not record this run\n"
-
-/*
- * Consume a history option at argv[*i] (--db PATH, --db=PATH, --no-history);
- * returns 1 when consumed (advancing *i past a value), 0 when not a history
- * option, -1 with err on a bad value. o->db_path points into argv.
- */
-int nw_store_parse_opt(int argc, char **argv, int *i, struct nw_store_opts *o, char *err,
-                       size_t errlen);
 
 /*
  * Fill run->h.extra["fingerprint"] from the header and this process's

@@ -143,30 +143,11 @@ static void round_trip(void **state)
 	unsetenv("NCCL_PROTO");
 }
 
-static void parse_opts(void **state)
+/* --no-history: nothing is recorded and no database is made (option parsing: test_cli.c). */
+static void disabled_records_nothing(void **state)
 {
 	(void)state;
-	char a0[] = "bench", a1[] = "--db", a2[] = "/x.db", a3[] = "--no-history", a4[] = "--db=/y.db",
-	     a5[] = "-n", a6[] = "--db";
-	char *argv[] = { a0, a1, a2, a3, a4, a5, a6 };
-	struct nw_store_opts o = { 0 };
 	char err[NW_ERRLEN];
-	int i = 1;
-	assert_int_equal(nw_store_parse_opt(7, argv, &i, &o, err, sizeof(err)), 1);
-	assert_int_equal(i, 2);
-	assert_string_equal(o.db_path, "/x.db");
-	i = 3;
-	assert_int_equal(nw_store_parse_opt(7, argv, &i, &o, err, sizeof(err)), 1);
-	assert_int_equal(o.disabled, 1);
-	i = 4;
-	assert_int_equal(nw_store_parse_opt(7, argv, &i, &o, err, sizeof(err)), 1);
-	assert_string_equal(o.db_path, "/y.db");
-	i = 5;
-	assert_int_equal(nw_store_parse_opt(7, argv, &i, &o, err, sizeof(err)), 0);
-	i = 6;
-	assert_int_equal(nw_store_parse_opt(7, argv, &i, &o, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "--db"));
-
 	struct nw_run run;
 	make_run(&run);
 	long long id = 7;
@@ -362,7 +343,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(round_trip),
-		cmocka_unit_test(parse_opts),
+		cmocka_unit_test(disabled_records_nothing),
 		cmocka_unit_test(default_path),
 		cmocka_unit_test(foreign_files),
 		cmocka_unit_test(migrate_v1),
