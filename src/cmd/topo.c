@@ -13,6 +13,7 @@
 #include "cmd/cmd.h"
 #include "gpu/nvml.h"
 #include "probe/expect.h"
+#include "probe/nvml_json.h"
 #include "probe/sysfs.h"
 #include "probe/topo.h"
 #include "util/util.h"
