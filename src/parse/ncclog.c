@@ -211,6 +211,21 @@ static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 	level_line(lg, &from, s + pl, n - pl);
 }
 
+/* Length of a "file.cc:123 " source place before a level word (0 when s has none). */
+static size_t src_place(const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n && i < 80 && s[i] != ':' && s[i] != ' ')
+		i++;
+	if (i >= n || s[i] != ':' || i < 3 || !memchr(s, '.', i))
+		return 0;
+	size_t used;
+	parse_ll(s + i + 1, n - i - 1, &used);
+	if (!used || i + 1 + used >= n || s[i + 1 + used] != ' ')
+		return 0;
+	return i + 2 + used;
+}
+
 /*
  * NCCL lines whose "host:pid:tid" was cut when pasted: "NCCL INFO ..." or
  * "[3] NCCL INFO ...". Returns 1 when s was one (read without a process).
@@ -226,6 +241,7 @@ static int hostless_line(struct nw_log *lg, const char *s, size_t n)
 			return 0;
 		i += 2;
 	}
+	i += src_place(s + i, n - i);
 	if (!starts(s + i, n - i, "NCCL INFO ") && !starts(s + i, n - i, "NCCL WARN "))
 		return 0;
 	lg->nccl_lines++;
@@ -238,6 +254,16 @@ static void level_line(struct nw_log *lg, const struct lg_from *from, const char
 {
 	if (starts(m, mn, "NCCL INFO ")) {
 		lg_info_line(lg, from, m + 10, mn - 10);
+		return;
+	}
+	/* NCCL 2.3 and older: "INFO text" and "file.cu:118 WARN text", without "NCCL " */
+	if (starts(m, mn, "INFO ")) {
+		lg_info_line(lg, from, m + 5, mn - 5);
+		return;
+	}
+	size_t sp = src_place(m, mn);
+	if (sp && starts(m + sp, mn - sp, "WARN ")) {
+		lg_warn_line(lg, from->host, m + sp + 5, mn - sp - 5);
 		return;
 	}
 	const char *w = find(m, mn < 200 ? mn : 200, "NCCL WARN ");

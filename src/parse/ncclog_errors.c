@@ -77,9 +77,20 @@ static void lg_classify_cause(struct nw_log *lg, const char *s, size_t n)
 		if (used && find(s, n, "completion") && !lg->ib_status_lines++)
 			lg->ib_status = (int)st;
 	}
-	if ((find(s, n, "socketStartConnect") || find(s, n, "Connect to ")) &&
-	    (find(s, n, "failed") || find(s, n, "refused") || find(s, n, "abort") || find(s, n, "timed out")))
+	if ((find(s, n, "socketStartConnect") || find(s, n, "Connect to ") || find(s, n, "connect failed")) &&
+	    (find(s, n, "failed") || find(s, n, "refused") || find(s, n, "abort") || find(s, n, "timed out"))) {
 		lg->sock_connect_lines++;
+		if (find(s, n, "to 127.") || find(s, n, "to ::1<") || find(s, n, "to [::1]"))
+			lg->sock_loopback_lines++;
+	}
+	if (find(s, n, "collective mismatch error"))
+		lg->coll_mismatch_lines++;
+	if (find(s, n, "driver version is insufficient") || find(s, n, "CUDA_ERROR_INSUFFICIENT_DRIVER"))
+		lg->driver_old_lines++;
+	if (find(s, n, "SHARP group create") || find(s, n, "Failed to lock SAT tree") || find(s, n, "CollNet setup failed"))
+		lg->collnet_fail_lines++;
+	if (find(s, n, "does not loop back to start"))
+		lg->ring_loop_lines++;
 	if (find(s, n, "nvls.cc") || find(s, n, "NVLS"))
 		lg->nvls_fail_lines++;
 	if (find(s, n, "Could not find real path of /sys"))
@@ -95,7 +106,7 @@ void lg_classify(struct nw_log *lg, const char *s, size_t n)
 	if (find(s, n, "no socket interface found") || find(s, n, "no interface found") ||
 	    find(s, n, "No usable listening interface") || find(s, n, "no usable interface"))
 		lg->no_iface_lines++;
-	if (find(s, n, "/dev/shm") || find(s, n, "shm_open") || find(s, n, "shared memory") ||
+	if (find(s, n, "/dev/shm") || find(s, n, "shm_open") || find(s, n, "shared memory") || find(s, n, "posix_fallocate") ||
 	    find(s, n, "Shared memory") || find(s, n, "ShmSegment"))
 		lg->shm_fail_lines++;
 	if (find(s, n, "Duplicate GPU detected"))

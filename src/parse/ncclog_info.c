@@ -153,7 +153,10 @@ static int info_trace(struct nw_log *lg, uint32_t host, const char *s, size_t n)
 	long long code = parse_ll(p + 4, (size_t)(s + n - p - 4), &used);
 	if (!used)
 		return 0;
-	if (code > 0 && code < 8)
+	/* init probes of optional libraries (IB verbs, GDR) fail on machines without them; NCCL goes on */
+	int probe = find(s, (size_t)(p - s), "ibvwrap.") || find(s, (size_t)(p - s), "gdr.cc") ||
+	            find(s, (size_t)(p - s), "gdrwrap.");
+	if (code > 0 && code < 8 && !probe)
 		lg->err_codes[code]++;
 	/* group by file and code, keeping line numbers: they name the place */
 	char key[160];
@@ -304,6 +307,10 @@ void lg_info_line(struct nw_log *lg, const struct lg_from *from, const char *s, 
 	const char *at;
 	if (!n || info_known_start(lg, from, s, n))
 		return;
+	if (find(s, n, "exceeds device/fn maxSharedMem")) {
+		lg->smem_exceed_lines++; /* "ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856" */
+		return;
+	}
 	if (starts(s, n, "NCCL_") && (at = find(s, n, " set by environment to "))) {
 		info_env(lg, s, n, at);
 		return;

@@ -203,6 +203,10 @@ struct nw_log {
 	/* root causes named by error text (lg_classify) */
 	uint64_t bus_error_lines, segv_lines, oom_lines, sock_connect_lines, nvls_fail_lines, sysfs_lines, peer_closed_lines;
 	uint64_t ib_status_lines;
+	/* setup and usage errors named by their text */
+	uint64_t sock_loopback_lines, coll_mismatch_lines, driver_old_lines, collnet_fail_lines, ring_loop_lines,
+	         smem_exceed_lines;
+	char ras_mismatch[200];    /* NCCL RAS status: "different AllGather operation counts; 30 ranks ... 640; ..." */
 	int ib_status;             /* the first IB completion status seen (status=N), -1 none */
 	char ib_status_host[LG_NAME];
 	uint64_t tracebacks;

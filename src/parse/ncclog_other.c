@@ -1,4 +1,5 @@
 /* Lines of the log that are not NCCL's: PyTorch errors and watchdog timeouts, nccl-tests, crashes. */
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -201,11 +202,31 @@ int lg_banner_line(struct nw_log *lg, const char *s, size_t n)
 	return 1;
 }
 
+/*
+ * NCCL RAS's status answer (ncclras): "Communicator ranks have different
+ * AllGather operation counts", then "30 ranks have launched up to operation
+ * 640" per group. Kept as one sentence for the hang diagnosis.
+ */
+static void ras_line(struct nw_log *lg, const char *s, size_t n)
+{
+	while (n && (*s == ' ' || *s == '\t'))
+		s++, n--;
+	size_t used = strlen(lg->ras_mismatch);
+	if (starts(s, n, "Communicator ranks have different ") && !used)
+		copy_str(lg->ras_mismatch, sizeof(lg->ras_mismatch), s + 34, n - 34);
+	else if (used && find(s, n, " ranks have launched up to operation ") && used + 3 < sizeof(lg->ras_mismatch))
+		snprintf(lg->ras_mismatch + used, sizeof(lg->ras_mismatch) - used, "; %.*s", (int)n, s);
+}
+
 void lg_other_line(struct nw_log *lg, const char *s, size_t n)
 {
 	lg->other_lines++;
 	if (!n)
 		return;
+	if (find(s, n, "ranks have different ") || find(s, n, "ranks have launched up to operation ")) {
+		ras_line(lg, s, n);
+		return;
+	}
 	if (lg_banner_line(lg, s, n))
 		return;
 	if (s[0] == '#') {

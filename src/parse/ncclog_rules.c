@@ -234,6 +234,56 @@ static int r_socket_connect(const struct rule_ctx *x, char *msg, size_t len)
 	                  "refused, aborted or timed out");
 }
 
+static int r_socket_loopback(const struct rule_ctx *x, char *msg, size_t len)
+{
+	return said_lines(msg, len, x->lg->sock_loopback_lines,
+	                  "ranks tried to reach each other on a loopback address (127.x or ::1): "
+	                  "NCCL chose the lo interface or a hostname that resolves to it", NULL);
+}
+
+static int r_coll_mismatch(const struct rule_ctx *x, char *msg, size_t len)
+{
+	return said_lines(msg, len, x->lg->coll_mismatch_lines,
+	                  "the two sides of a connection disagree on a collective's size", "collective mismatch error");
+}
+
+static int r_driver_old(const struct rule_ctx *x, char *msg, size_t len)
+{
+	return said_lines(msg, len, x->lg->driver_old_lines,
+	                  "the CUDA driver is older than the CUDA runtime the program was built with",
+	                  "driver version is insufficient");
+}
+
+static int r_collnet(const struct rule_ctx *x, char *msg, size_t len)
+{
+	return said_lines(msg, len, x->lg->collnet_fail_lines,
+	                  "CollNet/SHARP setup failed (the SHARP plugin could not create a group or lock an aggregation tree)",
+	                  NULL);
+}
+
+static int r_ring_loop(const struct rule_ctx *x, char *msg, size_t len)
+{
+	return said_lines(msg, len, x->lg->ring_loop_lines,
+	                  "NCCL built an inconsistent ring: ranks disagree on which of them share a node", "does not loop back");
+}
+
+static int r_smem(const struct rule_ctx *x, char *msg, size_t len)
+{
+	return said_lines(msg, len, x->lg->smem_exceed_lines,
+	                  "this NCCL build's kernels need more shared memory than the GPU has: it does not support this GPU",
+	                  "ncclMaxSharedMem ... exceeds");
+}
+
+static int r_ras_mismatch(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const char *m = x->lg->ras_mismatch;
+	if (!m[0])
+		return 0;
+	snprintf(msg, len, "NCCL RAS: ranks of a communicator have different %s: the ranks behind have not "
+	         "reached the next collective, the others wait in it", m);
+	return 1;
+}
+
 static int r_nvls(const struct rule_ctx *x, char *msg, size_t len)
 {
 	return said_lines(msg, len, x->lg->nvls_fail_lines, "NVLink SHARP (NVLS) setup failed", NULL);
@@ -411,6 +461,20 @@ struct rule {
 static const struct rule rules[] = {
 	{ { "nccl-version-mismatch", NW_LOG_ERROR, "processes load different NCCL versions",
 	    "load one NCCL everywhere: same container image, or set LD_LIBRARY_PATH/LD_PRELOAD to one libnccl.so.2 on every node", "version_mismatch" }, r_version_mismatch },
+	{ { "collective-mismatch", NW_LOG_ERROR, "ranks disagree on a collective's size",
+	    "load one NCCL and the same NCCL_* settings on every rank, and make every rank call the same collectives with the same counts", "version_mismatch" }, r_coll_mismatch },
+	{ { "cuda-driver-too-old", NW_LOG_ERROR, "the CUDA driver is older than the program's CUDA runtime",
+	    "upgrade the driver on the nodes, or use a build (container image, NCCL, nccl-tests) made for the installed driver's CUDA version (nvidia-smi shows it)", "cuda_driver_mismatch" }, r_driver_old },
+	{ { "gpu-unsupported", NW_LOG_ERROR, "this NCCL build does not support the GPU",
+	    "use an NCCL built for this GPU architecture (a newer NCCL release or a build with its sm_ in NVCC_GENCODE)", "gpu_arch_unsupported" }, r_smem },
+	{ { "ring-inconsistent", NW_LOG_ERROR, "NCCL built a ring that does not close",
+	    "unset NCCL_HOSTID (or give every rank of one node the same value), and check that hostnames are unique per node", "invalid_usage" }, r_ring_loop },
+	{ { "ras-mismatch", NW_LOG_ERROR, "NCCL RAS shows ranks at different collective counts (a hang)",
+	    "find what the ranks behind are doing (py-spy dump, their logs): a data-loader stall, a crash, or a code path that skipped a collective", "hang" }, r_ras_mismatch },
+	{ { "collnet-setup-failed", NW_LOG_ERROR, "CollNet/SHARP setup failed",
+	    "check the SHARP aggregation manager and the switch's SHARP resources, or set NCCL_COLLNET_ENABLE=0", "collnet_setup_failed" }, r_collnet },
+	{ { "socket-loopback", NW_LOG_ERROR, "ranks connected to a loopback address",
+	    "set NCCL_SOCKET_IFNAME to the interface the nodes reach each other by (not lo), and make the hostname resolve to that address, not 127.0.1.1", "wrong_socket_ifname" }, r_socket_loopback },
 	{ { "size1-communicators", NW_LOG_ERROR, "every process formed its own 1-rank communicator (processes not connected)",
 	    "nccl-tests under mpirun must be built with MPI=1; torch.distributed needs WORLD_SIZE/RANK from the launcher (torchrun, srun) rather than defaults", "invalid_usage" }, r_size1 },
 	{ { "duplicate-gpu", NW_LOG_ERROR, "two ranks of one communicator on the same GPU",

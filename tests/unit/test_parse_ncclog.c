@@ -116,6 +116,36 @@ static void root_causes(void **state)
 	             "NCCL version 2.18.3\n", "cuda_error", "nccl-error");
 }
 
+/* Setup and usage errors named by their text, and old or cut line formats. */
+static void named_setup_errors(void **state)
+{
+	(void)state;
+	expect_cause("h:1:2 [0] transport/net_ib.cc:1038 NCCL WARN NET/IB : req 0/1 tag 0 peer 10.0.0.6<58683> "
+	             "collective mismatch error, local size 496640 remote size 65536\n", "version_mismatch", "collective-mismatch");
+	expect_cause(" Test CUDA failure common.cu:1045 'CUDA driver version is insufficient for CUDA runtime version'\n",
+	             "cuda_driver_mismatch", "cuda-driver-too-old");
+	expect_cause("h:1:1 [1] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856\n",
+	             "gpu_arch_unsupported", "gpu-unsupported");
+	expect_cause("h:1:2 [0] graph/rings.cc:38 NCCL WARN Error : ring 0 does not loop back to start (14 != 0)\n",
+	             "invalid_usage", "ring-inconsistent");
+	expect_cause("h:1:2 [3] sharp_plugin.c:354 NCCL WARN SHARP group create: Streaming Tree lock failed (-18)\n",
+	             "collnet_setup_failed", "collnet-setup-failed");
+	expect_cause("h:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 127.0.0.1<45069> failed : "
+	             "Software caused connection abort\n", "wrong_socket_ifname", "socket-loopback");
+	expect_cause("#0-0 (fa93daea854b060b) MISMATCH\n  Communicator ranks have different AllGather operation counts\n"
+	             "  30 ranks have launched up to operation 640\n  2 ranks have launched up to operation 641\n",
+	             "hang", "ras-mismatch");
+	/* "file:line NCCL WARN" with its host cut, and NCCL 2.3's "file:line WARN" */
+	expect_cause("include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device\n",
+	             "shm_too_small", "shm-failure");
+	expect_cause("h:1:2 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out\n",
+	             "socket_connect_failed", "socket-connect-failed");
+	/* a probe of IB verbs failing on a machine without them is no error */
+	expect_cause("h:1:1 [0] misc/ibvwrap.cc:173 NCCL WARN lib wrapper not initialized.\n"
+	             "h:1:1 [0] NCCL INFO transport/net_ib/gdr.cc:56 -> 3\n"
+	             "h:1:1 [0] NCCL INFO Using network Socket\n", "healthy", NULL);
+}
+
 static void version_mismatch(void **state)
 {
 	(void)state;
@@ -473,6 +503,7 @@ int main(void)
 		cmocka_unit_test(version_mismatch),
 		cmocka_unit_test(bare_banners),
 		cmocka_unit_test(root_causes),
+		cmocka_unit_test(named_setup_errors),
 		cmocka_unit_test(size1_communicators),
 		cmocka_unit_test(duplicate_gpu),
 		cmocka_unit_test(hostid_two_nodes_one_gpu),
