@@ -76,9 +76,13 @@ static void print_versions(const json_t *doc)
 	const json_t *o;
 
 	printf("\nNCCL versions\n");
-	if (!json_array_size(json_object_get(doc, "versions")))
+	size_t nlines = 0;
+	json_array_foreach(json_object_get(doc, "versions"), i, o) nlines += !s_of(o, "source")[0];
+	if (!nlines)
 		printf("  (no \"NCCL version\" line)\n");
 	json_array_foreach(json_object_get(doc, "versions"), i, o) {
+		if (s_of(o, "source")[0])
+			continue; /* PyTorch's: printed below */
 		printf("  %-24s %" JSON_INTEGER_FORMAT " process%s on", s_of(o, "version"), i_of(o, "processes"),
 		       i_of(o, "processes") == 1 ? "" : "es");
 		size_t k;

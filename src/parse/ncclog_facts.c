@@ -11,8 +11,8 @@ enum lg_tclass lg_transport_class(const char *name)
 {
 	if (!strncmp(name, "P2P", 3))
 		return T_P2P;
-	if (!strncmp(name, "SHM", 3))
-		return T_SHM;
+	if (!strncmp(name, "SHM", 3) || !strncmp(name, "direct shared memory", 20) || !strncmp(name, "shared memory", 13))
+		return T_SHM; /* NCCL 2.4 and older: "via direct shared memory" */
 	if (!strncmp(name, "NET/Socket", 10))
 		return T_SOCKET;
 	if (!strncmp(name, "NET/IB", 6))

@@ -176,6 +176,8 @@ static int info_version(struct nw_log *lg, const struct lg_from *from, const cha
 		e++;
 	if (from->proc != UINT32_MAX)
 		copy_str(lg->procs[from->proc].version, sizeof(lg->procs[from->proc].version), v, (size_t)(e - v));
+	else
+		lg_banner_line(lg, s, (size_t)(e - s)); /* its host was cut in pasting: a version all the same */
 	return 1;
 }
 

@@ -138,8 +138,11 @@ static enum lg_group_kind other_kind(struct nw_log *lg, const char *s, size_t n)
 	}
 	if (find(s, n, "Test NCCL failure") || find(s, n, "Test CUDA failure") || find(s, n, "Test failure"))
 		return G_NCCLTESTS;
-	if (python_exception(s, n))
+	if (python_exception(s, n)) {
+		if ((p = find(s, n, "NCCL version: ")) || (p = find(s, n, "NCCL version ")))
+			torch_nccl_version(lg, s, n, p); /* "DistBackendError: NCCL error in: ..., NCCL version 2.20.5" */
 		return G_PYTORCH;
+	}
 	if (n > 2 && s[0] == '[' && s[1] == 'E' && is_digit(s[2]))
 		return G_PYTORCH; /* c10 error log line "[E1130 11:39:33.123 ...] ..." */
 	if ((p = find(s, n, "NCCL version: ")) || (p = find(s, n, "NCCL version "))) {

@@ -115,6 +115,20 @@ static json_t *report_versions(const struct nw_log *lg)
 			json_object_set_new(o, "cuda_driver", json_integer(vs[k].cuda));
 		json_array_append_new(vers, o);
 	}
+	/* PyTorch's error text names the NCCL it loaded: a version even when NCCL printed none */
+	const char *tv = lg->torch_nccl_version;
+	size_t tn = strcspn(tv, "+");
+	int known = !tv[0];
+	for (size_t k = 0; k < nvs && !known; k++)
+		known = strlen(vs[k].v) >= tn && !strncmp(vs[k].v, tv, tn) && (vs[k].v[tn] == '\0' || vs[k].v[tn] == '+');
+	if (!known) {
+		json_t *o = json_object();
+		json_object_set_new(o, "version", jstr(tv));
+		json_object_set_new(o, "processes", json_integer(0));
+		json_object_set_new(o, "hosts", json_array());
+		json_object_set_new(o, "source", json_string("pytorch"));
+		json_array_append_new(vers, o);
+	}
 	return vers;
 }
 
