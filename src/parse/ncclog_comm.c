@@ -81,6 +81,16 @@ static uint32_t comm_find(struct nw_log *lg, uint32_t proc, const struct comm_li
 	return *kv;
 }
 
+/* "nNodes X localRanks L" of a communicator line. */
+static void comm_counts(struct lg_comm *c, const char *s, size_t n)
+{
+	long long nnodes = key_ll(s, n, "nNodes", -1), local = key_ll(s, n, "localRanks", -1);
+	if (nnodes > 0)
+		c->nnodes = (int)nnodes;
+	if (local > 0)
+		c->local_ranks = (int)local;
+}
+
 /* Remember communicator ci as the one at this address and on this device of the process; note its node counts. */
 static void comm_note(struct nw_log *lg, const struct lg_from *from, uint32_t ci, const struct comm_line *cl,
                       const char *s, size_t n)
@@ -94,11 +104,7 @@ static void comm_note(struct nw_log *lg, const struct lg_from *from, uint32_t ci
 		*slot = ci;
 	if (cl->nranks == 1)
 		lg->procs[from->proc].size1 = 1;
-	long long nnodes = key_ll(s, n, "nNodes", -1), local = key_ll(s, n, "localRanks", -1);
-	if (nnodes > 0)
-		c->nnodes = (int)nnodes;
-	if (local > 0)
-		c->local_ranks = (int)local;
+	comm_counts(c, s, n);
 }
 
 /* The slot of rank in communicator ci (created, on the process's host, when new); UINT32_MAX when the table is full. */
@@ -166,11 +172,17 @@ int lg_info_comm(struct nw_log *lg, const struct lg_from *from, const char *s, s
 	if (!starts(s, n, "comm 0x") && !starts(s, n, "ncclComm"))
 		return 0;
 	struct comm_line cl;
-	if (from->proc == UINT32_MAX || !comm_line_parse(s, n, &cl))
+	if (!comm_line_parse(s, n, &cl))
 		return 1;
 	uint32_t ci = comm_find(lg, from->proc, &cl);
 	if (ci == UINT32_MAX)
 		return 1;
+	if (from->proc == UINT32_MAX) {
+		/* its host was cut in pasting: the communicator's size and nodes, no rank of a process */
+		comm_counts(&lg->comms[ci], s, n);
+		lg_note_rank(lg, cl.rank);
+		return 1;
+	}
 	comm_note(lg, from, ci, &cl, s, n);
 	uint32_t ri = rank_get(lg, ci, from->proc, cl.rank);
 	if (ri == UINT32_MAX)
@@ -265,6 +277,9 @@ static void info_connection(struct nw_log *lg, const struct lg_from *from, const
 		return;
 	lg_note_rank(lg, src);
 	lg_note_rank(lg, dst);
+	long long nr = key_ll(s, n, "nRanks", -1); /* "... via P2P/IPC comm 0x.. nRanks 32" */
+	if (nr > 0)
+		lg_note_rank(lg, nr - 1);
 	if (from->proc == UINT32_MAX)
 		return;
 	uint32_t ti = connection_transport(lg, s, n, via);
