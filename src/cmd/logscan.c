@@ -208,6 +208,8 @@ static void print_problems(const json_t *doc)
 		printf("  %6" JSON_INTEGER_FORMAT " x [%s] %s%s%s%s\n", i_of(o, "count"), s_of(o, "kind"), s_of(o, "first"),
 		       s_of(o, "first_host")[0] ? " (first on " : "", s_of(o, "first_host"),
 		       s_of(o, "first_host")[0] ? (json_is_true(json_object_get(o, "several_hosts")) ? ", and other hosts)" : ")") : "");
+		if (s_of(o, "last_error")[0])
+			printf("           last error: %s\n", s_of(o, "last_error"));
 	}
 	if (i_of(doc, "errors_not_grouped") > 0)
 		printf("  %6" JSON_INTEGER_FORMAT " x lines of further causes (beyond the table's limit)\n", i_of(doc, "errors_not_grouped"));

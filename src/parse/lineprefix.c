@@ -15,6 +15,16 @@ static int is_host_char(char c)
 	       c == '.' || c == '_';
 }
 
+/*
+ * A character of the host in NCCL's own "host:pid:tid" prefix: what
+ * gethostname gives, plus what people paste in its place ("<cluster_name>",
+ * "user@host", "host[3]").
+ */
+static int is_nccl_host_char(char c)
+{
+	return is_host_char(c) || c == '<' || c == '>' || c == '@' || c == '[' || c == ']';
+}
+
 /* Remove ANSI escape sequences (CSI "ESC [ ... final" and two-byte ESC x) in place. */
 static size_t strip_ansi(char *s, size_t len)
 {
@@ -151,7 +161,7 @@ static size_t timestamp(const char *s, size_t len)
 size_t nw_lp_nccl_prefix(const char *s, size_t len)
 {
 	size_t i = 0;
-	while (i < len && is_host_char(s[i]))
+	while (i < len && is_nccl_host_char(s[i]))
 		i++;
 	if (i == 0 || i >= len || s[i] != ':')
 		return 0;

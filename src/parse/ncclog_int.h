@@ -133,6 +133,7 @@ struct lg_group {
 	char cause[160];
 	char first[320];
 	char first_host[LG_NAME];
+	char last_error[200];      /* the line after PyTorch's "Last error:" (the cause), "" none */
 	uint64_t count;
 	uint32_t first_host_idx;
 	uint8_t several_hosts;
@@ -210,6 +211,8 @@ struct nw_log {
 	int ib_status;             /* the first IB completion status seen (status=N), -1 none */
 	char ib_status_host[LG_NAME];
 	uint64_t tracebacks;
+	int want_last_error;       /* the line before ended with "Last error:" */
+	char last_error_prefix[64];/* what stood before "Last error:" on it ("node1: "), also before the cause */
 	int nvls_channels_max, nvls_available, collnet_connected;
 	char torch_nccl_version[40];
 	/* nccl-tests "#  Rank  0 ... Pid P on HOST" printed by several processes */

@@ -221,11 +221,51 @@ static void ras_line(struct nw_log *lg, const char *s, size_t n)
 		snprintf(lg->ras_mismatch + used, sizeof(lg->ras_mismatch) - used, "; %.*s", (int)n, s);
 }
 
+/*
+ * The cause after PyTorch's "Last error:" (on its line or the next one),
+ * kept with the error group before it. classify: the text is new to the
+ * analyser (a line of its own), so it also tells the rules what it names.
+ */
+static void last_error(struct nw_log *lg, const char *s, size_t n, int classify)
+{
+	size_t i = 0, used;
+	while (i < n && s[i] == ' ')
+		i++;
+	parse_ll(s + i, n - i, &used); /* "10: socketStartConnect: ..." flattened with its srun label */
+	if (used && i + used + 1 < n && s[i + used] == ':' && s[i + used + 1] == ' ')
+		i += used + 2;
+	if (i >= n)
+		return;
+	if (classify)
+		lg_classify(lg, s + i, n - i);
+	if (lg->ngroups && !lg->groups[lg->ngroups - 1].last_error[0])
+		copy_str(lg->groups[lg->ngroups - 1].last_error, sizeof(lg->groups[0].last_error), s + i, n - i);
+}
+
 void lg_other_line(struct nw_log *lg, const char *s, size_t n)
 {
 	lg->other_lines++;
 	if (!n)
 		return;
+	if (lg->want_last_error) {
+		size_t pn = strlen(lg->last_error_prefix);
+		lg->want_last_error = 0;
+		if (pn && starts(s, n, lg->last_error_prefix))
+			s += pn, n -= pn;
+		last_error(lg, s, n, 1);
+		return;
+	}
+	const char *le = find(s, n, "Last error:");
+	if (le) {
+		size_t off = (size_t)(le - s) + 11;
+		while (off < n && s[off] == ' ')
+			off++;
+		if (off >= n) {
+			lg->want_last_error = 1;
+			copy_str(lg->last_error_prefix, sizeof(lg->last_error_prefix), s, (size_t)(le - s));
+			return;
+		}
+	}
 	if (find(s, n, "ranks have different ") || find(s, n, "ranks have launched up to operation ")) {
 		ras_line(lg, s, n);
 		return;
@@ -245,4 +285,6 @@ void lg_other_line(struct nw_log *lg, const char *s, size_t n)
 		return;
 	lg_classify(lg, s, n);
 	lg_add_group(lg, kind, UINT32_MAX, s, n);
+	if (le)
+		last_error(lg, le + 11, (size_t)(s + n - (le + 11)), 0);
 }

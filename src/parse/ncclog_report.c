@@ -298,6 +298,8 @@ static json_t *report_errors(const struct nw_log *lg)
 		json_object_set_new(o, "first", jstr(g->first));
 		json_object_set_new(o, "first_host", jstr(g->first_host));
 		json_object_set_new(o, "several_hosts", json_boolean(g->several_hosts));
+		if (g->last_error[0])
+			json_object_set_new(o, "last_error", jstr(g->last_error));
 		json_array_append_new(errs, o);
 	}
 	return errs;

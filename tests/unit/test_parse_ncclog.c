@@ -78,9 +78,18 @@ static void bare_banners(void **state)
 	           "h:1:1 [0] NCCL INFO Channel 00/0 : 3[3] -> 0[0] via P2P/IPC\n", NULL);
 	assert_int_equal(json_integer_value(json_object_get(doc, "nranks")), 4);
 	json_decref(doc);
-	/* PyTorch's own report of the version is no banner */
+	/* PyTorch's own report of the version is no banner: listed as PyTorch's, no process */
 	doc = scan("NCCL version: 2.21.5\n", NULL);
-	assert_int_equal(json_array_size(json_object_get(doc, "versions")), 0);
+	assert_int_equal(json_array_size(json_object_get(doc, "versions")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(doc, "versions"), 0), "source")),
+	                    "pytorch");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(doc, "versions"), 0), "processes")), 0);
+	json_decref(doc);
+	/* and the same version as NCCL's banner is not listed twice */
+	doc = scan("h:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+	           "h: torch.distributed.DistBackendError: NCCL error in: x.cpp:1, unhandled cuda error, NCCL version 2.21.5\n", NULL);
+	assert_int_equal(json_array_size(json_object_get(doc, "versions")), 1);
+	assert_null(diag(doc, "nccl-version-mismatch"));
 	json_decref(doc);
 }
 
@@ -144,6 +153,38 @@ static void named_setup_errors(void **state)
 	expect_cause("h:1:1 [0] misc/ibvwrap.cc:173 NCCL WARN lib wrapper not initialized.\n"
 	             "h:1:1 [0] NCCL INFO transport/net_ib/gdr.cc:56 -> 3\n"
 	             "h:1:1 [0] NCCL INFO Using network Socket\n", "healthy", NULL);
+}
+
+/* Host names as clusters and pastes give them, and the cause after PyTorch's "Last error:". */
+static void odd_hosts_and_last_error(void **state)
+{
+	(void)state;
+	json_t *doc = scan("<cluster_name>:926:1151 [7] NCCL INFO Channel 03/0 : 15[7] -> 6[6] [send] via NET/Socket/3\n"
+	                   "user@host:926:1151 [7] NCCL INFO Channel 04/0 : 15[7] -> 6[6] [send] via NET/Socket/3\n"
+	                   "host[3]:926:1151 [7] NCCL INFO Channel 05/0 : 15[7] -> 6[6] [send] via NET/Socket/3\n", NULL);
+	const json_t *hosts = json_object_get(doc, "hosts");
+	assert_int_equal(json_array_size(hosts), 3);
+	assert_string_equal(json_string_value(json_array_get(hosts, 0)), "<cluster_name>");
+	assert_string_equal(json_string_value(json_array_get(hosts, 1)), "user@host");
+	assert_string_equal(json_string_value(json_array_get(hosts, 2)), "host[3]");
+	json_decref(doc);
+
+	doc = scan("node1: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1197, unhandled cuda "
+	           "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.3\n"
+	           "node1: Last error:\nnode1: Cuda failure 'out of memory'\n", NULL);
+	const json_t *g = json_array_get(json_object_get(doc, "errors"), 0);
+	assert_string_equal(json_string_value(json_object_get(g, "last_error")), "Cuda failure 'out of memory'");
+	assert_string_equal(json_string_value(json_object_get(doc, "cause")), "cuda_oom");
+	json_decref(doc);
+	/* flattened on one line, with srun's label before the cause */
+	doc = scan("10: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1331, unhandled system error, "
+	           "NCCL version 2.18.5 10: Last error: 10: socketStartConnect: Connect to 127.0.0.1<45069> failed : "
+	           "Software caused connection abort\n", NULL);
+	g = json_array_get(json_object_get(doc, "errors"), 0);
+	assert_string_equal(json_string_value(json_object_get(g, "last_error")),
+	                    "socketStartConnect: Connect to 127.0.0.1<45069> failed : Software caused connection abort");
+	assert_string_equal(json_string_value(json_object_get(doc, "cause")), "wrong_socket_ifname");
+	json_decref(doc);
 }
 
 static void version_mismatch(void **state)
@@ -504,6 +545,7 @@ int main(void)
 		cmocka_unit_test(bare_banners),
 		cmocka_unit_test(root_causes),
 		cmocka_unit_test(named_setup_errors),
+		cmocka_unit_test(odd_hosts_and_last_error),
 		cmocka_unit_test(size1_communicators),
 		cmocka_unit_test(duplicate_gpu),
 		cmocka_unit_test(hostid_two_nodes_one_gpu),
