@@ -1,4 +1,5 @@
 /* WARN and error lines of the log analyser: grouped by cause, and what their text tells the diagnosis rules. */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -139,8 +140,43 @@ void lg_classify(struct nw_log *lg, const char *s, size_t n)
 				lg->err_codes[texts[i].code]++;
 }
 
+/* The root-cause counters whose first host is remembered (at most NW_ARRAY_LEN(nw_log.cause_host)). */
+static const size_t lg_cause_counters[] = {
+	offsetof(struct nw_log, bus_error_lines), offsetof(struct nw_log, segv_lines), offsetof(struct nw_log, oom_lines),
+	offsetof(struct nw_log, sock_connect_lines), offsetof(struct nw_log, nvls_fail_lines),
+	offsetof(struct nw_log, sysfs_lines), offsetof(struct nw_log, peer_closed_lines),
+	offsetof(struct nw_log, shm_fail_lines), offsetof(struct nw_log, no_iface_lines),
+	offsetof(struct nw_log, sock_loopback_lines), offsetof(struct nw_log, coll_mismatch_lines),
+	offsetof(struct nw_log, driver_old_lines), offsetof(struct nw_log, collnet_fail_lines),
+	offsetof(struct nw_log, ring_loop_lines), offsetof(struct nw_log, smem_exceed_lines),
+};
+_Static_assert(NW_ARRAY_LEN(lg_cause_counters) <= NW_ARRAY_LEN(((struct nw_log *)0)->cause_host),
+               "cause_host too small");
+
+static uint64_t counter_at(const struct nw_log *lg, size_t k)
+{
+	uint64_t v;
+	memcpy(&v, (const char *)lg + lg_cause_counters[k], sizeof(v));
+	return v;
+}
+
+const char *lg_cause_host(const struct nw_log *lg, const uint64_t *counter)
+{
+	for (size_t k = 0; k < NW_ARRAY_LEN(lg_cause_counters); k++)
+		if ((const char *)lg + lg_cause_counters[k] == (const char *)counter && lg->cause_host[k])
+			return lg->hosts[lg->cause_host[k] - 1].name;
+	return NULL;
+}
+
 void lg_warn_line(struct nw_log *lg, uint32_t host, const char *msg, size_t n)
 {
+	uint64_t before[NW_ARRAY_LEN(lg_cause_counters)];
+	for (size_t k = 0; k < NW_ARRAY_LEN(before); k++)
+		before[k] = counter_at(lg, k);
 	lg_classify(lg, msg, n);
+	if (host != UINT32_MAX)
+		for (size_t k = 0; k < NW_ARRAY_LEN(before); k++)
+			if (!before[k] && counter_at(lg, k) && !lg->cause_host[k])
+				lg->cause_host[k] = host + 1;
 	lg_add_group(lg, G_NCCL_WARN, host, msg, n);
 }

@@ -207,6 +207,7 @@ struct nw_log {
 	/* setup and usage errors named by their text */
 	uint64_t sock_loopback_lines, coll_mismatch_lines, driver_old_lines, collnet_fail_lines, ring_loop_lines,
 	         smem_exceed_lines;
+	uint32_t cause_host[16];   /* per counter of lg_cause_counters (ncclog_errors.c): host + 1 of its first WARN; 0 none */
 	char ras_mismatch[200];    /* NCCL RAS status: "different AllGather operation counts; 30 ranks ... 640; ..." */
 	int ib_status;             /* the first IB completion status seen (status=N), -1 none */
 	char ib_status_host[LG_NAME];
@@ -244,6 +245,8 @@ struct nw_log {
  * came before it under the same launcher tag. Returns 1 when s was one.
  */
 int lg_banner_line(struct nw_log *lg, const char *s, size_t n);
+/* The host whose WARN line first raised the cause counter at *counter (a field of lg), or NULL when unknown. */
+const char *lg_cause_host(const struct nw_log *lg, const uint64_t *counter);
 /* Note that process proc printed the line being fed under the current launcher tag. */
 void lg_tag_proc(struct nw_log *lg, uint32_t proc);
 

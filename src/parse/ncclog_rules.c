@@ -168,11 +168,16 @@ static int r_nccl_error(const struct rule_ctx *x, char *msg, size_t len)
 }
 
 /* "what (N lines: detail)" when n lines said it; 0 when none did. */
-static int said_lines(char *msg, size_t len, uint64_t n, const char *what, const char *detail)
+/* "what (N lines: detail; first on 'host')" when the counter at *counter is set; the host when a WARN line named it. */
+static int said_lines(const struct rule_ctx *x, char *msg, size_t len, const uint64_t *counter, const char *what,
+                      const char *detail)
 {
+	uint64_t n = *counter;
 	if (!n)
 		return 0;
-	snprintf(msg, len, "%s (%" PRIu64 " line%s%s%s)", what, n, n == 1 ? "" : "s", detail ? ": " : "", detail ? detail : "");
+	const char *host = lg_cause_host(x->lg, counter);
+	snprintf(msg, len, "%s (%" PRIu64 " line%s%s%s%s%s%s)", what, n, n == 1 ? "" : "s", detail ? ": " : "",
+	         detail ? detail : "", host ? "; first on '" : "", host ? host : "", host ? "'" : "");
 	return 1;
 }
 
@@ -197,7 +202,7 @@ static int r_segv(const struct rule_ctx *x, char *msg, size_t len)
 
 static int r_oom(const struct rule_ctx *x, char *msg, size_t len)
 {
-	return said_lines(msg, len, x->lg->oom_lines, "the GPU ran out of memory", "Cuda failure 'out of memory' or a failed CUDA calloc");
+	return said_lines(x, msg, len, &x->lg->oom_lines, "the GPU ran out of memory", "Cuda failure 'out of memory' or a failed CUDA calloc");
 }
 
 /* What an ibverbs work-completion status means (enum ibv_wc_status). */
@@ -230,46 +235,46 @@ static int r_ib_completion(const struct rule_ctx *x, char *msg, size_t len)
 
 static int r_socket_connect(const struct rule_ctx *x, char *msg, size_t len)
 {
-	return said_lines(msg, len, x->lg->sock_connect_lines, "socket connections between ranks failed",
+	return said_lines(x, msg, len, &x->lg->sock_connect_lines, "socket connections between ranks failed",
 	                  "refused, aborted or timed out");
 }
 
 static int r_socket_loopback(const struct rule_ctx *x, char *msg, size_t len)
 {
-	return said_lines(msg, len, x->lg->sock_loopback_lines,
+	return said_lines(x, msg, len, &x->lg->sock_loopback_lines,
 	                  "ranks tried to reach each other on a loopback address (127.x or ::1): "
 	                  "NCCL chose the lo interface or a hostname that resolves to it", NULL);
 }
 
 static int r_coll_mismatch(const struct rule_ctx *x, char *msg, size_t len)
 {
-	return said_lines(msg, len, x->lg->coll_mismatch_lines,
+	return said_lines(x, msg, len, &x->lg->coll_mismatch_lines,
 	                  "the two sides of a connection disagree on a collective's size", "collective mismatch error");
 }
 
 static int r_driver_old(const struct rule_ctx *x, char *msg, size_t len)
 {
-	return said_lines(msg, len, x->lg->driver_old_lines,
+	return said_lines(x, msg, len, &x->lg->driver_old_lines,
 	                  "the CUDA driver is older than the CUDA runtime the program was built with",
 	                  "driver version is insufficient");
 }
 
 static int r_collnet(const struct rule_ctx *x, char *msg, size_t len)
 {
-	return said_lines(msg, len, x->lg->collnet_fail_lines,
+	return said_lines(x, msg, len, &x->lg->collnet_fail_lines,
 	                  "CollNet/SHARP setup failed (the SHARP plugin could not create a group or lock an aggregation tree)",
 	                  NULL);
 }
 
 static int r_ring_loop(const struct rule_ctx *x, char *msg, size_t len)
 {
-	return said_lines(msg, len, x->lg->ring_loop_lines,
+	return said_lines(x, msg, len, &x->lg->ring_loop_lines,
 	                  "NCCL built an inconsistent ring: ranks disagree on which of them share a node", "does not loop back");
 }
 
 static int r_smem(const struct rule_ctx *x, char *msg, size_t len)
 {
-	return said_lines(msg, len, x->lg->smem_exceed_lines,
+	return said_lines(x, msg, len, &x->lg->smem_exceed_lines,
 	                  "this NCCL build's kernels need more shared memory than the GPU has: it does not support this GPU",
 	                  "ncclMaxSharedMem ... exceeds");
 }
@@ -286,17 +291,17 @@ static int r_ras_mismatch(const struct rule_ctx *x, char *msg, size_t len)
 
 static int r_nvls(const struct rule_ctx *x, char *msg, size_t len)
 {
-	return said_lines(msg, len, x->lg->nvls_fail_lines, "NVLink SHARP (NVLS) setup failed", NULL);
+	return said_lines(x, msg, len, &x->lg->nvls_fail_lines, "NVLink SHARP (NVLS) setup failed", NULL);
 }
 
 static int r_sysfs(const struct rule_ctx *x, char *msg, size_t len)
 {
-	return said_lines(msg, len, x->lg->sysfs_lines, "NCCL could not read the PCI topology in /sys", "Could not find real path");
+	return said_lines(x, msg, len, &x->lg->sysfs_lines, "NCCL could not read the PCI topology in /sys", "Could not find real path");
 }
 
 static int r_peer_closed(const struct rule_ctx *x, char *msg, size_t len)
 {
-	return said_lines(msg, len, x->lg->peer_closed_lines,
+	return said_lines(x, msg, len, &x->lg->peer_closed_lines,
 	                  "a peer closed its connections: it exited or crashed first, and its own log holds the cause", NULL);
 }
 

@@ -112,6 +112,14 @@ static void root_causes(void **state)
 	expect_cause("h:1:2 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes\n"
 	             "h2:5:6 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer h<1>\n",
 	             "cuda_oom", "cuda-oom");
+	/* the root cause leads, and says where it came from; the peer's closed socket follows as a symptom */
+	json_t *doc = scan("h2:5:6 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer h<1>\n"
+	                   "h:1:2 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes\n", NULL);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(doc, "diagnoses"), 0), "id")),
+	                    "cuda-oom");
+	assert_non_null(strstr(diag_msg(doc, "cuda-oom"), "first on 'h'"));
+	assert_non_null(strstr(diag_msg(doc, "peer-connection-closed"), "first on 'h2'"));
+	json_decref(doc);
 	expect_cause("h:1:2 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<54862> with status=12 "
 	             "opcode=0 len=0 vendor err 129 (Recv)\n", "ib_completion_error", "ib-completion-error");
 	expect_cause("h:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.2<43345> failed : "
