@@ -127,19 +127,82 @@ static int r_shm_failure(const struct rule_ctx *x, char *msg, size_t len)
 	return 1;
 }
 
+/* Append "0-3,5" for the set ranks of in[0..n) to msg at *used. */
+static void rank_list(char *msg, size_t len, size_t *used, const unsigned char *in, int n)
+{
+	int first = 1;
+	for (int r = 0; r < n && *used < len; r++) {
+		if (!in[r])
+			continue;
+		int e = r;
+		while (e + 1 < n && in[e + 1])
+			e++;
+		*used += (size_t)snprintf(msg + *used, len - *used, e > r ? "%s%d-%d" : "%s%d", first ? "" : ",", r, e);
+		first = 0;
+		r = e;
+	}
+}
+
+/*
+ * PyTorch's watchdog timeouts, grouped by collective (op and SeqNum): which
+ * ranks timed out in each, which are behind (a lower SeqNum: they never
+ * reached the newest one), and which ranks of the job did not report.
+ */
 static int r_watchdog(const struct rule_ctx *x, char *msg, size_t len)
 {
 	const struct nw_log *lg = x->lg;
 	if (!lg->ntimeouts)
 		return 0;
-	size_t used = (size_t)snprintf(msg, len, "PyTorch's watchdog timed out on %zu collective%s:", lg->ntimeouts,
-	                               lg->ntimeouts == 1 ? "" : "s");
-	for (size_t i = 0; i < lg->ntimeouts && i < 8 && used < len; i++) {
+	enum { MAXR = 4096 };
+	unsigned char in[MAXR], any[MAXR];
+	int nranks = x->f->max_nranks > lg->ranks_hint ? x->f->max_nranks : lg->ranks_hint, hi = -1;
+	long long newest = -1;
+	memset(any, 0, sizeof(any));
+	for (size_t i = 0; i < lg->ntimeouts; i++) {
 		const struct lg_timeout *t = &lg->timeouts[i];
-		used += (size_t)snprintf(msg + used, len - used, "%s rank %d %s SeqNum=%lld", i ? "," : "", t->rank,
-		                         t->op[0] ? t->op : "?", t->seq);
+		newest = t->seq > newest ? t->seq : newest;
+		if (t->rank >= 0 && t->rank < MAXR) {
+			any[t->rank] = 1;
+			hi = t->rank > hi ? t->rank : hi;
+		}
+	}
+	if (nranks > MAXR)
+		nranks = MAXR;
+	size_t used = (size_t)snprintf(msg, len, "PyTorch's watchdog timed out:");
+	unsigned char done[64] = { 0 };
+	for (size_t i = 0; i < lg->ntimeouts && i < NW_ARRAY_LEN(done) && used < len; i++) {
+		const struct lg_timeout *t = &lg->timeouts[i];
+		if (done[i])
+			continue;
+		memset(in, 0, sizeof(in));
+		int nin = 0;
+		for (size_t k = i; k < lg->ntimeouts && k < NW_ARRAY_LEN(done); k++) {
+			const struct lg_timeout *u = &lg->timeouts[k];
+			if (u->seq == t->seq && !strcmp(u->op, t->op)) {
+				done[k] = 1;
+				if (u->rank >= 0 && u->rank < MAXR)
+					nin += !in[u->rank], in[u->rank] = 1;
+			}
+		}
+		used += (size_t)snprintf(msg + used, len - used, "%s %s SeqNum=%lld on rank%s ", i ? ";" : "",
+		                         t->op[0] ? t->op : "?", t->seq, nin == 1 ? "" : "s");
+		rank_list(msg, len, &used, in, MAXR);
 		if (used < len && t->timeout_ms >= 0)
 			used += (size_t)snprintf(msg + used, len - used, " (timeout %lld ms, ran %lld ms)", t->timeout_ms, t->ran_ms);
+		if (used < len && t->seq < newest)
+			used += (size_t)snprintf(msg + used, len - used, ", behind: never reached SeqNum=%lld", newest);
+	}
+	if (nranks > 0 && used < len) {
+		memset(in, 0, sizeof(in));
+		int missing = 0;
+		for (int r = 0; r < nranks; r++)
+			missing += in[r] = !any[r];
+		if (missing && used < len) {
+			used += (size_t)snprintf(msg + used, len - used, "; no timeout from rank%s ", missing == 1 ? "" : "s");
+			rank_list(msg, len, &used, in, nranks);
+			if (used < len)
+				snprintf(msg + used, len - used, " of %d (their logs are missing, or they hang elsewhere)", nranks);
+		}
 	}
 	return 1;
 }

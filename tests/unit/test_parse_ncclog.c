@@ -307,11 +307,22 @@ static void watchdog_and_pytorch(void **state)
 		"Traceback (most recent call last):\n"
 		"torch.distributed.DistStoreError: Timed out after 31 seconds waiting for clients. 1/2 clients joined.\n",
 		&nerr);
-	assert_non_null(strstr(diag_msg(doc, "watchdog-timeout"), "rank 0 ALLREDUCE SeqNum=3 (timeout 5000 ms, ran 5081 ms)"));
+	assert_non_null(strstr(diag_msg(doc, "watchdog-timeout"), "ALLREDUCE SeqNum=3 on rank 0 (timeout 5000 ms, ran 5081 ms)"));
 	assert_int_equal(json_array_size(json_object_get(doc, "timeouts")), 1);
 	assert_non_null(strstr(diag_msg(doc, "rendezvous-timeout"), "1 of 2 joined"));
 	assert_int_equal(json_array_size(json_object_get(doc, "errors")), 2);
 	assert_true(nerr >= 2);
+	json_decref(doc);
+	/* grouped by collective: the ranks in each, the rank behind, the ranks that said nothing */
+	doc = scan("h:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0\n"
+	           "[rank0]:[E1201 10:00:00.000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=48213, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n"
+	           "[rank1]:[E1201 10:00:00.000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=48213, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n"
+	           "[rank5]:[E1201 10:00:00.000 ProcessGroupNCCL.cpp:616] [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=48212, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n",
+	           NULL);
+	const char *m = diag_msg(doc, "watchdog-timeout");
+	assert_non_null(strstr(m, "ALLREDUCE SeqNum=48213 on ranks 0-1"));
+	assert_non_null(strstr(m, "ALLREDUCE SeqNum=48212 on rank 5 (timeout 600000 ms, ran 600010 ms), behind: never reached SeqNum=48213"));
+	assert_non_null(strstr(m, "no timeout from ranks 2-4,6-7 of 8"));
 	json_decref(doc);
 	doc = scan("torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: wait timeout after 10000ms\n", &nerr);
 	assert_int_equal(json_array_size(json_object_get(doc, "errors")), 1);
