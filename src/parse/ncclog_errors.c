@@ -112,8 +112,10 @@ void lg_classify(struct nw_log *lg, const char *s, size_t n)
 		lg->shm_fail_lines++;
 	if (find(s, n, "Duplicate GPU detected"))
 		lg->dup_gpu_warn_lines++;
-	if (find(s, n, "GPU Direct RDMA Disabled") || find(s, n, "GDR is disabled") || find(s, n, "GDRDMA disabled"))
-		lg->gdr_off_lines++;
+	if (find(s, n, "GPU Direct RDMA Disabled") || find(s, n, "GDR is disabled") || find(s, n, "GDRDMA disabled")) {
+		if (!lg->gdr_off_lines++)
+			copy_str(lg->gdr_detail, sizeof(lg->gdr_detail), s, n);
+	}
 	if (find(s, n, "DistStoreError") || find(s, n, "waiting for clients") || find(s, n, "clients joined") ||
 	    (find(s, n, "Socket Timeout") && find(s, n, "store")))
 		lg->rendezvous_lines++;

@@ -212,8 +212,10 @@ static int info_net(struct nw_log *lg, const struct lg_from *from, const char *s
 			copy_str(h->socket_ifs, sizeof(h->socket_ifs), s + 19, n - 19);
 		return 1;
 	}
-	if (starts(s, n, "NET/IB") && find(s, n, "GPU Direct RDMA Disabled")) {
-		lg->gdr_off_lines++;
+	if ((starts(s, n, "NET/IB") || starts(s, n, "GPU Direct RDMA")) && find(s, n, "GPU Direct RDMA Disabled")) {
+		/* "GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 5 > 4)" */
+		if (!lg->gdr_off_lines++)
+			copy_str(lg->gdr_detail, sizeof(lg->gdr_detail), s, n);
 		return 1;
 	}
 	return 0;
@@ -295,6 +297,10 @@ static int info_known_start(struct nw_log *lg, const struct lg_from *from, const
 	case 'P':
 		return info_pattern_line(lg, from, s, n);
 	case 'G':
+		/* "GPU Direct RDMA Disabled for GPU g / HCA h (distance d > l)", else a topology line */
+		if (!info_net(lg, from, s, n))
+			info_topology(lg, from, s, n);
+		return 1;
 	case '+':
 	case ' ':
 		info_topology(lg, from, s, n);

@@ -441,8 +441,12 @@ static int r_gdr(const struct rule_ctx *x, char *msg, size_t len)
 		return 1;
 	}
 	if (x->lg->gdr_off_lines) {
-		snprintf(msg, len, "NCCL reports GPUDirect RDMA disabled (%" PRIu64 " line%s)", x->lg->gdr_off_lines,
-		         x->lg->gdr_off_lines == 1 ? "" : "s");
+		const struct lg_env *lv = lg_env_find(x->lg, "NCCL_NET_GDR_LEVEL");
+		snprintf(msg, len, "NCCL reports GPUDirect RDMA disabled (%" PRIu64 " line%s; first: %s)%s%s%s",
+		         x->lg->gdr_off_lines, x->lg->gdr_off_lines == 1 ? "" : "s", x->lg->gdr_detail,
+		         lv ? "; NCCL_NET_GDR_LEVEL=" : strstr(x->lg->gdr_detail, "distance") ?
+		              "; NCCL_NET_GDR_LEVEL is not set: the GPU and the NIC are farther apart than NCCL's default allows" : "",
+		         lv ? lv->value : "", lv ? " (GDR is used only up to that distance)" : "");
 		return 1;
 	}
 	return 0;

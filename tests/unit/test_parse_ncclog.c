@@ -195,6 +195,18 @@ static void odd_hosts_and_last_error(void **state)
 	json_decref(doc);
 }
 
+/* GDR off with the distance NCCL printed, and the variable that decides it. */
+static void gdr_detail(void **state)
+{
+	(void)state;
+	json_t *doc = scan("h:1:1 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to PIX\n"
+	                   "h:1:1 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 5 > 4)\n", NULL);
+	const char *m = diag_msg(doc, "gdr-disabled");
+	assert_non_null(strstr(m, "GPU 18000 / HCA 0 (distance 5 > 4)"));
+	assert_non_null(strstr(m, "NCCL_NET_GDR_LEVEL=PIX"));
+	json_decref(doc);
+}
+
 static void version_mismatch(void **state)
 {
 	(void)state;
@@ -564,6 +576,7 @@ int main(void)
 		cmocka_unit_test(bare_banners),
 		cmocka_unit_test(root_causes),
 		cmocka_unit_test(named_setup_errors),
+		cmocka_unit_test(gdr_detail),
 		cmocka_unit_test(odd_hosts_and_last_error),
 		cmocka_unit_test(size1_communicators),
 		cmocka_unit_test(duplicate_gpu),
