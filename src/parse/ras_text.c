@@ -121,7 +121,10 @@ static void rank_line(struct tstate *t, const char *s)
 /* "The missing ranks: 3,5,21" (NCCL 2.24 and 2.25). */
 static void missing_list(struct tstate *t, const char *s)
 {
-	s = strchr(s, ':') + 1;
+	s = strchr(s, ':');
+	if (!s)
+		return;
+	s++;
 	for (;;) {
 		char *end;
 		long rk = strtol(s, &end, 10);

@@ -328,6 +328,14 @@ static void test_garbage(void **state)
 	expect_error("{\"hello\": 1}", "no \"communicators\"");
 	expect_error("{\"communicators\": [{\"size\": 2}]}", "valid \"hash\"");
 	expect_error("{\"communicators\": [{\"hash\": \"0x1\", \"ranks\": [{\"rank\": -4}]}]}", "valid \"rank\"");
+	/* Cut or odd lines inside a block: no crash, what is there is kept. */
+	const char *odd = "Errors\n======\n\n#0-0 (00000000000000ff) INCOMPLETE\n  The missing ranks\n  Rank\n  Rank 99999999999 --\n";
+	struct nw_ras ro;
+	char erro[NW_ERRLEN] = "";
+	assert_int_equal(nw_ras_parse(odd, strlen(odd), &ro, erro, sizeof(erro)), 0);
+	assert_int_equal(ro.ncomms, 1);
+	assert_int_equal(ro.comms[0].nranks, 0);
+	nw_ras_release(&ro);
 	char bin[8] = { 'N', 'C', 0, 1, 2, 3, 4, 5 };
 	struct nw_ras r;
 	char err[NW_ERRLEN];
