@@ -1,29 +1,67 @@
 #!/bin/bash
 # Slurm prolog: run `ncclwatch check` on each node before a GPU job starts,
-# and keep a node that fails out of the job.
+# and keep a node that fails out of the job, with a reason people can read.
 #
 # Install: copy to every compute node (e.g. /etc/slurm/prolog.d/50-ncclwatch.sh),
 # make it executable, and in slurm.conf:
 #     Prolog=/etc/slurm/prolog.d/*
 #     PrologFlags=Alloc          # run at allocation, once per node, before any step
 #
-# What a non-zero exit does: slurmd treats a prolog that exits non-zero as a
-# node failure. Slurm DRAINS the node (reason "Prolog error") and requeues the
-# job (or fails it if it cannot be requeued), so the job never runs on a node
-# that failed the check, and no later job lands there until an admin runs
-# `scontrol update nodename=NODE state=resume`.
-# This script exits non-zero only on FAIL (ncclwatch exit 2); WARN (exit 1)
-# is logged and the job proceeds. Set NCCLWATCH_PROLOG_STRICT=1 to drain on
-# WARN too.
+# What it does with check's exit status (docs/check.md):
+#   0 PASS           the job runs.
+#   1 WARN           logged; the job runs (NCCLWATCH_PROLOG_STRICT=1: drained like FAIL).
+#   2 FAIL           the node is drained with the first failing item as reason,
+#                    `scontrol update nodename=NODE state=drain reason="ncclwatch: ..."`,
+#                    then the prolog exits 1 so Slurm requeues the job.
+#   3 cannot check   no GPU, no NCCL on the host (it often lives only in the
+#                    containers), a usage error: nothing about the node was
+#                    judged. Logged; the job runs; the node is NOT drained.
+#   124 timed out    a hung collective is a failure of its own: drained as FAIL.
+#   anything else    check crashed or could not start: logged, not drained (a
+#                    broken install must not drain every GPU node of the cluster).
+# The node is drained before the prolog exits non-zero: slurmctld leaves a
+# node that is already draining as it is, so the reason given here is the one
+# `sinfo -R` shows, instead of Slurm's generic "Prolog error". Resume it with
+# `scontrol update nodename=NODE state=resume` once fixed.
 #
 # The prolog runs as root without the job's environment: the check sees the
 # node, not the job's NCCL_* variables (run `ncclwatch doctor` in the job
 # script for those). It must finish well within PrologEpilogTimeout; check
 # takes about 10-30 s on an 8-GPU node.
+#
+# Settings (environment, e.g. from a file the site sources first):
+#   NCCLWATCH                the binary (/usr/local/bin/ncclwatch)
+#   NCCLWATCH_LOG_DIR        where reports go (/var/log/ncclwatch)
+#   NCCLWATCH_PROLOG_STRICT  1: drain on WARN too
+#   NCCLWATCH_CHECK_ARGS     extra check options, split on blanks ("--pairs",
+#                            "--prom-textfile /var/lib/node_exporter/ncclwatch.prom")
+#   NCCLWATCH_TIMEOUT        seconds before a hung check counts as FAIL (120)
 
 NCCLWATCH=${NCCLWATCH:-/usr/local/bin/ncclwatch}
 LOG_DIR=${NCCLWATCH_LOG_DIR:-/var/log/ncclwatch}
 STRICT=${NCCLWATCH_PROLOG_STRICT:-0}
+TIMEOUT=${NCCLWATCH_TIMEOUT:-120}
+NODE=${SLURMD_NODENAME:-$(hostname -s)}
+
+say() { logger -t ncclwatch-prolog -- "$*" 2>/dev/null; echo "ncclwatch-prolog: $*" >&2; }
+
+# drain REASON: take this node out with REASON, then fail the prolog so
+# Slurm requeues the job.
+drain() {
+	local reason
+	reason=$(printf '%s' "ncclwatch: $1" | tr -d '"\n' | cut -c1-200)
+	say "draining $NODE: $reason"
+	if ! scontrol update nodename="$NODE" state=drain reason="$reason"; then
+		say "scontrol update failed; Slurm will drain $NODE with \"Prolog error\""
+	fi
+	exit 1
+}
+
+# The first item of the report at LEVEL, without its explanation in
+# parentheses: "FAIL all_reduce 4G 21.2 GB/s busbw, 6% of 339.7 expected".
+first_item() {
+	sed -n "s/^  $1 *//p" "$2" | head -1 | sed 's/ (.*//; s/  */ /g; s/^/'"$1"' /'
+}
 
 # Only GPU jobs: SLURM_JOB_GPUS (or CUDA_VISIBLE_DEVICES) is set for jobs
 # that were allocated GPUs on this node.
@@ -32,26 +70,33 @@ if [ -z "${SLURM_JOB_GPUS:-}${CUDA_VISIBLE_DEVICES:-}" ]; then
 fi
 # A missing tool must not drain the whole cluster: say so and let the job run.
 if [ ! -x "$NCCLWATCH" ]; then
-	logger -t ncclwatch-prolog "ncclwatch not found at $NCCLWATCH; check skipped"
+	say "ncclwatch not found at $NCCLWATCH; check skipped"
 	exit 0
 fi
 
 mkdir -p "$LOG_DIR"
-report="$LOG_DIR/check-${SLURM_JOB_ID:-nojob}.json"
+report="$LOG_DIR/check-${SLURM_JOB_ID:-nojob}.txt"
 # Check the GPUs allocated to this job (CUDA numbering follows them).
 if [ -n "${SLURM_JOB_GPUS:-}" ]; then
 	export CUDA_VISIBLE_DEVICES="$SLURM_JOB_GPUS"
 fi
-timeout 120 "$NCCLWATCH" check --json >"$report" 2>"$report.err"
+# shellcheck disable=SC2086 # NCCLWATCH_CHECK_ARGS is a list of options
+timeout "$TIMEOUT" "$NCCLWATCH" check ${NCCLWATCH_CHECK_ARGS:-} >"$report" 2>"$report.err"
 rc=$?
-verdict=$(sed -n 's/^  "verdict": "\([A-Z]*\)".*/\1/p' "$report" | head -1)
-logger -t ncclwatch-prolog "job ${SLURM_JOB_ID:-?} on $(hostname): ${verdict:-no verdict} (exit $rc), report $report"
+verdict=$(sed -n 's/^ncclwatch check: \([A-Z ]*\) (.*/\1/p' "$report" | head -1)
+say "job ${SLURM_JOB_ID:-?} on $NODE: ${verdict:-no verdict} (exit $rc), report $report"
 
 case "$rc" in
 0) exit 0 ;;
-1) [ "$STRICT" = 1 ] && exit 1 || exit 0 ;;
-124) # timed out: a hung collective is a failure of its own
-	logger -t ncclwatch-prolog "check timed out after 120 s: draining"
-	exit 1 ;;
-*) exit 1 ;;  # FAIL: Slurm drains this node and requeues the job
+1)
+	[ "$STRICT" = 1 ] && drain "$(first_item WARN "$report")"
+	exit 0 ;;
+2) drain "$(first_item FAIL "$report")" ;;
+3)
+	say "cannot check $NODE: $(first_item CANNOT "$report"); not draining"
+	exit 0 ;;
+124) drain "check timed out after $TIMEOUT s (a hung collective?)" ;;
+*)
+	say "check did not run (exit $rc: $(head -c 300 "$report.err")); not draining"
+	exit 0 ;;
 esac

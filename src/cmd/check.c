@@ -3,12 +3,16 @@
  * short bench (all_reduce and all_gather near peak, optionally send/recv
  * between every pair) through the bench API, compares each against the
  * expectation from topo (or a baseline run) and prints PASS, WARN or FAIL
- * with one line per reason. Exit 0, 1 or 2.
+ * with one line per reason. Exit 0 PASS, 1 WARN, 2 FAIL, 3 cannot check
+ * (no GPU, no NCCL, bad usage or input: nothing about the node was judged).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -18,6 +22,7 @@
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "comm/group.h"
+#include "export/promtext.h"
 #include "gpu/nvml.h"
 #include "probe/doctor.h"
 #include "probe/expect.h"
@@ -58,17 +63,23 @@ const char usage_check[] =
 	"  --nccl-lib PATH      the libnccl.so to load\n"
 	"  --sysroot DIR        read /sys, /proc and /etc under DIR (also $NCCLWATCH_SYSROOT)\n"
 	"  --nvml-json FILE     replay recorded NVML answers (also $NCCLWATCH_NVML_JSON)\n"
+	"  --prom-textfile PATH also write the verdict and figures for node_exporter's\n"
+	"                       textfile collector (PATH ends in .prom; written atomically)\n"
 	NW_STORE_USAGE
 	"  -h, --help           this text\n"
 	"\n"
-	"exit status: 0 PASS, 1 WARN, 2 FAIL (or a usage error).\n";
+	"exit status: 0 PASS, 1 WARN, 2 FAIL, 3 cannot check (no GPU, no NCCL, a usage\n"
+	"error or unreadable input: nothing was judged, so do not drain the node for it).\n";
+
+/* The exit status when nothing about the node could be judged. */
+#define CHECK_CANNOT 3
 
 struct check_opts {
 	int json, pairs, no_bench, verify, ngpus, iters, warmup;
 	uint64_t minb, maxb;
 	double factor;
 	enum nw_backend_kind backend;
-	const char *baseline, *results, *nccl_lib, *sysroot, *nvml_json;
+	const char *baseline, *results, *nccl_lib, *sysroot, *nvml_json, *prom_textfile;
 	struct nw_verdict_opts vo;
 	struct nw_store_opts so;
 };
@@ -103,7 +114,7 @@ static int load_run(const char *path, struct nw_run *run, char *err, size_t errl
 
 enum {
 	O_JSON = NW_OPT_LOCAL, O_BASELINE, O_RESULTS, O_PAIRS, O_NO_BENCH, O_VERIFY, O_WARN_BELOW, O_FAIL_BELOW,
-	O_BACKEND, O_NCCL_LIB, O_SYSROOT, O_NVML_JSON,
+	O_BACKEND, O_NCCL_LIB, O_SYSROOT, O_NVML_JSON, O_PROM_TEXTFILE,
 };
 
 /* An option with a number (-b -e -f -n -w -g --warn-below --fail-below) into o; 0, or -1 after printing. */
@@ -147,6 +158,12 @@ static int take_opt(int c, const char *v, const char *name, struct check_opts *o
 	case O_NCCL_LIB: o->nccl_lib = v; return 0;
 	case O_SYSROOT: o->sysroot = v; return 0;
 	case O_NVML_JSON: o->nvml_json = v; return 0;
+	case O_PROM_TEXTFILE:
+		if (strlen(v) < 6 || strcmp(v + strlen(v) - 5, ".prom"))
+			return nw_error("--prom-textfile '%s': node_exporter's textfile collector reads only "
+			                "files named *.prom; give a path ending in .prom", v);
+		o->prom_textfile = v;
+		return 0;
 	case O_BACKEND:
 		if (!strcmp(v, "nccl"))
 			o->backend = NW_BACKEND_NCCL;
@@ -200,6 +217,7 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
 		{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
 		{ "sysroot", required_argument, NULL, O_SYSROOT },
 		{ "nvml-json", required_argument, NULL, O_NVML_JSON },
+		{ "prom-textfile", required_argument, NULL, O_PROM_TEXTFILE },
 		{ "help", no_argument, NULL, 'h' },
 		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
@@ -260,14 +278,17 @@ static void bench_opts(const struct check_opts *o, struct nw_bench_opts *b)
 /*
  * Run the short bench; with --pairs, send/recv between every pair of ranks
  * at the largest size first, in the same run (its results land in
- * run->h.extra "pairs"). 0, or -1 with err.
+ * run->h.extra "pairs"). 0; -1 with err when it failed on this node (an
+ * NCCL error, a timeout, a peer that died); -2 with err when the options
+ * ask what the launch cannot do (nothing was measured).
  */
 static int run_bench(const struct check_opts *o, struct nw_run *run, char *err, size_t errlen)
 {
 	struct nw_bench_opts b;
 	bench_opts(o, &b);
 	b.pairs = o->pairs;
-	return nw_bench_run(&b, run, row_done, (void *)o, err, errlen) < 0 ? -1 : 0;
+	int rc = nw_bench_run(&b, run, row_done, (void *)o, err, errlen);
+	return rc == -2 ? -2 : rc < 0 ? -1 : 0;
 }
 
 /* This process's rank under a launcher, from the bench run or the environment; 0 alone. */
@@ -285,26 +306,6 @@ static int my_rank(const struct nw_run *run, int have_run)
 	return 0;
 }
 
-/* Rank 0 prints everything; other ranks only what is wrong on their side, prefixed. */
-static void print_text(const struct nw_check_verdict *cv, double elapsed, int rank)
-{
-	if (rank != 0) {
-		char host[256];
-		nw_hostname(host, sizeof(host));
-		for (size_t i = 0; i < cv->n; i++)
-			if (cv->items[i].v != NW_PASS)
-				printf("rank %d (%s): %-4s %-28s %s\n", rank, host, nw_check_level_name(cv->items[i].v),
-				       cv->items[i].what, cv->items[i].reason);
-		return;
-	}
-	printf("ncclwatch check: %s (%.1f s)\n", nw_check_level_name(cv->v), elapsed);
-	for (int v = NW_FAIL; v >= NW_PASS; v--)
-		for (size_t i = 0; i < cv->n; i++)
-			if (cv->items[i].v == (enum nw_check_level)v)
-				printf("  %-4s %-28s %s\n", nw_check_level_name(cv->items[i].v), cv->items[i].what,
-				       cv->items[i].reason);
-}
-
 /* What one check holds from the first probe to the verdict. */
 struct check_state {
 	struct nw_nvml_snap *snap;
@@ -314,6 +315,8 @@ struct check_state {
 	struct nw_check_verdict cv;
 	struct nw_run run, base;
 	int have_run, have_base;
+	char cannot_what[16];   /* "gpu", "nccl", "bench": why nothing was judged; "" when it was */
+	char cannot[640];
 };
 
 static void state_init(struct check_state *st, int argc, char **argv)
@@ -372,22 +375,85 @@ static int doctor_step(const struct check_opts *o, struct check_state *st)
 	return 0;
 }
 
-/* The short bench, unless --no-bench or --results; what stops it is a FAIL item. */
+static void set_cannot(struct check_state *st, const char *what, const char *head, const char *why)
+{
+	nw_strlcpy(st->cannot_what, what, sizeof(st->cannot_what));
+	snprintf(st->cannot, sizeof(st->cannot), "%s%s", head, why);
+}
+
+/*
+ * The short bench, unless --no-bench or --results. No GPU, no NCCL or a
+ * launch the bench refuses leave nothing judged ("cannot check"); a bench
+ * that fails on this node is a FAIL item.
+ */
 static void bench_step(const struct check_opts *o, struct check_state *st)
 {
 	char err[NW_ERRLEN];
 	if (o->no_bench || st->have_run)
 		return;
 	if (o->backend == NW_BACKEND_NCCL && st->topo->ngpus == 0) {
-		char why[700];
-		snprintf(why, sizeof(why), "no GPU: %s",
-		         st->topo->nvml_why[0] ? st->topo->nvml_why : "no NVIDIA GPU on the PCI bus");
-		nw_verdict_add_fail(&st->cv, "gpu", why);
-	} else if (run_bench(o, &st->run, err, sizeof(err)) < 0) {
-		nw_verdict_add_fail(&st->cv, "bench", err);
-	} else {
-		st->have_run = 1;
+		set_cannot(st, "gpu", "no GPU: ",
+		           st->topo->nvml_why[0] ? st->topo->nvml_why : "no NVIDIA GPU on the PCI bus");
+		return;
 	}
+	if (o->backend == NW_BACKEND_NCCL && st->ctx.nccl_state == 0) {
+		set_cannot(st, "nccl", "no NCCL on this host: ", st->ctx.nccl_err);
+		return;
+	}
+	int rc = run_bench(o, &st->run, err, sizeof(err));
+	if (rc == -2)
+		set_cannot(st, "bench", "", err);
+	else if (rc < 0)
+		nw_verdict_add_fail(&st->cv, "bench", err);
+	else
+		st->have_run = 1;
+}
+
+/*
+ * The exit status: the verdict's (0 PASS, 1 WARN, 2 FAIL), or CHECK_CANNOT
+ * when nothing could be judged and nothing else failed (a missing NCCL is
+ * doctor's error too; it is the reason, not a second failure).
+ */
+static int check_exit(const struct check_state *st)
+{
+	if (!st->cannot[0])
+		return nw_verdict_exit(&st->cv);
+	for (size_t i = 0; i < st->cv.n; i++)
+		if (st->cv.items[i].v == NW_FAIL && strcmp(st->cv.items[i].what, "doctor version.nccl"))
+			return 2;
+	return CHECK_CANNOT;
+}
+
+/* "PASS", "WARN", "FAIL" or "CANNOT" (cannot check) for an exit status. */
+static const char *exit_name(int rc)
+{
+	return rc == CHECK_CANNOT ? "CANNOT" : nw_check_level_name(rc == 2 ? NW_FAIL : rc == 1 ? NW_WARN : NW_PASS);
+}
+
+/* Rank 0 prints everything; other ranks only what is wrong on their side, prefixed. */
+static void print_text(const struct check_state *st, double elapsed, int rank)
+{
+	const struct nw_check_verdict *cv = &st->cv;
+	int rc = check_exit(st);
+	if (rank != 0) {
+		char host[256];
+		nw_hostname(host, sizeof(host));
+		if (st->cannot[0])
+			printf("rank %d (%s): CANNOT %-26s %s\n", rank, host, st->cannot_what, st->cannot);
+		for (size_t i = 0; i < cv->n; i++)
+			if (cv->items[i].v != NW_PASS)
+				printf("rank %d (%s): %-4s %-28s %s\n", rank, host, nw_check_level_name(cv->items[i].v),
+				       cv->items[i].what, cv->items[i].reason);
+		return;
+	}
+	printf("ncclwatch check: %s (%.1f s)\n", rc == CHECK_CANNOT ? "CANNOT CHECK" : exit_name(rc), elapsed);
+	if (st->cannot[0])
+		printf("  CANNOT %-26s %s\n", st->cannot_what, st->cannot);
+	for (int v = NW_FAIL; v >= NW_PASS; v--)
+		for (size_t i = 0; i < cv->n; i++)
+			if (cv->items[i].v == (enum nw_check_level)v)
+				printf("  %-4s %-28s %s\n", nw_check_level_name(cv->items[i].v), cv->items[i].what,
+				       cv->items[i].reason);
 }
 
 /* A check that ran its bench is recorded, with its verdict, like a bench. */
@@ -411,8 +477,15 @@ static void print_json(const struct check_state *st, double elapsed)
 {
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string("ncclwatch.check/1"));
-	json_object_set_new(doc, "verdict", json_string(nw_check_level_name(st->cv.v)));
-	json_object_set_new(doc, "exit", json_integer(nw_verdict_exit(&st->cv)));
+	int rc = check_exit(st);
+	json_object_set_new(doc, "verdict", json_string(exit_name(rc)));
+	json_object_set_new(doc, "exit", json_integer(rc));
+	if (st->cannot[0]) {
+		json_t *c = json_object();
+		json_object_set_new(c, "what", json_string(st->cannot_what));
+		json_object_set_new(c, "reason", json_string(st->cannot));
+		json_object_set_new(doc, "cannot_check", c);
+	}
 	json_object_set_new(doc, "elapsed_s", json_real(elapsed));
 	json_object_set_new(doc, "items", nw_verdict_to_json(&st->cv));
 	json_object_set_new(doc, "doctor", nw_findings_to_json(&st->findings));
@@ -423,30 +496,110 @@ static void print_json(const struct check_state *st, double elapsed)
 	json_decref(doc);
 }
 
+/* The verdict and figures in Prometheus' text format, for node_exporter's textfile collector. */
+static void prom_text(const struct check_state *st, int rc, double elapsed, struct nw_prom *p)
+{
+	static const char *const names[] = { "PASS", "WARN", "FAIL", "CANNOT" };
+	nw_prom_family(p, "ncclwatch_check_exit_status", "gauge",
+	               "Exit status of the last ncclwatch check: 0 PASS, 1 WARN, 2 FAIL, 3 cannot check.");
+	nw_prom_sample(p, "ncclwatch_check_exit_status", NULL, 0, rc);
+	nw_prom_family(p, "ncclwatch_check_verdict", "gauge", "1 for the verdict of the last ncclwatch check, 0 for the others.");
+	for (int i = 0; i < 4; i++) {
+		struct nw_label l = { "verdict", names[i] };
+		nw_prom_sample(p, "ncclwatch_check_verdict", &l, 1, i == rc);
+	}
+	nw_prom_family(p, "ncclwatch_check_timestamp_seconds", "gauge", "When the last ncclwatch check finished (Unix time).");
+	nw_prom_sample(p, "ncclwatch_check_timestamp_seconds", NULL, 0, (double)time(NULL));
+	nw_prom_family(p, "ncclwatch_check_duration_seconds", "gauge", "How long the last ncclwatch check took.");
+	nw_prom_sample(p, "ncclwatch_check_duration_seconds", NULL, 0, elapsed);
+	nw_prom_family(p, "ncclwatch_check_busbw_gbs", "gauge", "Bus bandwidth each check item measured, GB/s.");
+	for (size_t i = 0; i < st->cv.n; i++) {
+		struct nw_label l = { "item", st->cv.items[i].what };
+		if (st->cv.items[i].measured_gbs > 0)
+			nw_prom_sample(p, "ncclwatch_check_busbw_gbs", &l, 1, st->cv.items[i].measured_gbs);
+	}
+	nw_prom_family(p, "ncclwatch_check_expected_busbw_gbs", "gauge", "Bus bandwidth each check item was compared with, GB/s.");
+	for (size_t i = 0; i < st->cv.n; i++) {
+		struct nw_label l = { "item", st->cv.items[i].what };
+		if (st->cv.items[i].expected_gbs > 0)
+			nw_prom_sample(p, "ncclwatch_check_expected_busbw_gbs", &l, 1, st->cv.items[i].expected_gbs);
+	}
+	nw_prom_family(p, "ncclwatch_check_items", "gauge", "Check items at each level (doctor findings and bench figures).");
+	for (int v = NW_PASS; v <= NW_FAIL; v++) {
+		size_t n = 0;
+		for (size_t i = 0; i < st->cv.n; i++)
+			n += st->cv.items[i].v == (enum nw_check_level)v;
+		struct nw_label l = { "verdict", names[v] };
+		nw_prom_sample(p, "ncclwatch_check_items", &l, 1, (double)n);
+	}
+}
+
+/*
+ * Write the textfile atomically: a temporary file beside path (a name
+ * node_exporter ignores: it reads only *.prom), flushed to disk, then
+ * renamed over path, so the collector never reads half a file. 0, or -1
+ * with err (the temporary file is removed).
+ */
+static int write_textfile(const char *path, const struct check_state *st, int rc, double elapsed, char *err,
+                          size_t errlen)
+{
+	struct nw_prom p;
+	char tmp[4096];
+	nw_prom_init(&p);
+	prom_text(st, rc, elapsed, &p);
+	if (snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof(tmp)) {
+		nw_prom_release(&p);
+		return nw_seterr(err, errlen, "'%s': path too long", path);
+	}
+	FILE *f = fopen(tmp, "w");
+	int bad = !f || fwrite(p.buf, 1, p.len, f) != p.len || fflush(f) != 0 || fsync(fileno(f)) != 0;
+	if (f && fclose(f) != 0)
+		bad = 1;
+	nw_prom_release(&p);
+	if (bad || rename(tmp, path) != 0) {
+		nw_seterr(err, errlen, "cannot write '%s': %s (is its directory there and writable?)", f ? path : tmp,
+		          strerror(errno));
+		if (f)
+			unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Print the report (and write the textfile) on the ranks that report; the exit status. */
+static int report(const struct check_opts *o, struct check_state *st, double t0)
+{
+	int rank = my_rank(&st->run, st->have_run && !o->results);
+	double elapsed = nw_now() - t0;
+	int rc = check_exit(st);
+	char err[NW_ERRLEN];
+	if (st->have_run && !o->results && rank == 0)
+		record_run(o, st);
+	if (o->json && rank == 0)
+		print_json(st, elapsed);
+	else if (!o->json)
+		print_text(st, elapsed, rank);
+	if (o->prom_textfile && rank == 0 && write_textfile(o->prom_textfile, st, rc, elapsed, err, sizeof(err)) < 0)
+		nw_error("--prom-textfile: %s", err);
+	return rc;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	double t0 = nw_now();
 	struct check_opts o;
 	int pr = parse_args(argc, argv, &o);
 	if (pr != 0)
-		return pr > 0 ? 0 : 2;
+		return pr > 0 ? 0 : CHECK_CANNOT;
 	struct check_state st;
-	int rc = 2;
+	int rc = CHECK_CANNOT;
 	state_init(&st, argc, argv);
 	if (load_inputs(&o, &st) == 0 && doctor_step(&o, &st) == 0) {
 		bench_step(&o, &st);
 		if (st.have_run && !nw_verdict_add_run(&st.cv, &st.run, st.have_base ? &st.base : NULL, st.topo, st.vis,
 		                                       &st.findings, &o.vo) && o.pairs && !o.results)
 			nw_verdict_add_note(&st.cv, "sendrecv pairs", "skipped: one rank has no pair of ranks to measure");
-		int rank = my_rank(&st.run, st.have_run && !o.results);
-		double elapsed = nw_now() - t0;
-		if (st.have_run && !o.results && rank == 0)
-			record_run(&o, &st);
-		if (o.json && rank == 0)
-			print_json(&st, elapsed);
-		else if (!o.json)
-			print_text(&st.cv, elapsed, rank);
-		rc = nw_verdict_exit(&st.cv);
+		rc = report(&o, &st, t0);
 	}
 	state_release(&st);
 	return rc;

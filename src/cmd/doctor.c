@@ -25,7 +25,9 @@ const char usage_doctor[] =
 	"variables (typos, missing interfaces, workarounds that cost bandwidth, debug\n"
 	"logging), CUDA_VISIBLE_DEVICES, MASTER_ADDR, /dev/shm, locked memory,\n"
 	"RemoveIPC, PCIe ACS, IOMMU, VMs, NVLink state and errors, PCIe link training,\n"
-	"peer-to-peer, persistence, ECC, GPUDirect RDMA, fabric manager, CPU binding.\n"
+	"peer-to-peer, persistence, ECC, GPUDirect RDMA, fabric manager, CPU binding,\n"
+	"and node health: GPU count, Xid errors since boot, clocks held down,\n"
+	"InfiniBand/RoCE port state, rate and error counters.\n"
 	"Each finding names what it saw, why it matters and how to fix it; every\n"
 	"check is listed in docs/doctor.md. Without a GPU it runs every check that\n"
 	"needs none and says which it skipped and why.\n"
@@ -38,6 +40,7 @@ const char usage_doctor[] =
 	"  --interval DUR      read NVLink error counters twice, DUR apart, to see\n"
 	"                      them grow (\"2s\", \"500ms\"; default 1s with a live driver\n"
 	"                      and NVLinks, 0 to read once)\n"
+	"  --expect-gpus N     this node should have N GPUs (an error otherwise)\n"
 	"  --nccl-lib PATH     the NCCL to check instead of the one found\n"
 	"  --sysroot DIR       read /sys, /proc and /etc under DIR (also $NCCLWATCH_SYSROOT)\n"
 	"  --nvml-json FILE    replay recorded NVML answers (also $NCCLWATCH_NVML_JSON)\n"
@@ -90,6 +93,7 @@ static void print_text(const struct nw_findings *f, int problems_only, size_t nc
 /* What the command line asks for; only[] points into only_buf (freed by the command). */
 struct doctor_args {
 	int json, problems;
+	long expect_gpus;       /* -1 not given */
 	double interval;
 	const char *sysroot, *nvml_json, *nccl_lib;
 	char *only_buf;
@@ -115,7 +119,7 @@ static void split_only(struct doctor_args *a, const char *arg)
 /* The options; 0, 1 after --help, or -1 after printing an error. */
 static int parse(int argc, char **argv, struct doctor_args *a)
 {
-	enum { O_JSON = NW_OPT_LOCAL, O_ONLY, O_PROBLEMS, O_INTERVAL, O_NCCL_LIB, O_SYSROOT, O_NVML_JSON };
+	enum { O_JSON = NW_OPT_LOCAL, O_ONLY, O_PROBLEMS, O_INTERVAL, O_NCCL_LIB, O_SYSROOT, O_NVML_JSON, O_EXPECT_GPUS };
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, O_JSON },
 		{ "only", required_argument, NULL, O_ONLY },
@@ -124,6 +128,7 @@ static int parse(int argc, char **argv, struct doctor_args *a)
 		{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
 		{ "sysroot", required_argument, NULL, O_SYSROOT },
 		{ "nvml-json", required_argument, NULL, O_NVML_JSON },
+		{ "expect-gpus", required_argument, NULL, O_EXPECT_GPUS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -142,6 +147,10 @@ static int parse(int argc, char **argv, struct doctor_args *a)
 		case O_NCCL_LIB: a->nccl_lib = optarg; break;
 		case O_SYSROOT: a->sysroot = optarg; break;
 		case O_NVML_JSON: a->nvml_json = optarg; break;
+		case O_EXPECT_GPUS:
+			if (nw_parse_long(optarg, 0, NW_NVML_MAX_GPUS, &a->expect_gpus, "--expect-gpus", err, sizeof(err)) < 0)
+				return nw_error("%s", err);
+			break;
 		case 'h': fputs(usage_doctor, stdout); return 1;
 		}
 	}
@@ -180,6 +189,7 @@ int cmd_doctor(int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	memset(&st, 0, sizeof(st));
 	a.interval = -1;
+	a.expect_gpus = -1;
 	int pr = parse(argc, argv, &a);
 	if (pr) {
 		rc = pr > 0 ? 0 : 2;
@@ -192,6 +202,7 @@ int cmd_doctor(int argc, char **argv)
 		nw_error("%s", err);
 		goto out;
 	}
+	st.ctx.expect_gpus = (int)a.expect_gpus;
 	nw_doc_run(&st.ctx, a.only, a.nonly, &st.findings);
 	if (a.json)
 		print_json(&st.findings);

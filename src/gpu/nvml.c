@@ -87,6 +87,7 @@ static int (*pfn_nvmlDeviceGetNvLinkRemotePciInfo)(nvmlDevice_t, unsigned, struc
 static int (*pfn_nvmlDeviceGetNvLinkRemoteDeviceType)(nvmlDevice_t, unsigned, int *);
 static int (*pfn_nvmlDeviceGetNvLinkErrorCounter)(nvmlDevice_t, unsigned, int,
                                                   unsigned long long *);
+static int (*pfn_nvmlDeviceGetClocksEventReasons)(nvmlDevice_t, unsigned long long *);
 static int (*pfn_nvmlDeviceGetP2PStatus)(nvmlDevice_t, nvmlDevice_t, int, int *);
 static int (*pfn_nvmlDeviceGetTopologyCommonAncestor)(nvmlDevice_t, nvmlDevice_t, int *);
 
@@ -128,6 +129,8 @@ static const struct nw_dl_sym syms[] = {
 	{ (void **)&pfn_nvmlDeviceGetNvLinkRemoteDeviceType,
 	  { "nvmlDeviceGetNvLinkRemoteDeviceType" }, 0 },
 	{ (void **)&pfn_nvmlDeviceGetNvLinkErrorCounter, { "nvmlDeviceGetNvLinkErrorCounter" }, 0 },
+	{ (void **)&pfn_nvmlDeviceGetClocksEventReasons,
+	  { "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons" }, 0 },
 	{ (void **)&pfn_nvmlDeviceGetP2PStatus, { "nvmlDeviceGetP2PStatus" }, 0 },
 	{ (void **)&pfn_nvmlDeviceGetTopologyCommonAncestor,
 	  { "nvmlDeviceGetTopologyCommonAncestor" }, 0 },
@@ -316,6 +319,8 @@ static void read_gpu(nvmlDevice_t d, struct nw_nvml_gpu *g)
 	if (pfn_nvmlDeviceGetRetiredPagesPendingStatus &&
 	    pfn_nvmlDeviceGetRetiredPagesPendingStatus(d, &a) == NVML_SUCCESS)
 		g->retired_pending = a ? 1 : 0;
+	if (pfn_nvmlDeviceGetClocksEventReasons && pfn_nvmlDeviceGetClocksEventReasons(d, &ull) == NVML_SUCCESS)
+		g->clock_reasons = (long long)(ull & 0x7fffffffffffffffULL);
 	struct nvml_fabric_v2 f2;
 	struct nvml_fabric_v1 f1;
 	memset(&f2, 0, sizeof(f2));
@@ -341,6 +346,7 @@ void nw_nvml_gpu_init(struct nw_nvml_gpu *g, int index)
 	g->ecc_uncorrected = NW_NVML_ABSENT;
 	g->remap_pending = g->remap_failure = g->retired_pending = NW_NVML_ABSENT;
 	g->fabric_state = g->fabric_status = NW_NVML_ABSENT;
+	g->clock_reasons = NW_NVML_ABSENT;
 }
 
 /* Every pair answer absent. */

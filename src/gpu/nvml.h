@@ -56,6 +56,7 @@ struct nw_nvml_gpu {
 	int remap_pending, remap_failure, retired_pending; /* 0/1, -1 absent */
 	int fabric_state;         /* NW_FABRIC_*, -1 absent */
 	int fabric_status;        /* NVML return code of the registration, -1 absent */
+	long long clock_reasons;  /* nvmlClocksEventReasons bits (why clocks are held down now), -1 absent */
 	double nvlink_gbs;        /* per-link rate each way, GB/s; 0 when absent */
 	int nlinks;
 	struct nw_nvml_link links[NW_NVML_MAX_LINKS];

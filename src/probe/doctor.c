@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "probe/doctor_checks.h"
 #include "probe/sysfs.h"
 #include "util/util.h"
 
@@ -213,6 +214,9 @@ void nw_doc_ctx_init(struct nw_doc_ctx *c, const struct nw_nvml_snap *snap, cons
 	c->iommu_units = -1;
 	c->ncpus_online = -1;
 	c->uid = -1;
+	c->expect_gpus = -1;
+	c->nibports = -1;
+	c->kmsg_state = -1;
 }
 
 void nw_doc_ctx_release(struct nw_doc_ctx *c)
@@ -565,6 +569,7 @@ void nw_doc_gather(struct nw_doc_ctx *c, const char *root, char **env,
 	gather_os(c, root);
 	gather_pcie(c, root, t);
 	gather_cpus(c, root);
+	nw_doc_gather_node(c, root);
 }
 
 int nw_doc_probe_all(const char *root, const char *nvml_json, const char *nccl_lib, double interval,

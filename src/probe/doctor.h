@@ -52,6 +52,33 @@ struct nw_doc_link {
 	int is_gpu;
 };
 
+/* InfiniBand port error counters doctor reads (sysfs ports/N/counters/). */
+enum nw_doc_ibcnt {
+	NW_IBC_LINK_DOWNED, NW_IBC_LINK_RECOVERY, NW_IBC_SYMBOL, NW_IBC_RCV_ERRORS, NW_IBC_INTEGRITY,
+	NW_IBC_OVERRUN, NW_IBC_N
+};
+#define NW_DOC_MAX_IBPORTS 64
+#define NW_DOC_MAX_XIDS 32
+
+/* An InfiniBand or RoCE port as /sys/class/infiniband shows it. */
+struct nw_doc_ibport {
+	char name[48];            /* "mlx5_0:1" */
+	int ethernet;             /* link_layer "Ethernet" (RoCE), 0 InfiniBand */
+	char state[24];           /* "ACTIVE" (from "4: ACTIVE"), "" unread */
+	char phys[24];            /* "LinkUp" (from "5: LinkUp") */
+	char rate[48];            /* "400 Gb/sec (4X NDR)" as written */
+	double rate_gbps;         /* 400; 0 unknown */
+	long long cnt[NW_IBC_N];  /* -1 absent */
+};
+
+/* One GPU Xid code on one GPU in the kernel log, with how often it came. */
+struct nw_doc_xid {
+	int code;                 /* 79 */
+	char pci[24];             /* "0000:44:00" as the driver prints it */
+	int count;
+	char text[160];           /* the first message after the code */
+};
+
 struct nw_doc_ctx {
 	/* every field may be left empty by a test; a check then skips or says so */
 	char **env;                       /* NULL-terminated "NAME=value" list */
@@ -86,6 +113,14 @@ struct nw_doc_ctx {
 	int nacs;
 	struct nw_doc_link links[64];     /* PCIe links of NICs and bridges above GPUs/NICs */
 	int nlinks;
+	/* node health */
+	int expect_gpus;                  /* --expect-gpus, -1 not given */
+	struct nw_doc_ibport ibports[NW_DOC_MAX_IBPORTS];
+	int nibports;                     /* -1 when /sys/class/infiniband was not read */
+	int kmsg_state;                   /* 1 kernel log read, 0 not readable (kmsg_why), -1 not looked */
+	char kmsg_why[200];
+	struct nw_doc_xid xids[NW_DOC_MAX_XIDS];
+	int nxids;
 	/* CPU binding */
 	int have_affinity;
 	unsigned long long affinity[NW_DOC_CPU_BITS / 64];

@@ -88,6 +88,11 @@ static const struct nw_doc_check checks[] = {
 	{ "hw.ecc", "ECC: pending retirement/remapping, uncorrected errors", nw_doc_chk_ecc },
 	{ "hw.gpudirect_rdma", "nvidia_peermem with InfiniBand/RoCE NICs", nw_doc_chk_peermem },
 	{ "hw.fabric_manager", "fabric manager on NVSwitch systems", nw_doc_chk_fabric },
+	/* doctor_node.c: node health */
+	{ "node.gpu_count", "the GPUs this node should have (--expect-gpus N)", nw_doc_chk_gpu_count },
+	{ "node.xid", "GPU Xid errors in the kernel log since boot", nw_doc_chk_xid },
+	{ "node.clocks", "GPU clocks held down now (thermal, power brake, HW slowdown)", nw_doc_chk_clocks },
+	{ "node.ib_ports", "InfiniBand/RoCE ports: state, rate, link-down and error counters", nw_doc_chk_ib_ports },
 	/* doctor_os.c: CPU binding */
 	{ "cpu.affinity", "this process's CPUs versus its GPU's local CPUs", nw_doc_chk_affinity },
 };

@@ -48,6 +48,15 @@ void nw_doc_chk_debug(const struct nw_doc_ctx *c, struct nw_findings *out);
 void nw_doc_chk_cuda_visible(const struct nw_doc_ctx *c, struct nw_findings *out);
 void nw_doc_chk_master_addr(const struct nw_doc_ctx *c, struct nw_findings *out);
 
+/* doctor_node.c: node health (gathering included) */
+void nw_doc_gather_node(struct nw_doc_ctx *c, const char *root);
+/* Xid codes from kernel log text (kmsg records or dmesg lines) into c->xids. */
+void nw_doc_parse_xids(struct nw_doc_ctx *c, const char *text);
+void nw_doc_chk_gpu_count(const struct nw_doc_ctx *c, struct nw_findings *out);
+void nw_doc_chk_xid(const struct nw_doc_ctx *c, struct nw_findings *out);
+void nw_doc_chk_clocks(const struct nw_doc_ctx *c, struct nw_findings *out);
+void nw_doc_chk_ib_ports(const struct nw_doc_ctx *c, struct nw_findings *out);
+
 /* doctor_os.c */
 void nw_doc_chk_shm(const struct nw_doc_ctx *c, struct nw_findings *out);
 void nw_doc_chk_memlock(const struct nw_doc_ctx *c, struct nw_findings *out);

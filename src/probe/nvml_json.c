@@ -51,6 +51,7 @@ static json_t *gpu_to_json(const struct nw_nvml_gpu *g)
 	set_str(j, "uuid", g->uuid);
 	set_str(j, "bus_id", g->bus_id);
 	set_int(j, "persistence", g->persistence);
+	set_int(j, "clocks_event_reasons", g->clock_reasons);
 	json_t *pcie = json_object();
 	set_int(pcie, "gen_cur", g->pcie_gen_cur);
 	set_int(pcie, "gen_max", g->pcie_gen_max);
@@ -200,7 +201,8 @@ static int gpu_from_json(const json_t *j, struct nw_nvml_gpu *g, int idx, char *
 	    get_i(ecc, "remap_failure", &g->remap_failure, err, errlen) < 0 ||
 	    get_i(ecc, "retired_pending", &g->retired_pending, err, errlen) < 0 ||
 	    get_i(fab, "state", &g->fabric_state, err, errlen) < 0 ||
-	    get_i(fab, "status", &g->fabric_status, err, errlen) < 0)
+	    get_i(fab, "status", &g->fabric_status, err, errlen) < 0 ||
+	    get_int(j, "clocks_event_reasons", &g->clock_reasons, err, errlen) < 0)
 		return -1;
 	long long mbps;
 	if (get_int(nvl, "speed_mbps", &mbps, err, errlen) < 0)

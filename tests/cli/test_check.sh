@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ncclwatch check as a user runs it: on this GPU-less machine (FAIL naming
-# the missing driver), judging recorded results against the 2xH200 model,
+# ncclwatch check as a user runs it: on this GPU-less machine (cannot check,
+# exit 3, naming the missing driver), judging recorded results against the 2xH200 model,
 # with the doctor's findings, and with bad input.
 source "$(dirname "$0")/lib.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -16,16 +16,18 @@ CLEAN=(env -u NCCL_P2P_DISABLE -u NCCL_SHM_DISABLE -u NCCL_DEBUG -u MASTER_ADDR 
        -u NCCLWATCH_NVML_JSON -u NCCLWATCH_SYSROOT NCCLWATCH_NCCL_LIB="$TMP/libnccl.so.2")
 
 run "${CLEAN[@]}" "$NODRV" "$NW" check "${NOGPU[@]}"
-expect_rc "no GPU: exit 2" 2
-expect_out "no GPU: FAIL naming the missing driver" "FAIL +gpu +no GPU: no NVIDIA driver \(/nonexistent/libnvidia-ml.so.1 not found\)"
-expect_out "no GPU: verdict and elapsed time" "^ncclwatch check: FAIL \([0-9.]+ s\)"
+expect_rc "no GPU: cannot check, exit 3" 3
+expect_out "no GPU: CANNOT naming the missing driver" "CANNOT +gpu +no GPU: no NVIDIA driver \(/nonexistent/libnvidia-ml.so.1 not found\)"
+expect_out "no GPU: verdict and elapsed time" "^ncclwatch check: CANNOT CHECK \([0-9.]+ s\)"
 
 run "${CLEAN[@]}" "$NODRV" "$NW" check "${NOGPU[@]}" --json
-expect_true "no GPU json: FAIL item" python3 -c '
+expect_rc "no GPU json: exit 3" 3
+expect_true "no GPU json: cannot check, named" python3 -c '
 import json,sys
 d=json.load(open(sys.argv[1]))
-assert d["schema"]=="ncclwatch.check/1" and d["verdict"]=="FAIL" and d["exit"]==2
-assert any(i["what"]=="gpu" and "no NVIDIA driver" in i["reason"] for i in d["items"])
+assert d["schema"]=="ncclwatch.check/1" and d["verdict"]=="CANNOT" and d["exit"]==3
+c=d["cannot_check"]
+assert c["what"]=="gpu" and "no NVIDIA driver" in c["reason"], c
 assert isinstance(d["doctor"], list) and len(d["doctor"])>=25
 ' "$OUT"
 
@@ -68,17 +70,56 @@ expect_out "baseline named" "expected \(baseline"
 run "${CLEAN[@]}" "$NW" check "${H200[@]}" --no-bench
 expect_rc "--no-bench on the healthy tree: PASS" 0
 
+# Bad usage or input judges nothing: exit 3 (cannot check), not 2 (FAIL).
 run "$NW" check --baseline 42
-expect_rc "run id as baseline: exit 2" 2
+expect_rc "run id as baseline: exit 3" 3
 expect_err "run id: says what to give" "history run ids are not supported yet"
 run "$NW" check --results /dev/null
-expect_rc "unreadable results: exit 2" 2
+expect_rc "unreadable results: exit 3" 3
 run "$NW" check --backend tcp
-expect_rc "bad backend: exit 2" 2
+expect_rc "bad backend: exit 3" 3
 run "$NW" check -b 4G -e 1G
-expect_rc "-b above -e: exit 2" 2
+expect_rc "-b above -e: exit 3" 3
 run "$NW" check --warn-below 0.5 --fail-below 0.8
-expect_rc "fail above warn: exit 2" 2
+expect_rc "fail above warn: exit 3" 3
+run "$NW" check --no-such-option
+expect_rc "unknown option: exit 3" 3
+run "$NW" check --prom-textfile "$TMP/check.txt"
+expect_rc "--prom-textfile without .prom: exit 3" 3
+expect_err "--prom-textfile: says why" "reads only files named \*\.prom"
+run "$NW" help check
+expect_out "help documents exit 3" "3 cannot check"
+
+# GPUs but no NCCL on the host (it lives in the containers): cannot check.
+run "${CLEAN[@]}" NCCLWATCH_NCCL_LIB=/nonexistent/libnccl.so.2 "$NW" check "${H200[@]}"
+expect_rc "no NCCL: cannot check, exit 3" 3
+expect_out "no NCCL: named" "CANNOT +nccl +no NCCL on this host: .*/nonexistent/libnccl.so.2"
+expect_out "no NCCL: doctor's finding still shown" "FAIL doctor version.nccl"
+
+# --prom-textfile: the verdict and figures for node_exporter, written atomically.
+run "${CLEAN[@]}" "$NW" check "${H200[@]}" --results "$FX/results/h200x2-check-slow16x.json" --prom-textfile "$TMP/nw.prom"
+expect_rc "textfile on FAIL: exit 2" 2
+expect_true "textfile: verdict, exit status and figures" python3 -c '
+import sys
+t=open(sys.argv[1]).read()
+assert "ncclwatch_check_exit_status 2\n" in t, t
+assert "ncclwatch_check_verdict{verdict=\"FAIL\"} 1\n" in t and "ncclwatch_check_verdict{verdict=\"PASS\"} 0\n" in t
+assert "ncclwatch_check_busbw_gbs{item=\"all_reduce 4G\"} 21." in t, t
+assert "ncclwatch_check_expected_busbw_gbs{item=\"all_reduce 4G\"} 339.6" in t, t
+' "$TMP/nw.prom"
+expect_true "textfile: no temporary file left" sh -c '[ "$(ls "$1" | grep -c tmp)" = 0 ]' sh "$TMP"
+if command -v promtool >/dev/null 2>&1; then
+	run promtool check metrics <"$TMP/nw.prom"
+	expect_rc "textfile: promtool check metrics clean" 0
+else
+	skip "textfile: promtool check metrics clean" "promtool not installed"
+fi
+run "${CLEAN[@]}" "$NODRV" "$NW" check "${NOGPU[@]}" --prom-textfile "$TMP/nw.prom"
+expect_rc "textfile on cannot check: exit 3" 3
+expect_true "textfile: cannot check recorded" grep -qx 'ncclwatch_check_exit_status 3' "$TMP/nw.prom"
+run "${CLEAN[@]}" "$NW" check "${H200[@]}" --results "$FX/results/h200x2-check.json" --prom-textfile "$TMP/nodir/nw.prom"
+expect_rc "textfile in a missing directory: the verdict stands" 0
+expect_err "textfile in a missing directory: says so" "cannot write .*nodir.*is its directory there and writable"
 run "$NW" help check
 expect_out "help lists --baseline" "--baseline FILE"
 

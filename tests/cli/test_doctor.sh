@@ -24,7 +24,7 @@ assert d["schema"]=="ncclwatch.doctor/1" and d["exit"]==2 and d["worst"]=="error
 run "${CLEAN[@]}" "$NW" doctor "${H200[@]}"
 expect_rc "healthy 2xH200: exit 0" 0
 expect_out "healthy 2xH200: NVLinks" "ok +hw.nvlink +36/36 NVLinks up on 2 GPUs"
-expect_out "healthy 2xH200: summary line" "^ncclwatch doctor: 25 checks: 0 errors, 0 warnings"
+expect_out "healthy 2xH200: summary line" "^ncclwatch doctor: 29 checks: 0 errors, 0 warnings"
 
 run "${CLEAN[@]}" NCCL_DEBUG=INFO "$NW" doctor "${H200[@]}"
 expect_rc "warning only: exit 1" 1
@@ -69,7 +69,8 @@ local=("version.nccl","version.nccl_many")
 def keep(d):
     out=[]
     for f in d["findings"]:
-        if f["id"] in local or f["id"].startswith("env."):
+        # node.* came after the live recording (node health checks)
+        if f["id"] in local or f["id"].startswith(("env.", "node.")):
             continue
         f=dict(f)
         f["seen"]=re.sub(r" \(NVML: .*\)$","",f["seen"])
@@ -112,3 +113,55 @@ f={x["id"]:x for x in d["doctor"]}
 assert f["hw.nvlink"]["seen"]=="no NVLink on 1 GPU"
 assert f["version.driver"]["seen"].startswith("driver 580.159.04, CUDA driver API 13.0, 1 GPU")
 ' "$OUT"
+
+# Node health on recorded inputs: the 8-rail node's RDMA ports and kernel
+# log (tests/fixtures/sysfs/ib8, from public listings; README says which),
+# healthy, then broken: a port down, one trained at half rate, link-down
+# and symbol errors, real Xid lines, GPU clocks held down, a GPU missing.
+IB8=(--sysroot "$FX/sysfs/ib8" --nvml-json "$FX/nvml/h200x2.json")
+run "${CLEAN[@]}" "$NW" doctor "${IB8[@]}" --only node --expect-gpus 2
+expect_rc "node, healthy 8-rail node: nothing above info" 0
+expect_out "node: IB ports ok" "^ok +node.ib_ports +8 InfiniBand ports ACTIVE, 2 of 4 RoCE ports ACTIVE"
+expect_out "node: spare RoCE ports down are info" "^info +node.ib_ports +RoCE ports not ACTIVE: mlx5_2:1 \(DOWN, Disabled\); mlx5_8:1"
+expect_out "node: no Xid since boot" "^ok +node.xid +no GPU Xid in the kernel log since boot"
+expect_out "node: GPU count as expected" "^ok +node.gpu_count +NVML sees 2 GPUs, as expected"
+BAD=$TMP/ib8-broken
+cp -r "$FX/sysfs/ib8" "$BAD"
+cp "$FX/kmsg/xid.kmsg" "$BAD/dev/kmsg"
+P=$BAD/sys/class/infiniband
+echo "1: DOWN" >"$P/mlx5_5/ports/1/state"; echo "2: Polling" >"$P/mlx5_5/ports/1/phys_state"
+echo "200 Gb/sec (2X NDR)" >"$P/mlx5_9/ports/1/rate"
+echo 3 >"$P/mlx5_10/ports/1/counters/link_downed"; echo 41 >"$P/mlx5_10/ports/1/counters/symbol_error"
+python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1])); d["gpus"][1]["clocks_event_reasons"]=0x48; d["gpus"][0]["clocks_event_reasons"]=1
+json.dump(d,open(sys.argv[2],"w"))' "$FX/nvml/h200x2.json" "$TMP/hot.json"
+run "${CLEAN[@]}" "$NW" doctor --sysroot "$BAD" --nvml-json "$TMP/hot.json" --only node --expect-gpus 8 --json
+expect_rc "node, broken: exit 2" 2
+expect_true "node, broken: each fault named" python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+by={}
+for f in d["findings"]: by.setdefault(f["id"],[]).append((f["severity"],f["seen"]))
+def has(i,sev,s): assert any(v==sev and s in t for v,t in by[i]), (i,sev,s,by[i])
+has("node.ib_ports","error","not ACTIVE: mlx5_5:1 (DOWN, Polling)")
+has("node.ib_ports","warn","mlx5_9:1 (200 Gb/sec (2X NDR); others at 400 Gb/s)")
+has("node.ib_ports","warn","mlx5_10:1 (link_downed 3, symbol_error 41)")
+has("node.xid","error","Xid 79 on 0000:44:00 (GPU has fallen off the bus)")
+has("node.xid","warn","Xid 32 x2 on 0000:01:00")
+has("node.xid","info","Xid 31 on 0000:01:00")
+has("node.clocks","error","GPU1 clocks held down: HW slowdown, HW thermal slowdown (reasons 0x48)")
+has("node.gpu_count","error","NVML sees 2 GPUs, expected 8")
+' "$OUT"
+run "${CLEAN[@]}" "$NW" doctor --sysroot "$FX/sysfs/h200x2" --nvml-json "$FX/nvml/h200x2.json" --only node.xid
+expect_out "node: no kernel log in the tree: skipped, saying why" "^skip +node.xid +skipped: cannot read .*/dev/kmsg: No such file"
+if [ "$(id -u)" != 0 ] || [ -r /dev/kmsg ]; then
+	run "${CLEAN[@]}" "$NW" doctor --only node.xid --nvml-json "$FX/nvml/h200x2.json"
+	expect_no_crash "node: the live kernel log read without blocking"
+	expect_out "node: the live kernel log read or skipped with a reason" "^(ok|skip|info|warn|error) +node.xid"
+fi
+run "$NW" doctor --expect-gpus 2x
+expect_rc "--expect-gpus 2x: exit 2" 2
+expect_err "--expect-gpus: named" "--expect-gpus: '2x' is not a whole number"
+run "$NW" doctor --expect-gpus 100000
+expect_rc "--expect-gpus out of range: exit 2" 2

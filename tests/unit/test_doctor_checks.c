@@ -15,6 +15,7 @@
 
 #include "gpu/nvml.h"
 #include "probe/doctor.h"
+#include "probe/doctor_checks.h"
 #include "probe/topo.h"
 
 struct fx {
@@ -608,6 +609,101 @@ static void no_gpu_machine(void **state)
 	done(x);
 }
 
+/* --expect-gpus: the 2xH200 has 2; 8 expected is an error naming both. */
+static void gpu_count(void **state)
+{
+	(void)state;
+	struct fx *x = h200(NULL);
+	assert_int_equal(run1(x, "node.gpu_count"), NW_SEV_SKIP);
+	x->ctx.expect_gpus = 2;
+	assert_int_equal(run1(x, "node.gpu_count"), NW_SEV_OK);
+	assert_true(seen(x, "NVML sees 2 GPUs, as expected"));
+	x->ctx.expect_gpus = 8;
+	assert_int_equal(run1(x, "node.gpu_count"), NW_SEV_ERROR);
+	assert_true(seen(x, "NVML sees 2 GPUs, expected 8"));
+	done(x);
+}
+
+/* Xid lines as the driver writes them (real lines, tests/fixtures/README.md), kmsg records and dmesg text alike. */
+static void xid(void **state)
+{
+	(void)state;
+	struct fx *x = h200(NULL);
+	x->ctx.kmsg_state = 0;
+	strcpy(x->ctx.kmsg_why, "cannot read /dev/kmsg: Operation not permitted");
+	assert_int_equal(run1(x, "node.xid"), NW_SEV_SKIP);
+	assert_true(seen(x, "Operation not permitted"));
+	x->ctx.kmsg_state = 1;
+	nw_doc_parse_xids(&x->ctx, "6,1202,15893410,-;mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE\n");
+	assert_int_equal(run1(x, "node.xid"), NW_SEV_OK);
+	nw_doc_parse_xids(&x->ctx, "[ 1399.140323] NVRM: Xid (PCI:0000:01:00): 31, pid=1 CE0\n");
+	assert_int_equal(run1(x, "node.xid"), NW_SEV_INFO);
+	nw_doc_parse_xids(&x->ctx, "4,2215,1899140323,-;NVRM: Xid (PCI:0000:01:00): 32, Channel ID 00000009 intr 00800000\n"
+	                           "4,2216,1899140655,-;NVRM: Xid (PCI:0000:01:00): 32, Channel ID 00000009 intr 00800000\n");
+	assert_int_equal(run1(x, "node.xid"), NW_SEV_WARN);
+	assert_true(seen(x, "Xid 32 x2 on 0000:01:00 (Channel ID 00000009 intr 00800000)"));
+	nw_doc_parse_xids(&x->ctx, "NVRM: Xid (PCI:0000:44:00): 79, pid=0, GPU has fallen off the bus.");
+	assert_int_equal(run1(x, "node.xid"), NW_SEV_ERROR);
+	assert_true(seen(x, "Xid 79 on 0000:44:00 (pid=0, GPU has fallen off the bus.)"));
+	/* Not an Xid: no code, or a line that only mentions one. */
+	int n = x->ctx.nxids;
+	nw_doc_parse_xids(&x->ctx, "NVRM: Xid (PCI:0000:44:00): \nsomething about NVRM: Xid\n");
+	assert_int_equal(x->ctx.nxids, n);
+	done(x);
+}
+
+/* Clocks event reasons (NVML bits): idle is fine, a power cap informs, HW slowdown is an error. */
+static void clocks(void **state)
+{
+	(void)state;
+	struct fx *x = h200(NULL);
+	assert_int_equal(run1(x, "node.clocks"), NW_SEV_SKIP); /* the reconstructed answers have none */
+	x->snap.gpus[0].clock_reasons = 0x1; /* GPU idle */
+	x->snap.gpus[1].clock_reasons = 0;
+	assert_int_equal(run1(x, "node.clocks"), NW_SEV_OK);
+	x->snap.gpus[1].clock_reasons = 0x4;
+	assert_int_equal(run1(x, "node.clocks"), NW_SEV_INFO);
+	x->snap.gpus[1].clock_reasons = 0x20;
+	assert_int_equal(run1(x, "node.clocks"), NW_SEV_WARN);
+	x->snap.gpus[1].clock_reasons = 0x48;
+	assert_int_equal(run1(x, "node.clocks"), NW_SEV_ERROR);
+	assert_true(seen(x, "GPU1 clocks held down: HW slowdown, HW thermal slowdown (reasons 0x48)"));
+	done(x);
+}
+
+/* The 8-rail node (tests/fixtures/sysfs/ib8), healthy, then broken one port at a time. */
+static void ib_ports(void **state)
+{
+	(void)state;
+	struct fx *x = h200(NULL);
+	assert_int_equal(run1(x, "node.ib_ports"), NW_SEV_SKIP);
+	nw_doc_ctx_release(&x->ctx);
+	nw_doc_gather(&x->ctx, path("sysfs/ib8"), x->env, &x->snap, &x->topo);
+	assert_int_equal(x->ctx.nibports, 12);
+	assert_int_equal(run1(x, "node.ib_ports"), NW_SEV_INFO); /* two spare RoCE ports down */
+	assert_true(seen(x, "8 InfiniBand ports ACTIVE, 2 of 4 RoCE ports ACTIVE"));
+	struct nw_doc_ibport *p = NULL;
+	for (int i = 0; i < x->ctx.nibports; i++)
+		if (!strcmp(x->ctx.ibports[i].name, "mlx5_9:1"))
+			p = &x->ctx.ibports[i];
+	assert_non_null(p);
+	assert_string_equal(p->state, "ACTIVE");
+	assert_string_equal(p->phys, "LinkUp");
+	assert_true(p->rate_gbps == 400 && p->cnt[NW_IBC_LINK_DOWNED] == 0 && !p->ethernet);
+	p->cnt[NW_IBC_LINK_DOWNED] = 2;
+	assert_int_equal(run1(x, "node.ib_ports"), NW_SEV_WARN);
+	assert_true(seen(x, "mlx5_9:1 (link_downed 2)"));
+	p->cnt[NW_IBC_LINK_DOWNED] = 0;
+	strcpy(p->rate, "200 Gb/sec (2X NDR)");
+	p->rate_gbps = 200;
+	assert_int_equal(run1(x, "node.ib_ports"), NW_SEV_WARN);
+	assert_true(seen(x, "mlx5_9:1 (200 Gb/sec (2X NDR); others at 400 Gb/s)"));
+	strcpy(p->state, "INIT");
+	assert_int_equal(run1(x, "node.ib_ports"), NW_SEV_ERROR);
+	assert_true(seen(x, "not ACTIVE: mlx5_9:1 (INIT, LinkUp)"));
+	done(x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -635,6 +731,10 @@ int main(void)
 		cmocka_unit_test(affinity),
 		cmocka_unit_test(versions),
 		cmocka_unit_test(no_gpu_machine),
+		cmocka_unit_test(gpu_count),
+		cmocka_unit_test(xid),
+		cmocka_unit_test(clocks),
+		cmocka_unit_test(ib_ports),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
