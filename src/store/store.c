@@ -221,19 +221,20 @@ static int lock_wait(double *out, char *err, size_t errlen)
 	return 0;
 }
 
-int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **out, char *err,
-                  size_t errlen)
+/* nw_store_open, saying in *cls why a PostgreSQL server could not be used. */
+static int open_store(const char *path, enum nw_store_mode mode, struct nw_store **out,
+                      enum nw_db_err *cls, char *err, size_t errlen)
 {
 	*out = NULL;
+	*cls = NW_DB_OTHER;
 	double wait;
 	if (lock_wait(&wait, err, errlen))
 		return -1;
 	struct nw_db *db = NULL;
 	if (nw_db_is_pg(path)) {
-		enum nw_db_err cls;
 		char why[NW_ERRLEN];
-		if (nw_db_pg_open(path, &db, &cls, why, sizeof(why)))
-			return pg_open_err(path, cls, why, err, errlen);
+		if (nw_db_pg_open(path, &db, cls, why, sizeof(why)))
+			return pg_open_err(path, *cls, why, err, errlen);
 		db->lock_wait_s = wait;
 	} else if (nw_db_sqlite_open(path, mode == NW_STORE_WRITE, wait, &db, err, errlen)) {
 		return -1;
@@ -246,12 +247,20 @@ int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **o
 		return 0;
 	}
 	int created = db->created;
+	*cls = db->err;
 	nw_store_close(s);
 	/* a failed first open leaves no empty file behind for the next run to trip on */
 	struct stat st;
 	if (created && stat(path, &st) == 0 && st.st_size == 0)
 		unlink(path);
 	return -1;
+}
+
+int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **out, char *err,
+                  size_t errlen)
+{
+	enum nw_db_err cls;
+	return open_store(path, mode, out, &cls, err, errlen);
 }
 
 void nw_store_close(struct nw_store *s)
@@ -440,14 +449,17 @@ int nw_store_record(const struct nw_store_opts *o, struct nw_run *run, long long
 	if (!json_is_object(fp) || !json_object_get(fp, "host"))
 		nw_fingerprint_collect(run);
 	struct nw_store *s;
-	int rc = nw_store_open(path, NW_STORE_WRITE, &s, err, errlen);
+	enum nw_db_err cls;
+	int rc = open_store(path, NW_STORE_WRITE, &s, &cls, err, errlen);
 	if (rc == 0) {
 		rc = nw_store_insert(s, run, id_out, err, errlen);
+		cls = s->db->err;
 		if (rc == 0 && nw_db_is_pg(path))
 			nw_spool_send(s, path, NULL, NULL, NULL, 0); /* runs kept while the server was away */
 		nw_store_close(s);
 	}
-	if (rc && nw_db_is_pg(path))
+	/* a server away, restarting or overrun keeps the run for later; a wrong database does not */
+	if (rc && nw_db_is_pg(path) && (cls == NW_DB_LOST || cls == NW_DB_AUTH || cls == NW_DB_SERIAL))
 		nw_spool_keep(path, run, err, errlen);
 	return rc;
 }
