@@ -6,6 +6,7 @@
 #   make MPI=dl          no MPI at build or load time: Open MPI's libmpi.so.40 is
 #                        opened when an MPI launcher starts ncclwatch (as in make portable)
 #   make MHD=dl          libmicrohttpd opened when the exporter serves HTTP (as in make portable)
+#   make PQ=dl           libpq opened when --db names a PostgreSQL server (as in make portable)
 #   make STATIC=1        jansson, SQLite and ncursesw linked statically
 #   make portable        build-portable/: both files built in a Debian 11 root, needing only
 #                        glibc >= 2.31 at load time (scripts/portable; root, debootstrap)
@@ -49,6 +50,15 @@ CFLAGS += -DNW_MHD_DL=1
 LDLIBS := $(filter-out -lmicrohttpd,$(LDLIBS))
 else
 CFLAGS += -DNW_MHD_DL=0
+endif
+
+# libpq (PostgreSQL history): linked, or with PQ=dl opened at run time (src/store/pq_abi.h).
+PQ       ?= link
+ifeq ($(PQ),dl)
+CFLAGS += -DNW_PQ_DL=1
+else
+CFLAGS += -DNW_PQ_DL=0 -I/usr/include/postgresql
+LDLIBS += -lpq
 endif
 
 # MPI: on when mpicc answers, unless MPI=0; MPI=dl opens Open MPI at run time
@@ -146,7 +156,7 @@ FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_OBJ   := $(filter-out src/main.c,$(APP_SRC))
 FUZZ_OBJ   := $(FUZZ_OBJ:%.c=build-fuzz/obj/%.o)
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 -DNW_MPI_DL=0 -DNW_MHD_DL=0
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 -DNW_MPI_DL=0 -DNW_MHD_DL=0 -DNW_PQ_DL=0 -I/usr/include/postgresql
 fuzz: $(FUZZ_BIN)
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -155,7 +165,7 @@ build-fuzz/obj/%.o: %.c
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	@echo "  FUZZ    $@"
 	$(Q)clang $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) \
-	  -ljansson -lsqlite3 -lmicrohttpd -lncursesw -ldl -lpthread -lm
+	  -ljansson -lsqlite3 -lmicrohttpd -lpq -lncursesw -ldl -lpthread -lm
 
 # Both files for any image with glibc 2.31 or newer (README, "Into an existing image").
 portable:

@@ -20,6 +20,7 @@ const char usage_history[] =
 	"       ncclwatch history export ID|all [--json | --csv] [list filters]\n"
 	"       ncclwatch history delete ID\n"
 	"       ncclwatch history baseline [NAME ID | --delete NAME]\n"
+	"       ncclwatch history sync\n"
 	"\n"
 	"Every bench, check, import and tune run is recorded (unless --no-history)\n"
 	"with its results and a fingerprint of what it ran on. This command reads\n"
@@ -36,6 +37,9 @@ const char usage_history[] =
 	"             name run ID, e.g. 'before-update'; compare and report accept\n"
 	"             the name wherever they take a run; setting a name again moves it\n"
 	"  baseline   list the names; --delete NAME removes one\n"
+	"  sync       send the runs kept in the local spool while the PostgreSQL\n"
+	"             server of --db could not be reached (the next run recorded\n"
+	"             there sends them too)\n"
 	"\n"
 	"options:\n"
 	"  --host H        only runs recorded on host H\n"
@@ -45,7 +49,9 @@ const char usage_history[] =
 	"  --limit N       only the latest N runs (listed oldest first)\n"
 	"  --json, --csv   output format\n"
 	"  --db PATH       history database (default $NCCLWATCH_DB, else\n"
-	"                  $XDG_DATA_HOME/ncclwatch/history.db)\n";
+	"                  $XDG_DATA_HOME/ncclwatch/history.db), or a PostgreSQL\n"
+	"                  URI postgresql://USER@HOST:PORT/DB (password from\n"
+	"                  ~/.pgpass or PGPASSWORD)\n";
 
 struct hopts {
 	struct nw_store_opts so;
@@ -441,6 +447,18 @@ static int do_delete(struct nw_store *s, const struct hopts *o)
 	return 0;
 }
 
+/* history sync: the spooled runs into the database; exit 1 when some are left. */
+static int do_sync(const struct hopts *o)
+{
+	char err[NW_ERRLEN];
+	size_t sent, left;
+	int rc = nw_store_sync(&o->so, &sent, &left, err, sizeof(err));
+	fprintf(stderr, "%zu spooled run%s sent%s\n", sent, sent == 1 ? "" : "s", left ? ", some left" : "");
+	if (rc)
+		return nw_error("%s", err), left ? 1 : 2;
+	return 0;
+}
+
 /* The sub-commands: name, what runs it, how many operands at most (the name included). */
 static const struct history_sub {
 	const char *name;
@@ -452,6 +470,7 @@ static const struct history_sub {
 	{ "export", do_export, 2 },
 	{ "delete", do_delete, 2 },
 	{ "baseline", do_baseline, 3 },
+	{ "sync", NULL, 1 }, /* opens the database itself (do_sync) */
 };
 
 /* Whether the operands fit the sub-command's form, before the database is opened. */
@@ -481,9 +500,11 @@ int cmd_history(int argc, char **argv)
 		if (!strcmp(sub, subs[i].name))
 			sc = &subs[i];
 	if (!sc)
-		return nw_error("unknown history command '%s': list, show, export, delete or baseline", sub), 2;
+		return nw_error("unknown history command '%s': list, show, export, delete, baseline or sync", sub), 2;
 	if (check_form(sub, sc->max_args, &o))
 		return 2;
+	if (!sc->fn)
+		return do_sync(&o);
 	struct nw_store *s;
 	if (open_db(&o, &s))
 		return 2;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "parse/nccltests.h"
+#include "store/db.h"
 #include "store/input.h"
 #include "util/util.h"
 
@@ -34,7 +35,7 @@ static int load_from_db(const struct nw_store_opts *o, const char *spec, int by_
 		return -1;
 	struct nw_store *s;
 	struct stat st;
-	if (by_name && stat(path, &st) != 0)
+	if (by_name && !nw_db_is_pg(path) && stat(path, &st) != 0)
 		return nw_seterr(err, errlen, "'%s' is not a run id, a file, or a baseline name (no history database at '%s')", spec, path);
 	if (nw_store_open(path, NW_STORE_READ, &s, err, errlen))
 		return -1;

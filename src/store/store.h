@@ -26,7 +26,7 @@
 
 /* History options of a recording command; zero-initialise it. */
 struct nw_store_opts {
-	const char *db_path; /* --db PATH; NULL: NCCLWATCH_DB, then the default */
+	const char *db_path; /* --db PATH or PostgreSQL URI; NULL: NCCLWATCH_DB, then the default */
 	int disabled;        /* --no-history */
 };
 
@@ -66,6 +66,13 @@ int nw_store_record(const struct nw_store_opts *o, struct nw_run *run, long long
  * $XDG_DATA_HOME/ncclwatch/history.db, else ~/.local/share/ncclwatch/history.db.
  */
 int nw_store_path(const struct nw_store_opts *o, char *buf, size_t len, char *err, size_t errlen);
+
+/*
+ * Send the runs spooled for this database (o as for nw_store_record) while
+ * its PostgreSQL server could not be reached. *sent and *left get the
+ * counts; -1 with err when the database cannot be opened or a run failed.
+ */
+int nw_store_sync(const struct nw_store_opts *o, size_t *sent, size_t *left, char *err, size_t errlen);
 
 /* The schema version this code writes (PRAGMA user_version). */
 #define NW_STORE_SCHEMA_VERSION 2

@@ -78,11 +78,10 @@ static void make_run(struct nw_run *run)
 	}
 }
 
-static void round_trip(void **state)
+/* Record, read back, list, filter, baselines and delete on the database at path. */
+static void round_trip_at(const char *path)
 {
-	(void)state;
-	char path[128], err[NW_ERRLEN];
-	path_in(path, sizeof(path), "sub/dir/h.db");
+	char err[NW_ERRLEN];
 	setenv("NCCL_PROTO", "Simple", 1);
 	struct nw_run run, back;
 	make_run(&run);
@@ -141,6 +140,24 @@ static void round_trip(void **state)
 	nw_run_release(&run);
 	nw_run_release(&back);
 	unsetenv("NCCL_PROTO");
+}
+
+static void round_trip(void **state)
+{
+	(void)state;
+	char path[128];
+	path_in(path, sizeof(path), "sub/dir/h.db");
+	round_trip_at(path);
+}
+
+/* The same on PostgreSQL: NW_TEST_PG names an empty database (tests/cli/test_store_pg.sh starts one). */
+static void pg_round_trip(void **state)
+{
+	(void)state;
+	const char *uri = getenv("NW_TEST_PG");
+	if (!uri || !*uri)
+		skip();
+	round_trip_at(uri);
 }
 
 /* --no-history: nothing is recorded and no database is made (option parsing: test_cli.c). */
@@ -343,6 +360,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(round_trip),
+		cmocka_unit_test(pg_round_trip),
 		cmocka_unit_test(disabled_records_nothing),
 		cmocka_unit_test(default_path),
 		cmocka_unit_test(foreign_files),

@@ -1,0 +1,458 @@
+/*
+ * db_sqlite: the embedded driver of the history store (db.h). One file,
+ * WAL mode, writers waiting for each other with short random pauses up to
+ * NCCLWATCH_LOCK_TIMEOUT; ownership and schema version in the file's header
+ * (PRAGMA application_id, user_version).
+ */
+#include "store/db.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+#include "util/util.h"
+
+struct lite {
+	sqlite3 *db;
+	double busy_since;  /* busy_wait's clock */
+	double retry_until; /* retry loops' deadline (0: none running) */
+	unsigned seed;      /* for pauses that differ between processes */
+};
+
+struct nw_db_rows {
+	struct nw_db *db;
+	sqlite3_stmt *st;
+	int first; /* the statement's first step, taken by query, is pending */
+	int step;
+};
+
+static struct lite *L(struct nw_db *db)
+{
+	return db->h;
+}
+
+/* Record sqlite's last error on db, sorted into a class; returns -1. */
+static int lite_fail(struct nw_db *db, int code)
+{
+	sqlite3 *h = L(db)->db;
+	enum nw_db_err cls = NW_DB_OTHER;
+	if (code == SQLITE_FULL || sqlite3_system_errno(h) == ENOSPC)
+		cls = NW_DB_FULL;
+	else if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+		cls = NW_DB_BUSY;
+	else if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+		cls = NW_DB_DAMAGED;
+	return nw_db_fail(db, cls, sqlite3_errmsg(h));
+}
+
+static void pause_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Has the wait for a lock run out (this statement's, or the retries' in all)? */
+static int waited_out(struct nw_db *db, double now)
+{
+	struct lite *l = L(db);
+	return now - l->busy_since > db->lock_wait_s || (l->retry_until > 0 && now > l->retry_until);
+}
+
+/*
+ * Busy handler: short random pauses (1-8 ms) for up to db->lock_wait_s.
+ * SQLite's own timeout handler backs off to 100 ms sleeps, which with a
+ * dozen writers leaves the lock idle most of the time; transactions here
+ * last a few milliseconds, so waiters retry often instead.
+ */
+static int busy_wait(void *arg, int count)
+{
+	struct nw_db *db = arg;
+	if (count == 0)
+		L(db)->busy_since = nw_now();
+	else if (waited_out(db, nw_now()))
+		return 0;
+	pause_ms(1 + rand_r(&L(db)->seed) % (count < 8 ? count + 1 : 8));
+	return 1;
+}
+
+/*
+ * Run statements that may meet SQLITE_BUSY (another process holds the
+ * write lock past the busy timeout, or a WAL recovery is under way):
+ * retried for up to db->lock_wait_s in all.
+ */
+static int exec_retry(struct nw_db *db, const char *sql)
+{
+	struct lite *l = L(db);
+	l->retry_until = nw_now() + db->lock_wait_s;
+	for (int attempt = 0; ; attempt++) {
+		int rc = sqlite3_exec(l->db, sql, NULL, NULL, NULL);
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200 || nw_now() > l->retry_until) {
+			l->retry_until = 0;
+			return rc == SQLITE_OK ? 0 : lite_fail(db, rc);
+		}
+		pause_ms(5 + rand_r(&l->seed) % 50);
+	}
+}
+
+static int lite_exec(struct nw_db *db, const char *sql)
+{
+	int rc = sqlite3_exec(L(db)->db, sql, NULL, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : lite_fail(db, rc);
+}
+
+/* Bind params to $1..$np wherever the statement names them. */
+static void bind_all(sqlite3_stmt *st, const struct nw_db_param *p, int np)
+{
+	for (int k = 0; k < np; k++) {
+		char name[16];
+		snprintf(name, sizeof(name), "$%d", k + 1);
+		int i = sqlite3_bind_parameter_index(st, name);
+		if (i <= 0)
+			continue;
+		switch (p[k].type) {
+		case NW_DB_PTEXT:
+			sqlite3_bind_text(st, i, p[k].s ? p[k].s : "", -1, SQLITE_TRANSIENT);
+			break;
+		case NW_DB_PINT:
+			sqlite3_bind_int64(st, i, p[k].i);
+			break;
+		case NW_DB_PREAL:
+			sqlite3_bind_double(st, i, p[k].d);
+			break;
+		case NW_DB_PNULL:
+			sqlite3_bind_null(st, i);
+			break;
+		}
+	}
+}
+
+/* Prepare, bind and take the first step (so errors show here, as PostgreSQL's do). */
+static int lite_query(struct nw_db *db, const char *sql, const struct nw_db_param *p, int np,
+                      struct nw_db_rows **out)
+{
+	*out = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(L(db)->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return lite_fail(db, rc);
+	bind_all(st, p, np);
+	int step = sqlite3_step(st);
+	if (step != SQLITE_ROW && step != SQLITE_DONE) {
+		lite_fail(db, step);
+		sqlite3_finalize(st);
+		return -1;
+	}
+	struct nw_db_rows *r = nw_calloc(1, sizeof(*r));
+	r->db = db;
+	r->st = st;
+	r->first = 1;
+	r->step = step;
+	*out = r;
+	return 0;
+}
+
+static int lite_next(struct nw_db_rows *r)
+{
+	if (r->first)
+		r->first = 0;
+	else if (r->step == SQLITE_ROW)
+		r->step = sqlite3_step(r->st);
+	if (r->step == SQLITE_ROW)
+		return 1;
+	if (r->step == SQLITE_DONE)
+		return 0;
+	return lite_fail(r->db, r->step);
+}
+
+static const char *lite_text(struct nw_db_rows *r, int col)
+{
+	return (const char *)sqlite3_column_text(r->st, col);
+}
+
+static long long lite_integer(struct nw_db_rows *r, int col)
+{
+	return sqlite3_column_int64(r->st, col);
+}
+
+static double lite_real(struct nw_db_rows *r, int col)
+{
+	return sqlite3_column_double(r->st, col);
+}
+
+static void lite_done(struct nw_db_rows *r)
+{
+	if (!r)
+		return;
+	sqlite3_finalize(r->st);
+	free(r);
+}
+
+static long long lite_changes(struct nw_db *db)
+{
+	return sqlite3_changes(L(db)->db);
+}
+
+static int lite_insert_id(struct nw_db *db, const char *sql, const struct nw_db_param *p, int np,
+                          long long *id)
+{
+	struct nw_db_rows *r;
+	if (lite_query(db, sql, p, np, &r))
+		return -1;
+	lite_done(r);
+	*id = sqlite3_last_insert_rowid(L(db)->db);
+	return 0;
+}
+
+static int lite_begin(struct nw_db *db, int exclusive)
+{
+	(void)exclusive; /* IMMEDIATE already holds off every other writer */
+	return exec_retry(db, "BEGIN IMMEDIATE");
+}
+
+static int lite_commit(struct nw_db *db)
+{
+	return exec_retry(db, "COMMIT");
+}
+
+static void lite_rollback(struct nw_db *db)
+{
+	sqlite3_exec(L(db)->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/*
+ * Integers from the one row of a query with no parameters (out[0..nout)),
+ * retried while another process holds the file; -1 on error. One statement
+ * reads one snapshot of the database.
+ */
+static int query_ints(struct nw_db *db, const char *sql, long long *out, int nout)
+{
+	struct lite *l = L(db);
+	sqlite3_stmt *st = NULL;
+	int rc;
+	l->retry_until = nw_now() + db->lock_wait_s;
+	for (int attempt = 0; ; attempt++) {
+		rc = sqlite3_prepare_v2(l->db, sql, -1, &st, NULL);
+		if (rc == SQLITE_OK) {
+			rc = sqlite3_step(st);
+			if (rc == SQLITE_ROW)
+				for (int k = 0; k < nout; k++)
+					out[k] = sqlite3_column_int64(st, k);
+			sqlite3_finalize(st);
+			st = NULL;
+		}
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200 || nw_now() > l->retry_until)
+			break;
+		pause_ms(5 + rand_r(&l->seed) % 50);
+	}
+	l->retry_until = 0;
+	return rc == SQLITE_ROW ? 0 : lite_fail(db, rc);
+}
+
+static int lite_header(struct nw_db *db, enum nw_db_owner *own, long long *version)
+{
+	long long v[3] = { 0, 0, 0 };
+	/* one statement, so a database being created meanwhile is seen before or after, never half */
+	if (query_ints(db, "SELECT (SELECT application_id FROM pragma_application_id),"
+	                   " (SELECT user_version FROM pragma_user_version),"
+	                   " (SELECT count(*) FROM sqlite_master)", v, 3))
+		return -1;
+	*version = v[1];
+	if (v[0] == NW_STORE_APP_ID)
+		*own = NW_DB_OURS;
+	else if (v[0] == 0 && v[2] == 0 && v[1] == 0)
+		*own = NW_DB_EMPTY;
+	else
+		*own = NW_DB_FOREIGN;
+	return 0;
+}
+
+static int lite_set_header(struct nw_db *db, int version)
+{
+	char sql[128];
+	snprintf(sql, sizeof(sql), "PRAGMA application_id = %d; PRAGMA user_version = %d", NW_STORE_APP_ID,
+	         version);
+	return lite_exec(db, sql);
+}
+
+static int lite_ready(struct nw_db *db)
+{
+	long long dummy;
+	if (query_ints(db, "PRAGMA journal_mode = WAL", &dummy, 1))
+		return -1;
+	return lite_exec(db, "PRAGMA foreign_keys = ON");
+}
+
+static void lite_close(struct nw_db *db)
+{
+	sqlite3_close(L(db)->db);
+	free(db->h);
+}
+
+static const struct nw_db_driver sqlite_driver = {
+	.name = "SQLite",
+	.close = lite_close,
+	.exec = lite_exec,
+	.query = lite_query,
+	.next = lite_next,
+	.text = lite_text,
+	.integer = lite_integer,
+	.real = lite_real,
+	.done = lite_done,
+	.changes = lite_changes,
+	.insert_id = lite_insert_id,
+	.begin = lite_begin,
+	.commit = lite_commit,
+	.rollback = lite_rollback,
+	.header = lite_header,
+	.set_header = lite_set_header,
+	.ready = lite_ready,
+};
+
+/* mkdir -p of the directory part of path. */
+static int make_parent_dirs(const char *path, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	if (nw_strlcpy(dir, path, sizeof(dir)) >= sizeof(dir))
+		return nw_seterr(err, errlen, "path '%s' is too long", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	for (char *p = dir + 1; ; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+				return nw_seterr(err, errlen, "cannot create directory '%s': %s", dir, strerror(errno));
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	return 0;
+}
+
+/* Refuse a file that exists but does not start as an SQLite database. */
+static int check_magic(const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return nw_seterr(err, errlen, "cannot read history database '%s': %s", path, strerror(errno));
+	char magic[16];
+	size_t n = fread(magic, 1, sizeof(magic), f);
+	fclose(f);
+	if (n == 0)
+		return 0; /* an empty file: SQLite treats it as a new database */
+	if (n < sizeof(magic) || memcmp(magic, "SQLite format 3", 16))
+		return nw_seterr(err, errlen, "'%s' is not an ncclwatch history database (not an SQLite file); it was left untouched: give another --db PATH",
+		                 path);
+	return 0;
+}
+
+/* "file:PATH?immutable=1", PATH escaped as a URI wants. */
+static void immutable_uri(const char *path, char *out, size_t outlen)
+{
+	size_t n = (size_t)snprintf(out, outlen, "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p && n + 4 < outlen; p++)
+		n += (size_t)snprintf(out + n, outlen - n, strchr("%?#", *p) || *p < 0x21 || *p > 0x7e ? "%%%02X" : "%c", *p);
+	snprintf(out + n, outlen - n, "?immutable=1");
+}
+
+/* Is path's directory (or the file) one this process cannot write? Then a reader opens read-only. */
+static int read_only_place(const char *path)
+{
+	char dir[PATH_MAX];
+	nw_path_dir(path, dir, sizeof(dir));
+	return access(dir, W_OK) != 0 || access(path, W_OK) != 0;
+}
+
+/* Checks path and makes it (0600, with its directories) when create asks; *created says so. */
+static int prepare_file(const char *path, int create, int *created, char *err, size_t errlen)
+{
+	struct stat st;
+	*created = 0;
+	int exists = stat(path, &st) == 0;
+	if (exists && !S_ISREG(st.st_mode))
+		return nw_seterr(err, errlen, "history database '%s' is not a regular file; give another --db PATH", path);
+	if (!exists && !create)
+		return nw_seterr(err, errlen, "no history database at '%s': record a run first (bench, check or import) or give --db PATH", path);
+	if (exists)
+		return check_magic(path, err, errlen);
+	if (make_parent_dirs(path, err, errlen))
+		return -1;
+	/* a new history is the user's alone (SQLite gives its side files the same mode) */
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && errno != EEXIST)
+		return nw_seterr(err, errlen, "cannot create history database '%s': %s", path, strerror(errno));
+	*created = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+int nw_db_sqlite_open(const char *path, int create, double lock_wait_s, struct nw_db **out,
+                      char *err, size_t errlen)
+{
+	*out = NULL;
+	int created;
+	if (prepare_file(path, create, &created, err, errlen))
+		return -1;
+	struct nw_db *db = nw_calloc(1, sizeof(*db));
+	struct lite *l = nw_calloc(1, sizeof(*l));
+	db->drv = &sqlite_driver;
+	db->h = l;
+	db->lock_wait_s = lock_wait_s;
+	db->created = created;
+	nw_strlcpy(db->name, path, sizeof(db->name));
+	int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+	char uri[PATH_MAX * 3 + 32];
+	const char *target = path;
+	if (!create && read_only_place(path)) {
+		/* WAL needs side files it cannot create here; nobody can change the file through this directory */
+		immutable_uri(path, uri, sizeof(uri));
+		target = uri;
+		flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+		db->readonly = 1;
+	}
+	if (sqlite3_open_v2(target, &l->db, flags, NULL) != SQLITE_OK) {
+		nw_seterr(err, errlen, "cannot open history database '%s': %s", target,
+		          l->db ? sqlite3_errmsg(l->db) : "out of memory");
+		nw_db_close(db);
+		if (created)
+			unlink(path);
+		return -1;
+	}
+	l->seed = (unsigned)getpid() ^ (unsigned)(nw_now() * 1e6);
+	sqlite3_busy_handler(l->db, busy_wait, db);
+	sqlite3_extended_result_codes(l->db, 0);
+	*out = db;
+	return 0;
+}
+
+void nw_db_close(struct nw_db *db)
+{
+	if (!db)
+		return;
+	db->drv->close(db);
+	free(db);
+}
+
+int nw_db_fail(struct nw_db *db, enum nw_db_err cls, const char *msg)
+{
+	db->err = cls;
+	nw_strlcpy(db->msg, msg ? msg : "", sizeof(db->msg));
+	/* drop libpq's trailing newline */
+	size_t n = strlen(db->msg);
+	while (n && (db->msg[n - 1] == '\n' || db->msg[n - 1] == ' '))
+		db->msg[--n] = '\0';
+	return -1;
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The history in PostgreSQL: a throwaway server of the test's own
+# (tests/helpers/pg-server), the store unit tests against it, every history
+# command on it, 64 writers at once, a restart in the middle of writing
+# (runs spooled, then synced), and the faults: unreachable, wrong password,
+# a password in the URI, another program's database, a newer schema.
+source "$(dirname "$0")/lib.sh"
+PGS=$SRCDIR/tests/helpers/pg-server
+REC=$NW_TESTS/record_many
+if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+	skip "PostgreSQL history" "PostgreSQL is not installed (Debian: postgresql)"
+	exit 0
+fi
+PGD=$(mktemp -d /tmp/nwpg.XXXXXX)
+trap '"$PGS" stop "$PGD"; rm -rf "$PGD" "$TMP"' EXIT
+URI=$("$PGS" start "$PGD") || { RC=1; notok "a throwaway PostgreSQL server starts"; exit 1; }
+export PGPASSWORD; PGPASSWORD=$(cat "$PGD/password")
+export NCCLWATCH_SPOOL=$TMP/spool
+PSQL=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/psql
+sql() { "$PSQL" -qAt -h "$PGD/sock" -p "$(cat "$PGD/port")" -U nw -d "$1" -c "$2"; }
+dburi() { echo "postgresql://nw@/$1?host=$PGD/sock&port=$(cat "$PGD/port")"; }
+
+# The store's unit tests, on PostgreSQL.
+run env NW_TEST_PG="$(dburi nw)" "$NW_TESTS/test_store_db"
+expect_rc "store unit tests on PostgreSQL" 0
+expect_out "the PostgreSQL round trip ran" "OK \] pg_round_trip"
+sql nw "DROP SCHEMA public CASCADE; CREATE SCHEMA public" >/dev/null 2>&1
+
+# Every command that records or reads history, unchanged on PostgreSQL.
+A=$REFDIR/h200x2/nt_all_reduce.txt
+run "$NW" import --db "$URI" "$A"
+expect_rc "import into PostgreSQL" 0
+run "$NW" import --db "$URI" "$A"
+run env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 1 "$NW" bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db "$URI"
+expect_rc "bench records into PostgreSQL" 0
+run "$NW" history --db "$URI"
+expect_rc "history lists PostgreSQL" 0
+expect_out "the imported and benched runs are listed" "^ +3 +.* bench +all_reduce"
+run "$NW" history show 1 --db "$URI"
+expect_out "history show reads a run back" "all_reduce"
+run "$NW" history baseline good 1 --db "$URI"
+expect_rc "a baseline set" 0
+run "$NW" compare --db "$URI" good 2
+expect_rc "compare by baseline name on PostgreSQL" 0
+run "$NW" report --db "$URI" -o "$TMP/r.html" 1
+expect_rc "report from PostgreSQL" 0
+run env NCCLWATCH_DB="$URI" "$NW" history --csv
+expect_true "NCCLWATCH_DB names a PostgreSQL database too" test "$(grep -c all_reduce "$OUT")" -eq 3
+run "$NW" history delete 3 --db "$URI"
+expect_rc "history delete" 0
+
+# Faults: each said plainly, non-zero, nothing stored.
+run "$NW" history --db "postgresql://nw@/nw?host=$PGD/nowhere&port=1"
+expect_true "unreachable server: non-zero" test "$RC" -ne 0
+expect_err "unreachable server: said, with what to check" "cannot reach the PostgreSQL server .*check that it is up"
+run env PGPASSWORD=wrong "$NW" history --db "$URI"
+expect_true "wrong password: non-zero" test "$RC" -ne 0
+expect_err "wrong password: said, with where the password goes" "refused the login .*~/.pgpass or PGPASSWORD"
+run "$NW" history --db "postgresql://nw:$PGPASSWORD@/nw?host=$PGD/sock"
+expect_true "password in the URI: refused" test "$RC" -ne 0
+expect_err "password in the URI: said why" "carries a password"
+run "$NW" history --db "host=$PGD/sock port=$(cat "$PGD/port") user=nw dbname=nw password=x"
+expect_err "password in a key=value string: refused" "carries a password"
+sql other "CREATE TABLE accounts(id int); INSERT INTO accounts VALUES (1)"
+run "$NW" import --db "$(dburi other)" "$A"
+expect_true "another program's database: non-zero" test "$RC" -ne 0
+expect_err "another program's database: said" "not an ncclwatch history database"
+expect_true "another program's database: left as it was" test "$(sql other "SELECT count(*) FROM pg_tables WHERE schemaname='public'")" = 1
+sql nw "UPDATE meta SET value = '99' WHERE key = 'schema_version'"
+run "$NW" import --db "$URI" "$A"
+expect_err "a newer schema: refused, naming it" "schema version 99, newer"
+sql nw "UPDATE meta SET value = '$(sql nw "SELECT 2")' WHERE key = 'schema_version'"
+run "$NW" history --db "$URI" --csv
+expect_true "earlier runs intact after the faults" test "$(grep -c all_reduce "$OUT")" -eq 2
+
+# 64 writers x 20 runs into one new database.
+sql nw "DROP SCHEMA public CASCADE; CREATE SCHEMA public" >/dev/null 2>&1
+pids=()
+for p in $(seq 1 64); do "$REC" "$URI" 20 "w$p" 2>"$TMP/rec$p.err" & pids+=($!); done
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
+RC=$failed; expect_rc "64 concurrent writers all succeed" 0
+expect_true "1280 runs, each stored exactly once" test "$(sql nw "SELECT count(DISTINCT (host, r.time_us)) || ' ' || count(*) FROM runs JOIN results r ON r.run_id = runs.id AND r.seq = 0")" = "1280 1280"
+
+# The same, with the server restarted in the middle: runs spooled, then synced.
+expect_true "nothing spooled so far (faults of the database itself are not kept)" test "$(ls "$NCCLWATCH_SPOOL" 2>/dev/null | grep -c '\.json$')" -eq 0
+sql nw "DROP SCHEMA public CASCADE; CREATE SCHEMA public" >/dev/null 2>&1
+pids=()
+for p in $(seq 1 64); do NCCLWATCH_LOCK_TIMEOUT=1 "$REC" "$URI" 20 "w$p" 2>"$TMP/rec$p.err" & pids+=($!); done
+sleep 2
+"$PGS" stop "$PGD"; sleep 2; "$PGS" restart "$PGD"
+for pid in "${pids[@]}"; do wait "$pid"; done
+spooled=$(ls "$NCCLWATCH_SPOOL" 2>/dev/null | grep -c '\.json$')
+expect_true "restart in the middle: the runs it cut off are spooled ($spooled)" test "$spooled" -gt 0
+run "$NW" history sync --db "$URI"
+expect_rc "history sync sends them" 0
+expect_true "the spool is empty after sync" test "$(ls "$NCCLWATCH_SPOOL" | grep -c '\.json$')" -eq 0
+expect_true "1280 runs after the restart, each stored exactly once" test "$(sql nw "SELECT count(DISTINCT (host, r.time_us)) || ' ' || count(*) FROM runs JOIN results r ON r.run_id = runs.id AND r.seq = 0")" = "1280 1280"
+expect_true "no partial run stored" test "$(sql nw "SELECT count(*) FROM runs WHERE nrows <> (SELECT count(*) FROM results WHERE run_id = runs.id)")" = 0
