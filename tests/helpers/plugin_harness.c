@@ -155,6 +155,7 @@ struct opts {
 	int check;
 	long hold_ms;
 	const char *kernel;
+	const char *cuda;   /* a CUDA driver to load and make a context current in, as NCCL would */
 	int verbose;
 };
 
@@ -424,12 +425,40 @@ static int load_plugin(const struct opts *o, struct drv *d, void **lib)
 #define HASH0 0x5eed000000c0ffeeull
 #define HASH1 0x5eed0000000007a1ull
 
+/*
+ * What NCCL's init thread has when it calls the profiler: the CUDA driver
+ * loaded and the rank's device (rank modulo 2) current. 0, or -1.
+ */
+static int cuda_current(const char *path, int rank)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "cannot load '%s': %s\n", path, dlerror());
+		return -1;
+	}
+	int (*cu_init)(unsigned), (*dev_get)(int *, int), (*retain)(void **, int), (*set_cur)(void *);
+	*(void **)(void *)&cu_init = dlsym(h, "cuInit");
+	*(void **)(void *)&dev_get = dlsym(h, "cuDeviceGet");
+	*(void **)(void *)&retain = dlsym(h, "cuDevicePrimaryCtxRetain");
+	*(void **)(void *)&set_cur = dlsym(h, "cuCtxSetCurrent");
+	int dev;
+	void *ctx;
+	if (!cu_init || !dev_get || !retain || !set_cur || cu_init(0) || dev_get(&dev, rank % 2) ||
+	    retain(&ctx, dev) || set_cur(ctx)) {
+		fprintf(stderr, "'%s': cannot make a context current\n", path);
+		return -1;
+	}
+	return 0;
+}
+
 /* The normal run of one rank: two communicators, every op kind, -o ops each. */
 static int rank_normal(const struct opts *o, int rank)
 {
 	void *lib;
 	struct drv d;
 	memset(&d, 0, sizeof(d));
+	if (o->cuda && cuda_current(o->cuda, rank) != 0)
+		return 2;
 	if (load_plugin(o, &d, &lib) != 0)
 		return 2;
 	/* NCCL passes the address of one process-wide int to every init */
@@ -860,6 +889,7 @@ static void usage(FILE *f)
 	        "                       bad-type, null-handle,\n"
 	        "                       bad-handle, misaligned-handle, bad-context (default normal)\n"
 	        "  --hold-ms MS         keep the communicators open MS ms after feeding (files live)\n"
+	        "  --cuda LIB           load this CUDA driver and make device (rank %% 2) current first\n"
 	        "  --check              read the stats files back and compare (exit 1 on mismatch)\n"
 	        "  -v                   show the plugin's INFO log lines\n",
 	        MAXR);
@@ -872,7 +902,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "plugin", 1, 0, 'p' }, { "dir", 1, 0, 'd' }, { "abi", 1, 0, 'a' }, { "ranks", 1, 0, 'r' },
 		{ "ops", 1, 0, 'n' }, { "late", 1, 0, 'l' }, { "late-us", 1, 0, 'u' }, { "kernel", 1, 0, 'k' },
-		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "cuda", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	char err[NW_ERRLEN];
 	long v;
@@ -912,6 +942,7 @@ int main(int argc, char **argv)
 			o.hold_ms = v;
 			break;
 		case 'k': o.kernel = optarg; break;
+		case 'C': o.cuda = optarg; break;
 		case 's': o.scenario = optarg; break;
 		case 'c': o.check = 1; break;
 		case 'v': o.verbose = 1; break;
