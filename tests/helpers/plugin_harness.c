@@ -493,6 +493,49 @@ static int rank_normal(const struct opts *o, int rank)
 	return 0;
 }
 
+/*
+ * An FSDP-like job for series counts: 4 communicators, 6 ops (all_reduce,
+ * all_gather, reduce_scatter, broadcast, send, recv), 12 sizes (4 KiB to
+ * 8 MiB of float32 elements per rank, doubling), each op fed -o times.
+ */
+static int rank_fsdp(const struct opts *o, int rank)
+{
+	static const struct opdef kinds[6] = {
+		{ NWS_OP_ALL_REDUCE, "AllReduce", "ncclFloat32", 0, 4, 1, -1, 0 },
+		{ NWS_OP_ALL_GATHER, "AllGather", "ncclFloat32", 0, 4, 1, -1, 0 },
+		{ NWS_OP_REDUCE_SCATTER, "ReduceScatter", "ncclFloat32", 0, 4, 1, -1, 0 },
+		{ NWS_OP_BROADCAST, "Broadcast", "ncclFloat32", 0, 4, 1, 0, 0 },
+		{ NWS_OP_SEND, "Send", "ncclFloat32", 0, 4, 0, -1, 0 },
+		{ NWS_OP_RECV, "Recv", "ncclFloat32", 0, 4, 0, -1, 0 },
+	};
+	void *lib, *ctx[4];
+	struct drv d;
+	memset(&d, 0, sizeof(d));
+	if (load_plugin(o, &d, &lib) != 0)
+		return 2;
+	static int nccl_mask;
+	d.mask = &nccl_mask;
+	for (int c = 0; c < 4; c++)
+		if (drv_init(&d, &ctx[c], HASH0 + (uint64_t)c, &nccl_mask, "fsdp", o->nranks, rank) != 0)
+			return 2;
+	uint64_t seq[4][NWS_NOPS] = { { 0 } };
+	for (int i = 0; i < o->ops; i++)
+		for (int c = 0; c < 4; c++)
+			for (int k = 0; k < 6; k++)
+				for (int sz = 0; sz < 12; sz++) {
+					struct opdef op = kinds[k];
+					op.count = (size_t)1024 << sz;
+					uint64_t s = op.coll ? seq[c][op.op]++ : 0;
+					feed_op(&d, ctx[c], &op, s, rank, o->nranks, 5000 + op_bytes(&op, o->nranks) / 100, 0, 0,
+					        0, 0, 0);
+				}
+	if (o->hold_ms)
+		sleep_us(o->hold_ms * 1000);
+	for (int c = 3; c >= 0; c--)
+		drv_fini(&d, ctx[c]);
+	return 0;
+}
+
 /* A bad-input scenario in one process: the plugin must disable itself, log once, not crash. */
 static int rank_bad(const struct opts *o, int rank)
 {
@@ -885,7 +928,8 @@ static void usage(FILE *f)
 	        "  --late R             rank that arrives late at every collective (default -1: none)\n"
 	        "  --late-us U          how late, microseconds (default 2000)\n"
 	        "  --kernel on|off|auto NCCLWATCH_KERNEL for the plugin (default on)\n"
-	        "  --scenario S         normal, pool, slow, trigger, hotpath (prints ns per op), null-descr,\n"
+	        "  --scenario S         normal, fsdp (4 comms x 6 ops x 12 sizes), pool, slow, trigger,\n"
+	        "                       hotpath (prints ns per op), null-descr,\n"
 	        "                       bad-type, null-handle,\n"
 	        "                       bad-handle, misaligned-handle, bad-context (default normal)\n"
 	        "  --hold-ms MS         keep the communicators open MS ms after feeding (files live)\n"
@@ -958,7 +1002,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "plugin_harness: --late %d is not a rank of %d\n", o.late, o.nranks);
 		return 2;
 	}
-	static const char *const scen[] = { "normal", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
+	static const char *const scen[] = { "normal", "fsdp", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
 	                                    "null-handle", "bad-handle", "misaligned-handle",
 	                                    "bad-context" };
 	int known = 0;
@@ -968,8 +1012,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "plugin_harness: unknown --scenario '%s'\n", o.scenario);
 		return 2;
 	}
-	int normal = !strcmp(o.scenario, "normal");
-	if (!normal)
+	int normal = !strcmp(o.scenario, "normal"), fsdp = !strcmp(o.scenario, "fsdp");
+	if (!normal && !fsdp)
 		o.nranks = 1;
 	verbose = o.verbose;
 	setenv("NCCLWATCH_DIR", o.dir, 1);
@@ -999,6 +1043,8 @@ int main(int argc, char **argv)
 			int rc;
 			if (normal)
 				rc = rank_normal(&o, r);
+			else if (fsdp)
+				rc = rank_fsdp(&o, r);
 			else if (!strcmp(o.scenario, "pool"))
 				rc = rank_pool(&o, r);
 			else if (!strcmp(o.scenario, "slow") || !strcmp(o.scenario, "trigger"))
