@@ -493,6 +493,17 @@ static int rank_normal(const struct opts *o, int rank)
 	return 0;
 }
 
+/* d zeroed, the plugin loaded into it, and NCCL's one process-wide mask int as d->mask; -1 when it cannot load. */
+static int drv_open(const struct opts *o, struct drv *d, void **lib)
+{
+	static int nccl_mask;
+	memset(d, 0, sizeof(*d));
+	if (load_plugin(o, d, lib) != 0)
+		return -1;
+	d->mask = &nccl_mask;
+	return 0;
+}
+
 /*
  * An FSDP-like job for series counts: 4 communicators, 6 ops (all_reduce,
  * all_gather, reduce_scatter, broadcast, send, recv), 12 sizes (4 KiB to
@@ -510,13 +521,10 @@ static int rank_fsdp(const struct opts *o, int rank)
 	};
 	void *lib, *ctx[4];
 	struct drv d;
-	memset(&d, 0, sizeof(d));
-	if (load_plugin(o, &d, &lib) != 0)
+	if (drv_open(o, &d, &lib) != 0)
 		return 2;
-	static int nccl_mask;
-	d.mask = &nccl_mask;
 	for (int c = 0; c < 4; c++)
-		if (drv_init(&d, &ctx[c], HASH0 + (uint64_t)c, &nccl_mask, "fsdp", o->nranks, rank) != 0)
+		if (drv_init(&d, &ctx[c], HASH0 + (uint64_t)c, d.mask, "fsdp", o->nranks, rank) != 0)
 			return 2;
 	uint64_t seq[4][NWS_NOPS] = { { 0 } };
 	for (int i = 0; i < o->ops; i++)
