@@ -111,11 +111,11 @@ $(BIN): $(APP_OBJ)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-# The plugin links nothing but libc, libpthread and libm, and exports only
+# The plugin links nothing but libc, libdl, libpthread and libm, and exports only
 # the ncclProfiler_v* tables (everything else is hidden).
 $(PLUGIN): $(PLUGIN_OBJ)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/exports.map -o $@ $^ -lpthread -lm
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/exports.map -o $@ $^ -ldl -lpthread -lm
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

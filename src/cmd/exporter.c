@@ -21,6 +21,7 @@
 const char usage_exporter[] =
 	"usage: ncclwatch exporter [--listen ADDR:PORT] [--dir DIR] [--once] [--all]\n"
 	"                          [--window S] [--baseline FILE]\n"
+	"                          [--histograms none|op|op,size] [--drop-labels size,source]\n"
 	"\n"
 	"Serve Prometheus metrics (text format 0.0.4) at http://ADDR:PORT/metrics for\n"
 	"every rank on this host of every job run with NCCL_PROFILER_PLUGIN=ncclwatch:\n"
@@ -45,7 +46,15 @@ const char usage_exporter[] =
 	"                      busbw per op and size becomes\n"
 	"                      ncclwatch_busbw_baseline_bytes_per_second, which the\n"
 	"                      NcclwatchBusbwBelowBaseline alert prefers to its own\n"
+	"  --histograms MODE   duration histograms per op (default), per op and size\n"
+	"                      bucket (op,size: many series), or none\n"
+	"  --drop-labels LIST  leave out the size and/or source label; their series are\n"
+	"                      summed (size, source or size,source)\n"
 	"  -h, --help          this text\n"
+	"\n"
+	"Series carry host, comm, rank and, where the plugin recorded them, gpu, UUID,\n"
+	"pod, namespace, container and hpc_job (dcgm-exporter's names). Replies are\n"
+	"gzip-compressed when the scraper accepts gzip (zlib is opened at run time).\n"
 	"\n"
 	"exit status: 0 after SIGINT/SIGTERM (or after --once), 1 when the directory\n"
 	"cannot be read with --once or the address cannot be bound, 2 on bad usage.\n";
@@ -83,12 +92,14 @@ struct exporter_args {
 	const char *listen, *dir, *baseline;
 	int once, all;
 	double window;
+	int hist;
+	unsigned drop;
 };
 
 /* The options; 0, 1 after --help, or -1 after printing an error. */
 static int parse(int argc, char **argv, struct exporter_args *a)
 {
-	enum { O_LISTEN = NW_OPT_LOCAL, O_DIR, O_ONCE, O_ALL, O_WINDOW, O_BASELINE };
+	enum { O_LISTEN = NW_OPT_LOCAL, O_DIR, O_ONCE, O_ALL, O_WINDOW, O_BASELINE, O_HIST, O_DROP };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "dir", required_argument, NULL, O_DIR },
@@ -96,6 +107,8 @@ static int parse(int argc, char **argv, struct exporter_args *a)
 		{ "all", no_argument, NULL, O_ALL },
 		{ "window", required_argument, NULL, O_WINDOW },
 		{ "baseline", required_argument, NULL, O_BASELINE },
+		{ "histograms", required_argument, NULL, O_HIST },
+		{ "drop-labels", required_argument, NULL, O_DROP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -109,6 +122,14 @@ static int parse(int argc, char **argv, struct exporter_args *a)
 		case O_ONCE: a->once = 1; break;
 		case O_ALL: a->all = 1; break;
 		case O_BASELINE: a->baseline = optarg; break;
+		case O_HIST:
+			if (nw_metrics_parse_hist(optarg, &a->hist, err, sizeof(err)) < 0)
+				return nw_error("%s", err);
+			break;
+		case O_DROP:
+			if (nw_metrics_parse_drop(optarg, &a->drop, err, sizeof(err)) < 0)
+				return nw_error("%s", err);
+			break;
 		case O_WINDOW:
 			if (nw_parse_duration(optarg, &a->window, err, sizeof(err)) < 0)
 				return nw_error("--window: %s", err);
@@ -177,7 +198,7 @@ static int serve(struct server *s, const char *listen, const char *dir)
 /* Parse options; --once prints one scrape, else serve until SIGINT/SIGTERM. */
 int cmd_exporter(int argc, char **argv)
 {
-	struct exporter_args a = { EXPORTER_DEFAULT_LISTEN, NULL, NULL, 0, 0, 10 };
+	struct exporter_args a = { EXPORTER_DEFAULT_LISTEN, NULL, NULL, 0, 0, 10, NW_HIST_OP, 0 };
 	char err[NW_ERRLEN], dirbuf[512];
 	int pr = parse(argc, argv, &a);
 	if (pr)
@@ -187,6 +208,8 @@ int cmd_exporter(int argc, char **argv)
 	struct server *s = nw_calloc(1, sizeof(*s));
 	int rc;
 	nw_metrics_init(&s->m, a.dir, a.all, a.window);
+	s->m.hist = a.hist;
+	s->m.drop = a.drop;
 	if (a.baseline && nw_metrics_load_baseline(&s->m, a.baseline, err, sizeof(err)) < 0) {
 		nw_error("%s", err);
 		rc = 2;

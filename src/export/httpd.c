@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "export/gzip.h"
 #include "export/httpd.h"
 #include "export/mhd_abi.h"
 #include "export/promtext.h"
@@ -75,8 +76,9 @@ int nw_httpd_parse_listen(const char *s, void *ss, size_t *addrlen, char *err, s
 	return 0;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
-                             char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+/* Queue one reply (body handed over with MHD_RESPMEM_MUST_FREE); gz marks it Content-Encoding: gzip. */
+static enum MHD_Result reply_enc(struct MHD_Connection *c, unsigned status, const char *type,
+                                 char *body, size_t len, enum MHD_ResponseMemoryMode mode, int gz)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
 	if (!r) {
@@ -85,9 +87,35 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (mode == MHD_RESPMEM_MUST_FREE && status == MHD_HTTP_OK)
+		MHD_add_response_header(r, "Vary", "Accept-Encoding");
+	if (gz)
+		MHD_add_response_header(r, "Content-Encoding", "gzip");
 	enum MHD_Result ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
+                             char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	return reply_enc(c, status, type, body, len, mode, 0);
+}
+
+/* The metrics text body (malloc'd, handed over), gzip-compressed when the client accepts it and zlib is there. */
+static enum MHD_Result reply_metrics(struct MHD_Connection *c, char *body, size_t len)
+{
+	const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept-Encoding");
+	if (nw_gzip_accepted(ae)) {
+		char err[NW_ERRLEN];
+		size_t zlen;
+		char *z = nw_gzip(body, len, &zlen, err, sizeof(err));
+		if (z) {
+			free(body);
+			return reply_enc(c, MHD_HTTP_OK, NW_PROM_CONTENT_TYPE, z, zlen, MHD_RESPMEM_MUST_FREE, 1);
+		}
+	}
+	return reply_enc(c, MHD_HTTP_OK, NW_PROM_CONTENT_TYPE, body, len, MHD_RESPMEM_MUST_FREE, 0);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -113,7 +141,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, text, (char *)m, sizeof(m) - 1,
 			             MHD_RESPMEM_PERSISTENT);
 		}
-		return reply(c, MHD_HTTP_OK, NW_PROM_CONTENT_TYPE, body, len, MHD_RESPMEM_MUST_FREE);
+		return reply_metrics(c, body, len);
 	}
 	if (!strcmp(url, "/")) {
 		static const char m[] = "ncclwatch exporter: metrics are at /metrics\n";

@@ -19,6 +19,41 @@ void nw_metrics_init(struct nw_metrics *m, const char *dir, int all, double wind
 	m->all = all;
 	m->window_s = window_s;
 	m->late_window = 256;
+	m->hist = NW_HIST_OP;
+}
+
+int nw_metrics_parse_hist(const char *s, int *mode, char *err, size_t errlen)
+{
+	static const char *const names[] = { [NW_HIST_NONE] = "none", [NW_HIST_OP] = "op",
+	                                     [NW_HIST_OP_SIZE] = "op,size" };
+	for (int k = 0; k < (int)NW_ARRAY_LEN(names); k++)
+		if (!strcmp(s, names[k])) {
+			*mode = k;
+			return 0;
+		}
+	return nw_seterr(err, errlen, "--histograms '%s' is not none, op or op,size", s);
+}
+
+int nw_metrics_parse_drop(const char *s, unsigned *drop, char *err, size_t errlen)
+{
+	*drop = 0;
+	const char *p = s;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		if (n == 4 && !strncmp(p, "size", 4))
+			*drop |= NW_DROP_SIZE;
+		else if (n == 6 && !strncmp(p, "source", 6))
+			*drop |= NW_DROP_SOURCE;
+		else
+			return nw_seterr(err, errlen, "--drop-labels '%s': '%.*s' is not size or source (give size, source "
+			                 "or size,source)", s, (int)n, p);
+		p += n;
+		if (*p == ',' && *++p == '\0')
+			return nw_seterr(err, errlen, "--drop-labels '%s' ends with a comma", s);
+	}
+	if (!*drop)
+		return nw_seterr(err, errlen, "--drop-labels needs size, source or size,source");
+	return 0;
 }
 
 void nw_metrics_release(struct nw_metrics *m)
@@ -90,21 +125,51 @@ out:
 	return rc;
 }
 
-/* Labels of one rank: host, comm, rank (strings kept in lb). */
+/* Label values of one rank (strings kept here for the labels that point at them). */
 struct rank_labels {
 	char comm[17];
 	char rank[16];
 	char pid[16];
 	char nranks[16];
+	char gpu[16];
 };
 
-/* Fill lb with the comm, rank, pid and nranks label values of r. */
+/* Fill lb with the comm, rank, pid, nranks and gpu label values of r. */
 static void rank_labels(const struct nw_sf_rank *r, struct rank_labels *lb)
 {
 	snprintf(lb->comm, sizeof(lb->comm), "%016llx", (unsigned long long)r->hdr.comm_hash);
 	snprintf(lb->rank, sizeof(lb->rank), "%d", r->hdr.rank);
 	snprintf(lb->pid, sizeof(lb->pid), "%d", r->hdr.pid);
 	snprintf(lb->nranks, sizeof(lb->nranks), "%d", r->hdr.nranks);
+	lb->gpu[0] = '\0';
+	if ((r->hdr.ident.flags & NWS_IDENT_GPU) && r->hdr.ident.gpu >= 0)
+		snprintf(lb->gpu, sizeof(lb->gpu), "%d", r->hdr.ident.gpu);
+}
+
+/*
+ * The labels every per-rank series starts with, into l[0..NW_BASE_LABELS):
+ * host, comm, rank, then the rank's identity under dcgm-exporter's names
+ * where the plugin recorded it (gpu, UUID, pod, namespace, container,
+ * hpc_job: NCCLWATCH_JOB, else SLURM_JOB_ID, else TORCHELASTIC_RUN_ID).
+ * Returns how many were set.
+ */
+#define NW_BASE_LABELS 9
+static size_t base_labels(const struct nw_sf_rank *r, const struct rank_labels *lb, struct nw_label *l)
+{
+	const struct nws_ident *id = &r->hdr.ident;
+	const char *job = *id->job ? id->job : *id->slurm_job ? id->slurm_job : id->torchelastic;
+	const struct nw_label opt[] = {
+		{ "gpu", lb->gpu }, { "UUID", id->uuid }, { "pod", id->pod }, { "namespace", id->pod_namespace },
+		{ "container", id->container }, { "hpc_job", job },
+	};
+	size_t n = 0;
+	l[n++] = (struct nw_label){ "host", r->hdr.hostname };
+	l[n++] = (struct nw_label){ "comm", lb->comm };
+	l[n++] = (struct nw_label){ "rank", lb->rank };
+	for (size_t k = 0; k < NW_ARRAY_LEN(opt); k++)
+		if (*opt[k].value)
+			l[n++] = opt[k];
+	return n;
 }
 
 /*
@@ -232,10 +297,8 @@ static void write_rank_family(struct nw_prom *out, enum rank_metric which, const
 		const struct nws_header *h = &r->hdr;
 		struct rank_labels lb;
 		rank_labels(r, &lb);
-		struct nw_label l[10] = {
-			{ "host", h->hostname }, { "comm", lb.comm }, { "rank", lb.rank },
-		};
-		size_t nl = 3;
+		struct nw_label l[NW_BASE_LABELS + 7];
+		size_t nl = base_labels(r, &lb, l);
 		char abi[16], kmode[16];
 		if (which == RM_INFO)
 			info_labels(r, &lb, l, &nl, abi, sizeof(abi), kmode, sizeof(kmode));
@@ -271,43 +334,87 @@ static const struct {
 static const unsigned sample_src[NW_SAMPLE_NSRC] = { NWS_SRC_KERNEL, NWS_SRC_PROXY };
 
 /*
- * The samples of one coll family for one entry e of rank r (op, bucket),
- * labelled l[0..5) (l has room for a sixth); le: the histogram bounds.
+ * The figures of rank r for op in sample s: of size bucket b, or summed
+ * over every bucket when b < 0; with merge, the proxy timing is added into
+ * the kernel one (each op is timed by one source, so the sum counts every
+ * timed op once). Returns 0 when s has nothing for them.
  */
-static void coll_samples(struct nw_prom *out, enum coll_metric which, const struct nw_sf_rank *r,
-                         const struct rank_labels *lb, unsigned op, unsigned b, const struct nw_sample_ent *e,
-                         const struct nw_sample *prev, struct nw_label *l, const double *le)
+static int entry_of(const struct nw_sample *s, const struct nw_sf_rank *r, unsigned op, int b, int merge,
+                    struct nw_sample_ent *out)
+{
+	int found = 0;
+	memset(out, 0, sizeof(*out));
+	for (unsigned k = b < 0 ? 0 : (unsigned)b; k < (b < 0 ? NWS_NBUCKETS : (unsigned)b + 1); k++) {
+		const struct nw_sample_ent *e = s ? nw_sample_find(s, r, op, k) : NULL;
+		if (!e)
+			continue;
+		if (!found)
+			*out = *e;
+		else
+			nw_sample_add(out, e);
+		found = 1;
+	}
+	if (found && merge) {
+		struct nw_sample_ent proxy;
+		memset(&proxy, 0, sizeof(proxy));
+		proxy.t[0] = out->t[1];
+		memset(&out->t[1], 0, sizeof(out->t[1]));
+		nw_sample_add(out, &proxy);
+	}
+	return found;
+}
+
+/* What one coll family writes for one (rank, op, size or all sizes) entry. */
+struct coll_ctx {
+	const struct nw_metrics *m;
+	const struct nw_sf_rank *r;
+	const struct rank_labels *lb;
+	const struct nw_sample *prev;
+	unsigned op;
+	int bucket;                 /* -1: every size bucket */
+	const double *le;           /* histogram bounds */
+};
+
+/*
+ * The samples of one coll family for entry e, labelled l[0..nl) (l has
+ * room for one more: source, or nranks for busbw).
+ */
+static void coll_samples(struct nw_prom *out, enum coll_metric which, const struct coll_ctx *c,
+                         const struct nw_sample_ent *e, struct nw_label *l, size_t nl)
 {
 	const char *name = coll_fam[which].name;
+	int merge = !!(c->m->drop & NW_DROP_SOURCE);
 	switch (which) {
 	case CM_OPS:
-		nw_prom_sample(out, name, l, 5, (double)e->count);
+		nw_prom_sample(out, name, l, nl, (double)e->count);
 		break;
 	case CM_BYTES:
-		nw_prom_sample(out, name, l, 5, (double)e->bytes);
+		nw_prom_sample(out, name, l, nl, (double)e->bytes);
 		break;
 	case CM_DURATION:
 	case CM_TIMED_BYTES:
-		for (unsigned k = 0; k < NW_SAMPLE_NSRC; k++) {
+		for (unsigned k = 0; k < (merge ? 1u : NW_SAMPLE_NSRC); k++) {
 			const struct nw_sample_timing *t = &e->t[k];
 			if (!t->count)
 				continue;
-			l[5] = (struct nw_label){ "source", nws_src_name(sample_src[k]) };
+			l[nl] = (struct nw_label){ "source", nws_src_name(sample_src[k]) };
+			size_t n = nl + !merge;
 			if (which == CM_DURATION)
-				nw_prom_histogram(out, name, l, 6, le, t->hist, NW_SAMPLE_NBOUNDS, (double)t->sum_ns / 1e9);
+				nw_prom_histogram(out, name, l, n, c->le, t->hist, NW_SAMPLE_NBOUNDS, (double)t->sum_ns / 1e9);
 			else
-				nw_prom_sample(out, name, l, 6, (double)t->bytes);
+				nw_prom_sample(out, name, l, n, (double)t->bytes);
 		}
 		break;
 	default: {
-		struct nw_sample_ent d;
-		nw_sample_delta(e, prev ? nw_sample_find(prev, r, op, b) : NULL, &d);
+		struct nw_sample_ent d, before;
+		int have = entry_of(c->prev, c->r, c->op, c->bucket, merge, &before);
+		nw_sample_delta(e, have ? &before : NULL, &d);
 		const struct nw_sample_timing *t;
 		if (nw_sample_best(&d, &t) < 0)
 			break; /* nothing timed in the window: absent, not 0 */
-		l[5] = (struct nw_label){ "nranks", lb->nranks };
-		double bw = (double)t->bytes / ((double)t->sum_ns / 1e9) * nws_busbw_factor(op, r->hdr.nranks);
-		nw_prom_sample(out, name, l, 6, bw);
+		l[nl] = (struct nw_label){ "nranks", c->lb->nranks };
+		double bw = (double)t->bytes / ((double)t->sum_ns / 1e9) * nws_busbw_factor(c->op, c->r->hdr.nranks);
+		nw_prom_sample(out, name, l, nl + 1, bw);
 		break;
 	}
 	}
@@ -316,37 +423,44 @@ static void coll_samples(struct nw_prom *out, enum coll_metric which, const stru
 /*
  * One per (rank, op, size bucket) family from the sample now; the busbw
  * gauge subtracts prev (NULL: the whole life) and is left out when the
- * window timed nothing.
+ * window timed nothing. The size label goes (sums over every size) with
+ * --drop-labels size, and for the histogram unless --histograms op,size;
+ * no histogram at all with --histograms none.
  */
-static void write_coll_family(struct nw_prom *out, enum coll_metric which, const struct nw_sf_set *set,
-                              const unsigned char *keep, const struct nw_sample *now,
-                              const struct nw_sample *prev)
+static void write_coll_family(struct nw_prom *out, const struct nw_metrics *m, enum coll_metric which,
+                              const struct nw_sf_set *set, const unsigned char *keep,
+                              const struct nw_sample *now, const struct nw_sample *prev)
 {
+	if (which == CM_DURATION && m->hist == NW_HIST_NONE)
+		return;
+	int sized = !(m->drop & NW_DROP_SIZE) && (which != CM_DURATION || m->hist == NW_HIST_OP_SIZE);
 	int started = 0;
 	double le[NW_SAMPLE_NBOUNDS];
 	nw_sample_bounds(le);
 	for (size_t i = 0; i < set->n; i++) {
 		if (!keep[i])
 			continue;
-		const struct nw_sf_rank *r = &set->ranks[i];
 		struct rank_labels lb;
-		rank_labels(r, &lb);
-		for (unsigned op = 0; op < NWS_NOPS; op++) {
-			for (unsigned b = 0; b < NWS_NBUCKETS; b++) {
-				const struct nw_sample_ent *e = nw_sample_find(now, r, op, b);
-				if (!e)
+		rank_labels(&set->ranks[i], &lb);
+		struct coll_ctx c = { m, &set->ranks[i], &lb, prev, 0, -1, le };
+		for (c.op = 0; c.op < NWS_NOPS; c.op++) {
+			for (c.bucket = sized ? 0 : -1; c.bucket < (sized ? NWS_NBUCKETS : 0); c.bucket++) {
+				struct nw_sample_ent e;
+				if (!entry_of(now, c.r, c.op, c.bucket, !!(m->drop & NW_DROP_SOURCE), &e))
 					continue;
+				struct nw_label l[NW_BASE_LABELS + 3];
+				size_t nl = base_labels(c.r, &lb, l);
 				char size[32];
-				nw_metrics_size_label(b, size, sizeof(size));
-				struct nw_label l[6] = {
-					{ "host", r->hdr.hostname }, { "comm", lb.comm }, { "rank", lb.rank },
-					{ "op", nws_op_name(op) }, { "size", size },
-				};
+				l[nl++] = (struct nw_label){ "op", nws_op_name(c.op) };
+				if (sized) {
+					nw_metrics_size_label((unsigned)c.bucket, size, sizeof(size));
+					l[nl++] = (struct nw_label){ "size", size };
+				}
 				if (!started) {
 					nw_prom_family(out, coll_fam[which].name, coll_fam[which].type, coll_fam[which].help);
 					started = 1;
 				}
-				coll_samples(out, which, r, &lb, op, b, e, prev, l, le);
+				coll_samples(out, which, &c, &e, l, nl);
 			}
 		}
 	}
@@ -383,11 +497,9 @@ static void write_lateness(struct nw_prom *out, const struct nw_metrics *m, cons
 				continue;
 			struct rank_labels lb;
 			rank_labels(r, &lb);
-			const char *basis = late[i].kernel_based ? "kernel" : "enqueue";
-			struct nw_label l[4] = {
-				{ "host", r->hdr.hostname }, { "comm", lb.comm }, { "rank", lb.rank },
-				{ "basis", basis },
-			};
+			struct nw_label l[NW_BASE_LABELS + 1];
+			size_t n = base_labels(r, &lb, l);
+			l[n++] = (struct nw_label){ "basis", late[i].kernel_based ? "kernel" : "enqueue" };
 			double v = f == 0 ? late[i].mean_late_us / 1e6
 			         : f == 1 ? late[i].max_late_us / 1e6
 			         : (double)late[i].nlast / (double)late[i].nseq;
@@ -395,7 +507,7 @@ static void write_lateness(struct nw_prom *out, const struct nw_metrics *m, cons
 				nw_prom_family(out, names[f], "gauge", helps[f]);
 				started = 1;
 			}
-			nw_prom_sample(out, names[f], l, 4, v);
+			nw_prom_sample(out, names[f], l, n, v);
 		}
 	}
 	free(late);
@@ -463,7 +575,7 @@ void nw_metrics_write(const struct nw_metrics *m, const struct nw_sf_set *set,
 	for (int k = 0; k < RM_N; k++)
 		write_rank_family(out, (enum rank_metric)k, set, keep, t);
 	for (int k = 0; k < CM_N; k++)
-		write_coll_family(out, (enum coll_metric)k, set, keep, now, prev);
+		write_coll_family(out, m, (enum coll_metric)k, set, keep, now, prev);
 	write_lateness(out, m, set, keep);
 	free(keep);
 }

@@ -25,8 +25,16 @@ struct nw_baseline {
 	double busbw;      /* bytes/s */
 };
 
+/* Duration histograms: none, per op (the default), per op and size bucket. */
+enum nw_hist_mode { NW_HIST_NONE, NW_HIST_OP, NW_HIST_OP_SIZE };
+
+/* Labels left out (their series summed): nw_metrics.drop bits. */
+enum { NW_DROP_SIZE = 1u << 0, NW_DROP_SOURCE = 1u << 1 };
+
 struct nw_metrics {
 	char dir[512];
+	int hist;            /* enum nw_hist_mode (nw_metrics_init: NW_HIST_OP) */
+	unsigned drop;       /* NW_DROP_* */
 	int all;             /* also export stale files (dead processes) */
 	size_t late_window;  /* collectives compared for lateness (0: whole rings) */
 	double window_s;     /* busbw gauges cover at least this many seconds */
@@ -37,9 +45,15 @@ struct nw_metrics {
 	size_t nbl;
 };
 
-/* Set up m for dir (copied). */
+/* Set up m for dir (copied), histograms per op, no label dropped. */
 void nw_metrics_init(struct nw_metrics *m, const char *dir, int all, double window_s);
 void nw_metrics_release(struct nw_metrics *m);
+
+/* --histograms TEXT ("none", "op", "op,size") into *mode; -1 with err naming the choices. */
+int nw_metrics_parse_hist(const char *s, int *mode, char *err, size_t errlen);
+
+/* --drop-labels TEXT ("size", "source", "size,source") into *drop (NW_DROP_*); -1 with err. */
+int nw_metrics_parse_drop(const char *s, unsigned *drop, char *err, size_t errlen);
 
 /*
  * Read a bench result (ncclwatch JSON, docs/results.md) as the busbw

@@ -27,6 +27,7 @@ struct MHD_Connection;
 struct MHD_Response;
 
 enum MHD_Result { MHD_NO = 0, MHD_YES = 1 };
+enum MHD_ValueKind { MHD_HEADER_KIND = 1 };
 enum MHD_ResponseMemoryMode { MHD_RESPMEM_PERSISTENT = 0, MHD_RESPMEM_MUST_FREE = 1 };
 enum MHD_DaemonInfoType { MHD_DAEMON_INFO_BIND_PORT = 6 };
 union MHD_DaemonInfo {
@@ -65,6 +66,7 @@ struct nw_mhd_api {
 	enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
 	enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned, struct MHD_Response *);
 	void (*destroy_response)(struct MHD_Response *);
+	const char *(*lookup_connection_value)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
 };
 extern struct nw_mhd_api nw_mhd;
 
@@ -75,6 +77,7 @@ extern struct nw_mhd_api nw_mhd;
 #define MHD_add_response_header nw_mhd.add_response_header
 #define MHD_queue_response nw_mhd.queue_response
 #define MHD_destroy_response nw_mhd.destroy_response
+#define MHD_lookup_connection_value nw_mhd.lookup_connection_value
 
 /*
  * Opens libmicrohttpd.so.12 (or $NCCLWATCH_MHD_LIB) once and fills nw_mhd.

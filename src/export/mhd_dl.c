@@ -39,6 +39,7 @@ int nw_mhd_load(char *err, size_t errlen)
 		{ (void **)(void *)&nw_mhd.add_response_header, "MHD_add_response_header" },
 		{ (void **)(void *)&nw_mhd.queue_response, "MHD_queue_response" },
 		{ (void **)(void *)&nw_mhd.destroy_response, "MHD_destroy_response" },
+		{ (void **)(void *)&nw_mhd.lookup_connection_value, "MHD_lookup_connection_value" },
 	};
 	for (size_t i = 0; i < NW_ARRAY_LEN(syms); i++) {
 		*syms[i].slot = dlsym(h, syms[i].name);

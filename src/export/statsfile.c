@@ -19,7 +19,7 @@
 
 #define SF_RETRIES 2000          /* seqlock attempts per part before giving up */
 #define SF_MAX_RING (1u << 20)   /* sanity bound on ring_len */
-#define SF_REMOTE_FRESH_NS (30ull * 1000000000ull)
+#define SF_FRESH_NS (30ull * 1000000000ull) /* a heartbeat older than this: the writer is gone */
 #define SF_STALE_KEEP_S (24.0 * 3600) /* files of gone processes are removed after this */
 
 const char *nw_sf_default_dir(char *buf, size_t len)
@@ -79,20 +79,51 @@ static uint64_t realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Decide whether the writer of hdr is still there. */
+/* Inode of this process's PID namespace; 0 when unknown. */
+static uint64_t own_pidns(void)
+{
+	struct stat st;
+	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* Was hdr written on this host (same host name)? */
+static int same_host(const struct nws_header *h)
+{
+	char host[256];
+	nw_hostname(host, sizeof(host));
+	return strncmp(host, h->hostname, sizeof(h->hostname) - 1) == 0;
+}
+
+/*
+ * Does hdr's pid name its writer from here: same host and same PID
+ * namespace (a file that recorded no namespace counts as ours)? Across
+ * namespaces (a pod, `unshare --pid`) the number means another process or
+ * none, so only the heartbeat tells.
+ */
+static int pid_visible(const struct nws_header *h)
+{
+	if (!same_host(h))
+		return 0;
+	uint64_t ns = own_pidns();
+	return !h->ident.pidns || !ns || h->ident.pidns == ns;
+}
+
+/* Did the writer publish within SF_FRESH_NS? (It publishes every few ms while alive.) */
+static int heartbeat_fresh(const struct nws_header *h)
+{
+	uint64_t now = realtime_ns();
+	return h->updated_ns && (now < h->updated_ns || now - h->updated_ns < SF_FRESH_NS);
+}
+
+/* Decide whether the writer of hdr is still there: by pid where it is visible, else by heartbeat. */
 static enum nw_sf_live judge_live(const struct nws_header *h)
 {
 	if (h->state == NWS_STATE_FINISHED)
 		return NW_SF_FINISHED;
 	if (h->state == NWS_STATE_DISABLED)
 		return NW_SF_DISABLED;
-	char host[256];
-	nw_hostname(host, sizeof(host));
-	if (strncmp(host, h->hostname, sizeof(h->hostname) - 1) != 0) {
-		/* another host (or a renamed container): only the heartbeat tells */
-		uint64_t now = realtime_ns();
-		return (h->updated_ns && now - h->updated_ns < SF_REMOTE_FRESH_NS) ? NW_SF_LIVE : NW_SF_STALE;
-	}
+	if (!pid_visible(h))
+		return heartbeat_fresh(h) ? NW_SF_LIVE : NW_SF_STALE;
 	if (h->pid <= 0)
 		return NW_SF_STALE;
 	if (kill(h->pid, 0) != 0 && errno != EPERM)
@@ -103,13 +134,17 @@ static enum nw_sf_live judge_live(const struct nws_header *h)
 	return NW_SF_LIVE;
 }
 
-/* Is the writer of hdr a process of this host that is gone (or whose pid was reused)? */
+/*
+ * Is the writer of hdr a process of this host that is gone (or whose pid
+ * was reused)? Another host's file: never (only that host can tell); one
+ * from another PID namespace of this host: when its heartbeat stopped.
+ */
 static int writer_gone(const struct nws_header *h)
 {
-	char host[256];
-	nw_hostname(host, sizeof(host));
-	if (strncmp(host, h->hostname, sizeof(h->hostname) - 1) != 0)
-		return 0; /* another host's file: only that host can tell */
+	if (!same_host(h))
+		return 0;
+	if (!pid_visible(h))
+		return !heartbeat_fresh(h);
 	if (h->pid <= 0 || (kill(h->pid, 0) != 0 && errno == ESRCH))
 		return 1;
 	uint64_t st = proc_start_time(h->pid);
@@ -290,10 +325,14 @@ static int copy_header(struct nw_sf_rank *r, int fd, uint64_t fsize, char *err, 
 		return -1;
 	if (seq_read(fd, &r->hdr.live_gen, sizeof(struct nws_header) - live, live) != 0)
 		return nw_seterr(err, errlen, "writer kept the header busy, or the file got shorter; try again");
+	struct nws_ident *id = &r->hdr.ident;
 	char *str[] = { r->hdr.hostname, r->hdr.comm_name, r->hdr.plugin_version, r->hdr.last_dump,
-	                r->hdr.disabled_reason };
+	                r->hdr.disabled_reason, id->uuid, id->pod, id->pod_namespace, id->container,
+	                id->slurm_job, id->torchelastic, id->job };
 	size_t len[] = { sizeof(r->hdr.hostname), sizeof(r->hdr.comm_name), sizeof(r->hdr.plugin_version),
-	                 sizeof(r->hdr.last_dump), sizeof(r->hdr.disabled_reason) };
+	                 sizeof(r->hdr.last_dump), sizeof(r->hdr.disabled_reason), sizeof(id->uuid),
+	                 sizeof(id->pod), sizeof(id->pod_namespace), sizeof(id->container),
+	                 sizeof(id->slurm_job), sizeof(id->torchelastic), sizeof(id->job) };
 	for (size_t i = 0; i < NW_ARRAY_LEN(str); i++) {
 		str[i][len[i] - 1] = '\0';
 		nw_sf_sanitize(str[i]);

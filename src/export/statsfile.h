@@ -6,7 +6,10 @@
  * version, sizes, offsets: a bad file is listed in set->bad with the reason
  * and skipped, never a crash), copies a consistent snapshot of each (the
  * writer is never locked: per-part seqlocks, retried), and says whether
- * its process is alive (pid exists and its start time matches the file).
+ * its process is alive: where the writer's pid is visible (same host and
+ * PID namespace) the pid exists and its start time matches the file;
+ * elsewhere (another host, a pod, `unshare --pid`) its heartbeat
+ * (updated_ns, published every few ms) is less than 30 s old.
  * Files are read with pread, never mapped: one truncated or replaced while
  * it is read is reported bad, never a crash. Only regular files owned by
  * this user are read (a FIFO, link, device or another user's file is
@@ -29,7 +32,7 @@ enum nw_sf_live {
 	NW_SF_LIVE,     /* process alive, state running */
 	NW_SF_FINISHED, /* the communicator was finalized (state finished) */
 	NW_SF_DISABLED, /* the plugin disabled itself (hdr.disabled_reason) */
-	NW_SF_STALE     /* process gone (or pid reused), or on another host */
+	NW_SF_STALE     /* process gone (or pid reused), or its heartbeat stopped */
 };
 
 /* One rank of one communicator: a consistent copy of its file. */

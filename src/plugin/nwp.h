@@ -191,4 +191,12 @@ void nwp_drain(struct nwp_comm *c, uint64_t now_rt, int final);
 void nwp_publish_header(struct nwp_comm *c, uint64_t now_rt, uint32_t state);
 int nwp_dump_all(const char *why);
 
+/*
+ * Identity (ident.c): fill id with the writer's PID namespace, the GPU of
+ * the calling thread's current CUDA context (from the driver already
+ * loaded; flags without NWS_IDENT_GPU and uuid "" when none) and the job identifiers in the
+ * environment. Called by the thread in NCCL's init.
+ */
+void nwp_ident_fill(struct nws_ident *id);
+
 #endif

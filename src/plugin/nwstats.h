@@ -24,7 +24,9 @@
  *
  * The identity part of the header (everything before live_gen) is written
  * once before `magic` is stored; a file whose magic is not NWS_MAGIC yet is
- * still being created.
+ * still being created. The ident struct at the end of the header (who runs
+ * the rank: GPU, pod, job) is also written once before magic; it sits after
+ * the live part only so that the layout grows at its end.
  *
  * Byte counts follow nccl-tests' "size" (DESIGN.md, busbw): all_reduce,
  * broadcast, reduce, send, recv: count x type size; all_gather,
@@ -46,7 +48,7 @@
 #include <stdint.h>
 
 #define NWS_MAGIC   UINT64_C(0x315354415457434e) /* "NCWTATS1" read as little-endian bytes */
-#define NWS_VERSION 1u
+#define NWS_VERSION 2u
 
 /* Operations, in this order everywhere (stats files, tools, metrics). */
 enum nws_op {
@@ -203,11 +205,28 @@ struct nws_header {
 	uint64_t wall_total_ns;    /* wall time the cumulative figures cover */
 	char last_dump[128];       /* file name of the last trace dump, "" when none */
 	char disabled_reason[128]; /* why the plugin stopped, "" while running */
+
+	/* --- who runs this rank (version 2): written once before magic, never changed --- */
+	struct nws_ident {
+		uint64_t pidns;        /* inode of the writer's /proc/self/ns/pid; 0 unknown */
+		int32_t gpu;           /* GPU index (CUDA ordinal through the visible-devices lists) */
+		uint32_t flags;        /* NWS_IDENT_*: which of the figures above are known (zero: none) */
+		char uuid[48];         /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (nvidia-smi's form) or "" */
+		char pod[128];         /* POD_NAME (Kubernetes Downward API) or "" */
+		char pod_namespace[64];/* POD_NAMESPACE */
+		char container[64];    /* CONTAINER_NAME */
+		char slurm_job[32];    /* SLURM_JOB_ID */
+		char torchelastic[64]; /* TORCHELASTIC_RUN_ID */
+		char job[128];         /* NCCLWATCH_JOB (set by the user) */
+	} ident;
 };
 
 _Static_assert(sizeof(struct nws_timing) == 5 * 8 + NWS_NHIST * 8, "nws_timing layout");
 _Static_assert(sizeof(struct nws_record) == 4 * 8 + NWS_NSRC * sizeof(struct nws_timing), "nws_record layout");
 _Static_assert(sizeof(struct nws_opent) == 9 * 8 + 8 + 8 + 24, "nws_opent layout");
+#define NWS_IDENT_GPU 0x01u   /* ident.gpu is known */
+
+_Static_assert(sizeof(struct nws_ident) == 8 + 8 + 48 + 128 + 64 + 64 + 32 + 64 + 128, "nws_ident layout");
 _Static_assert(sizeof(struct nws_header) % 8 == 0, "nws_header layout");
 
 /* Lower-case op names as the tools print them ("all_reduce", ..., "send"). */

@@ -214,6 +214,7 @@ static void header_init(struct nwp_comm *c, uint64_t size, uint64_t off_records,
 	h->state = NWS_STATE_RUNNING;
 	h->kernel_mode = (uint32_t)nwp_g.kmode;
 	h->busy_window_ns = 0;
+	nwp_ident_fill(&h->ident);
 }
 
 /* Create c->path afresh (an old file of this pid and comm is replaced) and reserve size bytes; the fd, or -1 with err. */

@@ -119,7 +119,7 @@ expect_rc "exporter exits 0 on SIGINT" 0
 # rank and op equal what the harness fed; rank 2's lateness is about 10 ms
 H=$TMP/harness
 late_rank_files "$H"
-run "$NW" exporter --once --all --dir "$H"
+run "$NW" exporter --once --all --histograms op,size --dir "$H"
 expect_rc "exporter --once on the harness' files" 0
 cp "$OUT" "$TMP/harness.prom"
 promcheck "promtool check metrics accepts it" "$TMP/harness.prom"

@@ -68,6 +68,8 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d);
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d);
 EXPORT CUresult cuCtxSetCurrent(CUcontext ctx);
 EXPORT CUresult cuCtxSynchronize(void);
+EXPORT CUresult cuCtxGetDevice(CUdevice *d);
+EXPORT CUresult cuDeviceGetUuid_v2(unsigned char uuid[16], CUdevice d);
 EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b);
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes);
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p);
@@ -331,6 +333,32 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 	if (ctx && (ctx < &ctxs[0] || ctx >= &ctxs[MAXDEV] || ctx->refs <= 0))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	current = ctx;
+	return CUDA_SUCCESS;
+}
+
+/* The device of the calling thread's current context. */
+CUresult cuCtxGetDevice(CUdevice *d)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!d)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*d = (CUdevice)(current - ctxs);
+	return CUDA_SUCCESS;
+}
+
+/* A fixed UUID per device: fa1e0000-0000-4000-8000-0000000000<d>. */
+CUresult cuDeviceGetUuid_v2(unsigned char uuid[16], CUdevice d)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_dev(d))
+		return g.inited ? CUDA_ERROR_INVALID_DEVICE : CUDA_ERROR_NOT_INITIALIZED;
+	if (!uuid)
+		return CUDA_ERROR_INVALID_VALUE;
+	static const unsigned char base[16] = { 0xfa, 0x1e, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0 };
+	memcpy(uuid, base, 16);
+	uuid[15] = (unsigned char)d;
 	return CUDA_SUCCESS;
 }
 

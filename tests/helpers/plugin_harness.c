@@ -155,6 +155,7 @@ struct opts {
 	int check;
 	long hold_ms;
 	const char *kernel;
+	const char *cuda;   /* a CUDA driver to load and make a context current in, as NCCL would */
 	int verbose;
 };
 
@@ -424,12 +425,40 @@ static int load_plugin(const struct opts *o, struct drv *d, void **lib)
 #define HASH0 0x5eed000000c0ffeeull
 #define HASH1 0x5eed0000000007a1ull
 
+/*
+ * What NCCL's init thread has when it calls the profiler: the CUDA driver
+ * loaded and the rank's device (rank modulo 2) current. 0, or -1.
+ */
+static int cuda_current(const char *path, int rank)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "cannot load '%s': %s\n", path, dlerror());
+		return -1;
+	}
+	int (*cu_init)(unsigned), (*dev_get)(int *, int), (*retain)(void **, int), (*set_cur)(void *);
+	*(void **)(void *)&cu_init = dlsym(h, "cuInit");
+	*(void **)(void *)&dev_get = dlsym(h, "cuDeviceGet");
+	*(void **)(void *)&retain = dlsym(h, "cuDevicePrimaryCtxRetain");
+	*(void **)(void *)&set_cur = dlsym(h, "cuCtxSetCurrent");
+	int dev;
+	void *ctx;
+	if (!cu_init || !dev_get || !retain || !set_cur || cu_init(0) || dev_get(&dev, rank % 2) ||
+	    retain(&ctx, dev) || set_cur(ctx)) {
+		fprintf(stderr, "'%s': cannot make a context current\n", path);
+		return -1;
+	}
+	return 0;
+}
+
 /* The normal run of one rank: two communicators, every op kind, -o ops each. */
 static int rank_normal(const struct opts *o, int rank)
 {
 	void *lib;
 	struct drv d;
 	memset(&d, 0, sizeof(d));
+	if (o->cuda && cuda_current(o->cuda, rank) != 0)
+		return 2;
 	if (load_plugin(o, &d, &lib) != 0)
 		return 2;
 	/* NCCL passes the address of one process-wide int to every init */
@@ -461,6 +490,57 @@ static int rank_normal(const struct opts *o, int rank)
 	drv_fini(&d, ctx0);
 	sh->final_mask[rank] = nccl_mask;
 	/* the library stays loaded: NCCL unloads it only at exit */
+	return 0;
+}
+
+/* d zeroed, the plugin loaded into it, and NCCL's one process-wide mask int as d->mask; -1 when it cannot load. */
+static int drv_open(const struct opts *o, struct drv *d, void **lib)
+{
+	static int nccl_mask;
+	memset(d, 0, sizeof(*d));
+	if (load_plugin(o, d, lib) != 0)
+		return -1;
+	d->mask = &nccl_mask;
+	return 0;
+}
+
+/*
+ * An FSDP-like job for series counts: 4 communicators, 6 ops (all_reduce,
+ * all_gather, reduce_scatter, broadcast, send, recv), 12 sizes (4 KiB to
+ * 8 MiB of float32 elements per rank, doubling), each op fed -o times.
+ */
+static int rank_fsdp(const struct opts *o, int rank)
+{
+	static const struct opdef kinds[6] = {
+		{ NWS_OP_ALL_REDUCE, "AllReduce", "ncclFloat32", 0, 4, 1, -1, 0 },
+		{ NWS_OP_ALL_GATHER, "AllGather", "ncclFloat32", 0, 4, 1, -1, 0 },
+		{ NWS_OP_REDUCE_SCATTER, "ReduceScatter", "ncclFloat32", 0, 4, 1, -1, 0 },
+		{ NWS_OP_BROADCAST, "Broadcast", "ncclFloat32", 0, 4, 1, 0, 0 },
+		{ NWS_OP_SEND, "Send", "ncclFloat32", 0, 4, 0, -1, 0 },
+		{ NWS_OP_RECV, "Recv", "ncclFloat32", 0, 4, 0, -1, 0 },
+	};
+	void *lib, *ctx[4];
+	struct drv d;
+	if (drv_open(o, &d, &lib) != 0)
+		return 2;
+	for (int c = 0; c < 4; c++)
+		if (drv_init(&d, &ctx[c], HASH0 + (uint64_t)c, d.mask, "fsdp", o->nranks, rank) != 0)
+			return 2;
+	uint64_t seq[4][NWS_NOPS] = { { 0 } };
+	for (int i = 0; i < o->ops; i++)
+		for (int c = 0; c < 4; c++)
+			for (int k = 0; k < 6; k++)
+				for (int sz = 0; sz < 12; sz++) {
+					struct opdef op = kinds[k];
+					op.count = (size_t)1024 << sz;
+					uint64_t s = op.coll ? seq[c][op.op]++ : 0;
+					feed_op(&d, ctx[c], &op, s, rank, o->nranks, 5000 + op_bytes(&op, o->nranks) / 100, 0, 0,
+					        0, 0, 0);
+				}
+	if (o->hold_ms)
+		sleep_us(o->hold_ms * 1000);
+	for (int c = 3; c >= 0; c--)
+		drv_fini(&d, ctx[c]);
 	return 0;
 }
 
@@ -856,10 +936,12 @@ static void usage(FILE *f)
 	        "  --late R             rank that arrives late at every collective (default -1: none)\n"
 	        "  --late-us U          how late, microseconds (default 2000)\n"
 	        "  --kernel on|off|auto NCCLWATCH_KERNEL for the plugin (default on)\n"
-	        "  --scenario S         normal, pool, slow, trigger, hotpath (prints ns per op), null-descr,\n"
+	        "  --scenario S         normal, fsdp (4 comms x 6 ops x 12 sizes), pool, slow, trigger,\n"
+	        "                       hotpath (prints ns per op), null-descr,\n"
 	        "                       bad-type, null-handle,\n"
 	        "                       bad-handle, misaligned-handle, bad-context (default normal)\n"
 	        "  --hold-ms MS         keep the communicators open MS ms after feeding (files live)\n"
+	        "  --cuda LIB           load this CUDA driver and make device (rank %% 2) current first\n"
 	        "  --check              read the stats files back and compare (exit 1 on mismatch)\n"
 	        "  -v                   show the plugin's INFO log lines\n",
 	        MAXR);
@@ -872,7 +954,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "plugin", 1, 0, 'p' }, { "dir", 1, 0, 'd' }, { "abi", 1, 0, 'a' }, { "ranks", 1, 0, 'r' },
 		{ "ops", 1, 0, 'n' }, { "late", 1, 0, 'l' }, { "late-us", 1, 0, 'u' }, { "kernel", 1, 0, 'k' },
-		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "cuda", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	char err[NW_ERRLEN];
 	long v;
@@ -912,6 +994,7 @@ int main(int argc, char **argv)
 			o.hold_ms = v;
 			break;
 		case 'k': o.kernel = optarg; break;
+		case 'C': o.cuda = optarg; break;
 		case 's': o.scenario = optarg; break;
 		case 'c': o.check = 1; break;
 		case 'v': o.verbose = 1; break;
@@ -927,7 +1010,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "plugin_harness: --late %d is not a rank of %d\n", o.late, o.nranks);
 		return 2;
 	}
-	static const char *const scen[] = { "normal", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
+	static const char *const scen[] = { "normal", "fsdp", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
 	                                    "null-handle", "bad-handle", "misaligned-handle",
 	                                    "bad-context" };
 	int known = 0;
@@ -937,8 +1020,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "plugin_harness: unknown --scenario '%s'\n", o.scenario);
 		return 2;
 	}
-	int normal = !strcmp(o.scenario, "normal");
-	if (!normal)
+	int normal = !strcmp(o.scenario, "normal"), fsdp = !strcmp(o.scenario, "fsdp");
+	if (!normal && !fsdp)
 		o.nranks = 1;
 	verbose = o.verbose;
 	setenv("NCCLWATCH_DIR", o.dir, 1);
@@ -968,6 +1051,8 @@ int main(int argc, char **argv)
 			int rc;
 			if (normal)
 				rc = rank_normal(&o, r);
+			else if (fsdp)
+				rc = rank_fsdp(&o, r);
 			else if (!strcmp(o.scenario, "pool"))
 				rc = rank_pool(&o, r);
 			else if (!strcmp(o.scenario, "slow") || !strcmp(o.scenario, "trigger"))

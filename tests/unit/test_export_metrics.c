@@ -111,6 +111,7 @@ static char *render(struct fx *f, int all)
 {
 	struct nw_metrics m;
 	nw_metrics_init(&m, "/x", all, 10);
+	m.hist = NW_HIST_OP_SIZE; /* the checks below read histograms per size */
 	struct nw_sample now;
 	nw_sample_take(&f->set, 100, &now);
 	struct nw_prom p;

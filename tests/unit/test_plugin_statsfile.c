@@ -246,8 +246,25 @@ static void test_liveness(void **state)
 	assert_string_equal(r.hdr.disabled_reason, "why");
 	nw_sf_rank_release(&r);
 
-	/* another host: only the heartbeat tells */
+	/* another PID namespace of this host (a pod, unshare --pid): the pid means
+	   nothing here, so a reused or absent pid does not matter, only the heartbeat */
 	m.h->state = NWS_STATE_RUNNING;
+	m.h->ident.pidns = 1; /* no real namespace has inode 1 */
+	m.h->pid = 0x7ffffff0;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.live, NW_SF_LIVE);
+	nw_sf_rank_release(&r);
+	m.h->updated_ns -= 60ull * 1000000000ull;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.live, NW_SF_STALE);
+	nw_sf_rank_release(&r);
+	m.h->updated_ns += 60ull * 1000000000ull;
+	m.h->ident.pidns = 0;
+	m.h->pid = (int32_t)getpid();
+
+	/* another host: only the heartbeat tells */
 	snprintf(m.h->hostname, sizeof(m.h->hostname), "elsewhere-host-name");
 	img_write(&m, path, m.len);
 	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);

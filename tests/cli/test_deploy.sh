@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Running where clusters run: liveness across PID namespaces (unshare --pid),
+# GPU and job labels that join with dcgm-exporter, the series budget of each
+# --histograms mode, gzip, the Kubernetes manifests checked offline, the
+# rules at 15 s and 60 s scrapes, and the dashboard's metric names.
+source "$(dirname "$0")/lib.sh"
+H=$NW_TESTS/plugin_harness
+FAKECUDA=$NW_TESTS/fakegpu/libcuda.so.1
+
+# --- liveness across PID namespaces ---
+d=$TMP/live; mkdir -p "$d"
+"$H" --plugin "$NW_PLUGIN" --dir "$d" --ranks 2 --ops 3 --hold-ms 6000 >"$TMP/live.out" 2>&1 &
+hp=$!
+for _ in $(seq 40); do
+	sleep 0.1
+	[ "$("$NW" exporter --once --dir "$d" 2>/dev/null | grep -c 'ncclwatch_rank_info{.*state="live"')" = 4 ] && break
+done
+run "$NW" exporter --once --dir "$d"
+expect_out "same namespace: 4 live ranks" '^ncclwatch_stats_files\{host="[^"]*",state="live"\} 4$'
+if [ "$(id -u)" = 0 ] && unshare --pid --fork --mount-proc true 2>/dev/null; then
+	run unshare --pid --fork --mount-proc "$NW" exporter --once --dir "$d"
+	expect_out "exporter --once in another PID namespace: the ranks stay live" \
+		'^ncclwatch_stats_files\{host="[^"]*",state="live"\} 4$'
+	expect_out "... and their metrics are exported" '^ncclwatch_coll_ops_total\{.*op="all_reduce"'
+	run unshare --pid --fork --mount-proc "$NW" top --once --dir "$d"
+	expect_out "top --once in another PID namespace: the ranks stay live" '4 files \(4 live, 0 finished, 0 disabled, 0 stale'
+	run unshare --pid --fork --mount-proc sh -c "ls '$d'; NCCLWATCH_STALE_KEEP=1ms '$NW' top --once --dir '$d' >/dev/null; ls '$d'"
+	expect_true "another namespace's live files are never removed as gone" [ "$(sort "$OUT" | uniq -c | awk '$1 != 2' | wc -l)" = 0 ]
+else
+	skip "liveness under unshare --pid" "needs root and unshare (util-linux)"
+fi
+kill -9 $hp 2>/dev/null; wait $hp 2>/dev/null
+
+# --- identity labels (the fake CUDA driver stands in for the job's libcuda) ---
+d=$TMP/ident; mkdir -p "$d"
+run env POD_NAME=train-llm-0 POD_NAMESPACE=ml CONTAINER_NAME=train NCCLWATCH_JOB=llm-7 SLURM_JOB_ID=991 \
+	CUDA_VISIBLE_DEVICES=2,3 TORCHELASTIC_RUN_ID=te1 "$H" --plugin "$NW_PLUGIN" --dir "$d" --ranks 2 --ops 2 \
+	--cuda "$FAKECUDA"
+expect_rc "harness with the fake CUDA driver current" 0
+run "$NW" exporter --once --dir "$d"
+cp "$OUT" "$TMP/ident.prom"
+id1='gpu="3",UUID="GPU-fa1e0000-0000-4000-8000-000000000001",pod="train-llm-0",namespace="ml",container="train",hpc_job="llm-7"'
+expect_out "rank 1 names its GPU (CUDA_VISIBLE_DEVICES applied), UUID, pod, namespace, container, job" \
+	"^ncclwatch_coll_ops_total\{host=\"[^\"]*\",comm=\"5eed000000c0ffee\",rank=\"1\",$id1,op=\"all_reduce\",size=\"8\"\} "
+expect_out "rank 0 drives GPU 2" '^ncclwatch_rank_info\{.*rank="0",gpu="2",UUID="GPU-fa1e0000-0000-4000-8000-000000000000",'
+expect_out "lateness carries the labels too" "^ncclwatch_rank_lateness_seconds\{.*rank=\"1\",$id1,basis="
+run env SLURM_JOB_ID=991 TORCHELASTIC_RUN_ID=te1 "$H" --plugin "$NW_PLUGIN" --dir "$TMP/slurm" --ranks 1 --ops 1
+run "$NW" exporter --once --dir "$TMP/slurm"
+expect_out "without NCCLWATCH_JOB the Slurm job id is the job label" '^ncclwatch_rank_info\{.*hpc_job="991"'
+expect_no_out "no CUDA driver loaded: no gpu or UUID label" 'gpu="|UUID="'
+run env -u SLURM_JOB_ID TORCHELASTIC_RUN_ID=te1 "$H" --plugin "$NW_PLUGIN" --dir "$TMP/te" --ranks 1 --ops 1
+run "$NW" exporter --once --dir "$TMP/te"
+expect_out "then the torchelastic run id" '^ncclwatch_rank_info\{.*hpc_job="te1"'
+
+# --- series budget: FSDP-like job, 4 communicators x 6 ops x 12 sizes ---
+d=$TMP/fsdp; mkdir -p "$d"
+run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario fsdp --ranks 2 --ops 2
+expect_rc "harness fsdp scenario" 0
+promcheck() {
+	if command -v promtool >/dev/null; then expect_true "$1" promtool check metrics <"$2"
+	else skip "$1" "promtool is not installed (Debian package prometheus)"; fi
+}
+declare -A n
+for mode in "op,size" "op" "none" "op --drop-labels=size" "op --drop-labels=source" "none --drop-labels=size,source"; do
+	# shellcheck disable=SC2086
+	"$NW" exporter --once --dir "$d" --histograms $mode >"$TMP/m.prom" 2>"$ERR"
+	n[$mode]=$(grep -vc '^#' "$TMP/m.prom")
+	echo "# --histograms $mode: $(( ${n[$mode]} / 2 )) series per rank"
+	promcheck "promtool check metrics is clean with --histograms $mode" "$TMP/m.prom"
+done
+"$NW" exporter --once --dir "$d" >"$TMP/default.prom"
+expect_true "the default is --histograms op" [ "$(grep -vc '^#' "$TMP/default.prom")" = "${n[op]}" ]
+expect_true "the default has at least 5x fewer series than per-size histograms" [ $(( ${n[op]} * 5 )) -le "${n[op,size]}" ]
+expect_true "series budget of the default: at most 2100 per rank for this job (docs/metrics.md)" [ $(( ${n[op]} / 2 )) -le 2100 ]
+expect_true "--drop-labels=size leaves no size label on coll series" sh -c "! '$NW' exporter --once --dir '$d' --drop-labels size | grep -q '^ncclwatch_coll.*size='"
+expect_true "--drop-labels=size keeps the op counts (sum over sizes)" sh -c \
+	"'$NW' exporter --once --dir '$d' --drop-labels size | grep -Eq '^ncclwatch_coll_ops_total\{.*comm=\"5eed000000c0ffee\",rank=\"0\"(,[^}]*)?,op=\"all_reduce\"\} 24$'"
+expect_true "--drop-labels=source leaves no source label" sh -c "! '$NW' exporter --once --dir '$d' --drop-labels source | grep -q 'source='"
+for bad in "--histograms=size" "--histograms=" "--drop-labels=rank" "--drop-labels=size," "--drop-labels="; do
+	run "$NW" exporter --once --dir "$d" "$bad"
+	expect_rc "exporter $bad is bad usage" 2
+	expect_err "exporter $bad: the error names the choices" "(none, op or op,size|size, source|ends with a comma)"
+done
+
+# --- gzip when the scraper asks for it ---
+if command -v curl >/dev/null; then
+	"$NW" exporter --listen 127.0.0.1:0 --dir "$d" 2>"$TMP/ex.err" &
+	ep=$!
+	port=$(exporter_port "$TMP/ex.err")
+	curl -s -m 5 -D "$TMP/gz.h" -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port/metrics" -o "$TMP/gz.body"
+	expect_true "Accept-Encoding: gzip gets Content-Encoding: gzip" grep -qi '^Content-Encoding: gzip' "$TMP/gz.h"
+	expect_true "the body is gzip and holds the metrics" sh -c "gzip -dc '$TMP/gz.body' | grep -q '^ncclwatch_coll_ops_total{'"
+	expect_true "it is at least 5x smaller than the text" [ $(( $(gzip -dc "$TMP/gz.body" | wc -c) / $(wc -c <"$TMP/gz.body") )) -ge 5 ]
+	curl -s -m 5 -D "$TMP/plain.h" "http://127.0.0.1:$port/metrics" -o "$TMP/plain.body"
+	expect_true "no Accept-Encoding: plain text" sh -c "! grep -qi '^Content-Encoding' '$TMP/plain.h' && grep -q '^# TYPE' '$TMP/plain.body'"
+	curl -s -m 5 -D "$TMP/q0.h" -H 'Accept-Encoding: gzip;q=0, identity' "http://127.0.0.1:$port/metrics" -o /dev/null
+	expect_true "gzip;q=0 is a refusal" sh -c "! grep -qi '^Content-Encoding' '$TMP/q0.h'"
+	kill $ep; wait $ep
+else
+	skip "gzip replies" "curl is not installed"
+fi
+
+# --- Kubernetes manifests, offline ---
+if python3 -c 'import yaml' 2>/dev/null; then
+	run python3 "$SRCDIR/tests/cli/check_manifests.py" "$SRCDIR/deploy/kubernetes" "$TMP/scripts"
+	expect_rc "Kubernetes manifests parse and agree (images, volumes, mounts, env, ports, selectors)" 0
+	[ "$RC" = 0 ] || cat "$OUT" "$ERR" | sed 's/^/# /'
+	mkdir -p "$TMP/k8s"
+	cp "$SRCDIR"/deploy/kubernetes/*.yaml "$TMP/k8s/"
+	sed -i 's#value: /var/run/ncclwatch#value: /dev/shm/ncclwatch#; s#fieldPath: metadata.namespace#fieldPath: metadata.name#' \
+		"$TMP/k8s/training-example.yaml"
+	run python3 "$SRCDIR/tests/cli/check_manifests.py" "$TMP/k8s" "$TMP/k8s-scripts"
+	expect_rc "a training pod writing elsewhere than the exporter reads is caught" 1
+	expect_out "... named, with the Downward API mistake" "NCCLWATCH_DIR '/dev/shm/ncclwatch' is not the exporter's host directory"
+	expect_out "... and the namespace taken from the wrong field" "POD_NAMESPACE must come from the Downward API"
+	if command -v shellcheck >/dev/null; then
+		for s in "$TMP"/scripts/*.sh; do
+			expect_true "shellcheck: $(basename "$s")" shellcheck -s sh "$s"
+		done
+	else
+		skip "shellcheck on the manifests' scripts" "shellcheck is not installed"
+	fi
+else
+	skip "Kubernetes manifests" "python3-yaml is not installed"
+fi
+
+# --- rules at 15 s and 60 s scrapes; runbook sections exist ---
+if command -v promtool >/dev/null; then
+	for f in ncclwatch-rules.test.yml ncclwatch-rules.test-60s.yml; do
+		expect_true "promtool test rules $f" sh -c "cd '$SRCDIR/deploy/prometheus' && promtool test rules $f >/dev/null"
+	done
+else
+	skip "promtool rule tests" "promtool is not installed (Debian package prometheus)"
+fi
+missing=
+for a in $(sed -n 's/.*runbook_url: "docs\/runbook.md#\([a-z0-9-]*\)".*/\1/p' "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml"); do
+	grep -qi "^## $a\$" "$SRCDIR/docs/runbook.md" || missing="$missing $a"
+done
+RC=0
+nalert=$(grep -c '^  *- alert:' "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml")
+nrun=$(grep -c 'runbook_url: "docs/runbook.md#' "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml")
+expect_true "every alert has a runbook_url with a docs/runbook.md section" [ -z "$missing" -a "$nalert" = "$nrun" ]
+expect_true "no window shorter than 5m in the rules" sh -c "! grep -Eq '\[(1|2|3|4)?[0-9]?s\]|\[[1-4]m\]' '$SRCDIR/deploy/prometheus/ncclwatch-rules.yml'"
+
+# --- the dashboard's queries use documented metrics, and the DCGM join is there ---
+run python3 - "$SRCDIR/deploy/grafana/ncclwatch.json" "$SRCDIR/docs/metrics.md" <<'PY'
+import json, re, sys
+dash = json.load(open(sys.argv[1]))
+doc = open(sys.argv[2]).read()
+exprs = []
+def walk(o):
+    if isinstance(o, dict):
+        if isinstance(o.get("expr"), str):
+            exprs.append(o["expr"])
+        for v in o.values():
+            walk(v)
+    elif isinstance(o, list):
+        for v in o:
+            walk(v)
+walk(dash)
+bad = set()
+for e in exprs:
+    for n in re.findall(r'\b((?:ncclwatch|DCGM_FI)[A-Za-z0-9_:]*)', e):
+        n = re.sub(r'_(bucket|sum|count)$', '', n)
+        if "`%s`" % n not in doc:
+            bad.add(n)
+print("%d queries" % len(exprs))
+if bad:
+    print("undocumented: " + " ".join(sorted(bad)))
+    sys.exit(1)
+if not any("DCGM_FI_PROF_NVLINK_TX_BYTES" in e and "UUID" in e for e in exprs):
+    print("no busbw next to DCGM_FI_PROF_NVLINK_TX_BYTES joined on UUID")
+    sys.exit(1)
+PY
+expect_rc "every metric in the dashboard's queries is in docs/metrics.md; busbw is joined with DCGM NVLink bytes" 0
