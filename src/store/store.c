@@ -60,7 +60,15 @@ static const struct migration migrations[] = {
 	  " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
 	  " set_time TEXT NOT NULL);"
 	  "CREATE INDEX runs_host ON runs(host);" },
+	{ 3,
+	  /* content_key: what identifies a run across databases (history merge);
+	     NULL in runs recorded before version 3 until a merge fills it */
+	  "ALTER TABLE runs ADD COLUMN content_key TEXT;"
+	  "CREATE INDEX runs_content_key ON runs(content_key);"
+	  "CREATE INDEX runs_source_host_time ON runs(source, host, time);" },
 };
+
+static void run_key(const struct nw_run *run, const char *time, char *out, size_t len);
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == NW_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -520,8 +528,8 @@ static int insert_run(struct nw_store *s, const struct nw_run *run, long long *i
 	if (sqlite3_prepare_v2(s->db,
 	                       "INSERT INTO runs(time, host, source, backend, tool_version, nccl_version,"
 	                       " nccl_path, driver, cuda_driver, gpus, cmdline, input, nranks, nhosts, ops,"
-	                       " peak_busbw, nrows, extra, link_gbs)"
-	                       " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       " peak_busbw, nrows, extra, link_gbs, content_key)"
+	                       " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &st, NULL) != SQLITE_OK)
 		return db_err(s, "preparing the run insert", err, errlen);
 	char ops[1024];
@@ -559,6 +567,9 @@ static int insert_run(struct nw_store *s, const struct nw_run *run, long long *i
 	else
 		sqlite3_bind_null(st, 18);
 	sqlite3_bind_double(st, 19, h->link_gbs);
+	char key[NW_STORE_KEY_LEN];
+	run_key(run, t, key, sizeof(key));
+	bind_text(st, 20, key);
 	int step = sqlite3_step(st);
 	free(extra);
 	sqlite3_finalize(st);
@@ -993,4 +1004,201 @@ int nw_store_baseline_list(struct nw_store *s, struct nw_store_baseline **out, s
 		return db_err(s, "reading baselines", err, errlen);
 	}
 	return 0;
+}
+
+/* ---- fleet queries and merging (schema version 3) ---- */
+
+static uint64_t fnv_add(uint64_t h, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		h ^= *p;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* run's content key with time standing for its header's (which may be empty before insert). */
+static void run_key(const struct nw_run *run, const char *time, char *out, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	char line[256];
+	for (size_t i = 0; i < run->nrows; i++) {
+		const struct nw_row *r = &run->rows[i];
+		snprintf(line, sizeof(line), "%s|%s|%s|%d|%" PRIu64 "|%" PRIu64 "|%d|%d|%.17g|%.17g|%.17g|%lld\n",
+		         r->op, r->dtype, r->redop, r->root, r->size_bytes, r->count, r->nranks, r->inplace,
+		         r->time_us, r->algbw_gbs, r->busbw_gbs, (long long)r->wrong);
+		h = fnv_add(h, line);
+	}
+	const json_t *fp = run->h.extra ? json_object_get(run->h.extra, "fingerprint") : NULL;
+	char *fps = fp ? json_dumps(fp, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	h = fnv_add(h, fps ? fps : "null");
+	free(fps);
+	snprintf(out, len, "%s %s %s %016" PRIx64, time, run->h.host, run->h.source, h);
+}
+
+void nw_store_run_key(const struct nw_run *run, char *out, size_t len)
+{
+	run_key(run, run->h.time, out, len);
+}
+
+int nw_store_has_key(struct nw_store *s, const char *key, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM runs WHERE content_key = ?", -1, &st, NULL) != SQLITE_OK)
+		return db_err(s, "looking a run up", err, errlen);
+	bind_text(st, 1, key);
+	int step = sqlite3_step(st);
+	long long n = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	sqlite3_finalize(st);
+	if (step != SQLITE_ROW)
+		return db_err(s, "looking a run up", err, errlen);
+	return n > 0;
+}
+
+/* Ids of the runs without a content key; *ids is the caller's to free(). */
+static int keyless_ids(struct nw_store *s, long long **ids, size_t *n, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	*ids = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(s->db, "SELECT id FROM runs WHERE content_key IS NULL ORDER BY id", -1, &st, NULL) != SQLITE_OK)
+		return db_err(s, "finding runs without a key", err, errlen);
+	size_t cap = 0;
+	int step;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*ids = nw_realloc(*ids, cap * sizeof(**ids));
+		}
+		(*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+		return db_err(s, "finding runs without a key", err, errlen);
+	}
+	return 0;
+}
+
+/* Key run id (already loaded as run) inside the caller's transaction. */
+static int set_key(struct nw_store *s, long long id, const struct nw_run *run, char *err, size_t errlen)
+{
+	char key[NW_STORE_KEY_LEN];
+	nw_store_run_key(run, key, sizeof(key));
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "UPDATE runs SET content_key = ? WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+		return db_err(s, "keying a run", err, errlen);
+	bind_text(st, 1, key);
+	sqlite3_bind_int64(st, 2, id);
+	int step = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return step == SQLITE_DONE ? 0 : db_err(s, "keying a run", err, errlen);
+}
+
+int nw_store_fill_keys(struct nw_store *s, size_t *n, char *err, size_t errlen)
+{
+	long long *ids;
+	size_t nids;
+	if (n)
+		*n = 0;
+	if (keyless_ids(s, &ids, &nids, err, errlen))
+		return -1;
+	if (!nids) {
+		free(ids);
+		return 0;
+	}
+	if (exec_retry(s, "BEGIN IMMEDIATE") != SQLITE_OK) {
+		free(ids);
+		return db_err(s, "cannot lock the database to key old runs", err, errlen);
+	}
+	int rc = 0;
+	for (size_t i = 0; i < nids && !rc; i++) {
+		struct nw_run run;
+		rc = nw_store_load(s, ids[i], &run, err, errlen);
+		if (!rc) {
+			rc = set_key(s, ids[i], &run, err, errlen);
+			nw_run_release(&run);
+		}
+	}
+	free(ids);
+	if (!rc && exec_retry(s, "COMMIT") != SQLITE_OK)
+		rc = db_err(s, "committing the keys of old runs", err, errlen);
+	if (rc) {
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
+	if (n)
+		*n = nids;
+	return 0;
+}
+
+int nw_store_latest_checks(struct nw_store *s, struct nw_store_latest **out, size_t *n, char *err,
+                           size_t errlen)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+	                       "SELECT r.id, r.host, r.time FROM runs r"
+	                       " JOIN (SELECT host, max(time) AS t FROM runs WHERE source = 'check' GROUP BY host) m"
+	                       " ON r.host = m.host AND r.time = m.t"
+	                       " WHERE r.source = 'check' ORDER BY r.host, r.id DESC",
+	                       -1, &st, NULL) != SQLITE_OK)
+		return db_err(s, "finding the latest checks", err, errlen);
+	size_t cap = 0;
+	int step;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		const unsigned char *host = sqlite3_column_text(st, 1);
+		if (*n && host && !strcmp((*out)[*n - 1].host, (const char *)host))
+			continue; /* the same host at the same time: the highest id came first */
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*out = nw_realloc(*out, cap * sizeof(**out));
+		}
+		struct nw_store_latest *l = &(*out)[(*n)++];
+		l->id = sqlite3_column_int64(st, 0);
+		col_text(st, 1, l->host, sizeof(l->host));
+		col_text(st, 2, l->time, sizeof(l->time));
+	}
+	sqlite3_finalize(st);
+	if (step != SQLITE_DONE) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return db_err(s, "finding the latest checks", err, errlen);
+	}
+	return 0;
+}
+
+int nw_store_merge(struct nw_store *dst, struct nw_store *src, size_t *added, size_t *skipped,
+                   char *err, size_t errlen)
+{
+	size_t nadd = 0, nskip = 0, nids = 0;
+	long long *ids = NULL;
+	int rc = nw_store_fill_keys(dst, NULL, err, errlen);
+	if (!rc)
+		rc = nw_store_ids(src, &ids, &nids, err, errlen);
+	for (size_t i = 0; i < nids && !rc; i++) {
+		struct nw_run run;
+		if ((rc = nw_store_load(src, ids[i], &run, err, errlen)))
+			break;
+		char key[NW_STORE_KEY_LEN];
+		nw_store_run_key(&run, key, sizeof(key));
+		int have = nw_store_has_key(dst, key, err, errlen);
+		if (have < 0)
+			rc = -1;
+		else if (have)
+			nskip++;
+		else if (!(rc = nw_store_insert(dst, &run, NULL, err, errlen)))
+			nadd++;
+		nw_run_release(&run);
+	}
+	free(ids);
+	if (added)
+		*added = nadd;
+	if (skipped)
+		*skipped = nskip;
+	return rc;
 }
