@@ -144,13 +144,8 @@ int nw_report_fleet_html(FILE *f, const struct nw_fleet *fl, const char *title, 
 		title = "ncclwatch fleet";
 	char now[32];
 	nw_utc_iso(now, sizeof(now));
-	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-	      "<title>", f);
-	nw_xml_escape(f, title);
-	fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", fleet_css);
-	nw_xml_escape(f, title);
-	fprintf(f, "</h1>\n<p class=\"meta\">generated %s by ncclwatch %s; each host's latest check, busbw at each "
+	nw_html_head(f, title, fleet_css);
+	fprintf(f, "<p class=\"meta\">generated %s by ncclwatch %s; each host's latest check, busbw at each "
 	           "op and size as a percentage of the median of the hosts with the same GPUs</p>\n",
 	        now, NW_VERSION);
 	fprintf(f, "<p><b>%zu of %zu host%s below %.0f%% of the median</b> (&#x2716;, listed first)</p>\n",

@@ -52,6 +52,12 @@ int nw_svg_chart(FILE *f, const struct nw_report_input *in, const char *op,
 int nw_report_html(FILE *f, const struct nw_report_input *in, const struct nw_report_opts *o,
                    char *err, size_t errlen);
 
+/*
+ * The start of a self-contained page: doctype, a Content-Security-Policy
+ * that loads nothing, title, inline style, <body> and the <h1> title.
+ */
+void nw_html_head(FILE *f, const char *title, const char *style);
+
 /* Write s with &, <, >, " and ' escaped for XML/HTML text and attributes. */
 void nw_xml_escape(FILE *f, const char *s);
 

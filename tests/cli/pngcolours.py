@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""pngcolours.py SHOT.png RRGGBB...: for each colour, 'RRGGBB yes' when some
-pixel of the 8-bit RGB(A) PNG has it exactly, else 'RRGGBB no'. Decoded with
-zlib alone (no imaging library)."""
+"""pngcolours.py [--rows N] SHOT.png COLOUR...: for each COLOUR, 'COLOUR yes'
+when some pixel of the 8-bit RGB(A) PNG (its first N rows with --rows) has
+it, else 'COLOUR no'. COLOUR is RRGGBB (exactly) or RRGGBB~T (each channel
+within T). Decoded with zlib alone (no imaging library)."""
 import struct
 import sys
 import zlib
 
 
-def pixels(path):
+def pixels(path, rows):
     data = open(path, 'rb').read()
     assert data[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
     pos, idat = 8, b''
@@ -21,7 +22,7 @@ def pixels(path):
             idat += body
         pos += 12 + n
     raw, stride, prev, seen = zlib.decompress(idat), w * bpp, None, set()
-    for y in range(h):
+    for y in range(min(h, rows)):
         f = raw[y * (stride + 1)]
         line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
         for i in range(stride):
@@ -44,6 +45,18 @@ def pixels(path):
     return seen
 
 
-seen = pixels(sys.argv[1])
-for want in sys.argv[2:]:
-    print(want, 'yes' if bytes.fromhex(want) in seen else 'no')
+def has(seen, spec):
+    rgb, _, tol = spec.partition('~')
+    want = bytes.fromhex(rgb)
+    if not tol:
+        return want in seen
+    return any(all(abs(p[k] - want[k]) < int(tol) for k in range(3)) for p in seen)
+
+
+args = sys.argv[1:]
+rows = 1 << 30
+if args[:1] == ['--rows']:
+    rows, args = int(args[1]), args[2:]
+seen = pixels(args[0], rows)
+for spec in args[1:]:
+    print(spec, 'yes' if has(seen, spec) else 'no')
