@@ -519,6 +519,16 @@ static int insert_rows(struct nw_store *s, long long id, const struct nw_run *ru
 	return rc;
 }
 
+/* The highest busbw of any row (0 with no rows). */
+static double run_peak_busbw(const struct nw_run *run)
+{
+	double peak = 0;
+	for (size_t i = 0; i < run->nrows; i++)
+		if (run->rows[i].busbw_gbs > peak)
+			peak = run->rows[i].busbw_gbs;
+	return peak;
+}
+
 /* The whole insert, inside a transaction the caller holds. */
 static int insert_run(struct nw_store *s, const struct nw_run *run, long long *id_out, char *err,
                       size_t errlen)
@@ -534,10 +544,7 @@ static int insert_run(struct nw_store *s, const struct nw_run *run, long long *i
 		return db_err(s, "preparing the run insert", err, errlen);
 	char ops[1024];
 	run_ops(run, ops, sizeof(ops));
-	double peak = 0;
-	for (size_t i = 0; i < run->nrows; i++)
-		if (run->rows[i].busbw_gbs > peak)
-			peak = run->rows[i].busbw_gbs;
+	double peak = run_peak_busbw(run);
 	char now[32];
 	const char *t = h->time;
 	if (!t[0]) {
