@@ -61,6 +61,17 @@ run "$NW" fleet --db "$TMP/nocheck.db"
 expect_rc "no check in the history: exit 0" 0
 expect_err "says to record checks" "no check runs in '$TMP/nocheck.db'"
 
+# a real check (the MPI host backend, one rank, on this GPU-less machine) is what fleet reads
+printf 'ELF\0NCCL version 2.28.9+cuda13.0\0' >"$TMP/libnccl.so.2"
+run env -u NCCL_P2P_DISABLE -u NCCL_SHM_DISABLE -u NCCL_DEBUG -u MASTER_ADDR -u CUDA_VISIBLE_DEVICES \
+	-u NCCLWATCH_NVML_JSON -u NCCLWATCH_SYSROOT NCCLWATCH_NCCL_LIB="$TMP/libnccl.so.2" \
+	NCCLWATCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 ASAN_OPTIONS=detect_leaks=0 \
+	"$NW" check --sysroot "$SRCDIR/tests/fixtures/sysfs/nogpu-vm" --backend mpi -b 1M -e 4M -n 2 -w 1 --db "$TMP/real.db"
+expect_rc "a real check recorded" 0
+run "$NW" fleet --db "$TMP/real.db"
+expect_rc "fleet of one host: exit 0" 0
+expect_out "this host, with the check's own verdict" "^  $(hostname) +PASS +20[0-9-]+T[0-9:]+Z +100\.0%  all_reduce 1M"
+
 # report --fleet: the heatmap
 run "$NW" report --fleet -o "$TMP/fleet.html" --db "$DB"
 expect_rc "report --fleet" 0
