@@ -190,14 +190,17 @@ static void group_diffs(struct nw_fleet_host *hosts, const struct nw_run *runs, 
 	free(env);
 }
 
-static const struct nw_run *sort_runs;
+/* A run's place in the input and its group, for sorting by group. */
+struct by_group {
+	const char *gpus;
+	size_t idx;
+};
 
 static int by_gpus(const void *a, const void *b)
 {
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-	int c = strcmp(fp_text(&sort_runs[x], "gpus")[0] ? fp_text(&sort_runs[x], "gpus") : sort_runs[x].h.gpus,
-	               fp_text(&sort_runs[y], "gpus")[0] ? fp_text(&sort_runs[y], "gpus") : sort_runs[y].h.gpus);
-	return c ? c : (x > y) - (x < y);
+	const struct by_group *x = a, *y = b;
+	int c = strcmp(x->gpus, y->gpus);
+	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
 /* Outliers first, lowest ratio first; then by host name. */
@@ -218,11 +221,16 @@ void nw_fleet_analyze(struct nw_fleet *f, const struct nw_run *runs, const long 
 	f->threshold = threshold;
 	if (!n)
 		return;
+	struct by_group *order = nw_calloc(n, sizeof(*order));
+	for (size_t i = 0; i < n; i++) {
+		order[i].gpus = fp_text(&runs[i], "gpus")[0] ? fp_text(&runs[i], "gpus") : runs[i].h.gpus;
+		order[i].idx = i;
+	}
+	qsort(order, n, sizeof(*order), by_gpus);
 	size_t *idx = nw_calloc(n, sizeof(*idx));
 	for (size_t i = 0; i < n; i++)
-		idx[i] = i;
-	sort_runs = runs;
-	qsort(idx, n, sizeof(*idx), by_gpus);
+		idx[i] = order[i].idx;
+	free(order);
 	f->hosts = nw_calloc(n, sizeof(*f->hosts));
 	f->nhosts = n;
 	for (size_t i = 0; i < n; i++)
