@@ -22,6 +22,7 @@
 	X(history,  "list, show, export, delete and name recorded runs") \
 	X(compare,  "compare two runs; find regressions and what changed") \
 	X(report,   "self-contained HTML (or SVG) report of runs") \
+	X(fleet,    "every host's latest check against its peers: the slow node and what differs") \
 	X(tune,     "measure NCCL settings against defaults on this machine") \
 	X(top,      "live view of a training job's collectives (profiler plugin)") \
 	X(exporter, "Prometheus /metrics from the profiler plugin's stats") \

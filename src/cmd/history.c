@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "model/result.h"
 #include "cmd/cli.h"
@@ -21,6 +22,7 @@ const char usage_history[] =
 	"       ncclwatch history delete ID\n"
 	"       ncclwatch history baseline [NAME ID | --delete NAME]\n"
 	"       ncclwatch history sync\n"
+	"       ncclwatch history merge FILE.db\n"
 	"\n"
 	"Every bench, check, import and tune run is recorded (unless --no-history)\n"
 	"with its results and a fingerprint of what it ran on. This command reads\n"
@@ -40,6 +42,10 @@ const char usage_history[] =
 	"  sync       send the runs kept in the local spool while the PostgreSQL\n"
 	"             server of --db could not be reached (the next run recorded\n"
 	"             there sends them too)\n"
+	"  merge FILE.db\n"
+	"             copy the runs of another node's history file into this\n"
+	"             database; a run already here (same host, time, source,\n"
+	"             rows and fingerprint) is not copied again\n"
 	"\n"
 	"options:\n"
 	"  --host H        only runs recorded on host H\n"
@@ -138,11 +144,11 @@ static int parse_id(const char *s, long long *id)
 	return 0;
 }
 
-static int open_db(const struct hopts *o, struct nw_store **s)
+static int open_db(const struct hopts *o, enum nw_store_mode mode, struct nw_store **s)
 {
 	char path[PATH_MAX], err[NW_ERRLEN];
 	if (nw_store_path(&o->so, path, sizeof(path), err, sizeof(err)) ||
-	    nw_store_open(path, NW_STORE_READ, s, err, sizeof(err)))
+	    nw_store_open(path, mode, s, err, sizeof(err)))
 		return nw_error("%s", err);
 	return 0;
 }
@@ -459,6 +465,34 @@ static int do_sync(const struct hopts *o)
 	return 0;
 }
 
+/* Is path the file this database is in (so merging it would read what it writes)? */
+static int same_file(const struct hopts *o, const char *path)
+{
+	char mine[PATH_MAX], err[NW_ERRLEN];
+	struct stat a, b;
+	return !nw_store_path(&o->so, mine, sizeof(mine), err, sizeof(err)) && stat(mine, &a) == 0 &&
+	       stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* history merge FILE: the runs of another history file that this one lacks. */
+static int do_merge(struct nw_store *s, const struct hopts *o)
+{
+	const char *path = o->args[1];
+	char err[NW_ERRLEN];
+	if (same_file(o, path))
+		return nw_error("'%s' is the current history database; give another node's file", path);
+	struct nw_store *src;
+	if (nw_store_open(path, NW_STORE_READ, &src, err, sizeof(err)))
+		return nw_error("%s", err);
+	size_t added, skipped;
+	int rc = nw_store_merge(s, src, &added, &skipped, err, sizeof(err));
+	nw_store_close(src);
+	if (rc)
+		return nw_error("merging '%s': %s (%zu runs were copied before this)", path, err, added);
+	printf("merged %zu run%s from '%s' (%zu already here)\n", added, added == 1 ? "" : "s", path, skipped);
+	return 0;
+}
+
 /* The sub-commands: name, what runs it, how many operands at most (the name included). */
 static const struct history_sub {
 	const char *name;
@@ -471,6 +505,7 @@ static const struct history_sub {
 	{ "delete", do_delete, 2 },
 	{ "baseline", do_baseline, 3 },
 	{ "sync", NULL, 1 }, /* opens the database itself (do_sync) */
+	{ "merge", do_merge, 2 },
 };
 
 /* Whether the operands fit the sub-command's form, before the database is opened. */
@@ -483,6 +518,8 @@ static int check_form(const char *sub, int max_args, const struct hopts *o)
 		return nw_error("--delete belongs to 'history baseline --delete NAME'; to delete a run: history delete ID");
 	if (!strcmp(sub, "delete") && parse_id(o->args[1], &id))
 		return -1;
+	if (!strcmp(sub, "merge") && (o->nargs < 2 || !o->args[1][0]))
+		return nw_error("'history merge' needs a history file: ncclwatch history merge FILE.db");
 	if ((!strcmp(sub, "show") || !strcmp(sub, "export")) && o->nargs < 2)
 		return nw_error("'history %s' needs a run id%s", sub, strcmp(sub, "export") ? "" : " or 'all'");
 	return 0;
@@ -500,13 +537,13 @@ int cmd_history(int argc, char **argv)
 		if (!strcmp(sub, subs[i].name))
 			sc = &subs[i];
 	if (!sc)
-		return nw_error("unknown history command '%s': list, show, export, delete, baseline or sync", sub), 2;
+		return nw_error("unknown history command '%s': list, show, export, delete, baseline, sync or merge", sub), 2;
 	if (check_form(sub, sc->max_args, &o))
 		return 2;
 	if (!sc->fn)
 		return do_sync(&o);
 	struct nw_store *s;
-	if (open_db(&o, &s))
+	if (open_db(&o, sc->fn == do_merge ? NW_STORE_WRITE : NW_STORE_READ, &s))
 		return 2;
 	int rc = sc->fn(s, &o) ? 2 : 0;
 	nw_store_close(s);

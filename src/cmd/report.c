@@ -1,5 +1,6 @@
 /* ncclwatch report: one self-contained HTML page (or one SVG chart) of runs. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +19,15 @@
 const char usage_report[] =
 	"usage: ncclwatch report A [B ...] -o FILE.html [options]\n"
 	"       ncclwatch report A [B ...] --svg FILE.svg [--op OP] [options]\n"
+	"       ncclwatch report --fleet -o FILE.html [--threshold PCT] [--db PATH]\n"
 	"\n"
 	"Write one self-contained HTML page (inline SVG and CSS, no script, nothing\n"
 	"fetched: it opens offline and can be attached to a ticket) with, for each\n"
 	"op, busbw against message size on a log2 axis, every run overlaid, and the\n"
 	"link bandwidth line when known; with two runs, the comparison of B against A\n"
 	"(as 'ncclwatch compare' does); and the runs' fingerprints side by side.\n"
-	"With --svg, write only the chart of one op.\n"
+	"With --svg, write only the chart of one op. With --fleet, a heatmap of\n"
+	"every host's latest check against its peers (see 'ncclwatch fleet').\n"
 	"\n"
 	"A, B ... are each: a run id from 'ncclwatch history', a baseline name, an\n"
 	"ncclwatch results JSON file, or an nccl-tests output (text or -J JSON);\n"
@@ -37,6 +40,8 @@ const char usage_report[] =
 	"  --link-gbs X         draw the link line at X GB/s (default: from the runs)\n"
 	"  --inplace            chart in-place rows (default out-of-place)\n"
 	"  --title TEXT         page title\n"
+	"  --fleet              the fleet heatmap of the history (no runs given)\n"
+	"  --threshold PCT      with --fleet: outlier below PCT% of the median (default 90)\n"
 	"  --tolerance PCT      for the comparison table (default 5)\n"
 	"  --latency-tolerance PCT, --latency-below SIZE, --min-size SIZE\n"
 	"                       as in 'ncclwatch compare'\n"
@@ -48,28 +53,40 @@ const char usage_report[] =
 
 #define MAX_RUNS 16
 
+/* What a report writes: the page or one chart of runs, or the fleet page. */
+struct page {
+	int svg;
+	const struct nw_report_input *in;
+	const struct nw_report_opts *o;
+	const char *op;
+	const struct nw_fleet *fleet;
+};
+
+static int emit(FILE *f, const struct page *p, char *err, size_t errlen)
+{
+	if (p->fleet)
+		return nw_report_fleet_html(f, p->fleet, p->o->title, err, errlen);
+	return p->svg ? nw_svg_chart(f, p->in, p->op, p->o, err, errlen) : nw_report_html(f, p->in, p->o, err, errlen);
+}
+
 /*
  * Write through a temporary file renamed into place, so a failed report
  * never leaves half a page where a good one was. A path that is not a
  * regular file (a device, a pipe) is written to directly: a rename would
  * replace it.
  */
-static int write_out(const char *path, int svg, const struct nw_report_input *in,
-                     const struct nw_report_opts *o, const char *op)
+static int write_out(const char *path, const struct page *p)
 {
 	char err[NW_ERRLEN];
 	struct stat st;
-	if (!strcmp(path, "-")) {
-		int rc = svg ? nw_svg_chart(stdout, in, op, o, err, sizeof(err))
-		             : nw_report_html(stdout, in, o, err, sizeof(err));
-		return rc ? nw_error("%s", err) : 0;
-	}
+	if (!strcmp(path, "-"))
+		return emit(stdout, p, err, sizeof(err)) ? nw_error("%s", err) : 0;
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		/* a device or a pipe (/dev/null, /dev/stdout): written to, never renamed over */
 		FILE *f = fopen(path, "w");
 		if (!f)
 			return nw_error("cannot write '%s': %s", path, strerror(errno));
-		int rc = svg ? nw_svg_chart(f, in, op, o, err, sizeof(err)) : nw_report_html(f, in, o, err, sizeof(err));
+		int rc = emit(f, p, err, sizeof(err));
 		if (fclose(f) != 0 && !rc)
 			rc = nw_seterr(err, sizeof(err), "cannot write '%s': %s", path, strerror(errno));
 		return rc ? nw_error("%s", err) : 0;
@@ -81,7 +98,7 @@ static int write_out(const char *path, int svg, const struct nw_report_input *in
 		free(tmp);
 		return -1;
 	}
-	int rc = svg ? nw_svg_chart(f, in, op, o, err, sizeof(err)) : nw_report_html(f, in, o, err, sizeof(err));
+	int rc = emit(f, p, err, sizeof(err));
 	if (fclose(f) != 0 && !rc)
 		rc = nw_seterr(err, sizeof(err), "cannot write '%s': %s", path, strerror(errno));
 	if (!rc && rename(tmp, path) != 0)
@@ -102,9 +119,11 @@ struct report_args {
 	struct nw_report_opts o;
 	const char *specs[MAX_RUNS], *out, *svg, *op;
 	size_t nspecs;
+	int fleet;
+	double threshold;
 };
 
-enum { O_SVG = NW_OPT_LOCAL, O_OP, O_LINK_GBS, O_TITLE, O_INPLACE };
+enum { O_SVG = NW_OPT_LOCAL, O_OP, O_LINK_GBS, O_TITLE, O_INPLACE, O_FLEET, O_THRESHOLD };
 
 /* One option's value into a; 0, or -1 after printing. */
 static int take_opt(int opt, const char *v, const char *name, struct report_args *a)
@@ -118,6 +137,13 @@ static int take_opt(int opt, const char *v, const char *name, struct report_args
 	case O_OP: a->op = v; return 0;
 	case O_TITLE: a->o.title = v; return 0;
 	case O_INPLACE: a->o.inplace = 1; return 0;
+	case O_FLEET: a->fleet = 1; return 0;
+	case O_THRESHOLD:
+		if (nw_parse_percent(v, &a->threshold, "--threshold", err, sizeof(err)))
+			return nw_error("%s", err);
+		if (a->threshold <= 0 || a->threshold > 1)
+			return nw_error("--threshold '%s' is out of range: give a percentage of the median above 0 and at most 100 (e.g. 90)", v);
+		return 0;
 	case O_LINK_GBS:
 		return nw_parse_double(v, 0.001, 1e6, &a->o.link_gbs, "--link-gbs", err, sizeof(err)) ? nw_error("%s", err) : 0;
 	default: {
@@ -127,6 +153,19 @@ static int take_opt(int opt, const char *v, const char *name, struct report_args
 		return nw_cli_store_read_opt("report", opt, v, &a->so) < 0 ? -1 : 0;
 	}
 	}
+}
+
+/* report --fleet takes the whole history: no runs, an HTML page only. */
+static int fleet_form(const struct report_args *a)
+{
+	if (a->nspecs)
+		return nw_error("report --fleet reads every host's latest check from the history: it takes no runs ('%s')",
+		                a->specs[0]);
+	if (a->svg || a->op)
+		return nw_error("report --fleet writes an HTML page: give -o FILE.html, not --svg or --op");
+	if (!a->out)
+		return nw_error("say where to write: report --fleet -o FILE.html");
+	return 0;
 }
 
 /* Options anywhere, runs as operands; then whether they make one report. */
@@ -139,6 +178,8 @@ static int parse(int argc, char **argv, struct report_args *a)
 		{ "title", required_argument, NULL, O_TITLE },
 		NW_CLI_CMP_LONGOPTS,
 		{ "inplace", no_argument, NULL, O_INPLACE },
+		{ "fleet", no_argument, NULL, O_FLEET },
+		{ "threshold", required_argument, NULL, O_THRESHOLD },
 		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -151,6 +192,10 @@ static int parse(int argc, char **argv, struct report_args *a)
 			return nw_error("too many runs (at most %d in one report)", MAX_RUNS);
 		a->specs[a->nspecs++] = argv[i];
 	}
+	if (a->fleet)
+		return fleet_form(a);
+	if (a->threshold)
+		return nw_error("--threshold belongs to 'report --fleet'");
 	if (!a->nspecs)
 		return nw_error("report needs at least one run: ncclwatch report A [B ...] -o FILE.html");
 	int nstdin = 0;
@@ -193,8 +238,28 @@ static int write_report(const struct report_args *a, const struct nw_report_inpu
 		}
 		op = ops[0];
 	}
-	int rc = write_out(a->svg ? a->svg : a->out, a->svg != NULL, in, &a->o, op);
+	struct page p = { a->svg != NULL, in, &a->o, op, NULL };
+	int rc = write_out(a->svg ? a->svg : a->out, &p);
 	free(ops);
+	return rc;
+}
+
+/* report --fleet: the heatmap of every host's latest check. */
+static int fleet_report(const struct report_args *a)
+{
+	char path[PATH_MAX], err[NW_ERRLEN];
+	struct nw_store *s;
+	struct nw_fleet f;
+	if (nw_store_path(&a->so, path, sizeof(path), err, sizeof(err)) ||
+	    nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)))
+		return nw_error("%s", err), 2;
+	int rc = nw_fleet_build(s, a->threshold ? a->threshold : NW_FLEET_THRESHOLD, &f, err, sizeof(err));
+	nw_store_close(s);
+	if (rc)
+		return nw_error("%s", err), 2;
+	struct page p = { 0, NULL, &a->o, NULL, &f };
+	rc = write_out(a->out, &p) ? 2 : 0;
+	nw_fleet_release(&f);
 	return rc;
 }
 
@@ -205,6 +270,8 @@ int cmd_report(int argc, char **argv)
 	nw_cmp_opts_default(&a.o.cmp);
 	if (parse(argc, argv, &a))
 		return 2;
+	if (a.fleet)
+		return fleet_report(&a);
 	struct nw_run runs[MAX_RUNS];
 	const struct nw_run *rp[MAX_RUNS];
 	char labels[MAX_RUNS][300], err[NW_ERRLEN];

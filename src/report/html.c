@@ -336,6 +336,17 @@ static int chart_section(FILE *f, const struct nw_report_input *in, const struct
 	return charts;
 }
 
+void nw_html_head(FILE *f, const char *title, const char *style)
+{
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+	      "<title>", f);
+	esc(f, title);
+	fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", style);
+	esc(f, title);
+	fputs("</h1>\n", f);
+}
+
 int nw_report_html(FILE *f, const struct nw_report_input *in, const struct nw_report_opts *o,
                    char *err, size_t errlen)
 {
@@ -349,13 +360,8 @@ int nw_report_html(FILE *f, const struct nw_report_input *in, const struct nw_re
 	const char *title = o->title && *o->title ? o->title : "ncclwatch report";
 	char now[32];
 	nw_utc_iso(now, sizeof(now));
-	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-	      "<title>", f);
-	esc(f, title);
-	fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", css);
-	esc(f, title);
-	fprintf(f, "</h1>\n<p class=\"meta\">generated %s by ncclwatch %s; busbw as nccl-tests computes it "
+	nw_html_head(f, title, css);
+	fprintf(f, "<p class=\"meta\">generated %s by ncclwatch %s; busbw as nccl-tests computes it "
 	           "(GB = 10<sup>9</sup> bytes); %s rows</p>\n",
 	        now, NW_VERSION, o->inplace ? "in-place" : "out-of-place");
 	fputs("<h2>Runs</h2>\n", f);

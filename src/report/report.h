@@ -6,7 +6,7 @@
  *
  * One header for the report module, which has no report.c: svg.c
  * implements the charts (nw_svg_chart, nw_report_ops, nw_xml_escape),
- * html.c the page (nw_report_html).
+ * html.c the page (nw_report_html), fleet.c the fleet heatmap.
  */
 #ifndef NW_REPORT_H
 #define NW_REPORT_H
@@ -16,6 +16,7 @@
 
 #include "model/result.h"
 #include "store/compare.h"
+#include "store/fleet.h"
 
 /* The runs of a report, in legend order. */
 struct nw_report_input {
@@ -51,7 +52,21 @@ int nw_svg_chart(FILE *f, const struct nw_report_input *in, const char *op,
 int nw_report_html(FILE *f, const struct nw_report_input *in, const struct nw_report_opts *o,
                    char *err, size_t errlen);
 
+/*
+ * The start of a self-contained page: doctype, a Content-Security-Policy
+ * that loads nothing, title, inline style, <body> and the <h1> title.
+ */
+void nw_html_head(FILE *f, const char *title, const char *style);
+
 /* Write s with &, <, >, " and ' escaped for XML/HTML text and attributes. */
 void nw_xml_escape(FILE *f, const char *s);
+
+/*
+ * The fleet page (fleet.c): one self-contained HTML heatmap, a row per host
+ * (outliers first, marked, with what differs on them), a column per op and
+ * size, each cell the host's busbw as a share of its peers' median.
+ * title NULL: "ncclwatch fleet". -1 with err when the fleet has no host.
+ */
+int nw_report_fleet_html(FILE *f, const struct nw_fleet *fl, const char *title, char *err, size_t errlen);
 
 #endif

@@ -95,10 +95,16 @@ static int send_one(struct nw_store *s, const char *db, const char *file, char *
 	json_decref(doc);
 	if (rc)
 		return -1;
-	long long id;
-	rc = nw_store_insert(s, &run, &id, err, errlen);
+	/* sent before, but its file was not removed (the sender died after the commit): stored once */
+	char key[NW_STORE_KEY_LEN];
+	nw_store_run_key(&run, key, sizeof(key));
+	rc = nw_store_has_key(s, key, err, errlen);
+	if (rc == 0) {
+		long long id;
+		rc = nw_store_insert(s, &run, &id, err, errlen);
+	}
 	nw_run_release(&run);
-	return rc;
+	return rc < 0 ? -1 : 0;
 }
 
 int nw_spool_send(struct nw_store *s, const char *db, size_t *sent, size_t *left, char *err,

@@ -1,5 +1,6 @@
 #include "store/store.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,16 @@ static const struct migration migrations[] = {
 	  " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
 	  " set_time TEXT NOT NULL);"
 	  "CREATE INDEX runs_host ON runs(host);" },
+	{ 3,
+	  /* content_key: what identifies a run across databases (history merge);
+	     NULL in runs recorded before version 3 until a merge fills it */
+	  "ALTER TABLE runs ADD COLUMN content_key TEXT;"
+	  "CREATE INDEX runs_content_key ON runs(content_key);"
+	  "CREATE INDEX runs_source_host_time ON runs(source, host, time);" },
 };
+
+static void run_key(const struct nw_run *run, const char *time, char *out, size_t len);
+static int query_int(struct nw_db *db, const char *sql, struct nw_db_param p, long long *out);
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == NW_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -343,6 +353,16 @@ static int insert_rows(struct nw_store *s, long long id, const struct nw_run *ru
 	return 0;
 }
 
+/* The highest busbw of any row (0 with no rows). */
+static double run_peak_busbw(const struct nw_run *run)
+{
+	double peak = 0;
+	for (size_t i = 0; i < run->nrows; i++)
+		if (run->rows[i].busbw_gbs > peak)
+			peak = run->rows[i].busbw_gbs;
+	return peak;
+}
+
 /* The whole insert, inside a transaction the caller holds. */
 static int insert_run(struct nw_store *s, const struct nw_run *run, long long *id_out, char *err,
                       size_t errlen)
@@ -350,10 +370,7 @@ static int insert_run(struct nw_store *s, const struct nw_run *run, long long *i
 	const struct nw_run_header *h = &run->h;
 	char ops[1024];
 	run_ops(run, ops, sizeof(ops));
-	double peak = 0;
-	for (size_t i = 0; i < run->nrows; i++)
-		if (run->rows[i].busbw_gbs > peak)
-			peak = run->rows[i].busbw_gbs;
+	double peak = run_peak_busbw(run);
 	char now[32];
 	const char *t = h->time;
 	if (!t[0]) {
@@ -361,20 +378,22 @@ static int insert_run(struct nw_store *s, const struct nw_run *run, long long *i
 		t = now;
 	}
 	char *extra = h->extra ? json_dumps(h->extra, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	char key[NW_STORE_KEY_LEN];
+	run_key(run, t, key, sizeof(key));
 	const struct nw_db_param p[] = {
 		NW_DB_TEXT(t), NW_DB_TEXT(h->host), NW_DB_TEXT(h->source), NW_DB_TEXT(h->backend),
 		NW_DB_TEXT(h->tool_version), NW_DB_TEXT(h->nccl_version), NW_DB_TEXT(h->nccl_path),
 		NW_DB_TEXT(h->driver), NW_DB_TEXT(h->cuda_driver), NW_DB_TEXT(h->gpus), NW_DB_TEXT(h->cmdline),
 		NW_DB_TEXT(h->input), NW_DB_INT(h->nranks), NW_DB_INT(h->nhosts), NW_DB_TEXT(ops),
 		NW_DB_REAL(peak), NW_DB_INT((long long)run->nrows), extra ? NW_DB_TEXT(extra) : NW_DB_NULL,
-		NW_DB_REAL(h->link_gbs),
+		NW_DB_REAL(h->link_gbs), NW_DB_TEXT(key),
 	};
 	long long id = 0;
 	int rc = s->db->drv->insert_id(s->db,
 	                               "INSERT INTO runs(time, host, source, backend, tool_version, nccl_version,"
 	                               " nccl_path, driver, cuda_driver, gpus, cmdline, input, nranks, nhosts, ops,"
-	                               " peak_busbw, nrows, extra, link_gbs)"
-	                               " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)",
+	                               " peak_busbw, nrows, extra, link_gbs, content_key)"
+	                               " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)",
 	                               p, (int)NW_ARRAY_LEN(p), &id);
 	free(extra);
 	if (rc)
@@ -419,6 +438,10 @@ int nw_store_insert(struct nw_store *s, struct nw_run *run, long long *id_out, c
 	long long id = 0;
 	double until = nw_now() + s->db->lock_wait_s, pause = 0.02;
 	unsigned seed = (unsigned)getpid() ^ (unsigned)(nw_now() * 1e6);
+	if (!run->h.time[0])
+		nw_utc_iso(run->h.time, sizeof(run->h.time)); /* one time, so every attempt has one content key */
+	char key[NW_STORE_KEY_LEN];
+	run_key(run, run->h.time, key, sizeof(key));
 	for (;;) {
 		if (insert_once(s, run, &id, err, errlen) == 0)
 			break;
@@ -427,8 +450,10 @@ int nw_store_insert(struct nw_store *s, struct nw_run *run, long long *id_out, c
 			return -1;
 		pause_s(pause * (0.5 + (double)(rand_r(&seed) % 1000) / 1000.0));
 		pause = pause * 2 > 1.0 ? 1.0 : pause * 2;
-		if (cls == NW_DB_LOST)
-			nw_db_pg_reset(s->db);
+		/* the connection may have dropped after the server committed: then the run is there */
+		if (cls == NW_DB_LOST && !nw_db_pg_reset(s->db) &&
+		    query_int(s->db, "SELECT max(id) FROM runs WHERE content_key = $1", NW_DB_TEXT(key), &id) == 1 && id > 0)
+			break;
 	}
 	if (id_out)
 		*id_out = id;
@@ -846,5 +871,195 @@ int nw_store_sync(const struct nw_store_opts *o, size_t *sent, size_t *left, cha
 		return -1;
 	int rc = nw_spool_send(s, path, sent, left, err, errlen);
 	nw_store_close(s);
+	return rc;
+}
+
+/* ---- fleet queries and merging (schema version 3) ---- */
+
+static uint64_t fnv_add(uint64_t h, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		h ^= *p;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* run's content key with time standing for its header's (which may be empty before insert). */
+static void run_key(const struct nw_run *run, const char *time, char *out, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	char line[256];
+	for (size_t i = 0; i < run->nrows; i++) {
+		const struct nw_row *r = &run->rows[i];
+		snprintf(line, sizeof(line), "%s|%s|%s|%d|%" PRIu64 "|%" PRIu64 "|%d|%d|%.17g|%.17g|%.17g|%lld\n",
+		         r->op, r->dtype, r->redop, r->root, r->size_bytes, r->count, r->nranks, r->inplace,
+		         r->time_us, r->algbw_gbs, r->busbw_gbs, (long long)r->wrong);
+		h = fnv_add(h, line);
+	}
+	const json_t *fp = run->h.extra ? json_object_get(run->h.extra, "fingerprint") : NULL;
+	char *fps = fp ? json_dumps(fp, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	h = fnv_add(h, fps ? fps : "null");
+	free(fps);
+	snprintf(out, len, "%s %s %s %016" PRIx64, time, run->h.host, run->h.source, h);
+}
+
+void nw_store_run_key(const struct nw_run *run, char *out, size_t len)
+{
+	run_key(run, run->h.time, out, len);
+}
+
+int nw_store_has_key(struct nw_store *s, const char *key, char *err, size_t errlen)
+{
+	long long n = 0;
+	if (query_int(s->db, "SELECT count(*) FROM runs WHERE content_key = $1", NW_DB_TEXT(key), &n) < 0)
+		return db_err(s, "looking a run up", err, errlen);
+	return n > 0;
+}
+
+/* Ids of the runs without a content key; *ids is the caller's to free(). */
+static int keyless_ids(struct nw_store *s, long long **ids, size_t *n, char *err, size_t errlen)
+{
+	const struct nw_db_driver *d = s->db->drv;
+	struct nw_db_rows *r;
+	*ids = NULL;
+	*n = 0;
+	if (d->query(s->db, "SELECT id FROM runs WHERE content_key IS NULL ORDER BY id", NULL, 0, &r))
+		return db_err(s, "finding runs without a key", err, errlen);
+	size_t cap = 0;
+	int step;
+	while ((step = d->next(r)) == 1) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*ids = nw_realloc(*ids, cap * sizeof(**ids));
+		}
+		(*ids)[(*n)++] = d->integer(r, 0);
+	}
+	d->done(r);
+	if (step != 0) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+		return db_err(s, "finding runs without a key", err, errlen);
+	}
+	return 0;
+}
+
+/* Key run id (already loaded as run) inside the caller's transaction. */
+static int set_key(struct nw_store *s, long long id, const struct nw_run *run, char *err, size_t errlen)
+{
+	char key[NW_STORE_KEY_LEN];
+	nw_store_run_key(run, key, sizeof(key));
+	const struct nw_db_param p[] = { NW_DB_TEXT(key), NW_DB_INT(id) };
+	if (run_sql(s->db, "UPDATE runs SET content_key = $1 WHERE id = $2", p, 2))
+		return db_err(s, "keying a run", err, errlen);
+	return 0;
+}
+
+int nw_store_fill_keys(struct nw_store *s, size_t *n, char *err, size_t errlen)
+{
+	long long *ids;
+	size_t nids;
+	if (n)
+		*n = 0;
+	if (keyless_ids(s, &ids, &nids, err, errlen))
+		return -1;
+	if (!nids) {
+		free(ids);
+		return 0;
+	}
+	struct nw_db *db = s->db;
+	if (db->drv->begin(db, 0)) {
+		free(ids);
+		return db_err(s, "cannot lock the database to key old runs", err, errlen);
+	}
+	int rc = 0;
+	for (size_t i = 0; i < nids && !rc; i++) {
+		struct nw_run run;
+		rc = nw_store_load(s, ids[i], &run, err, errlen);
+		if (!rc) {
+			rc = set_key(s, ids[i], &run, err, errlen);
+			nw_run_release(&run);
+		}
+	}
+	free(ids);
+	if (!rc && db->drv->commit(db))
+		rc = db_err(s, "committing the keys of old runs", err, errlen);
+	if (rc) {
+		db->drv->rollback(db);
+		return -1;
+	}
+	if (n)
+		*n = nids;
+	return 0;
+}
+
+int nw_store_latest_checks(struct nw_store *s, struct nw_store_latest **out, size_t *n, char *err,
+                           size_t errlen)
+{
+	const struct nw_db_driver *d = s->db->drv;
+	struct nw_db_rows *r;
+	*out = NULL;
+	*n = 0;
+	if (d->query(s->db,
+	             "SELECT r.id, r.host, r.time FROM runs r"
+	             " JOIN (SELECT host, max(time) AS t FROM runs WHERE source = 'check' GROUP BY host) m"
+	             " ON r.host = m.host AND r.time = m.t"
+	             " WHERE r.source = 'check' ORDER BY r.host, r.id DESC",
+	             NULL, 0, &r))
+		return db_err(s, "finding the latest checks", err, errlen);
+	size_t cap = 0;
+	int step;
+	while ((step = d->next(r)) == 1) {
+		const char *host = d->text(r, 1);
+		if (*n && host && !strcmp((*out)[*n - 1].host, host))
+			continue; /* the same host at the same time: the highest id came first */
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*out = nw_realloc(*out, cap * sizeof(**out));
+		}
+		struct nw_store_latest *l = &(*out)[(*n)++];
+		l->id = d->integer(r, 0);
+		col_text(r, d, 1, l->host, sizeof(l->host));
+		col_text(r, d, 2, l->time, sizeof(l->time));
+	}
+	d->done(r);
+	if (step != 0) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return db_err(s, "finding the latest checks", err, errlen);
+	}
+	return 0;
+}
+
+int nw_store_merge(struct nw_store *dst, struct nw_store *src, size_t *added, size_t *skipped,
+                   char *err, size_t errlen)
+{
+	size_t nadd = 0, nskip = 0, nids = 0;
+	long long *ids = NULL;
+	int rc = nw_store_fill_keys(dst, NULL, err, errlen);
+	if (!rc)
+		rc = nw_store_ids(src, &ids, &nids, err, errlen);
+	for (size_t i = 0; i < nids && !rc; i++) {
+		struct nw_run run;
+		if ((rc = nw_store_load(src, ids[i], &run, err, errlen)))
+			break;
+		char key[NW_STORE_KEY_LEN];
+		nw_store_run_key(&run, key, sizeof(key));
+		int have = nw_store_has_key(dst, key, err, errlen);
+		if (have < 0)
+			rc = -1;
+		else if (have)
+			nskip++;
+		else if (!(rc = nw_store_insert(dst, &run, NULL, err, errlen)))
+			nadd++;
+		nw_run_release(&run);
+	}
+	free(ids);
+	if (added)
+		*added = nadd;
+	if (skipped)
+		*skipped = nskip;
 	return rc;
 }

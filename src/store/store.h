@@ -75,7 +75,7 @@ int nw_store_path(const struct nw_store_opts *o, char *buf, size_t len, char *er
 int nw_store_sync(const struct nw_store_opts *o, size_t *sent, size_t *left, char *err, size_t errlen);
 
 /* The schema version this code writes (PRAGMA user_version). */
-#define NW_STORE_SCHEMA_VERSION 2
+#define NW_STORE_SCHEMA_VERSION 3
 /* PRAGMA application_id of our files: "NCWH". */
 #define NW_STORE_APP_ID 0x4e435748
 
@@ -157,5 +157,49 @@ struct nw_store_baseline {
 /* Every baseline, by name; *out is the caller's to free(). */
 int nw_store_baseline_list(struct nw_store *s, struct nw_store_baseline **out, size_t *n,
                            char *err, size_t errlen);
+
+/*
+ * Fleet queries and merging (schema version 3). A run's content key says
+ * what it is wherever it is stored: "TIME HOST SOURCE HASH", HASH being 16
+ * hex digits of FNV-1a over its rows and its fingerprint. Two databases
+ * holding the same recorded run give it the same key.
+ */
+#define NW_STORE_KEY_LEN 320
+
+/* The content key of run, as it is (or would be) stored. */
+void nw_store_run_key(const struct nw_run *run, char *out, size_t len);
+
+/* 1 when a run with this content key is stored, 0 when none, -1 with err. */
+int nw_store_has_key(struct nw_store *s, const char *key, char *err, size_t errlen);
+
+/*
+ * Give every run recorded before schema version 3 its content key (one
+ * transaction). *n (may be NULL) gets how many were filled. -1 with err.
+ */
+int nw_store_fill_keys(struct nw_store *s, size_t *n, char *err, size_t errlen);
+
+/* One host's latest check run. */
+struct nw_store_latest {
+	long long id;
+	char host[256];
+	char time[32];
+};
+
+/*
+ * The latest run of source "check" of every host (the highest id where one
+ * host has two at the same time), by host name; *out is the caller's to
+ * free(). Uses the index runs(source, host, time).
+ */
+int nw_store_latest_checks(struct nw_store *s, struct nw_store_latest **out, size_t *n, char *err,
+                           size_t errlen);
+
+/*
+ * Copy every run of src into dst that dst does not hold yet (by content
+ * key), each in its own transaction; baselines are not copied. *added and
+ * *skipped (may be NULL) get the counts. -1 with err (runs copied before
+ * the error stay).
+ */
+int nw_store_merge(struct nw_store *dst, struct nw_store *src, size_t *added, size_t *skipped,
+                   char *err, size_t errlen);
 
 #endif

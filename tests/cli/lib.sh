@@ -49,3 +49,12 @@ exporter_port() {
 }
 # A crash (signal) is never acceptable: exit codes 128+ fail.
 expect_no_crash() { if [ "$RC" -lt 128 ]; then ok "$1"; else notok "$1" "killed by signal $((RC - 128))"; fi; }
+# screenshot HTML PNG WIDTH,HEIGHT: HTML rendered by headless Chromium into PNG
+# (its log in PNG.log); the caller checks that chromium exists.
+screenshot() {
+	local prof
+	prof=$(mktemp -d "$TMP/prof.XXXXXX")
+	timeout 120 "$(command -v chromium || command -v chromium-browser)" --headless --no-sandbox --disable-gpu \
+		--disable-background-networking --disable-component-update --disable-sync --no-first-run \
+		--user-data-dir="$prof" --screenshot="$2" --window-size="$3" "file://$1" >"$2.log" 2>&1
+}

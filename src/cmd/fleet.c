@@ -1,0 +1,144 @@
+/* ncclwatch fleet: which host's latest check is slow against its peers, and what differs on it. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+#include "store/fleet.h"
+#include "store/store.h"
+#include "util/util.h"
+
+const char usage_fleet[] =
+	"usage: ncclwatch fleet [--threshold PCT] [--json] [--db PATH]\n"
+	"\n"
+	"Every host's latest check in the history, against the median of the\n"
+	"hosts with the same GPU model and count, at each op and size the checks\n"
+	"measured. A host below the threshold at any of them is an outlier: those\n"
+	"are listed first, with what differs in their fingerprint from the\n"
+	"majority of their peers (driver, NCCL version, topology hash, NCCL_*\n"
+	"variables). Record checks from every node into one database (--db, or\n"
+	"history merge FILE.db for nodes that kept their own).\n"
+	"\n"
+	"options:\n"
+	"  --threshold PCT  outlier below PCT% of the median busbw (default 90)\n"
+	"  --json           the whole table as JSON\n"
+	"  --db PATH        history database (default $NCCLWATCH_DB, else\n"
+	"                   $XDG_DATA_HOME/ncclwatch/history.db)\n"
+	"\n"
+	"exit status: 0 no outlier, 1 at least one outlier, 2 usage or history error\n";
+
+struct fleet_args {
+	struct nw_store_opts so;
+	double threshold;
+	int json;
+};
+
+enum { O_JSON = NW_OPT_LOCAL, O_THRESHOLD };
+
+static int parse(int argc, char **argv, struct fleet_args *a)
+{
+	static const struct option longopts[] = {
+		{ "threshold", required_argument, NULL, O_THRESHOLD },
+		{ "json", no_argument, NULL, O_JSON },
+		NW_CLI_STORE_LONGOPTS,
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+	char err[NW_ERRLEN];
+	while ((opt = nw_cli_next("fleet", argc, argv, "", longopts)) != -1) {
+		if (opt == -2)
+			return -1;
+		if (opt == O_JSON) {
+			a->json = 1;
+		} else if (opt == O_THRESHOLD) {
+			if (nw_parse_percent(optarg, &a->threshold, "--threshold", err, sizeof(err)))
+				return nw_error("%s", err);
+			if (a->threshold <= 0 || a->threshold > 1)
+				return nw_error("--threshold '%s' is out of range: give a percentage of the median above 0 and at most 100 (e.g. 90)",
+				                optarg);
+		} else if (nw_cli_store_read_opt("fleet", opt, optarg, &a->so) < 0) {
+			return -1;
+		}
+	}
+	return nw_cli_no_operands("fleet", argc, argv);
+}
+
+/* "all_reduce 128M: 350.12 GB/s, 89.9% of 389.30" for h's worst cell. */
+static void worst_text(const struct nw_fleet_host *h, char *buf, size_t len)
+{
+	if (!h->ncells) {
+		snprintf(buf, len, "no results");
+		return;
+	}
+	const struct nw_fleet_cell *c = &h->cells[h->worst_cell];
+	char size[32];
+	nw_format_size(c->size_bytes, size, sizeof(size));
+	snprintf(buf, len, "%s %s: %.2f GB/s, %.1f%% of %.2f", c->op, size, c->busbw, c->ratio * 100, c->median);
+}
+
+static void print_host(const struct nw_fleet_host *h, int wh)
+{
+	char worst[160];
+	worst_text(h, worst, sizeof(worst));
+	printf("  %-*s  %-7s  %-20s  %6.1f%%  %s\n", wh, h->host, h->verdict[0] ? h->verdict : "-", h->time,
+	       h->worst * 100, worst);
+	if (!h->outlier)
+		return;
+	if (!h->ndiffs)
+		printf("  %-*s  same fingerprint as its peers (driver, NCCL, topology, NCCL_* variables)\n", wh, "");
+	for (size_t k = 0; k < h->ndiffs; k++)
+		printf("  %-*s  differs: %s %s (fleet: %s)\n", wh, "", h->diffs[k].field,
+		       h->diffs[k].value[0] ? h->diffs[k].value : "unset", h->diffs[k].fleet[0] ? h->diffs[k].fleet : "unset");
+}
+
+static void print_text(const struct nw_fleet *f)
+{
+	int wh = 4;
+	for (size_t i = 0; i < f->nhosts; i++)
+		if ((int)strlen(f->hosts[i].host) > wh)
+			wh = (int)strlen(f->hosts[i].host);
+	printf("fleet: %zu host%s, latest check each; outlier below %.0f%% of the median of the same GPUs\n",
+	       f->nhosts, f->nhosts == 1 ? "" : "s", f->threshold * 100);
+	printf("  %-*s  %-7s  %-20s  %7s  %s\n", wh, "host", "verdict", "checked (UTC)", "worst", "at (busbw, share of median)");
+	for (size_t i = 0; i < f->nhosts; i++) {
+		if (i == 0 && f->noutliers)
+			printf("outliers (%zu):\n", f->noutliers);
+		if (i == f->noutliers)
+			printf("%s (%zu):\n", f->noutliers ? "the others" : "hosts", f->nhosts - f->noutliers);
+		print_host(&f->hosts[i], wh);
+	}
+}
+
+int cmd_fleet(int argc, char **argv)
+{
+	struct fleet_args a;
+	memset(&a, 0, sizeof(a));
+	a.threshold = NW_FLEET_THRESHOLD;
+	if (parse(argc, argv, &a))
+		return 2;
+	char path[PATH_MAX], err[NW_ERRLEN];
+	struct nw_store *s;
+	struct nw_fleet f;
+	if (nw_store_path(&a.so, path, sizeof(path), err, sizeof(err)) ||
+	    nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)))
+		return nw_error("%s", err), 2;
+	int rc = nw_fleet_build(s, a.threshold, &f, err, sizeof(err));
+	nw_store_close(s);
+	if (rc)
+		return nw_error("%s", err), 2;
+	if (a.json) {
+		json_t *doc = nw_fleet_to_json(&f);
+		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+		putchar('\n');
+		json_decref(doc);
+	} else if (!f.nhosts) {
+		fprintf(stderr, "no check runs in '%s': record one per node with 'ncclwatch check' (into this --db, "
+		        "or merge their files with 'history merge')\n", path);
+	} else {
+		print_text(&f);
+	}
+	rc = f.noutliers ? 1 : 0;
+	nw_fleet_release(&f);
+	return rc;
+}
