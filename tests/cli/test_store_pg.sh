@@ -66,10 +66,11 @@ run "$NW" import --db "$(dburi other)" "$A"
 expect_true "another program's database: non-zero" test "$RC" -ne 0
 expect_err "another program's database: said" "not an ncclwatch history database"
 expect_true "another program's database: left as it was" test "$(sql other "SELECT count(*) FROM pg_tables WHERE schemaname='public'")" = 1
+SCHEMA=$(sql nw "SELECT value FROM meta WHERE key = 'schema_version'")
 sql nw "UPDATE meta SET value = '99' WHERE key = 'schema_version'"
 run "$NW" import --db "$URI" "$A"
 expect_err "a newer schema: refused, naming it" "schema version 99, newer"
-sql nw "UPDATE meta SET value = '$(sql nw "SELECT 2")' WHERE key = 'schema_version'"
+sql nw "UPDATE meta SET value = '$SCHEMA' WHERE key = 'schema_version'"
 run "$NW" history --db "$URI" --csv
 expect_true "earlier runs intact after the faults" test "$(grep -c all_reduce "$OUT")" -eq 2
 
