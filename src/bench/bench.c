@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "bench/hostmem.h"
@@ -720,6 +721,44 @@ static int sweep(struct ctx *x)
 	return wrong || x->pairs_wrong ? 1 : 0;
 }
 
+/*
+ * Every process's host, pid and devices, gathered once: rank 0 keeps them
+ * in the header's extra as "devices" [{rank, host, pid, device}] (what
+ * nccl-tests' "Using devices" lists). 0, or -1 with err.
+ */
+static int gather_devices(struct nw_run *run, const struct nw_backend *be, struct nw_group *g, char *err,
+                          size_t errlen)
+{
+	struct { char host[64]; int pid, n, gpu[64]; } me, *all = nw_calloc((size_t)g->size, sizeof(me));
+	memset(&me, 0, sizeof(me));
+	nw_strlcpy(me.host, g->host, sizeof(me.host));
+	me.pid = (int)getpid();
+	me.n = be->nlocal < 64 ? be->nlocal : 64;
+	for (int i = 0; i < me.n; i++)
+		me.gpu[i] = be->gpu[i];
+	if (nw_group_allgather(g, &me, all, sizeof(me), err, errlen)) {
+		free(all);
+		return -1;
+	}
+	if (g->rank == 0) {
+		json_t *list = json_array();
+		for (int p = 0, rank = 0; p < g->size; p++)
+			for (int i = 0; i < all[p].n; i++) {
+				json_t *d = json_object();
+				json_object_set_new(d, "rank", json_integer(rank++));
+				json_object_set_new(d, "host", json_string(all[p].host));
+				json_object_set_new(d, "pid", json_integer(all[p].pid));
+				json_object_set_new(d, "device", json_integer(all[p].gpu[i]));
+				json_array_append_new(list, d);
+			}
+		if (!run->h.extra)
+			run->h.extra = json_object();
+		json_object_set_new(run->h.extra, "devices", list);
+	}
+	free(all);
+	return 0;
+}
+
 /* Put "rank R on HOST: " before the message in err, so that the rank that failed is named. */
 static void name_rank(const struct nw_group *g, char *err, size_t errlen)
 {
@@ -748,8 +787,11 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	if (!open_backend(o, g, &be, err, errlen) && (rc = backend_fits(o, be, err, errlen) * 2) == 0) {
 		struct ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
 		fill_header(&run->h, o, be, g);
-		ctx_init(&x, o, be, g);
-		rc = sweep(&x);
+		rc = -1;
+		if (!gather_devices(run, be, g, err, errlen)) {
+			ctx_init(&x, o, be, g);
+			rc = sweep(&x);
+		}
 	}
 	if (rc < 0 && g->size > 1) {
 		/* tell the others before they wait on us forever (a usage error stops every rank alike) */

@@ -9,6 +9,7 @@
 
 #include "cmd/cli.h"
 #include "gpu/nvml.h"
+#include "model/ntjson.h"
 #include "probe/expect.h"
 #include "probe/topo.h"
 #include "store/store.h"
@@ -168,7 +169,7 @@ static int take_opt(int c, const char *arg, const char *name, struct bench_cli *
 		return list_opt(c, arg, o, err, errlen);
 	case 'b': case 'e': case 'i': case 'f': case 'T': case 'r': case OPT_RDZV: case OPT_BACKEND:
 		return value_opt(c, arg, name, o, err, errlen);
-	case 'J':
+	case 'J': cli->nt_json_path = arg; nw_strlcpy(cli->nt_json_opt, name, sizeof(cli->nt_json_opt)); return 0;
 	case OPT_JSON: cli->json_path = arg; nw_strlcpy(cli->json_opt, name, sizeof(cli->json_opt)); return 0;
 	case OPT_CSV: cli->csv_path = arg; nw_strlcpy(cli->csv_opt, name, sizeof(cli->csv_opt)); return 0;
 	case OPT_PER_RANK: o->per_rank = 1; return 0;
@@ -273,12 +274,14 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 			return nw_error("%s: %s; see 'ncclwatch help %s'", cmd, err, cmd), 2;
 	}
 	if (nw_cli_no_operands(cmd, argc, argv) || check_sweep(&cli->o, cmd) ||
-	    check_output(cmd, cli->json_opt, cli->json_path) || check_output(cmd, cli->csv_opt, cli->csv_path))
+	    check_output(cmd, cli->json_opt, cli->json_path) || check_output(cmd, cli->csv_opt, cli->csv_path) ||
+	    check_output(cmd, cli->nt_json_opt, cli->nt_json_path))
 		return 2;
 	if (cli->o.pairs && !op_given)
 		cli->o.nops = 0; /* --pairs alone: only the pairs */
 	cli->cur_op = NULL;
-	cli->table = !(cli->json_path && !strcmp(cli->json_path, "-")) && !(cli->csv_path && !strcmp(cli->csv_path, "-"));
+	cli->table = !(cli->json_path && !strcmp(cli->json_path, "-")) && !(cli->csv_path && !strcmp(cli->csv_path, "-")) &&
+	             !(cli->nt_json_path && !strcmp(cli->nt_json_path, "-"));
 	return 0;
 }
 
@@ -508,6 +511,49 @@ static int write_out(const char *path, const struct nw_run *run, int per_rank, i
 	return 0;
 }
 
+/* -J's file for op: the path, or with several ops the op's name before the extension ("out.all_reduce.json"). */
+static void nt_json_file(const struct bench_cli *cli, const char *op, char *path, size_t len)
+{
+	const char *p = cli->nt_json_path, *dot = strrchr(p, '.'), *slash = strrchr(p, '/');
+	if (cli->o.nops <= 1 || !strcmp(p, "-"))
+		nw_strlcpy(path, p, len);
+	else if (dot && (!slash || dot > slash + 1))
+		snprintf(path, len, "%.*s.%s%s", (int)(dot - p), p, op, dot);
+	else
+		snprintf(path, len, "%s.%s", p, op);
+}
+
+/* -J: nccl-tests' JSON of op's rows into its file (nt_json_file). 0, or -1 after printing why. */
+static int write_nt_json(const struct bench_cli *cli, const struct nw_run *run, const char *op, int argc,
+                         char **argv)
+{
+	extern char **environ;
+	const struct nw_bench_opts *o = &cli->o;
+	char path[4096];
+	nt_json_file(cli, op, path, sizeof(path));
+	struct nw_nt_config c = {
+		.nthreads = run->h.nthreads > 0 ? run->h.nthreads : 1,
+		.ngpus = run->h.gpus_per_thread > 0 ? run->h.gpus_per_thread : 1,
+		.min_bytes = o->min_bytes, .max_bytes = o->max_bytes, .step_factor = o->step_factor,
+		.step_bytes = o->step_bytes, .warmup = o->warmup, .iters = o->iters, .agg_iters = o->agg_iters,
+		.validation = o->check, .graph = o->graph_launches, .blocking = o->blocking,
+		.prog = "ncclwatch", .argc = argc, .argv = argv, .envp = environ,
+	};
+	nw_strlcpy(c.start_time, cli->nt_start, sizeof(c.start_time));
+	int out = !strcmp(path, "-");
+	FILE *f = out ? stdout : fopen(path, "w");
+	if (!f)
+		return nw_error("cannot write '%s': %m", path);
+	int rc = nw_nt_write_json(f, run, op, &c);
+	if (out)
+		fputc('\n', f);
+	if (!out && fclose(f) != 0)
+		rc = -1;
+	if (rc)
+		return nw_error("writing '%s' failed: %m", path);
+	return 0;
+}
+
 int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 {
 	struct nw_run run;
@@ -515,6 +561,12 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 	argv[0] = (char *)cmd;
 	nw_header_fill_local(&run.h, cmd, argc, argv);
 	cli->run = &run;
+	nw_nt_json_now(cli->nt_start, sizeof(cli->nt_start));
+	for (int i = 0; cli->nt_json_path && cli->table && !other_rank() && i < cli->o.nops; i++) {
+		char path[4096];
+		nt_json_file(cli, nw_coll_get(cli->o.ops[i])->name, path, sizeof(path));
+		printf("# Writing JSON output to %s\n", path);
+	}
 	char err[NW_ERRLEN] = "";
 	int rc = nw_bench_run(&cli->o, &run, on_row, cli, err, sizeof(err));
 	int status;
@@ -545,6 +597,9 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 				status = 3;
 			if (cli->csv_path && write_out(cli->csv_path, &run, cli->o.per_rank, 0))
 				status = 3;
+			for (int i = 0; cli->nt_json_path && i < cli->o.nops; i++)
+				if (write_nt_json(cli, &run, nw_coll_get(cli->o.ops[i])->name, argc, argv))
+					status = 3;
 			long long id = 0;
 			char serr[NW_ERRLEN];
 			nw_fingerprint_collect(&run);

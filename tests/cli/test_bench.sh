@@ -112,3 +112,47 @@ expect_out "pairs + ops: the all_reduce table" "Collective test starting: all_re
 expect_true "pairs + ops: both in the JSON" python3 -c "
 import json; d=json.load(open('$TMP/pairs_ops.json'))
 assert d['run']['extra']['pairs']['pairs'] and {r['op'] for r in d['results']}=={'all_reduce'}"
+
+# -J: nccl-tests' own JSON, read by a reader written from nccl-tests' field list, shaped as the
+# reference file nccl-tests wrote; its rows are the table's, and import reads it back to the same rows.
+REF=${REFDIR:-}/h200x1-formats
+run mpi 2 -b 8 -e 1M -f 4 -J "$TMP/nt.json" --json "$TMP/ours.json"
+expect_rc "-J: exit 0" 0
+expect_out "-J: says where, as nccl-tests does" "^# Writing JSON output to $TMP/nt.json$"
+cp "$OUT" "$TMP/nt_table.txt"
+expect_true "-J: every field as nccl-tests' field list says" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$TMP/nt.json"
+if [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
+	expect_true "-J: the reference nt_ar.json's structure, key for key" \
+		python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$TMP/nt.json" --like "$REF/nt_ar.json"
+else
+	skip "-J against the reference structure" "no $REF"
+fi
+expect_true "-J: two ranks listed, the table's rows and figures" python3 - "$TMP/nt.json" "$TMP/ours.json" <<'PY'
+import json, sys
+nt, ours = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert nt["version"] == 3 and nt["args"][:2] == ["ncclwatch", "bench"], nt["args"]
+assert [d["rank"] for d in nt["config"]["devices"]] == [0, 1], nt["config"]["devices"]
+assert nt["config"]["minimum_bytes"] == 8 and nt["config"]["maximum_bytes"] == 1048576 and nt["config"]["step_factor"] == 4
+rows = {(r["size_bytes"], r["inplace"]): r for r in ours["results"]}
+assert len(nt["results"]) * 2 == len(rows) == 18, (len(nt["results"]), len(rows))
+for r in nt["results"]:
+    for p, ip in (("out_of_place", False), ("in_place", True)):
+        o = rows[(r["size"], ip)]
+        assert (r["count"], r["type"], r["redop"], r["root"]) == (o["count"], "float", "sum", "    -1"), r
+        assert abs(r[p]["time"] - o["time_us"]) < 1e-3 and abs(r[p]["bus_bw"] - o["busbw_gbs"]) < 1e-3, (r, o)
+        assert r[p]["nwrong"] == o["wrong"] == 0, r
+assert nt["out_of_bounds"] == {"count": 0, "okay": "true"}
+PY
+run "$NW" import --table --no-history "$TMP/nt.json"
+grep -E '^ +[0-9]' "$TMP/nt_table.txt" >"$TMP/want"
+grep -E '^ +[0-9]' "$OUT" >"$TMP/got"
+expect_true "-J: import reads it back to the table's rows" cmp -s "$TMP/want" "$TMP/got"
+run mpi 2 --op all_gather,broadcast -b 1K -e 4K -f 2 -J "$TMP/two.json"
+expect_rc "-J with two ops: exit 0" 0
+expect_true "-J with two ops: one file each, named by op" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$TMP/two.all_gather.json"
+expect_true "-J with two ops: broadcast's file has root and no redop" python3 -c "
+import json; d = json.load(open('$TMP/two.broadcast.json'))
+assert [r['redop'] for r in d['results']] == ['none'] * 3 and d['results'][0]['root'] == '     0', d['results'][0]"
+run "$NW" bench --backend mpi --no-history -b 8 -e 64 -J "$TMP"
+expect_rc "-J a directory: refused" 2
+expect_err "-J a directory: named" "-J '$TMP' is a directory"
