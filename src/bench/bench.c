@@ -160,8 +160,37 @@ static int capture_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes,
 	return be->ops->graph_end(be, x->err, x->errlen);
 }
 
-/* One timed batch; *usec gets this process's time per operation. */
-static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, double *usec)
+/*
+ * -I 1: every iteration timed on its own on the host clock, from its
+ * launch to its completion (each one waited for), into times (o->iters
+ * entries, us per operation); *usec gets their mean.
+ */
+static int time_iters(struct ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, const char *what,
+                      double *times, double *usec)
+{
+	const struct nw_bench_opts *o = x->o;
+	struct nw_backend *be = x->be;
+	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
+	double sum = 0;
+	for (int it = 0; it < o->iters; it++) {
+		c->shift = total_bytes * (it % steps);
+		double t0 = nw_now();
+		if (be->ops->launch(be, c, agg, x->err, x->errlen))
+			return -1;
+		double t_launched = nw_now();
+		if (be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
+			return -1;
+		times[it] = ((o->cputime ? t_launched : nw_now()) - t0) / agg * 1e6;
+		sum += times[it];
+	}
+	*usec = sum / o->iters;
+	c->shift = 0;
+	return 0;
+}
+
+/* One timed batch; *usec gets this process's time per operation (with -I 1, times gets each iteration's). */
+static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, double *usec,
+                      double *times)
 {
 	const struct nw_bench_opts *o = x->o;
 	struct nw_backend *be = x->be;
@@ -177,6 +206,8 @@ static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, ui
 		return -1;
 	if (nw_group_barrier(x->g, x->err, x->errlen))
 		return -1;
+	if (times)
+		return time_iters(x, c, total_bytes, steps, what, times, usec);
 	double t0, t_launched;
 	int graph = o->graph_launches > 0 && be->graphs;
 	if (graph) {
@@ -257,6 +288,30 @@ static int combine(struct ctx *x, double mine, struct nw_row *row)
 			}
 		free(info);
 	}
+	free(all);
+	return 0;
+}
+
+/*
+ * -I 1: each iteration's time of the slowest process (nccl-tests: "i_*
+ * uses max over process rows") into the row's iter_us. 0, or -1 with err.
+ */
+static int slowest_iters(struct ctx *x, const double *mine, struct nw_row *row)
+{
+	struct nw_group *g = x->g;
+	int n = x->o->iters;
+	double *all = nw_calloc((size_t)g->size * (size_t)n, sizeof(double));
+	if (nw_group_allgather(g, mine, all, (size_t)n * sizeof(double), x->err, x->errlen)) {
+		free(all);
+		return -1;
+	}
+	row->iter_us = nw_calloc((size_t)n, sizeof(double));
+	row->niter = n;
+	row->iter_skip = x->o->per_iter_skip;
+	for (int it = 0; it < n; it++)
+		for (int p = 0; p < g->size; p++)
+			if (all[(size_t)p * (size_t)n + (size_t)it] > row->iter_us[it])
+				row->iter_us[it] = all[(size_t)p * (size_t)n + (size_t)it];
 	free(all);
 	return 0;
 }
@@ -376,14 +431,21 @@ static int run_placement(struct ctx *x, const struct nw_coll *coll, struct nw_ca
 {
 	double mine;
 	row_init(r, coll, c, used, x->be->nranks);
-	if (time_batch(x, c, used, used, &mine) || combine(x, mine, r))
+	double *times = x->o->per_iter ? nw_calloc((size_t)x->o->iters, sizeof(double)) : NULL;
+	if (time_batch(x, c, used, used, &mine, times) || combine(x, mine, r) || (times && slowest_iters(x, times, r))) {
+		free(times);
+		nw_row_release(r);
 		return -1;
+	}
+	free(times);
 	nw_row_compute_bw(r);
 	if (x->o->check && (!c->inplace || coll->verify_inplace)) {
 		struct nw_pattern p = { .op = coll->op, .dtype = c->dtype, .redop = coll->has_redop ? c->redop : NW_SUM,
 		                        .root = c->root, .nranks = x->be->nranks, .count = c->count };
-		if (check_once(x, c, &p, &r->wrong))
+		if (check_once(x, c, &p, &r->wrong)) {
+			nw_row_release(r);
 			return -1;
+		}
 	}
 	return 0;
 }
@@ -406,8 +468,11 @@ static int run_size(struct ctx *x, const struct nw_coll *coll, struct nw_call *c
 			continue;
 		c->count = count;
 		c->inplace = ip;
-		if (run_placement(x, coll, c, used, &rows[ip]))
+		if (run_placement(x, coll, c, used, &rows[ip])) {
+			if (have[0])
+				nw_row_release(&rows[0]);
 			return -1;
+		}
 		if (rows[ip].wrong > 0)
 			*wrong += rows[ip].wrong;
 		have[ip] = 1;
@@ -463,7 +528,7 @@ static int time_pair(struct ctx *x, struct nw_call *c, double *all, double *t, i
 			return -1;
 	if (be->ops->wait(be, o->timeout_s, "sendrecv pair warm-up", x->err, x->errlen))
 		return -1;
-	if (time_batch(x, c, bytes, bytes, &mine) ||
+	if (time_batch(x, c, bytes, bytes, &mine, NULL) ||
 	    nw_group_allgather(x->g, &mine, all, sizeof(double), x->err, x->errlen))
 		return -1;
 	double ta = all[c->pair_a / be->nlocal], tb = all[c->pair_b / be->nlocal];

@@ -68,6 +68,7 @@ static const struct int_flag {
 	{ 'z', 0, 1, "blocking" },                 { 'G', 0, 1000000, "graph launches" },
 	{ 'a', 0, 3, "average" },                  { 'g', 1, 64, "GPUs per process" },
 	{ 't', 1, 64, "threads" },                 { 'C', 0, 1, "report CPU time" },
+	{ 'I', 0, 1, "per-iteration timing" },     { 'K', 0, 1000000, "per-iteration summary skip" },
 };
 
 /* A whole-number flag (one of int_flags) into o; 0, or -1 with err. */
@@ -92,6 +93,8 @@ static int int_opt(int c, const char *arg, const char *name, struct nw_bench_opt
 	case 'a': o->average = (enum nw_average)v; break;
 	case 'g': o->ngpus = (int)v; break;
 	case 't': o->nthreads = (int)v; break;
+	case 'I': o->per_iter = (int)v; break;
+	case 'K': o->per_iter_skip = (int)v; break;
 	default: o->cputime = (int)v; break;
 	}
 	return 0;
@@ -163,7 +166,7 @@ static int take_opt(int c, const char *arg, const char *name, struct bench_cli *
 {
 	struct nw_bench_opts *o = &cli->o;
 	switch (c) {
-	case 'n': case 'w': case 'm': case 'c': case 'z': case 'G': case 'a': case 'g': case 't': case 'C':
+	case 'n': case 'w': case 'm': case 'c': case 'z': case 'G': case 'a': case 'g': case 't': case 'C': case 'I': case 'K':
 		return int_opt(c, arg, name, o, err, errlen);
 	case 'o': case 'd': case OPT_OP:
 		return list_opt(c, arg, o, err, errlen);
@@ -194,6 +197,14 @@ static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
 		return nw_error("%s: -f 1 with -i 0 would never advance; give -f > 1 or -i > 0", cmd), 2;
 	if (o->oop_only && o->ip_only)
 		return nw_error("%s: --oop-only and --ip-only exclude each other", cmd), 2;
+	if (o->per_iter && o->graph_launches > 0)
+		return nw_error("%s: -I 1 times each iteration on its own; -G replays them as one graph: use one or the other",
+		                cmd), 2;
+	if (o->per_iter && o->iters > 1000000)
+		return nw_error("%s: -I 1 keeps every iteration's time: at most 1000000 iterations (-n %d)", cmd, o->iters), 2;
+	if (o->per_iter_skip && o->per_iter_skip >= o->iters)
+		return nw_error("%s: -K %d skips every iteration of -n %d; give -K below -n", cmd, o->per_iter_skip, o->iters),
+		       2;
 	return 0;
 }
 
@@ -248,6 +259,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		{ "ngpus", required_argument, NULL, 'g' }, { "nthreads", required_argument, NULL, 't' },
 		{ "report_cputime", required_argument, NULL, 'C' }, { "timeout", required_argument, NULL, 'T' },
 		{ "output_file", required_argument, NULL, 'J' },
+		{ "per_iter_timing", required_argument, NULL, 'I' }, { "per_iter_skip", required_argument, NULL, 'K' },
 		{ "op", required_argument, NULL, OPT_OP }, { "backend", required_argument, NULL, OPT_BACKEND },
 		{ "json", required_argument, NULL, OPT_JSON }, { "csv", required_argument, NULL, OPT_CSV },
 		{ "per-rank", no_argument, NULL, OPT_PER_RANK }, { "pairs", no_argument, NULL, OPT_PAIRS },
@@ -263,7 +275,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 	char err[NW_ERRLEN] = "";
 	int c, op_given = 0;
 	optind = 1;
-	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:", longs)) != -1) {
+	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:I:K:", longs)) != -1) {
 		if (c == -2)
 			return 2;
 		op_given |= c == OPT_OP;
@@ -315,9 +327,18 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 	       "agg iters: %d validation: %d graph: %d\n", h->nthreads > 0 ? h->nthreads : 1,
 	       h->gpus_per_thread > 0 ? h->gpus_per_thread : h->nranks, o->min_bytes, o->max_bytes, step, o->warmup,
 	       o->iters, o->agg_iters, o->check, o->graph_launches);
+	if (o->per_iter) {
+		printf("# Per-Iteration Report: host clock timing; i_* uses max over process rows");
+		if (o->per_iter_skip)
+			printf("; summary skips first %d iterations", o->per_iter_skip);
+		printf(" \n");
+	}
 	printf("#\n# Using devices: %s on %s%s (%d ranks)\n#\n", h->gpus, h->host, h->nhosts > 1 ? " and others" : "",
 	       h->nranks);
-	nw_nt_print_table_header(stdout);
+	if (o->per_iter)
+		nw_nt_print_table_header_iter(stdout);
+	else
+		nw_nt_print_table_header(stdout);
 }
 
 static void per_rank_line(const struct nw_row *r)
@@ -537,6 +558,7 @@ static int write_nt_json(const struct bench_cli *cli, const struct nw_run *run, 
 		.min_bytes = o->min_bytes, .max_bytes = o->max_bytes, .step_factor = o->step_factor,
 		.step_bytes = o->step_bytes, .warmup = o->warmup, .iters = o->iters, .agg_iters = o->agg_iters,
 		.validation = o->check, .graph = o->graph_launches, .blocking = o->blocking,
+		.per_iter = o->per_iter, .per_iter_skip = o->per_iter_skip,
 		.prog = "ncclwatch", .argc = argc, .argv = argv, .envp = environ,
 	};
 	nw_strlcpy(c.start_time, cli->nt_start, sizeof(c.start_time));

@@ -218,8 +218,7 @@ static void set_str(json_t *o, const char *k, const char *v)
 	json_object_set_new(o, k, json_string(v ? v : ""));
 }
 
-/* A row's per-iteration times: {"skipped_iterations", "min_us", "max_us", "p99_us", "cv_pct", "times_us"}. */
-static json_t *iters_to_json(const struct nw_row *r)
+json_t *nw_row_iters_to_json(const struct nw_row *r)
 {
 	json_t *o = json_object(), *t = json_array();
 	struct nw_iter_stats st;
@@ -236,8 +235,7 @@ static json_t *iters_to_json(const struct nw_row *r)
 	return o;
 }
 
-/* What iters_to_json wrote, into r (iter_us allocated); nothing when pi is not such an object. */
-static void iters_from_json(const json_t *pi, struct nw_row *r)
+void nw_row_iters_from_json(const json_t *pi, struct nw_row *r)
 {
 	const json_t *t = json_object_get(pi, "times_us");
 	size_t n = json_array_size(t);
@@ -306,7 +304,7 @@ json_t *nw_run_to_json(const struct nw_run *run, int per_rank)
 			json_object_set_new(o, "ranks", ranks);
 		}
 		if (r->niter > 0)
-			json_object_set_new(o, "per_iter", iters_to_json(r));
+			json_object_set_new(o, "per_iter", nw_row_iters_to_json(r));
 		json_array_append_new(rows, o);
 	}
 	json_t *doc = json_object();
@@ -398,7 +396,7 @@ int nw_run_from_json(const json_t *doc, struct nw_run *run, char *err, size_t er
 				t->time_us = get_num(x, "time_us", 0);
 			}
 		}
-		iters_from_json(json_object_get(o, "per_iter"), &r);
+		nw_row_iters_from_json(json_object_get(o, "per_iter"), &r);
 		nw_run_add(run, &r);
 	}
 	return 0;

@@ -113,6 +113,11 @@ int nw_run_has_iters(const struct nw_run *run);
 /* "# Out of bounds values : N OK|FAILED" and "# Avg bus bandwidth    : X " */
 void nw_nt_print_footer(FILE *f, int64_t wrong_total, double avg_busbw);
 
+/* A row's per-iteration times as JSON: {"skipped_iterations", "min_us", "max_us", "p99_us", "cv_pct", "times_us"}. */
+json_t *nw_row_iters_to_json(const struct nw_row *row);
+/* What nw_row_iters_to_json wrote into row (iter_us allocated); nothing when pi is not such an object. */
+void nw_row_iters_from_json(const json_t *pi, struct nw_row *row);
+
 /* JSON: {"schema":"ncclwatch.results/1","run":{...},"results":[...]} */
 json_t *nw_run_to_json(const struct nw_run *run, int per_rank);
 /* Parse what nw_run_to_json wrote; -1 with err filled on a bad document. */

@@ -60,6 +60,7 @@ static const struct migration migrations[] = {
 	  " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
 	  " set_time TEXT NOT NULL);"
 	  "CREATE INDEX runs_host ON runs(host);" },
+	{ 3, "ALTER TABLE results ADD COLUMN per_iter TEXT;" },
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == NW_STORE_SCHEMA_VERSION,
@@ -460,8 +461,8 @@ static int insert_rows(struct nw_store *s, long long id, const struct nw_run *ru
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
 	                       "INSERT INTO results(run_id, seq, op, dtype, redop, root, size_bytes, count,"
-	                       " nranks, inplace, time_us, algbw_gbs, busbw_gbs, wrong, ranks)"
-	                       " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       " nranks, inplace, time_us, algbw_gbs, busbw_gbs, wrong, ranks, per_iter)"
+	                       " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &st, NULL) != SQLITE_OK)
 		return db_err(s, "preparing the results insert", err, errlen);
 	int rc = 0;
@@ -500,8 +501,19 @@ static int insert_rows(struct nw_store *s, long long id, const struct nw_run *ru
 			sqlite3_bind_text(st, 15, ranks, -1, SQLITE_TRANSIENT);
 		else
 			sqlite3_bind_null(st, 15);
+		char *iters = NULL;
+		if (r->niter > 0) {
+			json_t *pi = nw_row_iters_to_json(r);
+			iters = json_dumps(pi, JSON_COMPACT);
+			json_decref(pi);
+		}
+		if (iters)
+			sqlite3_bind_text(st, 16, iters, -1, SQLITE_TRANSIENT);
+		else
+			sqlite3_bind_null(st, 16);
 		int step = sqlite3_step(st);
 		free(ranks);
+		free(iters);
 		if (step != SQLITE_DONE) {
 			rc = db_err(s, "inserting a result row", err, errlen);
 			break;
@@ -707,6 +719,11 @@ static void load_row(sqlite3_stmt *st, struct nw_row *r)
 	r->busbw_gbs = sqlite3_column_double(st, 10);
 	r->wrong = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 11);
 	load_rank_times(sqlite3_column_text(st, 12), r);
+	const unsigned char *iters = sqlite3_column_text(st, 13);
+	json_t *pi = iters ? json_loads((const char *)iters, 0, NULL) : NULL;
+	nw_row_iters_from_json(pi, r);
+	if (pi)
+		json_decref(pi);
 }
 
 /* Every results row of run id, in recorded order, appended to run. -1 with err. */
@@ -715,7 +732,7 @@ static int load_rows(struct nw_store *s, long long id, struct nw_run *run, char 
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
 	                       "SELECT op, dtype, redop, root, size_bytes, count, nranks, inplace, time_us,"
-	                       " algbw_gbs, busbw_gbs, wrong, ranks FROM results WHERE run_id = ? ORDER BY seq",
+	                       " algbw_gbs, busbw_gbs, wrong, ranks, per_iter FROM results WHERE run_id = ? ORDER BY seq",
 	                       -1, &st, NULL) != SQLITE_OK)
 		return db_err(s, "reading results", err, errlen);
 	sqlite3_bind_int64(st, 1, id);

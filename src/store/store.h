@@ -68,7 +68,7 @@ int nw_store_record(const struct nw_store_opts *o, struct nw_run *run, long long
 int nw_store_path(const struct nw_store_opts *o, char *buf, size_t len, char *err, size_t errlen);
 
 /* The schema version this code writes (PRAGMA user_version). */
-#define NW_STORE_SCHEMA_VERSION 2
+#define NW_STORE_SCHEMA_VERSION 3
 /* PRAGMA application_id of our files: "NCWH". */
 #define NW_STORE_APP_ID 0x4e435748
 

@@ -156,3 +156,44 @@ assert [r['redop'] for r in d['results']] == ['none'] * 3 and d['results'][0]['r
 run "$NW" bench --backend mpi --no-history -b 8 -e 64 -J "$TMP"
 expect_rc "-J a directory: refused" 2
 expect_err "-J a directory: named" "-J '$TMP' is a directory"
+
+# -I 1 / -K: every iteration timed; nccl-tests' per-iteration columns and header, its JSON, ours, history.
+run mpi 2 -b 8 -e 1M -f 4 -n 20 -I 1 -K 2 -J "$TMP/nti.json" --json "$TMP/oursi.json"
+expect_rc "-I 1 -K 2: exit 0" 0
+expect_out "-I 1: nccl-tests' report line" '^# Per-Iteration Report: host clock timing; i_\* uses max over process rows; summary skips first 2 iterations $'
+expect_true "-I 1: rows of 21 columns" sh -c "test \$(grep -E '^ +[0-9]' '$OUT' | awk '{print NF}' | sort -u) = 21"
+if [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
+	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/nt_ar_I.txt" >"$TMP/want"
+	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
+	expect_true "-I 1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
+	expect_true "-I 1 -J: the reference nt_ar_I.json's structure" \
+		python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$TMP/nti.json" --like "$REF/nt_ar_I.json"
+else
+	skip "-I 1 against the reference" "no $REF"
+fi
+expect_true "-I 1: 20 times per row, summary of the last 18, in both JSONs" python3 - "$TMP/nti.json" "$TMP/oursi.json" <<'PY'
+import json, sys
+nt, ours = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert nt["config"]["per_iter_timing"] == "true" and nt["config"]["per_iter_skip"] == 2
+for r in nt["results"]:
+    for p in ("out_of_place_per_iter", "in_place_per_iter"):
+        pi = r[p]
+        t = sorted(pi["times_us"][2:])
+        assert len(pi["times_us"]) == 20 and pi["skipped_iterations"] == 2, pi
+        assert abs(pi["min_us"] - t[0]) < 1e-3 and abs(pi["max_us"] - t[-1]) < 1e-3, pi
+for r in ours["results"]:
+    assert len(r["per_iter"]["times_us"]) == 20 and r["per_iter"]["skipped_iterations"] == 2, r
+PY
+run "$NW" import --table --no-history "$TMP/nti.json"
+grep -E '^ +[0-9]' "$OUT" | cut -c1-80 >"$TMP/got"
+expect_true "-I 1 -J: import reads it back (per-iteration columns too)" \
+	sh -c "test \$(grep -E '^ +[0-9]' '$OUT' | awk '{print NF}' | sort -u) = 21 && test \$(wc -l <'$TMP/got') = 9"
+run env NCCLWATCH_DB="$TMP/hi.db" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi -b 1K -e 4K -n 10 -I 1
+run "$NW" history show --db "$TMP/hi.db" 1
+expect_out "-I 1: history keeps the per-iteration times" 'i_min    i_max    i_p99    i_cv%'
+for bad in "-I 2" "-I 1 -G 2" "-n 5 -K 5" "-K x"; do
+	run "$NW" bench --backend mpi --no-history $bad
+	expect_rc "refused: $bad" 2
+done
+run "$NW" bench --backend mpi --no-history -n 5 -K 5
+expect_err "-K >= -n named" '-K 5 skips every iteration of -n 5'
