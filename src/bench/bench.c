@@ -188,6 +188,40 @@ static int time_iters(struct ctx *x, struct nw_call *c, uint64_t total_bytes, si
 	return 0;
 }
 
+/*
+ * -z 1..3, nccl-tests' blocking modes: 1 waits for each collective of a
+ * launch (-m) and then joins every rank at a barrier, 2 waits without the
+ * barrier, 3 waits for each launch of -m collectives and joins at a
+ * barrier, leaving the barrier out of the time. *usec: time per operation.
+ */
+static int time_blocking(struct ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, const char *what,
+                         double *usec)
+{
+	const struct nw_bench_opts *o = x->o;
+	struct nw_backend *be = x->be;
+	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
+	int inner = o->blocking == 3 ? 1 : agg, per = o->blocking == 3 ? agg : 1;
+	double t0 = nw_now(), barrier_s = 0;
+	for (int it = 0; it < o->iters; it++) {
+		c->shift = total_bytes * (it % steps);
+		for (int k = 0; k < inner; k++) {
+			if (be->ops->launch(be, c, per, x->err, x->errlen) ||
+			    be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
+				return -1;
+			if (o->blocking == 2)
+				continue;
+			double b0 = nw_now();
+			if (nw_group_barrier(x->g, x->err, x->errlen))
+				return -1;
+			if (o->blocking == 3)
+				barrier_s += nw_now() - b0;
+		}
+	}
+	*usec = (nw_now() - t0 - barrier_s) / ((double)o->iters * agg) * 1e6;
+	c->shift = 0;
+	return 0;
+}
+
 /* One timed batch; *usec gets this process's time per operation (with -I 1, times gets each iteration's). */
 static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, double *usec,
                       double *times)
@@ -221,13 +255,13 @@ static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, ui
 		t0 = nw_now();
 		if (be->ops->launch_many(be, c, agg, o->iters, total_bytes, steps, x->err, x->errlen))
 			return -1;
+	} else if (o->blocking) {
+		return time_blocking(x, c, total_bytes, steps, what, usec);
 	} else {
 		t0 = nw_now();
 		for (int it = 0; it < o->iters; it++) {
 			c->shift = total_bytes * (it % steps);
 			if (be->ops->launch(be, c, agg, x->err, x->errlen))
-				return -1;
-			if (o->blocking && be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
 				return -1;
 		}
 	}

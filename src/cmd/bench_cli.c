@@ -65,10 +65,11 @@ static const struct int_flag {
 } int_flags[] = {
 	{ 'n', 1, 100000000, "iterations" },     { 'w', 0, 100000000, "warm-up iterations" },
 	{ 'm', 1, 1024, "aggregated iterations" }, { 'c', 0, 1000000, "check" },
-	{ 'z', 0, 1, "blocking" },                 { 'G', 0, 1000000, "graph launches" },
+	{ 'z', 0, 3, "blocking" },                 { 'G', 0, 1000000, "graph launches" },
 	{ 'a', 0, 3, "average" },                  { 'g', 1, 64, "GPUs per process" },
 	{ 't', 1, 64, "threads" },                 { 'C', 0, 1, "report CPU time" },
 	{ 'I', 0, 1, "per-iteration timing" },     { 'K', 0, 1000000, "per-iteration summary skip" },
+	{ 'S', 0, 1, "report timestamps" },
 };
 
 /* A whole-number flag (one of int_flags) into o; 0, or -1 with err. */
@@ -95,6 +96,7 @@ static int int_opt(int c, const char *arg, const char *name, struct nw_bench_opt
 	case 't': o->nthreads = (int)v; break;
 	case 'I': o->per_iter = (int)v; break;
 	case 'K': o->per_iter_skip = (int)v; break;
+	case 'S': o->timestamps = (int)v; break;
 	default: o->cputime = (int)v; break;
 	}
 	return 0;
@@ -166,7 +168,7 @@ static int take_opt(int c, const char *arg, const char *name, struct bench_cli *
 {
 	struct nw_bench_opts *o = &cli->o;
 	switch (c) {
-	case 'n': case 'w': case 'm': case 'c': case 'z': case 'G': case 'a': case 'g': case 't': case 'C': case 'I': case 'K':
+	case 'n': case 'w': case 'm': case 'c': case 'z': case 'G': case 'a': case 'g': case 't': case 'C': case 'I': case 'K': case 'S':
 		return int_opt(c, arg, name, o, err, errlen);
 	case 'o': case 'd': case OPT_OP:
 		return list_opt(c, arg, o, err, errlen);
@@ -197,6 +199,9 @@ static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
 		return nw_error("%s: -f 1 with -i 0 would never advance; give -f > 1 or -i > 0", cmd), 2;
 	if (o->oop_only && o->ip_only)
 		return nw_error("%s: --oop-only and --ip-only exclude each other", cmd), 2;
+	if (o->blocking == 3 && o->graph_launches > 0)
+		return nw_error("%s: -z 3 waits and joins the ranks after each launch; -G replays them as one graph: use one "
+		                "or the other", cmd), 2;
 	if (o->per_iter && o->graph_launches > 0)
 		return nw_error("%s: -I 1 times each iteration on its own; -G replays them as one graph: use one or the other",
 		                cmd), 2;
@@ -260,6 +265,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		{ "report_cputime", required_argument, NULL, 'C' }, { "timeout", required_argument, NULL, 'T' },
 		{ "output_file", required_argument, NULL, 'J' },
 		{ "per_iter_timing", required_argument, NULL, 'I' }, { "per_iter_skip", required_argument, NULL, 'K' },
+		{ "report_timestamps", required_argument, NULL, 'S' },
 		{ "op", required_argument, NULL, OPT_OP }, { "backend", required_argument, NULL, OPT_BACKEND },
 		{ "json", required_argument, NULL, OPT_JSON }, { "csv", required_argument, NULL, OPT_CSV },
 		{ "per-rank", no_argument, NULL, OPT_PER_RANK }, { "pairs", no_argument, NULL, OPT_PAIRS },
@@ -275,7 +281,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 	char err[NW_ERRLEN] = "";
 	int c, op_given = 0;
 	optind = 1;
-	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:I:K:", longs)) != -1) {
+	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:I:K:S:", longs)) != -1) {
 		if (c == -2)
 			return 2;
 		op_given |= c == OPT_OP;
@@ -327,6 +333,12 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 	       "agg iters: %d validation: %d graph: %d\n", h->nthreads > 0 ? h->nthreads : 1,
 	       h->gpus_per_thread > 0 ? h->gpus_per_thread : h->nranks, o->min_bytes, o->max_bytes, step, o->warmup,
 	       o->iters, o->agg_iters, o->check, o->graph_launches);
+	static const char *const blocking[] = {
+		"", "wait and barrier after each inner iteration (-m) ", "wait after each inner iteration (-m), no barrier ",
+		"wait and barrier after each outer iteration (-n); time excludes barrier ",
+	};
+	if (o->blocking > 0 && o->blocking < 4)
+		printf("# Blocking Enabled: %s\n", blocking[o->blocking]);
 	if (o->per_iter) {
 		printf("# Per-Iteration Report: host clock timing; i_* uses max over process rows");
 		if (o->per_iter_skip)
@@ -335,10 +347,7 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 	}
 	printf("#\n# Using devices: %s on %s%s (%d ranks)\n#\n", h->gpus, h->host, h->nhosts > 1 ? " and others" : "",
 	       h->nranks);
-	if (o->per_iter)
-		nw_nt_print_table_header_iter(stdout);
-	else
-		nw_nt_print_table_header(stdout);
+	nw_nt_print_header(stdout, o->per_iter, o->timestamps);
 }
 
 static void per_rank_line(const struct nw_row *r)
@@ -378,7 +387,13 @@ static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
 	}
 	char line[512];
 	nw_nt_format_row(line, sizeof(line), oop, ip);
-	puts(line);
+	if (cli->o.timestamps) {
+		char now[32];
+		nw_nt_json_now(now, sizeof(now));
+		printf("%s%21s\n", line, now);
+	} else {
+		puts(line);
+	}
 	const struct nw_row *rs[2] = { oop, ip };
 	for (int k = 0; k < 2; k++)
 		if (rs[k]) {

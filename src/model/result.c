@@ -183,19 +183,38 @@ void nw_nt_format_row(char *buf, size_t len, const struct nw_row *oop, const str
 		nt_body(buf + used, len - used, ip);
 }
 
+/* nccl-tests' three header lines (its writeResultHeader): with per-iteration columns, with a timestamp column. */
+void nw_nt_print_header(FILE *f, int per_iter, int timestamps)
+{
+	const char *lbl = timestamps ? "timestamp" : "", *fmt = timestamps ? "%Y-%m-%d %H:%M:%S" : "";
+	int pad = timestamps ? 19 : 0;
+	if (per_iter) {
+		fprintf(f, "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                "
+		        "in-place (+ per-iteration)\n", "", "", "", "", "");
+		fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  "
+		        "%7s %*s\n", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "i_min", "i_max",
+		        "i_p99", "i_cv%", "time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", pad, lbl);
+		fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  "
+		        "%7s %*s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
+		        "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", pad, fmt);
+		return;
+	}
+	fprintf(f, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "",
+	        "", "");
+	fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size", "count", "type", "redop",
+	        "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", pad, lbl);
+	fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)", "(elements)", "", "", "",
+	        "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", pad, fmt);
+}
+
 void nw_nt_print_table_header(FILE *f)
 {
-	fputs("#                                                              out-of-place                       in-place          \n"
-	      "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong \n"
-	      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)         \n",
-	      f);
+	nw_nt_print_header(f, 0, 0);
 }
 
 void nw_nt_print_table_header_iter(FILE *f)
 {
-	fputs("#                                                                 out-of-place (+ per-iteration)                                in-place (+ per-iteration)\n"
-	      "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv% \n"
-	      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%) \n", f);
+	nw_nt_print_header(f, 1, 0);
 }
 
 void nw_nt_print_footer(FILE *f, int64_t wrong_total, double avg_busbw)

@@ -197,3 +197,27 @@ for bad in "-I 2" "-I 1 -G 2" "-n 5 -K 5" "-K x"; do
 done
 run "$NW" bench --backend mpi --no-history -n 5 -K 5
 expect_err "-K >= -n named" '-K 5 skips every iteration of -n 5'
+
+# -S 1 and -z 1..3 in nccl-tests' line shapes (reference nt_ar_NSM.txt, nt_ar_z2.txt, nt_ar_z3.txt).
+run mpi 2 -b 1K -e 4K -f 2 -S 1
+expect_rc "-S 1: exit 0" 0
+expect_out "-S 1: rows end with the time" '^ +1024 +256 +float +sum +-1 .* [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$'
+if [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
+	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/nt_ar_NSM.txt" >"$TMP/want"
+	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
+	expect_true "-S 1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
+	expect_true "-S 1: rows as long as the reference's" test "$(grep -E '^ +1024 ' "$OUT" | awk '{print length($0)}')" = \
+		"$(grep -E '^ +1024 ' "$REF/nt_ar_NSM.txt" | head -1 | awk '{print length($0)}')"
+fi
+for z in 1 2 3; do
+	run mpi 2 -b 1K -e 64K -f 4 -z "$z" -c 1
+	expect_rc "-z $z: exit 0, verified" 0
+	if [ "$z" != 1 ] && [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
+		expect_true "-z $z: nccl-tests' blocking line" grep -qxF "$(grep '^# Blocking' "$REF/nt_ar_z$z.txt")" "$OUT"
+	fi
+	[ "$z" != 1 ] || expect_out "-z 1: its line" '^# Blocking Enabled: wait and barrier after each inner iteration \(-m\) $'
+done
+for bad in "-z 4" "-z 3 -G 2" "-S 2"; do
+	run "$NW" bench --backend mpi --no-history $bad
+	expect_rc "refused: $bad" 2
+done
