@@ -174,6 +174,9 @@ static int take_opt(int c, const char *arg, const char *name, struct bench_cli *
 		return list_opt(c, arg, o, err, errlen);
 	case 'b': case 'e': case 'i': case 'f': case 'T': case 'r': case OPT_RDZV: case OPT_BACKEND:
 		return value_opt(c, arg, name, o, err, errlen);
+	case 'D': case 'V':
+		return nw_seterr(err, errlen, "%s (nccl-tests' device API, %s) needs device code that ncclwatch does not "
+		                 "build; use nccl-tests for it", name, c == 'D' ? "device_implementation" : "device_cta_count");
 	case 'J': cli->nt_json_path = arg; nw_strlcpy(cli->nt_json_opt, name, sizeof(cli->nt_json_opt)); return 0;
 	case OPT_JSON: cli->json_path = arg; nw_strlcpy(cli->json_opt, name, sizeof(cli->json_opt)); return 0;
 	case OPT_CSV: cli->csv_path = arg; nw_strlcpy(cli->csv_opt, name, sizeof(cli->csv_opt)); return 0;
@@ -266,6 +269,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		{ "output_file", required_argument, NULL, 'J' },
 		{ "per_iter_timing", required_argument, NULL, 'I' }, { "per_iter_skip", required_argument, NULL, 'K' },
 		{ "report_timestamps", required_argument, NULL, 'S' },
+		{ "device_implementation", required_argument, NULL, 'D' }, { "device_cta_count", required_argument, NULL, 'V' },
 		{ "op", required_argument, NULL, OPT_OP }, { "backend", required_argument, NULL, OPT_BACKEND },
 		{ "json", required_argument, NULL, OPT_JSON }, { "csv", required_argument, NULL, OPT_CSV },
 		{ "per-rank", no_argument, NULL, OPT_PER_RANK }, { "pairs", no_argument, NULL, OPT_PAIRS },
@@ -281,7 +285,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 	char err[NW_ERRLEN] = "";
 	int c, op_given = 0;
 	optind = 1;
-	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:I:K:S:", longs)) != -1) {
+	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:I:K:S:D:V:", longs)) != -1) {
 		if (c == -2)
 			return 2;
 		op_given |= c == OPT_OP;

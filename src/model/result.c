@@ -270,6 +270,40 @@ void nw_row_iters_from_json(const json_t *pi, struct nw_row *r)
 	                   : 0;
 }
 
+/* One results row as its JSON object (with its per-rank times when per_rank). */
+static json_t *row_to_json(const struct nw_row *r, int per_rank)
+{
+	json_t *o = json_object();
+	set_str(o, "op", r->op);
+	set_str(o, "dtype", r->dtype);
+	set_str(o, "redop", r->redop);
+	json_object_set_new(o, "root", json_integer(r->root));
+	json_object_set_new(o, "size_bytes", json_integer((json_int_t)r->size_bytes));
+	json_object_set_new(o, "count", json_integer((json_int_t)r->count));
+	json_object_set_new(o, "nranks", json_integer(r->nranks));
+	json_object_set_new(o, "inplace", json_boolean(r->inplace));
+	json_object_set_new(o, "time_us", jnum(r->time_us, 1e6));
+	json_object_set_new(o, "algbw_gbs", jnum(r->algbw_gbs, 10000));
+	json_object_set_new(o, "busbw_gbs", jnum(r->busbw_gbs, 10000));
+	json_object_set_new(o, "wrong", r->wrong >= 0 ? json_integer(r->wrong) : json_null());
+	if (per_rank && r->nrank_times) {
+		json_t *ranks = json_array();
+		for (int k = 0; k < r->nrank_times; k++) {
+			const struct nw_rank_time *t = &r->rank_times[k];
+			json_t *x = json_object();
+			json_object_set_new(x, "rank", json_integer(t->rank));
+			set_str(x, "host", t->host);
+			json_object_set_new(x, "gpu", json_integer(t->gpu));
+			json_object_set_new(x, "time_us", jnum(t->time_us, 1e6));
+			json_array_append_new(ranks, x);
+		}
+		json_object_set_new(o, "ranks", ranks);
+	}
+	if (r->niter > 0)
+		json_object_set_new(o, "per_iter", nw_row_iters_to_json(r));
+	return o;
+}
+
 json_t *nw_run_to_json(const struct nw_run *run, int per_rank)
 {
 	const struct nw_run_header *h = &run->h;
@@ -295,35 +329,7 @@ json_t *nw_run_to_json(const struct nw_run *run, int per_rank)
 
 	json_t *rows = json_array();
 	for (size_t i = 0; i < run->nrows; i++) {
-		const struct nw_row *r = &run->rows[i];
-		json_t *o = json_object();
-		set_str(o, "op", r->op);
-		set_str(o, "dtype", r->dtype);
-		set_str(o, "redop", r->redop);
-		json_object_set_new(o, "root", json_integer(r->root));
-		json_object_set_new(o, "size_bytes", json_integer((json_int_t)r->size_bytes));
-		json_object_set_new(o, "count", json_integer((json_int_t)r->count));
-		json_object_set_new(o, "nranks", json_integer(r->nranks));
-		json_object_set_new(o, "inplace", json_boolean(r->inplace));
-		json_object_set_new(o, "time_us", jnum(r->time_us, 1e6));
-		json_object_set_new(o, "algbw_gbs", jnum(r->algbw_gbs, 10000));
-		json_object_set_new(o, "busbw_gbs", jnum(r->busbw_gbs, 10000));
-		json_object_set_new(o, "wrong", r->wrong >= 0 ? json_integer(r->wrong) : json_null());
-		if (per_rank && r->nrank_times) {
-			json_t *ranks = json_array();
-			for (int k = 0; k < r->nrank_times; k++) {
-				const struct nw_rank_time *t = &r->rank_times[k];
-				json_t *x = json_object();
-				json_object_set_new(x, "rank", json_integer(t->rank));
-				set_str(x, "host", t->host);
-				json_object_set_new(x, "gpu", json_integer(t->gpu));
-				json_object_set_new(x, "time_us", jnum(t->time_us, 1e6));
-				json_array_append_new(ranks, x);
-			}
-			json_object_set_new(o, "ranks", ranks);
-		}
-		if (r->niter > 0)
-			json_object_set_new(o, "per_iter", nw_row_iters_to_json(r));
+		json_t *o = row_to_json(&run->rows[i], per_rank);
 		json_array_append_new(rows, o);
 	}
 	json_t *doc = json_object();

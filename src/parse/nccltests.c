@@ -889,6 +889,49 @@ static void json_op(const json_t *args, char *op, size_t len)
 	nw_strlcpy(op, strchr(ops, ',') ? "" : ops, len);
 }
 
+/* One entry of a -J document's "results" into st's tables (bad entries counted as unparsed). */
+static void json_result(struct nt_ctx *c, struct nt_stream *st, const json_t *d)
+{
+	struct nw_row base;
+	memset(&base, 0, sizeof(base));
+	double size = jnum(d, "size", -1), count = jnum(d, "count", -1);
+	const char *type = jstr(d, "type"), *redop = jstr(d, "redop");
+	if (size < 0 || size > 1.8e19 || count < 0 || count > 1.8e19 || !type) {
+		c->unparsed++;
+		return;
+	}
+	base.size_bytes = (uint64_t)size;
+	base.count = (uint64_t)count;
+	nw_strlcpy(base.dtype, type, sizeof(base.dtype));
+	nw_strlcpy(base.redop, redop ? redop : "none", sizeof(base.redop));
+	const json_t *root = json_object_get(d, "root");
+	base.root = -1;
+	if (json_is_string(root)) {
+		long r;
+		const char *rs = json_string_value(root);
+		while (*rs == ' ')
+			rs++;
+		if (!nw_parse_long(rs, -1, 1000000, &r, "root", NULL, 0))
+			base.root = (int)r;
+	} else if (json_is_number(root)) {
+		double r = json_number_value(root);
+		base.root = r >= -1 && r <= 1000000 ? (int)r : -1;
+	}
+	struct nw_row oop = base, ip = base;
+	ip.inplace = 1;
+	int ho = !json_body(json_object_get(d, "out_of_place"), &oop);
+	int hi = !json_body(json_object_get(d, "in_place"), &ip);
+	if (ho)
+		json_iters(json_object_get(d, "out_of_place_per_iter"), &oop);
+	if (hi)
+		json_iters(json_object_get(d, "in_place_per_iter"), &ip);
+	if ((!ho && !hi) || add_rows(st, ho ? &oop : NULL, hi ? &ip : NULL) < 0) {
+		c->unparsed++;
+		nw_row_release(&oop);
+		nw_row_release(&ip);
+	}
+}
+
 /* One nccl-tests -J document into one run on a stream's scratch state. */
 static void parse_json_doc(struct nt_ctx *c, const json_t *doc)
 {
@@ -927,46 +970,8 @@ static void parse_json_doc(struct nt_ctx *c, const json_t *doc)
 		st->have_avg = 1;
 		st->avg = jnum(avg, "bandwidth", 0);
 	}
-	json_array_foreach(json_object_get(doc, "results"), i, d) {
-		struct nw_row base;
-		memset(&base, 0, sizeof(base));
-		double size = jnum(d, "size", -1), count = jnum(d, "count", -1);
-		const char *type = jstr(d, "type"), *redop = jstr(d, "redop");
-		if (size < 0 || size > 1.8e19 || count < 0 || count > 1.8e19 || !type) {
-			c->unparsed++;
-			continue;
-		}
-		base.size_bytes = (uint64_t)size;
-		base.count = (uint64_t)count;
-		nw_strlcpy(base.dtype, type, sizeof(base.dtype));
-		nw_strlcpy(base.redop, redop ? redop : "none", sizeof(base.redop));
-		const json_t *root = json_object_get(d, "root");
-		base.root = -1;
-		if (json_is_string(root)) {
-			long r;
-			const char *rs = json_string_value(root);
-			while (*rs == ' ')
-				rs++;
-			if (!nw_parse_long(rs, -1, 1000000, &r, "root", NULL, 0))
-				base.root = (int)r;
-		} else if (json_is_number(root)) {
-			double r = json_number_value(root);
-			base.root = r >= -1 && r <= 1000000 ? (int)r : -1;
-		}
-		struct nw_row oop = base, ip = base;
-		ip.inplace = 1;
-		int ho = !json_body(json_object_get(d, "out_of_place"), &oop);
-		int hi = !json_body(json_object_get(d, "in_place"), &ip);
-		if (ho)
-			json_iters(json_object_get(d, "out_of_place_per_iter"), &oop);
-		if (hi)
-			json_iters(json_object_get(d, "in_place_per_iter"), &ip);
-		if ((!ho && !hi) || add_rows(st, ho ? &oop : NULL, hi ? &ip : NULL) < 0) {
-			c->unparsed++;
-			nw_row_release(&oop);
-			nw_row_release(&ip);
-		}
-	}
+	json_array_foreach(json_object_get(doc, "results"), i, d)
+		json_result(c, st, d);
 	stream_finish(c, st);
 }
 

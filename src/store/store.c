@@ -455,6 +455,36 @@ static void run_ops(const struct nw_run *run, char *buf, size_t len)
 	}
 }
 
+/* A row's per-rank times (per_iter 0) or per-iteration times (1) as compact JSON text; NULL when it has none. */
+static char *row_json_text(const struct nw_row *r, int per_iter)
+{
+	json_t *a = NULL;
+	if (per_iter && r->niter > 0) {
+		a = nw_row_iters_to_json(r);
+	} else if (!per_iter && r->nrank_times) {
+		a = json_array();
+		for (int k = 0; k < r->nrank_times; k++) {
+			const struct nw_rank_time *t = &r->rank_times[k];
+			json_array_append_new(a, json_pack("{s:i,s:s,s:i,s:f}", "rank", t->rank, "host", t->host, "gpu",
+			                                   t->gpu, "time_us", t->time_us));
+		}
+	}
+	if (!a)
+		return NULL;
+	char *text = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	return text;
+}
+
+/* Bind text (copied by SQLite) or NULL at idx. */
+static void bind_owned(sqlite3_stmt *st, int idx, const char *text)
+{
+	if (text)
+		sqlite3_bind_text(st, idx, text, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, idx);
+}
+
 static int insert_rows(struct nw_store *s, long long id, const struct nw_run *run, char *err,
                        size_t errlen)
 {
@@ -486,31 +516,9 @@ static int insert_rows(struct nw_store *s, long long id, const struct nw_run *ru
 			sqlite3_bind_int64(st, 14, r->wrong);
 		else
 			sqlite3_bind_null(st, 14);
-		char *ranks = NULL;
-		if (r->nrank_times) {
-			json_t *a = json_array();
-			for (int k = 0; k < r->nrank_times; k++) {
-				const struct nw_rank_time *t = &r->rank_times[k];
-				json_array_append_new(a, json_pack("{s:i,s:s,s:i,s:f}", "rank", t->rank, "host",
-				                                   t->host, "gpu", t->gpu, "time_us", t->time_us));
-			}
-			ranks = json_dumps(a, JSON_COMPACT);
-			json_decref(a);
-		}
-		if (ranks)
-			sqlite3_bind_text(st, 15, ranks, -1, SQLITE_TRANSIENT);
-		else
-			sqlite3_bind_null(st, 15);
-		char *iters = NULL;
-		if (r->niter > 0) {
-			json_t *pi = nw_row_iters_to_json(r);
-			iters = json_dumps(pi, JSON_COMPACT);
-			json_decref(pi);
-		}
-		if (iters)
-			sqlite3_bind_text(st, 16, iters, -1, SQLITE_TRANSIENT);
-		else
-			sqlite3_bind_null(st, 16);
+		char *ranks = row_json_text(r, 0), *iters = row_json_text(r, 1);
+		bind_owned(st, 15, ranks);
+		bind_owned(st, 16, iters);
 		int step = sqlite3_step(st);
 		free(ranks);
 		free(iters);

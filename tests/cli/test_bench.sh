@@ -221,3 +221,12 @@ for bad in "-z 4" "-z 3 -G 2" "-S 2"; do
 	run "$NW" bench --backend mpi --no-history $bad
 	expect_rc "refused: $bad" 2
 done
+
+# nccl-tests' device API flags: refused by name, and help says so.
+for f in D V; do
+	run "$NW" bench --backend mpi --no-history -$f 1
+	expect_rc "-$f 1: refused" 2
+	expect_err "-$f 1: named, with what to do" "-$f \\(nccl-tests' device API, .*\\) needs device code .*use nccl-tests"
+done
+run "$NW" help bench
+expect_out "help bench: -D and -V not here" '^not here: -D, -V'
