@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "bench/hostmem.h"
@@ -159,8 +160,71 @@ static int capture_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes,
 	return be->ops->graph_end(be, x->err, x->errlen);
 }
 
-/* One timed batch; *usec gets this process's time per operation. */
-static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, double *usec)
+/*
+ * -I 1: every iteration timed on its own on the host clock, from its
+ * launch to its completion (each one waited for), into times (o->iters
+ * entries, us per operation); *usec gets their mean.
+ */
+static int time_iters(struct ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, const char *what,
+                      double *times, double *usec)
+{
+	const struct nw_bench_opts *o = x->o;
+	struct nw_backend *be = x->be;
+	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
+	double sum = 0;
+	for (int it = 0; it < o->iters; it++) {
+		c->shift = total_bytes * (it % steps);
+		double t0 = nw_now();
+		if (be->ops->launch(be, c, agg, x->err, x->errlen))
+			return -1;
+		double t_launched = nw_now();
+		if (be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
+			return -1;
+		times[it] = ((o->cputime ? t_launched : nw_now()) - t0) / agg * 1e6;
+		sum += times[it];
+	}
+	*usec = sum / o->iters;
+	c->shift = 0;
+	return 0;
+}
+
+/*
+ * -z 1..3, nccl-tests' blocking modes: 1 waits for each collective of a
+ * launch (-m) and then joins every rank at a barrier, 2 waits without the
+ * barrier, 3 waits for each launch of -m collectives and joins at a
+ * barrier, leaving the barrier out of the time. *usec: time per operation.
+ */
+static int time_blocking(struct ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, const char *what,
+                         double *usec)
+{
+	const struct nw_bench_opts *o = x->o;
+	struct nw_backend *be = x->be;
+	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
+	int inner = o->blocking == 3 ? 1 : agg, per = o->blocking == 3 ? agg : 1;
+	double t0 = nw_now(), barrier_s = 0;
+	for (int it = 0; it < o->iters; it++) {
+		c->shift = total_bytes * (it % steps);
+		for (int k = 0; k < inner; k++) {
+			if (be->ops->launch(be, c, per, x->err, x->errlen) ||
+			    be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
+				return -1;
+			if (o->blocking == 2)
+				continue;
+			double b0 = nw_now();
+			if (nw_group_barrier(x->g, x->err, x->errlen))
+				return -1;
+			if (o->blocking == 3)
+				barrier_s += nw_now() - b0;
+		}
+	}
+	*usec = (nw_now() - t0 - barrier_s) / ((double)o->iters * agg) * 1e6;
+	c->shift = 0;
+	return 0;
+}
+
+/* One timed batch; *usec gets this process's time per operation (with -I 1, times gets each iteration's). */
+static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, double *usec,
+                      double *times)
 {
 	const struct nw_bench_opts *o = x->o;
 	struct nw_backend *be = x->be;
@@ -176,6 +240,8 @@ static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, ui
 		return -1;
 	if (nw_group_barrier(x->g, x->err, x->errlen))
 		return -1;
+	if (times)
+		return time_iters(x, c, total_bytes, steps, what, times, usec);
 	double t0, t_launched;
 	int graph = o->graph_launches > 0 && be->graphs;
 	if (graph) {
@@ -189,13 +255,13 @@ static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, ui
 		t0 = nw_now();
 		if (be->ops->launch_many(be, c, agg, o->iters, total_bytes, steps, x->err, x->errlen))
 			return -1;
+	} else if (o->blocking) {
+		return time_blocking(x, c, total_bytes, steps, what, usec);
 	} else {
 		t0 = nw_now();
 		for (int it = 0; it < o->iters; it++) {
 			c->shift = total_bytes * (it % steps);
 			if (be->ops->launch(be, c, agg, x->err, x->errlen))
-				return -1;
-			if (o->blocking && be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
 				return -1;
 		}
 	}
@@ -256,6 +322,30 @@ static int combine(struct ctx *x, double mine, struct nw_row *row)
 			}
 		free(info);
 	}
+	free(all);
+	return 0;
+}
+
+/*
+ * -I 1: each iteration's time of the slowest process (nccl-tests: "i_*
+ * uses max over process rows") into the row's iter_us. 0, or -1 with err.
+ */
+static int slowest_iters(struct ctx *x, const double *mine, struct nw_row *row)
+{
+	struct nw_group *g = x->g;
+	int n = x->o->iters;
+	double *all = nw_calloc((size_t)g->size * (size_t)n, sizeof(double));
+	if (nw_group_allgather(g, mine, all, (size_t)n * sizeof(double), x->err, x->errlen)) {
+		free(all);
+		return -1;
+	}
+	row->iter_us = nw_calloc((size_t)n, sizeof(double));
+	row->niter = n;
+	row->iter_skip = x->o->per_iter_skip;
+	for (int it = 0; it < n; it++)
+		for (int p = 0; p < g->size; p++)
+			if (all[(size_t)p * (size_t)n + (size_t)it] > row->iter_us[it])
+				row->iter_us[it] = all[(size_t)p * (size_t)n + (size_t)it];
 	free(all);
 	return 0;
 }
@@ -375,14 +465,21 @@ static int run_placement(struct ctx *x, const struct nw_coll *coll, struct nw_ca
 {
 	double mine;
 	row_init(r, coll, c, used, x->be->nranks);
-	if (time_batch(x, c, used, used, &mine) || combine(x, mine, r))
+	double *times = x->o->per_iter ? nw_calloc((size_t)x->o->iters, sizeof(double)) : NULL;
+	if (time_batch(x, c, used, used, &mine, times) || combine(x, mine, r) || (times && slowest_iters(x, times, r))) {
+		free(times);
+		nw_row_release(r);
 		return -1;
+	}
+	free(times);
 	nw_row_compute_bw(r);
 	if (x->o->check && (!c->inplace || coll->verify_inplace)) {
 		struct nw_pattern p = { .op = coll->op, .dtype = c->dtype, .redop = coll->has_redop ? c->redop : NW_SUM,
 		                        .root = c->root, .nranks = x->be->nranks, .count = c->count };
-		if (check_once(x, c, &p, &r->wrong))
+		if (check_once(x, c, &p, &r->wrong)) {
+			nw_row_release(r);
 			return -1;
+		}
 	}
 	return 0;
 }
@@ -405,8 +502,11 @@ static int run_size(struct ctx *x, const struct nw_coll *coll, struct nw_call *c
 			continue;
 		c->count = count;
 		c->inplace = ip;
-		if (run_placement(x, coll, c, used, &rows[ip]))
+		if (run_placement(x, coll, c, used, &rows[ip])) {
+			if (have[0])
+				nw_row_release(&rows[0]);
 			return -1;
+		}
 		if (rows[ip].wrong > 0)
 			*wrong += rows[ip].wrong;
 		have[ip] = 1;
@@ -462,7 +562,7 @@ static int time_pair(struct ctx *x, struct nw_call *c, double *all, double *t, i
 			return -1;
 	if (be->ops->wait(be, o->timeout_s, "sendrecv pair warm-up", x->err, x->errlen))
 		return -1;
-	if (time_batch(x, c, bytes, bytes, &mine) ||
+	if (time_batch(x, c, bytes, bytes, &mine, NULL) ||
 	    nw_group_allgather(x->g, &mine, all, sizeof(double), x->err, x->errlen))
 		return -1;
 	double ta = all[c->pair_a / be->nlocal], tb = all[c->pair_b / be->nlocal];
@@ -720,6 +820,44 @@ static int sweep(struct ctx *x)
 	return wrong || x->pairs_wrong ? 1 : 0;
 }
 
+/*
+ * Every process's host, pid and devices, gathered once: rank 0 keeps them
+ * in the header's extra as "devices" [{rank, host, pid, device}] (what
+ * nccl-tests' "Using devices" lists). 0, or -1 with err.
+ */
+static int gather_devices(struct nw_run *run, const struct nw_backend *be, struct nw_group *g, char *err,
+                          size_t errlen)
+{
+	struct { char host[64]; int pid, n, gpu[64]; } me, *all = nw_calloc((size_t)g->size, sizeof(me));
+	memset(&me, 0, sizeof(me));
+	nw_strlcpy(me.host, g->host, sizeof(me.host));
+	me.pid = (int)getpid();
+	me.n = be->nlocal < 64 ? be->nlocal : 64;
+	for (int i = 0; i < me.n; i++)
+		me.gpu[i] = be->gpu[i];
+	if (nw_group_allgather(g, &me, all, sizeof(me), err, errlen)) {
+		free(all);
+		return -1;
+	}
+	if (g->rank == 0) {
+		json_t *list = json_array();
+		for (int p = 0, rank = 0; p < g->size; p++)
+			for (int i = 0; i < all[p].n; i++) {
+				json_t *d = json_object();
+				json_object_set_new(d, "rank", json_integer(rank++));
+				json_object_set_new(d, "host", json_string(all[p].host));
+				json_object_set_new(d, "pid", json_integer(all[p].pid));
+				json_object_set_new(d, "device", json_integer(all[p].gpu[i]));
+				json_array_append_new(list, d);
+			}
+		if (!run->h.extra)
+			run->h.extra = json_object();
+		json_object_set_new(run->h.extra, "devices", list);
+	}
+	free(all);
+	return 0;
+}
+
 /* Put "rank R on HOST: " before the message in err, so that the rank that failed is named. */
 static void name_rank(const struct nw_group *g, char *err, size_t errlen)
 {
@@ -748,8 +886,11 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	if (!open_backend(o, g, &be, err, errlen) && (rc = backend_fits(o, be, err, errlen) * 2) == 0) {
 		struct ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
 		fill_header(&run->h, o, be, g);
-		ctx_init(&x, o, be, g);
-		rc = sweep(&x);
+		rc = -1;
+		if (!gather_devices(run, be, g, err, errlen)) {
+			ctx_init(&x, o, be, g);
+			rc = sweep(&x);
+		}
 	}
 	if (rc < 0 && g->size > 1) {
 		/* tell the others before they wait on us forever (a usage error stops every rank alike) */

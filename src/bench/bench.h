@@ -44,6 +44,9 @@ struct nw_bench_opts {
 	int oop_only, ip_only;      /* placements to run (both by default) */
 	const char *nccl_lib;       /* --nccl-lib */
 	int quiet;                  /* no progress lines on stderr */
+	int per_iter;               /* -I 1: time every iteration on its own (each launch waited for) */
+	int per_iter_skip;          /* -K: leading iterations the per-iteration summary leaves out */
+	int timestamps;             /* -S 1: each table row ends with the local time it was printed (table only) */
 };
 
 /* nccl-tests' defaults (-b 32M -e 32M ... ) adapted: see docs/bench.md. */

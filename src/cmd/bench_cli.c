@@ -9,6 +9,7 @@
 
 #include "cmd/cli.h"
 #include "gpu/nvml.h"
+#include "model/ntjson.h"
 #include "probe/expect.h"
 #include "probe/topo.h"
 #include "store/store.h"
@@ -64,9 +65,11 @@ static const struct int_flag {
 } int_flags[] = {
 	{ 'n', 1, 100000000, "iterations" },     { 'w', 0, 100000000, "warm-up iterations" },
 	{ 'm', 1, 1024, "aggregated iterations" }, { 'c', 0, 1000000, "check" },
-	{ 'z', 0, 1, "blocking" },                 { 'G', 0, 1000000, "graph launches" },
+	{ 'z', 0, 3, "blocking" },                 { 'G', 0, 1000000, "graph launches" },
 	{ 'a', 0, 3, "average" },                  { 'g', 1, 64, "GPUs per process" },
 	{ 't', 1, 64, "threads" },                 { 'C', 0, 1, "report CPU time" },
+	{ 'I', 0, 1, "per-iteration timing" },     { 'K', 0, 1000000, "per-iteration summary skip" },
+	{ 'S', 0, 1, "report timestamps" },
 };
 
 /* A whole-number flag (one of int_flags) into o; 0, or -1 with err. */
@@ -91,6 +94,9 @@ static int int_opt(int c, const char *arg, const char *name, struct nw_bench_opt
 	case 'a': o->average = (enum nw_average)v; break;
 	case 'g': o->ngpus = (int)v; break;
 	case 't': o->nthreads = (int)v; break;
+	case 'I': o->per_iter = (int)v; break;
+	case 'K': o->per_iter_skip = (int)v; break;
+	case 'S': o->timestamps = (int)v; break;
 	default: o->cputime = (int)v; break;
 	}
 	return 0;
@@ -162,13 +168,16 @@ static int take_opt(int c, const char *arg, const char *name, struct bench_cli *
 {
 	struct nw_bench_opts *o = &cli->o;
 	switch (c) {
-	case 'n': case 'w': case 'm': case 'c': case 'z': case 'G': case 'a': case 'g': case 't': case 'C':
+	case 'n': case 'w': case 'm': case 'c': case 'z': case 'G': case 'a': case 'g': case 't': case 'C': case 'I': case 'K': case 'S':
 		return int_opt(c, arg, name, o, err, errlen);
 	case 'o': case 'd': case OPT_OP:
 		return list_opt(c, arg, o, err, errlen);
 	case 'b': case 'e': case 'i': case 'f': case 'T': case 'r': case OPT_RDZV: case OPT_BACKEND:
 		return value_opt(c, arg, name, o, err, errlen);
-	case 'J':
+	case 'D': case 'V':
+		return nw_seterr(err, errlen, "%s (nccl-tests' device API, %s) needs device code that ncclwatch does not "
+		                 "build; use nccl-tests for it", name, c == 'D' ? "device_implementation" : "device_cta_count");
+	case 'J': cli->nt_json_path = arg; nw_strlcpy(cli->nt_json_opt, name, sizeof(cli->nt_json_opt)); return 0;
 	case OPT_JSON: cli->json_path = arg; nw_strlcpy(cli->json_opt, name, sizeof(cli->json_opt)); return 0;
 	case OPT_CSV: cli->csv_path = arg; nw_strlcpy(cli->csv_opt, name, sizeof(cli->csv_opt)); return 0;
 	case OPT_PER_RANK: o->per_rank = 1; return 0;
@@ -193,6 +202,17 @@ static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
 		return nw_error("%s: -f 1 with -i 0 would never advance; give -f > 1 or -i > 0", cmd), 2;
 	if (o->oop_only && o->ip_only)
 		return nw_error("%s: --oop-only and --ip-only exclude each other", cmd), 2;
+	if (o->blocking == 3 && o->graph_launches > 0)
+		return nw_error("%s: -z 3 waits and joins the ranks after each launch; -G replays them as one graph: use one "
+		                "or the other", cmd), 2;
+	if (o->per_iter && o->graph_launches > 0)
+		return nw_error("%s: -I 1 times each iteration on its own; -G replays them as one graph: use one or the other",
+		                cmd), 2;
+	if (o->per_iter && o->iters > 1000000)
+		return nw_error("%s: -I 1 keeps every iteration's time: at most 1000000 iterations (-n %d)", cmd, o->iters), 2;
+	if (o->per_iter_skip && o->per_iter_skip >= o->iters)
+		return nw_error("%s: -K %d skips every iteration of -n %d; give -K below -n", cmd, o->per_iter_skip, o->iters),
+		       2;
 	return 0;
 }
 
@@ -247,6 +267,9 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		{ "ngpus", required_argument, NULL, 'g' }, { "nthreads", required_argument, NULL, 't' },
 		{ "report_cputime", required_argument, NULL, 'C' }, { "timeout", required_argument, NULL, 'T' },
 		{ "output_file", required_argument, NULL, 'J' },
+		{ "per_iter_timing", required_argument, NULL, 'I' }, { "per_iter_skip", required_argument, NULL, 'K' },
+		{ "report_timestamps", required_argument, NULL, 'S' },
+		{ "device_implementation", required_argument, NULL, 'D' }, { "device_cta_count", required_argument, NULL, 'V' },
 		{ "op", required_argument, NULL, OPT_OP }, { "backend", required_argument, NULL, OPT_BACKEND },
 		{ "json", required_argument, NULL, OPT_JSON }, { "csv", required_argument, NULL, OPT_CSV },
 		{ "per-rank", no_argument, NULL, OPT_PER_RANK }, { "pairs", no_argument, NULL, OPT_PAIRS },
@@ -262,7 +285,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 	char err[NW_ERRLEN] = "";
 	int c, op_given = 0;
 	optind = 1;
-	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:", longs)) != -1) {
+	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:I:K:S:D:V:", longs)) != -1) {
 		if (c == -2)
 			return 2;
 		op_given |= c == OPT_OP;
@@ -273,12 +296,14 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 			return nw_error("%s: %s; see 'ncclwatch help %s'", cmd, err, cmd), 2;
 	}
 	if (nw_cli_no_operands(cmd, argc, argv) || check_sweep(&cli->o, cmd) ||
-	    check_output(cmd, cli->json_opt, cli->json_path) || check_output(cmd, cli->csv_opt, cli->csv_path))
+	    check_output(cmd, cli->json_opt, cli->json_path) || check_output(cmd, cli->csv_opt, cli->csv_path) ||
+	    check_output(cmd, cli->nt_json_opt, cli->nt_json_path))
 		return 2;
 	if (cli->o.pairs && !op_given)
 		cli->o.nops = 0; /* --pairs alone: only the pairs */
 	cli->cur_op = NULL;
-	cli->table = !(cli->json_path && !strcmp(cli->json_path, "-")) && !(cli->csv_path && !strcmp(cli->csv_path, "-"));
+	cli->table = !(cli->json_path && !strcmp(cli->json_path, "-")) && !(cli->csv_path && !strcmp(cli->csv_path, "-")) &&
+	             !(cli->nt_json_path && !strcmp(cli->nt_json_path, "-"));
 	return 0;
 }
 
@@ -312,9 +337,21 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 	       "agg iters: %d validation: %d graph: %d\n", h->nthreads > 0 ? h->nthreads : 1,
 	       h->gpus_per_thread > 0 ? h->gpus_per_thread : h->nranks, o->min_bytes, o->max_bytes, step, o->warmup,
 	       o->iters, o->agg_iters, o->check, o->graph_launches);
+	static const char *const blocking[] = {
+		"", "wait and barrier after each inner iteration (-m) ", "wait after each inner iteration (-m), no barrier ",
+		"wait and barrier after each outer iteration (-n); time excludes barrier ",
+	};
+	if (o->blocking > 0 && o->blocking < 4)
+		printf("# Blocking Enabled: %s\n", blocking[o->blocking]);
+	if (o->per_iter) {
+		printf("# Per-Iteration Report: host clock timing; i_* uses max over process rows");
+		if (o->per_iter_skip)
+			printf("; summary skips first %d iterations", o->per_iter_skip);
+		printf(" \n");
+	}
 	printf("#\n# Using devices: %s on %s%s (%d ranks)\n#\n", h->gpus, h->host, h->nhosts > 1 ? " and others" : "",
 	       h->nranks);
-	nw_nt_print_table_header(stdout);
+	nw_nt_print_header(stdout, o->per_iter, o->timestamps);
 }
 
 static void per_rank_line(const struct nw_row *r)
@@ -354,7 +391,13 @@ static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
 	}
 	char line[512];
 	nw_nt_format_row(line, sizeof(line), oop, ip);
-	puts(line);
+	if (cli->o.timestamps) {
+		char now[32];
+		nw_nt_json_now(now, sizeof(now));
+		printf("%s%21s\n", line, now);
+	} else {
+		puts(line);
+	}
 	const struct nw_row *rs[2] = { oop, ip };
 	for (int k = 0; k < 2; k++)
 		if (rs[k]) {
@@ -508,6 +551,50 @@ static int write_out(const char *path, const struct nw_run *run, int per_rank, i
 	return 0;
 }
 
+/* -J's file for op: the path, or with several ops the op's name before the extension ("out.all_reduce.json"). */
+static void nt_json_file(const struct bench_cli *cli, const char *op, char *path, size_t len)
+{
+	const char *p = cli->nt_json_path, *dot = strrchr(p, '.'), *slash = strrchr(p, '/');
+	if (cli->o.nops <= 1 || !strcmp(p, "-"))
+		nw_strlcpy(path, p, len);
+	else if (dot && (!slash || dot > slash + 1))
+		snprintf(path, len, "%.*s.%s%s", (int)(dot - p), p, op, dot);
+	else
+		snprintf(path, len, "%s.%s", p, op);
+}
+
+/* -J: nccl-tests' JSON of op's rows into its file (nt_json_file). 0, or -1 after printing why. */
+static int write_nt_json(const struct bench_cli *cli, const struct nw_run *run, const char *op, int argc,
+                         char **argv)
+{
+	extern char **environ;
+	const struct nw_bench_opts *o = &cli->o;
+	char path[4096];
+	nt_json_file(cli, op, path, sizeof(path));
+	struct nw_nt_config c = {
+		.nthreads = run->h.nthreads > 0 ? run->h.nthreads : 1,
+		.ngpus = run->h.gpus_per_thread > 0 ? run->h.gpus_per_thread : 1,
+		.min_bytes = o->min_bytes, .max_bytes = o->max_bytes, .step_factor = o->step_factor,
+		.step_bytes = o->step_bytes, .warmup = o->warmup, .iters = o->iters, .agg_iters = o->agg_iters,
+		.validation = o->check, .graph = o->graph_launches, .blocking = o->blocking,
+		.per_iter = o->per_iter, .per_iter_skip = o->per_iter_skip,
+		.prog = "ncclwatch", .argc = argc, .argv = argv, .envp = environ,
+	};
+	nw_strlcpy(c.start_time, cli->nt_start, sizeof(c.start_time));
+	int out = !strcmp(path, "-");
+	FILE *f = out ? stdout : fopen(path, "w");
+	if (!f)
+		return nw_error("cannot write '%s': %m", path);
+	int rc = nw_nt_write_json(f, run, op, &c);
+	if (out)
+		fputc('\n', f);
+	if (!out && fclose(f) != 0)
+		rc = -1;
+	if (rc)
+		return nw_error("writing '%s' failed: %m", path);
+	return 0;
+}
+
 int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 {
 	struct nw_run run;
@@ -515,6 +602,12 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 	argv[0] = (char *)cmd;
 	nw_header_fill_local(&run.h, cmd, argc, argv);
 	cli->run = &run;
+	nw_nt_json_now(cli->nt_start, sizeof(cli->nt_start));
+	for (int i = 0; cli->nt_json_path && cli->table && !other_rank() && i < cli->o.nops; i++) {
+		char path[4096];
+		nt_json_file(cli, nw_coll_get(cli->o.ops[i])->name, path, sizeof(path));
+		printf("# Writing JSON output to %s\n", path);
+	}
 	char err[NW_ERRLEN] = "";
 	int rc = nw_bench_run(&cli->o, &run, on_row, cli, err, sizeof(err));
 	int status;
@@ -545,6 +638,9 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 				status = 3;
 			if (cli->csv_path && write_out(cli->csv_path, &run, cli->o.per_rank, 0))
 				status = 3;
+			for (int i = 0; cli->nt_json_path && i < cli->o.nops; i++)
+				if (write_nt_json(cli, &run, nw_coll_get(cli->o.ops[i])->name, argc, argv))
+					status = 3;
 			long long id = 0;
 			char serr[NW_ERRLEN];
 			nw_fingerprint_collect(&run);

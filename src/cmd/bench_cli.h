@@ -13,7 +13,9 @@ struct bench_cli {
 	struct nw_bench_opts o;
 	const char *json_path;
 	const char *csv_path;
-	char json_opt[32], csv_opt[32]; /* the option names as typed, for messages */
+	const char *nt_json_path; /* -J: nccl-tests' own JSON */
+	char nt_start[32];        /* when the run started, for -J */
+	char json_opt[32], csv_opt[32], nt_json_opt[32]; /* the option names as typed, for messages */
 	struct nw_store_opts so; /* --db, --no-history */
 	/* printing state */
 	int table;           /* print the text table on stdout */

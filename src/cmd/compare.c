@@ -112,7 +112,7 @@ static void print_rows(const struct nw_cmp *c)
 		printf("%10s %10s %10s %10s %10s %13s  %s", size, ba, bb, ta, tb, ch, nw_cmp_verdict_name(r->verdict));
 		if (r->verdict == NW_V_SAME || r->verdict == NW_V_SLOWER || r->verdict == NW_V_FASTER)
 			printf(" (%s, +-%.0f%%%s)", r->by_time ? "time" : "busbw", r->threshold * 100,
-			       r->from_repeats ? " from repeats" : "");
+			       r->from_iters ? " from per-iteration spread" : r->from_repeats ? " from repeats" : "");
 		putchar('\n');
 	}
 }
@@ -171,7 +171,8 @@ static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int 
 		print_not_comparable(c, 1);
 	describe("A", la, a);
 	describe("B", lb, b);
-	printf("tolerance: busbw +-%g%% at %s and above, time +-%g%% below %s; the spread of repeats where a run repeats a size\n",
+	printf("tolerance: busbw +-%g%% at %s and above, time +-%g%% below %s; the spread of repeats where a run repeats a size,\n"
+	       "  or of one iteration where both runs timed every iteration (bench -I 1), when larger\n",
 	       o->tolerance * 100, lat, o->lat_tolerance * 100, lat);
 	if (o->min_size) {
 		char ms[32];

@@ -242,7 +242,10 @@ static void print_table(const struct nw_run *run)
 		if (!op || strcmp(op, r->op)) {
 			op = r->op;
 			printf("#\n# %s\n", op);
-			nw_nt_print_table_header(stdout);
+			if (nw_run_has_iters(run))
+				nw_nt_print_table_header_iter(stdout);
+			else
+				nw_nt_print_table_header(stdout);
 		}
 		char line[512];
 		nw_nt_format_row(line, sizeof(line), oop, ip);

@@ -50,7 +50,10 @@ static void print_table(const struct nw_run *run)
 	printf("# Collective test starting: %s_perf\n", run->nrows ? run->rows[0].op : "");
 	printf("# nranks %d  host %s  gpus %s  nccl %s  input %s\n", run->h.nranks, run->h.host,
 	       run->h.gpus, run->h.nccl_version, run->h.input);
-	nw_nt_print_table_header(stdout);
+	if (nw_run_has_iters(run))
+		nw_nt_print_table_header_iter(stdout);
+	else
+		nw_nt_print_table_header(stdout);
 	for (size_t i = 0; i < run->nrows; i++) {
 		const struct nw_row *a = &run->rows[i], *b = NULL;
 		if (!a->inplace && i + 1 < run->nrows) {

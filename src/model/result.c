@@ -16,7 +16,7 @@ void nw_run_init(struct nw_run *run)
 void nw_run_release(struct nw_run *run)
 {
 	for (size_t i = 0; i < run->nrows; i++)
-		free(run->rows[i].rank_times);
+		nw_row_release(&run->rows[i]);
 	free(run->rows);
 	if (run->h.extra)
 		json_decref(run->h.extra);
@@ -31,6 +31,65 @@ struct nw_row *nw_run_add(struct nw_run *run, const struct nw_row *row)
 	}
 	run->rows[run->nrows] = *row;
 	return &run->rows[run->nrows++];
+}
+
+void nw_row_release(struct nw_row *row)
+{
+	free(row->rank_times);
+	free(row->iter_us);
+	row->rank_times = NULL;
+	row->nrank_times = 0;
+	row->iter_us = NULL;
+	row->niter = 0;
+}
+
+static int cmp_us(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* nccl-tests' percentile index: the ceil(n*p/100)-th smallest, 0-based. */
+static int pct_index(int n, int p)
+{
+	int i = (n * p + 99) / 100 - 1;
+	return i < n - 1 ? (i < 0 ? 0 : i) : n - 1;
+}
+
+int nw_row_iter_stats(const struct nw_row *row, struct nw_iter_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	int skip = row->iter_skip > 0 ? row->iter_skip : 0;
+	if (!row->iter_us || row->niter <= skip)
+		return -1;
+	int n = row->niter - skip;
+	double *v = nw_malloc((size_t)n * sizeof(double));
+	memcpy(v, row->iter_us + skip, (size_t)n * sizeof(double));
+	qsort(v, (size_t)n, sizeof(double), cmp_us);
+	double sum = 0, var = 0;
+	for (int i = 0; i < n; i++)
+		sum += v[i];
+	st->n = n;
+	st->avg = sum / n;
+	for (int i = 0; i < n; i++)
+		var += (v[i] - st->avg) * (v[i] - st->avg);
+	st->min = v[0];
+	st->max = v[n - 1];
+	st->p50 = v[n / 2];
+	st->p95 = v[pct_index(n, 95)];
+	st->p99 = v[pct_index(n, 99)];
+	st->stdev = sqrt(var / n);
+	st->cv_pct = st->avg > 0 ? st->stdev / st->avg * 100 : 0;
+	free(v);
+	return 0;
+}
+
+int nw_run_has_iters(const struct nw_run *run)
+{
+	for (size_t i = 0; i < run->nrows; i++)
+		if (run->rows[i].niter > 0)
+			return 1;
+	return 0;
 }
 
 void nw_row_compute_bw(struct nw_row *row)
@@ -89,7 +148,18 @@ static size_t nt_body(char *buf, size_t len, const struct nw_row *r)
 		n = snprintf(buf, len, "  %7s  %6s  %6s  %6g", t, a, b, (double)r->wrong);
 	else
 		n = snprintf(buf, len, "  %7s  %6s  %6s    N/A", t, a, b);
-	return n < 0 ? 0 : (size_t)n;
+	size_t used = n < 0 ? 0 : (size_t)n;
+	struct nw_iter_stats st;
+	if (used < len && !nw_row_iter_stats(r, &st)) {
+		char mn[32], mx[32], p99[32], cv[32];
+		nt_float(mn, sizeof(mn), st.min, 7);
+		nt_float(mx, sizeof(mx), st.max, 7);
+		nt_float(p99, sizeof(p99), st.p99, 7);
+		nt_float(cv, sizeof(cv), st.cv_pct, 7);
+		n = snprintf(buf + used, len - used, "  %7s  %7s  %7s  %7s", mn, mx, p99, cv);
+		used += n < 0 ? 0 : (size_t)n;
+	}
+	return used < len ? used : len - 1;
 }
 
 void nw_nt_format_row(char *buf, size_t len, const struct nw_row *oop, const struct nw_row *ip)
@@ -113,12 +183,38 @@ void nw_nt_format_row(char *buf, size_t len, const struct nw_row *oop, const str
 		nt_body(buf + used, len - used, ip);
 }
 
+/* nccl-tests' three header lines (its writeResultHeader): with per-iteration columns, with a timestamp column. */
+void nw_nt_print_header(FILE *f, int per_iter, int timestamps)
+{
+	const char *lbl = timestamps ? "timestamp" : "", *fmt = timestamps ? "%Y-%m-%d %H:%M:%S" : "";
+	int pad = timestamps ? 19 : 0;
+	if (per_iter) {
+		fprintf(f, "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                "
+		        "in-place (+ per-iteration)\n", "", "", "", "", "");
+		fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  "
+		        "%7s %*s\n", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "i_min", "i_max",
+		        "i_p99", "i_cv%", "time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", pad, lbl);
+		fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  "
+		        "%7s %*s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
+		        "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", pad, fmt);
+		return;
+	}
+	fprintf(f, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "",
+	        "", "");
+	fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size", "count", "type", "redop",
+	        "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", pad, lbl);
+	fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)", "(elements)", "", "", "",
+	        "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", pad, fmt);
+}
+
 void nw_nt_print_table_header(FILE *f)
 {
-	fputs("#                                                              out-of-place                       in-place          \n"
-	      "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong \n"
-	      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)         \n",
-	      f);
+	nw_nt_print_header(f, 0, 0);
+}
+
+void nw_nt_print_table_header_iter(FILE *f)
+{
+	nw_nt_print_header(f, 1, 0);
 }
 
 void nw_nt_print_footer(FILE *f, int64_t wrong_total, double avg_busbw)
@@ -139,6 +235,73 @@ static json_t *jnum(double v, double scale)
 static void set_str(json_t *o, const char *k, const char *v)
 {
 	json_object_set_new(o, k, json_string(v ? v : ""));
+}
+
+json_t *nw_row_iters_to_json(const struct nw_row *r)
+{
+	json_t *o = json_object(), *t = json_array();
+	struct nw_iter_stats st;
+	json_object_set_new(o, "skipped_iterations", json_integer(r->iter_skip));
+	if (!nw_row_iter_stats(r, &st)) {
+		json_object_set_new(o, "min_us", jnum(st.min, 1e6));
+		json_object_set_new(o, "max_us", jnum(st.max, 1e6));
+		json_object_set_new(o, "p99_us", jnum(st.p99, 1e6));
+		json_object_set_new(o, "cv_pct", jnum(st.cv_pct, 1e4));
+	}
+	for (int i = 0; i < r->niter; i++)
+		json_array_append_new(t, jnum(r->iter_us[i], 1e6));
+	json_object_set_new(o, "times_us", t);
+	return o;
+}
+
+void nw_row_iters_from_json(const json_t *pi, struct nw_row *r)
+{
+	const json_t *t = json_object_get(pi, "times_us");
+	size_t n = json_array_size(t);
+	if (!n || n > 100000000)
+		return;
+	r->iter_us = nw_calloc(n, sizeof(double));
+	for (size_t i = 0; i < n; i++)
+		r->iter_us[i] = json_is_number(json_array_get(t, i)) ? json_number_value(json_array_get(t, i)) : 0;
+	r->niter = (int)n;
+	const json_t *k = json_object_get(pi, "skipped_iterations");
+	r->iter_skip = json_is_integer(k) && json_integer_value(k) > 0 && json_integer_value(k) < (json_int_t)n
+	                   ? (int)json_integer_value(k)
+	                   : 0;
+}
+
+/* One results row as its JSON object (with its per-rank times when per_rank). */
+static json_t *row_to_json(const struct nw_row *r, int per_rank)
+{
+	json_t *o = json_object();
+	set_str(o, "op", r->op);
+	set_str(o, "dtype", r->dtype);
+	set_str(o, "redop", r->redop);
+	json_object_set_new(o, "root", json_integer(r->root));
+	json_object_set_new(o, "size_bytes", json_integer((json_int_t)r->size_bytes));
+	json_object_set_new(o, "count", json_integer((json_int_t)r->count));
+	json_object_set_new(o, "nranks", json_integer(r->nranks));
+	json_object_set_new(o, "inplace", json_boolean(r->inplace));
+	json_object_set_new(o, "time_us", jnum(r->time_us, 1e6));
+	json_object_set_new(o, "algbw_gbs", jnum(r->algbw_gbs, 10000));
+	json_object_set_new(o, "busbw_gbs", jnum(r->busbw_gbs, 10000));
+	json_object_set_new(o, "wrong", r->wrong >= 0 ? json_integer(r->wrong) : json_null());
+	if (per_rank && r->nrank_times) {
+		json_t *ranks = json_array();
+		for (int k = 0; k < r->nrank_times; k++) {
+			const struct nw_rank_time *t = &r->rank_times[k];
+			json_t *x = json_object();
+			json_object_set_new(x, "rank", json_integer(t->rank));
+			set_str(x, "host", t->host);
+			json_object_set_new(x, "gpu", json_integer(t->gpu));
+			json_object_set_new(x, "time_us", jnum(t->time_us, 1e6));
+			json_array_append_new(ranks, x);
+		}
+		json_object_set_new(o, "ranks", ranks);
+	}
+	if (r->niter > 0)
+		json_object_set_new(o, "per_iter", nw_row_iters_to_json(r));
+	return o;
 }
 
 json_t *nw_run_to_json(const struct nw_run *run, int per_rank)
@@ -166,33 +329,7 @@ json_t *nw_run_to_json(const struct nw_run *run, int per_rank)
 
 	json_t *rows = json_array();
 	for (size_t i = 0; i < run->nrows; i++) {
-		const struct nw_row *r = &run->rows[i];
-		json_t *o = json_object();
-		set_str(o, "op", r->op);
-		set_str(o, "dtype", r->dtype);
-		set_str(o, "redop", r->redop);
-		json_object_set_new(o, "root", json_integer(r->root));
-		json_object_set_new(o, "size_bytes", json_integer((json_int_t)r->size_bytes));
-		json_object_set_new(o, "count", json_integer((json_int_t)r->count));
-		json_object_set_new(o, "nranks", json_integer(r->nranks));
-		json_object_set_new(o, "inplace", json_boolean(r->inplace));
-		json_object_set_new(o, "time_us", jnum(r->time_us, 1e6));
-		json_object_set_new(o, "algbw_gbs", jnum(r->algbw_gbs, 10000));
-		json_object_set_new(o, "busbw_gbs", jnum(r->busbw_gbs, 10000));
-		json_object_set_new(o, "wrong", r->wrong >= 0 ? json_integer(r->wrong) : json_null());
-		if (per_rank && r->nrank_times) {
-			json_t *ranks = json_array();
-			for (int k = 0; k < r->nrank_times; k++) {
-				const struct nw_rank_time *t = &r->rank_times[k];
-				json_t *x = json_object();
-				json_object_set_new(x, "rank", json_integer(t->rank));
-				set_str(x, "host", t->host);
-				json_object_set_new(x, "gpu", json_integer(t->gpu));
-				json_object_set_new(x, "time_us", jnum(t->time_us, 1e6));
-				json_array_append_new(ranks, x);
-			}
-			json_object_set_new(o, "ranks", ranks);
-		}
+		json_t *o = row_to_json(&run->rows[i], per_rank);
 		json_array_append_new(rows, o);
 	}
 	json_t *doc = json_object();
@@ -284,6 +421,7 @@ int nw_run_from_json(const json_t *doc, struct nw_run *run, char *err, size_t er
 				t->time_us = get_num(x, "time_us", 0);
 			}
 		}
+		nw_row_iters_from_json(json_object_get(o, "per_iter"), &r);
 		nw_run_add(run, &r);
 	}
 	return 0;

@@ -35,6 +35,15 @@ struct nw_row {
 	int64_t wrong;     /* mismatched elements; -1 when not checked (N/A) */
 	int nrank_times;   /* 0 unless per-rank detail was gathered */
 	struct nw_rank_time *rank_times; /* owned by the row */
+	int niter;         /* per-iteration times recorded (-I 1), 0 when none */
+	int iter_skip;     /* leading iterations the summary leaves out (-K) */
+	double *iter_us;   /* niter times in us, slowest rank per iteration; owned by the row */
+};
+
+/* nccl-tests' per-iteration summary (-I 1) of times[skip..n). */
+struct nw_iter_stats {
+	int n;             /* times summarised (n - skip of the row's) */
+	double min, max, avg, p50, p95, p99, stdev, cv_pct; /* us, cv in % */
 };
 
 /* Where a run came from and what it ran on. Strings are "" when unknown. */
@@ -68,8 +77,18 @@ struct nw_run {
 void nw_run_init(struct nw_run *run);
 /* Frees rows, per-rank arrays and h.extra; leaves an empty, reusable run. */
 void nw_run_release(struct nw_run *run);
-/* Appends a copy of row (per-rank array is moved: row->rank_times becomes the run's). */
+/* Appends a copy of row (per-rank and per-iteration arrays are moved: they become the run's). */
 struct nw_row *nw_run_add(struct nw_run *run, const struct nw_row *row);
+
+/* Frees a row's per-rank and per-iteration arrays; the row stays, without them. */
+void nw_row_release(struct nw_row *row);
+
+/*
+ * nccl-tests' per-iteration statistics of a row's times after its skipped
+ * ones (population stdev; p95/p99 the ceil(n*p/100)-th smallest). 0, or
+ * -1 when the row has no times past the skip.
+ */
+int nw_row_iter_stats(const struct nw_row *row, struct nw_iter_stats *st);
 
 /* Fill time/algbw/busbw of a row from its op, size, nranks and time_us. */
 void nw_row_compute_bw(struct nw_row *row);
@@ -87,8 +106,19 @@ const struct nw_row *nw_run_peak(const struct nw_run *run, const char *op);
  */
 void nw_nt_format_row(char *buf, size_t len, const struct nw_row *oop, const struct nw_row *ip);
 void nw_nt_print_table_header(FILE *f);
+/* The header of -I 1 tables: each placement with i_min i_max i_p99 i_cv% (rows with per-iteration times print them). */
+void nw_nt_print_table_header_iter(FILE *f);
+/* Either header, with nccl-tests' timestamp column (-S 1) when timestamps. */
+void nw_nt_print_header(FILE *f, int per_iter, int timestamps);
+/* Does any row of run carry per-iteration times? */
+int nw_run_has_iters(const struct nw_run *run);
 /* "# Out of bounds values : N OK|FAILED" and "# Avg bus bandwidth    : X " */
 void nw_nt_print_footer(FILE *f, int64_t wrong_total, double avg_busbw);
+
+/* A row's per-iteration times as JSON: {"skipped_iterations", "min_us", "max_us", "p99_us", "cv_pct", "times_us"}. */
+json_t *nw_row_iters_to_json(const struct nw_row *row);
+/* What nw_row_iters_to_json wrote into row (iter_us allocated); nothing when pi is not such an object. */
+void nw_row_iters_from_json(const json_t *pi, struct nw_row *row);
 
 /* JSON: {"schema":"ncclwatch.results/1","run":{...},"results":[...]} */
 json_t *nw_run_to_json(const struct nw_run *run, int per_rank);

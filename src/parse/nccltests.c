@@ -842,15 +842,102 @@ static int json_body(const json_t *b, struct nw_row *r)
 	return 0;
 }
 
+/*
+ * A placement's per-iteration object (-I 1: "times_us" and
+ * "skipped_iterations") into r (iter_us allocated); nothing when absent.
+ */
+static void json_iters(const json_t *pi, struct nw_row *r)
+{
+	const json_t *times = json_object_get(pi, "times_us");
+	size_t n = json_array_size(times);
+	if (!n || n > 100000000)
+		return;
+	r->iter_us = nw_calloc(n, sizeof(double));
+	size_t i;
+	const json_t *v;
+	json_array_foreach(times, i, v)
+		r->iter_us[i] = json_is_number(v) ? json_number_value(v) : 0;
+	r->niter = (int)n;
+	double skip = jnum(pi, "skipped_iterations", 0);
+	r->iter_skip = skip > 0 && skip < (double)n ? (int)skip : 0;
+}
+
+/*
+ * The collective of a -J document from its "args": nccl-tests' program
+ * ("./build/all_reduce_perf"), or for ncclwatch's own -J ("ncclwatch",
+ * "bench", ...) the one collective of --op (none by default: all_reduce;
+ * several: unknown, import's --op says which).
+ */
+static void json_op(const json_t *args, char *op, size_t len)
+{
+	const char *a0 = json_string_value(json_array_get(args, 0));
+	if (!a0)
+		return;
+	size_t n = strlen(a0);
+	if (!(n >= 9 && !strcmp(a0 + n - 9, "ncclwatch") && (n == 9 || a0[n - 10] == '/'))) {
+		op_from_program(a0, n, op, len);
+		return;
+	}
+	const char *ops = "all_reduce";
+	for (size_t i = 1; i < json_array_size(args); i++) {
+		const char *a = json_string_value(json_array_get(args, i));
+		if (a && !strncmp(a, "--op=", 5))
+			ops = a + 5;
+		else if (a && !strcmp(a, "--op") && json_is_string(json_array_get(args, i + 1)))
+			ops = json_string_value(json_array_get(args, ++i));
+	}
+	nw_strlcpy(op, strchr(ops, ',') ? "" : ops, len);
+}
+
+/* One entry of a -J document's "results" into st's tables (bad entries counted as unparsed). */
+static void json_result(struct nt_ctx *c, struct nt_stream *st, const json_t *d)
+{
+	struct nw_row base;
+	memset(&base, 0, sizeof(base));
+	double size = jnum(d, "size", -1), count = jnum(d, "count", -1);
+	const char *type = jstr(d, "type"), *redop = jstr(d, "redop");
+	if (size < 0 || size > 1.8e19 || count < 0 || count > 1.8e19 || !type) {
+		c->unparsed++;
+		return;
+	}
+	base.size_bytes = (uint64_t)size;
+	base.count = (uint64_t)count;
+	nw_strlcpy(base.dtype, type, sizeof(base.dtype));
+	nw_strlcpy(base.redop, redop ? redop : "none", sizeof(base.redop));
+	const json_t *root = json_object_get(d, "root");
+	base.root = -1;
+	if (json_is_string(root)) {
+		long r;
+		const char *rs = json_string_value(root);
+		while (*rs == ' ')
+			rs++;
+		if (!nw_parse_long(rs, -1, 1000000, &r, "root", NULL, 0))
+			base.root = (int)r;
+	} else if (json_is_number(root)) {
+		double r = json_number_value(root);
+		base.root = r >= -1 && r <= 1000000 ? (int)r : -1;
+	}
+	struct nw_row oop = base, ip = base;
+	ip.inplace = 1;
+	int ho = !json_body(json_object_get(d, "out_of_place"), &oop);
+	int hi = !json_body(json_object_get(d, "in_place"), &ip);
+	if (ho)
+		json_iters(json_object_get(d, "out_of_place_per_iter"), &oop);
+	if (hi)
+		json_iters(json_object_get(d, "in_place_per_iter"), &ip);
+	if ((!ho && !hi) || add_rows(st, ho ? &oop : NULL, hi ? &ip : NULL) < 0) {
+		c->unparsed++;
+		nw_row_release(&oop);
+		nw_row_release(&ip);
+	}
+}
+
 /* One nccl-tests -J document into one run on a stream's scratch state. */
 static void parse_json_doc(struct nt_ctx *c, const json_t *doc)
 {
 	struct nt_stream *st = get_stream(c, "\x01json");
 	stream_reset(st);
-	const json_t *args = json_object_get(doc, "args");
-	const json_t *a0 = json_array_get(args, 0);
-	if (json_is_string(a0))
-		op_from_program(json_string_value(a0), strlen(json_string_value(a0)), st->op, sizeof(st->op));
+	json_op(json_object_get(doc, "args"), st->op, sizeof(st->op));
 	double code = jnum(doc, "nccl_version", -1);
 	if (code > 0 && code < 1e7)
 		st->nccl_code = (int)code;
@@ -883,39 +970,8 @@ static void parse_json_doc(struct nt_ctx *c, const json_t *doc)
 		st->have_avg = 1;
 		st->avg = jnum(avg, "bandwidth", 0);
 	}
-	json_array_foreach(json_object_get(doc, "results"), i, d) {
-		struct nw_row base;
-		memset(&base, 0, sizeof(base));
-		double size = jnum(d, "size", -1), count = jnum(d, "count", -1);
-		const char *type = jstr(d, "type"), *redop = jstr(d, "redop");
-		if (size < 0 || size > 1.8e19 || count < 0 || count > 1.8e19 || !type) {
-			c->unparsed++;
-			continue;
-		}
-		base.size_bytes = (uint64_t)size;
-		base.count = (uint64_t)count;
-		nw_strlcpy(base.dtype, type, sizeof(base.dtype));
-		nw_strlcpy(base.redop, redop ? redop : "none", sizeof(base.redop));
-		const json_t *root = json_object_get(d, "root");
-		base.root = -1;
-		if (json_is_string(root)) {
-			long r;
-			const char *rs = json_string_value(root);
-			while (*rs == ' ')
-				rs++;
-			if (!nw_parse_long(rs, -1, 1000000, &r, "root", NULL, 0))
-				base.root = (int)r;
-		} else if (json_is_number(root)) {
-			double r = json_number_value(root);
-			base.root = r >= -1 && r <= 1000000 ? (int)r : -1;
-		}
-		struct nw_row oop = base, ip = base;
-		ip.inplace = 1;
-		int ho = !json_body(json_object_get(d, "out_of_place"), &oop);
-		int hi = !json_body(json_object_get(d, "in_place"), &ip);
-		if ((!ho && !hi) || add_rows(st, ho ? &oop : NULL, hi ? &ip : NULL) < 0)
-			c->unparsed++;
-	}
+	json_array_foreach(json_object_get(doc, "results"), i, d)
+		json_result(c, st, d);
 	stream_finish(c, st);
 }
 

@@ -36,6 +36,8 @@ struct side {
 	int n;
 	double bus_sum, bus_min, bus_max;
 	double time_sum, time_min, time_max;
+	int niter_rows;        /* rows with per-iteration times (-I 1) */
+	double iter_cv;        /* the largest per-iteration coefficient of variation among them, a fraction */
 };
 
 struct acc {
@@ -63,6 +65,11 @@ static void side_add(struct side *s, const struct nw_row *r)
 	s->bus_max = fmax(s->bus_max, r->busbw_gbs);
 	s->time_min = fmin(s->time_min, r->time_us);
 	s->time_max = fmax(s->time_max, r->time_us);
+	struct nw_iter_stats st;
+	if (!nw_row_iter_stats(r, &st) && st.n > 1) {
+		s->niter_rows++;
+		s->iter_cv = fmax(s->iter_cv, st.cv_pct / 100);
+	}
 }
 
 /* Relative spread of repeats, (max - min) / mean; 0 for a single value. */
@@ -167,8 +174,20 @@ static void judge(struct acc *x, const struct nw_cmp_opts *o)
 	} else {
 		c->threshold = c->by_time ? o->lat_tolerance : o->tolerance;
 	}
-	/* inside the spread of repeats, or a time difference below the floor: noise */
-	c->within_noise = (c->from_repeats && fabs(c->change) <= c->threshold) ||
+	/*
+	 * Per-iteration times on both sides: one iteration's relative spread
+	 * (its coefficient of variation) is what a launch's mean can move by
+	 * without anything having changed, so a smaller difference is noise.
+	 */
+	if (x->s[0].niter_rows && x->s[1].niter_rows) {
+		double cv = fmax(x->s[0].iter_cv, x->s[1].iter_cv);
+		if (cv > c->threshold) {
+			c->threshold = cv;
+			c->from_iters = 1;
+		}
+	}
+	/* inside the spread of repeats or of iterations, or a time difference below the floor: noise */
+	c->within_noise = ((c->from_repeats || c->from_iters) && fabs(c->change) <= c->threshold) ||
 	                  (time_ok && fabs(c->time_b - c->time_a) < o->noise_floor_us);
 	if (c->within_noise)
 		c->verdict = NW_V_SAME;
@@ -623,7 +642,8 @@ static json_t *row_json(const struct nw_cmp_row *r)
 	json_object_set_new(x, "compared_on", json_string(r->by_time ? "time" : "busbw"));
 	json_object_set_new(x, "change", num_or_null(r->change));
 	json_object_set_new(x, "tolerance", num_or_null(r->threshold));
-	json_object_set_new(x, "tolerance_from", json_string(r->from_repeats ? "repeats" : "option"));
+	json_object_set_new(x, "tolerance_from",
+	                    json_string(r->from_iters ? "per_iter" : r->from_repeats ? "repeats" : "option"));
 	json_object_set_new(x, "within_noise", json_boolean(r->within_noise));
 	json_object_set_new(x, "verdict", json_string(nw_cmp_verdict_name(r->verdict)));
 	return x;

@@ -43,6 +43,7 @@ struct nw_cmp_row {
 	double change;         /* speed(B)/speed(A) - 1: -0.2 is 20% slower */
 	double threshold;      /* relative tolerance applied */
 	int from_repeats;      /* threshold from the spread of repeats, not the stated tolerance */
+	int from_iters;        /* threshold from the per-iteration spread (-I 1 on both sides), larger than the others */
 	int within_noise;      /* the difference is inside the measured noise (repeats or the floor) */
 	enum nw_cmp_verdict verdict;
 };

@@ -108,6 +108,8 @@ static int merge_runs(struct nw_run *runs, int n, struct nw_run *run, const char
 			nw_run_add(run, &runs[i].rows[k]);
 			runs[i].rows[k].rank_times = NULL; /* moved */
 			runs[i].rows[k].nrank_times = 0;
+			runs[i].rows[k].iter_us = NULL;
+			runs[i].rows[k].niter = 0;
 		}
 		nw_run_release(&runs[i]);
 	}

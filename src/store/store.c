@@ -61,6 +61,7 @@ static const struct migration migrations[] = {
 	  "ALTER TABLE runs ADD COLUMN content_key TEXT;"
 	  "CREATE INDEX runs_content_key ON runs(content_key);"
 	  "CREATE INDEX runs_source_host_time ON runs(source, host, time);" },
+	{ 4, "ALTER TABLE results ADD COLUMN per_iter TEXT;" },
 };
 
 static void run_key(const struct nw_run *run, const char *time, char *out, size_t len);
@@ -312,21 +313,25 @@ static void run_ops(const struct nw_run *run, char *buf, size_t len)
 	}
 }
 
-
-/* A results row's per-rank times as JSON text (NULL: none); the caller frees it. */
-static char *rank_times_json(const struct nw_row *r)
+/* A row's per-rank times (per_iter 0) or per-iteration times (1) as compact JSON text; NULL when it has none. */
+static char *row_json_text(const struct nw_row *r, int per_iter)
 {
-	if (!r->nrank_times)
-		return NULL;
-	json_t *a = json_array();
-	for (int k = 0; k < r->nrank_times; k++) {
-		const struct nw_rank_time *t = &r->rank_times[k];
-		json_array_append_new(a, json_pack("{s:i,s:s,s:i,s:f}", "rank", t->rank, "host",
-		                                   t->host, "gpu", t->gpu, "time_us", t->time_us));
+	json_t *a = NULL;
+	if (per_iter && r->niter > 0) {
+		a = nw_row_iters_to_json(r);
+	} else if (!per_iter && r->nrank_times) {
+		a = json_array();
+		for (int k = 0; k < r->nrank_times; k++) {
+			const struct nw_rank_time *t = &r->rank_times[k];
+			json_array_append_new(a, json_pack("{s:i,s:s,s:i,s:f}", "rank", t->rank, "host", t->host, "gpu",
+			                                   t->gpu, "time_us", t->time_us));
+		}
 	}
-	char *ranks = json_dumps(a, JSON_COMPACT);
+	if (!a)
+		return NULL;
+	char *text = json_dumps(a, JSON_COMPACT);
 	json_decref(a);
-	return ranks;
+	return text;
 }
 
 static int insert_rows(struct nw_store *s, long long id, const struct nw_run *run, char *err,
@@ -334,19 +339,21 @@ static int insert_rows(struct nw_store *s, long long id, const struct nw_run *ru
 {
 	for (size_t i = 0; i < run->nrows; i++) {
 		const struct nw_row *r = &run->rows[i];
-		char *ranks = rank_times_json(r);
+		char *ranks = row_json_text(r, 0), *iters = row_json_text(r, 1);
 		const struct nw_db_param p[] = {
 			NW_DB_INT(id), NW_DB_INT((long long)i), NW_DB_TEXT(r->op), NW_DB_TEXT(r->dtype),
 			NW_DB_TEXT(r->redop), NW_DB_INT(r->root), NW_DB_INT((long long)r->size_bytes),
 			NW_DB_INT((long long)r->count), NW_DB_INT(r->nranks), NW_DB_INT(r->inplace),
 			NW_DB_REAL(r->time_us), NW_DB_REAL(r->algbw_gbs), NW_DB_REAL(r->busbw_gbs),
 			r->wrong >= 0 ? NW_DB_INT(r->wrong) : NW_DB_NULL, ranks ? NW_DB_TEXT(ranks) : NW_DB_NULL,
+			iters ? NW_DB_TEXT(iters) : NW_DB_NULL,
 		};
 		int rc = run_sql(s->db, "INSERT INTO results(run_id, seq, op, dtype, redop, root, size_bytes, count,"
-		                        " nranks, inplace, time_us, algbw_gbs, busbw_gbs, wrong, ranks)"
-		                        " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)",
+		                        " nranks, inplace, time_us, algbw_gbs, busbw_gbs, wrong, ranks, per_iter)"
+		                        " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)",
 		                 p, (int)NW_ARRAY_LEN(p));
 		free(ranks);
+		free(iters);
 		if (rc)
 			return db_err(s, "inserting a result row", err, errlen);
 	}
@@ -584,6 +591,11 @@ static void load_row(struct nw_db_rows *r, const struct nw_db_driver *d, struct 
 	row->busbw_gbs = d->real(r, 10);
 	row->wrong = d->text(r, 11) ? d->integer(r, 11) : -1;
 	load_rank_times((const unsigned char *)d->text(r, 12), row);
+	const char *iters = d->text(r, 13);
+	json_t *pi = iters ? json_loads(iters, 0, NULL) : NULL;
+	nw_row_iters_from_json(pi, row);
+	if (pi)
+		json_decref(pi);
 }
 
 /* Every results row of run id, in recorded order, appended to run. -1 with err. */
@@ -593,7 +605,7 @@ static int load_rows(struct nw_store *s, long long id, struct nw_run *run, char 
 	struct nw_db_rows *r;
 	struct nw_db_param p = NW_DB_INT(id);
 	if (d->query(s->db, "SELECT op, dtype, redop, root, size_bytes, count, nranks, inplace, time_us,"
-	                    " algbw_gbs, busbw_gbs, wrong, ranks FROM results WHERE run_id = $1 ORDER BY seq",
+	                    " algbw_gbs, busbw_gbs, wrong, ranks, per_iter FROM results WHERE run_id = $1 ORDER BY seq",
 	             &p, 1, &r))
 		return db_err(s, "reading results", err, errlen);
 	int step;

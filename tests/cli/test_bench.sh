@@ -112,3 +112,123 @@ expect_out "pairs + ops: the all_reduce table" "Collective test starting: all_re
 expect_true "pairs + ops: both in the JSON" python3 -c "
 import json; d=json.load(open('$TMP/pairs_ops.json'))
 assert d['run']['extra']['pairs']['pairs'] and {r['op'] for r in d['results']}=={'all_reduce'}"
+
+# -J: nccl-tests' own JSON, read by a reader written from nccl-tests' field list, shaped as the
+# reference file nccl-tests wrote; its rows are the table's, and import reads it back to the same rows.
+REF=${REFDIR:-}/h200x1-formats
+run mpi 2 -b 8 -e 1M -f 4 -J "$TMP/nt.json" --json "$TMP/ours.json"
+expect_rc "-J: exit 0" 0
+expect_out "-J: says where, as nccl-tests does" "^# Writing JSON output to $TMP/nt.json$"
+cp "$OUT" "$TMP/nt_table.txt"
+expect_true "-J: every field as nccl-tests' field list says" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$TMP/nt.json"
+# like_ref NAME OURS REFFILE: OURS has the structure of the reference recording REFFILE, key for key.
+like_ref() {
+	if [ -n "${REFDIR:-}" ] && [ -f "$REF/$3" ]; then
+		expect_true "$1" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$2" --like "$REF/$3"
+	else
+		skip "$1" "no $REF/$3"
+	fi
+}
+like_ref "-J: the reference nt_ar.json's structure, key for key" "$TMP/nt.json" nt_ar.json
+expect_true "-J: two ranks listed, the table's rows and figures" python3 - "$TMP/nt.json" "$TMP/ours.json" <<'PY'
+import json, sys
+nt, ours = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert nt["version"] == 3 and nt["args"][:2] == ["ncclwatch", "bench"], nt["args"]
+assert [d["rank"] for d in nt["config"]["devices"]] == [0, 1], nt["config"]["devices"]
+assert nt["config"]["minimum_bytes"] == 8 and nt["config"]["maximum_bytes"] == 1048576 and nt["config"]["step_factor"] == 4
+rows = {(r["size_bytes"], r["inplace"]): r for r in ours["results"]}
+assert len(nt["results"]) * 2 == len(rows) == 18, (len(nt["results"]), len(rows))
+for r in nt["results"]:
+    for p, ip in (("out_of_place", False), ("in_place", True)):
+        o = rows[(r["size"], ip)]
+        assert (r["count"], r["type"], r["redop"], r["root"]) == (o["count"], "float", "sum", "    -1"), r
+        assert abs(r[p]["time"] - o["time_us"]) < 1e-3 and abs(r[p]["bus_bw"] - o["busbw_gbs"]) < 1e-3, (r, o)
+        assert r[p]["nwrong"] == o["wrong"] == 0, r
+assert nt["out_of_bounds"] == {"count": 0, "okay": "true"}
+PY
+run "$NW" import --table --no-history "$TMP/nt.json"
+grep -E '^ +[0-9]' "$TMP/nt_table.txt" >"$TMP/want"
+grep -E '^ +[0-9]' "$OUT" >"$TMP/got"
+expect_true "-J: import reads it back to the table's rows" cmp -s "$TMP/want" "$TMP/got"
+run mpi 2 --op all_gather,broadcast -b 1K -e 4K -f 2 -J "$TMP/two.json"
+expect_rc "-J with two ops: exit 0" 0
+expect_true "-J with two ops: one file each, named by op" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$TMP/two.all_gather.json"
+expect_true "-J with two ops: broadcast's file has root and no redop" python3 -c "
+import json; d = json.load(open('$TMP/two.broadcast.json'))
+assert [r['redop'] for r in d['results']] == ['none'] * 3 and d['results'][0]['root'] == '     0', d['results'][0]"
+run "$NW" bench --backend mpi --no-history -b 8 -e 64 -J "$TMP"
+expect_rc "-J a directory: refused" 2
+expect_err "-J a directory: named" "-J '$TMP' is a directory"
+
+# -I 1 / -K: every iteration timed; nccl-tests' per-iteration columns and header, its JSON, ours, history.
+run mpi 2 -b 8 -e 1M -f 4 -n 20 -I 1 -K 2 -J "$TMP/nti.json" --json "$TMP/oursi.json"
+expect_rc "-I 1 -K 2: exit 0" 0
+expect_out "-I 1: nccl-tests' report line" '^# Per-Iteration Report: host clock timing; i_\* uses max over process rows; summary skips first 2 iterations $'
+expect_true "-I 1: rows of 21 columns" sh -c "test \$(grep -E '^ +[0-9]' '$OUT' | awk '{print NF}' | sort -u) = 21"
+like_ref "-I 1 -J: the reference nt_ar_I.json's structure" "$TMP/nti.json" nt_ar_I.json
+if [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
+	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/nt_ar_I.txt" >"$TMP/want"
+	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
+	expect_true "-I 1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
+else
+	skip "-I 1 against the reference" "no $REF"
+fi
+expect_true "-I 1: 20 times per row, summary of the last 18, in both JSONs" python3 - "$TMP/nti.json" "$TMP/oursi.json" <<'PY'
+import json, sys
+nt, ours = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert nt["config"]["per_iter_timing"] == "true" and nt["config"]["per_iter_skip"] == 2
+for r in nt["results"]:
+    for p in ("out_of_place_per_iter", "in_place_per_iter"):
+        pi = r[p]
+        t = sorted(pi["times_us"][2:])
+        assert len(pi["times_us"]) == 20 and pi["skipped_iterations"] == 2, pi
+        assert abs(pi["min_us"] - t[0]) < 1e-3 and abs(pi["max_us"] - t[-1]) < 1e-3, pi
+for r in ours["results"]:
+    assert len(r["per_iter"]["times_us"]) == 20 and r["per_iter"]["skipped_iterations"] == 2, r
+PY
+run "$NW" import --table --no-history "$TMP/nti.json"
+grep -E '^ +[0-9]' "$OUT" | cut -c1-80 >"$TMP/got"
+expect_true "-I 1 -J: import reads it back (per-iteration columns too)" \
+	sh -c "test \$(grep -E '^ +[0-9]' '$OUT' | awk '{print NF}' | sort -u) = 21 && test \$(wc -l <'$TMP/got') = 9"
+run env NCCLWATCH_DB="$TMP/hi.db" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi -b 1K -e 4K -n 10 -I 1
+run "$NW" history show --db "$TMP/hi.db" 1
+expect_out "-I 1: history keeps the per-iteration times" 'i_min    i_max    i_p99    i_cv%'
+for bad in "-I 2" "-I 1 -G 2" "-n 5 -K 5" "-K x"; do
+	run "$NW" bench --backend mpi --no-history $bad
+	expect_rc "refused: $bad" 2
+done
+run "$NW" bench --backend mpi --no-history -n 5 -K 5
+expect_err "-K >= -n named" '-K 5 skips every iteration of -n 5'
+
+# -S 1 and -z 1..3 in nccl-tests' line shapes (reference nt_ar_NSM.txt, nt_ar_z2.txt, nt_ar_z3.txt).
+run mpi 2 -b 1K -e 4K -f 2 -S 1
+expect_rc "-S 1: exit 0" 0
+expect_out "-S 1: rows end with the time" '^ +1024 +256 +float +sum +-1 .* [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$'
+if [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
+	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/nt_ar_NSM.txt" >"$TMP/want"
+	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
+	expect_true "-S 1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
+	expect_true "-S 1: rows as long as the reference's" test "$(grep -E '^ +1024 ' "$OUT" | awk '{print length($0)}')" = \
+		"$(grep -E '^ +1024 ' "$REF/nt_ar_NSM.txt" | head -1 | awk '{print length($0)}')"
+fi
+for z in 1 2 3; do
+	run mpi 2 -b 1K -e 64K -f 4 -z "$z" -c 1
+	expect_rc "-z $z: exit 0, verified" 0
+	if [ "$z" != 1 ] && [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
+		expect_true "-z $z: nccl-tests' blocking line" grep -qxF "$(grep '^# Blocking' "$REF/nt_ar_z$z.txt")" "$OUT"
+	fi
+	[ "$z" != 1 ] || expect_out "-z 1: its line" '^# Blocking Enabled: wait and barrier after each inner iteration \(-m\) $'
+done
+for bad in "-z 4" "-z 3 -G 2" "-S 2"; do
+	run "$NW" bench --backend mpi --no-history $bad
+	expect_rc "refused: $bad" 2
+done
+
+# nccl-tests' device API flags: refused by name, and help says so.
+for f in D V; do
+	run "$NW" bench --backend mpi --no-history -$f 1
+	expect_rc "-$f 1: refused" 2
+	expect_err "-$f 1: named, with what to do" "-$f \\(nccl-tests' device API, .*\\) needs device code .*use nccl-tests"
+done
+run "$NW" help bench
+expect_out "help bench: -D and -V not here" '^not here: -D, -V'

@@ -255,3 +255,20 @@ FAKE_NCCL_CORRUPT=1 run "$T" --nccl-lib "$FAKE/libnccl.so.2" --threads 2
 expect_rc "threads: corrupted data is caught" 1
 expect_err "threads: the wrong element named" "rank 1 iteration 0: all-reduce element 0 is"
 expect_no_crash "threads: abort wakes the other threads, no crash"
+
+# nccl-tests parity on the fake NCCL: -z 1..3, -I 1 -K, -S 1, -J, every result verified.
+for z in 1 2 3; do
+	run bench -b 1K -e 64K -f 4 -z "$z" -c 1
+	expect_rc "fake NCCL -z $z: exit 0, verified" 0
+	expect_out "fake NCCL -z $z: nccl-tests' blocking line" '^# Blocking Enabled: '
+done
+run bench -b 1K -e 64K -f 4 -n 8 -I 1 -K 1 -S 1 -J "$TMP/fake_nt.json"
+expect_rc "fake NCCL -I 1 -S 1 -J: exit 0" 0
+expect_true "fake NCCL -I 1 -S 1: 23 columns per row (per-iteration and timestamp)" \
+	sh -c "test \$(grep -E '^ +[0-9]' '$OUT' | awk '{print NF}' | sort -u) = 23"
+expect_true "fake NCCL -J: four GPUs listed, nccl_version 22809, per-iteration objects" python3 -c "
+import json; d = json.load(open('$TMP/fake_nt.json'))
+assert [x['device'] for x in d['config']['devices']] == [0, 1, 2, 3], d['config']['devices']
+assert d['nccl_version'] == 22809 and d['config']['per_iter_skip'] == 1, d['nccl_version']
+assert all(len(r['out_of_place_per_iter']['times_us']) == 8 for r in d['results'])"
+expect_true "fake NCCL -J: every field by nccl-tests' list" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$TMP/fake_nt.json"

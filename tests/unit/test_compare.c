@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -174,6 +175,60 @@ static void repeats_spread(void **state)
 	nw_run_release(&b);
 }
 
+/* Give a run's last row 20 per-iteration times around its time, +-spread (alternating). */
+static void add_iters(struct nw_run *run, double spread)
+{
+	struct nw_row *r = &run->rows[run->nrows - 1];
+	r->niter = 20;
+	r->iter_us = calloc(20, sizeof(double));
+	for (int i = 0; i < 20; i++)
+		r->iter_us[i] = r->time_us * (1 + (i % 2 ? spread : -spread));
+}
+
+/* With per-iteration times on both sides, a change inside one iteration's spread is noise. */
+static void iter_spread(void **state)
+{
+	(void)state;
+	struct nw_run a, b;
+	struct nw_cmp c;
+	struct nw_cmp_opts o = defaults();
+	nw_run_init(&a);
+	nw_run_init(&b);
+	/* 256M: iterations +-12% around the mean (cv 12%); B 8% slower */
+	add(&a, "all_reduce", 256ULL << 20, 895.79, 0);
+	add_iters(&a, 0.12);
+	add(&b, "all_reduce", 256ULL << 20, 895.79 / 0.92, 0);
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_false(c.rows[0].from_iters); /* B has no per-iteration times: the 5% tolerance */
+	assert_int_equal(c.rows[0].verdict, NW_V_SLOWER);
+	nw_cmp_release(&c);
+	add_iters(&b, 0.10);
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_true(c.rows[0].from_iters && c.rows[0].within_noise);
+	assert_true(c.rows[0].threshold > 0.119 && c.rows[0].threshold < 0.121);
+	assert_int_equal(c.rows[0].verdict, NW_V_SAME);
+	nw_cmp_release(&c);
+	nw_run_release(&b);
+	/* 30% slower is beyond a 12% spread */
+	nw_run_init(&b);
+	add(&b, "all_reduce", 256ULL << 20, 895.79 / 0.70, 0);
+	add_iters(&b, 0.02);
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_int_equal(c.rows[0].verdict, NW_V_SLOWER);
+	nw_cmp_release(&c);
+	/* a steady machine (cv 1%) keeps the stated tolerance, not a smaller one */
+	nw_run_release(&a);
+	nw_run_init(&a);
+	add(&a, "all_reduce", 256ULL << 20, 895.79, 0);
+	add_iters(&a, 0.01);
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_false(c.rows[0].from_iters);
+	assert_true(c.rows[0].threshold > 0.049 && c.rows[0].threshold < 0.051);
+	nw_cmp_release(&c);
+	nw_run_release(&a);
+	nw_run_release(&b);
+}
+
 /* Sizes in only one run are listed, not judged; no shared size is an error. */
 static void unmatched(void **state)
 {
@@ -332,7 +387,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(identical_runs), cmocka_unit_test(planted_band), cmocka_unit_test(latency_band),
-		cmocka_unit_test(repeats_spread), cmocka_unit_test(unmatched),    cmocka_unit_test(attribution),
+		cmocka_unit_test(repeats_spread), cmocka_unit_test(iter_spread), cmocka_unit_test(unmatched),    cmocka_unit_test(attribution),
 		cmocka_unit_test(change_text),  cmocka_unit_test(noise_floor),  cmocka_unit_test(incomparable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

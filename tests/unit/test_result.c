@@ -105,6 +105,39 @@ static void peak(void **state)
 	nw_run_release(&run);
 }
 
+/*
+ * nccl-tests' per-iteration summary: the first row of an -I 1 -K 2 run it
+ * wrote (reference h200x1-formats/nt_ar_I.json, 8 B out-of-place).
+ */
+static void iter_stats(void **state)
+{
+	(void)state;
+	static const double times[20] = { 12.064, 8.608, 4.192, 6.688, 7.232, 5.824, 6.656, 5.664, 5.76, 6.08,
+	                                   5.888, 6.592, 5.472, 5.536, 6.272, 4.992, 8.16, 6.08, 6.336, 6.528 };
+	struct nw_row r = mkrow("all_reduce", 8, 2, "sum", -1, 1, 0, 7.1326, 0);
+	struct nw_iter_stats st;
+	assert_int_equal(nw_row_iter_stats(&r, &st), -1); /* none recorded */
+	r.iter_us = (double *)times;
+	r.niter = 20;
+	r.iter_skip = 2;
+	assert_int_equal(nw_row_iter_stats(&r, &st), 0);
+	assert_int_equal(st.n, 18);
+	assert_float_equal(st.min, 4.192, 1e-6);
+	assert_float_equal(st.max, 8.16, 1e-6);
+	assert_float_equal(st.avg, 6.108444, 1e-6);
+	assert_float_equal(st.p50, 6.08, 1e-6);
+	assert_float_equal(st.p95, 8.16, 1e-6);
+	assert_float_equal(st.p99, 8.16, 1e-6);
+	assert_float_equal(st.stdev, 0.839887, 1e-6);
+	assert_float_equal(st.cv_pct, 13.7496, 1e-4);
+	char line[512];
+	r.iter_us = (double *)times;
+	nw_nt_format_row(line, sizeof(line), &r, NULL);
+	assert_string_equal(line, "           8             2     float     sum      -1     7.13    0.00    0.00       0     4.19     8.16     8.16    13.75");
+	r.iter_skip = 20; /* every one skipped: no summary */
+	assert_int_equal(nw_row_iter_stats(&r, &st), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -114,6 +147,7 @@ int main(void)
 		cmocka_unit_test(busbw_factors),
 		cmocka_unit_test(counts),
 		cmocka_unit_test(peak),
+		cmocka_unit_test(iter_stats),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
