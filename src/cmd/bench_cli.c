@@ -1,6 +1,7 @@
 #include "cmd/bench_cli.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,8 @@ static int take_opt(int c, const char *arg, const char *name, struct bench_cli *
 	case OPT_OOP: o->oop_only = 1; return 0;
 	case OPT_IP: o->ip_only = 1; return 0;
 	case OPT_QUIET: o->quiet = 1; return 0;
+	case NW_OPT_PROGRESS: cli->progress_mode = NW_PROGRESS_ON; return 0;
+	case NW_OPT_NO_PROGRESS: cli->progress_mode = NW_PROGRESS_OFF; return 0;
 	default: return nw_cli_store_opt(c, arg, &cli->so) < 0 ? -2 : 0;
 	}
 }
@@ -193,6 +196,9 @@ static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
 		return nw_error("%s: -f 1 with -i 0 would never advance; give -f > 1 or -i > 0", cmd), 2;
 	if (o->oop_only && o->ip_only)
 		return nw_error("%s: --oop-only and --ip-only exclude each other", cmd), 2;
+	if (nw_bench_nsizes(o) > NW_BENCH_MAX_SIZES)
+		return nw_error("%s: -b %" PRIu64 " to -e %" PRIu64 " is more than %d sizes, the most one sweep runs; "
+		                "raise -f or -i, or narrow -b/-e", cmd, o->min_bytes, o->max_bytes, NW_BENCH_MAX_SIZES), 2;
 	return 0;
 }
 
@@ -255,6 +261,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "rendezvous-timeout", required_argument, NULL, OPT_RDZV },
 		NW_CLI_STORE_LONGOPTS,
+		NW_PROGRESS_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	memset(cli, 0, sizeof(*cli));
@@ -341,9 +348,55 @@ static void per_rank_line(const struct nw_row *r)
 	       mn > 0 ? (mx - mn) / mn * 100 : 0);
 }
 
-static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
+/*
+ * The progress line's total: every (op, dtype, redop, root) sweeps every
+ * size, each weighing its bytes plus a latency floor. Known once the
+ * first row tells the number of ranks (for -r all).
+ */
+static void progress_start(struct bench_cli *cli, int nranks)
 {
-	struct bench_cli *cli = arg;
+	struct nw_progress *p = &cli->prog;
+	const struct nw_bench_opts *o = &cli->o;
+	double wsizes = 0;
+	int nsizes = 0;
+	for (uint64_t s = o->min_bytes; s && s <= o->max_bytes && nsizes < NW_BENCH_MAX_SIZES; nsizes++) {
+		wsizes += (double)s + 65536.0;
+		s = nw_bench_next_size(o, s);
+	}
+	int combos = 0;
+	for (int i = 0; i < o->nops; i++) {
+		const struct nw_coll *c = nw_coll_get(o->ops[i]);
+		int nroots = c && c->has_root && o->root < 0 ? nranks : 1;
+		combos += o->ndtypes * (c && c->has_redop ? o->nredops : 1) * (nroots > 0 ? nroots : 1);
+	}
+	if (!p->t0) {
+		nw_progress_init(p, nw_progress_wanted(cli->progress_mode), 0, 0);
+		snprintf(p->what, sizeof(p->what), "%s: %s", cli->cmd, o->nops ? nw_coll_get(o->ops[0])->name : "pairs");
+	}
+	p->total_n = combos * nsizes;
+	p->total_w = combos * wsizes;
+}
+
+/* One size done: advance the progress line to the size after it. */
+static void progress_row(struct bench_cli *cli, const struct nw_row *r)
+{
+	const struct nw_bench_opts *o = &cli->o;
+	if (!cli->prog.done_n && cli->o.root < 0)
+		progress_start(cli, r->nranks); /* -r all: one sweep per root */
+	uint64_t next = nw_bench_next_size(o, r->size_bytes);
+	char what[96], sz[32];
+	nw_format_size(next, sz, sizeof(sz));
+	if (next && next <= o->max_bytes)
+		snprintf(what, sizeof(what), "%s: %s %s %s", cli->cmd, r->op, r->dtype, sz);
+	else
+		snprintf(what, sizeof(what), "%s: %s %s done", cli->cmd, r->op, r->dtype);
+	nw_strlcpy(cli->prog.what, what, sizeof(cli->prog.what));
+	nw_progress_done(&cli->prog, (double)r->size_bytes + 65536.0);
+}
+
+/* A size's rows into the table (and the sums of its footer). */
+static void print_rows(struct bench_cli *cli, const struct nw_row *oop, const struct nw_row *ip)
+{
 	const struct nw_row *r = oop ? oop : ip;
 	if (!cli->table || !r)
 		return;
@@ -368,6 +421,16 @@ static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
 		per_rank_line(ip);
 	}
 	fflush(stdout);
+}
+
+static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
+{
+	struct bench_cli *cli = arg;
+	const struct nw_row *r = oop ? oop : ip;
+	nw_progress_clear(&cli->prog);
+	print_rows(cli, oop, ip);
+	if (r)
+		progress_row(cli, r);
 }
 
 /*
@@ -508,6 +571,25 @@ static int write_out(const char *path, const struct nw_run *run, int per_rank, i
 	return 0;
 }
 
+static struct nw_progress *sig_prog;
+static const char *sig_cmd;
+
+/* SIGINT: say what was interrupted (the rows printed so far stay), then die of it. */
+static void on_interrupt(int sig)
+{
+	nw_progress_interrupted(sig_prog, sig_cmd);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Report an interruption of p's work (NULL: stop reporting). */
+static void catch_interrupt(struct nw_progress *p, const char *cmd)
+{
+	sig_prog = p;
+	sig_cmd = cmd;
+	signal(SIGINT, p ? on_interrupt : SIG_DFL);
+}
+
 int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 {
 	struct nw_run run;
@@ -515,13 +597,22 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 	argv[0] = (char *)cmd;
 	nw_header_fill_local(&run.h, cmd, argc, argv);
 	cli->run = &run;
+	cli->cmd = cmd;
 	char err[NW_ERRLEN] = "";
+	if (cli->o.quiet && cli->progress_mode == NW_PROGRESS_AUTO)
+		cli->progress_mode = NW_PROGRESS_OFF;
+	progress_start(cli, 1);
+	if (!other_rank())
+		catch_interrupt(&cli->prog, cmd);
 	int rc = nw_bench_run(&cli->o, &run, on_row, cli, err, sizeof(err));
+	catch_interrupt(NULL, NULL);
+	nw_progress_clear(&cli->prog);
 	int status;
 	if (rc < 0) {
 		if (cli->table && cli->cur_op)
 			fflush(stdout);
-		nw_error("%s: %s", cmd, err);
+		if (err[0]) /* empty on ranks other than 0 when rank 0 says it for the job */
+			nw_error("%s: %s", cmd, err);
 		status = rc == -2 ? 2 : 3;
 	} else {
 		status = rc ? 1 : 0;
@@ -551,7 +642,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 			if (nw_store_record(&cli->so, &run, &id, serr, sizeof(serr)) != 0)
 				nw_warn("%s: the run was not recorded in history: %s", cmd, serr);
 			else if (id > 0 && !cli->o.quiet)
-				fprintf(stderr, "ncclwatch: %s: recorded as run %lld (ncclwatch history show %lld)\n", cmd, id, id);
+				nw_cli_say_recorded(cmd, id);
 		}
 	}
 	nw_run_release(&run);

@@ -12,6 +12,7 @@
 #define NW_CLI_H
 
 #include <getopt.h>
+#include <stddef.h>
 
 #include "store/compare.h"
 #include "store/store.h"
@@ -23,6 +24,8 @@ enum {
 	NW_OPT_LAT_TOLERANCE,
 	NW_OPT_LAT_BELOW,
 	NW_OPT_MIN_SIZE,
+	NW_OPT_PROGRESS,
+	NW_OPT_NO_PROGRESS,
 	NW_OPT_LOCAL = 0x1100, /* a command's own long-only options start here */
 };
 
@@ -46,6 +49,12 @@ enum {
  */
 int nw_cli_next(const char *cmd, int argc, char **argv, const char *shortopts,
                 const struct option *longopts);
+
+/*
+ * The name in names[0..n) nearest to typed (a typo, a swap, a prefix), or
+ * NULL when none is near enough to suggest.
+ */
+const char *nw_cli_nearest(const char *typed, const char *const *names, size_t n);
 
 /*
  * How the user gave option c, just returned by nw_cli_next, for messages:
@@ -78,5 +87,20 @@ int nw_cli_store_read_opt(const char *cmd, int c, const char *arg, struct nw_sto
  * when c is not one; -1 after printing an error naming the option.
  */
 int nw_cli_cmp_opt(int c, const char *arg, struct nw_cmp_opts *o);
+
+/*
+ * A value that must name an existing directory (--sysroot DIR): 0, or -1
+ * after printing an error naming opt.
+ */
+int nw_cli_dir_opt(const char *opt, const char *path);
+
+/*
+ * Whether to use colour on stdout: a terminal, TERM not "dumb", and
+ * NO_COLOR unset or empty (https://no-color.org).
+ */
+int nw_cli_colour(void);
+
+/* The one line saying a run went into history: "ncclwatch: CMD: recorded as run N (ncclwatch history show N)". */
+void nw_cli_say_recorded(const char *cmd, long long id);
 
 #endif

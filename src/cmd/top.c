@@ -67,6 +67,7 @@ _Static_assert(sizeof(((struct top_opts *)0)->op) == sizeof(((struct top_opts *)
 static volatile sig_atomic_t quit_flag;
 static struct termios saved_tio;
 static int have_tio, curses_on;
+static int colour_on; /* colours started: a terminal and NO_COLOR unset */
 
 static void on_quit(int sig)
 {
@@ -277,7 +278,7 @@ static int draw_rows(const struct nw_view *v, int compact, size_t *first)
 		const struct nw_view_row *r = &v->rows[i];
 		attr_t a = A_NORMAL;
 		if (r->straggler)
-			a = A_BOLD | (has_colors() ? COLOR_PAIR(1) : A_STANDOUT);
+			a = A_BOLD | (colour_on ? COLOR_PAIR(1) : A_STANDOUT);
 		else if (r->live == NW_SF_STALE)
 			a = A_DIM;
 		if (compact)
@@ -352,7 +353,8 @@ static int live_start(const struct top_opts *o)
 	noecho();
 	keypad(stdscr, TRUE);
 	curs_set(0);
-	if (has_colors()) {
+	if (has_colors() && nw_cli_colour()) {
+		colour_on = 1;
 		start_color();
 		use_default_colors();
 		init_pair(1, COLOR_RED, -1);

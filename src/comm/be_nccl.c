@@ -794,6 +794,52 @@ static int start_workers(struct nw_backend *be, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Whether every rank got past loading the libraries and planning its GPUs
+ * (failed: this one did not, err saying why). With a launcher, the ranks
+ * exchange that before any of them waits on another, so that a job on
+ * machines without a GPU fails once, on rank 0, without an abort. 0, -1
+ * when the exchange itself failed, or NW_BACKEND_FAILED_ALL (see backend.h).
+ */
+static int agree_loaded(struct nw_group *g, int failed, char *err, size_t errlen)
+{
+	struct verdict {
+		int failed;
+		char why[600];
+	} mine;
+	if (g->size <= 1)
+		return failed ? -1 : 0;
+	memset(&mine, 0, sizeof(mine));
+	mine.failed = failed;
+	if (failed)
+		nw_strlcpy(mine.why, err, sizeof(mine.why));
+	struct verdict *all = nw_calloc((size_t)g->size, sizeof(*all));
+	char e2[NW_ERRLEN];
+	int rc = 0, first = -1, nfailed = 0;
+	if (nw_group_allgather(g, &mine, all, sizeof(mine), e2, sizeof(e2)) != 0) {
+		if (!failed)
+			nw_strlcpy(err, e2, errlen);
+		free(all);
+		return -1;
+	}
+	for (int r = 0; r < g->size; r++)
+		if (all[r].failed) {
+			first = first < 0 ? r : first;
+			nfailed++;
+		}
+	if (first >= 0) {
+		rc = NW_BACKEND_FAILED_ALL;
+		if (g->rank != 0)
+			err[0] = '\0';
+		else if (nfailed == g->size)
+			nw_seterr(err, errlen, "every rank (%d): %s", g->size, all[0].why);
+		else
+			nw_seterr(err, errlen, "rank %d%s: %s", first, nfailed > 1 ? " (and others)" : "", all[first].why);
+	}
+	free(all);
+	return rc;
+}
+
 int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_nccl_open_opts *o,
                          char *err, size_t errlen)
 {
@@ -802,8 +848,10 @@ int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const stru
 	struct gpu_plan pl;
 	int visible;
 	*out = NULL;
-	if (load_libs(o, &cu, &nc, &visible, err, errlen) || plan_gpus(g, o, visible, &pl, err, errlen))
-		return -1;
+	int failed = load_libs(o, &cu, &nc, &visible, err, errlen) || plan_gpus(g, o, visible, &pl, err, errlen);
+	int agreed = agree_loaded(g, failed, err, errlen);
+	if (failed || agreed)
+		return agreed ? agreed : -1;
 	struct nw_backend *be = backend_new(g, cu, nc, &pl);
 	if (open_devices(be, pl.first, err, errlen) || init_comms(be, err, errlen) || start_workers(be, err, errlen)) {
 		be_destroy(be);
