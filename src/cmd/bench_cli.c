@@ -476,7 +476,8 @@ static void summary(const struct bench_cli *cli, const struct nw_run *run, const
 {
 	if (run->h.nranks == 1) {
 		printf("# ncclwatch: one rank: every collective is a local copy or nothing at all, so these\n"
-		       "# bandwidths say nothing about links (busbw is 0 by definition); use 2 or more GPUs\n");
+		       "# bandwidths say nothing about links (busbw is 0 by definition); use 2 or more %s\n",
+		       strcmp(run->h.backend, "mpi") ? "GPUs" : "ranks (mpirun -np 2 ...)");
 		return;
 	}
 	for (int i = 0; i < cli->o.nops; i++) {

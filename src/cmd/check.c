@@ -321,7 +321,7 @@ static void print_text(const struct nw_check_verdict *cv, double elapsed, int ra
 		nw_hostname(host, sizeof(host));
 		for (size_t i = 0; i < cv->n; i++)
 			if (cv->items[i].v != NW_PASS)
-				printf("rank %d (%s): %-4s %-28s %s\n", rank, host, nw_check_level_name(cv->items[i].v),
+				printf("rank %d (%s): %-4s %-28s %s\n", rank, host, nw_verdict_item_label(&cv->items[i]),
 				       cv->items[i].what, cv->items[i].reason);
 		return;
 	}
@@ -329,7 +329,7 @@ static void print_text(const struct nw_check_verdict *cv, double elapsed, int ra
 	for (int v = NW_FAIL; v >= NW_PASS; v--)
 		for (size_t i = 0; i < cv->n; i++)
 			if (cv->items[i].v == (enum nw_check_level)v)
-				printf("  %-4s %-28s %s\n", nw_check_level_name(cv->items[i].v), cv->items[i].what,
+				printf("  %-4s %-28s %s\n", nw_verdict_item_label(&cv->items[i]), cv->items[i].what,
 				       cv->items[i].reason);
 }
 

@@ -104,3 +104,11 @@ expect_rc "no GPU under mpirun: exit 3" 3
 expect_true "no GPU under mpirun: one message" test "$(grep -c 'no NVIDIA driver' "$ERR")" -eq 1
 expect_err "no GPU under mpirun: names every rank" "every rank \(4\): no NVIDIA driver"
 if grep -q "MPI_ABORT" "$ERR"; then notok "no GPU under mpirun: no MPI_ABORT banner"; else ok "no GPU under mpirun: no MPI_ABORT banner"; fi
+
+# One rank on the host backend: "ranks", not "GPUs"; check says SKIP, not PASS.
+run "$NW" bench --backend mpi --no-history -b 8 -e 1K
+expect_out "bench --backend mpi alone: says ranks" "use 2 or more ranks"
+expect_no_out "bench --backend mpi alone: not GPUs" "use 2 or more GPUs"
+run "$NW" check --backend mpi --no-history
+expect_out "check on one rank: link items SKIP" "^  SKIP all_reduce"
+expect_no_out "check on one rank: no PASS for a link" "^  PASS all_(reduce|gather)"
