@@ -61,6 +61,7 @@ const char usage_bench[] =
 	"  --per-rank         each rank's time per size: '#' lines in the table, records in JSON/CSV\n"
 	"  --oop-only, --ip-only  only out-of-place or in-place\n"
 	"  --db PATH, --no-history  where to record the run (default: the history database)\n"
+	"  --lock-timeout S   wait at most S for another ncclwatch's lock on it (default 15 s)\n"
 	"  --progress, --no-progress  current op and size, done/total, time left on stderr,\n"
 	"                     redrawn in place (default: only when stderr is a terminal)\n"
 	"\n"

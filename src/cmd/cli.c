@@ -165,6 +165,14 @@ int nw_cli_store_opt(int c, const char *arg, struct nw_store_opts *so)
 			return nw_error("--db and --no-history exclude each other: give one");
 		so->disabled = 1;
 		return 1;
+	case NW_OPT_LOCK_TIMEOUT: {
+		double s;
+		char err[NW_ERRLEN];
+		if (nw_parse_duration(arg, &s, err, sizeof(err)) || s <= 0)
+			return nw_error("--lock-timeout '%s': give a duration above 0 (seconds, as in 15 or 2m)", arg);
+		setenv("NCCLWATCH_LOCK_TIMEOUT", arg, 1);
+		return 1;
+	}
 	default:
 		return 0;
 	}
@@ -196,6 +204,12 @@ int nw_cli_colour(void)
 	if (term && !strcmp(term, "dumb"))
 		return 0;
 	return isatty(STDOUT_FILENO);
+}
+
+void nw_cli_say_waiting(const char *path, double bound_s)
+{
+	fprintf(stderr, "ncclwatch: waiting for the history database '%s': another ncclwatch is writing it "
+	        "(giving up after %g s; --lock-timeout S changes that)\n", path, bound_s);
 }
 
 void nw_cli_say_recorded(const char *cmd, long long id)

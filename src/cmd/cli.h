@@ -26,12 +26,14 @@ enum {
 	NW_OPT_MIN_SIZE,
 	NW_OPT_PROGRESS,
 	NW_OPT_NO_PROGRESS,
+	NW_OPT_LOCK_TIMEOUT,
 	NW_OPT_LOCAL = 0x1100, /* a command's own long-only options start here */
 };
 
 #define NW_CLI_STORE_LONGOPTS \
 	{ "db", required_argument, NULL, NW_OPT_DB }, \
-	{ "no-history", no_argument, NULL, NW_OPT_NO_HISTORY }
+	{ "no-history", no_argument, NULL, NW_OPT_NO_HISTORY }, \
+	{ "lock-timeout", required_argument, NULL, NW_OPT_LOCK_TIMEOUT }
 
 /* The comparison's tolerances (compare, report), handled by nw_cli_cmp_opt(). */
 #define NW_CLI_CMP_LONGOPTS \
@@ -72,7 +74,9 @@ int nw_cli_no_operands(const char *cmd, int argc, char **argv);
 
 /*
  * A history option (NW_CLI_STORE_LONGOPTS): fills so and returns 1; 0 when
- * c is not one; -1 after printing an error (empty --db).
+ * c is not one; -1 after printing an error (empty --db, a bad
+ * --lock-timeout). --lock-timeout S sets NCCLWATCH_LOCK_TIMEOUT for the
+ * store, the bound of every wait for another process's lock.
  */
 int nw_cli_store_opt(int c, const char *arg, struct nw_store_opts *so);
 
@@ -99,6 +103,13 @@ int nw_cli_dir_opt(const char *opt, const char *path);
  * NO_COLOR unset or empty (https://no-color.org).
  */
 int nw_cli_colour(void);
+
+/*
+ * Says on stderr that the command waits for the history database at path,
+ * locked by another ncclwatch, and for how long at most (for
+ * nw_store_on_wait).
+ */
+void nw_cli_say_waiting(const char *path, double bound_s);
 
 /* The one line saying a run went into history: "ncclwatch: CMD: recorded as run N (ncclwatch history show N)". */
 void nw_cli_say_recorded(const char *cmd, long long id);

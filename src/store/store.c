@@ -20,8 +20,12 @@ struct nw_store {
 	double lock_wait_s;     /* the longest wait for another process's lock (NCCLWATCH_LOCK_TIMEOUT) */
 	double retry_until;     /* exec_retry's and query_ints' deadline (0: none running) */
 	unsigned seed;          /* for pauses that differ between processes */
+	int told;               /* the wait notice was given for this wait */
 	char path[PATH_MAX];
 };
+
+/* Who hears that a command is waiting for a lock (nw_store_on_wait); NULL: nobody. */
+static void (*wait_notice)(const char *path, double bound_s);
 
 /*
  * The schema, as a table of forward steps: step k turns a version k-1
@@ -135,6 +139,12 @@ static void pause_ms(int ms)
 }
 
 #define LOCK_WAIT_S 15.0
+#define NOTICE_AFTER_S 1.5 /* a wait this long is said (nw_store_on_wait) */
+
+void nw_store_on_wait(void (*fn)(const char *path, double bound_s))
+{
+	wait_notice = fn;
+}
 
 /* Has the wait for a lock run out (this statement's, or the retries' in all)? */
 static int waited_out(const struct nw_store *s, double now)
@@ -151,10 +161,16 @@ static int waited_out(const struct nw_store *s, double now)
 static int busy_wait(void *arg, int count)
 {
 	struct nw_store *s = arg;
+	double now = nw_now();
 	if (count == 0)
-		s->busy_since = nw_now();
-	else if (waited_out(s, nw_now()))
+		s->busy_since = now;
+	else if (waited_out(s, now))
 		return 0;
+	double since = s->retry_until > 0 ? s->retry_until - s->lock_wait_s : s->busy_since;
+	if (!s->told && wait_notice && now - since > NOTICE_AFTER_S) {
+		s->told = 1;
+		wait_notice(s->path, s->lock_wait_s);
+	}
 	pause_ms(1 + rand_r(&s->seed) % (count < 8 ? count + 1 : 8));
 	return 1;
 }

@@ -112,3 +112,30 @@ expect_no_out "bench --backend mpi alone: not GPUs" "use 2 or more GPUs"
 run "$NW" check --backend mpi --no-history
 expect_out "check on one rank: link items SKIP" "^  SKIP all_reduce"
 expect_no_out "check on one rank: no PASS for a link" "^  PASS all_(reduce|gather)"
+
+# History writers and readers waiting on a locked database say so after a
+# second or two, and give up at --lock-timeout (issue 13, item 9).
+python3 -c '
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("PRAGMA locking_mode=EXCLUSIVE")
+c.execute("BEGIN EXCLUSIVE")
+c.execute("CREATE TABLE IF NOT EXISTS held(x)")
+open(sys.argv[2], "w").close()
+time.sleep(30)' "$TMP/locked.db" "$TMP/locked" &
+holder=$!
+for i in $(seq 100); do [ -f "$TMP/locked" ] && break; sleep 0.1; done
+start=$SECONDS
+run "$NW" history --db "$TMP/locked.db" --lock-timeout 3
+took=$((SECONDS - start))
+expect_true "locked: the reader gives up (exit $RC)" test "$RC" -ne 0
+expect_true "locked: the reader waits the --lock-timeout bound, not more (took ${took}s)" test "$took" -le 6
+expect_err "locked: the reader says what it waits for" "waiting for the history database '.*locked.db': another ncclwatch is writing it \(giving up after 3 s"
+start=$SECONDS
+run "$NW" import --db "$TMP/locked.db" --lock-timeout=3 "$NT"
+took=$((SECONDS - start))
+expect_err "locked: the writer says what it waits for" "waiting for the history database .*another ncclwatch is writing it"
+expect_true "locked: the writer waits the bound, not more (took ${took}s)" test "$took" -le 6
+run "$NW" history --db "$TMP/locked.db" --lock-timeout 0
+expect_rc "--lock-timeout 0: refused" 2
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
