@@ -139,3 +139,26 @@ expect_true "locked: the writer waits the bound, not more (took ${took}s)" test 
 run "$NW" history --db "$TMP/locked.db" --lock-timeout 0
 expect_rc "--lock-timeout 0: refused" 2
 kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
+
+# Stats files of another uid are read when their group is NCCLWATCH_GROUP
+# (a node exporter over a directory shared with training pods), not otherwise.
+SD=$TMP/shared-stats
+late_rank_files "$TMP/statsrc"
+ONE=$(ls "$TMP"/statsrc/*.nws | head -1)
+mkdir -p "$SD"; cp "$ONE" "$SD/pod.nws"
+if chown 65534:65534 "$SD" "$SD/pod.nws" 2>/dev/null && chmod 2770 "$SD" && chmod 640 "$SD/pod.nws"; then
+	run env -u NCCLWATCH_GROUP "$NW" top --once --dir "$SD"
+	expect_rc "shared dir of another uid: refused without NCCLWATCH_GROUP" 1
+	expect_err "shared dir: the refusal names NCCLWATCH_GROUP" "NCCLWATCH_GROUP"
+	run env NCCLWATCH_GROUP=65534 "$NW" top --once --dir "$SD"
+	expect_rc "NCCLWATCH_GROUP=65534: read" 0
+	expect_no_out "NCCLWATCH_GROUP: the pod's file is not bad" '1 bad\)'
+	run env NCCLWATCH_GROUP=$(getent group 65534 | cut -d: -f1) "$NW" exporter --once --dir "$SD"
+	expect_rc "NCCLWATCH_GROUP by name: exporter reads it" 0
+	expect_out "NCCLWATCH_GROUP: exporter counts it live or stale, not bad" 'state="bad"\} 0$'
+	chmod 646 "$SD/pod.nws"
+	run env NCCLWATCH_GROUP=65534 "$NW" top --once --dir "$SD"
+	expect_err "NCCLWATCH_GROUP: a file others can write is still skipped" "pod\.nws.*owned by uid 65534"
+else
+	skip "NCCLWATCH_GROUP" "cannot chown (not root)"
+fi
