@@ -162,3 +162,34 @@ if chown 65534:65534 "$SD" "$SD/pod.nws" 2>/dev/null && chmod 2770 "$SD" && chmo
 else
 	skip "NCCLWATCH_GROUP" "cannot chown (not root)"
 fi
+
+# top: a SIZE column in human units, a reversible sort, '?' help, the
+# straggler's LATE column kept on a narrow terminal, NO_COLOR respected.
+H=$TMP/statsrc
+run "$NW" top --once --all --dir "$H"
+expect_rc "top --once: exit 0" 0
+expect_out "top --once: SIZE column" "^COMM +NAME +STATE +RANK +OP +HOST +CALLS +BYTES +SIZE +CALLS/S"
+expect_out "top --once: sizes for people (KiB, MiB)" " [0-9.]+ (B|KiB|MiB) +[0-9.-]+ +"
+run "$NW" top --once --all --dir "$H" --sort rate
+grep -E '^[0-9a-f]{16} ' "$OUT" | awk '{print $1, $4, $5}' >"$TMP/fwd"
+run "$NW" top --once --all --dir "$H" --sort rate --reverse
+grep -E '^[0-9a-f]{16} ' "$OUT" | awk '{print $1, $4, $5}' >"$TMP/rev"
+expect_true "top --reverse: the same rows" cmp -s <(sort "$TMP/fwd") <(sort "$TMP/rev")
+expect_true "top --reverse: another order" sh -c "! cmp -s '$TMP/fwd' '$TMP/rev'"
+if command -v script >/dev/null; then
+	waitfor() { for _ in $(seq 300); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+	: >"$TMP/t1"
+	(waitfor "$TMP/t1" "ncclwatch top: "; printf '?'; waitfor "$TMP/t1" "any key returns"; printf 'x'; sleep 0.3; printf 'bb'; sleep 0.4; printf q) |
+		TERM=xterm timeout 40 script -qfec "stty cols 60 rows 30; exec $NW top --all --dir $H --interval 0.2" /dev/null >"$TMP/t1" 2>&1
+	RC=$?
+	expect_rc "top live: ? then q" 0
+	expect_true "top live: ? shows the keys" grep -q "any key returns" "$TMP/t1"
+	expect_true "top live: the same sort key again reverses it" grep -q "reversed) |" "$TMP/t1"
+	expect_true "top live: 60 columns keep LATE" grep -Eq "RANK OP .{0,12}LATE" "$TMP/t1"
+	: >"$TMP/t2"
+	(waitfor "$TMP/t2" "ncclwatch top: "; sleep 0.3; printf q) | TERM=xterm timeout 40 script -qfec "exec $NW top --all --dir $H --interval 0.2" /dev/null >"$TMP/t2" 2>&1
+	expect_true "top live: the straggler in colour on a terminal" grep -q $'\033\\[31m' "$TMP/t2"
+	: >"$TMP/t3"
+	(waitfor "$TMP/t3" "ncclwatch top: "; sleep 0.3; printf q) | NO_COLOR=1 TERM=xterm timeout 40 script -qfec "exec $NW top --all --dir $H --interval 0.2" /dev/null >"$TMP/t3" 2>&1
+	expect_true "top live: NO_COLOR: no colour" sh -c "! grep -q $'\033\\\\[3[0-7]m' '$TMP/t3'"
+fi
