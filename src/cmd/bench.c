@@ -32,7 +32,7 @@ const char usage_bench[] =
 	"  -r, --root N       root rank for broadcast/reduce/gather/scatter, or 'all' (default 0)\n"
 	"sizes (K, M, G suffixes are 1024-based):\n"
 	"  -b, --minbytes S   smallest size (default 8)\n"
-	"  -e, --maxbytes S   largest size (default 1G)\n"
+	"  -e, --maxbytes S   largest size (default 1G; 32M with --backend mpi)\n"
 	"  -f, --stepfactor F multiply the size by F each step (default 2)\n"
 	"  -i, --stepbytes S  add S each step instead (with -f 1)\n"
 	"timing:\n"

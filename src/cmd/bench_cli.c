@@ -52,6 +52,9 @@ static int find_op(const char *s)
 	return c ? (int)c->op : -1;
 }
 
+/* -e's default with --backend mpi (32 MiB): the sweep then takes seconds, not minutes. */
+#define NW_MPI_DEFAULT_MAX (32ULL << 20)
+
 enum {
 	OPT_OP = NW_OPT_LOCAL, OPT_BACKEND, OPT_JSON, OPT_CSV, OPT_PER_RANK, OPT_PAIRS, OPT_NCCL_LIB,
 	OPT_OOP, OPT_IP, OPT_QUIET, OPT_RDZV,
@@ -267,18 +270,22 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 	memset(cli, 0, sizeof(*cli));
 	nw_bench_opts_default(&cli->o);
 	char err[NW_ERRLEN] = "";
-	int c, op_given = 0;
+	int c, op_given = 0, e_given = 0;
 	optind = 1;
 	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:", longs)) != -1) {
 		if (c == -2)
 			return 2;
 		op_given |= c == OPT_OP;
+		e_given |= c == 'e';
 		int bad = take_opt(c, optarg, nw_cli_opt_name(c, argv), cli, err, sizeof(err));
 		if (bad == -2)
 			return 2;
 		if (bad)
 			return nw_error("%s: %s; see 'ncclwatch help %s'", cmd, err, cmd), 2;
 	}
+	/* host memory over MPI: up to 1 GiB takes minutes, and host bandwidth has levelled off long before */
+	if (!e_given && cli->o.backend == NW_BACKEND_MPI && cli->o.max_bytes > NW_MPI_DEFAULT_MAX)
+		cli->o.max_bytes = cli->o.min_bytes > NW_MPI_DEFAULT_MAX ? cli->o.min_bytes : NW_MPI_DEFAULT_MAX;
 	if (nw_cli_no_operands(cmd, argc, argv) || check_sweep(&cli->o, cmd) ||
 	    check_output(cmd, cli->json_opt, cli->json_path) || check_output(cmd, cli->csv_opt, cli->csv_path))
 		return 2;

@@ -193,3 +193,12 @@ if command -v script >/dev/null; then
 	(waitfor "$TMP/t3" "ncclwatch top: "; sleep 0.3; printf q) | NO_COLOR=1 TERM=xterm timeout 40 script -qfec "exec $NW top --all --dir $H --interval 0.2" /dev/null >"$TMP/t3" 2>&1
 	expect_true "top live: NO_COLOR: no colour" sh -c "! grep -q $'\033\\\\[3[0-7]m' '$TMP/t3'"
 fi
+
+# README's first command on a machine without a GPU: the host backend's
+# default sweep stops at 32 MiB (seconds, not minutes); -e still goes further.
+run mpirun -np 2 "$NW" bench --backend mpi --no-history -n 1 -w 0 -c 0
+expect_rc "host backend default sweep: exit 0" 0
+expect_out "host backend default sweep: up to 32 MiB" "^ +33554432 +8388608 +float"
+expect_no_out "host backend default sweep: not to 1 GiB" "^ +67108864 "
+run "$NW" bench --backend mpi --no-history -b 64M -n 1 -w 0 -c 0 --oop-only
+expect_out "host backend: -b above 32M alone still runs that size" "^ +67108864 "
