@@ -374,6 +374,27 @@ static void abort_all(struct nw_backend *be)
 		p->comm[i] = NULL;
 }
 
+/*
+ * The message of a collective not done within -T on the GPUs in waiting.
+ * With other processes, a roll call first names the ranks that no longer
+ * answer (stopped, dead or unreachable): every rank still running times
+ * out on the same collective and takes part.
+ */
+static void timeout_message(struct nw_backend *be, const char *what, double timeout_s, const char *waiting,
+                            char *err, size_t errlen)
+{
+	char who[NW_ERRLEN];
+	if (be->group->size > 1 && nw_group_roll_call(be->group, who, sizeof(who)) != 0)
+		nw_seterr(err, errlen, "%s did not finish within %g s (-T) on GPU %s; a roll call of the ranks: %s "
+		          "(stopped, dead or unreachable)", what, timeout_s, waiting, who);
+	else
+		nw_seterr(err, errlen,
+		          "%s did not finish within %g s (-T) on GPU %s; %s: look at NCCL_DEBUG=WARN; raise -T if the "
+		          "size is simply slow here", what, timeout_s, waiting,
+		          be->group->size > 1 ? "every rank still answers, so NCCL or the link is stuck"
+		                              : "a GPU or the link between them is stuck");
+}
+
 static int be_wait(struct nw_backend *be, double timeout_s, const char *what, char *err, size_t errlen)
 {
 	struct nccl_priv *p = P(be);
@@ -411,10 +432,7 @@ static int be_wait(struct nw_backend *be, double timeout_s, const char *what, ch
 			for (int i = 0; i < be->nlocal && u < sizeof(waiting) - 8; i++)
 				if (!done[i])
 					u += (size_t)snprintf(waiting + u, sizeof(waiting) - u, "%s%d", u ? "," : "", (int)p->dev[i]);
-			nw_seterr(err, errlen,
-			          "%s did not finish within %g s (-T) on GPU %s; a peer may have died or hung, or the "
-			          "link is stuck: look at the other ranks' output and NCCL_DEBUG=WARN; raise -T if the "
-			          "size is simply slow here", what, timeout_s, waiting);
+			timeout_message(be, what, timeout_s, waiting, err, errlen);
 			abort_all(be);
 			return -1;
 		}

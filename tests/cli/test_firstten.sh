@@ -202,3 +202,4 @@ expect_out "host backend default sweep: up to 32 MiB" "^ +33554432 +8388608 +flo
 expect_no_out "host backend default sweep: not to 1 GiB" "^ +67108864 "
 run "$NW" bench --backend mpi --no-history -b 64M -n 1 -w 0 -c 0 --oop-only
 expect_out "host backend: -b above 32M alone still runs that size" "^ +67108864 "
+
