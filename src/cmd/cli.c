@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cmd/cli.h"
+#include "probe/ncclenv.h"
 #include "util/util.h"
 
 /* The option nw_cli_next returned last, and how it is named in messages. */
@@ -24,38 +25,13 @@ static void remember(int c, int li, const struct option *longopts)
 		last_name[0] = '\0';
 }
 
-/* Edit distance between a and b (insert, delete, substitute, swap), capped at 9. */
-static int distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	if (la > 40 || lb > 40)
-		return 9;
-	int d[41][41];
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = (int)i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = (int)j;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t j = 1; j <= lb; j++) {
-			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			if (d[i - 1][j] + 1 < v)
-				v = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
-				v = d[i - 2][j - 2] + 1;
-			d[i][j] = v;
-		}
-	return d[la][lb] > 9 ? 9 : d[la][lb];
-}
-
 const char *nw_cli_nearest(const char *typed, const char *const *names, size_t n)
 {
 	const char *best = NULL;
 	int bestd = 9;
 	size_t lt = strlen(typed);
 	for (size_t i = 0; i < n; i++) {
-		int d = distance(typed, names[i]);
+		int d = nw_edit_distance(typed, names[i]);
 		if (lt >= 3 && !strncmp(names[i], typed, lt))
 			d = 1; /* a prefix of it */
 		if (d < bestd) {

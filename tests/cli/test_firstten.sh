@@ -115,16 +115,8 @@ expect_no_out "check on one rank: no PASS for a link" "^  PASS all_(reduce|gathe
 
 # History writers and readers waiting on a locked database say so after a
 # second or two, and give up at --lock-timeout (issue 13, item 9).
-python3 -c '
-import sqlite3, sys, time
-c = sqlite3.connect(sys.argv[1], isolation_level=None)
-c.execute("PRAGMA locking_mode=EXCLUSIVE")
-c.execute("BEGIN EXCLUSIVE")
-c.execute("CREATE TABLE IF NOT EXISTS held(x)")
-open(sys.argv[2], "w").close()
-time.sleep(30)' "$TMP/locked.db" "$TMP/locked" &
-holder=$!
-for i in $(seq 100); do [ -f "$TMP/locked" ] && break; sleep 0.1; done
+hold_db_lock "$TMP/locked.db" 30
+holder=$HOLDER
 start=$SECONDS
 run "$NW" history --db "$TMP/locked.db" --lock-timeout 3
 took=$((SECONDS - start))
