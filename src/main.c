@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "util/util.h"
 
@@ -36,6 +37,21 @@ static const struct command *find(const char *name)
 	return NULL;
 }
 
+/* Says there is no command name, suggesting the nearest one; returns 2. */
+static int unknown_command(const char *name)
+{
+	const char *names[NW_ARRAY_LEN(commands) + 1];
+	for (size_t i = 0; i < NW_ARRAY_LEN(commands); i++)
+		names[i] = commands[i].name;
+	names[NW_ARRAY_LEN(commands)] = "help";
+	const char *near = nw_cli_nearest(name, names, NW_ARRAY_LEN(names));
+	if (near)
+		nw_error("unknown command '%s'; did you mean '%s'? 'ncclwatch --help' lists the commands", name, near);
+	else
+		nw_error("unknown command '%s'; 'ncclwatch --help' lists the commands", name);
+	return 2;
+}
+
 static int help(const char *name)
 {
 	if (!name) {
@@ -44,7 +60,7 @@ static int help(const char *name)
 	}
 	const struct command *c = find(name);
 	if (!c)
-		return nw_error("no command '%s'; 'ncclwatch --help' lists them", name), 2;
+		return unknown_command(name);
 	fputs(c->usage, stdout);
 	return 0;
 }
@@ -57,6 +73,7 @@ int main(int argc, char **argv)
 	}
 	const char *name = argv[1];
 	int rc;
+	nw_store_on_wait(nw_cli_say_waiting);
 	if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
 		usage(stdout);
 		rc = 0;
@@ -67,10 +84,8 @@ int main(int argc, char **argv)
 		rc = help(argc > 2 ? argv[2] : NULL);
 	} else {
 		const struct command *c = find(name);
-		if (!c) {
-			nw_error("unknown command '%s'; 'ncclwatch --help' lists the commands", name);
-			return 2;
-		}
+		if (!c)
+			return unknown_command(name);
 		/* A command's own --help/-h answers with its usage. */
 		if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
 			rc = help(name);

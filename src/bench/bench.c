@@ -44,21 +44,31 @@ void nw_bench_opts_default(struct nw_bench_opts *o)
 	o->rdzv_timeout_s = 0; /* 0: -T, at most 300 s */
 }
 
+uint64_t nw_bench_next_size(const struct nw_bench_opts *o, uint64_t s)
+{
+	uint64_t next = o->step_factor > 1 ? (uint64_t)((double)s * o->step_factor) : s + o->step_bytes;
+	return next > s ? next : 0;
+}
+
+size_t nw_bench_nsizes(const struct nw_bench_opts *o)
+{
+	size_t k = 0;
+	for (uint64_t s = o->min_bytes; s && s <= o->max_bytes && k <= NW_BENCH_MAX_SIZES; s = nw_bench_next_size(o, s))
+		k++;
+	return k;
+}
+
 /* The sizes of the sweep, as nccl-tests walks them. *n gets the count. */
 static uint64_t *sizes(const struct nw_bench_opts *o, size_t *n)
 {
 	size_t cap = 64, k = 0;
 	uint64_t *v = nw_malloc(cap * sizeof(*v));
-	for (uint64_t s = o->min_bytes; s <= o->max_bytes;) {
+	for (uint64_t s = o->min_bytes; s && s <= o->max_bytes && k < NW_BENCH_MAX_SIZES; s = nw_bench_next_size(o, s)) {
 		if (k == cap) {
 			cap *= 2;
 			v = nw_realloc(v, cap * sizeof(*v));
 		}
 		v[k++] = s;
-		uint64_t next = o->step_factor > 1 ? (uint64_t)((double)s * o->step_factor) : s + o->step_bytes;
-		if (next <= s || k > 100000)
-			break;
-		s = next;
 	}
 	*n = k;
 	return v;
@@ -806,6 +816,9 @@ static int sweep(struct ctx *x)
 {
 	const struct nw_bench_opts *o = x->o;
 	int64_t wrong = 0;
+	if (o->pairs && o->nops == 0 && x->be->nranks < 2)
+		return nw_seterr(x->err, x->errlen, "--pairs needs at least 2 ranks (this run has %d); start it under a "
+		                 "launcher, e.g. mpirun -np 2 ncclwatch bench --pairs", x->be->nranks), -2;
 	if (host_memory_fits(x) || x->be->ops->alloc(x->be, x->buf_bytes, x->err, x->errlen))
 		return -1;
 	/* with other ops asked for too, one rank simply has no pairs */
@@ -883,7 +896,12 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 		return rc;
 	rc = -1;
 	/* what the backend cannot do is the options' fault: -2 */
-	if (!open_backend(o, g, &be, err, errlen) && (rc = backend_fits(o, be, err, errlen) * 2) == 0) {
+	int orc = open_backend(o, g, &be, err, errlen);
+	if (orc == NW_BACKEND_FAILED_ALL) {
+		nw_group_close(g); /* every rank knows: no abort, err is said once (rank 0) */
+		return -1;
+	}
+	if (!orc && (rc = backend_fits(o, be, err, errlen) * 2) == 0) {
 		struct ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
 		fill_header(&run->h, o, be, g);
 		rc = -1;

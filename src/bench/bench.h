@@ -7,6 +7,7 @@
 #ifndef NW_BENCH_H
 #define NW_BENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model/coll.h"
@@ -51,6 +52,15 @@ struct nw_bench_opts {
 
 /* nccl-tests' defaults (-b 32M -e 32M ... ) adapted: see docs/bench.md. */
 void nw_bench_opts_default(struct nw_bench_opts *o);
+
+/* The most sizes one sweep may have (the command refuses more). */
+#define NW_BENCH_MAX_SIZES 100000
+
+/* The size after s in the sweep of o; 0 when the sweep cannot go on. */
+uint64_t nw_bench_next_size(const struct nw_bench_opts *o, uint64_t s);
+
+/* How many sizes the sweep of o walks; NW_BENCH_MAX_SIZES + 1 when over the cap. */
+size_t nw_bench_nsizes(const struct nw_bench_opts *o);
 
 /* Called once per finished size (out-of-place row, in-place row; either may be NULL). */
 typedef void (*nw_bench_row_fn)(const struct nw_row *oop, const struct nw_row *ip, void *arg);

@@ -32,7 +32,7 @@ const char usage_bench[] =
 	"  -r, --root N       root rank for broadcast/reduce/gather/scatter, or 'all' (default 0)\n"
 	"sizes (K, M, G suffixes are 1024-based):\n"
 	"  -b, --minbytes S   smallest size (default 8)\n"
-	"  -e, --maxbytes S   largest size (default 1G)\n"
+	"  -e, --maxbytes S   largest size (default 1G; 32M with --backend mpi)\n"
 	"  -f, --stepfactor F multiply the size by F each step (default 2)\n"
 	"  -i, --stepbytes S  add S each step instead (with -f 1)\n"
 	"timing:\n"
@@ -69,6 +69,9 @@ const char usage_bench[] =
 	"  --oop-only, --ip-only  only out-of-place or in-place\n"
 	"  --db PATH, --no-history  where to record the run (default: the history database)\n"
 	"not here: -D, -V (nccl-tests' device API: device code ncclwatch does not build)\n"
+	"  --lock-timeout S   wait at most S for another ncclwatch's lock on it (default 15 s)\n"
+	"  --progress, --no-progress  current op and size, done/total, time left on stderr,\n"
+	"                     redrawn in place (default: only when stderr is a terminal)\n"
 	"\n"
 	"exit status: 0 ok, 1 wrong results, 2 bad usage, 3 the run failed (no GPU, NCCL error, timeout)\n";
 

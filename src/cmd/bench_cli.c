@@ -1,6 +1,7 @@
 #include "cmd/bench_cli.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,9 @@ static int find_op(const char *s)
 	const struct nw_coll *c = nw_coll_find(s);
 	return c ? (int)c->op : -1;
 }
+
+/* -e's default with --backend mpi (32 MiB): the sweep then takes seconds, not minutes. */
+#define NW_MPI_DEFAULT_MAX (32ULL << 20)
 
 enum {
 	OPT_OP = NW_OPT_LOCAL, OPT_BACKEND, OPT_JSON, OPT_CSV, OPT_PER_RANK, OPT_PAIRS, OPT_NCCL_LIB,
@@ -186,6 +190,8 @@ static int take_opt(int c, const char *arg, const char *name, struct bench_cli *
 	case OPT_OOP: o->oop_only = 1; return 0;
 	case OPT_IP: o->ip_only = 1; return 0;
 	case OPT_QUIET: o->quiet = 1; return 0;
+	case NW_OPT_PROGRESS: cli->progress_mode = NW_PROGRESS_ON; return 0;
+	case NW_OPT_NO_PROGRESS: cli->progress_mode = NW_PROGRESS_OFF; return 0;
 	default: return nw_cli_store_opt(c, arg, &cli->so) < 0 ? -2 : 0;
 	}
 }
@@ -213,6 +219,9 @@ static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
 	if (o->per_iter_skip && o->per_iter_skip >= o->iters)
 		return nw_error("%s: -K %d skips every iteration of -n %d; give -K below -n", cmd, o->per_iter_skip, o->iters),
 		       2;
+	if (nw_bench_nsizes(o) > NW_BENCH_MAX_SIZES)
+		return nw_error("%s: -b %" PRIu64 " to -e %" PRIu64 " is more than %d sizes, the most one sweep runs; "
+		                "raise -f or -i, or narrow -b/-e", cmd, o->min_bytes, o->max_bytes, NW_BENCH_MAX_SIZES), 2;
 	return 0;
 }
 
@@ -278,23 +287,28 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "rendezvous-timeout", required_argument, NULL, OPT_RDZV },
 		NW_CLI_STORE_LONGOPTS,
+		NW_PROGRESS_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	memset(cli, 0, sizeof(*cli));
 	nw_bench_opts_default(&cli->o);
 	char err[NW_ERRLEN] = "";
-	int c, op_given = 0;
+	int c, op_given = 0, e_given = 0;
 	optind = 1;
 	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:I:K:S:D:V:", longs)) != -1) {
 		if (c == -2)
 			return 2;
 		op_given |= c == OPT_OP;
+		e_given |= c == 'e';
 		int bad = take_opt(c, optarg, nw_cli_opt_name(c, argv), cli, err, sizeof(err));
 		if (bad == -2)
 			return 2;
 		if (bad)
 			return nw_error("%s: %s; see 'ncclwatch help %s'", cmd, err, cmd), 2;
 	}
+	/* host memory over MPI: up to 1 GiB takes minutes, and host bandwidth has levelled off long before */
+	if (!e_given && cli->o.backend == NW_BACKEND_MPI && cli->o.max_bytes > NW_MPI_DEFAULT_MAX)
+		cli->o.max_bytes = cli->o.min_bytes > NW_MPI_DEFAULT_MAX ? cli->o.min_bytes : NW_MPI_DEFAULT_MAX;
 	if (nw_cli_no_operands(cmd, argc, argv) || check_sweep(&cli->o, cmd) ||
 	    check_output(cmd, cli->json_opt, cli->json_path) || check_output(cmd, cli->csv_opt, cli->csv_path) ||
 	    check_output(cmd, cli->nt_json_opt, cli->nt_json_path))
@@ -378,9 +392,55 @@ static void per_rank_line(const struct nw_row *r)
 	       mn > 0 ? (mx - mn) / mn * 100 : 0);
 }
 
-static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
+/*
+ * The progress line's total: every (op, dtype, redop, root) sweeps every
+ * size, each weighing its bytes plus a latency floor. Known once the
+ * first row tells the number of ranks (for -r all).
+ */
+static void progress_start(struct bench_cli *cli, int nranks)
 {
-	struct bench_cli *cli = arg;
+	struct nw_progress *p = &cli->prog;
+	const struct nw_bench_opts *o = &cli->o;
+	double wsizes = 0;
+	int nsizes = 0;
+	for (uint64_t s = o->min_bytes; s && s <= o->max_bytes && nsizes < NW_BENCH_MAX_SIZES; nsizes++) {
+		wsizes += (double)s + 65536.0;
+		s = nw_bench_next_size(o, s);
+	}
+	int combos = 0;
+	for (int i = 0; i < o->nops; i++) {
+		const struct nw_coll *c = nw_coll_get(o->ops[i]);
+		int nroots = c && c->has_root && o->root < 0 ? nranks : 1;
+		combos += o->ndtypes * (c && c->has_redop ? o->nredops : 1) * (nroots > 0 ? nroots : 1);
+	}
+	if (!p->t0) {
+		nw_progress_init(p, nw_progress_wanted(cli->progress_mode), 0, 0);
+		snprintf(p->what, sizeof(p->what), "%s: %s", cli->cmd, o->nops ? nw_coll_get(o->ops[0])->name : "pairs");
+	}
+	p->total_n = combos * nsizes;
+	p->total_w = combos * wsizes;
+}
+
+/* One size done: advance the progress line to the size after it. */
+static void progress_row(struct bench_cli *cli, const struct nw_row *r)
+{
+	const struct nw_bench_opts *o = &cli->o;
+	if (!cli->prog.done_n && cli->o.root < 0)
+		progress_start(cli, r->nranks); /* -r all: one sweep per root */
+	uint64_t next = nw_bench_next_size(o, r->size_bytes);
+	char what[96], sz[32];
+	nw_format_size(next, sz, sizeof(sz));
+	if (next && next <= o->max_bytes)
+		snprintf(what, sizeof(what), "%s: %s %s %s", cli->cmd, r->op, r->dtype, sz);
+	else
+		snprintf(what, sizeof(what), "%s: %s %s done", cli->cmd, r->op, r->dtype);
+	nw_strlcpy(cli->prog.what, what, sizeof(cli->prog.what));
+	nw_progress_done(&cli->prog, (double)r->size_bytes + 65536.0);
+}
+
+/* A size's rows into the table (and the sums of its footer). */
+static void print_rows(struct bench_cli *cli, const struct nw_row *oop, const struct nw_row *ip)
+{
 	const struct nw_row *r = oop ? oop : ip;
 	if (!cli->table || !r)
 		return;
@@ -411,6 +471,16 @@ static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
 		per_rank_line(ip);
 	}
 	fflush(stdout);
+}
+
+static void on_row(const struct nw_row *oop, const struct nw_row *ip, void *arg)
+{
+	struct bench_cli *cli = arg;
+	const struct nw_row *r = oop ? oop : ip;
+	nw_progress_clear(&cli->prog);
+	print_rows(cli, oop, ip);
+	if (r)
+		progress_row(cli, r);
 }
 
 /*
@@ -456,7 +526,8 @@ static void summary(const struct bench_cli *cli, const struct nw_run *run, const
 {
 	if (run->h.nranks == 1) {
 		printf("# ncclwatch: one rank: every collective is a local copy or nothing at all, so these\n"
-		       "# bandwidths say nothing about links (busbw is 0 by definition); use 2 or more GPUs\n");
+		       "# bandwidths say nothing about links (busbw is 0 by definition); use 2 or more %s\n",
+		       strcmp(run->h.backend, "mpi") ? "GPUs" : "ranks (mpirun -np 2 ...)");
 		return;
 	}
 	for (int i = 0; i < cli->o.nops; i++) {
@@ -595,6 +666,25 @@ static int write_nt_json(const struct bench_cli *cli, const struct nw_run *run, 
 	return 0;
 }
 
+static struct nw_progress *sig_prog;
+static const char *sig_cmd;
+
+/* SIGINT: say what was interrupted (the rows printed so far stay), then die of it. */
+static void on_interrupt(int sig)
+{
+	nw_progress_interrupted(sig_prog, sig_cmd);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Report an interruption of p's work (NULL: stop reporting). */
+static void catch_interrupt(struct nw_progress *p, const char *cmd)
+{
+	sig_prog = p;
+	sig_cmd = cmd;
+	signal(SIGINT, p ? on_interrupt : SIG_DFL);
+}
+
 int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 {
 	struct nw_run run;
@@ -608,13 +698,22 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 		nt_json_file(cli, nw_coll_get(cli->o.ops[i])->name, path, sizeof(path));
 		printf("# Writing JSON output to %s\n", path);
 	}
+	cli->cmd = cmd;
 	char err[NW_ERRLEN] = "";
+	if (cli->o.quiet && cli->progress_mode == NW_PROGRESS_AUTO)
+		cli->progress_mode = NW_PROGRESS_OFF;
+	progress_start(cli, 1);
+	if (!other_rank())
+		catch_interrupt(&cli->prog, cmd);
 	int rc = nw_bench_run(&cli->o, &run, on_row, cli, err, sizeof(err));
+	catch_interrupt(NULL, NULL);
+	nw_progress_clear(&cli->prog);
 	int status;
 	if (rc < 0) {
 		if (cli->table && cli->cur_op)
 			fflush(stdout);
-		nw_error("%s: %s", cmd, err);
+		if (err[0]) /* empty on ranks other than 0 when rank 0 says it for the job */
+			nw_error("%s: %s", cmd, err);
 		status = rc == -2 ? 2 : 3;
 	} else {
 		status = rc ? 1 : 0;
@@ -647,7 +746,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 			if (nw_store_record(&cli->so, &run, &id, serr, sizeof(serr)) != 0)
 				nw_warn("%s: the run was not recorded in history: %s", cmd, serr);
 			else if (id > 0 && !cli->o.quiet)
-				fprintf(stderr, "ncclwatch: %s: recorded as run %lld (ncclwatch history show %lld)\n", cmd, id, id);
+				nw_cli_say_recorded(cmd, id);
 		}
 	}
 	nw_run_release(&run);

@@ -7,6 +7,7 @@
 #define NW_BENCH_CLI_H
 
 #include "bench/bench.h"
+#include "cmd/progress.h"
 #include "store/store.h"
 
 struct bench_cli {
@@ -24,6 +25,9 @@ struct bench_cli {
 	double bus_sum;
 	size_t bus_n;
 	const struct nw_run *run;
+	const char *cmd;     /* the command running the sweep, for messages */
+	enum nw_progress_mode progress_mode; /* --progress, --no-progress */
+	struct nw_progress prog;
 };
 
 /* Parse argv (argv[0] is the command name). Returns 0, or 2 after printing a usage error. */

@@ -20,6 +20,7 @@
 #include "model/coll.h"
 #include "model/result.h"
 #include "cmd/cli.h"
+#include "cmd/progress.h"
 #include "cmd/cmd.h"
 #include "comm/group.h"
 #include "export/promtext.h"
@@ -65,6 +66,8 @@ const char usage_check[] =
 	"  --nvml-json FILE     replay recorded NVML answers (also $NCCLWATCH_NVML_JSON)\n"
 	"  --prom-textfile PATH also write the verdict and figures for node_exporter's\n"
 	"                       textfile collector (PATH ends in .prom; written atomically)\n"
+	"  --progress, --no-progress  one progress line redrawn in place (default: when\n"
+	"                       stderr is a terminal; elsewhere a line per size)\n"
 	NW_STORE_USAGE
 	"  -h, --help           this text\n"
 	"\n"
@@ -82,6 +85,7 @@ struct check_opts {
 	const char *baseline, *results, *nccl_lib, *sysroot, *nvml_json, *prom_textfile;
 	struct nw_verdict_opts vo;
 	struct nw_store_opts so;
+	enum nw_progress_mode progress;
 };
 
 static int load_run(const char *path, struct nw_run *run, char *err, size_t errlen)
@@ -156,7 +160,7 @@ static int take_opt(int c, const char *v, const char *name, struct check_opts *o
 	case O_NO_BENCH: o->no_bench = 1; return 0;
 	case O_VERIFY: o->verify = 1; return 0;
 	case O_NCCL_LIB: o->nccl_lib = v; return 0;
-	case O_SYSROOT: o->sysroot = v; return 0;
+	case O_SYSROOT: o->sysroot = v; return nw_cli_dir_opt(name, v);
 	case O_NVML_JSON: o->nvml_json = v; return 0;
 	case O_PROM_TEXTFILE:
 		if (strlen(v) < 6 || strcmp(v + strlen(v) - 5, ".prom"))
@@ -164,6 +168,8 @@ static int take_opt(int c, const char *v, const char *name, struct check_opts *o
 			                "files named *.prom; give a path ending in .prom", v);
 		o->prom_textfile = v;
 		return 0;
+	case NW_OPT_PROGRESS: o->progress = NW_PROGRESS_ON; return 0;
+	case NW_OPT_NO_PROGRESS: o->progress = NW_PROGRESS_OFF; return 0;
 	case O_BACKEND:
 		if (!strcmp(v, "nccl"))
 			o->backend = NW_BACKEND_NCCL;
@@ -220,6 +226,7 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
 		{ "prom-textfile", required_argument, NULL, O_PROM_TEXTFILE },
 		{ "help", no_argument, NULL, 'h' },
 		NW_CLI_STORE_LONGOPTS,
+		NW_PROGRESS_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	memset(o, 0, sizeof(*o));
@@ -242,14 +249,29 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
 	return finish_opts(o);
 }
 
-/* Progress on stderr, so a launcher's log shows where a slow check is. */
+/* The bench's row callback state: the options, and the progress line on a terminal. */
+struct check_rows {
+	const struct check_opts *o;
+	struct nw_progress p;
+};
+
+/*
+ * Progress on stderr: on a terminal one line redrawn in place; elsewhere
+ * a line per size, so a launcher's log shows where a slow check is.
+ */
 static void row_done(const struct nw_row *oop, const struct nw_row *ip, void *arg)
 {
-	const struct check_opts *o = arg;
+	struct check_rows *cr = arg;
 	const struct nw_row *r = oop ? oop : ip;
-	if (r && !o->json) {
-		char sz[32];
-		nw_format_size(r->size_bytes, sz, sizeof(sz));
+	if (!r || cr->o->json)
+		return;
+	char sz[32], what[96];
+	nw_format_size(r->size_bytes, sz, sizeof(sz));
+	if (cr->p.on) {
+		snprintf(what, sizeof(what), "check: %s %s %.1f GB/s busbw", r->op, sz, r->busbw_gbs);
+		nw_strlcpy(cr->p.what, what, sizeof(cr->p.what));
+		nw_progress_done(&cr->p, 1);
+	} else {
 		fprintf(stderr, "ncclwatch check: %s %s %.1f GB/s busbw\n", r->op, sz, r->busbw_gbs);
 	}
 }
@@ -287,7 +309,12 @@ static int run_bench(const struct check_opts *o, struct nw_run *run, char *err, 
 	struct nw_bench_opts b;
 	bench_opts(o, &b);
 	b.pairs = o->pairs;
-	int rc = nw_bench_run(&b, run, row_done, (void *)o, err, errlen);
+	struct check_rows cr = { .o = o };
+	int nsizes = (int)nw_bench_nsizes(&b);
+	nw_progress_init(&cr.p, !o->json && nw_progress_wanted(o->progress), b.nops * nsizes, b.nops * nsizes);
+	nw_strlcpy(cr.p.what, "check: bench", sizeof(cr.p.what));
+	int rc = nw_bench_run(&b, run, row_done, &cr, err, errlen);
+	nw_progress_clear(&cr.p);
 	return rc == -2 ? -2 : rc < 0 ? -1 : 0;
 }
 
@@ -442,7 +469,7 @@ static void print_text(const struct check_state *st, double elapsed, int rank)
 			printf("rank %d (%s): CANNOT %-26s %s\n", rank, host, st->cannot_what, st->cannot);
 		for (size_t i = 0; i < cv->n; i++)
 			if (cv->items[i].v != NW_PASS)
-				printf("rank %d (%s): %-4s %-28s %s\n", rank, host, nw_check_level_name(cv->items[i].v),
+				printf("rank %d (%s): %-4s %-28s %s\n", rank, host, nw_verdict_item_label(&cv->items[i]),
 				       cv->items[i].what, cv->items[i].reason);
 		return;
 	}
@@ -452,7 +479,7 @@ static void print_text(const struct check_state *st, double elapsed, int rank)
 	for (int v = NW_FAIL; v >= NW_PASS; v--)
 		for (size_t i = 0; i < cv->n; i++)
 			if (cv->items[i].v == (enum nw_check_level)v)
-				printf("  %-4s %-28s %s\n", nw_check_level_name(cv->items[i].v), cv->items[i].what,
+				printf("  %-4s %-28s %s\n", nw_verdict_item_label(&cv->items[i]), cv->items[i].what,
 				       cv->items[i].reason);
 }
 
@@ -469,7 +496,7 @@ static void record_run(const struct check_opts *o, struct check_state *st)
 	if (nw_store_record(&o->so, &st->run, &id, err, sizeof(err)) != 0)
 		nw_warn("check: the run was not recorded in history: %s", err);
 	else if (id > 0 && !o->json)
-		fprintf(stderr, "ncclwatch: check: recorded as run %lld\n", id);
+		nw_cli_say_recorded("check", id);
 }
 
 /* The JSON report (schema ncclwatch.check/1). */

@@ -1,8 +1,12 @@
 /* The option-parsing convention of every command (see cli.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd/cli.h"
+#include "probe/ncclenv.h"
 #include "util/util.h"
 
 /* The option nw_cli_next returned last, and how it is named in messages. */
@@ -19,6 +23,39 @@ static void remember(int c, int li, const struct option *longopts)
 		snprintf(last_name, sizeof(last_name), "-%c", c);
 	else
 		last_name[0] = '\0';
+}
+
+const char *nw_cli_nearest(const char *typed, const char *const *names, size_t n)
+{
+	const char *best = NULL;
+	int bestd = 9;
+	size_t lt = strlen(typed);
+	for (size_t i = 0; i < n; i++) {
+		int d = nw_edit_distance(typed, names[i]);
+		if (lt >= 3 && !strncmp(names[i], typed, lt))
+			d = 1; /* a prefix of it */
+		if (d < bestd) {
+			bestd = d;
+			best = names[i];
+		}
+	}
+	int limit = lt <= 4 ? 1 : lt <= 8 ? 2 : 3;
+	return best && bestd <= limit ? best : NULL;
+}
+
+/* "; did you mean '--X'?" for an unknown long option name ("--itres"), else "". */
+static void suggest_option(const char *name, const struct option *longopts, char *out, size_t len)
+{
+	const char *names[128];
+	size_t n = 0;
+	out[0] = '\0';
+	if (strncmp(name, "--", 2) || !longopts)
+		return;
+	for (const struct option *o = longopts; o->name && n < NW_ARRAY_LEN(names); o++)
+		names[n++] = o->name;
+	const char *best = nw_cli_nearest(name + 2, names, n);
+	if (best)
+		snprintf(out, len, "did you mean '--%s'? ", best);
 }
 
 /*
@@ -59,8 +96,11 @@ int nw_cli_next(const char *cmd, int argc, char **argv, const char *shortopts,
 		nw_error("option '%s' needs a value; 'ncclwatch help %s' lists the options", name, cmd);
 	else if (value_to_flag(typed, longopts))
 		nw_error("option '%s' takes no value; 'ncclwatch help %s' lists the options", name, cmd);
-	else
-		nw_error("unknown option '%s'; 'ncclwatch help %s' lists the options", name, cmd);
+	else {
+		char hint[96];
+		suggest_option(name, longopts, hint, sizeof(hint));
+		nw_error("unknown option '%s'; %s'ncclwatch help %s' lists the options", name, hint, cmd);
+	}
 	return -2;
 }
 
@@ -101,6 +141,14 @@ int nw_cli_store_opt(int c, const char *arg, struct nw_store_opts *so)
 			return nw_error("--db and --no-history exclude each other: give one");
 		so->disabled = 1;
 		return 1;
+	case NW_OPT_LOCK_TIMEOUT: {
+		double s;
+		char err[NW_ERRLEN];
+		if (nw_parse_duration(arg, &s, err, sizeof(err)) || s <= 0)
+			return nw_error("--lock-timeout '%s': give a duration above 0 (seconds, as in 15 or 2m)", arg);
+		setenv("NCCLWATCH_LOCK_TIMEOUT", arg, 1);
+		return 1;
+	}
 	default:
 		return 0;
 	}
@@ -111,6 +159,38 @@ int nw_cli_store_read_opt(const char *cmd, int c, const char *arg, struct nw_sto
 	if (c == NW_OPT_NO_HISTORY)
 		return nw_error("--no-history has no meaning for %s (it records nothing)", cmd);
 	return nw_cli_store_opt(c, arg, so);
+}
+
+int nw_cli_dir_opt(const char *opt, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return nw_error("%s '%s': %m; give the directory that holds the machine's /sys, /proc and /etc", opt, path);
+	if (!S_ISDIR(st.st_mode))
+		return nw_error("%s '%s' is not a directory; give the directory that holds the machine's /sys, /proc and /etc",
+		                opt, path);
+	return 0;
+}
+
+int nw_cli_colour(void)
+{
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+	if (nc && *nc)
+		return 0;
+	if (term && !strcmp(term, "dumb"))
+		return 0;
+	return isatty(STDOUT_FILENO);
+}
+
+void nw_cli_say_waiting(const char *path, double bound_s)
+{
+	fprintf(stderr, "ncclwatch: waiting for the history database '%s': another ncclwatch is writing it "
+	        "(giving up after %g s; --lock-timeout S changes that)\n", path, bound_s);
+}
+
+void nw_cli_say_recorded(const char *cmd, long long id)
+{
+	fprintf(stderr, "ncclwatch: %s: recorded as run %lld (ncclwatch history show %lld)\n", cmd, id, id);
 }
 
 int nw_cli_cmp_opt(int c, const char *arg, struct nw_cmp_opts *o)

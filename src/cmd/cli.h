@@ -12,6 +12,7 @@
 #define NW_CLI_H
 
 #include <getopt.h>
+#include <stddef.h>
 
 #include "store/compare.h"
 #include "store/store.h"
@@ -23,12 +24,16 @@ enum {
 	NW_OPT_LAT_TOLERANCE,
 	NW_OPT_LAT_BELOW,
 	NW_OPT_MIN_SIZE,
+	NW_OPT_PROGRESS,
+	NW_OPT_NO_PROGRESS,
+	NW_OPT_LOCK_TIMEOUT,
 	NW_OPT_LOCAL = 0x1100, /* a command's own long-only options start here */
 };
 
 #define NW_CLI_STORE_LONGOPTS \
 	{ "db", required_argument, NULL, NW_OPT_DB }, \
-	{ "no-history", no_argument, NULL, NW_OPT_NO_HISTORY }
+	{ "no-history", no_argument, NULL, NW_OPT_NO_HISTORY }, \
+	{ "lock-timeout", required_argument, NULL, NW_OPT_LOCK_TIMEOUT }
 
 /* The comparison's tolerances (compare, report), handled by nw_cli_cmp_opt(). */
 #define NW_CLI_CMP_LONGOPTS \
@@ -48,6 +53,12 @@ int nw_cli_next(const char *cmd, int argc, char **argv, const char *shortopts,
                 const struct option *longopts);
 
 /*
+ * The name in names[0..n) nearest to typed (a typo, a swap, a prefix), or
+ * NULL when none is near enough to suggest.
+ */
+const char *nw_cli_nearest(const char *typed, const char *const *names, size_t n);
+
+/*
  * How the user gave option c, just returned by nw_cli_next, for messages:
  * "--ngpus" when given long (even as "--ngpus=2"), "-g" when short. The
  * string is static, valid until the next call.
@@ -63,7 +74,9 @@ int nw_cli_no_operands(const char *cmd, int argc, char **argv);
 
 /*
  * A history option (NW_CLI_STORE_LONGOPTS): fills so and returns 1; 0 when
- * c is not one; -1 after printing an error (empty --db).
+ * c is not one; -1 after printing an error (empty --db, a bad
+ * --lock-timeout). --lock-timeout S sets NCCLWATCH_LOCK_TIMEOUT for the
+ * store, the bound of every wait for another process's lock.
  */
 int nw_cli_store_opt(int c, const char *arg, struct nw_store_opts *so);
 
@@ -78,5 +91,27 @@ int nw_cli_store_read_opt(const char *cmd, int c, const char *arg, struct nw_sto
  * when c is not one; -1 after printing an error naming the option.
  */
 int nw_cli_cmp_opt(int c, const char *arg, struct nw_cmp_opts *o);
+
+/*
+ * A value that must name an existing directory (--sysroot DIR): 0, or -1
+ * after printing an error naming opt.
+ */
+int nw_cli_dir_opt(const char *opt, const char *path);
+
+/*
+ * Whether to use colour on stdout: a terminal, TERM not "dumb", and
+ * NO_COLOR unset or empty (https://no-color.org).
+ */
+int nw_cli_colour(void);
+
+/*
+ * Says on stderr that the command waits for the history database at path,
+ * locked by another ncclwatch, and for how long at most (for
+ * nw_store_on_wait).
+ */
+void nw_cli_say_waiting(const char *path, double bound_s);
+
+/* The one line saying a run went into history: "ncclwatch: CMD: recorded as run N (ncclwatch history show N)". */
+void nw_cli_say_recorded(const char *cmd, long long id);
 
 #endif

@@ -145,7 +145,11 @@ static int parse(int argc, char **argv, struct doctor_args *a)
 				return nw_error("--interval: %s", a->interval > 600 ? "at most 10m" : err);
 			break;
 		case O_NCCL_LIB: a->nccl_lib = optarg; break;
-		case O_SYSROOT: a->sysroot = optarg; break;
+		case O_SYSROOT:
+			if (nw_cli_dir_opt(nw_cli_opt_name(c, argv), optarg))
+				return -1;
+			a->sysroot = optarg;
+			break;
 		case O_NVML_JSON: a->nvml_json = optarg; break;
 		case O_EXPECT_GPUS:
 			if (nw_parse_long(optarg, 0, NW_NVML_MAX_GPUS, &a->expect_gpus, "--expect-gpus", err, sizeof(err)) < 0)

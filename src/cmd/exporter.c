@@ -4,6 +4,7 @@
  * for node_exporter's textfile collector.
  */
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,8 @@ const char usage_exporter[] =
 	"\n"
 	"options:\n"
 	"  --listen ADDR:PORT  where to listen (default " EXPORTER_DEFAULT_LISTEN ", loopback only;\n"
-	"                      0.0.0.0:9850 for every IPv4 address, [::1]:9850 for IPv6;\n"
+	"                      0.0.0.0:9850 or :9850 (no address) for every IPv4 address,\n"
+	"                      [::1]:9850 for IPv6; so :0 is every address, a free port;\n"
 	"                      port 0 picks a free port and prints it)\n"
 	"  --dir DIR           stats directory (default $NCCLWATCH_DIR, else\n"
 	"                      /dev/shm/ncclwatch-<uid>)\n"
@@ -117,7 +119,14 @@ static int parse(int argc, char **argv, struct exporter_args *a)
 	while ((c = nw_cli_next("exporter", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case -2: return -1;
-		case O_LISTEN: a->listen = optarg; break;
+		case O_LISTEN: {
+			struct sockaddr_storage ss;
+			size_t alen;
+			if (nw_httpd_parse_listen(optarg, &ss, &alen, err, sizeof(err)) < 0)
+				return nw_error("--listen: %s", err);
+			a->listen = optarg;
+			break;
+		}
 		case O_DIR: a->dir = optarg; break;
 		case O_ONCE: a->once = 1; break;
 		case O_ALL: a->all = 1; break;

@@ -98,7 +98,7 @@ static int import_run_complete(struct nw_run *run, const struct import_opts *o)
 	if (nw_store_record(&o->store, run, &id, err, sizeof(err)))
 		return nw_error("not recorded in history: %s", err);
 	if (id)
-		fprintf(stderr, "recorded as run %lld\n", id);
+		nw_cli_say_recorded("import", id);
 	return 0;
 }
 
@@ -116,12 +116,19 @@ static int parse(int argc, char **argv, struct import_opts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
+	const char *fmt_name = NULL; /* the output format option given */
 	while ((c = nw_cli_next("import", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case -2: return -1;
-		case O_CSV: o->format = IMPORT_CSV; break;
-		case O_JSON: o->format = IMPORT_JSON; break;
-		case O_TABLE: o->format = IMPORT_TABLE; break;
+		case O_CSV: case O_JSON: case O_TABLE: {
+			int f = c == O_CSV ? IMPORT_CSV : c == O_JSON ? IMPORT_JSON : IMPORT_TABLE;
+			if (fmt_name && (int)o->format != f)
+				return nw_error("%s and %s exclude each other: give one output format",
+				                fmt_name, nw_cli_opt_name(c, argv));
+			o->format = f;
+			fmt_name = c == O_CSV ? "--csv" : c == O_JSON ? "--json" : "--table";
+			break;
+		}
 		case O_OP: o->op = optarg; break;
 		case 'h': fputs(usage_import, stdout); return 1;
 		default:

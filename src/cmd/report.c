@@ -17,7 +17,7 @@
 #include "util/util.h"
 
 const char usage_report[] =
-	"usage: ncclwatch report A [B ...] -o FILE.html [options]\n"
+	"usage: ncclwatch report A [B ...] -O FILE.html [options]\n"
 	"       ncclwatch report A [B ...] --svg FILE.svg [--op OP] [options]\n"
 	"       ncclwatch report --fleet -o FILE.html [--threshold PCT] [--db PATH]\n"
 	"\n"
@@ -34,7 +34,8 @@ const char usage_report[] =
 	"'-' reads one of them from standard input.\n"
 	"\n"
 	"options:\n"
-	"  -o FILE              the HTML page ('-' for stdout)\n"
+	"  -O, --output FILE    the HTML page ('-' for stdout); -o still works but is\n"
+	"                       deprecated: in bench and tune -o is the reduction\n"
 	"  --svg FILE           one chart as an SVG file ('-' for stdout)\n"
 	"  --op OP              the op of --svg (default: the first op of the runs)\n"
 	"  --link-gbs X         draw the link line at X GB/s (default: from the runs)\n"
@@ -49,7 +50,7 @@ const char usage_report[] =
 	"                       $XDG_DATA_HOME/ncclwatch/history.db)\n"
 	"\n"
 	"example:\n"
-	"  ncclwatch report before-update 42 -o report.html\n";
+	"  ncclwatch report before-update 42 -O report.html\n";
 
 #define MAX_RUNS 16
 
@@ -132,7 +133,12 @@ static int take_opt(int opt, const char *v, const char *name, struct report_args
 	if (v && !v[0])
 		return nw_error("option '%s' needs a value; 'ncclwatch help report' lists the options", name);
 	switch (opt) {
-	case 'o': a->out = v; return 0;
+	case 'O': a->out = v; return 0;
+	case 'o':
+		/* -o is the reduction in bench and tune (as in nccl-tests) */
+		nw_warn("report: -o is deprecated here (in bench and tune it is the reduction); use -O or --output");
+		a->out = v;
+		return 0;
 	case O_SVG: a->svg = v; return 0;
 	case O_OP: a->op = v; return 0;
 	case O_TITLE: a->o.title = v; return 0;
@@ -172,6 +178,7 @@ static int fleet_form(const struct report_args *a)
 static int parse(int argc, char **argv, struct report_args *a)
 {
 	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'O' },
 		{ "svg", required_argument, NULL, O_SVG },
 		{ "op", required_argument, NULL, O_OP },
 		{ "link-gbs", required_argument, NULL, O_LINK_GBS },
@@ -184,7 +191,7 @@ static int parse(int argc, char **argv, struct report_args *a)
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
-	while ((opt = nw_cli_next("report", argc, argv, "o:", longopts)) != -1)
+	while ((opt = nw_cli_next("report", argc, argv, "O:o:", longopts)) != -1)
 		if (opt == -2 || take_opt(opt, optarg, nw_cli_opt_name(opt, argv), a))
 			return -1;
 	for (int i = optind; i < argc; i++) {
@@ -197,16 +204,16 @@ static int parse(int argc, char **argv, struct report_args *a)
 	if (a->threshold)
 		return nw_error("--threshold belongs to 'report --fleet'");
 	if (!a->nspecs)
-		return nw_error("report needs at least one run: ncclwatch report A [B ...] -o FILE.html");
+		return nw_error("report needs at least one run: ncclwatch report A [B ...] -O FILE.html");
 	int nstdin = 0;
 	for (size_t k = 0; k < a->nspecs; k++)
 		nstdin += !strcmp(a->specs[k], "-");
 	if (nstdin > 1)
 		return nw_error("only one run can come from standard input ('-')");
 	if (!a->out && !a->svg)
-		return nw_error("say where to write: -o FILE.html (or --svg FILE.svg for one chart)");
+		return nw_error("say where to write: -O FILE.html (or --svg FILE.svg for one chart)");
 	if (a->out && a->svg)
-		return nw_error("give -o or --svg, not both");
+		return nw_error("give --output or --svg, not both");
 	if (a->op && !a->svg)
 		return nw_error("--op selects the chart of --svg; the HTML page has every op");
 	return 0;

@@ -25,13 +25,21 @@
 #include "export/view.h"
 #include "util/util.h"
 
+/* The keys of the live view, for --help and its '?' screen. */
+#define KEYS_HELP \
+	"keys: b busbw, c calls/s, t time, u busy, g by communicator (sort; the\n" \
+	"      same key again, or r, reverses it);\n" \
+	"      o filter by op, m filter by communicator, x clear filters;\n" \
+	"      a show/hide stale; p or space pause; arrows, PgUp/PgDn, Home scroll;\n" \
+	"      ? this help; q quit.\n"
+
 const char usage_top[] =
 	"usage: ncclwatch top [--dir DIR] [--interval S] [--once] [--all]\n"
 	"                     [--sort KEY] [--op OP] [--comm COMM]\n"
 	"\n"
 	"Live view of every rank on this host of every job run with\n"
 	"NCCL_PROFILER_PLUGIN=ncclwatch: per communicator, rank and op, the calls,\n"
-	"bytes, calls/s, busbw, p50/p99 execution time, busy %, the time source\n"
+	"bytes, mean message size, calls/s, busbw, p50/p99 execution time, busy %, the time source\n"
 	"(kernel: GPU timestamps; proxy: network progress only) and each rank's\n"
 	"lateness. The straggler (the rank the others wait for) is marked '*' and\n"
 	"highlighted.\n"
@@ -45,14 +53,12 @@ const char usage_top[] =
 	"  --all          also show ranks whose process is gone (stale files)\n"
 	"  --sort KEY     comm (default: by communicator, op, rank), busbw, rate\n"
 	"                 (calls/s), time (p50), busy\n"
+	"  --reverse      the sort turned around (lowest busbw first, ...)\n"
 	"  --op OP        only ops whose name contains OP (all_reduce, send, ...)\n"
 	"  --comm COMM    only communicators whose id starts with, or name contains, COMM\n"
 	"  -h, --help     this text\n"
 	"\n"
-	"keys: b busbw, c calls/s, t time, u busy, g by communicator (sort);\n"
-	"      o filter by op, m filter by communicator, x clear filters;\n"
-	"      a show/hide stale; p or space pause; arrows, PgUp/PgDn, Home scroll;\n"
-	"      q quit.\n";
+	KEYS_HELP;
 
 struct top_opts {
 	const char *dir;
@@ -67,6 +73,7 @@ _Static_assert(sizeof(((struct top_opts *)0)->op) == sizeof(((struct top_opts *)
 static volatile sig_atomic_t quit_flag;
 static struct termios saved_tio;
 static int have_tio, curses_on;
+static int colour_on; /* colours started: a terminal and NO_COLOR unset */
 
 static void on_quit(int sig)
 {
@@ -234,8 +241,10 @@ static int draw_head(const struct top_opts *o, const struct nw_view *v, const ch
 	char line[1024];
 	summary(line, sizeof(line), o, v);
 	mvaddnstr(0, 0, line, COLS);
-	snprintf(line, sizeof(line), "sort %s%s%s%s%s | %s%s | b c t u g sort  o m x filter  a stale  p pause  q quit",
-	         nw_view_sort_name(o->view.sort), *o->op ? "  op~" : "", o->op, *o->comm ? "  comm~" : "",
+	snprintf(line, sizeof(line), "sort %s%s%s%s%s%s | %s%s | b c t u g sort  r reverse  o m x filter  a stale  "
+	         "p pause  ? help  q quit",
+	         nw_view_sort_name(o->view.sort), o->view.reverse ? " (reversed)" : "", *o->op ? "  op~" : "", o->op,
+	         *o->comm ? "  comm~" : "",
 	         o->comm, live_rates ? "rates over the last interval" : "rates over each rank's life",
 	         paused ? "  [PAUSED]" : "");
 	mvaddnstr(1, 0, line, COLS);
@@ -277,7 +286,7 @@ static int draw_rows(const struct nw_view *v, int compact, size_t *first)
 		const struct nw_view_row *r = &v->rows[i];
 		attr_t a = A_NORMAL;
 		if (r->straggler)
-			a = A_BOLD | (has_colors() ? COLOR_PAIR(1) : A_STANDOUT);
+			a = A_BOLD | (colour_on ? COLOR_PAIR(1) : A_STANDOUT);
 		else if (r->live == NW_SF_STALE)
 			a = A_DIM;
 		if (compact)
@@ -352,7 +361,8 @@ static int live_start(const struct top_opts *o)
 	noecho();
 	keypad(stdscr, TRUE);
 	curs_set(0);
-	if (has_colors()) {
+	if (has_colors() && nw_cli_colour()) {
+		colour_on = 1;
 		start_color();
 		use_default_colors();
 		init_pair(1, COLOR_RED, -1);
@@ -378,7 +388,28 @@ static void live_reload(const struct top_opts *o, struct live *l, double t)
 	l->have_prev = 1;
 }
 
-/* One key: sort, filter, stale, pause, scroll, quit. */
+/* The '?' screen: the keys, until any key is pressed. */
+static void show_help(void)
+{
+	erase();
+	attron(A_BOLD);
+	mvaddnstr(0, 0, "ncclwatch top: keys (any key returns)", COLS);
+	attroff(A_BOLD);
+	int y = 2;
+	for (const char *p = KEYS_HELP; *p && y < LINES; y++) {
+		size_t n = strcspn(p, "\n");
+		mvaddnstr(y, 0, p, n < (size_t)COLS ? (int)n : COLS);
+		p += n + (p[n] == '\n');
+	}
+	if (y + 1 < LINES)
+		mvaddnstr(y + 1, 0, "columns: SIZE is the mean message size; LATE how long the others wait for a rank "
+		          "(the straggler is marked '*')", COLS);
+	refresh();
+	timeout(-1);
+	getch();
+}
+
+/* One key: sort, filter, stale, pause, scroll, help, quit. */
 static void live_key(struct top_opts *o, struct live *l, int ch)
 {
 	static const struct { int key; enum nw_view_sort sort; } sorts[] = {
@@ -388,12 +419,16 @@ static void live_key(struct top_opts *o, struct live *l, int ch)
 	size_t page = (size_t)table_rows();
 	for (size_t i = 0; i < NW_ARRAY_LEN(sorts); i++)
 		if (ch == sorts[i].key) {
+			/* the key of the sort shown turns it around; another key starts in its usual order */
+			o->view.reverse = o->view.sort == sorts[i].sort ? !o->view.reverse : 0;
 			o->view.sort = sorts[i].sort;
 			l->next = 0;
 			return;
 		}
 	switch (ch) {
 	case 'q': case 'Q': quit_flag = 1; break;
+	case 'r': o->view.reverse = !o->view.reverse; l->next = 0; break;
+	case '?': show_help(); l->next = 0; break;
 	case 'a': o->view.all = !o->view.all; l->next = 0; break;
 	case 'p': case ' ': l->paused = !l->paused; l->next = 0; break;
 	case 'o': prompt("show ops containing", o->op, sizeof(o->op)); l->next = 0; break;
@@ -454,13 +489,14 @@ static int run_live(struct top_opts *o)
 /* The options into o; 0, 1 after --help, or -1 after printing an error. */
 static int parse(int argc, char **argv, struct top_opts *o)
 {
-	enum { O_DIR = NW_OPT_LOCAL, O_INTERVAL, O_ONCE, O_ALL, O_SORT, O_OP, O_COMM };
+	enum { O_DIR = NW_OPT_LOCAL, O_INTERVAL, O_ONCE, O_ALL, O_SORT, O_OP, O_COMM, O_REVERSE };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "interval", required_argument, NULL, O_INTERVAL },
 		{ "once", no_argument, NULL, O_ONCE },
 		{ "all", no_argument, NULL, O_ALL },
 		{ "sort", required_argument, NULL, O_SORT },
+		{ "reverse", no_argument, NULL, O_REVERSE },
 		{ "op", required_argument, NULL, O_OP },
 		{ "comm", required_argument, NULL, O_COMM },
 		{ "help", no_argument, NULL, 'h' },
@@ -480,6 +516,7 @@ static int parse(int argc, char **argv, struct top_opts *o)
 			if (o->interval < 0.05 || o->interval > 3600)
 				return nw_error("--interval '%s' is out of range: give 50ms to 1h", optarg);
 			break;
+		case O_REVERSE: o->view.reverse = 1; break;
 		case O_SORT:
 			if ((k = nw_view_sort_find(optarg)) < 0)
 				return nw_error("unknown --sort key '%s': use comm, busbw, rate, time or busy", optarg);

@@ -209,7 +209,11 @@ static int parse(int argc, char **argv, struct topo_args *a)
 		case -2: return -1;
 		case O_JSON: a->json = 1; break;
 		case O_NVML_DUMP: a->dump = 1; break;
-		case O_SYSROOT: a->sysroot = optarg; break;
+		case O_SYSROOT:
+			if (nw_cli_dir_opt(nw_cli_opt_name(c, argv), optarg))
+				return -1;
+			a->sysroot = optarg;
+			break;
 		case O_NVML_JSON: a->nvml_json = optarg; break;
 		case 'g':
 			if (nw_parse_long(optarg, 1, NW_NVML_MAX_GPUS, &a->ngpus, nw_cli_opt_name(c, argv), err, sizeof(err)) < 0)

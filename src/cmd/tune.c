@@ -11,6 +11,7 @@
 
 #include "model/coll.h"
 #include "cmd/cli.h"
+#include "cmd/progress.h"
 #include "cmd/cmd.h"
 #include "store/store.h"
 #include "tune/driver.h"
@@ -69,6 +70,8 @@ const char usage_tune[] =
 	"history (every successful run is recorded, source \"tune\", with its variant):\n"
 	NW_STORE_USAGE
 	"  -q, --quiet          no progress lines on stderr\n"
+	"  --progress, --no-progress  the variant, repeat and time left on one line redrawn\n"
+	"                       in place (default: when stderr is a terminal and not --quiet)\n"
 	"testing:\n"
 	"  --bench-cmd PATH     run PATH instead of this binary as the bench (for\n"
 	"                       tests: a stand-in that writes results JSON)\n"
@@ -94,6 +97,8 @@ struct tune_opts {
 	const char *bench_cmd;
 	struct nw_store_opts so;
 	int quiet;
+	enum nw_progress_mode progress; /* --progress, --no-progress */
+	struct nw_progress prog;        /* the line redrawn on a terminal */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -132,6 +137,7 @@ static const struct option longopts[] = {
 	{ "bench-cmd", required_argument, NULL, O_BENCH_CMD },
 	{ "quiet", no_argument, NULL, 'q' },
 	NW_CLI_STORE_LONGOPTS,
+	NW_PROGRESS_LONGOPTS,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -239,6 +245,8 @@ static int output_opt(struct tune_opts *o, int c, const char *arg)
 	case O_SAVE_RUNS: o->t.save_runs = arg; return 1;
 	case O_BENCH_CMD: o->bench_cmd = arg; return 1;
 	case 'q': o->quiet = 1; return 1;
+	case NW_OPT_PROGRESS: o->progress = NW_PROGRESS_ON; return 1;
+	case NW_OPT_NO_PROGRESS: o->progress = NW_PROGRESS_OFF; return 1;
 	default: return 0;
 	}
 }
@@ -524,10 +532,21 @@ static int write_json_file(const struct nw_tuner *t, const char *path)
 	return 0;
 }
 
-/* Shows the driver's notes on stderr: progress and advice unless --quiet, warnings always. */
+/*
+ * Shows the driver's notes on stderr: progress and advice unless --quiet,
+ * warnings always. On a terminal the "[i/n] variant" lines are one line
+ * redrawn in place.
+ */
 static void show_note(void *ctx, enum nw_tune_note kind, const char *text)
 {
-	const struct tune_opts *o = ctx;
+	struct tune_opts *o = ctx;
+	if (kind == NW_TUNE_PROGRESS && text[0] == '[' && o->prog.on) {
+		char what[sizeof(o->prog.what)];
+		snprintf(what, sizeof(what), "tune: %s", text);
+		nw_progress_begin(&o->prog, what);
+		return;
+	}
+	nw_progress_clear(&o->prog);
 	if (kind == NW_TUNE_WARNING || (kind == NW_TUNE_ADVICE && !o->quiet))
 		nw_warn("%s", text);
 	else if (kind == NW_TUNE_PROGRESS && !o->quiet)
@@ -616,7 +635,9 @@ int cmd_tune(int argc, char **argv)
 	if (rc != NW_TUNE_OK)
 		goto fail;
 	say_start(&o, &t, ops);
+	nw_progress_init(&o.prog, !o.quiet ? nw_progress_wanted(o.progress) : o.progress == NW_PROGRESS_ON, 0, 0);
 	rc = measure_caught(&t, err, sizeof(err));
+	nw_progress_clear(&o.prog);
 	if (rc == NW_TUNE_INTERRUPTED && t.runs_total == 0)
 		goto out;
 	if (rc != NW_TUNE_FAILED)

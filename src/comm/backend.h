@@ -112,7 +112,18 @@ struct nw_nccl_open_opts {
 	int nthreads;         /* -t: threads, each with its own GPUs and NCCL group (0 or 1: one) */
 };
 
-/* NCCL on this process's GPUs. */
+/*
+ * A failure every rank of the job has heard of (so nobody needs to be
+ * aborted): err is set on rank 0 only (naming the rank that failed when it
+ * is another one) and empty on the others, so that the job says it once.
+ */
+#define NW_BACKEND_FAILED_ALL (-3)
+
+/*
+ * NCCL on this process's GPUs. 0; -1 with err; NW_BACKEND_FAILED_ALL when
+ * a rank could not load CUDA or NCCL or lacks GPUs, agreed by every rank
+ * before any of them waits on another.
+ */
 int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_nccl_open_opts *o,
                          char *err, size_t errlen);
 /* MPI collectives on host memory (one rank per process). */

@@ -374,6 +374,27 @@ static void abort_all(struct nw_backend *be)
 		p->comm[i] = NULL;
 }
 
+/*
+ * The message of a collective not done within -T on the GPUs in waiting.
+ * With other processes, a roll call first names the ranks that no longer
+ * answer (stopped, dead or unreachable): every rank still running times
+ * out on the same collective and takes part.
+ */
+static void timeout_message(struct nw_backend *be, const char *what, double timeout_s, const char *waiting,
+                            char *err, size_t errlen)
+{
+	char who[NW_ERRLEN];
+	if (be->group->size > 1 && nw_group_roll_call(be->group, who, sizeof(who)) != 0)
+		nw_seterr(err, errlen, "%s did not finish within %g s (-T) on GPU %s; a roll call of the ranks: %s "
+		          "(stopped, dead or unreachable)", what, timeout_s, waiting, who);
+	else
+		nw_seterr(err, errlen,
+		          "%s did not finish within %g s (-T) on GPU %s; %s: look at NCCL_DEBUG=WARN; raise -T if the "
+		          "size is simply slow here", what, timeout_s, waiting,
+		          be->group->size > 1 ? "every rank still answers, so NCCL or the link is stuck"
+		                              : "a GPU or the link between them is stuck");
+}
+
 static int be_wait(struct nw_backend *be, double timeout_s, const char *what, char *err, size_t errlen)
 {
 	struct nccl_priv *p = P(be);
@@ -411,10 +432,7 @@ static int be_wait(struct nw_backend *be, double timeout_s, const char *what, ch
 			for (int i = 0; i < be->nlocal && u < sizeof(waiting) - 8; i++)
 				if (!done[i])
 					u += (size_t)snprintf(waiting + u, sizeof(waiting) - u, "%s%d", u ? "," : "", (int)p->dev[i]);
-			nw_seterr(err, errlen,
-			          "%s did not finish within %g s (-T) on GPU %s; a peer may have died or hung, or the "
-			          "link is stuck: look at the other ranks' output and NCCL_DEBUG=WARN; raise -T if the "
-			          "size is simply slow here", what, timeout_s, waiting);
+			timeout_message(be, what, timeout_s, waiting, err, errlen);
 			abort_all(be);
 			return -1;
 		}
@@ -794,6 +812,52 @@ static int start_workers(struct nw_backend *be, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Whether every rank got past loading the libraries and planning its GPUs
+ * (failed: this one did not, err saying why). With a launcher, the ranks
+ * exchange that before any of them waits on another, so that a job on
+ * machines without a GPU fails once, on rank 0, without an abort. 0, -1
+ * when the exchange itself failed, or NW_BACKEND_FAILED_ALL (see backend.h).
+ */
+static int agree_loaded(struct nw_group *g, int failed, char *err, size_t errlen)
+{
+	struct verdict {
+		int failed;
+		char why[600];
+	} mine;
+	if (g->size <= 1)
+		return failed ? -1 : 0;
+	memset(&mine, 0, sizeof(mine));
+	mine.failed = failed;
+	if (failed)
+		nw_strlcpy(mine.why, err, sizeof(mine.why));
+	struct verdict *all = nw_calloc((size_t)g->size, sizeof(*all));
+	char e2[NW_ERRLEN];
+	int rc = 0, first = -1, nfailed = 0;
+	if (nw_group_allgather(g, &mine, all, sizeof(mine), e2, sizeof(e2)) != 0) {
+		if (!failed)
+			nw_strlcpy(err, e2, errlen);
+		free(all);
+		return -1;
+	}
+	for (int r = 0; r < g->size; r++)
+		if (all[r].failed) {
+			first = first < 0 ? r : first;
+			nfailed++;
+		}
+	if (first >= 0) {
+		rc = NW_BACKEND_FAILED_ALL;
+		if (g->rank != 0)
+			err[0] = '\0';
+		else if (nfailed == g->size)
+			nw_seterr(err, errlen, "every rank (%d): %s", g->size, all[0].why);
+		else
+			nw_seterr(err, errlen, "rank %d%s: %s", first, nfailed > 1 ? " (and others)" : "", all[first].why);
+	}
+	free(all);
+	return rc;
+}
+
 int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const struct nw_nccl_open_opts *o,
                          char *err, size_t errlen)
 {
@@ -802,8 +866,10 @@ int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const stru
 	struct gpu_plan pl;
 	int visible;
 	*out = NULL;
-	if (load_libs(o, &cu, &nc, &visible, err, errlen) || plan_gpus(g, o, visible, &pl, err, errlen))
-		return -1;
+	int failed = load_libs(o, &cu, &nc, &visible, err, errlen) || plan_gpus(g, o, visible, &pl, err, errlen);
+	int agreed = agree_loaded(g, failed, err, errlen);
+	if (failed || agreed)
+		return agreed ? agreed : -1;
 	struct nw_backend *be = backend_new(g, cu, nc, &pl);
 	if (open_devices(be, pl.first, err, errlen) || init_comms(be, err, errlen) || start_workers(be, err, errlen)) {
 		be_destroy(be);

@@ -60,6 +60,14 @@ int nw_boot_allgather(struct nw_boot *b, const void *mine, void *all, size_t len
 /* Returns when every rank has entered the barrier. */
 int nw_boot_barrier(struct nw_boot *b, char *err, size_t errlen);
 /*
+ * After a timeout elsewhere (NCCL's traffic): a barrier bounded by
+ * timeout_s instead of b's timeout, so that every rank still running
+ * learns within it which ranks are not. 0 when every rank came; -1 with
+ * err naming the ranks that did not (rank 0 says who; the others hear it
+ * from rank 0, or name rank 0 when it is the one missing).
+ */
+int nw_boot_roll_call(struct nw_boot *b, double timeout_s, char *err, size_t errlen);
+/*
  * Tell every peer to stop, with the reason (peers report it at their next
  * call, naming this rank and host). After it, every call on b fails.
  */

@@ -258,6 +258,15 @@ int nw_boot_barrier(struct nw_boot *b, char *err, size_t errlen)
 	return gather(b, NW_BOOT_BARRIER, NULL, NULL, 0, err, errlen);
 }
 
+int nw_boot_roll_call(struct nw_boot *b, double timeout_s, char *err, size_t errlen)
+{
+	double saved = b->timeout;
+	b->timeout = timeout_s;
+	int rc = nw_boot_barrier(b, err, errlen);
+	b->timeout = saved;
+	return rc;
+}
+
 int nw_boot_bcast(struct nw_boot *b, void *buf, size_t len, int root, char *err, size_t errlen)
 {
 	if (usable(b, err, errlen))

@@ -23,6 +23,9 @@ int nw_group_mpi_launched(void)
 	return 0;
 }
 
+/* How long a roll call waits under env rendezvous (rank 0 collects, the others hear from it). */
+#define ROLL_CALL_ENV_S 2.0
+
 /* FNV-1a of the fingerprint: what the processes compare first. */
 static __attribute__((unused)) uint64_t fnv(const char *s)
 {
@@ -255,6 +258,24 @@ int nw_group_allgather(struct nw_group *g, const void *mine, void *all, size_t l
 	(void)err; (void)errlen;
 	memcpy(all, mine, len);
 	(void)g;
+	return 0;
+}
+
+int nw_group_roll_call(struct nw_group *g, char *err, size_t errlen)
+{
+#if NW_HAVE_MPI
+	if (g->kind == NW_GROUP_MPI) {
+		char missing[256];
+		roll_call(g, missing, sizeof(missing));
+		if (!missing[0])
+			return 0;
+		return nw_seterr(err, errlen, "rank%s %s did not answer a roll call (stopped, dead or unreachable)",
+		                 strchr(missing, ',') ? "s" : "", missing);
+	}
+#endif
+	if (g->kind == NW_GROUP_ENV)
+		return nw_boot_roll_call(g->priv, ROLL_CALL_ENV_S, err, errlen);
+	(void)err; (void)errlen;
 	return 0;
 }
 

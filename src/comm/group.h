@@ -37,6 +37,14 @@ int nw_group_bcast(struct nw_group *g, void *buf, size_t len, int root, char *er
 int nw_group_allgather(struct nw_group *g, const void *mine, void *all, size_t len, char *err, size_t errlen);
 int nw_group_barrier(struct nw_group *g, char *err, size_t errlen);
 /*
+ * After a timeout in the run's own traffic (NCCL), every rank that timed
+ * out calls this: within a few seconds it learns which ranks still answer.
+ * 0 when every rank answered (or alone); -1 with err naming the ranks that
+ * did not (stopped, dead or unreachable).
+ */
+int nw_group_roll_call(struct nw_group *g, char *err, size_t errlen);
+
+/*
  * Tell the other processes to stop (best effort), with the reason. Under
  * env rendezvous they hear it at once, naming this rank. Under MPI the job
  * is torn down (MPI_Abort) when this process exits, so that the caller can

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,6 +265,25 @@ static int cmp_opent(const void *a, const void *b)
 }
 
 /*
+ * Whether gid is the group named by NCCLWATCH_GROUP (a name or a number):
+ * a node exporter reading a directory that training pods of another uid
+ * write may trust that group's files. Unset: no group is trusted.
+ */
+static int trusted_group(gid_t gid)
+{
+	const char *g = getenv("NCCLWATCH_GROUP");
+	if (!g || !*g)
+		return 0;
+	char *end;
+	unsigned long n = strtoul(g, &end, 10);
+	if (*end == '\0')
+		return (gid_t)n == gid;
+	char buf[4096];
+	struct group gr, *res = NULL;
+	return getgrnam_r(g, &gr, buf, sizeof(buf), &res) == 0 && res && res->gr_gid == gid;
+}
+
+/*
  * Open path without following a link or blocking (a FIFO would), and check
  * that it is a regular file of this user large enough for a header. -1
  * with err; *fd is set to what the caller must close either way (-1 when none).
@@ -280,9 +300,10 @@ static int open_file(const char *path, int *fd, uint64_t *size, char *err, size_
 	if (!S_ISREG(st.st_mode))
 		return nw_seterr(err, errlen, "not a regular file (%s): skipped", S_ISFIFO(st.st_mode) ? "a FIFO"
 		                 : S_ISDIR(st.st_mode) ? "a directory" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
-	if (st.st_uid != geteuid())
+	if (st.st_uid != geteuid() && !(trusted_group(st.st_gid) && !(st.st_mode & S_IWOTH)))
 		return nw_seterr(err, errlen, "owned by uid %u, not by uid %u (this user): skipped, only your own "
-		                 "stats files are read", (unsigned)st.st_uid, (unsigned)geteuid());
+		                 "stats files are read, or those of the group NCCLWATCH_GROUP names",
+		                 (unsigned)st.st_uid, (unsigned)geteuid());
 	if ((uint64_t)st.st_size < sizeof(struct nws_header))
 		return nw_seterr(err, errlen, "too small for a stats file (%lld bytes)", (long long)st.st_size);
 	*size = (uint64_t)st.st_size;
@@ -465,10 +486,12 @@ static DIR *open_dir(const char *dir, char *err, size_t errlen)
 	const char *why = NULL;
 	if (fstat(fd, &st) != 0)
 		why = strerror(errno);
-	else if (st.st_uid != geteuid() && st.st_uid != 0)
-		why = "it belongs to another user, who could put any file in it";
-	else if (st.st_mode & (S_IWGRP | S_IWOTH))
-		why = "other users can write in it and put any file there; chmod go-w it";
+	else if (st.st_uid != geteuid() && st.st_uid != 0 && !trusted_group(st.st_gid))
+		why = "it belongs to another user, who could put any file in it (set NCCLWATCH_GROUP to its group "
+		      "to trust that group)";
+	else if ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && !trusted_group(st.st_gid)))
+		why = "other users can write in it and put any file there; chmod go-w it (or set NCCLWATCH_GROUP "
+		      "to trust its group)";
 	DIR *d = why ? NULL : fdopendir(fd);
 	if (!d) {
 		nw_seterr(err, errlen, "refusing to read stats directory '%s': %s", dir, why ? why : strerror(errno));

@@ -81,8 +81,8 @@ static void fill_lateness(const struct nw_sf_set *set, size_t window, struct nw_
 	free(comms);
 }
 
-/* Descending order of two figures, unknown (NAN or negative) last. */
-static int cmp_num_desc(double a, double b)
+/* Descending order of two figures (ascending when rev), unknown (NAN or negative) last. */
+static int cmp_num_desc(double a, double b, int rev)
 {
 	/* unknown values (NAN, negative) sort last */
 	int ua = isnan(a) || a < 0, ub = isnan(b) || b < 0;
@@ -90,7 +90,8 @@ static int cmp_num_desc(double a, double b)
 		return ua - ub;
 	if (ua)
 		return 0;
-	return a > b ? -1 : a < b ? 1 : 0;
+	int c = a > b ? -1 : a < b ? 1 : 0;
+	return rev ? -c : c;
 }
 
 /* Communicator, op, rank, pid order. */
@@ -105,29 +106,36 @@ static int cmp_comm(const struct nw_view_row *a, const struct nw_view_row *b)
 	return a->pid < b->pid ? -1 : a->pid > b->pid;
 }
 
-/* qsort_r comparator: the chosen sort key, ties in communicator order. */
+/*
+ * qsort_r comparator (ctx: the options): the chosen sort key, turned
+ * around when reversed (unknown values still last), ties in communicator
+ * order (the whole order turned around for a reversed comm sort).
+ */
 static int cmp_row(const void *pa, const void *pb, void *ctx)
 {
 	const struct nw_view_row *a = pa, *b = pb;
-	const enum nw_view_sort *key = ctx;
+	const struct nw_view_opts *o = ctx;
 	int c = 0;
-	switch (*key) {
+	switch (o->sort) {
 	case NW_VIEW_SORT_BUSBW:
-		c = cmp_num_desc(a->src >= 0 ? a->busbw_gbs : NAN, b->src >= 0 ? b->busbw_gbs : NAN);
+		c = cmp_num_desc(a->src >= 0 ? a->busbw_gbs : NAN, b->src >= 0 ? b->busbw_gbs : NAN, o->reverse);
 		break;
 	case NW_VIEW_SORT_RATE:
-		c = cmp_num_desc(a->calls_per_s, b->calls_per_s);
+		c = cmp_num_desc(a->calls_per_s, b->calls_per_s, o->reverse);
 		break;
 	case NW_VIEW_SORT_TIME:
-		c = cmp_num_desc(a->p50_us, b->p50_us);
+		c = cmp_num_desc(a->p50_us, b->p50_us, o->reverse);
 		break;
 	case NW_VIEW_SORT_BUSY:
-		c = cmp_num_desc(a->busy, b->busy);
+		c = cmp_num_desc(a->busy, b->busy, o->reverse);
 		break;
 	default:
 		break;
 	}
-	return c ? c : cmp_comm(a, b);
+	if (c)
+		return c;
+	c = cmp_comm(a, b);
+	return o->reverse && o->sort == NW_VIEW_SORT_COMM ? -c : c;
 }
 
 /* Count r in v's tally of live, finished, disabled and stale files. */
@@ -225,9 +233,8 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 		add_rank_rows(v, &cap, r, now, prev, dt, o, le);
 	}
 	fill_lateness(set, o->late_window, v);
-	enum nw_view_sort key = o->sort;
 	if (v->n > 1)
-		qsort_r(v->rows, v->n, sizeof(*v->rows), cmp_row, &key);
+		qsort_r(v->rows, v->n, sizeof(*v->rows), cmp_row, (void *)o);
 }
 
 void nw_view_release(struct nw_view *v)
@@ -250,17 +257,33 @@ void nw_view_format_us(double us, char *buf, size_t len)
 		snprintf(buf, len, "%.2fs", us / 1e6);
 }
 
-#define ROW_FMT "%-16s %-10.10s %-9.9s %5s %-14s %-8s %10s %16s %9s %10s %8s %8s %5s %-6s %9s"
+#define ROW_FMT "%-16s %-10.10s %-9.9s %5s %-14s %-8s %10s %16s %8s %9s %10s %8s %8s %5s %-6s %9s"
 
 void nw_view_format_header(char *buf, size_t len)
 {
-	snprintf(buf, len, ROW_FMT, "COMM", "NAME", "STATE", "RANK", "OP", "HOST", "CALLS", "BYTES",
+	snprintf(buf, len, ROW_FMT, "COMM", "NAME", "STATE", "RANK", "OP", "HOST", "CALLS", "BYTES", "SIZE",
 	         "CALLS/S", "BUSBW GB/s", "P50", "P99", "BUSY%", "SRC", "LATE");
+}
+
+void nw_view_format_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB" };
+	if (bytes < 1024) {
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+		return;
+	}
+	double v = (double)bytes / 1024;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < NW_ARRAY_LEN(unit)) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, unit[u]);
 }
 
 /* The figures of a row as text, shared by both layouts. */
 struct row_text {
-	char comm[17], rank[16], calls[24], bytes[24], rate[24], bw[24], p50[16], p99[16], busy[16], late[16];
+	char comm[17], rank[16], calls[24], bytes[24], size[24], rate[24], bw[24], p50[16], p99[16], busy[16], late[16];
 };
 
 static void row_text(const struct nw_view_row *r, struct row_text *t)
@@ -269,6 +292,10 @@ static void row_text(const struct nw_view_row *r, struct row_text *t)
 	snprintf(t->rank, sizeof(t->rank), "%d%s", r->rank, r->straggler ? "*" : "");
 	snprintf(t->calls, sizeof(t->calls), "%llu", (unsigned long long)r->calls);
 	snprintf(t->bytes, sizeof(t->bytes), "%llu", (unsigned long long)r->bytes);
+	if (r->calls)
+		nw_view_format_bytes(r->bytes / r->calls, t->size, sizeof(t->size));
+	else
+		snprintf(t->size, sizeof(t->size), "-");
 	if (isnan(r->calls_per_s))
 		snprintf(t->rate, sizeof(t->rate), "-");
 	else
@@ -291,22 +318,23 @@ void nw_view_format_row(char *buf, size_t len, const struct nw_view_row *r)
 	struct row_text t;
 	row_text(r, &t);
 	snprintf(buf, len, ROW_FMT, t.comm, r->comm_name[0] ? r->comm_name : "-", nw_sf_live_name(r->live),
-	         t.rank, nws_op_name(r->op), r->host, t.calls, t.bytes, t.rate, t.bw, t.p50, t.p99, t.busy,
+	         t.rank, nws_op_name(r->op), r->host, t.calls, t.bytes, t.size, t.rate, t.bw, t.p50, t.p99, t.busy,
 	         r->src >= 0 ? nws_src_name((unsigned)r->src) : "-", t.late);
 }
 
-#define COMPACT_FMT "%-8.8s %5s %-14s %8s %10s %8s %8s %5s %-6s %8s"
+/* Narrow terminals: who is late comes right after the rank, so a cut line keeps it. */
+#define COMPACT_FMT "%-8.8s %5s %-14s %8s %8s %8s %10s %8s %8s %5s"
 
 void nw_view_format_header_compact(char *buf, size_t len)
 {
-	snprintf(buf, len, COMPACT_FMT, "COMM", "RANK", "OP", "CALLS/S", "BUSBW GB/s", "P50", "P99",
-	         "BUSY%", "SRC", "LATE");
+	snprintf(buf, len, COMPACT_FMT, "COMM", "RANK", "OP", "LATE", "SIZE", "CALLS/S", "BUSBW GB/s", "P50", "P99",
+	         "BUSY%");
 }
 
 void nw_view_format_row_compact(char *buf, size_t len, const struct nw_view_row *r)
 {
 	struct row_text t;
 	row_text(r, &t);
-	snprintf(buf, len, COMPACT_FMT, t.comm, t.rank, nws_op_name(r->op), t.rate, t.bw, t.p50, t.p99,
-	         t.busy, r->src >= 0 ? nws_src_name((unsigned)r->src) : "-", t.late);
+	snprintf(buf, len, COMPACT_FMT, t.comm, t.rank, nws_op_name(r->op), t.late, t.size, t.rate, t.bw, t.p50,
+	         t.p99, t.busy);
 }

@@ -24,6 +24,7 @@ enum nw_view_sort {
 
 struct nw_view_opts {
 	enum nw_view_sort sort;
+	int reverse;        /* the sort's order turned around (ties stay in communicator order) */
 	const char *op;     /* show only ops whose name contains this; NULL: all */
 	const char *comm;   /* show only comms whose hex id starts with, or name contains, this */
 	int all;            /* also show stale files (dead processes) */
@@ -77,6 +78,8 @@ void nw_view_release(struct nw_view *v);
  */
 #define NW_VIEW_LINE 256
 void nw_view_format_header(char *buf, size_t len);
+/* bytes for people: "8 B", "82.5 MiB", "1023 KiB" (1024-based, at most 8 characters below 1000 TiB) */
+void nw_view_format_bytes(uint64_t bytes, char *buf, size_t len);
 void nw_view_format_row(char *buf, size_t len, const struct nw_view_row *r);
 /*
  * The same for narrow terminals (about 90 columns): communicator id cut to

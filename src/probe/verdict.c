@@ -23,6 +23,11 @@ const char *nw_check_level_name(enum nw_check_level v)
 	return v == NW_FAIL ? "FAIL" : v == NW_WARN ? "WARN" : "PASS";
 }
 
+const char *nw_verdict_item_label(const struct nw_verdict_item *it)
+{
+	return it->skipped ? "SKIP" : nw_check_level_name(it->v);
+}
+
 static struct nw_verdict_item *add(struct nw_check_verdict *cv, enum nw_check_level v, const char *what,
                                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
@@ -172,8 +177,9 @@ static void judge_op(struct nw_check_verdict *cv, const struct nw_run *run, cons
 	struct expectation x;
 	expectation_for(m, op, size, sz, baseline, topo, nlocal, o, &x);
 	if (m->nranks < 2) {
-		add(cv, NW_PASS, what, "1 rank: nothing crosses a link; run check on 2 or more GPUs, or "
-		    "under mpirun, srun or torchrun with 2 or more ranks");
+		struct nw_verdict_item *sk = add(cv, NW_PASS, what, "1 rank: nothing crosses a link; run check on 2 or "
+		                                 "more GPUs, or under mpirun, srun or torchrun with 2 or more ranks");
+		sk->skipped = 1;
 		return;
 	}
 	struct nw_verdict_item *it;
@@ -337,7 +343,7 @@ json_t *nw_verdict_to_json(const struct nw_check_verdict *cv)
 		const struct nw_verdict_item *it = &cv->items[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "what", json_string(it->what));
-		json_object_set_new(o, "verdict", json_string(nw_check_level_name(it->v)));
+		json_object_set_new(o, "verdict", json_string(nw_verdict_item_label(it)));
 		if (it->measured_gbs > 0)
 			json_object_set_new(o, "busbw_gbs", json_real(it->measured_gbs));
 		if (it->expected_gbs > 0)

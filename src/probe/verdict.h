@@ -23,6 +23,7 @@ struct nw_verdict_item {
 	double measured_gbs;    /* busbw; 0 for non-bandwidth items */
 	double expected_gbs;    /* 0 when there was nothing to compare with */
 	char reason[640];       /* one line */
+	int skipped;            /* not judged (one rank: no link to judge); v stays PASS */
 };
 
 struct nw_verdict_opts {
@@ -85,6 +86,8 @@ int nw_verdict_add_run(struct nw_check_verdict *cv, const struct nw_run *run, co
 /* 0 PASS, 1 WARN, 2 FAIL. */
 int nw_verdict_exit(const struct nw_check_verdict *cv);
 const char *nw_check_level_name(enum nw_check_level v);
+/* An item's label: "SKIP" for a skipped one, else its level's name. */
+const char *nw_verdict_item_label(const struct nw_verdict_item *it);
 json_t *nw_verdict_to_json(const struct nw_check_verdict *cv);
 void nw_verdict_release(struct nw_check_verdict *cv);
 

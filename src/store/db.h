@@ -114,6 +114,10 @@ int nw_db_pg_reset(struct nw_db *db);
 
 void nw_db_close(struct nw_db *db);
 
+/* Who hears that a SQLite writer or reader has waited NW_DB_NOTICE_AFTER_S for another process's lock (nw_store_on_wait). */
+extern void (*nw_db_wait_notice)(const char *path, double bound_s);
+#define NW_DB_NOTICE_AFTER_S 1.5
+
 /* Record the class and words of a failure on db; returns -1. */
 int nw_db_fail(struct nw_db *db, enum nw_db_err cls, const char *msg);
 

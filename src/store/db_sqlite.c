@@ -26,7 +26,10 @@ struct lite {
 	double busy_since;  /* busy_wait's clock */
 	double retry_until; /* retry loops' deadline (0: none running) */
 	unsigned seed;      /* for pauses that differ between processes */
+	int told;           /* the wait was said (nw_db_wait_notice), once per open database */
 };
+
+void (*nw_db_wait_notice)(const char *path, double bound_s);
 
 struct nw_db_rows {
 	struct nw_db *db;
@@ -76,11 +79,19 @@ static int waited_out(struct nw_db *db, double now)
 static int busy_wait(void *arg, int count)
 {
 	struct nw_db *db = arg;
+	struct lite *l = L(db);
+	double now = nw_now();
 	if (count == 0)
-		L(db)->busy_since = nw_now();
-	else if (waited_out(db, nw_now()))
+		l->busy_since = now;
+	else if (waited_out(db, now))
 		return 0;
-	pause_ms(1 + rand_r(&L(db)->seed) % (count < 8 ? count + 1 : 8));
+	/* waiting since the retry loop began (its deadline minus the bound), else since this statement's first busy */
+	double since = l->retry_until > 0 ? l->retry_until - db->lock_wait_s : l->busy_since;
+	if (!l->told && nw_db_wait_notice && now - since > NW_DB_NOTICE_AFTER_S) {
+		l->told = 1;
+		nw_db_wait_notice(db->name, db->lock_wait_s);
+	}
+	pause_ms(1 + rand_r(&l->seed) % (count < 8 ? count + 1 : 8));
 	return 1;
 }
 

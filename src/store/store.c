@@ -18,6 +18,11 @@ struct nw_store {
 	char path[PATH_MAX]; /* file path or connection string, as shown in messages */
 };
 
+void nw_store_on_wait(void (*fn)(const char *path, double bound_s))
+{
+	nw_db_wait_notice = fn;
+}
+
 /*
  * The schema, as a table of forward steps: step k turns a version k-1
  * database into version k. A new version appends a step; existing steps are

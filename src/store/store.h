@@ -34,7 +34,9 @@ struct nw_store_opts {
 #define NW_STORE_USAGE \
 	"  --db PATH            history database (default $NCCLWATCH_DB, else\n" \
 	"                       $XDG_DATA_HOME/ncclwatch/history.db)\n" \
-	"  --no-history         do not record this run\n"
+	"  --no-history         do not record this run\n" \
+	"  --lock-timeout S     wait at most S for another process's lock on the\n" \
+	"                       database (default 15 s, or $NCCLWATCH_LOCK_TIMEOUT)\n"
 
 /*
  * Fill run->h.extra["fingerprint"] from the header and this process's
@@ -95,6 +97,13 @@ enum nw_store_mode {
 int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **out, char *err,
                   size_t errlen);
 void nw_store_close(struct nw_store *s);
+
+/*
+ * fn hears, once per open database, that a command has waited more than
+ * 1.5 s for a lock another process holds (path, and the bound it waits
+ * up to). The store itself never prints.
+ */
+void nw_store_on_wait(void (*fn)(const char *path, double bound_s));
 
 /* Insert a run in one transaction; *id_out gets its id. */
 int nw_store_insert(struct nw_store *s, struct nw_run *run, long long *id_out, char *err,

@@ -58,3 +58,18 @@ screenshot() {
 		--disable-background-networking --disable-component-update --disable-sync --no-first-run \
 		--user-data-dir="$prof" --screenshot="$2" --window-size="$3" "file://$1" >"$2.log" 2>&1
 }
+# hold_db_lock DB SECONDS: another process holds an exclusive SQLite lock on
+# DB for SECONDS (created if absent); returns once it is held, its pid in HOLDER.
+hold_db_lock() {
+	rm -f "$1.held"
+	python3 -c '
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("PRAGMA locking_mode=EXCLUSIVE")
+c.execute("BEGIN EXCLUSIVE")
+c.execute("CREATE TABLE IF NOT EXISTS held(x)")
+open(sys.argv[1] + ".held", "w").close()
+time.sleep(float(sys.argv[2]))' "$1" "$2" &
+	HOLDER=$!
+	for _ in $(seq 100); do [ -f "$1.held" ] && break; sleep 0.1; done
+}

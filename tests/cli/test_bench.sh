@@ -93,7 +93,7 @@ import json; p=json.load(open('$TMP/pairs.json'))['run']['extra']['pairs']
 assert len(p['pairs'])==6 and all(e['wrong']==0 for e in p['pairs']), p
 assert len(p['busbw_gbs'])==4 and p['busbw_gbs'][1][0]==p['busbw_gbs'][0][1]"
 run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 1 "$NW" bench --backend mpi --no-history --pairs
-expect_rc "pairs with one rank refused" 3
+expect_rc "pairs with one rank refused (a usage error)" 2
 expect_err "pairs: says why" "needs at least 2 ranks"
 
 # Every bench is recorded in history (rank 0 records the whole run once).

@@ -44,12 +44,12 @@ expect_err "bad --window is named" "abc"
 run "$NW" exporter --window 0
 expect_rc "zero --window" 2
 run "$NW" exporter --listen nocolon
-expect_rc "listen address without port" 1
+expect_rc "listen address without port" 2
 expect_err "listen address error says the form" "ADDR:PORT"
 run "$NW" exporter --listen 127.0.0.1:99999
-expect_rc "port out of range" 1
+expect_rc "port out of range" 2
 run "$NW" exporter --listen 999.1.1.1:9850
-expect_rc "bad IPv4 address" 1
+expect_rc "bad IPv4 address" 2
 expect_err "bad IPv4 address is named" "'999\.1\.1\.1' is not an IPv4 address"
 run "$NW" exporter --once --dir "$TMP/nope"
 expect_rc "missing stats directory with --once" 1

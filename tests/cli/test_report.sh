@@ -70,7 +70,7 @@ expect_out "in-place named" 'in-place</text>'
 # Bad usage: clear errors, nothing half-written.
 run "$NW" report "$FIX/nt_all_reduce.txt"
 expect_rc "no output named" 2
-expect_err "says how" 'say where to write: -o FILE.html'
+expect_err "says how" 'say where to write: -O FILE.html'
 run "$NW" report -o "$TMP/x.html"
 expect_rc "no run" 2
 run "$NW" report "$TMP/absent.txt" -o "$TMP/x.html"

@@ -28,16 +28,8 @@ fi
 # Item 9: a lock held by another process is waited for no longer than the
 # bound (NCCLWATCH_LOCK_TIMEOUT, default 15 s), by writers and readers alike.
 if python3 -c 'import sqlite3' 2>/dev/null; then
-	python3 -c '
-import sqlite3, sys, time
-c = sqlite3.connect(sys.argv[1], isolation_level=None)
-c.execute("PRAGMA locking_mode=EXCLUSIVE")
-c.execute("BEGIN EXCLUSIVE")
-c.execute("CREATE TABLE IF NOT EXISTS held(x)")
-open(sys.argv[2], "w").close()
-time.sleep(60)' "$TMP/ro/h.db" "$TMP/locked" &
-	holder=$!
-	for i in $(seq 100); do [ -f "$TMP/locked" ] && break; sleep 0.1; done
+	hold_db_lock "$TMP/ro/h.db" 60
+	holder=$HOLDER
 	start=$SECONDS
 	run env NCCLWATCH_LOCK_TIMEOUT=2 "$NW" history --db "$TMP/ro/h.db"
 	took=$((SECONDS - start))

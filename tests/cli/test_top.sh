@@ -36,7 +36,7 @@ expect_err "NCCLWATCH_DIR is used" "nope2"
 run "$NW" top --once --dir "$EMPTY"
 expect_rc "--once on an empty directory" 0
 expect_out "summary line" "^ncclwatch top: '$EMPTY': 0 files"
-expect_out "column header" '^COMM +NAME +STATE +RANK +OP +HOST +CALLS +BYTES +CALLS/S +BUSBW GB/s +P50 +P99 +BUSY% +SRC +LATE$'
+expect_out "column header" '^COMM +NAME +STATE +RANK +OP +HOST +CALLS +BYTES +SIZE +CALLS/S +BUSBW GB/s +P50 +P99 +BUSY% +SRC +LATE$'
 expect_out "says nothing was recorded" 'no operations recorded'
 
 BAD=$TMP/bad
