@@ -268,8 +268,11 @@ static const char *completion_name(uint32_t m)
 void nwp_dump_progress(FILE *f, const struct nwp_comm *c, int first)
 {
 	const struct nws_progress *p = &c->prog;
-	fprintf(f, "%s{\"comm\":\"%016llx\",\"rank\":%d,\"nranks\":%d,\"host\":\"%s\",\"pid\":%d",
-	        first ? "" : ",", (unsigned long long)c->comm_hash, c->rank, c->nranks, nwp_g.host, nwp_g.pid);
+	fprintf(f, "%s{\"comm\":\"%016llx\",\"rank\":%d,\"nranks\":%d,\"pid\":%d,\"host\":",
+	        first ? "" : ",", (unsigned long long)c->comm_hash, c->rank, c->nranks, nwp_g.pid);
+	nwp_json_str(f, nwp_g.host);
+	fputs(",\"name\":", f);
+	nwp_json_str(f, c->name);
 	fprintf(f, ",\"completion\":\"%s\",\"last_event_ns\":%llu,\"inflight\":%llu,\"oldest_ns\":%llu",
 	        completion_name(p->completion), (unsigned long long)p->last_event_ns,
 	        (unsigned long long)p->inflight, (unsigned long long)p->oldest_ns);
@@ -277,7 +280,8 @@ void nwp_dump_progress(FILE *f, const struct nwp_comm *c, int first)
 	        p->oldest_op < NWS_NOPS ? nws_op_name(p->oldest_op) : "", (unsigned long long)p->oldest_seq,
 	        p->enq_op < NWS_NOPS && p->enq_ns ? nws_op_name(p->enq_op) : "", (unsigned long long)p->enq_seq,
 	        (unsigned long long)p->enq_bytes, (unsigned long long)p->enq_ns);
-	fprintf(f, ",\"hung\":%s", p->hang == NWS_HANG_YES ? "true" : "false");
+	fprintf(f, ",\"hung\":%s,\"now_ns\":%llu", p->hang == NWS_HANG_YES ? "true" : "false",
+	        (unsigned long long)nwp_realtime_ns());
 	dump_counts(f, "enq", p->enq_count);
 	dump_counts(f, "done", p->done_count);
 	fputc('}', f);

@@ -213,5 +213,6 @@ void nwp_hang_check(struct nwp_comm *c, uint64_t now_rt);
 void nwp_dump_inflight(FILE *f, const struct nwp_comm *c, uint64_t now_rt);
 void nwp_dump_progress(FILE *f, const struct nwp_comm *c, int first);
 int nwp_dump_all(const char *why);
+void nwp_json_str(FILE *f, const char *s);
 
 #endif

@@ -778,7 +778,8 @@ static void policy(uint64_t now)
 
 /* --- trace dumps --- */
 
-static void json_str(FILE *f, const char *s)
+/* s as a JSON string (quoted, escaped). */
+void nwp_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; s && *s; s++) {
@@ -802,7 +803,7 @@ static void json_us(FILE *f, uint64_t ns)
 static void dump_op(FILE *f, const struct nwp_comm *c, const struct nws_opent *e)
 {
 	fputs(",\n{\"name\":", f);
-	json_str(f, nws_op_name(e->op));
+	nwp_json_str(f, nws_op_name(e->op));
 	fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":", nws_src_name(e->src));
 	json_us(f, e->start_ns);
 	fputs(",\"dur\":", f);
@@ -813,9 +814,9 @@ static void dump_op(FILE *f, const struct nwp_comm *c, const struct nws_opent *e
 	if (e->flags & NWS_OPF_SEQ)
 		fprintf(f, ",\"seq\":%llu", (unsigned long long)e->seq);
 	fputs(",\"algo\":", f);
-	json_str(f, e->algo);
+	nwp_json_str(f, e->algo);
 	fputs(",\"proto\":", f);
-	json_str(f, e->proto);
+	nwp_json_str(f, e->proto);
 	fprintf(f, ",\"nchannels\":%u,\"peer\":%d,\"enqueue_us\":", e->nchannels, e->peer);
 	json_us(f, e->enq_ns);
 	fprintf(f, ",\"slow\":%s,\"partial\":%s,\"incomplete\":%s}}", (e->flags & NWS_OPF_SLOW) ? "true" : "false",
@@ -833,7 +834,7 @@ static void dump_comm(FILE *f, const struct nwp_comm *c, int first, uint64_t now
 	         (unsigned long long)c->comm_hash);
 	fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
 	        c->rank, c->index);
-	json_str(f, tname);
+	nwp_json_str(f, tname);
 	fputs("}}", f);
 	uint64_t n = c->ring_head < c->ring_len ? c->ring_head : c->ring_len;
 	for (uint64_t k = c->ring_head - n; k < c->ring_head; k++) {
@@ -877,7 +878,7 @@ int nwp_dump_all(const char *why)
 		first = 0;
 	}
 	fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"reason\":", f);
-	json_str(f, why);
+	nwp_json_str(f, why);
 	fputs(",\"progress\":[", f);
 	first = 1;
 	for (int i = 0; i < nwp_g.max_comms; i++) {
@@ -889,7 +890,7 @@ int nwp_dump_all(const char *why)
 	}
 	fputs("]", f);
 	fputs(",\"host\":", f);
-	json_str(f, nwp_g.host);
+	nwp_json_str(f, nwp_g.host);
 	fprintf(f, ",\"pid\":%d}}\n", nwp_g.pid);
 	int bad = ferror(f);
 	if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
