@@ -179,16 +179,11 @@ static int entry_to_comm(const json_t *o, struct nw_prog_comm *c, struct nw_prog
 	return 0;
 }
 
-/* One dump file into s. */
-static int dump_file(const char *path, struct nw_prog_set *s, char *err, size_t errlen)
+int nw_hangsrc_dump_text(const char *text, size_t len, const char *path, struct nw_prog_set *s, char *err,
+                         size_t errlen)
 {
-	size_t len;
-	char *text = nw_read_file(path, DUMP_MAX, &len);
-	if (!text)
-		return nw_seterr(err, errlen, "cannot read trace dump '%s': %s", path, strerror(errno));
 	json_error_t je;
 	json_t *doc = json_loadb(text, len, 0, &je);
-	free(text);
 	if (!doc)
 		return nw_seterr(err, errlen, "'%s' is not JSON (line %d: %s)", path, je.line, je.text);
 	json_t *prog = json_object_get(json_object_get(doc, "otherData"), "progress");
@@ -205,6 +200,18 @@ static int dump_file(const char *path, struct nw_prog_set *s, char *err, size_t 
 			rc = nw_prog_set_merge(s, &c, 1, err, errlen);
 	}
 	json_decref(doc);
+	return rc;
+}
+
+/* One dump file into s. */
+static int dump_file(const char *path, struct nw_prog_set *s, char *err, size_t errlen)
+{
+	size_t len;
+	char *text = nw_read_file(path, DUMP_MAX, &len);
+	if (!text)
+		return nw_seterr(err, errlen, "cannot read trace dump '%s': %s", path, strerror(errno));
+	int rc = nw_hangsrc_dump_text(text, len, path, s, err, errlen);
+	free(text);
 	return rc;
 }
 

@@ -34,4 +34,8 @@ int nw_hangsrc_stats(const struct nw_sf_set *set, struct nw_prog_set *s, size_t 
  */
 int nw_hangsrc_dumps(const char *path, struct nw_prog_set *s, size_t *nfiles, char *err, size_t errlen);
 
+/* One dump's text (len bytes; path only names it in errors) into s. -1 with err. */
+int nw_hangsrc_dump_text(const char *text, size_t len, const char *path, struct nw_prog_set *s, char *err,
+                         size_t errlen);
+
 #endif

@@ -27,6 +27,15 @@ void nw_prog_rank_init(struct nw_prog_rank *r, int rank)
 	r->oldest_op = -1;
 }
 
+/* arr (n elements of size sz) grown by one, with room made at index at; NULL (arr untouched) when out of memory. */
+static void *insert_at(void *arr, size_t n, size_t sz, size_t at)
+{
+	char *grown = realloc(arr, (n + 1) * sz);
+	if (grown)
+		memmove(grown + (at + 1) * sz, grown + at * sz, (n - at) * sz);
+	return grown;
+}
+
 struct nw_prog_rank *nw_prog_rank_get(struct nw_prog_comm *c, int rank)
 {
 	size_t lo = 0, hi = c->n;
@@ -39,11 +48,10 @@ struct nw_prog_rank *nw_prog_rank_get(struct nw_prog_comm *c, int rank)
 		else
 			hi = mid;
 	}
-	struct nw_prog_rank *grown = realloc(c->ranks, (c->n + 1) * sizeof(*grown));
+	struct nw_prog_rank *grown = insert_at(c->ranks, c->n, sizeof(*grown), lo);
 	if (!grown)
 		return NULL;
 	c->ranks = grown;
-	memmove(&c->ranks[lo + 1], &c->ranks[lo], (c->n - lo) * sizeof(*grown));
 	c->n++;
 	nw_prog_rank_init(&c->ranks[lo], rank);
 	return &c->ranks[lo];
@@ -134,13 +142,12 @@ struct nw_prog_comm *nw_prog_set_get(struct nw_prog_set *s, uint64_t comm_hash)
 		else
 			hi = mid;
 	}
-	struct nw_prog_comm *grown = realloc(s->comms, (s->n + 1) * sizeof(*grown));
+	struct nw_prog_comm *grown = insert_at(s->comms, s->n, sizeof(*grown), lo);
 	if (!grown)
 		return NULL;
 	s->comms = grown;
-	memmove(&s->comms[lo + 1], &s->comms[lo], (s->n - lo) * sizeof(*grown));
 	s->n++;
-	memset(&s->comms[lo], 0, sizeof(*grown));
+	memset(&s->comms[lo], 0, sizeof(*s->comms));
 	s->comms[lo].comm_hash = comm_hash;
 	return &s->comms[lo];
 }

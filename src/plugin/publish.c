@@ -915,6 +915,31 @@ static int64_t trigger_mtime(void)
 
 /* --- the thread --- */
 
+/* The dumps asked for this cycle: one after a hang was declared (the headers then name it), else a trigger, SIGUSR2 or slow op. */
+static void dumps(uint64_t now)
+{
+	if (now - nwp_g.last_trigger_check_ns >= TRIGGER_EVERY_NS) {
+		nwp_g.last_trigger_check_ns = now;
+		int64_t m = trigger_mtime();
+		if (m && m != nwp_g.trigger_mtime) {
+			nwp_g.trigger_mtime = m;
+			__atomic_store_n(&nwp_g.dump_requested, 1, __ATOMIC_RELAXED);
+		}
+	}
+	int req = __atomic_exchange_n(&nwp_g.dump_requested, 0, __ATOMIC_ACQ_REL);
+	if (nwp_g.hang_dump) {
+		nwp_g.hang_dump = 0;
+		nwp_dump_all("hang");
+		for (int i = 0; i < nwp_g.max_comms; i++) {
+			struct nwp_comm *c = nwp_comm_at(i);
+			if (c && __atomic_load_n(&c->alive, __ATOMIC_ACQUIRE))
+				nwp_publish_header(c, now, NWS_STATE_RUNNING);
+		}
+	} else if (req) {
+		nwp_dump_all(req == 2 ? "slow operation" : "requested");
+	}
+}
+
 static void *thread_main(void *arg)
 {
 	int gen = (int)(intptr_t)arg;
@@ -954,26 +979,7 @@ static void *thread_main(void *arg)
 			continue;
 		}
 		policy(now);
-		if (now - nwp_g.last_trigger_check_ns >= TRIGGER_EVERY_NS) {
-			nwp_g.last_trigger_check_ns = now;
-			int64_t m = trigger_mtime();
-			if (m && m != nwp_g.trigger_mtime) {
-				nwp_g.trigger_mtime = m;
-				__atomic_store_n(&nwp_g.dump_requested, 1, __ATOMIC_RELAXED);
-			}
-		}
-		int req = __atomic_exchange_n(&nwp_g.dump_requested, 0, __ATOMIC_ACQ_REL);
-		if (nwp_g.hang_dump) {
-			nwp_g.hang_dump = 0;
-			nwp_dump_all("hang");
-			for (int i = 0; i < nwp_g.max_comms; i++) { /* the header names the hang's dump */
-				struct nwp_comm *c = nwp_comm_at(i);
-				if (c && __atomic_load_n(&c->alive, __ATOMIC_ACQUIRE))
-					nwp_publish_header(c, now, NWS_STATE_RUNNING);
-			}
-		} else if (req) {
-			nwp_dump_all(req == 2 ? "slow operation" : "requested");
-		}
+		dumps(now);
 		pthread_mutex_unlock(&nwp_g.lock);
 	}
 	return NULL;
