@@ -314,10 +314,11 @@ int nw_prog_diagnose(const struct nw_prog_comm *c, uint64_t now, uint64_t hang_n
 	uint64_t quiet = NW_PROG_UNKNOWN;
 	classify_ranks(c, d, &quiet, now);
 	d->quiet_ns = quiet;
-	int self_hung = 0, all_finished = c->n > 0;
+	int self_hung = 0, all_finished = c->n > 0; /* finished, or whose process is gone: nobody waits any more */
 	for (size_t i = 0; i < c->n; i++) {
-		self_hung |= c->ranks[i].hung && !c->ranks[i].finished;
-		all_finished &= c->ranks[i].finished;
+		const struct nw_prog_rank *r = &c->ranks[i];
+		self_hung |= r->hung && !r->finished && !r->dead;
+		all_finished &= r->finished || r->dead;
 	}
 	if (d->op < 0 && d->ninside) { /* nobody behind: the op the ranks are inside */
 		const struct nw_prog_rank *old = &c->ranks[d->inside[0]];
@@ -332,9 +333,7 @@ int nw_prog_diagnose(const struct nw_prog_comm *c, uint64_t now, uint64_t hang_n
 	int quiet_long = quiet != NW_PROG_UNKNOWN && quiet >= hang_ns;
 	if (all_finished)
 		d->verdict = NW_PROG_NONE;
-	else if (waiting && (quiet_long || self_hung))
-		d->verdict = NW_PROG_HUNG;
-	else if (self_hung)
+	else if ((waiting && quiet_long) || self_hung)
 		d->verdict = NW_PROG_HUNG;
 	else if (d->nmissing)
 		d->verdict = NW_PROG_STRAGGLER;

@@ -67,6 +67,16 @@ static void not_arrived_is_a_hang_once_quiet(void **state)
 	assert_int_equal(d.nunseen, 0);
 	assert_true(d.wait_ns >= 130 * S);
 	nw_prog_diag_release(&d);
+	/* every process gone (a crashed job's files): nobody waits any more */
+	for (size_t i = 0; i < c.n; i++) {
+		c.ranks[i].dead = 1;
+		c.ranks[i].hung = 1;
+	}
+	assert_int_equal(nw_prog_diagnose(&c, NOW, HANG, &d, err, sizeof(err)), 0);
+	assert_int_equal(d.verdict, NW_PROG_NONE);
+	nw_prog_diag_release(&d);
+	for (size_t i = 0; i < c.n; i++)
+		c.ranks[i].dead = c.ranks[i].hung = 0;
 	/* the same picture 10 s after the others entered: a straggler, not yet a hang */
 	assert_int_equal(nw_prog_diagnose(&c, NOW - 120 * S, HANG, &d, err, sizeof(err)), 0);
 	assert_int_equal(d.verdict, NW_PROG_STRAGGLER);
