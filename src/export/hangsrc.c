@@ -237,7 +237,8 @@ static int dump_dir(const char *dir, struct nw_prog_set *s, size_t *nfiles, char
 		}
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
 	int rc = n ? 0 : nw_seterr(err, errlen, "no trace dumps (*.json) in '%s'", dir);
 	for (size_t i = 0; i < n; i++) {
 		if (rc == 0 && (rc = dump_file(names[i], s, err, errlen)) == 0)

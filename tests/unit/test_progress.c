@@ -121,6 +121,7 @@ static void idle_is_not_hung(void **state)
 	assert_int_equal(d.op, -1);
 	assert_int_equal(d.nmissing + d.ninside, 0);
 	nw_prog_diag_release(&d);
+	nw_prog_comm_release(&c);
 	comm4(&c, 500, 1 * S);
 	assert_int_equal(nw_prog_diagnose(&c, NOW, HANG, &d, err, sizeof(err)), 0);
 	assert_int_equal(d.verdict, NW_PROG_NONE);
