@@ -26,6 +26,7 @@
 	X(tune,     "measure NCCL settings against defaults on this machine") \
 	X(top,      "live view of a training job's collectives (profiler plugin)") \
 	X(exporter, "Prometheus /metrics from the profiler plugin's stats") \
+	X(hang,     "is the job hung in NCCL: which collective, which ranks not arrived") \
 	X(version,  "tool version, the NCCL that would load, driver, other NCCLs")
 
 #define NW_CMD_DECLARE(name, help) \

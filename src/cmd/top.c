@@ -42,7 +42,8 @@ const char usage_top[] =
 	"bytes, mean message size, calls/s, busbw, p50/p99 execution time, busy %, the time source\n"
 	"(kernel: GPU timestamps; proxy: network progress only) and each rank's\n"
 	"lateness. The straggler (the rank the others wait for) is marked '*' and\n"
-	"highlighted.\n"
+	"highlighted. A hung communicator (see 'ncclwatch hang') comes first, in\n"
+	"red, with the ranks that have not arrived.\n"
 	"\n"
 	"options:\n"
 	"  --dir DIR      stats directory (default $NCCLWATCH_DIR, else\n"
@@ -189,6 +190,8 @@ static int print_once(const struct top_opts *o)
 	nw_view_build(&set, &now, NULL, &o->view, &v);
 	summary(line, sizeof(line), o, &v);
 	printf("%s; rates over each rank's life\n", line);
+	for (size_t i = 0; i < v.nhangs; i++)
+		printf("%s\n", v.hangs[i].text);
 	nw_view_format_header(line, sizeof(line));
 	printf("%s\n", line);
 	for (size_t i = 0; i < v.n; i++) {
@@ -252,6 +255,11 @@ static int draw_head(const struct top_opts *o, const struct nw_view *v, const ch
 		attron(A_BOLD);
 		mvaddnstr(2, 0, err, COLS);
 		attroff(A_BOLD);
+	} else if (v->nhangs) { /* the first hung communicator, in red, where errors go */
+		attr_t a = A_BOLD | (has_colors() ? COLOR_PAIR(1) : A_STANDOUT);
+		attron(a);
+		mvaddnstr(2, 0, v->hangs[0].text, COLS);
+		attroff(a);
 	}
 	/* the full table when it fits, else the compact one */
 	char probe[NW_VIEW_LINE];
@@ -285,7 +293,7 @@ static int draw_rows(const struct nw_view *v, int compact, size_t *first)
 	for (size_t i = *first; i < v->n && y < bottom; i++, y++) {
 		const struct nw_view_row *r = &v->rows[i];
 		attr_t a = A_NORMAL;
-		if (r->straggler)
+		if (r->straggler || r->hung)
 			a = A_BOLD | (colour_on ? COLOR_PAIR(1) : A_STANDOUT);
 		else if (r->live == NW_SF_STALE)
 			a = A_DIM;

@@ -204,7 +204,7 @@ static void choose(const struct nw_metrics *m, const struct nw_sf_set *set, unsi
 enum rank_metric {
 	RM_INFO, RM_AGE, RM_BUSY_RATIO, RM_BUSY_EXACT_RATIO, RM_BUSY_TOTAL, RM_WALL_TOTAL,
 	RM_OPS_DROPPED, RM_EVENTS_BAD, RM_EVENTS_LATE, RM_SLOW_OPS, RM_MASK_SWITCHES, RM_DUMPS,
-	RM_GRAPH_CALLS, RM_N
+	RM_GRAPH_CALLS, RM_INFLIGHT, RM_OLDEST_INFLIGHT, RM_EVENT_AGE, RM_HUNG, RM_N
 };
 
 static const struct {
@@ -236,6 +236,14 @@ static const struct {
 	               "trace dumps the plugin wrote" },
 	[RM_GRAPH_CALLS] = { "ncclwatch_plugin_graph_captured_calls_total", "counter",
 	                     "calls captured into CUDA graphs (NCCL raises no events when graphs replay them)" },
+	[RM_INFLIGHT] = { "ncclwatch_inflight_operations", "gauge",
+	                  "operations enqueued whose completion the plugin expects and has not seen (absent where this mode sees no completions)" },
+	[RM_OLDEST_INFLIGHT] = { "ncclwatch_oldest_inflight_seconds", "gauge",
+	                         "seconds since the oldest in-flight operation was enqueued (0 when none; absent where completions are not seen)" },
+	[RM_EVENT_AGE] = { "ncclwatch_last_nccl_event_age_seconds", "gauge",
+	                   "seconds since NCCL raised the last profiler event on this rank of the communicator (grows while NCCL is stuck or idle)" },
+	[RM_HUNG] = { "ncclwatch_comm_hung", "gauge",
+	              "1 while the plugin finds this rank hung: no NCCL event for NCCLWATCH_HANG_S with an operation in flight or a local peer ahead" },
 };
 
 /* part / whole, NAN when whole is 0 (the figure is then left out). */
@@ -261,6 +269,30 @@ static void info_labels(const struct nw_sf_rank *r, const struct rank_labels *lb
 	l[(*nl)++] = (struct nw_label){ "plugin_version", h->plugin_version };
 }
 
+/* The progress families (nws_progress); NAN where the plugin cannot see it. A finished communicator waits for nothing. */
+static double progress_value(enum rank_metric which, const struct nws_header *h, double now_real)
+{
+	const struct nws_progress *p = &h->prog;
+	int blind = p->completion == NWS_DONE_NONE, done = h->state != NWS_STATE_RUNNING;
+	double v;
+	switch (which) {
+	case RM_INFLIGHT:
+		return blind ? NAN : done ? 0 : (double)p->inflight;
+	case RM_OLDEST_INFLIGHT:
+		if (blind)
+			return NAN;
+		v = p->inflight && p->oldest_ns && !done ? now_real - (double)p->oldest_ns / 1e9 : 0;
+		return v < 0 ? 0 : v;
+	case RM_EVENT_AGE:
+		if (!p->last_event_ns)
+			return NAN;
+		v = now_real - (double)p->last_event_ns / 1e9;
+		return v < 0 ? 0 : v;
+	default:
+		return p->hang == NWS_HANG_YES && !done ? 1 : 0;
+	}
+}
+
 /* The value of a per-rank family for header h; NAN when the plugin does not have it. */
 static double rank_value(enum rank_metric which, const struct nws_header *h, double now_real)
 {
@@ -281,6 +313,10 @@ static double rank_value(enum rank_metric which, const struct nws_header *h, dou
 	case RM_SLOW_OPS: return (double)h->slow_ops;
 	case RM_MASK_SWITCHES: return (double)h->mask_switches;
 	case RM_GRAPH_CALLS: return (double)h->graph_ops;
+	case RM_INFLIGHT:
+	case RM_OLDEST_INFLIGHT:
+	case RM_EVENT_AGE:
+	case RM_HUNG: return progress_value(which, h, now_real);
 	default: return (double)h->dumps;
 	}
 }

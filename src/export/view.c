@@ -1,8 +1,12 @@
 /* The table of `ncclwatch top` (see view.h). */
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "export/hangsrc.h"
 #include "export/hist.h"
 #include "export/view.h"
 #include "util/util.h"
@@ -116,6 +120,8 @@ static int cmp_row(const void *pa, const void *pb, void *ctx)
 	const struct nw_view_row *a = pa, *b = pb;
 	const struct nw_view_opts *o = ctx;
 	int c = 0;
+	if (a->hung != b->hung)
+		return a->hung ? -1 : 1;
 	switch (o->sort) {
 	case NW_VIEW_SORT_BUSBW:
 		c = cmp_num_desc(a->src >= 0 ? a->busbw_gbs : NAN, b->src >= 0 ? b->busbw_gbs : NAN, o->reverse);
@@ -208,6 +214,71 @@ static void add_rank_rows(struct nw_view *v, size_t *cap, const struct nw_sf_ran
 	}
 }
 
+/* The line that names a hung communicator, where it stopped and who has not arrived. */
+static void hang_text(char *buf, size_t len, const struct nw_prog_comm *c, const struct nw_prog_diag *d)
+{
+	size_t at = (size_t)snprintf(buf, len, "HUNG: communicator %016" PRIx64 "%s%s%s", c->comm_hash,
+	                             c->name[0] ? " (" : "", c->name, c->name[0] ? ")" : "");
+	if (d->op >= 0 && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " at %s seq %" PRIu64, nws_op_name((unsigned)d->op), d->seq);
+	if (d->quiet_ns != NW_PROG_UNKNOWN && at < len)
+		at += (size_t)snprintf(buf + at, len - at, ", no NCCL event for %.0f s", (double)d->quiet_ns / 1e9);
+	for (size_t k = 0; k < d->nmissing && at < len; k++) {
+		const struct nw_prog_rank *r = &c->ranks[d->missing[k]];
+		at += (size_t)snprintf(buf + at, len - at, "%s %d", k ? "," : "; not arrived: rank", r->rank);
+		if (r->last_op >= 0 && at < len)
+			at += (size_t)snprintf(buf + at, len - at, " (last %s seq %" PRIu64 ")",
+			                       nws_op_name((unsigned)r->last_op), r->last_seq);
+	}
+	for (size_t k = 0; k < d->ninside && at < len; k++)
+		at += (size_t)snprintf(buf + at, len - at, "%s %d", k ? "" : "; inside:", c->ranks[d->inside[k]].rank);
+	if (d->nunseen && at < len)
+		snprintf(buf + at, len - at, "; %zu rank%s not on this node", d->nunseen, d->nunseen == 1 ? "" : "s");
+}
+
+/* How long without events makes waiting a hang for c: what its plugins use (NCCLWATCH_HANG_S), else 120 s. */
+static uint64_t hang_after(const struct nw_sf_set *set, uint64_t comm_hash)
+{
+	uint64_t ns = 0;
+	for (size_t i = 0; i < set->n; i++)
+		if (set->ranks[i].hdr.comm_hash == comm_hash && set->ranks[i].hdr.prog.hang_after_ns > ns)
+			ns = set->ranks[i].hdr.prog.hang_after_ns;
+	return ns ? ns : 120 * 1000000000ull;
+}
+
+/* Diagnose every shown communicator; the hung ones into v->hangs, their rows marked. */
+static void find_hangs(const struct nw_sf_set *set, const struct nw_view_opts *o, struct nw_view *v)
+{
+	struct nw_prog_set ps = { 0 };
+	char err[NW_ERRLEN];
+	size_t ndisabled;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (nw_hangsrc_stats(set, &ps, &ndisabled, err, sizeof(err)) == 0) {
+		for (size_t i = 0; i < ps.n; i++) {
+			const struct nw_prog_comm *c = &ps.comms[i];
+			struct nw_prog_diag d;
+			if (nw_prog_diagnose(c, now, hang_after(set, c->comm_hash), &d, err, sizeof(err)) != 0)
+				continue;
+			int hung = d.verdict == NW_PROG_HUNG, shown = 0;
+			for (size_t k = 0; k < v->n; k++)
+				if (v->rows[k].comm_hash == c->comm_hash) {
+					v->rows[k].hung = hung;
+					shown = 1;
+				}
+			if (hung && (shown || !o->comm)) {
+				v->hangs = nw_realloc(v->hangs, (v->nhangs + 1) * sizeof(*v->hangs));
+				v->hangs[v->nhangs].comm_hash = c->comm_hash;
+				hang_text(v->hangs[v->nhangs].text, sizeof(v->hangs[v->nhangs].text), c, &d);
+				v->nhangs++;
+			}
+			nw_prog_diag_release(&d);
+		}
+	}
+	nw_prog_set_release(&ps);
+}
+
 void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
                    const struct nw_sample *prev, const struct nw_view_opts *o, struct nw_view *v)
 {
@@ -233,6 +304,7 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 		add_rank_rows(v, &cap, r, now, prev, dt, o, le);
 	}
 	fill_lateness(set, o->late_window, v);
+	find_hangs(set, o, v);
 	if (v->n > 1)
 		qsort_r(v->rows, v->n, sizeof(*v->rows), cmp_row, (void *)o);
 }
@@ -240,6 +312,7 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 void nw_view_release(struct nw_view *v)
 {
 	free(v->rows);
+	free(v->hangs);
 	memset(v, 0, sizeof(*v));
 }
 

@@ -48,6 +48,13 @@ struct nw_view_row {
 	double late_us;           /* mean lateness vs the earliest rank; NAN unknown */
 	int straggler;            /* this rank arrives last most: the others wait for it */
 	int interval;             /* 1: rates over the last interval; 0: over the file's life */
+	int hung;                 /* its communicator is hung (rows of hung comms come first) */
+};
+
+/* A hung communicator, as one line of text (docs/hang.md). */
+struct nw_view_hang {
+	uint64_t comm_hash;
+	char text[512];           /* "HUNG: communicator ... at all_reduce seq N: not arrived ..." */
 };
 
 struct nw_view {
@@ -56,6 +63,8 @@ struct nw_view {
 	size_t nfiles, nlive, nfinished, ndisabled, nstale, nbad, nhidden;
 	size_t nsolo;             /* shown files of one-rank communicators with no ops */
 	uint64_t ngraph;          /* calls captured into CUDA graphs in the shown files (replays unseen) */
+	struct nw_view_hang *hangs; /* hung communicators among the shown ones; owned */
+	size_t nhangs;
 };
 
 /* Parse a sort key name ("busbw", "rate", "calls", "time", "busy", "comm"); -1 unknown. */
@@ -65,7 +74,8 @@ const char *nw_view_sort_name(enum nw_view_sort s);
 /*
  * Build v from set. now is a sample of set; prev an older one (NULL: rates
  * over each file's life, created_ns to updated_ns). v is zeroed first;
- * free with nw_view_release.
+ * free with nw_view_release. Communicators the cross-rank diagnosis finds
+ * hung (model/progress) are listed in v->hangs and their rows come first.
  */
 void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
                    const struct nw_sample *prev, const struct nw_view_opts *o, struct nw_view *v);

@@ -51,6 +51,13 @@ struct nw_prog_rank {
 	uint64_t inflight;          /* started, not completed; NW_PROG_UNKNOWN unknown */
 	uint64_t oldest_inflight_ns;/* realtime start of the oldest in-flight op; 0 none */
 	uint64_t last_event_ns;     /* realtime of the last event NCCL raised; 0 unknown */
+	/* added with the diagnosis */
+	int oldest_op;              /* enum nws_op of the oldest in-flight op; -1 none or unknown */
+	uint64_t oldest_seq;        /* its NCCL sequence number */
+	unsigned completion;        /* enum nws_done_src: which completions the source could see */
+	int hung;                   /* the source itself declared this rank hung */
+	int finished;               /* the communicator was finalized on this rank */
+	uint64_t seen_ns;           /* realtime the source observed this (a dump's time); 0: now */
 };
 
 /* One communicator, as seen by one or several sources merged. */
@@ -61,5 +68,75 @@ struct nw_prog_comm {
 	struct nw_prog_rank *ranks; /* sorted by rank; owned (free()) */
 	size_t n;
 };
+
+/* Several communicators (a list that sources add to and merge into). */
+struct nw_prog_set {
+	struct nw_prog_comm *comms; /* owned; sorted by comm_hash */
+	size_t n;
+};
+
+/* The diagnosis of one communicator. */
+enum nw_prog_verdict {
+	NW_PROG_NONE,      /* working: ops in flight, no rank behind, events flowing */
+	NW_PROG_IDLE,      /* nothing in flight, no rank behind, no event for hang_s: not hung */
+	NW_PROG_STRAGGLER, /* some ranks have not arrived at an op the others are in, events still flowing */
+	NW_PROG_HUNG       /* ranks wait (not arrived, or inside an op) and no event for hang_s */
+};
+
+struct nw_prog_diag {
+	enum nw_prog_verdict verdict;
+	int op;                 /* enum nws_op where ranks diverge or wait; -1 none */
+	uint64_t seq;           /* its NCCL sequence number */
+	size_t *missing;        /* indices into comm->ranks: not arrived at (op, seq); owned */
+	size_t nmissing;
+	size_t *inside;         /* indices: started it, completion not seen; owned */
+	size_t ninside;
+	size_t narrived;        /* ranks that enqueued it (inside or not; completion unknown or seen) */
+	int *unseen;            /* ranks of 0..nranks-1 that no source reported; owned */
+	size_t nunseen;
+	uint64_t quiet_ns;      /* least time without an event over the ranks; NW_PROG_UNKNOWN unknown */
+	uint64_t wait_ns;       /* since the op was first enqueued (or the oldest in-flight op began); 0 unknown */
+	int done_blind;         /* some rank could not see completions (inside may be incomplete) */
+};
+
+/* A rank with every figure unknown (done[], inflight, last_bytes UNKNOWN; last_op -1). */
+void nw_prog_rank_init(struct nw_prog_rank *r, int rank);
+
+/* The entry of rank in c, added (initialised, kept sorted) when absent; NULL when out of memory. The pointer lives until the next add. */
+struct nw_prog_rank *nw_prog_rank_get(struct nw_prog_comm *c, int rank);
+
+/* Free what c holds (its ranks); c stays, empty and reusable. */
+void nw_prog_comm_release(struct nw_prog_comm *c);
+
+/*
+ * Merge view `from` of a communicator into `into` (same comm_hash):
+ * counts take the larger value, the newest event wins for the last op and
+ * in-flight figures, source bits add up. -1 with err when out of memory.
+ */
+int nw_prog_merge(struct nw_prog_comm *into, const struct nw_prog_comm *from, char *err, size_t errlen);
+
+/* The set's entry for comm_hash, added empty when absent; NULL when out of memory. Lives until the next add. */
+struct nw_prog_comm *nw_prog_set_get(struct nw_prog_set *s, uint64_t comm_hash);
+
+/* Merge every communicator of list (n of them; any source) into s in one call. -1 with err on failure. */
+int nw_prog_set_merge(struct nw_prog_set *s, const struct nw_prog_comm *list, size_t n, char *err, size_t errlen);
+
+/* Free every communicator of s; s stays, empty. */
+void nw_prog_set_release(struct nw_prog_set *s);
+
+/*
+ * Diagnose c at realtime now: the op and sequence number where the ranks
+ * diverge (or wait), who has not arrived, who is inside, and a verdict;
+ * hang_ns is how long without any event makes waiting a hang. d is filled
+ * (its arrays owned: nw_prog_diag_release). -1 with err when out of memory.
+ */
+int nw_prog_diagnose(const struct nw_prog_comm *c, uint64_t now, uint64_t hang_ns, struct nw_prog_diag *d,
+                     char *err, size_t errlen);
+
+/* Free what d holds; d stays, empty. */
+void nw_prog_diag_release(struct nw_prog_diag *d);
+
+/* "none", "idle", "straggler", "hung". */
+const char *nw_prog_verdict_name(enum nw_prog_verdict v);
 
 #endif

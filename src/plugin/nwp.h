@@ -11,12 +11,14 @@
  *
  * There is no nwp.c: plugin.c implements the entry points, hot paths,
  * clocks and nwp_disable; publish.c the publisher (configuration, stats
- * files, accounting, mask policy, trace dumps).
+ * files, accounting, mask policy, trace dumps); hang.c the progress and
+ * hang verdict the publisher writes into each header (docs/hang.md).
  */
 #ifndef NW_NWP_H
 #define NW_NWP_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <pthread.h>
 
 #include "plugin/nwstats.h"
@@ -92,6 +94,7 @@ struct nwp_comm {
 	uint64_t tail;             /* atomic: oldest slot not yet freed (publisher) */
 	uint64_t dropped;          /* atomic: ops lost because the pool was full */
 	uint64_t graph_ops;        /* atomic: calls captured into CUDA graphs */
+	uint64_t last_event_ns;    /* atomic: realtime of the last NCCL event of this comm (hot paths store it) */
 	int64_t off_min;           /* atomic: min(realtime - GPU clock) seen in this window */
 	int64_t off_prev;          /* publisher: the same over the previous window */
 	uint64_t off_window;       /* publisher: index of the current 10 s window */
@@ -111,6 +114,16 @@ struct nwp_comm {
 	uint64_t ops_total, kernel_ops, slow_ops, late, bad;
 	uint64_t last_seq[NWS_NOPS];
 	struct nwp_recent recent[NWS_NOPS][NWS_NBUCKETS];
+	/* progress and hang state (publisher only; prog is copied into the header) */
+	struct nws_progress prog;
+	uint64_t seen;             /* slots up to here have been noted as enqueued */
+	struct nwp_stuck {         /* an op accounted on giving up without its completion */
+		int on;
+		unsigned op;
+		uint64_t seq, bytes, enq_ns;
+	} stuck;
+	uint64_t hung_event_ns;    /* last_event_ns when the hang was declared */
+	uint64_t peer_check_ns;    /* last look at peers' files */
 	char path[512];
 };
 
@@ -139,6 +152,8 @@ struct nwp_global {
 	uint64_t sample_ns;
 	uint64_t period_ns;
 	uint64_t busy_window_s;
+	uint64_t hang_ns;          /* NCCLWATCH_HANG_S (0: off) */
+	int hang_dump;             /* a hang was declared this cycle: dump once */
 	struct nwp_slot *arena;    /* max_comms * pool_size slots */
 	size_t arena_len;
 	int max_comms;
@@ -189,7 +204,16 @@ int nwp_thread_start(void);
 pthread_t nwp_thread_stop(void);
 void nwp_drain(struct nwp_comm *c, uint64_t now_rt, int final);
 void nwp_publish_header(struct nwp_comm *c, uint64_t now_rt, uint32_t state);
+unsigned nwp_slot_op(const struct nwp_comm *c, const struct nwp_slot *s, unsigned *dtype, uint64_t *bytes);
+
+/* Progress and hangs (hang.c; publisher thread only). */
+void nwp_note_enqueued(struct nwp_comm *c, uint64_t head);
+void nwp_note_inflight(struct nwp_comm *c, uint64_t tail, uint64_t head, int proxy_on);
+void nwp_hang_check(struct nwp_comm *c, uint64_t now_rt);
+void nwp_dump_inflight(FILE *f, const struct nwp_comm *c, uint64_t now_rt);
+void nwp_dump_progress(FILE *f, const struct nwp_comm *c, int first);
 int nwp_dump_all(const char *why);
+void nwp_json_str(FILE *f, const char *s);
 
 /*
  * Identity (ident.c): fill id with the writer's PID namespace, the GPU of

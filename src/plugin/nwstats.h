@@ -151,6 +151,51 @@ struct nws_opent {
 #define NWS_OPF_SEQ     0x01u  /* seq is valid (collectives) */
 #define NWS_OPF_SLOW    0x02u  /* far slower than recent peers (triggered a dump) */
 #define NWS_OPF_PARTIAL 0x04u  /* some expected kernel events never came */
+#define NWS_OPF_INCOMPLETE 0x08u /* its completion was expected and never seen: accounted on giving up (times are the enqueue) */
+
+/* Which completion events this file's plugin sees (nws_progress.completion). */
+enum nws_done_src {
+	NWS_DONE_NONE    = 0, /* none: only the enqueue is seen (KernelCh off, one node) */
+	NWS_DONE_SAMPLED = 1, /* KernelCh on sampled ops only (auto): completion of those */
+	NWS_DONE_KERNEL  = 2, /* KernelCh on every op: every completion */
+	NWS_DONE_PROXY   = 3  /* network ProxyOps (several nodes, KernelCh off): ops with network traffic */
+};
+
+/* The plugin's own hang verdict (nws_progress.hang, hang_why). */
+enum nws_hang { NWS_HANG_NO = 0, NWS_HANG_YES = 1 };
+enum nws_hang_why { NWS_HANG_WHY_NONE = 0, NWS_HANG_WHY_INFLIGHT = 1, NWS_HANG_WHY_PEERS = 2 };
+
+/*
+ * Progress of one rank on one communicator (the end of the header, under
+ * live_gen). "Enqueued" is NCCL's Coll/P2p start; "complete" is a
+ * completion event the plugin saw (all KernelCh stops of the op, or all its
+ * ProxyOps stopped): see `completion` for which ones this mode can see.
+ * Ops whose completion cannot be seen never count as in flight.
+ */
+struct nws_progress {
+	uint64_t last_event_ns;    /* realtime of the last event NCCL raised on this comm (0 none) */
+	uint64_t enq_ns;           /* newest op enqueued: realtime of its Coll/P2p start */
+	uint64_t enq_seq;          /* its NCCL seq (collectives) or per-op count - 1 (p2p) */
+	uint64_t enq_bytes;        /* its nccl-tests size */
+	uint64_t done_ns;          /* newest op seen complete: realtime of its end */
+	uint64_t done_seq;
+	uint64_t done_bytes;
+	uint64_t inflight;         /* ops enqueued with completion expected and not seen yet */
+	uint64_t oldest_ns;        /* enqueue realtime of the oldest of those; 0 none */
+	uint64_t oldest_seq;
+	uint64_t oldest_bytes;
+	uint64_t hung_ns;          /* realtime the plugin declared the comm hung; 0 while not hung */
+	uint64_t hang_after_ns;    /* NCCLWATCH_HANG_S (0: hang detection off) */
+	uint64_t hangs;            /* hangs declared since start */
+	uint64_t enq_count[NWS_NOPS];  /* per op: newest NCCL seq enqueued + 1 (collectives), ops enqueued (p2p) */
+	uint64_t done_count[NWS_NOPS]; /* the same for ops seen complete */
+	uint32_t enq_op;           /* enum nws_op of the newest enqueued op; NWS_NOPS none */
+	uint32_t done_op;          /* ... of the newest seen complete */
+	uint32_t oldest_op;        /* ... of the oldest in flight */
+	uint32_t completion;       /* enum nws_done_src */
+	uint32_t hang;             /* enum nws_hang */
+	uint32_t hang_why;         /* enum nws_hang_why */
+};
 
 struct nws_header {
 	/* --- identity: written once, before magic --- */
@@ -219,6 +264,8 @@ struct nws_header {
 		char torchelastic[64]; /* TORCHELASTIC_RUN_ID */
 		char job[128];         /* NCCLWATCH_JOB (set by the user) */
 	} ident;
+
+	struct nws_progress prog;  /* version 2: progress and hang verdict */
 };
 
 _Static_assert(sizeof(struct nws_timing) == 5 * 8 + NWS_NHIST * 8, "nws_timing layout");
@@ -227,6 +274,7 @@ _Static_assert(sizeof(struct nws_opent) == 9 * 8 + 8 + 8 + 24, "nws_opent layout
 #define NWS_IDENT_GPU 0x01u   /* ident.gpu is known */
 
 _Static_assert(sizeof(struct nws_ident) == 8 + 8 + 48 + 128 + 64 + 64 + 32 + 64 + 128, "nws_ident layout");
+_Static_assert(sizeof(struct nws_progress) == 14 * 8 + 2 * NWS_NOPS * 8 + 6 * 4, "nws_progress layout");
 _Static_assert(sizeof(struct nws_header) % 8 == 0, "nws_header layout");
 
 /* Lower-case op names as the tools print them ("all_reduce", ..., "send"). */

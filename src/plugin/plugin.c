@@ -286,6 +286,7 @@ static void *op_start(struct nwp_comm *c, int kind, const union d_body *u)
 	__atomic_store_n(&s->px_last_ns, 0, __ATOMIC_RELAXED);
 	s->enq_end_ns = 0;
 	s->enq_ns = nwp_realtime_ns();
+	__atomic_store_n(&c->last_event_ns, s->enq_ns, __ATOMIC_RELAXED);
 	/* a KernelCh sample burst ends after a fixed number of ops */
 	if (__atomic_load_n(&nwp_g.burst_left, __ATOMIC_RELAXED) > 0 &&
 	    __atomic_sub_fetch(&nwp_g.burst_left, 1, __ATOMIC_ACQ_REL) == 0 && nwp_g.mask_ptr)
@@ -370,11 +371,12 @@ NWP_HOT void start_kernelch(void **eHandle, void *parent, const union d_body *u)
 	struct nwp_slot *s = child_parent(parent);
 	if (!s)
 		return;
-	uint64_t t = u->kernelCh.pTimer;
+	uint64_t t = u->kernelCh.pTimer, now = nwp_realtime_ns();
+	struct nwp_comm *c = slot_comm(s);
+	__atomic_store_n(&c->last_event_ns, now, __ATOMIC_RELAXED);
 	if (t) {
 		atomic_min_u64(&s->kstart_gpu, t);
-		struct nwp_comm *c = slot_comm(s);
-		atomic_min_i64(&c->off_min, (int64_t)(nwp_realtime_ns() - t));
+		atomic_min_i64(&c->off_min, (int64_t)(now - t));
 	}
 	__atomic_fetch_add(&s->kch_started, 1, __ATOMIC_RELEASE);
 	*eHandle = (void *)((uintptr_t)s | TAG_KCH);
@@ -388,7 +390,9 @@ NWP_HOT void start_proxyop(void **eHandle, void *parent, const union d_body *u)
 	struct nwp_slot *s = child_parent(parent);
 	if (!s)
 		return;
-	atomic_min_u64(&s->px_first_ns, nwp_realtime_ns());
+	uint64_t now = nwp_realtime_ns();
+	atomic_min_u64(&s->px_first_ns, now);
+	__atomic_store_n(&slot_comm(s)->last_event_ns, now, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&s->px_started, 1, __ATOMIC_RELEASE);
 	*eHandle = (void *)((uintptr_t)s | TAG_PROXY);
 }
@@ -476,12 +480,16 @@ static int stop_event(void *eHandle)
 			return 0;
 		}
 		s->enq_end_ns = nwp_realtime_ns();
+		__atomic_store_n(&slot_comm(s)->last_event_ns, s->enq_end_ns, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->state, NWP_STOPPED, __ATOMIC_RELEASE);
 		return 0;
-	case TAG_PROXY:
-		__atomic_store_n(&s->px_last_ns, nwp_realtime_ns(), __ATOMIC_RELAXED);
+	case TAG_PROXY: {
+		uint64_t now = nwp_realtime_ns();
+		__atomic_store_n(&s->px_last_ns, now, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot_comm(s)->last_event_ns, now, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&s->px_stopped, 1, __ATOMIC_RELEASE);
 		return 0;
+	}
 	case TAG_KCH:
 		return 0; /* its end came with recordEventState(KernelChStop) */
 	default:
@@ -508,6 +516,7 @@ static int record_state(void *eHandle, int eState, const union state_args *args)
 	}
 	if (args->kernelCh.pTimer)
 		atomic_max_u64(&s->kend_gpu, args->kernelCh.pTimer);
+	__atomic_store_n(&slot_comm(s)->last_event_ns, nwp_realtime_ns(), __ATOMIC_RELAXED);
 	__atomic_fetch_add(&s->kch_stopped, 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -599,6 +608,7 @@ static struct nwp_comm *comm_claim(const struct comm_id *id)
 	c->off_prev = INT64_MAX;
 	c->off_window = nwp_realtime_ns() / 1000000000ull / 10;
 	c->fd = -1;
+	c->prog.enq_op = c->prog.done_op = c->prog.oldest_op = NWS_NOPS;
 	snprintf(c->name, sizeof(c->name), "%s", id->name ? id->name : "");
 	return c;
 }

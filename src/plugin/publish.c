@@ -144,6 +144,9 @@ int nwp_config(char *err, size_t errlen)
 	if (env_long("NCCLWATCH_MAX_COMMS", 64, 1, 4096, &v, err, errlen))
 		return -1;
 	nwp_g.max_comms = (int)v;
+	if (env_long("NCCLWATCH_HANG_S", 120, 0, 86400, &v, err, errlen))
+		return -1;
+	nwp_g.hang_ns = (uint64_t)v * SEC;
 	if (env_long("NCCLWATCH_SIGUSR2", 0, 0, 1, &v, err, errlen))
 		return -1;
 	if (v)
@@ -512,14 +515,42 @@ NWP_HOT void ring_add(struct nwp_comm *c, const struct nwp_slot *s, const struct
 	w_end(&e->gen);
 }
 
-/* Account one finished op: record, ring entry, busy time, slow check, cost model. */
-static void account(struct nwp_comm *c, struct nwp_slot *s, unsigned src, unsigned flags, uint64_t now)
+/* The op, ncclDataType_t number and nccl-tests size of the operation in slot s of c. */
+unsigned nwp_slot_op(const struct nwp_comm *c, const struct nwp_slot *s, unsigned *dtype, uint64_t *bytes)
+{
+	unsigned tsize, op = op_of(s->func);
+	*dtype = dtype_of(s->dtype, &tsize);
+	*bytes = s->count * tsize * (op_is_split(op) && c->nranks > 0 ? (uint64_t)c->nranks : 1);
+	return op;
+}
+
+/* Progress of an accounted op: a completion that was seen, or one given up on (kept as in flight). */
+static void progress_done(struct nwp_comm *c, const struct nwp_slot *s, const struct done_op *d, int final)
+{
+	struct nws_progress *p = &c->prog;
+	if (d->flags & NWS_OPF_INCOMPLETE) {
+		if (!final && !c->stuck.on)
+			c->stuck = (struct nwp_stuck){ 1, d->op, s->seq, d->bytes, s->enq_ns };
+		return;
+	}
+	if (d->src == NWS_SRC_CPU || (d->flags & NWS_OPF_PARTIAL))
+		return; /* no completion event: nothing seen */
+	uint64_t n = s->kind == NWP_KIND_COLL ? s->seq + 1 : p->done_count[d->op] + 1;
+	if (n > p->done_count[d->op])
+		p->done_count[d->op] = n;
+	p->done_op = d->op;
+	p->done_seq = n - 1;
+	p->done_bytes = d->bytes;
+	p->done_ns = d->end;
+	if (c->stuck.on && s->enq_ns > c->stuck.enq_ns)
+		c->stuck.on = 0; /* a later op completed: the stuck one did too (one stream) */
+}
+
+/* Account one finished op: record, ring entry, busy time, slow check, cost model, progress. */
+static void account(struct nwp_comm *c, struct nwp_slot *s, unsigned src, unsigned flags, uint64_t now, int final)
 {
 	struct done_op d;
-	unsigned tsize;
-	d.op = op_of(s->func);
-	d.dtype = dtype_of(s->dtype, &tsize);
-	d.bytes = s->count * tsize * (op_is_split(d.op) && c->nranks > 0 ? (uint64_t)c->nranks : 1);
+	d.op = nwp_slot_op(c, s, &d.dtype, &d.bytes);
 	d.bucket = nws_size_bucket(d.bytes);
 	d.src = src;
 	d.flags = flags;
@@ -532,22 +563,87 @@ static void account(struct nwp_comm *c, struct nwp_slot *s, unsigned src, unsign
 	if (s->kind == NWP_KIND_COLL && s->seq + 1 > c->last_seq[d.op])
 		c->last_seq[d.op] = s->seq + 1;
 	c->ops_total++;
+	progress_done(c, s, &d, final);
+}
+
+/* What one drain pass knows beyond the slot: the time, final, and the newest slot with kernel activity. */
+struct drain_pass {
+	uint64_t now, head;
+	int final, proxy_on;
+	uint64_t newest_k;   /* 1 + index of the newest slot with kernel activity */
+	int newest_k_known;
+};
+
+/* Kernel events of slot i: sets *src (and *flags) when they tell how to account it; 0, or -1 to wait. */
+static int classify_kernel(struct nwp_comm *c, struct nwp_slot *s, uint64_t i, struct drain_pass *dp,
+                           int *src, unsigned *flags)
+{
+	uint32_t mask = nwp_g.pool_size - 1;
+	uint64_t age = dp->now > s->enq_end_ns ? dp->now - s->enq_end_ns : 0;
+	uint32_t kst = __atomic_load_n(&s->kch_started, __ATOMIC_ACQUIRE);
+	uint32_t ksp = __atomic_load_n(&s->kch_stopped, __ATOMIC_ACQUIRE);
+	if (!dp->newest_k_known) {
+		for (uint64_t j = dp->head; j > i; j--)
+			if (__atomic_load_n(&c->slots[(j - 1) & mask].kch_started, __ATOMIC_RELAXED)) {
+				dp->newest_k = j;
+				break;
+			}
+		dp->newest_k_known = 1;
+	}
+	int later = dp->newest_k > i + 1, giveup = dp->final || age > GIVEUP_NS;
+	if (kst > 0 && ksp >= kst && (s->nch ? ksp >= s->nch : (later || age > QUIET_NS || dp->final)))
+		*src = NWS_SRC_KERNEL;
+	else if (kst > 0 && ksp > 0 && (giveup || (later && age > QUIET_NS))) {
+		*src = NWS_SRC_KERNEL;
+		*flags = NWS_OPF_PARTIAL | (later ? 0 : NWS_OPF_INCOMPLETE);
+	} else if (kst == 0 && !(giveup || later))
+		return -1; /* kernel events may still come */
+	else if (kst > 0 && !giveup)
+		return -1;
+	else if (!later)
+		*flags = NWS_OPF_INCOMPLETE; /* the kernel never reported its end: given up */
+	return 0;
 }
 
 /*
- * Account every slot of c that is complete (or, with final, everything
- * started), then free finished slots in order. An op is complete when:
- * its kernel events all came (KernelCh was on), or NCCL will send none
- * (CPU, or PROXY once its proxy ops stopped), or it waited too long.
+ * How to account stopped slot i: its time source and flags, or -1 while
+ * events may still come. An op is complete when its kernel events all
+ * came (KernelCh was on), or NCCL will send none (CPU, or PROXY once its
+ * proxy ops stopped), or it waited too long (then it is marked incomplete
+ * unless a later op shows it ended).
  */
+static int classify(struct nwp_comm *c, struct nwp_slot *s, uint64_t i, struct drain_pass *dp, unsigned *flags)
+{
+	int src = -1;
+	*flags = 0;
+	uint64_t age = dp->now > s->enq_end_ns ? dp->now - s->enq_end_ns : 0;
+	if ((__atomic_load_n(&s->kch_started, __ATOMIC_ACQUIRE) > 0 || s->expect_kch) &&
+	    classify_kernel(c, s, i, dp, &src, flags) != 0)
+		return -1;
+	if (src >= 0)
+		return src;
+	uint32_t pst = __atomic_load_n(&s->px_started, __ATOMIC_ACQUIRE);
+	uint32_t psp = __atomic_load_n(&s->px_stopped, __ATOMIC_ACQUIRE);
+	uint64_t plast = __atomic_load_n(&s->px_last_ns, __ATOMIC_RELAXED);
+	if (pst > 0 && psp >= pst && (dp->final || dp->now - plast > PROXY_QUIET_NS))
+		return NWS_SRC_PROXY;
+	if (pst > 0 && (dp->final || age > GIVEUP_NS)) {
+		*flags |= NWS_OPF_PARTIAL | NWS_OPF_INCOMPLETE;
+		return NWS_SRC_PROXY;
+	}
+	if (pst == 0 && (!dp->proxy_on || dp->final || age > QUIET_NS))
+		return NWS_SRC_CPU;
+	return -1;
+}
+
+/* Account every slot of c that is complete (or, with final, everything started), then free finished slots in order. */
 void nwp_drain(struct nwp_comm *c, uint64_t now, int final)
 {
 	uint64_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
 	uint64_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
 	uint32_t mask = nwp_g.pool_size - 1;
-	int proxy_on = (nwp_g.base_mask & NWP_EV_PROXYOP) && c->nnodes > 1;
-	uint64_t newest_k = 0; /* 1 + index of the newest slot with kernel activity */
-	int newest_k_known = 0;
+	struct drain_pass dp = { now, head, final, (nwp_g.base_mask & NWP_EV_PROXYOP) && c->nnodes > 1, 0, 0 };
+	nwp_note_enqueued(c, head);
 	for (uint64_t i = tail; i < head; i++) {
 		struct nwp_slot *s = &c->slots[i & mask];
 		uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
@@ -557,46 +653,11 @@ void nwp_drain(struct nwp_comm *c, uint64_t now, int final)
 		}
 		if (st != NWP_STOPPED)
 			continue;
-		uint64_t age = now > s->enq_end_ns ? now - s->enq_end_ns : 0;
-		uint32_t kst = __atomic_load_n(&s->kch_started, __ATOMIC_ACQUIRE);
-		uint32_t ksp = __atomic_load_n(&s->kch_stopped, __ATOMIC_ACQUIRE);
-		int src = -1;
-		unsigned flags = 0;
-		if (kst > 0 || s->expect_kch) {
-			if (!newest_k_known) {
-				for (uint64_t j = head; j > i; j--)
-					if (__atomic_load_n(&c->slots[(j - 1) & mask].kch_started, __ATOMIC_RELAXED)) {
-						newest_k = j;
-						break;
-					}
-				newest_k_known = 1;
-			}
-			int later = newest_k > i + 1;
-			if (kst > 0 && ksp >= kst && (s->nch ? ksp >= s->nch : (later || age > QUIET_NS || final)))
-				src = NWS_SRC_KERNEL;
-			else if (kst > 0 && ksp > 0 && (final || age > GIVEUP_NS || (later && age > QUIET_NS))) {
-				src = NWS_SRC_KERNEL;
-				flags = NWS_OPF_PARTIAL;
-			} else if (kst == 0 && !(final || later || age > GIVEUP_NS))
-				continue; /* kernel events may still come */
-			else if (kst > 0 && src < 0 && !(final || age > GIVEUP_NS))
-				continue;
-		}
-		if (src < 0) {
-			uint32_t pst = __atomic_load_n(&s->px_started, __ATOMIC_ACQUIRE);
-			uint32_t psp = __atomic_load_n(&s->px_stopped, __ATOMIC_ACQUIRE);
-			uint64_t plast = __atomic_load_n(&s->px_last_ns, __ATOMIC_RELAXED);
-			if (pst > 0 && psp >= pst && (final || now - plast > PROXY_QUIET_NS))
-				src = NWS_SRC_PROXY;
-			else if (pst > 0 && (final || age > GIVEUP_NS)) {
-				src = NWS_SRC_PROXY;
-				flags = NWS_OPF_PARTIAL;
-			} else if (pst == 0 && (!proxy_on || final || age > QUIET_NS))
-				src = NWS_SRC_CPU;
-			else
-				continue;
-		}
-		account(c, s, (unsigned)src, flags, now);
+		unsigned flags;
+		int src = classify(c, s, i, &dp, &flags);
+		if (src < 0)
+			continue;
+		account(c, s, (unsigned)src, flags, now, final);
 		__atomic_store_n(&s->state, NWP_DONE, __ATOMIC_RELAXED);
 	}
 	while (tail < head) {
@@ -607,6 +668,7 @@ void nwp_drain(struct nwp_comm *c, uint64_t now, int final)
 		tail++;
 	}
 	__atomic_store_n(&c->tail, tail, __ATOMIC_RELEASE);
+	nwp_note_inflight(c, tail, head, dp.proxy_on);
 }
 
 /* Write the live part of c's header under its seqlock. */
@@ -649,6 +711,7 @@ void nwp_publish_header(struct nwp_comm *c, uint64_t now, uint32_t state)
 	h->wall_total_ns = age;
 	copy_str(h->last_dump, sizeof(h->last_dump), nwp_g.last_dump);
 	copy_str(h->disabled_reason, sizeof(h->disabled_reason), nwp_g.disabled_reason);
+	h->prog = c->prog;
 	w_end(&h->live_gen);
 }
 
@@ -716,7 +779,8 @@ static void policy(uint64_t now)
 
 /* --- trace dumps --- */
 
-static void json_str(FILE *f, const char *s)
+/* s as a JSON string (quoted, escaped). */
+void nwp_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; s && *s; s++) {
@@ -740,7 +804,7 @@ static void json_us(FILE *f, uint64_t ns)
 static void dump_op(FILE *f, const struct nwp_comm *c, const struct nws_opent *e)
 {
 	fputs(",\n{\"name\":", f);
-	json_str(f, nws_op_name(e->op));
+	nwp_json_str(f, nws_op_name(e->op));
 	fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":", nws_src_name(e->src));
 	json_us(f, e->start_ns);
 	fputs(",\"dur\":", f);
@@ -751,17 +815,17 @@ static void dump_op(FILE *f, const struct nwp_comm *c, const struct nws_opent *e
 	if (e->flags & NWS_OPF_SEQ)
 		fprintf(f, ",\"seq\":%llu", (unsigned long long)e->seq);
 	fputs(",\"algo\":", f);
-	json_str(f, e->algo);
+	nwp_json_str(f, e->algo);
 	fputs(",\"proto\":", f);
-	json_str(f, e->proto);
+	nwp_json_str(f, e->proto);
 	fprintf(f, ",\"nchannels\":%u,\"peer\":%d,\"enqueue_us\":", e->nchannels, e->peer);
 	json_us(f, e->enq_ns);
-	fprintf(f, ",\"slow\":%s,\"partial\":%s}}", (e->flags & NWS_OPF_SLOW) ? "true" : "false",
-	        (e->flags & NWS_OPF_PARTIAL) ? "true" : "false");
+	fprintf(f, ",\"slow\":%s,\"partial\":%s,\"incomplete\":%s}}", (e->flags & NWS_OPF_SLOW) ? "true" : "false",
+	        (e->flags & NWS_OPF_PARTIAL) ? "true" : "false", (e->flags & NWS_OPF_INCOMPLETE) ? "true" : "false");
 }
 
-/* c's process and thread names (metadata events), then its flight recorder, oldest first. */
-static void dump_comm(FILE *f, const struct nwp_comm *c, int first)
+/* c's process and thread names (metadata events), its flight recorder, oldest first, then the ops in flight. */
+static void dump_comm(FILE *f, const struct nwp_comm *c, int first, uint64_t now)
 {
 	fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d (",
 	        first ? "" : ",\n", c->rank, c->rank);
@@ -771,7 +835,7 @@ static void dump_comm(FILE *f, const struct nwp_comm *c, int first)
 	         (unsigned long long)c->comm_hash);
 	fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
 	        c->rank, c->index);
-	json_str(f, tname);
+	nwp_json_str(f, tname);
 	fputs("}}", f);
 	uint64_t n = c->ring_head < c->ring_len ? c->ring_head : c->ring_len;
 	for (uint64_t k = c->ring_head - n; k < c->ring_head; k++) {
@@ -779,6 +843,7 @@ static void dump_comm(FILE *f, const struct nwp_comm *c, int first)
 		if (e->idx)
 			dump_op(f, c, e);
 	}
+	nwp_dump_inflight(f, c, now);
 }
 
 /*
@@ -810,13 +875,23 @@ int nwp_dump_all(const char *why)
 		struct nwp_comm *c = nwp_comm_at(i);
 		if (!c || !c->alive || !c->ring)
 			continue;
-		dump_comm(f, c, first);
+		dump_comm(f, c, first, now);
 		first = 0;
 	}
 	fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"reason\":", f);
-	json_str(f, why);
+	nwp_json_str(f, why);
+	fputs(",\"progress\":[", f);
+	first = 1;
+	for (int i = 0; i < nwp_g.max_comms; i++) {
+		struct nwp_comm *c = nwp_comm_at(i);
+		if (!c || !c->alive || !c->ring)
+			continue;
+		nwp_dump_progress(f, c, first);
+		first = 0;
+	}
+	fputs("]", f);
 	fputs(",\"host\":", f);
-	json_str(f, nwp_g.host);
+	nwp_json_str(f, nwp_g.host);
 	fprintf(f, ",\"pid\":%d}}\n", nwp_g.pid);
 	int bad = ferror(f);
 	if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
@@ -840,6 +915,31 @@ static int64_t trigger_mtime(void)
 }
 
 /* --- the thread --- */
+
+/* The dumps asked for this cycle: one after a hang was declared (the headers then name it), else a trigger, SIGUSR2 or slow op. */
+static void dumps(uint64_t now)
+{
+	if (now - nwp_g.last_trigger_check_ns >= TRIGGER_EVERY_NS) {
+		nwp_g.last_trigger_check_ns = now;
+		int64_t m = trigger_mtime();
+		if (m && m != nwp_g.trigger_mtime) {
+			nwp_g.trigger_mtime = m;
+			__atomic_store_n(&nwp_g.dump_requested, 1, __ATOMIC_RELAXED);
+		}
+	}
+	int req = __atomic_exchange_n(&nwp_g.dump_requested, 0, __ATOMIC_ACQ_REL);
+	if (nwp_g.hang_dump) {
+		nwp_g.hang_dump = 0;
+		nwp_dump_all("hang");
+		for (int i = 0; i < nwp_g.max_comms; i++) {
+			struct nwp_comm *c = nwp_comm_at(i);
+			if (c && __atomic_load_n(&c->alive, __ATOMIC_ACQUIRE))
+				nwp_publish_header(c, now, NWS_STATE_RUNNING);
+		}
+	} else if (req) {
+		nwp_dump_all(req == 2 ? "slow operation" : "requested");
+	}
+}
 
 static void *thread_main(void *arg)
 {
@@ -865,6 +965,7 @@ static void *thread_main(void *arg)
 				continue;
 			}
 			nwp_drain(c, now, 0);
+			nwp_hang_check(c, now);
 			/* GPU clock offset: keep the minimum of this and the previous 10 s window,
 			 * so a drifting clock is followed and one delayed event changes nothing */
 			if (now / (10 * SEC) != c->off_window) {
@@ -879,17 +980,7 @@ static void *thread_main(void *arg)
 			continue;
 		}
 		policy(now);
-		if (now - nwp_g.last_trigger_check_ns >= TRIGGER_EVERY_NS) {
-			nwp_g.last_trigger_check_ns = now;
-			int64_t m = trigger_mtime();
-			if (m && m != nwp_g.trigger_mtime) {
-				nwp_g.trigger_mtime = m;
-				__atomic_store_n(&nwp_g.dump_requested, 1, __ATOMIC_RELAXED);
-			}
-		}
-		int req = __atomic_exchange_n(&nwp_g.dump_requested, 0, __ATOMIC_ACQ_REL);
-		if (req)
-			nwp_dump_all(req == 2 ? "slow operation" : "requested");
+		dumps(now);
 		pthread_mutex_unlock(&nwp_g.lock);
 	}
 	return NULL;

@@ -44,6 +44,13 @@ int main(int argc, char **argv)
 		       (unsigned long long)h->events_bad, (unsigned long long)h->events_late,
 		       (unsigned long long)h->kernel_ops, (unsigned long long)h->slow_ops, h->mask,
 		       (unsigned long long)h->mask_switches, nw_sf_busy_exact(r), nw_sf_busy_est(r), h->graph_ops);
+		const struct nws_progress *p = &h->prog;
+		printf("prog comm=%016llx rank=%d completion=%u inflight=%llu oldest_seq=%llu enq_seq=%llu "
+		       "last_event_ns=%llu hung=%u why=%u hung_ns=%llu hangs=%llu\n",
+		       (unsigned long long)h->comm_hash, h->rank, p->completion, (unsigned long long)p->inflight,
+		       (unsigned long long)p->oldest_seq, (unsigned long long)p->enq_seq,
+		       (unsigned long long)p->last_event_ns, p->hang, p->hang_why, (unsigned long long)p->hung_ns,
+		       (unsigned long long)p->hangs);
 		for (int op = 0; op < NWS_NOPS; op++) {
 			for (int b = 0; b < NWS_NBUCKETS; b++) {
 				const struct nws_record *rec = &r->rec[op][b];

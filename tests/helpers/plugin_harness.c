@@ -666,6 +666,93 @@ static int rank_dump(const struct opts *o, int rank)
 	return 0;
 }
 
+/*
+ * An all_reduce that enters and never leaves: the Coll event (enqueued),
+ * then each channel's kernel starts and never reports its end, as a
+ * kernel waiting for a peer that never comes.
+ */
+static void feed_stuck(struct drv *d, void *ctx, const struct opdef *o, uint64_t seq, int rank, int nranks)
+{
+	unsigned char buf[256], kbuf[256];
+	void *h = NULL;
+	drv_start(d, ctx, &h, make_descr(d, buf, o, seq, rank, nranks, NULL));
+	if (!h)
+		return;
+	drv_stop(d, h);
+	for (int ch = 0; ch < 2; ch++) {
+		memset(kbuf, 0, sizeof(kbuf));
+		void *kh = NULL;
+		if (d->abi == 4) {
+			struct descr_v4 *e = (struct descr_v4 *)kbuf;
+			e->type = ev_kernelch;
+			e->parentObj = h;
+			e->kernelCh = (struct kernelch){ (uint8_t)ch, now_ns() };
+		} else {
+			struct descr_v5 *e = (struct descr_v5 *)kbuf;
+			e->type = ev_kernelch;
+			e->parentObj = h;
+			e->kernelCh = (struct kernelch){ (uint8_t)ch, now_ns() };
+		}
+		drv_start(d, NULL, &kh, kbuf);
+	}
+	sh->fed[my_rank][0][o->op].count++;
+	sh->fed[my_rank][0][o->op].bytes += op_bytes(o, nranks);
+}
+
+/*
+ * Hang scenarios on one communicator of --ranks ranks (NCCLWATCH_HANG_S
+ * set by the caller), --ops synchronised all_reduces first, then:
+ *   hang-missing   rank --late never issues the next all_reduce; the
+ *                  others enter it and wait (not arrived)
+ *   hang-inside    every rank enqueues the next all_reduce; rank --late's
+ *                  kernel starts and never ends, the others' complete
+ *   hang-idle      nothing more: every op completed (idle, not hung)
+ *   hang-straggler all_reduces go on for --hold-ms, rank --late arriving
+ *                  --late-us late at each (a straggler, not a hang)
+ * then the files stay live for --hold-ms before finalize.
+ */
+static int rank_hang(const struct opts *o, int rank)
+{
+	void *lib;
+	struct drv d;
+	memset(&d, 0, sizeof(d));
+	if (load_plugin(o, &d, &lib) != 0)
+		return 2;
+	static int nccl_mask;
+	d.mask = &nccl_mask;
+	void *ctx = NULL;
+	if (drv_init(&d, &ctx, HASH0, &nccl_mask, "world", o->nranks, rank) != 0)
+		return 2;
+	const struct opdef *op = &comm0_ops[1];
+	uint64_t seq = 0;
+	for (; seq < (uint64_t)o->ops; seq++)
+		feed_op(&d, ctx, op, seq, rank, o->nranks, 20000, o->nranks > 1, 0, 0, 0, 0);
+	int straggle = !strcmp(o->scenario, "hang-straggler");
+	if (!strcmp(o->scenario, "hang-missing") && rank != o->late) {
+		feed_stuck(&d, ctx, op, seq, rank, o->nranks);
+	} else if (!strcmp(o->scenario, "hang-inside")) {
+		if (rank == o->late)
+			feed_stuck(&d, ctx, op, seq, rank, o->nranks);
+		else
+			feed_op(&d, ctx, op, seq, rank, o->nranks, 20000, 0, 0, 0, 0, 0);
+	}
+	/* every rank stops after the same round: the time the last one reached the barrier decides */
+	uint64_t until = now_ns() + (uint64_t)o->hold_ms * 1000000ull;
+	while (straggle) {
+		if (barrier() != 0)
+			return 3;
+		if (__atomic_load_n(&sh->release_ns, __ATOMIC_RELAXED) > until)
+			break;
+		if (rank == o->late)
+			sleep_us(o->late_us);
+		feed_op(&d, ctx, op, seq++, rank, o->nranks, 20000, 0, 0, 0, 0, 0);
+	}
+	if (!straggle && o->hold_ms)
+		sleep_us(o->hold_ms * 1000);
+	drv_fini(&d, ctx);
+	return 0;
+}
+
 static int null_start(void *ctx, void **h, void *d) { (void)ctx; (void)d; *h = NULL; return 0; }
 static int null_stop(void *h) { (void)h; return 0; }
 
@@ -938,6 +1025,7 @@ static void usage(FILE *f)
 	        "  --kernel on|off|auto NCCLWATCH_KERNEL for the plugin (default on)\n"
 	        "  --scenario S         normal, fsdp (4 comms x 6 ops x 12 sizes), pool, slow, trigger,\n"
 	        "                       hotpath (prints ns per op), null-descr,\n"
+	        "                       hang-missing, hang-inside, hang-idle, hang-straggler (--late is the rank),\n"
 	        "                       bad-type, null-handle,\n"
 	        "                       bad-handle, misaligned-handle, bad-context (default normal)\n"
 	        "  --hold-ms MS         keep the communicators open MS ms after feeding (files live)\n"
@@ -1012,7 +1100,8 @@ int main(int argc, char **argv)
 	}
 	static const char *const scen[] = { "normal", "fsdp", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
 	                                    "null-handle", "bad-handle", "misaligned-handle",
-	                                    "bad-context" };
+	                                    "bad-context", "hang-missing", "hang-inside", "hang-idle",
+	                                    "hang-straggler" };
 	int known = 0;
 	for (size_t i = 0; i < NW_ARRAY_LEN(scen); i++)
 		known |= !strcmp(o.scenario, scen[i]);
@@ -1021,8 +1110,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int normal = !strcmp(o.scenario, "normal"), fsdp = !strcmp(o.scenario, "fsdp");
-	if (!normal && !fsdp)
+	int hang = !strncmp(o.scenario, "hang-", 5);
+	if (!normal && !fsdp && !hang)
 		o.nranks = 1;
+	if (hang && (o.late < 0 || o.late >= o.nranks)) {
+		fprintf(stderr, "plugin_harness: --scenario %s needs --late R, a rank of --ranks\n", o.scenario);
+		return 2;
+	}
 	verbose = o.verbose;
 	setenv("NCCLWATCH_DIR", o.dir, 1);
 	setenv("NCCLWATCH_KERNEL", o.kernel, 1);
@@ -1059,6 +1153,8 @@ int main(int argc, char **argv)
 				rc = rank_dump(&o, r);
 			else if (!strcmp(o.scenario, "hotpath"))
 				rc = rank_hotpath(&o, r);
+			else if (hang)
+				rc = rank_hang(&o, r);
 			else
 				rc = rank_bad(&o, r);
 			fflush(NULL);
@@ -1086,12 +1182,14 @@ int main(int argc, char **argv)
 				if (!f->count)
 					continue;
 				printf("fed comm=%016llx name=%s rank=%d nranks=%d op=%s count=%llu bytes=%llu\n",
-				       (unsigned long long)hash, c == 0 ? (normal ? "world" : o.scenario) : "solo",
+				       (unsigned long long)hash, c == 0 ? (normal || hang ? "world" : o.scenario) : "solo",
 				       c == 0 ? r : 0, c == 0 ? o.nranks : 1, nws_op_name((unsigned)op),
 				       (unsigned long long)f->count, (unsigned long long)f->bytes);
 			}
 		}
 	}
+	for (int r = 0; hang && r < o.nranks; r++)
+		printf("warn rank=%d lines=%d last=%s\n", r, sh->warn_lines[r], sh->last_warn[r]);
 	if (bad)
 		return 1;
 	if (o.check)

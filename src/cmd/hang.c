@@ -1,0 +1,344 @@
+/* ncclwatch hang: which collective a job is stuck in, which ranks have not arrived, who waits. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+#include "export/hangsrc.h"
+#include "export/statsfile.h"
+#include "model/progress.h"
+#include "util/util.h"
+
+const char usage_hang[] =
+	"usage: ncclwatch hang [options]\n"
+	"\n"
+	"Say whether a training job is hung in NCCL, and where: for each\n"
+	"communicator, the collective and sequence number where the ranks\n"
+	"diverge, the ranks that have not arrived (with the last operation each\n"
+	"one enqueued), and the ranks waiting inside it. Reads the profiler\n"
+	"plugin's live stats files on this node and trace dumps gathered from\n"
+	"other nodes, and merges them into one view.\n"
+	"\n"
+	"Verdicts: hung (ranks wait and no rank raised an NCCL event for --hang-s),\n"
+	"straggler (some ranks are behind, events still flow), idle (nothing in\n"
+	"flight and nobody behind: a job checkpointing is idle, not hung), none.\n"
+	"\n"
+	"options:\n"
+	"  --dir DIR      stats directory (default $NCCLWATCH_DIR, else\n"
+	"                 /dev/shm/ncclwatch-<uid>)\n"
+	"  --dump PATH    a trace dump, or a directory of them (*.json), written by\n"
+	"                 the plugin on any node (repeatable)\n"
+	"  --no-local     do not read this node's stats files (dumps only)\n"
+	"  --hang-s S     seconds without any event that make waiting a hang\n"
+	"                 (default $NCCLWATCH_HANG_S, else 120)\n"
+	"  --comm TEXT    only communicators whose hex id starts with, or name\n"
+	"                 contains, TEXT\n"
+	"  --json         the verdicts as JSON (schema ncclwatch.hang/1)\n"
+	"\n"
+	"Ranks of other nodes are \"not reported\" unless their dumps are given;\n"
+	"where a plugin could not see completions (NCCLWATCH_KERNEL=off on one\n"
+	"node) the ranks inside an operation cannot be told, and the output says so.\n"
+	"\n"
+	"exit status: 0 no hang, 1 a communicator is hung, 2 bad usage or\n"
+	"unreadable input.\n"
+	"\n"
+	"examples:\n"
+	"  ncclwatch hang\n"
+	"  ncclwatch hang --no-local --dump dumps/ --json\n";
+
+struct hang_args {
+	const char *dir;
+	const char **dumps;
+	size_t ndumps;
+	int no_local, json;
+	double hang_s;
+	const char *comm;
+};
+
+/* What was read, for the closing line. */
+struct hang_read {
+	size_t nfiles, ndisabled, nbad, ndumps;
+	char dir[PATH_MAX];
+};
+
+enum { O_DIR = NW_OPT_LOCAL, O_DUMP, O_NO_LOCAL, O_HANG_S, O_COMM, O_JSON };
+
+/* The default --hang-s: NCCLWATCH_HANG_S as the plugin reads it, else 120. */
+static int default_hang_s(double *out)
+{
+	const char *e = getenv("NCCLWATCH_HANG_S");
+	long v = 120;
+	char err[NW_ERRLEN];
+	if (e && *e && nw_parse_long(e, 1, 86400, &v, "NCCLWATCH_HANG_S", err, sizeof(err)) != 0)
+		return nw_error("%s", err);
+	*out = (double)v;
+	return 0;
+}
+
+static int take_opt(int opt, const char *v, struct hang_args *a)
+{
+	char err[NW_ERRLEN];
+	switch (opt) {
+	case O_DIR: a->dir = v; return 0;
+	case O_DUMP:
+		a->dumps = nw_realloc(a->dumps, (a->ndumps + 1) * sizeof(*a->dumps));
+		a->dumps[a->ndumps++] = v;
+		return 0;
+	case O_NO_LOCAL: a->no_local = 1; return 0;
+	case O_COMM: a->comm = v; return 0;
+	case O_JSON: a->json = 1; return 0;
+	case O_HANG_S:
+		if (nw_parse_double(v, 0.001, 86400, &a->hang_s, "--hang-s", err, sizeof(err)) != 0)
+			return nw_error("%s", err);
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static int parse(int argc, char **argv, struct hang_args *a)
+{
+	static const struct option longopts[] = {
+		{ "dir", required_argument, NULL, O_DIR },
+		{ "dump", required_argument, NULL, O_DUMP },
+		{ "no-local", no_argument, NULL, O_NO_LOCAL },
+		{ "hang-s", required_argument, NULL, O_HANG_S },
+		{ "comm", required_argument, NULL, O_COMM },
+		{ "json", no_argument, NULL, O_JSON },
+		{ NULL, 0, NULL, 0 },
+	};
+	if (default_hang_s(&a->hang_s) != 0)
+		return -1;
+	int opt;
+	while ((opt = nw_cli_next("hang", argc, argv, "", longopts)) != -1)
+		if (opt == -2 || take_opt(opt, optarg, a))
+			return -1;
+	if (nw_cli_no_operands("hang", argc, argv) != 0)
+		return -1;
+	if (a->no_local && !a->ndumps)
+		return nw_error("hang --no-local reads only trace dumps: give at least one --dump PATH");
+	return 0;
+}
+
+/*
+ * Every source into one set: this node's stats files, then each dump.
+ * Another source (NCCL's RAS port) adds its communicators the same way,
+ * with one nw_prog_set_merge call. 0, or -1 after printing.
+ */
+static int gather(const struct hang_args *a, struct nw_prog_set *set, struct hang_read *rd)
+{
+	char err[NW_ERRLEN];
+	if (!a->no_local) {
+		struct nw_sf_set sf;
+		if (a->dir)
+			nw_strlcpy(rd->dir, a->dir, sizeof(rd->dir));
+		else
+			nw_sf_default_dir(rd->dir, sizeof(rd->dir));
+		if (nw_sf_load(rd->dir, &sf, err, sizeof(err)) < 0)
+			return nw_error("%s (give --dump for trace dumps, or --dir)", err);
+		rd->nfiles = sf.n;
+		rd->nbad = sf.nbad;
+		int rc = nw_hangsrc_stats(&sf, set, &rd->ndisabled, err, sizeof(err));
+		nw_sf_set_release(&sf);
+		if (rc != 0)
+			return nw_error("%s", err);
+	}
+	for (size_t i = 0; i < a->ndumps; i++)
+		if (nw_hangsrc_dumps(a->dumps[i], set, &rd->ndumps, err, sizeof(err)) != 0)
+			return nw_error("%s", err);
+	return 0;
+}
+
+/* Does c pass --comm (hex prefix or name substring)? */
+static int comm_wanted(const struct hang_args *a, const struct nw_prog_comm *c)
+{
+	if (!a->comm || !*a->comm)
+		return 1;
+	char hex[17];
+	snprintf(hex, sizeof(hex), "%016" PRIx64, c->comm_hash);
+	return !strncmp(hex, a->comm, strlen(a->comm)) || strstr(c->name, a->comm) != NULL;
+}
+
+static double secs(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+/* "rank 3 (host pid 123, dead): last all_reduce seq 40, enqueued 12.0 s ago" */
+static void print_missing(const struct nw_prog_rank *r, uint64_t now)
+{
+	printf("    rank %d (%s pid %d%s): ", r->rank, r->host[0] ? r->host : "?", r->pid, r->dead ? ", process gone" : "");
+	if (r->last_op < 0)
+		printf("no operation enqueued yet\n");
+	else
+		printf("last %s seq %" PRIu64 ", enqueued %.1f s ago\n", nws_op_name((unsigned)r->last_op), r->last_seq,
+		       r->last_enq_ns && now > r->last_enq_ns ? secs(now - r->last_enq_ns) : 0.0);
+}
+
+/* The one-screen text of one communicator. */
+static void print_comm(const struct nw_prog_comm *c, const struct nw_prog_diag *d, uint64_t now)
+{
+	printf("comm %016" PRIx64 "%s%s%s, %d rank%s: %s", c->comm_hash, c->name[0] ? " \"" : "", c->name,
+	       c->name[0] ? "\"" : "", c->nranks, c->nranks == 1 ? "" : "s", nw_prog_verdict_name(d->verdict));
+	if (d->op >= 0 && (d->nmissing || d->ninside))
+		printf(" at %s seq %" PRIu64, nws_op_name((unsigned)d->op), d->seq);
+	if (d->quiet_ns != NW_PROG_UNKNOWN)
+		printf(", no NCCL event for %.1f s", secs(d->quiet_ns));
+	putchar('\n');
+	if (d->nmissing) {
+		printf("  not arrived (%zu):\n", d->nmissing);
+		for (size_t k = 0; k < d->nmissing; k++)
+			print_missing(&c->ranks[d->missing[k]], now);
+	}
+	if (d->ninside) {
+		printf("  inside (%zu):", d->ninside);
+		for (size_t k = 0; k < d->ninside; k++)
+			printf(" %d", c->ranks[d->inside[k]].rank);
+		if (d->wait_ns)
+			printf(", waiting %.1f s", secs(d->wait_ns));
+		putchar('\n');
+	}
+	if (d->nmissing && d->narrived > d->ninside)
+		printf("  arrived, completion not seen: %zu rank%s\n", d->narrived - d->ninside,
+		       d->narrived - d->ninside == 1 ? "" : "s");
+	if (d->nunseen) {
+		printf("  not reported (%zu, other nodes? give their dumps with --dump):", d->nunseen);
+		for (size_t k = 0; k < d->nunseen && k < 32; k++)
+			printf(" %d", d->unseen[k]);
+		printf("%s\n", d->nunseen > 32 ? " ..." : "");
+	}
+	if (d->done_blind && (d->nmissing || d->ninside || d->verdict == NW_PROG_IDLE))
+		printf("  note: some ranks cannot see completions (NCCLWATCH_KERNEL=off on one node): who is inside an operation is unknown there\n");
+}
+
+static json_t *rank_list(const struct nw_prog_comm *c, const size_t *idx, size_t n, int detail)
+{
+	json_t *a = json_array();
+	for (size_t k = 0; k < n; k++) {
+		const struct nw_prog_rank *r = &c->ranks[idx[k]];
+		if (!detail) {
+			json_array_append_new(a, json_integer(r->rank));
+			continue;
+		}
+		json_t *o = json_pack("{s:i, s:s, s:i, s:b}", "rank", r->rank, "host", r->host, "pid", r->pid, "dead",
+		                      r->dead);
+		if (r->last_op >= 0) {
+			json_object_set_new(o, "last_op", json_string(nws_op_name((unsigned)r->last_op)));
+			json_object_set_new(o, "last_seq", json_integer((json_int_t)r->last_seq));
+			json_object_set_new(o, "last_enq_ns", json_integer((json_int_t)r->last_enq_ns));
+		}
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static json_t *comm_json(const struct nw_prog_comm *c, const struct nw_prog_diag *d)
+{
+	char hex[17];
+	snprintf(hex, sizeof(hex), "%016" PRIx64, c->comm_hash);
+	json_t *o = json_pack("{s:s, s:s, s:i, s:s}", "comm", hex, "name", c->name, "nranks", c->nranks, "verdict",
+	                      nw_prog_verdict_name(d->verdict));
+	if (d->op >= 0) {
+		json_object_set_new(o, "op", json_string(nws_op_name((unsigned)d->op)));
+		json_object_set_new(o, "seq", json_integer((json_int_t)d->seq));
+	}
+	if (d->quiet_ns != NW_PROG_UNKNOWN)
+		json_object_set_new(o, "quiet_s", json_real(secs(d->quiet_ns)));
+	json_object_set_new(o, "wait_s", json_real(secs(d->wait_ns)));
+	json_object_set_new(o, "not_arrived", rank_list(c, d->missing, d->nmissing, 1));
+	json_object_set_new(o, "inside", rank_list(c, d->inside, d->ninside, 0));
+	json_t *un = json_array();
+	for (size_t k = 0; k < d->nunseen; k++)
+		json_array_append_new(un, json_integer(d->unseen[k]));
+	json_object_set_new(o, "not_reported", un);
+	json_object_set_new(o, "completion_blind", json_boolean(d->done_blind));
+	return o;
+}
+
+/* Order of the report: hung first, then stragglers, then the rest; ties by hash. */
+static int rank_of(enum nw_prog_verdict v)
+{
+	return v == NW_PROG_HUNG ? 0 : v == NW_PROG_STRAGGLER ? 1 : 2;
+}
+
+/* Diagnose and print every wanted communicator (hung first); returns how many are hung, -1 on failure. */
+static int report(const struct hang_args *a, const struct nw_prog_set *set, const struct hang_read *rd,
+                  uint64_t now)
+{
+	char err[NW_ERRLEN];
+	struct nw_prog_diag *d = nw_calloc(set->n + 1, sizeof(*d));
+	int nhung = 0, rc = 0;
+	size_t done = 0;
+	for (; done < set->n && rc == 0; done++)
+		rc = nw_prog_diagnose(&set->comms[done], now, (uint64_t)(a->hang_s * 1e9), &d[done], err, sizeof(err));
+	json_t *arr = a->json ? json_array() : NULL;
+	for (int pass = 0; rc == 0 && pass < 3; pass++) {
+		for (size_t i = 0; i < set->n; i++) {
+			if (rank_of(d[i].verdict) != pass || !comm_wanted(a, &set->comms[i]))
+				continue;
+			nhung += d[i].verdict == NW_PROG_HUNG;
+			if (arr)
+				json_array_append_new(arr, comm_json(&set->comms[i], &d[i]));
+			else
+				print_comm(&set->comms[i], &d[i], now);
+		}
+	}
+	if (rc == 0 && arr) {
+		json_t *doc = json_pack("{s:s, s:b, s:f, s:o, s:{s:i, s:i, s:i}}", "schema", "ncclwatch.hang/1", "hung",
+		                        nhung > 0, "hang_s", a->hang_s, "communicators", arr, "read", "stats_files",
+		                        (int)rd->nfiles, "disabled_files", (int)rd->ndisabled, "dumps", (int)rd->ndumps);
+		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+		putchar('\n');
+		json_decref(doc);
+	} else if (rc == 0) {
+		if (!set->n)
+			printf("no communicators: no stats files in '%s'%s (is the plugin loaded? NCCL_PROFILER_PLUGIN=ncclwatch)\n",
+			       rd->dir, rd->ndumps ? " and no progress in the dumps" : "");
+		printf("read: %zu stats file%s%s%s, %zu trace dump%s; hang after %.0f s without events\n", rd->nfiles,
+		       rd->nfiles == 1 ? "" : "s", rd->dir[0] ? " in " : "", rd->dir, rd->ndumps,
+		       rd->ndumps == 1 ? "" : "s", a->hang_s);
+		if (rd->ndisabled || rd->nbad)
+			printf("left out: %zu file%s of a disabled plugin, %zu unusable\n", rd->ndisabled,
+			       rd->ndisabled == 1 ? "" : "s", rd->nbad);
+	} else {
+		json_decref(arr);
+		nw_error("%s", err);
+	}
+	for (size_t i = 0; i < done; i++)
+		nw_prog_diag_release(&d[i]);
+	free(d);
+	return rc == 0 ? nhung : -1;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int cmd_hang(int argc, char **argv)
+{
+	struct hang_args a = { 0 };
+	struct hang_read rd = { 0 };
+	struct nw_prog_set set = { 0 };
+	int rc = 2;
+	if (parse(argc, argv, &a) != 0)
+		goto out;
+	if (gather(&a, &set, &rd) != 0)
+		goto out;
+	int nhung = report(&a, &set, &rd, realtime_ns());
+	if (nhung >= 0)
+		rc = nhung ? 1 : 0;
+	if (nw_finish_stdout() != 0)
+		rc = 2;
+out:
+	nw_prog_set_release(&set);
+	free(a.dumps);
+	return rc;
+}
