@@ -12,6 +12,7 @@
 #include "export/hangsrc.h"
 #include "export/statsfile.h"
 #include "model/progress.h"
+#include "probe/ras.h"
 #include "util/util.h"
 
 const char usage_hang[] =
@@ -21,8 +22,12 @@ const char usage_hang[] =
 	"communicator, the collective and sequence number where the ranks\n"
 	"diverge, the ranks that have not arrived (with the last operation each\n"
 	"one enqueued), and the ranks waiting inside it. Reads the profiler\n"
-	"plugin's live stats files on this node and trace dumps gathered from\n"
-	"other nodes, and merges them into one view.\n"
+	"plugin's live stats files on this node, trace dumps gathered from\n"
+	"other nodes and, where the job's NCCL has it (2.24+), NCCL's RAS port,\n"
+	"which sees every rank of the job from any one node; it merges them into\n"
+	"one view. RAS counts the collectives each rank issued but not their\n"
+	"completion or times: it names ranks behind and dead ones, the stats files\n"
+	"and dumps say who is inside and since when.\n"
 	"\n"
 	"Verdicts: hung (ranks wait and no rank raised an NCCL event for --hang-s),\n"
 	"straggler (some ranks are behind, events still flow), idle (nothing in\n"
@@ -36,6 +41,11 @@ const char usage_hang[] =
 	"  --no-local     do not read this node's stats files (dumps only)\n"
 	"  --hang-s S     seconds without any event that make waiting a hang\n"
 	"                 (default $NCCLWATCH_HANG_S, else 120)\n"
+	"  --ras          ask NCCL's RAS port and say so when it cannot be asked (by\n"
+	"                 default it is asked quietly: a job without RAS is no error)\n"
+	"  --ras-addr A   its address (default $NCCL_RAS_ADDR, else localhost:28028)\n"
+	"  --ras-timeout S  give up on RAS after S seconds in all (default 2)\n"
+	"  --no-ras       do not ask RAS\n"
 	"  --comm TEXT    only communicators whose hex id starts with, or name\n"
 	"                 contains, TEXT\n"
 	"  --json         the verdicts as JSON (schema ncclwatch.hang/1)\n"
@@ -49,7 +59,8 @@ const char usage_hang[] =
 	"\n"
 	"examples:\n"
 	"  ncclwatch hang\n"
-	"  ncclwatch hang --no-local --dump dumps/ --json\n";
+	"  ncclwatch hang --no-local --dump dumps/ --json\n"
+	"  ncclwatch hang --ras --ras-addr node7:28028\n";
 
 struct hang_args {
 	const char *dir;
@@ -58,15 +69,23 @@ struct hang_args {
 	int no_local, json;
 	double hang_s;
 	const char *comm;
+	int ras;              /* -1 never, 0 quietly (default), 1 asked for: its failure is said */
+	int no_ras;           /* --no-ras */
+	const char *ras_addr; /* NULL: nw_ras_default_addr() */
+	double ras_timeout_s;
 };
 
 /* What was read, for the closing line. */
 struct hang_read {
 	size_t nfiles, ndisabled, nbad, ndumps;
 	char dir[PATH_MAX];
+	/* NCCL's RAS port: asked, and what came of it */
+	int ras_asked, ras_ok;
+	size_t ras_comms;
+	char ras_addr[256], ras_version[32], ras_err[NW_ERRLEN];
 };
 
-enum { O_DIR = NW_OPT_LOCAL, O_DUMP, O_NO_LOCAL, O_HANG_S, O_COMM, O_JSON };
+enum { O_DIR = NW_OPT_LOCAL, O_DUMP, O_NO_LOCAL, O_HANG_S, O_COMM, O_JSON, O_RAS, O_RAS_ADDR, O_RAS_TIMEOUT, O_NO_RAS };
 
 /* The default --hang-s: NCCLWATCH_HANG_S as the plugin reads it, else 120. */
 static int default_hang_s(double *out)
@@ -92,6 +111,13 @@ static int take_opt(int opt, const char *v, struct hang_args *a)
 	case O_NO_LOCAL: a->no_local = 1; return 0;
 	case O_COMM: a->comm = v; return 0;
 	case O_JSON: a->json = 1; return 0;
+	case O_RAS: a->ras = 1; return 0;
+	case O_RAS_ADDR: a->ras = 1; a->ras_addr = v; return 0;
+	case O_NO_RAS: a->no_ras = 1; return 0;
+	case O_RAS_TIMEOUT:
+		if (nw_parse_double(v, 0.1, 600, &a->ras_timeout_s, "--ras-timeout", err, sizeof(err)) != 0)
+			return nw_error("%s", err);
+		return 0;
 	case O_HANG_S:
 		if (nw_parse_double(v, 0.001, 86400, &a->hang_s, "--hang-s", err, sizeof(err)) != 0)
 			return nw_error("%s", err);
@@ -110,25 +136,64 @@ static int parse(int argc, char **argv, struct hang_args *a)
 		{ "hang-s", required_argument, NULL, O_HANG_S },
 		{ "comm", required_argument, NULL, O_COMM },
 		{ "json", no_argument, NULL, O_JSON },
+		{ "ras", no_argument, NULL, O_RAS },
+		{ "ras-addr", required_argument, NULL, O_RAS_ADDR },
+		{ "ras-timeout", required_argument, NULL, O_RAS_TIMEOUT },
+		{ "no-ras", no_argument, NULL, O_NO_RAS },
 		{ NULL, 0, NULL, 0 },
 	};
 	if (default_hang_s(&a->hang_s) != 0)
 		return -1;
+	a->ras_timeout_s = 2.0;
 	int opt;
 	while ((opt = nw_cli_next("hang", argc, argv, "", longopts)) != -1)
 		if (opt == -2 || take_opt(opt, optarg, a))
 			return -1;
 	if (nw_cli_no_operands("hang", argc, argv) != 0)
 		return -1;
-	if (a->no_local && !a->ndumps)
-		return nw_error("hang --no-local reads only trace dumps: give at least one --dump PATH");
+	if (a->no_ras && a->ras > 0)
+		return nw_error("hang: --no-ras excludes --ras and --ras-addr");
+	if (a->no_ras)
+		a->ras = -1;
+	if (a->no_local && !a->ndumps && a->ras <= 0)
+		return nw_error("hang --no-local reads only trace dumps and RAS: give at least one --dump PATH, or --ras");
 	return 0;
 }
 
 /*
- * Every source into one set: this node's stats files, then each dump.
- * Another source (NCCL's RAS port) adds its communicators the same way,
- * with one nw_prog_set_merge call. 0, or -1 after printing.
+ * NCCL's RAS port into set (one nw_prog_set_merge call). A port that is
+ * closed, slow or answers garbage is no error: rd says what happened, and
+ * the other sources stand alone. -1 only when merging fails.
+ */
+static int gather_ras(const struct hang_args *a, struct nw_prog_set *set, struct hang_read *rd)
+{
+	struct nw_ras ras;
+	char err[NW_ERRLEN];
+	rd->ras_asked = 1;
+	nw_strlcpy(rd->ras_addr, a->ras_addr ? a->ras_addr : nw_ras_default_addr(), sizeof(rd->ras_addr));
+	if (nw_ras_query(rd->ras_addr, a->ras_timeout_s, 0, &ras, rd->ras_err, sizeof(rd->ras_err)) != 0) {
+		nw_ras_release(&ras);
+		if (a->ras > 0)
+			nw_warn("NCCL RAS at %s: %s; the view below is without it", rd->ras_addr, rd->ras_err);
+		return 0;
+	}
+	struct nw_prog_comm *list;
+	size_t n;
+	nw_ras_to_prog(&ras, &list, &n);
+	nw_strlcpy(rd->ras_version, ras.nccl_version, sizeof(rd->ras_version));
+	nw_ras_release(&ras);
+	int rc = nw_prog_set_merge(set, list, n, err, sizeof(err));
+	nw_ras_prog_free(list, n);
+	if (rc != 0)
+		return nw_error("%s", err);
+	rd->ras_ok = 1;
+	rd->ras_comms = n;
+	return 0;
+}
+
+/*
+ * Every source into one set: this node's stats files, each dump, then
+ * NCCL's RAS port, each with one merge. 0, or -1 after printing.
  */
 static int gather(const struct hang_args *a, struct nw_prog_set *set, struct hang_read *rd)
 {
@@ -151,7 +216,7 @@ static int gather(const struct hang_args *a, struct nw_prog_set *set, struct han
 	for (size_t i = 0; i < a->ndumps; i++)
 		if (nw_hangsrc_dumps(a->dumps[i], set, &rd->ndumps, err, sizeof(err)) != 0)
 			return nw_error("%s", err);
-	return 0;
+	return a->ras >= 0 ? gather_ras(a, set, rd) : 0;
 }
 
 /* Does c pass --comm (hex prefix or name substring)? */
@@ -292,6 +357,11 @@ static int report(const struct hang_args *a, const struct nw_prog_set *set, cons
 		json_t *doc = json_pack("{s:s, s:b, s:f, s:o, s:{s:i, s:i, s:i}}", "schema", "ncclwatch.hang/1", "hung",
 		                        nhung > 0, "hang_s", a->hang_s, "communicators", arr, "read", "stats_files",
 		                        (int)rd->nfiles, "disabled_files", (int)rd->ndisabled, "dumps", (int)rd->ndumps);
+		if (rd->ras_asked)
+			json_object_set_new(json_object_get(doc, "read"), "ras",
+			                    json_pack("{s:s, s:b, s:s, s:i, s:s}", "addr", rd->ras_addr, "answered",
+			                              rd->ras_ok, "nccl_version", rd->ras_version, "communicators",
+			                              (int)rd->ras_comms, "error", rd->ras_ok ? "" : rd->ras_err));
 		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
 		putchar('\n');
 		json_decref(doc);
@@ -302,6 +372,11 @@ static int report(const struct hang_args *a, const struct nw_prog_set *set, cons
 		printf("read: %zu stats file%s%s%s, %zu trace dump%s; hang after %.0f s without events\n", rd->nfiles,
 		       rd->nfiles == 1 ? "" : "s", rd->dir[0] ? " in " : "", rd->dir, rd->ndumps,
 		       rd->ndumps == 1 ? "" : "s", a->hang_s);
+		if (rd->ras_ok)
+			printf("NCCL RAS at %s (NCCL %s): %zu communicator%s of the whole job\n", rd->ras_addr,
+			       rd->ras_version[0] ? rd->ras_version : "?", rd->ras_comms, rd->ras_comms == 1 ? "" : "s");
+		else if (rd->ras_asked && a->ras > 0)
+			printf("NCCL RAS at %s: not used (%s)\n", rd->ras_addr, rd->ras_err);
 		if (rd->ndisabled || rd->nbad)
 			printf("left out: %zu file%s of a disabled plugin, %zu unusable\n", rd->ndisabled,
 			       rd->ndisabled == 1 ? "" : "s", rd->nbad);

@@ -196,6 +196,7 @@ HOST=$(sed -n 's/^ncclwatch_comm_hung{host="\([^"]*\)".*/\1/p' "$TMP/hang-missin
 			echo "            exp_annotations:"
 			echo "              summary: \"communicator 5eed000000c0ffee on $HOST is hung in NCCL\""
 			echo "              description: \"A rank of this communicator found no NCCL progress for NCCLWATCH_HANG_S while an operation was in flight or a peer was ahead. Run 'ncclwatch hang' on the node for the operation, its sequence number and the ranks that have not arrived; the trace dump is in the stats directory.\""
+			echo "              runbook_url: \"docs/runbook.md#ncclwatchcollectivehung\""
 			;;
 		*)
 			echo "        exp_alerts: []"
@@ -205,3 +206,45 @@ HOST=$(sed -n 's/^ncclwatch_comm_hung{host="\([^"]*\)".*/\1/p' "$TMP/hang-missin
 } >"$TMP/hang-alert.test.yml"
 run promtool test rules "$TMP/hang-alert.test.yml"
 expect_rc "NcclwatchCollectiveHung fires for not arrived and inside, silent for idle and straggler" 0
+
+# NCCL's RAS port as one more source: a job-wide view from one node; a port
+# that is closed, slow or not RAS leaves the other sources standing.
+FXR=$SRCDIR/tests/fixtures/ras
+RASPIDS=()
+trap 'for p in "${RASPIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+ras_fake() {
+	"$NW_TESTS/fake_ras" --mode "$1" --answer "$2" >"$TMP/rasport.$1" &
+	RASPIDS+=($!)
+	RPORT=
+	for _ in $(seq 50); do
+		RPORT=$(sed -n 's/^port //p' "$TMP/rasport.$1")
+		[ -n "$RPORT" ] && break
+		sleep 0.1
+	done
+}
+mkdir -p "$TMP/empty-ras"
+ras_fake json "$FXR/h200x1_2.28.9_json.txt"
+run "$NW" hang --no-local --ras-addr "127.0.0.1:$RPORT" --json
+expect_rc "RAS alone (H200 recording): no hang" 0
+expect_out "RAS answered, named in the JSON" '"answered": true'
+expect_out "RAS's communicator is in the view" '"comm": "da6d3161e2b43b74"'
+ras_fake text "$FXR/nccl1911_2.26.2_mismatch.txt"
+run "$NW" hang --no-local --ras-addr "127.0.0.1:$RPORT"
+expect_no_crash "RAS text answer of a job with a count mismatch: no crash"
+expect_out "RAS text answer: its NCCL version said" 'NCCL RAS at 127.0.0.1:[0-9]+ \(NCCL 2.26.2\)'
+ras_fake slow "$FXR/h200x1_2.28.9_json.txt"
+t0=$(date +%s)
+run "$NW" hang --dir "$TMP/empty-ras" --ras-addr "127.0.0.1:$RPORT" --ras-timeout 1
+t1=$(date +%s)
+expect_true "a RAS port that never answers: hang returns within its timeout" test $((t1 - t0)) -le 4
+expect_err "a RAS port that never answers: said, with the view without it" 'NCCL RAS at 127.0.0.1:[0-9]+: .*without it'
+ras_fake garbage "$FXR/h200x1_2.28.9_json.txt"
+run "$NW" hang --dir "$TMP/empty-ras" --ras-addr "127.0.0.1:$RPORT"
+expect_err "a port that is not RAS: said" 'NCCL RAS at 127.0.0.1:[0-9]+: '
+expect_true "a port that is not RAS: no hang verdict from it" test "$RC" -eq 0
+run env NCCL_RAS_ADDR=127.0.0.1:1 "$NW" hang --dir "$TMP/empty-ras"
+expect_rc "no RAS listening, not asked for: quiet, exit 0" 0
+expect_true "no RAS listening, not asked for: nothing said about it" sh -c "! grep -q RAS '$ERR'"
+run "$NW" hang --no-ras --ras-addr 127.0.0.1:1
+expect_rc "--no-ras with --ras-addr: refused" 2
+
