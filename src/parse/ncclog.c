@@ -214,16 +214,8 @@ static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 /* Length of a "file.cc:123 " source place before a level word (0 when s has none). */
 static size_t src_place(const char *s, size_t n)
 {
-	size_t i = 0;
-	while (i < n && i < 80 && s[i] != ':' && s[i] != ' ')
-		i++;
-	if (i >= n || s[i] != ':' || i < 3 || !memchr(s, '.', i))
-		return 0;
-	size_t used;
-	parse_ll(s + i + 1, n - i - 1, &used);
-	if (!used || i + 1 + used >= n || s[i + 1 + used] != ' ')
-		return 0;
-	return i + 2 + used;
+	size_t fl = lg_file_line(s, n);
+	return fl && fl < n && s[fl] == ' ' ? fl + 1 : 0;
 }
 
 /*

@@ -135,8 +135,7 @@ static void info_env(struct nw_log *lg, const char *s, size_t n, const char *at)
 	en->lines = 1;
 }
 
-/* "init.cc:1234 -> 2": NCCL's trace of an error code on its way up. */
-static int info_trace(struct nw_log *lg, uint32_t host, const char *s, size_t n)
+size_t lg_file_line(const char *s, size_t n)
 {
 	size_t i = 0;
 	while (i < n && i < 80 && s[i] != ':' && s[i] != ' ')
@@ -145,9 +144,17 @@ static int info_trace(struct nw_log *lg, uint32_t host, const char *s, size_t n)
 		return 0;
 	size_t used;
 	parse_ll(s + i + 1, n - i - 1, &used);
-	if (!used)
+	return used ? i + 1 + used : 0;
+}
+
+/* "init.cc:1234 -> 2": NCCL's trace of an error code on its way up. */
+static int info_trace(struct nw_log *lg, uint32_t host, const char *s, size_t n)
+{
+	size_t fl = lg_file_line(s, n);
+	if (!fl)
 		return 0;
-	const char *p = s + i + 1 + used;
+	size_t used;
+	const char *p = s + fl;
 	if (!starts(p, (size_t)(s + n - p), " -> "))
 		return 0;
 	long long code = parse_ll(p + 4, (size_t)(s + n - p - 4), &used);

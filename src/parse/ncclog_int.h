@@ -246,6 +246,8 @@ struct nw_log {
  * came before it under the same launcher tag. Returns 1 when s was one.
  */
 int lg_banner_line(struct nw_log *lg, const char *s, size_t n);
+/* Length of a leading "file.cc:123" (a source place NCCL prints), 0 when s starts with none. */
+size_t lg_file_line(const char *s, size_t n);
 /* The host whose WARN line first raised the cause counter at *counter (a field of lg), or NULL when unknown. */
 const char *lg_cause_host(const struct nw_log *lg, const uint64_t *counter);
 /* Note that process proc printed the line being fed under the current launcher tag. */

@@ -73,3 +73,18 @@ time.sleep(float(sys.argv[2]))' "$1" "$2" &
 	HOLDER=$!
 	for _ in $(seq 100); do [ -f "$1.held" ] && break; sleep 0.1; done
 }
+# fake_ras MODE ANSWER [ARGS]: a fake NCCL RAS port (tests/helpers/fake_ras) in
+# the background; its port in FAKE_PORT, its pid added to FAKE_PIDS (the caller kills them).
+FAKE_PIDS=()
+fake_ras() {
+	local m=$1 a=$2; shift 2
+	"$NW_TESTS/fake_ras" --mode "$m" --answer "$a" "$@" >"$TMP/rasport.$m" &
+	FAKE_PIDS+=($!)
+	FAKE_PORT=
+	for _ in $(seq 50); do
+		FAKE_PORT=$(sed -n 's/^port //p' "$TMP/rasport.$m")
+		[ -n "$FAKE_PORT" ] && break
+		sleep 0.1
+	done
+}
+

@@ -210,18 +210,8 @@ expect_rc "NcclwatchCollectiveHung fires for not arrived and inside, silent for 
 # NCCL's RAS port as one more source: a job-wide view from one node; a port
 # that is closed, slow or not RAS leaves the other sources standing.
 FXR=$SRCDIR/tests/fixtures/ras
-RASPIDS=()
-trap 'for p in "${RASPIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
-ras_fake() {
-	"$NW_TESTS/fake_ras" --mode "$1" --answer "$2" >"$TMP/rasport.$1" &
-	RASPIDS+=($!)
-	RPORT=
-	for _ in $(seq 50); do
-		RPORT=$(sed -n 's/^port //p' "$TMP/rasport.$1")
-		[ -n "$RPORT" ] && break
-		sleep 0.1
-	done
-}
+trap 'for p in "${FAKE_PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+ras_fake() { fake_ras "$1" "$2"; RPORT=$FAKE_PORT; }
 mkdir -p "$TMP/empty-ras"
 ras_fake json "$FXR/h200x1_2.28.9_json.txt"
 run "$NW" hang --no-local --ras-addr "127.0.0.1:$RPORT" --json

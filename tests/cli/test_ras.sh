@@ -1,21 +1,10 @@
 # NCCL RAS client (probe/ras) against a fake RAS port in every mode, through tests/helpers/ras_probe.
 . tests/cli/lib.sh
 FX=$SRCDIR/tests/fixtures/ras
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+trap 'for p in "${FAKE_PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 
 # fake MODE ANSWER [--v6]: starts the fake port, sets $PORT.
-fake() {
-	local m=$1 a=$2; shift 2
-	"$NW_TESTS/fake_ras" --mode "$m" --answer "$a" "$@" >"$TMP/port.$m" &
-	PIDS+=($!)
-	PORT=
-	for _ in $(seq 50); do
-		PORT=$(sed -n 's/^port //p' "$TMP/port.$m")
-		[ -n "$PORT" ] && break
-		sleep 0.1
-	done
-}
+fake() { fake_ras "$@"; PORT=$FAKE_PORT; }
 elapsed() { sed -n 's/^elapsed //p' "$ERR"; }
 
 fake json "$FX/h200x1_2.28.9_json.txt"
@@ -76,7 +65,7 @@ expect_err "answer cut short: says so" "not valid JSON .*cut short"
 
 # A port nothing listens on: take a free port from a fake, then stop it.
 fake json "$FX/h200x1_2.28.9_json.txt"
-kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null
+kill "${FAKE_PIDS[-1]}"; wait "${FAKE_PIDS[-1]}" 2>/dev/null
 run "$NW_TESTS/ras_probe" --addr "127.0.0.1:$PORT"
 expect_rc "closed port: exits 1" 1
 expect_err "closed port: refused, with what to check" "refused: no NCCL job listens there.*NCCL_RAS_ADDR"
