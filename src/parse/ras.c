@@ -308,7 +308,8 @@ int nw_ras_parse(const char *buf, size_t len, struct nw_ras *out, char *err, siz
 		rc = nw_ras_parse_text(buf + off, len - off, out, err, errlen);
 	}
 	for (size_t i = 0; i < out->ncomms; i++)
-		qsort(out->comms[i].ranks, out->comms[i].nranks, sizeof(struct nw_ras_rank), cmp_rank);
+		if (out->comms[i].nranks > 1) /* a communicator RAS listed without ranks has none to sort (NULL) */
+			qsort(out->comms[i].ranks, out->comms[i].nranks, sizeof(struct nw_ras_rank), cmp_rank);
 	return rc;
 }
 

@@ -88,9 +88,11 @@ static char *dialect(const char *sql)
 		size_t k;
 		for (k = 0; k < NW_ARRAY_LEN(words); k++) {
 			size_t len = strlen(words[k].from);
+			if (strncmp(p, words[k].from, len))
+				continue; /* first: p[len] is only readable when p holds the whole word */
 			int word_start = p == sql || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
 			int word_end = words[k].from[len - 1] == '(' || !(isalnum((unsigned char)p[len]) || p[len] == '_');
-			if (word_start && word_end && !strncmp(p, words[k].from, len))
+			if (word_start && word_end)
 				break;
 		}
 		const char *add = k < NW_ARRAY_LEN(words) ? words[k].to : NULL;
