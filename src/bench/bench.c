@@ -879,6 +879,13 @@ static void name_rank(const struct nw_group *g, char *err, size_t errlen)
 	free(msg);
 }
 
+static void (*job_error_fn)(const char *msg);
+
+void nw_bench_on_job_error(void (*fn)(const char *msg))
+{
+	job_error_fn = fn;
+}
+
 int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
                  void *arg, char *err, size_t errlen)
 {
@@ -898,7 +905,14 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 	/* what the backend cannot do is the options' fault: -2 */
 	int orc = open_backend(o, g, &be, err, errlen);
 	if (orc == NW_BACKEND_FAILED_ALL) {
-		nw_group_close(g); /* every rank knows: no abort, err is said once (rank 0) */
+		/* every rank knows: no abort; rank 0 says it once, before any rank exits */
+		if (g->rank == 0 && job_error_fn && err[0]) {
+			job_error_fn(err);
+			err[0] = '\0';
+		}
+		char e2[NW_ERRLEN];
+		nw_group_barrier(g, e2, sizeof(e2));
+		nw_group_close(g);
 		return -1;
 	}
 	if (!orc && (rc = backend_fits(o, be, err, errlen) * 2) == 0) {

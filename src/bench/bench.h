@@ -78,4 +78,13 @@ typedef void (*nw_bench_row_fn)(const struct nw_row *oop, const struct nw_row *i
 int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
                  void *arg, char *err, size_t errlen);
 
+/*
+ * Who says an error that every rank found alike (no GPU, no NCCL on any
+ * rank): rank 0 hands it to fn inside nw_bench_run, and err comes back
+ * empty; the ranks then wait for each other, so that no rank exits (and
+ * has the launcher kill the job) before it was said. NULL (the default):
+ * err comes back filled on rank 0, as for any other error.
+ */
+void nw_bench_on_job_error(void (*fn)(const char *msg));
+
 #endif

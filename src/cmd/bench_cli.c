@@ -685,6 +685,16 @@ static void catch_interrupt(struct nw_progress *p, const char *cmd)
 	signal(SIGINT, p ? on_interrupt : SIG_DFL);
 }
 
+static const char *job_cmd;
+
+/* An error every rank found alike, said by rank 0 for the job (nw_bench_on_job_error). */
+static void say_job_error(const char *msg)
+{
+	fflush(stdout);
+	nw_error("%s: %s", job_cmd, msg);
+	fflush(stderr);
+}
+
 int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 {
 	struct nw_run run;
@@ -705,7 +715,10 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 	progress_start(cli, 1);
 	if (!other_rank())
 		catch_interrupt(&cli->prog, cmd);
+	job_cmd = cmd;
+	nw_bench_on_job_error(say_job_error);
 	int rc = nw_bench_run(&cli->o, &run, on_row, cli, err, sizeof(err));
+	nw_bench_on_job_error(NULL);
 	catch_interrupt(NULL, NULL);
 	nw_progress_clear(&cli->prog);
 	int status;
