@@ -385,8 +385,8 @@ static void timeout_message(struct nw_backend *be, const char *what, double time
 {
 	char who[NW_ERRLEN];
 	if (be->group->size > 1 && nw_group_roll_call(be->group, who, sizeof(who)) != 0)
-		nw_seterr(err, errlen, "%s did not finish within %g s (-T) on GPU %s; a roll call of the ranks: %s "
-		          "(stopped, dead or unreachable)", what, timeout_s, waiting, who);
+		nw_seterr(err, errlen, "%s did not finish within %g s (-T) on GPU %s; a roll call of the ranks: %s",
+		          what, timeout_s, waiting, who);
 	else
 		nw_seterr(err, errlen,
 		          "%s did not finish within %g s (-T) on GPU %s; %s: look at NCCL_DEBUG=WARN; raise -T if the "

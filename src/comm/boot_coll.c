@@ -71,6 +71,9 @@ static int parts_late(struct nw_boot *b, const struct collect *x, char *err, siz
 			late[n++] = r;
 	boot_ranks_text(b->hosts, late, n, ranks, sizeof(ranks));
 	free(late);
+	if (b->roll_call)
+		return boot_fail(b, 1, -1, err, errlen, "%s did not answer a roll call within %g s (stopped, dead or unreachable)",
+		                 ranks, b->timeout);
 	return boot_fail(b, 1, -1, err, errlen, "%s did not reach %s #%u within %g s", ranks, boot_op_name(x->op),
 	                 b->seq, b->timeout);
 }
@@ -262,7 +265,9 @@ int nw_boot_roll_call(struct nw_boot *b, double timeout_s, char *err, size_t err
 {
 	double saved = b->timeout;
 	b->timeout = timeout_s;
+	b->roll_call = 1;
 	int rc = nw_boot_barrier(b, err, errlen);
+	b->roll_call = 0;
 	b->timeout = saved;
 	return rc;
 }

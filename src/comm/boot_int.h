@@ -105,6 +105,7 @@ struct nw_boot {
 	struct conn *conns;   /* rank 0: [size] (index = rank; [0] unused); other ranks: [1], the link to rank 0 */
 	int nconns;
 	char where[300];      /* "ADDR:PORT (MASTER_ADDR, MASTER_PORT+1)" for messages */
+	int roll_call;        /* the barrier under way is a roll call (it words a late rank as not answering) */
 };
 
 /*

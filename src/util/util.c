@@ -10,12 +10,18 @@
 #include <time.h>
 #include <unistd.h>
 
+/* One message in one write, so that messages of several ranks sharing a terminal or log do not interleave. */
 static void vreport(const char *kind, const char *fmt, va_list ap)
 {
+	char buf[4096];
+	int head = snprintf(buf, sizeof(buf), "ncclwatch: %s: ", kind);
+	int len = vsnprintf(buf + head, sizeof(buf) - (size_t)head - 1, fmt, ap);
+	if (len < 0)
+		len = 0;
+	size_t n = (size_t)head + ((size_t)len < sizeof(buf) - (size_t)head - 1 ? (size_t)len : sizeof(buf) - (size_t)head - 2);
+	buf[n++] = '\n';
 	fflush(stdout);
-	fprintf(stderr, "ncclwatch: %s: ", kind);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	fwrite(buf, 1, n, stderr);
 }
 
 int nw_error(const char *fmt, ...)

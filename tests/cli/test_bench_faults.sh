@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# bench when a peer, the memory or an output path fails it: a stopped MPI
-# rank ends the job within -T + 5 s naming it, memory is checked before it
-# is allocated, usage errors exit 2 before the run.
+# bench when a peer, the memory or an output path fails it: a stopped or
+# killed rank (MPI host backend, NCCL under mpirun, NCCL with torchrun-style
+# variables) ends the job within -T + 5 s naming it, memory is checked before
+# it is allocated, usage errors exit 2 before the run.
 . "$(dirname "$0")/lib.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export NCCLWATCH_CUDA_LIB=/nonexistent/libcuda.so.1
 export ASAN_OPTIONS=detect_leaks=0
 
-# Starts an MPI bench of $1 ranks in the background (the rest: bench options),
-# stops rank 1 once it is in the sweep, and waits: RC, $OUT, $ERR and ELAPSED (s).
+# Starts an mpirun bench of $1 ranks in the background (the rest: bench options;
+# STOP_ENV: variables for the ranks), stops rank 1 once it is in the sweep, and
+# waits: RC, $OUT, $ERR and ELAPSED (s).
+STOP_ENV=()
 stop_one_rank() {
 	local np=$1; shift
-	timeout 120 mpirun -np "$np" env NW_FAULT_MARK=$$ "$NW" bench --backend mpi --no-history "$@" >"$OUT" 2>"$ERR" &
+	timeout 120 mpirun -np "$np" env NW_FAULT_MARK=$$ "${STOP_ENV[@]}" "$NW" bench --no-history "$@" >"$OUT" 2>"$ERR" &
 	local job=$! pid="" t
 	for t in $(seq 100); do
 		pid=$(grep -l "NW_FAULT_MARK=$$" /proc/[0-9]*/environ 2>/dev/null | while read -r f; do
@@ -29,11 +32,54 @@ stop_one_rank() {
 
 # Item 3: a stopped MPI peer and -T.
 for np in 2 3; do
-	stop_one_rank "$np" -b 8 -e 64K -f 2 -n 1000000 -T 5
+	stop_one_rank "$np" --backend mpi -b 8 -e 64K -f 2 -n 1000000 -T 5
 	expect_rc "mpi np=$np, rank 1 stopped: exit 3" 3
 	expect_true "mpi np=$np, rank 1 stopped: ends within -T + 5 s (took ${ELAPSED}s)" test "$ELAPSED" -le 10
 	expect_err "mpi np=$np, rank 1 stopped: named by the others" "rank 0 on [^:]+: MPI all_reduce not done within 5 s \(-T\): rank 1 did not answer"
 done
+
+# Item 3 on the NCCL path (the fake NCCL, one rank per process): the ranks
+# still running time out together and a roll call names the stopped one.
+FAKE=$NW_TESTS/fakegpu
+STOP_ENV=(FAKE_GPU_COUNT=4 NCCLWATCH_CUDA_LIB="$FAKE/libcuda.so.1")
+for np in 2 3; do
+	stop_one_rank "$np" --nccl-lib "$FAKE/libnccl.so.2" -b 8 -e 64K -f 2 -n 100000 -T 5
+	expect_rc "nccl np=$np, rank 1 stopped: exit 3" 3
+	expect_true "nccl np=$np, rank 1 stopped: ends within -T + 5 s (took ${ELAPSED}s)" test "$ELAPSED" -le 10
+	expect_err "nccl np=$np, rank 1 stopped: named by the others" \
+		"rank 0 on [^:]+: all_reduce of [0-9]+ .* did not finish within 5 s \(-T\) on GPU 0; a roll call of the ranks: rank 1 did not answer a roll call \(stopped, dead or unreachable\)$"
+done
+STOP_ENV=()
+
+# The same without a launcher (RANK, WORLD_SIZE, MASTER_ADDR as torchrun sets
+# them): rank 1 stopped, then rank 1 killed. $1: the signal.
+env_two_ranks() {
+	local port=$((20000 + RANDOM % 12000)) r p0 p1 start
+	for r in 0 1; do
+		env RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port FAKE_GPU_COUNT=4 \
+			NCCLWATCH_CUDA_LIB="$FAKE/libcuda.so.1" "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" \
+			-b 8 -e 64K -f 2 -n 100000 -T 5 >"$TMP/env$r.out" 2>"$TMP/env$r.err" &
+		eval "p$r=\$!"
+	done
+	sleep 3
+	start=$SECONDS
+	kill "-$1" "$p1"
+	( sleep 60; kill -KILL "$p0" 2>/dev/null ) & local guard=$!
+	wait "$p0"; RC=$?
+	ELAPSED=$((SECONDS - start))
+	kill "$guard" 2>/dev/null
+	kill -CONT "$p1" 2>/dev/null; kill -KILL "$p1" 2>/dev/null; wait "$p1" 2>/dev/null
+	cp "$TMP/env0.out" "$OUT"; cp "$TMP/env0.err" "$ERR"
+}
+env_two_ranks STOP
+expect_rc "env rendezvous, rank 1 stopped: rank 0 exits 3" 3
+expect_true "env rendezvous, rank 1 stopped: within -T + 5 s (took ${ELAPSED}s)" test "$ELAPSED" -le 10
+expect_err "env rendezvous, rank 1 stopped: named" \
+	"rank 0 on [^:]+: all_reduce .* within 5 s \(-T\) on GPU 0; a roll call of the ranks: rank 1 on [^ ]+ did not answer a roll call within 2 s \(stopped, dead or unreachable\)"
+env_two_ranks KILL 2>/dev/null # (no "Killed" notice from the shell)
+expect_rc "env rendezvous, rank 1 killed: rank 0 exits 3" 3
+expect_true "env rendezvous, rank 1 killed: within -T + 5 s (took ${ELAPSED}s)" test "$ELAPSED" -le 10
+expect_err "env rendezvous, rank 1 killed: named" "rank 0 on [^:]+: .*rank 1 on [^ ]+ (disconnected|closed)"
 
 # Item 8: host buffers are checked against the memory left (here a cgroup
 # limit of 300 MiB) before they are allocated, not left to the OOM killer.

@@ -57,6 +57,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -67,6 +68,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1157,7 +1159,7 @@ struct xp_hdr {
 	int ready, n;
 	size_t cap;
 	pthread_mutex_t mu; /* process-shared, robust */
-	pthread_cond_t cv;
+	uint32_t wake;      /* futex word: bumped on every change waiters may be waiting for */
 	int joined, seen, aborted;
 	int pids[XP_MAXR];
 	struct xp_slot slots[XP_SLOTS];
@@ -1343,11 +1345,6 @@ static struct xp_map *xp_attach(const struct comm *c)
 		pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
 		pthread_mutex_init(&h->mu, &ma);
 		pthread_mutexattr_destroy(&ma);
-		pthread_condattr_t ca;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
-		pthread_cond_init(&h->cv, &ca);
-		pthread_condattr_destroy(&ca);
 		for (int i = 0; i < XP_SLOTS; i++)
 			h->slots[i].seq = (uint64_t)i;
 		for (int a = 0; a < c->n; a++)
@@ -1372,19 +1369,27 @@ fail:
 }
 
 /* Wait on the registry's condition for a while (to look at stop and abort again). */
+/*
+ * Wait (lock held) up to 20 ms for a change, through a futex word in the
+ * shared file rather than a process-shared condition variable: glibc's
+ * condition variable makes a broadcaster wait for its waiters, so a peer
+ * stopped (SIGSTOP) inside a wait would block every other process's
+ * ncclCommAbort; a futex wake never waits for anyone.
+ */
 static void xp_nap(struct xp_hdr *h)
 {
-	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_nsec += 20 * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-	if (pthread_cond_timedwait(&h->cv, &h->mu, &dl) == EOWNERDEAD) {
-		h->aborted = 1;
-		pthread_mutex_consistent(&h->mu);
-	}
+	uint32_t seen = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&h->mu);
+	struct timespec ts = { 0, 20 * 1000000L };
+	syscall(SYS_futex, &h->wake, FUTEX_WAIT, seen, &ts, NULL, 0);
+	xp_lock(h);
+}
+
+/* Wake every process waiting in xp_nap. */
+static void xp_wake(struct xp_hdr *h)
+{
+	__atomic_add_fetch(&h->wake, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &h->wake, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 }
 
 static int xp_gone(struct comm *c)
@@ -1475,7 +1480,7 @@ static int xp_run(struct comm *c, const struct call *call)
 				memcpy(xp_slot_data(h, k, rank), call->send, bytes);
 			sl->part[rank] = (struct xp_part){ call->kind, call->dtype, call->redop, call->root, call->count };
 			sl->arrived++;
-			pthread_cond_broadcast(&h->cv);
+			xp_wake(h);
 		}
 		while (!rc && sl->arrived < n && !(rc = xp_gone(c)))
 			xp_nap(h);
@@ -1509,7 +1514,7 @@ static int xp_run(struct comm *c, const struct call *call)
 		if (h->aborted)
 			xp_async(c, ncclRemoteError, "fake NCCL: a peer's communicator was aborted");
 	}
-	pthread_cond_broadcast(&h->cv);
+	xp_wake(h);
 	pthread_mutex_unlock(&h->mu);
 	return rc;
 }
@@ -1585,7 +1590,7 @@ static void xp_leave(struct comm *c, int abort)
 	if (abort) {
 		xp_lock(h);
 		h->aborted = 1;
-		pthread_cond_broadcast(&h->cv);
+		xp_wake(h);
 		pthread_mutex_unlock(&h->mu);
 	}
 	pthread_mutex_lock(&c->qmu);
@@ -1653,7 +1658,7 @@ static ncclResult_t init_all(struct comm **cs, size_t k)
 		else {
 			h->pids[cs[reg]->rank] = (int)getpid();
 			h->joined++;
-			pthread_cond_broadcast(&h->cv);
+			xp_wake(h);
 		}
 		pthread_mutex_unlock(&h->mu);
 	}
