@@ -132,6 +132,12 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJ)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS) -lcmocka
 
+# The overlap arithmetic lives in the plugin (which links only libc): its test links that one object.
+$(BUILD)/tests/test_overlap_math: tests/unit/test_overlap_math.c $(BUILD)/pic/src/plugin/overlap_math.o
+	@mkdir -p $(dir $@)
+	@echo "  TEST    $@"
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $^ -lcmocka
+
 $(BUILD)/tests/%: tests/helpers/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  HELPER  $@"
