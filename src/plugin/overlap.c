@@ -136,14 +136,16 @@ static void stop(const char *fmt, ...)
 	if (ov.stopped)
 		return;
 	ov.stopped = 1;
+	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(ov.pub.reason, sizeof(ov.pub.reason), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	snprintf(ov.pub.reason, sizeof(ov.pub.reason), "%s", msg); /* the file keeps its start */
 	ov.pub.state = NWS_OVL_STOPPED;
 	if (nwp_g.logfn)
 		nwp_g.logfn(2 /* NCCL_LOG_WARN */, 1 /* NCCL_INIT */, __FILE__, __LINE__,
-		            "ncclwatch: exposed communication off: %s", ov.pub.reason);
+		            "ncclwatch: exposed communication off: %s", msg);
 }
 
 static const char *errstr(nwc_result r)
@@ -274,7 +276,7 @@ static int open_cupti(void)
 {
 	if (ov.lib[0]) {
 		if (try_open(NULL, ov.lib) != 0) {
-			stop("cannot open NCCLWATCH_CUPTI_LIB='%.40s': %.40s", ov.lib, dlerror());
+			stop("cannot open NCCLWATCH_CUPTI_LIB='%s': %s", ov.lib, dlerror());
 			return -1;
 		}
 		return 0;
@@ -305,7 +307,7 @@ static int load(void)
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		*syms[i].pfn = dlsym(ov.dl, syms[i].name);
 		if (!*syms[i].pfn) {
-			stop("'%.60s' lacks %s: use the CUPTI of your CUDA (NCCLWATCH_CUPTI_LIB)", ov.dl_path, syms[i].name);
+			stop("'%s' lacks %s: use the CUPTI of your CUDA (NCCLWATCH_CUPTI_LIB)", ov.dl_path, syms[i].name);
 			return -1;
 		}
 	}
@@ -336,7 +338,7 @@ static int window_open(uint64_t now_mono)
 		return -1;
 	}
 	if (r != NWC_SUCCESS) {
-		stop("cuptiSubscribe failed: %.60s", errstr(r));
+		stop("cuptiSubscribe failed: %s", errstr(r));
 		return -1;
 	}
 	pthread_mutex_lock(&pool_lock);
@@ -348,7 +350,7 @@ static int window_open(uint64_t now_mono)
 	    (r = pfn_timestamp(&ov.start_gpu)) != NWC_SUCCESS ||
 	    (r = pfn_enable(NWC_KIND_CONCURRENT_KERNEL)) != NWC_SUCCESS) {
 		pfn_unsubscribe(ov.sub);
-		stop("CUPTI kernel activity cannot be enabled (%.50s): another tool may hold CUPTI", errstr(r));
+		stop("CUPTI kernel activity cannot be enabled (%s): another tool may hold CUPTI", errstr(r));
 		return -1;
 	}
 	ov.in_window = 1;
@@ -386,7 +388,7 @@ static uint64_t window_close(void)
 	nwc_result rf = pfn_flush(NWC_FLUSH_FORCED);
 	pfn_unsubscribe(ov.sub);
 	if (r != NWC_SUCCESS || rd != NWC_SUCCESS || rf != NWC_SUCCESS) {
-		stop("CUPTI failed at the end of a window (%.50s)", errstr(r ? r : rd ? rd : rf));
+		stop("CUPTI failed at the end of a window (%s)", errstr(r ? r : rd ? rd : rf));
 		return 0;
 	}
 	struct nwo_result res;
