@@ -404,7 +404,8 @@ static uint64_t window_close(void)
 /*
  * Open or close the window as the clock says (publisher thread, nwp_g.lock
  * held, plugin enabled). The first call loads CUPTI; its CPU time is not
- * counted against the budget, every window's own is.
+ * counted against the budget, nor is the first window's (CUPTI starts up
+ * in it); every later window's own is.
  */
 void nwp_overlap_tick(uint64_t now_mono)
 {
@@ -430,7 +431,8 @@ void nwp_overlap_tick(uint64_t now_mono)
 	ov.cost_ns += thread_cpu_ns() - t0;
 	ov.pub.cost_ns = ov.cost_ns + cb;
 	double budget = BUDGET_SHARE * (double)ov.period_ns;
-	if (!ov.stopped && (double)ov.pub.cost_ns > budget)
+	/* the first window also pays for CUPTI's own start-up (its first subscribe and enable): reported, not held against the budget */
+	if (!ov.stopped && ov.pub.windows > 1 && (double)ov.pub.cost_ns > budget)
 		stop("a window cost %.1f ms of CPU, over the budget of %.1f ms (1%% of the period)",
 		     (double)ov.pub.cost_ns / 1e6, budget / 1e6);
 }
