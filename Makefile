@@ -95,7 +95,7 @@ HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/%)
 # The fake CUDA driver and NCCL (tests/fakegpu/) that let the NCCL backend
 # run on CPUs in tests: shared objects of their own, linked with nothing of ncclwatch.
 FAKE_DIR   := $(BUILD)/tests/fakegpu
-FAKE_LIBS  := $(FAKE_DIR)/libcuda.so.1 $(FAKE_DIR)/libnccl.so.2
+FAKE_LIBS  := $(FAKE_DIR)/libcuda.so.1 $(FAKE_DIR)/libnccl.so.2 $(FAKE_DIR)/libcupti.so.13
 FAKE_FLAGS := $(filter-out -MMD -MP $(MPI_CFLAGS),$(CFLAGS)) -fPIC -shared -fvisibility=hidden
 
 BIN    := $(BUILD)/ncclwatch
@@ -132,6 +132,12 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJ)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS) -lcmocka
 
+# The overlap arithmetic lives in the plugin (which links only libc): its test links that one object.
+$(BUILD)/tests/test_overlap_math: tests/unit/test_overlap_math.c $(BUILD)/pic/src/plugin/overlap_math.o
+	@mkdir -p $(dir $@)
+	@echo "  TEST    $@"
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $^ -lcmocka
+
 $(BUILD)/tests/%: tests/helpers/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  HELPER  $@"
@@ -146,6 +152,12 @@ $(FAKE_DIR)/libnccl.so.2: tests/fakegpu/fake_nccl.c tests/fakegpu/fakegpu.h
 	@mkdir -p $(dir $@)
 	@echo "  FAKE    $@"
 	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< -lpthread -lm
+
+# The fake CUPTI (NCCLWATCH_CUPTI_LIB) for the plugin's exposed-communication window.
+$(FAKE_DIR)/libcupti.so.13: tests/fakegpu/fake_cupti.c src/plugin/cupti_abi.h
+	@mkdir -p $(dir $@)
+	@echo "  FAKE    $@"
+	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libcupti.so.13 -o $@ $<
 
 test: all $(UNIT_BIN) $(HELPER_BIN) $(FAKE_LIBS)
 	@BUILD=$(BUILD) tests/run.sh

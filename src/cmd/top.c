@@ -204,6 +204,12 @@ static int print_once(const struct top_opts *o)
 		printf("note: %s\n", solo_note(line, sizeof(line), v.nsolo));
 	if (v.ngraph)
 		printf("note: %s\n", graph_note(line, sizeof(line), v.ngraph));
+	for (size_t i = 0; i < v.novl; i++) {
+		nw_view_format_ovl(line, sizeof(line), &v.ovl[i]);
+		printf("%s\n", line);
+		if (nw_view_alone_note(line, sizeof(line), &v.ovl[i]))
+			printf("note: %s\n", line);
+	}
 	for (size_t at = 0; (at = straggler_line(line, sizeof(line), &v, at)) != 0;)
 		printf("%s\n", line);
 	nw_view_release(&v);
@@ -322,7 +328,13 @@ static void draw(const struct top_opts *o, const struct nw_view *v, const char *
 	if (v->nsolo && ny < LINES - 2)
 		mvaddnstr(ny++, 0, solo_note(line, sizeof(line), v->nsolo), COLS);
 	if (v->ngraph && ny < LINES - 2)
-		mvaddnstr(ny, 0, graph_note(line, sizeof(line), v->ngraph), COLS);
+		mvaddnstr(ny++, 0, graph_note(line, sizeof(line), v->ngraph), COLS);
+	for (size_t i = 0; i < v->novl && ny < LINES - 2; i++) {
+		nw_view_format_ovl(line, sizeof(line), &v->ovl[i]);
+		mvaddnstr(ny++, 0, line, COLS);
+		if (ny < LINES - 2 && nw_view_alone_note(line, sizeof(line), &v->ovl[i]))
+			mvaddnstr(ny++, 0, line, COLS);
+	}
 	if (straggler_line(line, sizeof(line), v, 0)) {
 		attron(A_BOLD);
 		mvaddnstr(LINES - 1, 0, line, COLS);

@@ -204,7 +204,10 @@ static void choose(const struct nw_metrics *m, const struct nw_sf_set *set, unsi
 enum rank_metric {
 	RM_INFO, RM_AGE, RM_BUSY_RATIO, RM_BUSY_EXACT_RATIO, RM_BUSY_TOTAL, RM_WALL_TOTAL,
 	RM_OPS_DROPPED, RM_EVENTS_BAD, RM_EVENTS_LATE, RM_SLOW_OPS, RM_MASK_SWITCHES, RM_DUMPS,
-	RM_GRAPH_CALLS, RM_INFLIGHT, RM_OLDEST_INFLIGHT, RM_EVENT_AGE, RM_HUNG, RM_N
+	RM_GRAPH_CALLS, RM_INFLIGHT, RM_OLDEST_INFLIGHT, RM_EVENT_AGE, RM_HUNG,
+	/* exposed communication (per process: from the file of its largest communicator, see ovl_shown) */
+	RM_OVL_ON, RM_OVL_WINDOWS, RM_OVL_WALL, RM_OVL_COMPUTE, RM_OVL_NCCL, RM_OVL_EXPOSED, RM_OVL_RATIO,
+	RM_OVL_ALONE, RM_OVL_COST, RM_N
 };
 
 static const struct {
@@ -244,6 +247,24 @@ static const struct {
 	                   "seconds since NCCL raised the last profiler event on this rank of the communicator (grows while NCCL is stuck or idle)" },
 	[RM_HUNG] = { "ncclwatch_comm_hung", "gauge",
 	              "1 while the plugin finds this rank hung: no NCCL event for NCCLWATCH_HANG_S with an operation in flight or a local peer ahead" },
+	[RM_OVL_ON] = { "ncclwatch_overlap_enabled", "gauge",
+	                "1 while the process measures exposed communication (NCCLWATCH_OVERLAP=1), 0 once it turned it off (see top for why)" },
+	[RM_OVL_WINDOWS] = { "ncclwatch_overlap_windows_total", "counter",
+	                     "CUPTI kernel-activity windows the process measured" },
+	[RM_OVL_WALL] = { "ncclwatch_overlap_window_seconds", "gauge",
+	                  "length of the last window (GPU clock)" },
+	[RM_OVL_COMPUTE] = { "ncclwatch_compute_kernel_seconds", "gauge",
+	                     "time in the last window with a non-NCCL kernel running on the process's GPU (union over streams)" },
+	[RM_OVL_NCCL] = { "ncclwatch_nccl_kernel_seconds", "gauge",
+	                  "time in the last window with an NCCL kernel running (union over streams)" },
+	[RM_OVL_EXPOSED] = { "ncclwatch_exposed_communication_seconds", "gauge",
+	                     "NCCL kernel time in the last window with no compute kernel running beside it" },
+	[RM_OVL_RATIO] = { "ncclwatch_exposed_communication_ratio", "gauge",
+	                   "exposed communication as a share of the last window's wall time (0..1)" },
+	[RM_OVL_ALONE] = { "ncclwatch_overlap_alone_windows", "gauge",
+	                   "windows in a row, up to the last, with over 90% of NCCL kernel time exposed" },
+	[RM_OVL_COST] = { "ncclwatch_overlap_window_cpu_seconds", "gauge",
+	                  "CPU time the last window cost the process (CUPTI callbacks and the arithmetic)" },
 };
 
 /* part / whole, NAN when whole is 0 (the figure is then left out). */
@@ -293,6 +314,47 @@ static double progress_value(enum rank_metric which, const struct nws_header *h,
 	}
 }
 
+/* The exposed-communication families; NAN before the first window (or for files without them). */
+static double ovl_value(enum rank_metric which, const struct nws_overlap *o)
+{
+	if (which == RM_OVL_ON)
+		return o->state == NWS_OVL_ON ? 1 : 0;
+	if (which == RM_OVL_WINDOWS)
+		return (double)o->windows;
+	if (!o->windows)
+		return NAN;
+	switch (which) {
+	case RM_OVL_WALL: return (double)o->wall_ns / 1e9;
+	case RM_OVL_COMPUTE: return (double)o->compute_ns / 1e9;
+	case RM_OVL_NCCL: return (double)o->nccl_ns / 1e9;
+	case RM_OVL_EXPOSED: return (double)o->exposed_ns / 1e9;
+	case RM_OVL_RATIO: return ratio(o->exposed_ns, o->wall_ns);
+	case RM_OVL_ALONE: return (double)o->alone_windows;
+	default: return (double)o->cost_ns / 1e9;
+	}
+}
+
+/*
+ * Whether kept file i carries its process's exposed communication: the
+ * process asked for it, and i is its file of the largest communicator
+ * (the first of those), so each process is one series, not one per
+ * communicator.
+ */
+static int ovl_shown(const struct nw_sf_set *set, const unsigned char *keep, size_t i)
+{
+	const struct nws_header *h = &set->ranks[i].hdr;
+	if (h->ovl.state != NWS_OVL_ON && h->ovl.state != NWS_OVL_STOPPED)
+		return 0;
+	for (size_t j = 0; j < set->n; j++) {
+		const struct nws_header *o = &set->ranks[j].hdr;
+		if (j == i || !keep[j] || o->pid != h->pid || strcmp(o->hostname, h->hostname))
+			continue;
+		if (o->nranks > h->nranks || (o->nranks == h->nranks && j < i))
+			return 0;
+	}
+	return 1;
+}
+
 /* The value of a per-rank family for header h; NAN when the plugin does not have it. */
 static double rank_value(enum rank_metric which, const struct nws_header *h, double now_real)
 {
@@ -317,7 +379,8 @@ static double rank_value(enum rank_metric which, const struct nws_header *h, dou
 	case RM_OLDEST_INFLIGHT:
 	case RM_EVENT_AGE:
 	case RM_HUNG: return progress_value(which, h, now_real);
-	default: return (double)h->dumps;
+	case RM_DUMPS: return (double)h->dumps;
+	default: return ovl_value(which, &h->ovl);
 	}
 }
 
@@ -327,7 +390,7 @@ static void write_rank_family(struct nw_prom *out, enum rank_metric which, const
 {
 	int started = 0;
 	for (size_t i = 0; i < set->n; i++) {
-		if (!keep[i])
+		if (!keep[i] || (which >= RM_OVL_ON && !ovl_shown(set, keep, i)))
 			continue;
 		const struct nw_sf_rank *r = &set->ranks[i];
 		const struct nws_header *h = &r->hdr;

@@ -236,13 +236,13 @@ static int validate(const struct nws_header *h, uint64_t fsize, char *err, size_
 {
 	if (h->magic != NWS_MAGIC)
 		return nw_seterr(err, errlen, "not a stats file (bad magic), or still being created");
-	if (h->version != NWS_VERSION)
-		return nw_seterr(err, errlen, "stats layout version %u, this ncclwatch reads %u: use the ncclwatch that matches the plugin",
+	if (h->version != NWS_VERSION && h->version != 2)
+		return nw_seterr(err, errlen, "stats layout version %u, this ncclwatch reads 2 and %u: use the ncclwatch that matches the plugin",
 		                 h->version, NWS_VERSION);
-	if (h->header_size != sizeof(struct nws_header) || h->nops != NWS_NOPS ||
+	if (h->header_size != (h->version == 2 ? NWS_HEADER_V2_SIZE : sizeof(struct nws_header)) || h->nops != NWS_NOPS ||
 	    h->nbuckets != NWS_NBUCKETS || h->nhist != NWS_NHIST || h->nsrc != NWS_NSRC ||
 	    h->record_size != sizeof(struct nws_record) || h->opent_size != sizeof(struct nws_opent))
-		return nw_seterr(err, errlen, "stats layout sizes differ from version %u's", NWS_VERSION);
+		return nw_seterr(err, errlen, "stats layout sizes differ from version %u's", h->version);
 	if (h->file_size > fsize)
 		return nw_seterr(err, errlen, "file is %llu bytes, header says %llu (truncated)",
 		                 (unsigned long long)fsize, (unsigned long long)h->file_size);
@@ -250,8 +250,8 @@ static int validate(const struct nws_header *h, uint64_t fsize, char *err, size_
 		return nw_seterr(err, errlen, "ring length %u is out of range", h->ring_len);
 	uint64_t rec_bytes = (uint64_t)NWS_NOPS * NWS_NBUCKETS * sizeof(struct nws_record);
 	uint64_t ring_bytes = (uint64_t)h->ring_len * sizeof(struct nws_opent);
-	if (h->off_records % 8 || h->off_ring % 8 || h->off_records < sizeof(struct nws_header) ||
-	    h->off_ring < sizeof(struct nws_header) || h->off_records > h->file_size ||
+	if (h->off_records % 8 || h->off_ring % 8 || h->off_records < h->header_size ||
+	    h->off_ring < h->header_size || h->off_records > h->file_size ||
 	    h->file_size - h->off_records < rec_bytes || h->off_ring > h->file_size ||
 	    h->file_size - h->off_ring < ring_bytes)
 		return nw_seterr(err, errlen, "offsets point outside the file");
@@ -344,8 +344,12 @@ static int copy_header(struct nw_sf_rank *r, int fd, uint64_t fsize, char *err, 
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (validate(&r->hdr, fsize, err, errlen) != 0)
 		return -1;
-	if (seq_read(fd, &r->hdr.live_gen, sizeof(struct nws_header) - live, live) != 0)
+	/* a version-2 header ends before the overlap part: it reads as zeros (NWS_OVL_UNKNOWN) */
+	memset(&r->hdr.ovl, 0, sizeof(r->hdr.ovl));
+	if (seq_read(fd, &r->hdr.live_gen, r->hdr.header_size - live, live) != 0)
 		return nw_seterr(err, errlen, "writer kept the header busy, or the file got shorter; try again");
+	r->hdr.ovl.reason[sizeof(r->hdr.ovl.reason) - 1] = '\0';
+	nw_sf_sanitize(r->hdr.ovl.reason);
 	struct nws_ident *id = &r->hdr.ident;
 	char *str[] = { r->hdr.hostname, r->hdr.comm_name, r->hdr.plugin_version, r->hdr.last_dump,
 	                r->hdr.disabled_reason, id->uuid, id->pod, id->pod_namespace, id->container,

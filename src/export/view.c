@@ -279,6 +279,37 @@ static void find_hangs(const struct nw_sf_set *set, const struct nw_view_opts *o
 	nw_prog_set_release(&ps);
 }
 
+/* Note r's process's exposed communication once per process (the entry of its largest communicator). */
+static void add_ovl(struct nw_view *v, size_t *cap, const struct nw_sf_rank *r)
+{
+	const struct nws_header *h = &r->hdr;
+	if (h->ovl.state != NWS_OVL_ON && h->ovl.state != NWS_OVL_STOPPED)
+		return;
+	struct nw_view_ovl *p = NULL;
+	for (size_t i = 0; i < v->novl && !p; i++)
+		if (v->ovl[i].pid == h->pid && !strcmp(v->ovl[i].host, h->hostname))
+			p = &v->ovl[i];
+	if (p && p->nranks >= h->nranks)
+		return;
+	if (!p) {
+		if (v->novl == *cap) {
+			size_t ncap = *cap ? *cap * 2 : 8;
+			struct nw_view_ovl *n = realloc(v->ovl, ncap * sizeof(*n));
+			if (!n)
+				return;
+			v->ovl = n;
+			*cap = ncap;
+		}
+		p = &v->ovl[v->novl++];
+	}
+	snprintf(p->host, sizeof(p->host), "%s", h->hostname);
+	snprintf(p->comm_name, sizeof(p->comm_name), "%s", h->comm_name[0] ? h->comm_name : "-");
+	p->pid = h->pid;
+	p->rank = h->rank;
+	p->nranks = h->nranks;
+	p->o = h->ovl;
+}
+
 void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
                    const struct nw_sample *prev, const struct nw_view_opts *o, struct nw_view *v)
 {
@@ -287,7 +318,7 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 	v->nbad = set->nbad;
 	double le[NW_SAMPLE_NBOUNDS];
 	nw_sample_bounds(le);
-	size_t cap = 0;
+	size_t cap = 0, ocap = 0;
 	double dt = prev && now ? now->t - prev->t : 0;
 	for (size_t i = 0; i < set->n; i++) {
 		const struct nw_sf_rank *r = &set->ranks[i];
@@ -302,6 +333,7 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 			v->nsolo++; /* NCCL sends no events for them: say so, do not look broken */
 		v->ngraph += r->hdr.graph_ops;
 		add_rank_rows(v, &cap, r, now, prev, dt, o, le);
+		add_ovl(v, &ocap, r);
 	}
 	fill_lateness(set, o->late_window, v);
 	find_hangs(set, o, v);
@@ -313,7 +345,43 @@ void nw_view_release(struct nw_view *v)
 {
 	free(v->rows);
 	free(v->hangs);
+	free(v->ovl);
 	memset(v, 0, sizeof(*v));
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+void nw_view_format_ovl(char *buf, size_t len, const struct nw_view_ovl *p)
+{
+	const struct nws_overlap *o = &p->o;
+	char who[200];
+	snprintf(who, sizeof(who), "rank %d/%d (%s, pid %d on %s)", p->rank, p->nranks, p->comm_name, (int)p->pid,
+	         p->host);
+	if (o->state == NWS_OVL_STOPPED)
+		snprintf(buf, len, "exposed communication: %s: off: %s", who, o->reason);
+	else if (!o->windows)
+		snprintf(buf, len, "exposed communication: %s: no window done yet (one every %.0fs)", who,
+		         (double)o->period_ns / 1e9);
+	else
+		snprintf(buf, len, "exposed communication: %s: %.1f%% of wall time; NCCL kernels %.1f%%, %.1f%% of that "
+		         "exposed; compute kernels %.1f%% (last %.2fs window, %llu window%s)", who,
+		         pct(o->exposed_ns, o->wall_ns), pct(o->nccl_ns, o->wall_ns), pct(o->exposed_ns, o->nccl_ns),
+		         pct(o->compute_ns, o->wall_ns), (double)o->wall_ns / 1e9, (unsigned long long)o->windows,
+		         o->windows == 1 ? "" : "s");
+}
+
+int nw_view_alone_note(char *buf, size_t len, const struct nw_view_ovl *p)
+{
+	if (p->o.alone_windows < NW_VIEW_ALONE_WINDOWS)
+		return 0;
+	snprintf(buf, len, "collectives run alone on rank %d/%d (%s, pid %d on %s): over %.0f%% of NCCL kernel time "
+	         "had no compute kernel beside it in the last %llu windows: check DDP bucket sizes (bucket_cap_mb), "
+	         "gradient_as_bucket_view, stream priorities", p->rank, p->nranks, p->comm_name, (int)p->pid, p->host,
+	         NWS_OVL_ALONE_SHARE * 100, (unsigned long long)p->o.alone_windows);
+	return 1;
 }
 
 void nw_view_format_us(double us, char *buf, size_t len)

@@ -57,6 +57,18 @@ struct nw_view_hang {
 	char text[512];           /* "HUNG: communicator ... at all_reduce seq N: not arrived ..." */
 };
 
+/* Exposed communication of one process (NCCLWATCH_OVERLAP=1; every file of the process carries the same). */
+struct nw_view_ovl {
+	char host[64];
+	int32_t pid;
+	int rank, nranks;         /* in the largest communicator of the process shown */
+	char comm_name[64];
+	struct nws_overlap o;     /* copy of the file's figures */
+};
+
+/* Windows in a row with over 90% of NCCL time exposed before top says "collectives run alone". */
+#define NW_VIEW_ALONE_WINDOWS 3
+
 struct nw_view {
 	struct nw_view_row *rows; /* owned */
 	size_t n;
@@ -65,6 +77,8 @@ struct nw_view {
 	uint64_t ngraph;          /* calls captured into CUDA graphs in the shown files (replays unseen) */
 	struct nw_view_hang *hangs; /* hung communicators among the shown ones; owned */
 	size_t nhangs;
+	struct nw_view_ovl *ovl;  /* processes that measure (or tried to measure) exposed communication; owned */
+	size_t novl;
 };
 
 /* Parse a sort key name ("busbw", "rate", "calls", "time", "busy", "comm"); -1 unknown. */
@@ -97,6 +111,17 @@ void nw_view_format_row(char *buf, size_t len, const struct nw_view_row *r);
  */
 void nw_view_format_header_compact(char *buf, size_t len);
 void nw_view_format_row_compact(char *buf, size_t len, const struct nw_view_row *r);
+/*
+ * One line on a process's exposed communication: its share of wall time,
+ * NCCL and compute kernel time in the last window, or why it is off.
+ */
+void nw_view_format_ovl(char *buf, size_t len, const struct nw_view_ovl *p);
+/*
+ * The diagnosis when p's collectives have run alone (over 90% of NCCL time
+ * exposed) for NW_VIEW_ALONE_WINDOWS windows in a row: 1 with the text in
+ * buf, 0 (buf untouched) otherwise.
+ */
+int nw_view_alone_note(char *buf, size_t len, const struct nw_view_ovl *p);
 /* A duration in us as "850ns", "12.3us", "4.56ms", "1.20s"; "-" for NAN. */
 void nw_view_format_us(double us, char *buf, size_t len);
 

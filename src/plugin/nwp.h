@@ -12,7 +12,8 @@
  * There is no nwp.c: plugin.c implements the entry points, hot paths,
  * clocks and nwp_disable; publish.c the publisher (configuration, stats
  * files, accounting, mask policy, trace dumps); hang.c the progress and
- * hang verdict the publisher writes into each header (docs/hang.md).
+ * hang verdict the publisher writes into each header (docs/hang.md);
+ * overlap.c the exposed-communication window over CUPTI (docs/plugin.md).
  */
 #ifndef NW_NWP_H
 #define NW_NWP_H
@@ -214,6 +215,22 @@ void nwp_dump_inflight(FILE *f, const struct nwp_comm *c, uint64_t now_rt);
 void nwp_dump_progress(FILE *f, const struct nwp_comm *c, int first);
 int nwp_dump_all(const char *why);
 void nwp_json_str(FILE *f, const char *s);
+
+/*
+ * Exposed communication (overlap.c, NCCLWATCH_OVERLAP=1): config from
+ * nwp_config; tick and shutdown on the publisher thread with nwp_g.lock
+ * held; fill copies the figures into a header (nwp_g.lock held).
+ */
+int nwp_overlap_config(char *err, size_t errlen);
+void nwp_overlap_tick(uint64_t now_mono);
+void nwp_overlap_shutdown(void);
+void nwp_overlap_fill(struct nws_overlap *o);
+/*
+ * The last window's exposed communication as shares of its wall time and
+ * of its NCCL kernel time (for the periodic log line); 0 while no window
+ * is done (or overlap is off), 1 with both set. Publisher thread.
+ */
+int nwp_overlap_latest(double *exposed_share_of_wall, double *exposed_share_of_nccl);
 
 /*
  * Identity (ident.c): fill id with the writer's PID namespace, the GPU of

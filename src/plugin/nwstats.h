@@ -45,10 +45,11 @@
 #ifndef NW_NWSTATS_H
 #define NW_NWSTATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define NWS_MAGIC   UINT64_C(0x315354415457434e) /* "NCWTATS1" read as little-endian bytes */
-#define NWS_VERSION 2u
+#define NWS_VERSION 3u  /* readers also take version 2 (no overlap part: overlap unknown) */
 
 /* Operations, in this order everywhere (stats files, tools, metrics). */
 enum nws_op {
@@ -266,7 +267,42 @@ struct nws_header {
 	} ident;
 
 	struct nws_progress prog;  /* version 2: progress and hang verdict */
+
+	/*
+	 * Version 3: exposed communication, measured with CUPTI over a window
+	 * of kernel activity every period (NCCLWATCH_OVERLAP=1, docs/plugin.md).
+	 * Per process: every file of the process holds the same figures. Under
+	 * live_gen. A version-2 file has none of it (readers see it zeroed:
+	 * state NWS_OVL_UNKNOWN).
+	 */
+	struct nws_overlap {
+		uint64_t win_start_ns; /* realtime of the last finished window's start; 0: none yet */
+		uint64_t win_end_ns;
+		uint64_t wall_ns;      /* its length on the GPU's clock */
+		uint64_t compute_ns;   /* union of non-NCCL kernels in it, all streams */
+		uint64_t nccl_ns;      /* union of NCCL kernels in it */
+		uint64_t exposed_ns;   /* NCCL time with no compute kernel running */
+		uint64_t windows;      /* windows done since start */
+		uint64_t alone_windows;/* consecutive windows, up to the last, with exposed > 90% of NCCL time */
+		uint64_t kernels;      /* kernel records in the last window */
+		uint64_t cost_ns;      /* CPU time the last window cost the process (callbacks, arithmetic) */
+		uint64_t period_ns;    /* one window every period_ns */
+		uint32_t state;        /* enum nws_ovl_state */
+		uint32_t _pad;
+		char reason[96];       /* why it is off (state OFF or FAILED), "" otherwise */
+	} ovl;
 };
+
+/* nws_overlap.state */
+enum nws_ovl_state {
+	NWS_OVL_UNKNOWN = 0, /* a version-2 file: the plugin could not say */
+	NWS_OVL_OFF = 1,     /* not asked for (NCCLWATCH_OVERLAP unset or 0) */
+	NWS_OVL_ON = 2,      /* measuring: a window every period */
+	NWS_OVL_STOPPED = 3  /* asked for and turned off: reason says why (CUPTI missing or busy, budget, error) */
+};
+
+/* Exposed share of NCCL time above which a window counts as "collectives run alone". */
+#define NWS_OVL_ALONE_SHARE 0.9
 
 _Static_assert(sizeof(struct nws_timing) == 5 * 8 + NWS_NHIST * 8, "nws_timing layout");
 _Static_assert(sizeof(struct nws_record) == 4 * 8 + NWS_NSRC * sizeof(struct nws_timing), "nws_record layout");
@@ -275,7 +311,11 @@ _Static_assert(sizeof(struct nws_opent) == 9 * 8 + 8 + 8 + 24, "nws_opent layout
 
 _Static_assert(sizeof(struct nws_ident) == 8 + 8 + 48 + 128 + 64 + 64 + 32 + 64 + 128, "nws_ident layout");
 _Static_assert(sizeof(struct nws_progress) == 14 * 8 + 2 * NWS_NOPS * 8 + 6 * 4, "nws_progress layout");
+_Static_assert(sizeof(struct nws_overlap) == 11 * 8 + 2 * 4 + 96, "nws_overlap layout");
 _Static_assert(sizeof(struct nws_header) % 8 == 0, "nws_header layout");
+_Static_assert(offsetof(struct nws_header, ovl) % 8 == 0, "nws_overlap is 8-aligned");
+/* What a version-2 header was: everything before the overlap part. */
+#define NWS_HEADER_V2_SIZE ((uint32_t)offsetof(struct nws_header, ovl))
 
 /* Lower-case op names as the tools print them ("all_reduce", ..., "send"). */
 static inline const char *nws_op_name(unsigned op)

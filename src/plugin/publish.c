@@ -149,6 +149,8 @@ int nwp_config(char *err, size_t errlen)
 	nwp_g.hang_ns = (uint64_t)v * SEC;
 	if (env_long("NCCLWATCH_SIGUSR2", 0, 0, 1, &v, err, errlen))
 		return -1;
+	if (nwp_overlap_config(err, errlen))
+		return -1;
 	if (v)
 		sigusr2_install();
 	return 0;
@@ -712,6 +714,7 @@ void nwp_publish_header(struct nwp_comm *c, uint64_t now, uint32_t state)
 	copy_str(h->last_dump, sizeof(h->last_dump), nwp_g.last_dump);
 	copy_str(h->disabled_reason, sizeof(h->disabled_reason), nwp_g.disabled_reason);
 	h->prog = c->prog;
+	nwp_overlap_fill(&h->ovl);
 	w_end(&h->live_gen);
 }
 
@@ -981,8 +984,12 @@ static void *thread_main(void *arg)
 		}
 		policy(now);
 		dumps(now);
+		nwp_overlap_tick(nwp_mono_ns());
 		pthread_mutex_unlock(&nwp_g.lock);
 	}
+	pthread_mutex_lock(&nwp_g.lock);
+	nwp_overlap_shutdown();
+	pthread_mutex_unlock(&nwp_g.lock);
 	return NULL;
 }
 

@@ -51,6 +51,13 @@ int main(int argc, char **argv)
 		       (unsigned long long)p->oldest_seq, (unsigned long long)p->enq_seq,
 		       (unsigned long long)p->last_event_ns, p->hang, p->hang_why, (unsigned long long)p->hung_ns,
 		       (unsigned long long)p->hangs);
+		const struct nws_overlap *o = &h->ovl;
+		printf("ovl comm=%016llx rank=%d state=%u windows=%llu wall_ns=%llu compute_ns=%llu nccl_ns=%llu "
+		       "exposed_ns=%llu alone=%llu kernels=%llu reason=%s\n",
+		       (unsigned long long)h->comm_hash, h->rank, o->state, (unsigned long long)o->windows,
+		       (unsigned long long)o->wall_ns, (unsigned long long)o->compute_ns, (unsigned long long)o->nccl_ns,
+		       (unsigned long long)o->exposed_ns, (unsigned long long)o->alone_windows,
+		       (unsigned long long)o->kernels, o->reason[0] ? o->reason : "-");
 		for (int op = 0; op < NWS_NOPS; op++) {
 			for (int b = 0; b < NWS_NBUCKETS; b++) {
 				const struct nws_record *rec = &r->rec[op][b];

@@ -216,6 +216,47 @@ static void test_bad_files(void **state)
 	}
 }
 
+/* Version 3 carries the overlap part; a version-2 file (shorter header) still reads, overlap unknown. */
+static void test_versions(void **state)
+{
+	(void)state;
+	struct img m;
+	char path[512], err[NW_ERRLEN];
+	struct nw_sf_rank r;
+	snprintf(path, sizeof(path), "%s/v.nws", tmpdir);
+	img_make(&m, 16, 3, 0, 1);
+	m.h->ovl.state = NWS_OVL_ON;
+	m.h->ovl.windows = 4;
+	m.h->ovl.wall_ns = 2000000000ull;
+	m.h->ovl.exposed_ns = 123456000ull;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.hdr.ovl.state, NWS_OVL_ON);
+	assert_int_equal(r.hdr.ovl.windows, 4);
+	assert_int_equal(r.hdr.ovl.exposed_ns, 123456000ull);
+	nw_sf_rank_release(&r);
+
+	/* what a version-2 plugin wrote: the bytes after its header are not overlap figures */
+	m.h->version = 2;
+	m.h->header_size = NWS_HEADER_V2_SIZE;
+	memset(&m.h->ovl, 0x5a, sizeof(m.h->ovl));
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.hdr.ovl.state, NWS_OVL_UNKNOWN);
+	assert_int_equal(r.hdr.ovl.windows, 0);
+	assert_int_equal(r.hdr.ovl.reason[0], '\0');
+	assert_int_equal(r.hdr.comm_hash, 3);
+	nw_sf_rank_release(&r);
+
+	/* a version-2 file claiming version 3's header size is refused */
+	m.h->header_size = sizeof(struct nws_header);
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "sizes differ from version 2"));
+	free(m.buf);
+	unlink(path);
+}
+
 static void test_liveness(void **state)
 {
 	(void)state;
@@ -479,6 +520,7 @@ int main(void)
 		cmocka_unit_test(test_reader_hygiene),
 		cmocka_unit_test(test_aggregate),
 		cmocka_unit_test(test_stragglers),
+		cmocka_unit_test(test_versions),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
