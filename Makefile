@@ -112,10 +112,11 @@ $(BIN): $(APP_OBJ)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 # The plugin links nothing but libc, libdl, libpthread and libm, and exports only
-# the ncclProfiler_v* tables (everything else is hidden).
+# the ncclProfiler_v* tables (everything else is hidden). It is never unmapped
+# (nodelete): CUPTI may still hold callbacks into it after NCCL closes it.
 $(PLUGIN): $(PLUGIN_OBJ)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/exports.map -o $@ $^ -ldl -lpthread -lm
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/exports.map -Wl,-z,nodelete -o $@ $^ -ldl -lpthread -lm
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
