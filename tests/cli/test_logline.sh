@@ -57,7 +57,7 @@ for r in 0 1 2; do
 done
 
 # hung: rank 0's op never completes, hang declared after 1 s
-NCCLWATCH_LOG_S=1 NCCLWATCH_HANG_S=1 harness hung --scenario hang-inside --late 0 --ranks 2 --ops 5 --hold-ms 3500
+NCCLWATCH_LOG_S=1 NCCLWATCH_HANG_S=1 NCCLWATCH_LOG=stderr harness hung --scenario hang-inside --late 0 --ranks 2 --ops 5 --hold-ms 3500
 expect_rc "hung: harness runs" 0
 expect_out "hung: a line says hung=1" '^logfn rank=0 NCCLWATCH v=1 .* hung=1$'
 
@@ -78,3 +78,47 @@ expect_rc "stderr full: the job goes on" 0
 expect_out "stderr full: one message says why" '^warn rank=0 lines=1 last=ncclwatch: log lines off: cannot write to stderr'
 expect_true "stderr full: no line after it" test "$(grep -c '^logfn' "$OUT")" -eq 1
 expect_out "stderr full: ops still recorded" 'fed .* count=10 '
+
+# logscan on the captured stderr of a run, with launcher prefixes and PyTorch chatter around the lines
+NCCLWATCH_LOG_S=1 NCCLWATCH_LOG=stderr NCCLWATCH_LOG_RANKS=all harness cap --scenario logline --ranks 2 --ops 100 --hold-ms 3000
+expect_rc "captured run" 0
+{
+	echo "[rank0]: [W1201 22:20:00.123456 ProcessGroupNCCL.cpp:4561] Warning: TORCH_NCCL_AVOID_RECORD_STREAMS is the default now"
+	awk '/ rank=0 /{print "[rank0]: " $0; print "[rank0]: Epoch 0 step " NR * 100 " loss 2.31"; next} {print "node2: " $0}' "$TMP/cap.err"
+	echo "[rank0]: Training finished in 3.1 s"
+} >"$TMP/train.log"
+run "$NW" logscan "$TMP/train.log"
+expect_rc "logscan: no error in a healthy run's lines" 0
+expect_no_out "logscan: plugin lines with chatter are a log" "no NCCL lines found"
+expect_out "logscan: bandwidth section" "^Bandwidth over time"
+expect_out "logscan: rank 0's series" "comm 5eed000000c0ffee \(world\) rank 0/2: [0-9]+ lines, 20[0-9-]+T[0-9:]+Z to 20[0-9-]+T[0-9:]+Z, 100 ops, 104857600 bytes, busy 0\.0-1\.[0-9]%"
+expect_out "logscan: rank 1's series (pdsh prefix)" "comm 5eed000000c0ffee \(world\) rank 1/2: "
+expect_out "logscan: busbw of the all_reduces" "all_reduce +busbw min 10\.49 median 10\.49 max 10\.49 GB/s \(1 lines\)"
+run "$NW" logscan --json "$TMP/train.log"
+expect_rc "logscan --json" 0
+expect_true "logscan --json: the bandwidth section" python3 - "$OUT" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+bw = d["bandwidth"]
+assert [(s["comm"], s["rank"]) for s in bw] == [("5eed000000c0ffee", 0), ("5eed000000c0ffee", 1)], bw
+for s in bw:
+    assert s["ops"] == 100 and s["bytes"] == 104857600 and s["nranks"] == 2 and s["name"] == "world", s
+    assert s["lines"] >= 2 and s["first_t"] < s["last_t"] and s["hung_lines"] == 0 and s["first_hung"] is None, s
+    assert s["busbw"] == [{"op": "all_reduce", "samples": 1, "min_gbs": 10.49, "median_gbs": 10.49, "max_gbs": 10.49}], s
+    assert 0.8 <= s["busy_pct_max"] <= 1.2 and s["busy_pct_min"] == 0.0, s
+assert d["input"]["ncclwatch_lines"] == sum(s["lines"] for s in bw)
+assert not [x for x in d["diagnoses"] if x["id"] == "plugin-hang"]
+PY
+sed 's/^/[1,0]<stderr>: /' "$TMP/hung.err" >"$TMP/hung.log"
+run "$NW" logscan "$TMP/hung.log"
+expect_rc "logscan: hung lines are an error" 1
+expect_out "logscan: hung as a finding with its time" "plugin-hang: the ncclwatch plugin declared communicator 5eed000000c0ffee \(world\) hung on rank 0 at 20[0-9-]+ [0-9:]+ UTC"
+expect_out "logscan: hung in the series" "HUNG from 20"
+run "$NW" logscan --json "$TMP/hung.log"
+expect_true "logscan --json: hung lines and cause" python3 - "$OUT" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = [x for x in d["bandwidth"] if x["rank"] == 0][0]
+assert s["hung_lines"] >= 1 and s["first_hung"].startswith("20"), s
+assert d["cause"] == "hang", d["cause"]
+PY
