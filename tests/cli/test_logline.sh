@@ -91,21 +91,24 @@ run "$NW" logscan "$TMP/train.log"
 expect_rc "logscan: no error in a healthy run's lines" 0
 expect_no_out "logscan: plugin lines with chatter are a log" "no NCCL lines found"
 expect_out "logscan: bandwidth section" "^Bandwidth over time"
-expect_out "logscan: rank 0's series" "comm 5eed000000c0ffee \(world\) rank 0/2: [0-9]+ lines, 20[0-9-]+T[0-9:]+Z to 20[0-9-]+T[0-9:]+Z, 100 ops, 104857600 bytes, busy 0\.0-1\.[0-9]%"
+expect_out "logscan: rank 0's series" "comm 5eed000000c0ffee \(world\) rank 0/2: [0-9]+ lines, 20[0-9-]+T[0-9:]+Z to 20[0-9-]+T[0-9:]+Z, 100 ops, 104857600 bytes, busy 0\.0-[01]\.[0-9]%"
 expect_out "logscan: rank 1's series (pdsh prefix)" "comm 5eed000000c0ffee \(world\) rank 1/2: "
-expect_out "logscan: busbw of the all_reduces" "all_reduce +busbw min 10\.49 median 10\.49 max 10\.49 GB/s \(1 lines\)"
+expect_out "logscan: busbw of the all_reduces" "all_reduce +busbw min 10\.49 median 10\.49 max 10\.49 GB/s \([12] lines\)"
 run "$NW" logscan --json "$TMP/train.log"
 expect_rc "logscan --json" 0
 expect_true "logscan --json: the bandwidth section" python3 - "$OUT" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 bw = d["bandwidth"]
-assert [(s["comm"], s["rank"]) for s in bw] == [("5eed000000c0ffee", 0), ("5eed000000c0ffee", 1)], bw
+assert sorted((s["comm"], s["rank"]) for s in bw) == [("5eed000000c0ffee", 0), ("5eed000000c0ffee", 1)], bw
 for s in bw:
     assert s["ops"] == 100 and s["bytes"] == 104857600 and s["nranks"] == 2 and s["name"] == "world", s
     assert s["lines"] >= 2 and s["first_t"] < s["last_t"] and s["hung_lines"] == 0 and s["first_hung"] is None, s
-    assert s["busbw"] == [{"op": "all_reduce", "samples": 1, "min_gbs": 10.49, "median_gbs": 10.49, "max_gbs": 10.49}], s
-    assert 0.8 <= s["busy_pct_max"] <= 1.2 and s["busy_pct_min"] == 0.0, s
+    # the 100 ops fall in one interval, or two when a boundary passed while they were fed
+    b = s["busbw"]
+    assert len(b) == 1 and b[0]["op"] == "all_reduce" and b[0]["samples"] in (1, 2), b
+    assert b[0]["min_gbs"] == b[0]["median_gbs"] == b[0]["max_gbs"] == 10.49, b
+    assert 0 < s["busy_pct_max"] <= 1.2 and s["busy_pct_min"] == 0.0, s
 assert d["input"]["ncclwatch_lines"] == sum(s["lines"] for s in bw)
 assert not [x for x in d["diagnoses"] if x["id"] == "plugin-hang"]
 PY
