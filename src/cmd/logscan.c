@@ -188,6 +188,39 @@ static void print_tuning(const json_t *doc)
 	json_array_foreach(json_object_get(doc, "env"), i, o) printf("  %s=%s\n", s_of(o, "name"), s_of(o, "value"));
 }
 
+static double r_of(const json_t *o, const char *k)
+{
+	return json_number_value(json_object_get(o, k));
+}
+
+/* The ncclwatch plugin's periodic lines: per communicator and rank, the span, busy % and busbw per op. */
+static void print_bandwidth(const json_t *doc)
+{
+	const json_t *bw = json_object_get(doc, "bandwidth");
+	size_t i, k;
+	const json_t *o, *p;
+	if (!json_array_size(bw))
+		return;
+	printf("\nBandwidth over time (ncclwatch plugin log lines)\n");
+	json_array_foreach(bw, i, o) {
+		const char *name = s_of(o, "name");
+		printf("  comm %s%s%s%s rank %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT ": %" JSON_INTEGER_FORMAT
+		       " lines, %s to %s, %" JSON_INTEGER_FORMAT " ops, %" JSON_INTEGER_FORMAT " bytes",
+		       s_of(o, "comm"), name[0] ? " (" : "", name, name[0] ? ")" : "", i_of(o, "rank"), i_of(o, "nranks"),
+		       i_of(o, "lines"), s_of(o, "first"), s_of(o, "last"), i_of(o, "ops"), i_of(o, "bytes"));
+		if (json_is_number(json_object_get(o, "busy_pct_min")))
+			printf(", busy %.1f-%.1f%%", r_of(o, "busy_pct_min"), r_of(o, "busy_pct_max"));
+		if (i_of(o, "slow_ops") > 0)
+			printf(", %" JSON_INTEGER_FORMAT " slow ops", i_of(o, "slow_ops"));
+		printf("\n");
+		json_array_foreach(json_object_get(o, "busbw"), k, p)
+			printf("    %-15s busbw min %.2f median %.2f max %.2f GB/s (%" JSON_INTEGER_FORMAT " lines)\n",
+			       s_of(p, "op"), r_of(p, "min_gbs"), r_of(p, "median_gbs"), r_of(p, "max_gbs"), i_of(p, "samples"));
+		if (i_of(o, "hung_lines") > 0)
+			printf("    HUNG from %s (%" JSON_INTEGER_FORMAT " lines)\n", s_of(o, "first_hung"), i_of(o, "hung_lines"));
+	}
+}
+
 static void print_report(const json_t *doc)
 {
 	print_header(doc);
@@ -195,6 +228,7 @@ static void print_report(const json_t *doc)
 	print_comms(doc);
 	print_transports(doc);
 	print_tuning(doc);
+	print_bandwidth(doc);
 }
 
 static void print_problems(const json_t *doc)

@@ -201,6 +201,7 @@ static int looks_like_output(const char *s, size_t len)
 {
 	static const char *const starts_of[] = {
 		"NCCL version ", "torch.", "Traceback (", "RuntimeError: ", "[E", "[W", "  File \"", "Caught signal",
+		"NCCLWATCH ", /* the ncclwatch plugin's periodic line on stderr */
 	};
 	if (!len || s[0] == '#' || s[0] == ' ')
 		return 1;

@@ -4,7 +4,7 @@
  * own text. Handled, in any stacking order: ANSI colour sequences (anywhere
  * in the line), Open MPI's "[1,3]<stdout>:", torchrun/PyTorch "[rank3]:" and
  * "[default0]:", Ray's "(Worker pid=803, ip=...) ", srun --label "3: ", pdsh "host: " (only in front of text
- * that looks like NCCL or nccl-tests output), and leading timestamps
+ * that looks like NCCL, nccl-tests or ncclwatch plugin output), and leading timestamps
  * ("2026-11-30T11:39:33.123Z ", "[2026-11-30 11:39:33] ").
  */
 #ifndef NW_LINEPREFIX_H

@@ -50,6 +50,7 @@ void nw_log_free(struct nw_log *lg)
 	lg_ht_release(&lg->pair_idx);
 	free(lg->groups);
 	lg_ht_release(&lg->group_idx);
+	lg_nw_release(lg);
 	free(lg);
 }
 

@@ -320,6 +320,10 @@ static int info_known_start(struct nw_log *lg, const struct lg_from *from, const
 void lg_info_line(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
 {
 	const char *at;
+	if (starts(s, n, "NCCLWATCH ")) {
+		lg_nw_line(lg, s, n); /* the ncclwatch plugin's periodic line, through NCCL's logger */
+		return;
+	}
 	if (!n || info_known_start(lg, from, s, n))
 		return;
 	if (find(s, n, "exceeds device/fn maxSharedMem")) {

@@ -13,6 +13,7 @@
  *   ncclog_comm.c    INFO lines about communicators, ranks, channels, rings,
  *                    trees and the transport of each peer pair
  *   ncclog_other.c   lines that are not NCCL's: PyTorch, nccl-tests, crashes
+ *   ncclog_nwline.c  the ncclwatch plugin's periodic lines (bandwidth over time)
  *   ncclog_errors.c  WARN and error lines grouped by cause, and the facts the
  *                    rules draw from error text
  *   ncclog_facts.c   facts derived once from the tables, for rules and report
@@ -153,6 +154,69 @@ struct lg_dup {
 	uint64_t bus;
 };
 
+/* ---- the ncclwatch plugin's periodic lines (ncclog_nwline.c) ---- */
+
+#define LG_MAX_NWSERIES 1024  /* communicator x rank series */
+#define LG_NW_OPS       8     /* ops per series */
+#define LG_NW_SAMPLES   4096  /* busbw samples kept per op for the median (min and max see all) */
+#define LG_NW_TOP       4     /* ops in one line's top= (the plugin writes 2) */
+
+/* One "key=value" token of a line (a token without '=' has vn 0 and v at its end). */
+struct lg_kv {
+	const char *k, *v;
+	size_t kn, vn;
+};
+
+/* What one "NCCLWATCH v=1 ..." line says; figures absent from it are 0 (busy_pct, exposed_pct: -1). */
+struct lg_nwline {
+	uint64_t comm;
+	char name[49];
+	double t, rank, nranks, interval_s, ops, bytes, busy_pct, slow_ops, exposed_pct, hung;
+	int ntop;
+	struct { char op[24]; double gbs; } top[LG_NW_TOP];
+};
+#define LG_NW_HAVE_T    (1u << 0)
+#define LG_NW_HAVE_RANK (1u << 1)
+#define LG_NW_HAVE_COMM (1u << 10)
+
+struct lg_nwop {
+	char op[24];
+	uint64_t n;            /* samples seen */
+	double min, max;
+	float *samples;        /* the first LG_NW_SAMPLES, owned */
+	size_t cap;
+};
+
+/* The lines of one communicator and rank: a bandwidth-over-time summary. */
+struct lg_nwseries {
+	uint64_t comm;
+	int rank, nranks;
+	char name[49];
+	double first_t, last_t, first_hung_t;
+	uint64_t lines, hung_lines, ops, bytes, slow_ops;
+	double busy_min, busy_max;   /* busy_min < 0: no line said */
+	struct lg_nwop bw[LG_NW_OPS]; /* busbw per op, in order of first appearance */
+	size_t nbw;
+};
+
+/*
+ * Split s[0..n) at blanks into at most max tokens "key=value" (pointers
+ * into s, nothing copied or allocated); returns how many.
+ */
+size_t lg_kv_split(const char *s, size_t n, struct lg_kv *kv, size_t max);
+/* A plain decimal "123" or "12.5" (at most 18 integer and 9 fraction digits) into *out; -1 otherwise. */
+int lg_kv_num(const char *v, size_t n, double *out);
+/* Read one plugin line (from "NCCLWATCH"); 0, or -1 when it is malformed or lacks t, comm or rank. */
+int lg_nwline_parse(const char *s, size_t n, struct lg_nwline *l);
+/* A plugin line met in the log (after NCCL's "NCCL INFO " or on its own): added to its series, or counted bad. */
+void lg_nw_line(struct nw_log *lg, const char *s, size_t n);
+/* Free the series (the log state stays usable). */
+void lg_nw_release(struct nw_log *lg);
+/* Median of the kept samples of o (sorts them in place). */
+double lg_nw_median(const struct lg_nwop *o);
+/* The report's "bandwidth" array: one object per series (docs/logscan.md); caller owns it. */
+json_t *lg_nw_report(const struct nw_log *lg);
+
 struct nw_log {
 	/* counters */
 	uint64_t lines, bytes, nccl_lines, other_lines, unparsed, long_lines, blank_lines;
@@ -220,6 +284,10 @@ struct nw_log {
 	/* nccl-tests "#  Rank  0 ... Pid P on HOST" printed by several processes */
 	uint64_t nt_rank0_keys[16];
 	size_t nt_rank0;
+	/* the ncclwatch plugin's periodic lines */
+	struct lg_nwseries *nw;
+	size_t nnw, cap_nw;
+	uint64_t nw_lines, nw_bad;
 	/* last report */
 	int nerrors;
 	/* line being fed: where it came from */

@@ -247,6 +247,10 @@ void lg_other_line(struct nw_log *lg, const char *s, size_t n)
 	lg->other_lines++;
 	if (!n)
 		return;
+	if (starts(s, n, "NCCLWATCH ")) {
+		lg_nw_line(lg, s, n); /* the ncclwatch plugin's periodic line, on stderr */
+		return;
+	}
 	if (lg->want_last_error) {
 		size_t pn = strlen(lg->last_error_prefix);
 		lg->want_last_error = 0;

@@ -48,7 +48,9 @@ static json_t *report_input(const struct nw_log *lg)
 	json_object_set_new(in, "bytes", jint(lg->bytes));
 	json_object_set_new(in, "nccl_lines", jint(lg->nccl_lines));
 	json_object_set_new(in, "other_lines", jint(lg->other_lines));
-	json_object_set_new(in, "unparsed", jint(lg->unparsed));
+	json_object_set_new(in, "unparsed", jint(lg->unparsed + lg->nw_bad));
+	if (lg->nw_lines)
+		json_object_set_new(in, "ncclwatch_lines", jint(lg->nw_lines));
 	json_object_set_new(in, "long_lines", jint(lg->long_lines));
 	json_object_set_new(in, "not_recorded", jint(lg->dropped + lg->groups_overflow));
 	return in;
@@ -400,6 +402,8 @@ json_t *nw_log_report(struct nw_log *lg)
 	if (lg->groups_overflow)
 		json_object_set_new(doc, "errors_not_grouped", jint(lg->groups_overflow));
 	json_object_set_new(doc, "timeouts", report_timeouts(lg));
+	if (lg->nnw)
+		json_object_set_new(doc, "bandwidth", lg_nw_report(lg));
 	int ndiag;
 	const char *cause;
 	json_object_set_new(doc, "diagnoses", report_diagnoses(lg, &f, &ndiag, &cause));
@@ -410,7 +414,7 @@ json_t *nw_log_report(struct nw_log *lg)
 
 enum nw_log_input_kind nw_log_input_kind(const struct nw_log *lg)
 {
-	if (lg->nccl_lines || lg->nerrors || lg->nprocs || lg->nbanners)
+	if (lg->nccl_lines || lg->nerrors || lg->nprocs || lg->nbanners || lg->nw_lines)
 		return NW_LOG_INPUT_LOG;
 	if (lg->binary)
 		return NW_LOG_INPUT_BINARY;

@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "parse/ncclog_int.h"
 #include "util/util.h"
@@ -352,6 +353,36 @@ static int r_ras_mismatch(const struct rule_ctx *x, char *msg, size_t len)
 	return 1;
 }
 
+/* The ncclwatch plugin's periodic lines said hung=1: the first such communicator, when, and how many more. */
+static int r_plugin_hang(const struct rule_ctx *x, char *msg, size_t len)
+{
+	const struct lg_nwseries *first = NULL;
+	size_t more = 0;
+	for (size_t i = 0; i < x->lg->nnw; i++) {
+		const struct lg_nwseries *s = &x->lg->nw[i];
+		if (!s->hung_lines)
+			continue;
+		if (!first || s->first_hung_t < first->first_hung_t) {
+			more += first != NULL;
+			first = s;
+		} else {
+			more++;
+		}
+	}
+	if (!first)
+		return 0;
+	char when[40] = "?";
+	time_t t = (time_t)first->first_hung_t;
+	struct tm tm;
+	if (first->first_hung_t >= 0 && first->first_hung_t < 1e12 && gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	snprintf(msg, len, "the ncclwatch plugin declared communicator %016" PRIx64 "%s%s%s hung on rank %d at %s "
+	         "(%" PRIu64 " of its %" PRIu64 " log lines say hung)%s",
+	         first->comm, first->name[0] ? " (" : "", first->name, first->name[0] ? ")" : "", first->rank, when,
+	         first->hung_lines, first->lines, more ? ", and other communicators too" : "");
+	return 1;
+}
+
 static int r_nvls(const struct rule_ctx *x, char *msg, size_t len)
 {
 	return said_lines(x, msg, len, &x->lg->nvls_fail_lines, "NVLink SHARP (NVLS) setup failed", NULL);
@@ -543,6 +574,8 @@ static const struct rule rules[] = {
 	    "unset NCCL_HOSTID (or give every rank of one node the same value), and check that hostnames are unique per node", "invalid_usage" }, r_ring_loop },
 	{ { "ras-mismatch", NW_LOG_ERROR, "NCCL RAS shows ranks at different collective counts (a hang)",
 	    "find what the ranks behind are doing (py-spy dump, their logs): a data-loader stall, a crash, or a code path that skipped a collective", "hang" }, r_ras_mismatch },
+	{ { "plugin-hang", NW_LOG_ERROR, "the ncclwatch plugin's log lines say a communicator hung",
+	    "run 'ncclwatch hang' on the nodes while the job is stuck (or read the trace dumps in NCCLWATCH_DIR): it names the collective and the rank that did not arrive", "hang" }, r_plugin_hang },
 	{ { "collnet-setup-failed", NW_LOG_ERROR, "CollNet/SHARP setup failed",
 	    "check the SHARP aggregation manager and the switch's SHARP resources, or set NCCL_COLLNET_ENABLE=0", "collnet_setup_failed" }, r_collnet },
 	{ { "socket-loopback", NW_LOG_ERROR, "ranks connected to a loopback address",

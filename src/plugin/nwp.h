@@ -13,7 +13,8 @@
  * clocks and nwp_disable; publish.c the publisher (configuration, stats
  * files, accounting, mask policy, trace dumps); hang.c the progress and
  * hang verdict the publisher writes into each header (docs/hang.md);
- * overlap.c the exposed-communication window over CUPTI (docs/plugin.md).
+ * overlap.c the exposed-communication window over CUPTI (docs/plugin.md);
+ * logline.c the periodic summary lines in the job's log.
  */
 #ifndef NW_NWP_H
 #define NW_NWP_H
@@ -83,6 +84,18 @@ struct nwp_recent {
 	uint64_t ns[NWP_RECENT];
 };
 
+/* Running totals of one communicator that a log line's interval is the difference of (publisher only). */
+struct nwp_logsnap {
+	uint64_t ops, bytes, busy_ns, kernel_ops, slow_ops;
+	uint64_t kns[NWS_NOPS], kbytes[NWS_NOPS];  /* kernel-timed time and bytes per op */
+};
+
+/* Periodic log line state of one communicator (publisher only; logline.c). */
+struct nwp_logstate {
+	uint64_t last_ns;          /* realtime the current interval began; 0: not started */
+	struct nwp_logsnap prev;   /* totals when it began */
+};
+
 /* One communicator seen by this process. */
 struct nwp_comm {
 	int index;                 /* position in the process arena */
@@ -125,7 +138,42 @@ struct nwp_comm {
 	} stuck;
 	uint64_t hung_event_ns;    /* last_event_ns when the hang was declared */
 	uint64_t peer_check_ns;    /* last look at peers' files */
+	struct nwp_logstate logst; /* periodic log line (publisher) */
 	char path[512];
+};
+
+/* The periodic log lines' configuration and state (set at init, then publisher only). */
+#define NWP_LOG_MAXRANKS 32
+struct nwp_logcfg {
+	uint64_t every_ns;         /* NCCLWATCH_LOG_S (0: off, the default) */
+	int to_stderr;             /* NCCLWATCH_LOG=stderr: also write(2) to stderr */
+	int all_ranks;             /* NCCLWATCH_LOG_RANKS=all */
+	int nranks;                /* ... else these ranks of each communicator (default: 0) */
+	int ranks[NWP_LOG_MAXRANKS];
+	int off;                   /* turned off by a bad setting or a failed write */
+	int said;                  /* the message below went to NCCL's logger */
+	uint64_t skipped;          /* lines not written to stderr because it would have blocked */
+	char msg[160];             /* why the lines are off */
+};
+
+/*
+ * The figures of one log line. Percentages below 0 are unknown and left
+ * out of the line: exposed_pct stays so until exposed communication is
+ * measured (docs/plugin.md, "Log lines").
+ */
+struct nwp_logfig {
+	uint64_t comm_hash;
+	const char *name;          /* communicator name, "" or NULL when none */
+	int rank, nranks;
+	uint64_t t_ms;             /* realtime of the line, ms */
+	uint64_t interval_ms;
+	uint64_t ops, bytes, slow_ops;
+	int ntop;                  /* entries of top_op/top_gbs: ops by kernel-timed time, most first */
+	unsigned top_op[2];
+	double top_gbs[2];         /* busbw, GB/s */
+	double busy_pct;
+	double exposed_pct;
+	int hung;
 };
 
 /* Process-wide state. */
@@ -177,6 +225,7 @@ struct nwp_global {
 	uint64_t win_start_ns;
 	char last_dump[128];
 	char disabled_reason[128];
+	struct nwp_logcfg log;     /* periodic log lines (logline.c) */
 };
 
 extern struct nwp_global nwp_g;
@@ -206,6 +255,11 @@ pthread_t nwp_thread_stop(void);
 void nwp_drain(struct nwp_comm *c, uint64_t now_rt, int final);
 void nwp_publish_header(struct nwp_comm *c, uint64_t now_rt, uint32_t state);
 unsigned nwp_slot_op(const struct nwp_comm *c, const struct nwp_slot *s, unsigned *dtype, uint64_t *bytes);
+
+/* Periodic log lines (logline.c): configuration from the environment (never fails the plugin), the publisher's look at c, the line itself. */
+void nwp_logline_config(void);
+void nwp_logline_tick(struct nwp_comm *c, uint64_t now_rt);
+size_t nwp_logline_format(char *buf, size_t len, const struct nwp_logfig *f);
 
 /* Progress and hangs (hang.c; publisher thread only). */
 void nwp_note_enqueued(struct nwp_comm *c, uint64_t head);

@@ -153,6 +153,7 @@ int nwp_config(char *err, size_t errlen)
 		return -1;
 	if (v)
 		sigusr2_install();
+	nwp_logline_config(); /* NCCLWATCH_LOG_S, _LOG, _LOG_RANKS: a bad one turns off only the log lines */
 	return 0;
 }
 
@@ -976,6 +977,7 @@ static void *thread_main(void *arg)
 				c->off_prev = __atomic_exchange_n(&c->off_min, INT64_MAX, __ATOMIC_RELAXED);
 			}
 			nwp_publish_header(c, now, NWS_STATE_RUNNING);
+			nwp_logline_tick(c, now);
 		}
 		if (disabled) {
 			disabled_seen = 1;

@@ -177,15 +177,20 @@ static void sleep_us(long us)
 		;
 }
 
-/* NCCL's logger stand-in: counts WARN lines per rank, shows the rest with -v. */
+/* NCCL's logger stand-in: counts WARN lines per rank, prints the periodic NCCLWATCH lines, shows the rest with -v. */
 static void fake_log(int level, unsigned long flags, const char *file, int line, const char *fmt, ...)
 {
 	(void)flags;
-	char msg[200];
+	char msg[600];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (level == 3 && !strncmp(msg, "NCCLWATCH ", 10)) {
+		printf("logfn rank=%d %s\n", my_rank, msg);
+		fflush(stdout);
+		return;
+	}
 	/* exposed communication turning itself off is one expected line, not a plugin problem */
 	if (level == 2 && !strstr(msg, "exposed communication off:")) {
 		__atomic_fetch_add(&sh->warn_lines[my_rank], 1, __ATOMIC_RELAXED);
@@ -754,6 +759,32 @@ static int rank_hang(const struct opts *o, int rank)
 	return 0;
 }
 
+/*
+ * Periodic log lines: one communicator "world" of --ranks ranks, --ops
+ * all_reduces of 1 MiB (float32) each timed 100 us on the GPU clock, one
+ * after another, then the communicator stays open --hold-ms (NCCLWATCH_LOG_*
+ * set by the caller).
+ */
+static int rank_logline(const struct opts *o, int rank)
+{
+	void *lib;
+	struct drv d;
+	if (drv_open(o, &d, &lib) != 0)
+		return 2;
+	void *ctx = NULL;
+	if (drv_init(&d, &ctx, HASH0, d.mask, "world", o->nranks, rank) != 0)
+		return 2;
+	static const struct opdef mib = { NWS_OP_ALL_REDUCE, "AllReduce", "ncclFloat32", 1 << 18, 4, 1, -1, 0 };
+	for (int i = 0; i < o->ops; i++) {
+		feed_op(&d, ctx, &mib, (uint64_t)i, rank, o->nranks, 100000, 0, 0, 0, 0, 0);
+		sleep_us(110); /* kernels one after another: busy time is ops x 100 us */
+	}
+	if (o->hold_ms)
+		sleep_us(o->hold_ms * 1000);
+	drv_fini(&d, ctx);
+	return 0;
+}
+
 static int null_start(void *ctx, void **h, void *d) { (void)ctx; (void)d; *h = NULL; return 0; }
 static int null_stop(void *h) { (void)h; return 0; }
 
@@ -1027,6 +1058,7 @@ static void usage(FILE *f)
 	        "  --scenario S         normal, fsdp (4 comms x 6 ops x 12 sizes), pool, slow, trigger,\n"
 	        "                       hotpath (prints ns per op), null-descr,\n"
 	        "                       hang-missing, hang-inside, hang-idle, hang-straggler (--late is the rank),\n"
+	        "                       logline (--ops all_reduces of 1 MiB, 100 us each, on one comm),\n"
 	        "                       bad-type, null-handle,\n"
 	        "                       bad-handle, misaligned-handle, bad-context (default normal)\n"
 	        "  --hold-ms MS         keep the communicators open MS ms after feeding (files live)\n"
@@ -1102,7 +1134,7 @@ int main(int argc, char **argv)
 	static const char *const scen[] = { "normal", "fsdp", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
 	                                    "null-handle", "bad-handle", "misaligned-handle",
 	                                    "bad-context", "hang-missing", "hang-inside", "hang-idle",
-	                                    "hang-straggler" };
+	                                    "hang-straggler", "logline" };
 	int known = 0;
 	for (size_t i = 0; i < NW_ARRAY_LEN(scen); i++)
 		known |= !strcmp(o.scenario, scen[i]);
@@ -1111,8 +1143,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int normal = !strcmp(o.scenario, "normal"), fsdp = !strcmp(o.scenario, "fsdp");
-	int hang = !strncmp(o.scenario, "hang-", 5);
-	if (!normal && !fsdp && !hang)
+	int hang = !strncmp(o.scenario, "hang-", 5), logline = !strcmp(o.scenario, "logline");
+	if (!normal && !fsdp && !hang && !logline)
 		o.nranks = 1;
 	if (hang && (o.late < 0 || o.late >= o.nranks)) {
 		fprintf(stderr, "plugin_harness: --scenario %s needs --late R, a rank of --ranks\n", o.scenario);
@@ -1156,6 +1188,8 @@ int main(int argc, char **argv)
 				rc = rank_hotpath(&o, r);
 			else if (hang)
 				rc = rank_hang(&o, r);
+			else if (logline)
+				rc = rank_logline(&o, r);
 			else
 				rc = rank_bad(&o, r);
 			fflush(NULL);
@@ -1183,13 +1217,13 @@ int main(int argc, char **argv)
 				if (!f->count)
 					continue;
 				printf("fed comm=%016llx name=%s rank=%d nranks=%d op=%s count=%llu bytes=%llu\n",
-				       (unsigned long long)hash, c == 0 ? (normal || hang ? "world" : o.scenario) : "solo",
+				       (unsigned long long)hash, c == 0 ? (normal || hang || logline ? "world" : o.scenario) : "solo",
 				       c == 0 ? r : 0, c == 0 ? o.nranks : 1, nws_op_name((unsigned)op),
 				       (unsigned long long)f->count, (unsigned long long)f->bytes);
 			}
 		}
 	}
-	for (int r = 0; hang && r < o.nranks; r++)
+	for (int r = 0; (hang || logline) && r < o.nranks; r++)
 		printf("warn rank=%d lines=%d last=%s\n", r, sh->warn_lines[r], sh->last_warn[r]);
 	if (bad)
 		return 1;
