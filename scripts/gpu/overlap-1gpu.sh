@@ -14,8 +14,9 @@
 #      (the same union-of-intervals arithmetic, written here in Python).
 #   3. coexistence: the plugin's window with torch.profiler running.
 #   4. cost: bench all_reduce 1 MiB..1 GiB with the plugin, with and without
-#      NCCLWATCH_OVERLAP=1 (a window of 1 s every 4 s, far more often than
-#      the default), three times each, alternating.
+#      NCCLWATCH_OVERLAP=1 (a window of 1 s every 2 s, the most allowed),
+#      each size for about 4 s, twice each, alternating.
+#   $OUT gets table.txt and all.tgz (every log, scrape and trace summary).
 #   P=DIR OUT=DIR [STEPS=300] scripts/gpu/overlap-1gpu.sh
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -41,10 +42,10 @@ r = dist.get_rank()
 torch.cuda.set_device(0)
 torch.manual_seed(0)
 mode, steps, prof = os.environ["MODE"], int(os.environ["STEPS"]), os.environ.get("PROF")
-model = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(2048, 2048), torch.nn.ReLU()) for _ in range(12)]).cuda()
+model = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU()) for _ in range(12)]).cuda()
 ddp = DDP(model, bucket_cap_mb=8)
 opt = torch.optim.SGD(ddp.parameters(), lr=1e-6)
-x = torch.randn(2048, 2048, device="cuda")
+x = torch.randn(16384, 1024, device="cuda")
 def step():
     opt.zero_grad(set_to_none=True)
     if mode == "overlap":
@@ -91,33 +92,53 @@ job() {
 }
 
 # 1. the plugin's windows, each mode; the exporter is read every second
-#    while the job runs and the last reading with a finished window is kept.
+#    while the job runs; every distinct window of each rank is kept.
 for mode in overlap after; do
 	export NCCLWATCH_DIR=$W/stats.$mode
 	mkdir -p "$NCCLWATCH_DIR"
-	job "$mode" "$mode" NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLWATCH_OVERLAP=1 NCCLWATCH_OVERLAP_PERIOD_S=4 \
-		NCCLWATCH_OVERLAP_WINDOW_S=1.5 LINGER=6
-	while :; do
-		"$NW" exporter --once >"$W/scrape.$mode" 2>/dev/null &&
-			grep -q '^ncclwatch_exposed_communication_ratio' "$W/scrape.$mode" && cp "$W/scrape.$mode" "$OUT/scrape.$mode.txt"
-		[ -f "$W/mark" ] && break
-		jobs -r | grep -q python3 || break
+	job "$mode" "$mode" NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLWATCH_OVERLAP=1 NCCLWATCH_OVERLAP_PERIOD_S=3 \
+		NCCLWATCH_OVERLAP_WINDOW_S=1 LINGER=2
+	i=0
+	while [ ! -f "$W/mark" ] && jobs -r | grep -q python3; do
+		i=$((i + 1))
+		"$NW" exporter --once >"$W/scrape.$mode.$i" 2>/dev/null
+		[ "$i" = 8 ] && "$NW" top --once >"$OUT/top.$mode.txt" 2>&1
 		sleep 1
 	done
-	sleep 2
-	"$NW" exporter --once >"$W/scrape.$mode" 2>/dev/null &&
-		grep -q '^ncclwatch_exposed_communication_ratio' "$W/scrape.$mode" && cp "$W/scrape.$mode" "$OUT/scrape.$mode.txt"
-	"$NW" top --once >"$OUT/top.$mode.txt" 2>&1
 	wait
 	row "$mode: steps/s (rank 0, rank 1)" "$(grep -ho 'steps/s [0-9.]*' "$OUT"/job.$mode.[01].txt | tr '\n' ' ')"
-	row "$mode: plugin exposed share of wall, per rank (last window)" \
-		"$(grep '^ncclwatch_exposed_communication_ratio' "$OUT/scrape.$mode.txt" 2>/dev/null | awk '{printf "%.3f ", $NF}')"
-	row "$mode: windows measured, per rank" \
-		"$(grep '^ncclwatch_overlap_windows_total' "$OUT/scrape.$mode.txt" 2>/dev/null | awk '{printf "%s ", $NF}')"
-	row "$mode: window CPU cost s, per rank" \
-		"$(grep '^ncclwatch_overlap_window_cpu_seconds' "$OUT/scrape.$mode.txt" 2>/dev/null | awk '{printf "%s ", $NF}')"
-	row "$mode: enabled (1) per rank" \
-		"$(grep '^ncclwatch_overlap_enabled' "$OUT/scrape.$mode.txt" 2>/dev/null | awk '{printf "%s ", $NF}')"
+	python3 - "$mode" "$W"/scrape.$mode.* <<'PY' | tee -a "$T"
+import re, sys
+mode, files = sys.argv[1], sys.argv[2:]
+pat = re.compile(r'^(ncclwatch_[a-z_]+)\{([^}]*)\} (\S+)$')
+win = {}  # (rank, windows_total) -> figures
+for f in files:
+    cur = {}
+    for line in open(f):
+        m = pat.match(line.strip())
+        if not m:
+            continue
+        rk = re.search(r'rank="(\d+)"', m.group(2))
+        if rk:
+            cur.setdefault(rk.group(1), {})[m.group(1)] = float(m.group(3))
+    for rank, d in cur.items():
+        if "ncclwatch_overlap_windows_total" in d and "ncclwatch_overlap_window_seconds" in d:
+            win[(rank, int(d["ncclwatch_overlap_windows_total"]))] = d
+for rank in sorted({r for r, _ in win}):
+    ws = [d for (r, _), d in sorted(win.items()) if r == rank and d.get("ncclwatch_nccl_kernel_seconds", 0) > 0]
+    if not ws:
+        print("%s: rank %s: no window with NCCL kernels" % (mode, rank))
+        continue
+    wall = sum(d["ncclwatch_overlap_window_seconds"] for d in ws)
+    comp = sum(d["ncclwatch_compute_kernel_seconds"] for d in ws)
+    nccl = sum(d["ncclwatch_nccl_kernel_seconds"] for d in ws)
+    exp = sum(d["ncclwatch_exposed_communication_seconds"] for d in ws)
+    cpu = max(d.get("ncclwatch_overlap_window_cpu_seconds", 0) for d in ws)
+    print("%-8s rank %s plugin: %d windows with NCCL, wall %.2f s, compute %.2f s, nccl %.2f s, exposed %.2f s: "
+          "exposed/wall %.3f exposed/nccl %.3f (max window CPU %.1f us)"
+          % (mode, rank, len(ws), wall, comp, nccl, exp, exp / wall, exp / nccl, cpu * 1e6))
+PY
+	tail -n +1 "$W"/scrape.$mode.* >"$OUT/scrapes.$mode.txt" 2>/dev/null
 done
 
 # 2. the same jobs under torch.profiler, no plugin; the offline arithmetic
@@ -173,14 +194,20 @@ row "coexist: job finished (rank 0, rank 1)" "$(grep -ho 'steps/s [0-9.]*' "$OUT
 row "coexist: plugin lines about CUPTI (rank 0)" "$(grep -ci 'cupti' "$OUT/job.coexist.0.txt")"
 grep -hi 'cupti' "$OUT"/job.coexist.[01].txt | head -4 | tee -a "$T"
 
-# 4. cost of the windows on one rank, bench all_reduce
+# 4. cost of the windows on one rank, bench all_reduce: each size run for
+#    about 4 s, so that it spans windows; a window of 1 s every 2 s (half the
+#    time, the most allowed) against none, twice each, alternating. Scaled to
+#    the default (2 s every 60 s) the cost is the measured one x (2/60)/(1/2).
 export NCCLWATCH_DIR=$W/stats.cost
 mkdir -p "$NCCLWATCH_DIR"
-for k in 1 2 3; do
-	NCCL_PROFILER_PLUGIN=$PLUGIN "$NW" bench --no-history --op all_reduce -b 1M -e 1G -f 4 -n 200 -w 10 \
-		>"$OUT/cost.off.$k.txt" 2>&1
-	NCCL_PROFILER_PLUGIN=$PLUGIN NCCLWATCH_OVERLAP=1 NCCLWATCH_OVERLAP_PERIOD_S=4 NCCLWATCH_OVERLAP_WINDOW_S=1 \
-		"$NW" bench --no-history --op all_reduce -b 1M -e 1G -f 4 -n 200 -w 10 >"$OUT/cost.on.$k.txt" 2>&1
+for k in 1 2; do
+	for sn in 1M:800000 16M:300000 256M:30000 1G:8000; do
+		s=${sn%%:*} n=${sn##*:}
+		NCCL_PROFILER_PLUGIN=$PLUGIN "$NW" bench --no-history --op all_reduce -b "$s" -e "$s" -n "$n" -w 100 \
+			>>"$OUT/cost.off.$k.txt" 2>&1
+		NCCL_PROFILER_PLUGIN=$PLUGIN NCCLWATCH_OVERLAP=1 NCCLWATCH_OVERLAP_PERIOD_S=2 NCCLWATCH_OVERLAP_WINDOW_S=1 \
+			"$NW" bench --no-history --op all_reduce -b "$s" -e "$s" -n "$n" -w 100 >>"$OUT/cost.on.$k.txt" 2>&1
+	done
 done
 python3 - "$OUT" <<'PY' | tee -a "$T"
 import glob, os, statistics, sys
@@ -194,10 +221,15 @@ def times(mode):
                 t.setdefault(int(p[0]), []).append(float(p[5]))
     return t
 off, on = times("off"), times("on")
-print("overlap windows' cost, one rank (median of 3 runs, out-of-place time us; window 1 s every 4 s):")
+print("windows' cost, one rank, all_reduce out-of-place time us (median of 2 runs of ~4 s each):")
+print("  %12s %10s %10s %12s %22s" % ("bytes", "no window", "1 s of 2", "cost at 1/2", "scaled to 2 s of 60 s"))
 for s in sorted(off):
     if s in on:
         a, b = statistics.median(off[s]), statistics.median(on[s])
-        print("  %10d B  without %9.1f  with %9.1f  %+6.2f%%" % (s, a, b, (b - a) / a * 100))
+        c = (b - a) / a * 100
+        print("  %12d %10.1f %10.1f %+11.2f%% %+21.3f%%" % (s, a, b, c, c * (2 / 60) / 0.5))
 PY
+tar -C "$OUT" -czf "$W/all.tgz" --exclude=table.txt . && rm -f "$OUT"/*.txt.tmp
+find "$OUT" -mindepth 1 ! -name table.txt -delete
+mv "$W/all.tgz" "$OUT/all.tgz"
 rm -rf "$W"

@@ -207,7 +207,7 @@ enum rank_metric {
 	RM_GRAPH_CALLS, RM_INFLIGHT, RM_OLDEST_INFLIGHT, RM_EVENT_AGE, RM_HUNG,
 	/* exposed communication (per process: from the file of its largest communicator, see ovl_shown) */
 	RM_OVL_ON, RM_OVL_WINDOWS, RM_OVL_WALL, RM_OVL_COMPUTE, RM_OVL_NCCL, RM_OVL_EXPOSED, RM_OVL_RATIO,
-	RM_OVL_ALONE, RM_OVL_COST, RM_N
+	RM_OVL_ALONE, RM_OVL_COST, RM_OVL_KERNELS, RM_OVL_DROPPED, RM_N
 };
 
 static const struct {
@@ -265,6 +265,10 @@ static const struct {
 	                   "windows in a row, up to the last, with over 90% of NCCL kernel time exposed" },
 	[RM_OVL_COST] = { "ncclwatch_overlap_window_cpu_seconds", "gauge",
 	                  "CPU time the last window cost the process (CUPTI callbacks and the arithmetic)" },
+	[RM_OVL_KERNELS] = { "ncclwatch_overlap_window_kernels", "gauge",
+	                     "kernel records CUPTI delivered for the last window" },
+	[RM_OVL_DROPPED] = { "ncclwatch_overlap_window_dropped_records", "gauge",
+	                     "losses in the last window (records over the room kept, buffers refused): its figures are low" },
 };
 
 /* part / whole, NAN when whole is 0 (the figure is then left out). */
@@ -330,6 +334,8 @@ static double ovl_value(enum rank_metric which, const struct nws_overlap *o)
 	case RM_OVL_EXPOSED: return (double)o->exposed_ns / 1e9;
 	case RM_OVL_RATIO: return ratio(o->exposed_ns, o->wall_ns);
 	case RM_OVL_ALONE: return (double)o->alone_windows;
+	case RM_OVL_KERNELS: return (double)o->kernels;
+	case RM_OVL_DROPPED: return (double)o->dropped;
 	default: return (double)o->cost_ns / 1e9;
 	}
 }

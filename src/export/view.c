@@ -367,10 +367,11 @@ void nw_view_format_ovl(char *buf, size_t len, const struct nw_view_ovl *p)
 		         (double)o->period_ns / 1e9);
 	else
 		snprintf(buf, len, "exposed communication: %s: %.1f%% of wall time; NCCL kernels %.1f%%, %.1f%% of that "
-		         "exposed; compute kernels %.1f%% (last %.2fs window, %llu window%s)", who,
+		         "exposed; compute kernels %.1f%% (last %.2fs window: %llu kernels%s%s; %llu window%s)", who,
 		         pct(o->exposed_ns, o->wall_ns), pct(o->nccl_ns, o->wall_ns), pct(o->exposed_ns, o->nccl_ns),
-		         pct(o->compute_ns, o->wall_ns), (double)o->wall_ns / 1e9, (unsigned long long)o->windows,
-		         o->windows == 1 ? "" : "s");
+		         pct(o->compute_ns, o->wall_ns), (double)o->wall_ns / 1e9, (unsigned long long)o->kernels,
+		         o->dropped ? ", records lost: " : "", o->dropped ? "figures low" : "",
+		         (unsigned long long)o->windows, o->windows == 1 ? "" : "s");
 }
 
 int nw_view_alone_note(char *buf, size_t len, const struct nw_view_ovl *p)

@@ -197,7 +197,7 @@ static void put_name(struct lbuf *b, const char *s)
  * returns its length, or the length it would have had when buf was too
  * small (then it is cut). Fields that are unknown (negative percentages,
  * no top ops, no name) are left out; exposed_pct is one of them until
- * exposed communication is measured.
+ * a window of exposed communication is done (or when it is not asked for).
  */
 size_t nwp_logline_format(char *buf, size_t len, const struct nwp_logfig *f)
 {
@@ -308,7 +308,9 @@ static void figures(const struct nwp_comm *c, const struct nwp_logsnap *cur, con
 	f->busy_pct = cur->kernel_ops && span_ns ? 100.0 * (double)(cur->busy_ns - prev->busy_ns) / (double)span_ns : -1;
 	if (f->busy_pct > 100.0)
 		f->busy_pct = 100.0;
-	f->exposed_pct = -1; /* not measured here */
+	/* exposed communication of the process's last CUPTI window (NCCLWATCH_OVERLAP=1), unknown before one */
+	double wall_share, nccl_share;
+	f->exposed_pct = nwp_overlap_latest(&wall_share, &nccl_share) ? 100.0 * wall_share : -1;
 	f->hung = c->prog.hang == NWS_HANG_YES;
 	top_ops(c, cur, prev, f);
 }

@@ -288,7 +288,7 @@ struct nws_header {
 		uint64_t cost_ns;      /* CPU time the last window cost the process (callbacks, arithmetic) */
 		uint64_t period_ns;    /* one window every period_ns */
 		uint32_t state;        /* enum nws_ovl_state */
-		uint32_t _pad;
+		uint32_t dropped;      /* last window: kernel records past the room kept, plus buffers CUPTI asked for and did not get */
 		char reason[96];       /* why it is off (state OFF or FAILED), "" otherwise */
 	} ovl;
 };

@@ -33,6 +33,7 @@
 #define BUF_BYTES (1u << 20)          /* 1 MiB each: about 5,000 kernel records */
 #define MAX_IV (1u << 18)             /* kernels kept per window (6 MiB) */
 #define BUDGET_SHARE 0.01             /* a window may cost 1% of the period in CPU time */
+#define DRAIN_MAX_NS (2 * SEC)        /* longest wait for a window's last records (or a quarter of the period) */
 
 /* CUPTI's entry points, resolved by name (never defined under CUPTI's own names). */
 static nwc_subscribe_fn pfn_subscribe;
@@ -63,7 +64,10 @@ static struct {
 	char dl_path[400];
 	int stopped;
 	int in_window;
+	int draining;                     /* recording stopped; waiting for the window's kernels to complete */
 	void *sub;                        /* CUPTI subscriber while in a window */
+	uint64_t drain_until;             /* when a drain gives up waiting */
+	uint64_t end_gpu;                 /* the window's end on the GPU clock */
 	uint64_t next_mono;               /* when the next window opens */
 	uint64_t end_mono;                /* when the open window closes */
 	uint64_t start_rt, start_gpu;
@@ -186,6 +190,8 @@ static void take_kernel(const uint8_t *rec)
 	const char *name;
 	memcpy(&v->start, rec + NWC_OFF_START, sizeof(v->start));
 	memcpy(&v->end, rec + NWC_OFF_END, sizeof(v->end));
+	if (v->end < v->start) /* not complete when flushed (0): it was still running at the window's end */
+		v->end = UINT64_MAX;
 	memcpy(&name, rec + NWC_OFF_NAME, sizeof(name));
 	v->is_nccl = (uint32_t)nwo_is_nccl_kernel(name);
 	v->_pad = 0;
@@ -378,27 +384,60 @@ static void window_result(const struct nwo_result *r, uint64_t kernels)
 		p->alone_windows = 0;
 }
 
-/* Stop recording, collect every buffer, compute; returns the CPU time the callbacks took. */
-static uint64_t window_close(void)
+/*
+ * Stop recording at the window's end. Kernels launched in the window may
+ * still run (an NCCL kernel waiting for its peers): CUPTI holds back a
+ * buffer with a record not yet complete, so the buffers are collected
+ * over the next ticks (window_drain) rather than now. -1 after stop().
+ */
+static int window_end(uint64_t now_mono)
 {
-	uint64_t end_gpu = 0;
 	ov.in_window = 0;
-	nwc_result r = pfn_timestamp(&end_gpu);
+	nwc_result r = pfn_timestamp(&ov.end_gpu);
 	nwc_result rd = pfn_disable(NWC_KIND_CONCURRENT_KERNEL);
-	nwc_result rf = pfn_flush(NWC_FLUSH_FORCED);
-	pfn_unsubscribe(ov.sub);
-	if (r != NWC_SUCCESS || rd != NWC_SUCCESS || rf != NWC_SUCCESS) {
-		stop("CUPTI failed at the end of a window (%s)", errstr(r ? r : rd ? rd : rf));
-		return 0;
+	if (r != NWC_SUCCESS || rd != NWC_SUCCESS) {
+		pfn_unsubscribe(ov.sub);
+		stop("CUPTI failed at the end of a window (%s)", errstr(r ? r : rd));
+		return -1;
 	}
+	uint64_t wait = ov.period_ns / 4 < DRAIN_MAX_NS ? ov.period_ns / 4 : DRAIN_MAX_NS;
+	ov.draining = 1;
+	ov.drain_until = now_mono + wait;
+	return 0;
+}
+
+/*
+ * Ask CUPTI for the window's buffers; once every buffer is back (or the
+ * drain's time is up: the ones still out count as lost), compute the
+ * window. Returns 1 when the window is done, 0 to try again next tick,
+ * -1 after stop(). *cb gets the CPU time the callbacks took.
+ */
+static int window_drain(uint64_t now_mono, uint64_t *cb)
+{
+	nwc_result rf = pfn_flush(NWC_FLUSH_FORCED);
+	if (rf != NWC_SUCCESS) {
+		ov.draining = 0;
+		pfn_unsubscribe(ov.sub);
+		stop("CUPTI failed to flush a window's records (%s)", errstr(rf));
+		return -1;
+	}
+	pthread_mutex_lock(&pool_lock);
+	int out = NBUF - nfree;
+	pthread_mutex_unlock(&pool_lock);
+	if (out > 0 && now_mono < ov.drain_until)
+		return 0;
+	ov.draining = 0;
+	pfn_unsubscribe(ov.sub);
 	struct nwo_result res;
 	pthread_mutex_lock(&pool_lock);
 	uint64_t kernels = niv;
-	nwo_compute(iv, niv, ov.start_gpu, end_gpu, &res);
-	uint64_t cb = cb_cost_ns;
+	uint64_t lost_all = lost + (uint64_t)out;
+	ov.pub.dropped = lost_all > UINT32_MAX ? UINT32_MAX : (uint32_t)lost_all;
+	nwo_compute(iv, niv, ov.start_gpu, ov.end_gpu, &res);
+	*cb = cb_cost_ns;
 	pthread_mutex_unlock(&pool_lock);
 	window_result(&res, kernels);
-	return cb;
+	return 1;
 }
 
 /*
@@ -416,19 +455,29 @@ void nwp_overlap_tick(uint64_t now_mono)
 			return;
 		ov.next_mono = now_mono;
 	}
-	if (!ov.in_window && now_mono < ov.next_mono)
+	if (!ov.in_window && !ov.draining && now_mono < ov.next_mono)
 		return;
 	if (ov.in_window && now_mono < ov.end_mono)
 		return;
 	uint64_t t0 = thread_cpu_ns();
-	if (!ov.in_window) {
+	if (!ov.in_window && !ov.draining) {
 		ov.cost_ns = 0;
 		if (window_open(now_mono) == 0)
 			ov.cost_ns = thread_cpu_ns() - t0;
 		return;
 	}
-	uint64_t cb = window_close();
+	if (ov.in_window) {
+		int rc = window_end(now_mono);
+		ov.cost_ns += thread_cpu_ns() - t0;
+		if (rc != 0)
+			return;
+		t0 = thread_cpu_ns();
+	}
+	uint64_t cb = 0;
+	int done = window_drain(now_mono, &cb);
 	ov.cost_ns += thread_cpu_ns() - t0;
+	if (done != 1)
+		return;
 	ov.pub.cost_ns = ov.cost_ns + cb;
 	double budget = BUDGET_SHARE * (double)ov.period_ns;
 	/* the first window also pays for CUPTI's own start-up (its first subscribe and enable): reported, not held against the budget */
@@ -440,10 +489,12 @@ void nwp_overlap_tick(uint64_t now_mono)
 /* The publisher is stopping: end an open window without using it (publisher thread). */
 void nwp_overlap_shutdown(void)
 {
-	if (!ov.in_window)
+	if (!ov.in_window && !ov.draining)
 		return;
+	if (ov.in_window)
+		pfn_disable(NWC_KIND_CONCURRENT_KERNEL);
 	ov.in_window = 0;
-	pfn_disable(NWC_KIND_CONCURRENT_KERNEL);
+	ov.draining = 0;
 	pfn_flush(NWC_FLUSH_FORCED);
 	pfn_unsubscribe(ov.sub);
 }
