@@ -13,6 +13,8 @@
 #      the exposed share computed offline from the trace's kernel events
 #      (the same union-of-intervals arithmetic, written here in Python).
 #   3. coexistence: the plugin's window with torch.profiler running.
+#   Also the periodic log lines (NCCLWATCH_LOG_S=3, stderr) of those jobs,
+#   read back with 'ncclwatch logscan'.
 #   4. cost: bench all_reduce 1 MiB..1 GiB with the plugin, with and without
 #      NCCLWATCH_OVERLAP=1 (a window of 1 s every 2 s, the most allowed),
 #      each size for about 4 s, twice each, alternating.
@@ -97,7 +99,7 @@ for mode in overlap after; do
 	export NCCLWATCH_DIR=$W/stats.$mode
 	mkdir -p "$NCCLWATCH_DIR"
 	job "$mode" "$mode" NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLWATCH_OVERLAP=1 NCCLWATCH_OVERLAP_PERIOD_S=3 \
-		NCCLWATCH_OVERLAP_WINDOW_S=1 LINGER=2
+		NCCLWATCH_OVERLAP_WINDOW_S=1 NCCLWATCH_LOG_S=3 NCCLWATCH_LOG=stderr LINGER=2
 	i=0
 	while [ ! -f "$W/mark" ] && jobs -r | grep -q python3; do
 		i=$((i + 1))
@@ -139,6 +141,12 @@ for rank in sorted({r for r, _ in win}):
           % (mode, rank, len(ws), wall, comp, nccl, exp, exp / wall, exp / nccl, cpu * 1e6))
 PY
 	tail -n +1 "$W"/scrape.$mode.* >"$OUT/scrapes.$mode.txt" 2>/dev/null
+	# the job's own log: periodic NCCLWATCH lines, read back by logscan
+	row "$mode: NCCLWATCH log lines (rank 0), last one" "$(grep -c 'NCCLWATCH v=' "$OUT/job.$mode.0.txt")"
+	grep 'NCCLWATCH v=' "$OUT/job.$mode.0.txt" | tail -1 | tee -a "$T"
+	"$NW" logscan "$OUT/job.$mode.0.txt" >"$OUT/logscan.$mode.txt" 2>&1
+	row "$mode: logscan exit, bandwidth-over-time section" "$? $(grep -c -i 'bandwidth over time' "$OUT/logscan.$mode.txt")"
+	grep -A6 -i 'bandwidth over time' "$OUT/logscan.$mode.txt" | tee -a "$T"
 done
 
 # 2. the same jobs under torch.profiler, no plugin; the offline arithmetic
