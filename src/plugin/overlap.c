@@ -407,6 +407,33 @@ static int window_end(uint64_t now_mono)
 }
 
 /*
+ * The window on the GPU's clock: from the first recorded kernel's start to
+ * the last one's end. The kernels recorded are those *launched* while
+ * recording was on, and a job's CPU runs ahead of its GPU (by seconds when
+ * it queues many collectives), so they execute later than the window's
+ * CPU-side bounds; measured against those bounds most of them would fall
+ * outside it. A kernel still running when collected ends at 'now_gpu'.
+ * Without kernels, [*lo, *hi] stays as given. Caller holds pool_lock.
+ */
+static void kernel_span(uint64_t now_gpu, uint64_t *lo, uint64_t *hi)
+{
+	if (!niv)
+		return;
+	uint64_t a = UINT64_MAX, b = 0;
+	for (size_t i = 0; i < niv; i++) {
+		uint64_t e = iv[i].end == UINT64_MAX ? now_gpu : iv[i].end;
+		if (iv[i].start < a)
+			a = iv[i].start;
+		if (e > b)
+			b = e;
+	}
+	if (b > a) {
+		*lo = a;
+		*hi = b;
+	}
+}
+
+/*
  * Ask CUPTI for the window's buffers; once every buffer is back (or the
  * drain's time is up: the ones still out count as lost), compute the
  * window. Returns 1 when the window is done, 0 to try again next tick,
@@ -427,13 +454,18 @@ static int window_drain(uint64_t now_mono, uint64_t *cb)
 	if (out > 0 && now_mono < ov.drain_until)
 		return 0;
 	ov.draining = 0;
+	uint64_t now_gpu = 0;
+	if (pfn_timestamp(&now_gpu) != NWC_SUCCESS)
+		now_gpu = ov.end_gpu;
 	pfn_unsubscribe(ov.sub);
 	struct nwo_result res;
 	pthread_mutex_lock(&pool_lock);
 	uint64_t kernels = niv;
 	uint64_t lost_all = lost + (uint64_t)out;
 	ov.pub.dropped = lost_all > UINT32_MAX ? UINT32_MAX : (uint32_t)lost_all;
-	nwo_compute(iv, niv, ov.start_gpu, ov.end_gpu, &res);
+	uint64_t lo = ov.start_gpu, hi = ov.end_gpu;
+	kernel_span(now_gpu, &lo, &hi);
+	nwo_compute(iv, niv, lo, hi, &res);
 	*cb = cb_cost_ns;
 	pthread_mutex_unlock(&pool_lock);
 	window_result(&res, kernels);
