@@ -122,7 +122,7 @@ static int list_opt(int c, const char *arg, struct nw_bench_opts *o, char *err, 
 			o->dtypes[i] = (enum nw_dtype)ids[i];
 		o->ndtypes = n;
 	} else {
-		n = parse_list(arg, ids, NW_NOPS, find_op, NW_NOPS, "collective (--op)", err, errlen);
+		n = parse_list(arg, ids, NW_NOPS, find_op, NW_OPS_ALL, "collective (--op)", err, errlen);
 		for (int i = 0; i < n; i++)
 			o->ops[i] = (enum nw_op)ids[i];
 		o->nops = n;
