@@ -94,3 +94,36 @@ expect_err "NCCL_TESTS_SPLIT_MASK=0xg: named" "NCCL_TESTS_SPLIT_MASK='0xg' is no
 run "$NW" help bench
 expect_out "help bench lists alltoallv and hypercube" "alltoallv.*hypercube|hypercube.*alltoallv"
 expect_out "help bench lists NCCL_TESTS_SPLIT" "NCCL_TESTS_SPLIT"
+
+# The NCCL backend on the fake NCCL: grouped send/recv for both ops,
+# ncclCommSplit for the split (in one process, and across processes).
+FAKE=$NW_TESTS/fakegpu
+export NCCLWATCH_CUDA_LIB=$FAKE/libcuda.so.1 FAKE_GPU_COUNT=4
+unset FAKE_NCCL_CORRUPT FAKE_NCCL_FAIL FAKE_NCCL_VERSION
+fb() { "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" "$@"; }
+run fb -g 4 --op alltoallv,hypercube -b 1K -e 64K -f 8 -n 2 -w 1
+expect_rc "fake NCCL -g 4 alltoallv, hypercube: exit 0" 0
+expect_out "fake NCCL alltoallv: nccl-tests' size and count" "^ +1008 +64 +float +none +-1 "
+cp "$OUT" "$TMP/f4.txt"
+expect_true "fake NCCL -g 4: zero wrong, nccl-tests' algbw and busbw" check_table "$TMP/f4.txt" 4
+run env FAKE_NCCL_CORRUPT=2 "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" -g 4 --op alltoallv,hypercube \
+	-b 1K -e 1K -n 2 -w 1
+expect_rc "fake NCCL, a corrupted element: exit 1" 1
+expect_out "fake NCCL alltoallv: the planted wrong values counted" "^ +1008 +64 +float +none +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[1-9]"
+expect_out "fake NCCL hypercube: the planted wrong values counted" "^ +1024 +64 +float +none +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[1-9]"
+run env NCCL_TESTS_SPLIT="MOD 2" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --no-history \
+	--nccl-lib "$FAKE/libnccl.so.2" -g 2 --op all_reduce,alltoallv,hypercube -b 1K -e 8K -f 8 -n 2 -w 1
+expect_rc "fake NCCL split, 2 processes x 2 GPUs: exit 0" 0
+got=$(grep -E '^#  Rank +[0-3] Group' "$OUT" | head -4 | awk '{print $5}' | tr -d '\n')
+expect_true "fake NCCL split: a process's GPUs share its group (0011)" test "$got" = "0011"
+cp "$OUT" "$TMP/fs.txt"
+expect_true "fake NCCL split: verified, busbw per group of 2" check_table "$TMP/fs.txt" 2
+run env NCCL_TESTS_SPLIT="DIV 2" ASAN_OPTIONS=detect_leaks=0 mpirun -np 4 "$NW" bench --no-history \
+	--nccl-lib "$FAKE/libnccl.so.2" --op all_reduce,alltoallv,hypercube -b 1K -e 8K -f 8 -n 2 -w 1
+expect_rc "fake NCCL split, 4 processes: exit 0" 0
+cp "$OUT" "$TMP/fs4.txt"
+expect_true "fake NCCL split across processes: verified, groups of 2" check_table "$TMP/fs4.txt" 2
+run env NCCL_TESTS_SPLIT="MOD 2" FAKE_NCCL_FAIL=ncclCommSplit ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench \
+	--no-history --nccl-lib "$FAKE/libnccl.so.2" -g 1 -b 1K -e 1K
+expect_true "fake NCCL: a failing ncclCommSplit ends the run (non-zero exit)" test "$RC" -ne 0
+expect_err "fake NCCL: the failing split is named" "ncclCommSplit \(NCCL_TESTS_SPLIT\)"
