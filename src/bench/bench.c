@@ -871,75 +871,6 @@ static int gather_devices(struct nw_run *run, const struct nw_backend *be, struc
 	return 0;
 }
 
-/* Is n a power of two (hypercube's need)? */
-static int pow2(int n)
-{
-	return n > 0 && !(n & (n - 1));
-}
-
-/*
- * hypercube needs a power-of-two number of ranks in every group (nccl-tests
- * skips it otherwise; here it is refused by name). sizes[k]: ranks of group
- * k, for ngroups groups. 0, or -2 with err (the same on every rank).
- */
-static int hypercube_fits(const struct nw_bench_opts *o, const int *sizes, int ngroups, char *err, size_t errlen)
-{
-	int asked = 0;
-	for (int i = 0; i < o->nops; i++)
-		asked |= o->ops[i] == NW_HYPERCUBE;
-	for (int k = 0; asked && k < ngroups; k++)
-		if (sizes[k] && !pow2(sizes[k]))
-			return nw_seterr(err, errlen, "hypercube needs a power-of-two number of ranks%s (%s has %d); "
-			                 "start 2, 4, 8 ... ranks%s", ngroups > 1 ? " in every group" : "",
-			                 ngroups > 1 ? "a group" : "this run", sizes[k],
-			                 ngroups > 1 ? " per group (NCCL_TESTS_SPLIT)" : ""), -2;
-	return 0;
-}
-
-/*
- * NCCL_TESTS_SPLIT: every process learns every process's color, the
- * backend splits into groups, rank 0 notes the split and each rank's
- * group in the run's extra ("split", devices[].group), and the header
- * counts the ranks of one group (busbw is per group, as in nccl-tests).
- * Without a split only hypercube's rank count is checked. 0; -1 or -2
- * (usage) with err.
- */
-static int split_job(const struct nw_bench_opts *o, struct nw_backend *be, struct nw_group *g, struct nw_run *run,
-                     char *err, size_t errlen)
-{
-	if (o->split.kind == NW_SPLIT_NONE)
-		return hypercube_fits(o, &be->nranks, 1, err, errlen);
-	if (!be->ops->split)
-		return nw_seterr(err, errlen, "%s: the %s backend cannot split into groups", o->split.text, be->name), -2;
-	int mine = nw_split_color(&o->split, g->rank);
-	int *colors = nw_calloc((size_t)g->size, sizeof(int)), *sizes = nw_calloc((size_t)g->size, sizeof(int));
-	int rc = -1;
-	if (nw_group_allgather(g, &mine, colors, sizeof(int), err, errlen))
-		goto out;
-	/* group k: the k-th distinct color, in rank order */
-	int ngroups = 0, *ids = nw_calloc((size_t)g->size, sizeof(int));
-	for (int p = 0; p < g->size; p++) {
-		int k = 0;
-		while (k < p && colors[k] != colors[p])
-			k++;
-		ids[p] = k < p ? ids[k] : ngroups++;
-		sizes[ids[p]] += be->nlocal;
-	}
-	free(ids);
-	if ((rc = hypercube_fits(o, sizes, ngroups, err, errlen)) || (rc = be->ops->split(be, mine, err, errlen)))
-		goto out;
-	run->h.nranks = be->nranks;
-	json_t *devs = run->h.extra ? json_object_get(run->h.extra, "devices") : NULL;
-	for (size_t i = 0; i < json_array_size(devs); i++)
-		json_object_set_new(json_array_get(devs, i), "group", json_integer(colors[i / (size_t)be->nlocal]));
-	if (run->h.extra)
-		json_object_set_new(run->h.extra, "split", json_string(o->split.text));
-out:
-	free(colors);
-	free(sizes);
-	return rc;
-}
-
 /* Put "rank R on HOST: " before the message in err, so that the rank that failed is named. */
 static void name_rank(const struct nw_group *g, char *err, size_t errlen)
 {
@@ -988,7 +919,7 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 		struct ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
 		fill_header(&run->h, o, be, g);
 		rc = -1;
-		if (!gather_devices(run, be, g, err, errlen) && (rc = split_job(o, be, g, run, err, errlen)) == 0) {
+		if (!gather_devices(run, be, g, err, errlen) && (rc = nw_split_job(o, be, g, run, err, errlen)) == 0) {
 			ctx_init(&x, o, be, g);
 			rc = sweep(&x);
 		}

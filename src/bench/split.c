@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bench/bench.h"
+#include "comm/backend.h"
 #include "util/util.h"
 
 /*
@@ -85,4 +87,66 @@ int nw_split_color(const struct nw_split *s, int rank)
 	case NW_SPLIT_DIV: return (int)(r / v);
 	default: return 0;
 	}
+}
+
+/* Is n a power of two (hypercube's need)? */
+static int pow2(int n)
+{
+	return n > 0 && !(n & (n - 1));
+}
+
+/*
+ * hypercube needs a power-of-two number of ranks in every group (nccl-tests
+ * skips it otherwise; here it is refused by name). sizes[k]: ranks of group
+ * k, for ngroups groups. 0, or -2 with err (the same on every rank).
+ */
+static int hypercube_fits(const struct nw_bench_opts *o, const int *sizes, int ngroups, char *err, size_t errlen)
+{
+	int asked = 0;
+	for (int i = 0; i < o->nops; i++)
+		asked |= o->ops[i] == NW_HYPERCUBE;
+	for (int k = 0; asked && k < ngroups; k++)
+		if (sizes[k] && !pow2(sizes[k]))
+			return nw_seterr(err, errlen, "hypercube needs a power-of-two number of ranks%s (%s has %d); "
+			                 "start 2, 4, 8 ... ranks%s", ngroups > 1 ? " in every group" : "",
+			                 ngroups > 1 ? "a group" : "this run", sizes[k],
+			                 ngroups > 1 ? " per group (NCCL_TESTS_SPLIT)" : ""), -2;
+	return 0;
+}
+
+/* Colors gathered, groups counted, the backend split; see split.h. */
+int nw_split_job(const struct nw_bench_opts *o, struct nw_backend *be, struct nw_group *g, struct nw_run *run,
+                     char *err, size_t errlen)
+{
+	if (o->split.kind == NW_SPLIT_NONE)
+		return hypercube_fits(o, &be->nranks, 1, err, errlen);
+	if (!be->ops->split)
+		return nw_seterr(err, errlen, "%s: the %s backend cannot split into groups", o->split.text, be->name), -2;
+	int mine = nw_split_color(&o->split, g->rank);
+	int *colors = nw_calloc((size_t)g->size, sizeof(int)), *sizes = nw_calloc((size_t)g->size, sizeof(int));
+	int rc = -1;
+	if (nw_group_allgather(g, &mine, colors, sizeof(int), err, errlen))
+		goto out;
+	/* group k: the k-th distinct color, in rank order */
+	int ngroups = 0, *ids = nw_calloc((size_t)g->size, sizeof(int));
+	for (int p = 0; p < g->size; p++) {
+		int k = 0;
+		while (k < p && colors[k] != colors[p])
+			k++;
+		ids[p] = k < p ? ids[k] : ngroups++;
+		sizes[ids[p]] += be->nlocal;
+	}
+	free(ids);
+	if ((rc = hypercube_fits(o, sizes, ngroups, err, errlen)) || (rc = be->ops->split(be, mine, err, errlen)))
+		goto out;
+	run->h.nranks = be->nranks;
+	json_t *devs = run->h.extra ? json_object_get(run->h.extra, "devices") : NULL;
+	for (size_t i = 0; i < json_array_size(devs); i++)
+		json_object_set_new(json_array_get(devs, i), "group", json_integer(colors[i / (size_t)be->nlocal]));
+	if (run->h.extra)
+		json_object_set_new(run->h.extra, "split", json_string(o->split.text));
+out:
+	free(colors);
+	free(sizes);
+	return rc;
 }
