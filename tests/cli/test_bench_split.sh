@@ -15,35 +15,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 export NCCLWATCH_CUDA_LIB=/nonexistent/libcuda.so.1
 unset NCCL_TESTS_SPLIT NCCL_TESTS_SPLIT_MASK
 
-# Rows of one table: 13 fields, zero wrong (N/A for alltoallv in place), the
-# bandwidths by nccl-tests' formulas for n ranks per group.
-check_table() {
-	python3 - "$1" "$2" <<'PY'
-import re, sys
-text = open(sys.argv[1]).read(); n = int(sys.argv[2])
-alg_f = {"alltoallv": 1, "hypercube": (n-1)/n, "all_reduce": 1}
-bus_f = {"alltoallv": (n-1)/n, "hypercube": 1, "all_reduce": 2*(n-1)/n}
-bad = rows = 0; op = None
-for line in text.splitlines():
-    m = re.match(r"# Collective test starting: (\w+)_perf", line)
-    if m: op = m.group(1); continue
-    if line.startswith("#") or not line.strip(): continue
-    v = line.split()
-    if len(v) != 13: bad += 1; print("row?", line); continue
-    rows += 1
-    size = int(v[0])
-    for t, alg, bus, wrong in ((v[5], v[6], v[7], v[8]), (v[9], v[10], v[11], v[12])):
-        inplace = t is v[9]
-        t, alg, bus = float(t), float(alg), float(bus)
-        if not (wrong == "0" or (wrong == "N/A" and op == "alltoallv" and inplace)):
-            bad += 1; print("wrong", op, line)
-        lo, hi = size * alg_f[op] / 1e3 / (t + 0.005), size * alg_f[op] / 1e3 / max(t - 0.005, 1e-9)
-        if not (lo - 0.006 <= alg <= hi + 0.006): bad += 1; print("algbw", op, line)
-        if abs(bus - alg * bus_f[op]) > 0.011 + 0.001 * alg: bad += 1; print("busbw", op, line)
-print(rows, "rows")
-sys.exit(1 if bad or not rows else 0)
-PY
-}
+# check_table FILE N (lib.sh): the rows' shape, zero wrong (N/A for alltoallv in place), nccl-tests' formulas.
 
 mpi() { ASAN_OPTIONS=detect_leaks=0 mpirun -np "$1" "$NW" bench --backend mpi --no-history "${@:2}"; }
 
