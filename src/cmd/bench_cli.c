@@ -263,6 +263,20 @@ static int check_output(const char *cmd, const char *opt, const char *path)
 	return 0;
 }
 
+/*
+ * NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK into o->split, for bench alone
+ * (nccl-tests' variables, read as its binaries read them). 0, or -1 after
+ * printing the usage error.
+ */
+static int split_env(struct nw_bench_opts *o, const char *cmd)
+{
+	char err[NW_ERRLEN];
+	if (strcmp(cmd, "bench") ||
+	    !nw_split_parse(getenv("NCCL_TESTS_SPLIT"), getenv("NCCL_TESTS_SPLIT_MASK"), &o->split, err, sizeof(err)))
+		return 0;
+	return nw_error("%s: %s", cmd, err), -1;
+}
+
 int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cmd)
 {
 	static const struct option longs[] = {
@@ -311,12 +325,8 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		cli->o.max_bytes = cli->o.min_bytes > NW_MPI_DEFAULT_MAX ? cli->o.min_bytes : NW_MPI_DEFAULT_MAX;
 	if (nw_cli_no_operands(cmd, argc, argv) || check_sweep(&cli->o, cmd) ||
 	    check_output(cmd, cli->json_opt, cli->json_path) || check_output(cmd, cli->csv_opt, cli->csv_path) ||
-	    check_output(cmd, cli->nt_json_opt, cli->nt_json_path))
+	    check_output(cmd, cli->nt_json_opt, cli->nt_json_path) || split_env(&cli->o, cmd))
 		return 2;
-	/* nccl-tests' variables, read by bench alone (as by nccl-tests' binaries) */
-	if (!strcmp(cmd, "bench") &&
-	    nw_split_parse(getenv("NCCL_TESTS_SPLIT"), getenv("NCCL_TESTS_SPLIT_MASK"), &cli->o.split, err, sizeof(err)))
-		return nw_error("%s: %s", cmd, err), 2;
 	if (cli->o.pairs && !op_given)
 		cli->o.nops = 0; /* --pairs alone: only the pairs */
 	cli->cur_op = NULL;
