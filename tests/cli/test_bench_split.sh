@@ -52,6 +52,14 @@ for form in "AND 0x1:0101" "&0x1:0101" "and 1:0101" "MOD 2:0101" "%2:0101" "DIV 
 	expect_true "split '$v': verified, busbw per group of 2" check_table "$TMP/s.txt" 2
 done
 
+# -J keeps each rank's group, as nccl-tests' devices list does
+run env NCCL_TESTS_SPLIT="DIV 2" ASAN_OPTIONS=detect_leaks=0 mpirun -np 4 "$NW" bench --backend mpi --no-history \
+	-b 1K -e 1K -n 2 -w 1 -J "$TMP/nt.json"
+expect_rc "split with -J: exit 0" 0
+expect_true "split with -J: devices[].group 0 0 1 1" python3 -c "import json, sys
+d = json.load(open('$TMP/nt.json'))
+sys.exit([x['group'] for x in d['config']['devices']] != [0, 0, 1, 1])"
+
 for bad in "XOR 1" "MOD 0" "DIV" "AND 1x" "2"; do
 	run env NCCL_TESTS_SPLIT="$bad" "$NW" bench --backend mpi --no-history
 	expect_rc "NCCL_TESTS_SPLIT='$bad': exit 2" 2
