@@ -919,7 +919,7 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 		struct ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
 		fill_header(&run->h, o, be, g);
 		rc = -1;
-		if (!gather_devices(run, be, g, err, errlen)) {
+		if (!gather_devices(run, be, g, err, errlen) && (rc = nw_split_job(o, be, g, run, err, errlen)) == 0) {
 			ctx_init(&x, o, be, g);
 			rc = sweep(&x);
 		}

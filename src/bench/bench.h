@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench/split.h"
 #include "model/coll.h"
 #include "model/result.h"
 
@@ -48,6 +49,7 @@ struct nw_bench_opts {
 	int per_iter;               /* -I 1: time every iteration on its own (each launch waited for) */
 	int per_iter_skip;          /* -K: leading iterations the per-iteration summary leaves out */
 	int timestamps;             /* -S 1: each table row ends with the local time it was printed (table only) */
+	struct nw_split split;      /* NCCL_TESTS_SPLIT / _MASK: groups of processes that run apart (kind NONE: one) */
 };
 
 /* nccl-tests' defaults (-b 32M -e 32M ... ) adapted: see docs/bench.md. */

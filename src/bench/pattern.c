@@ -67,6 +67,8 @@ uint64_t nw_pattern_input_count(const struct nw_pattern *p, int r)
 		return p->count * (uint64_t)p->nranks;
 	case NW_SCATTER:
 		return r == p->root ? p->count * (uint64_t)p->nranks : 0;
+	case NW_ALLTOALLV:
+		return nw_alltoallv_total(p->count, nw_dtype_size(p->dtype), p->nranks);
 	default:
 		return p->count;
 	}
@@ -77,7 +79,10 @@ uint64_t nw_pattern_output_count(const struct nw_pattern *p, int r)
 	switch (p->op) {
 	case NW_ALL_GATHER:
 	case NW_ALLTOALL:
+	case NW_HYPERCUBE:
 		return p->count * (uint64_t)p->nranks;
+	case NW_ALLTOALLV:
+		return nw_alltoallv_total(p->count, nw_dtype_size(p->dtype), p->nranks);
 	case NW_GATHER:
 		return r == p->root ? p->count * (uint64_t)p->nranks : 0;
 	case NW_REDUCE:
@@ -132,6 +137,41 @@ static double reduced(const struct nw_pattern *p, uint64_t i)
 	return is_float(p->dtype) ? (double)acc : wrap_int(p->dtype, acc);
 }
 
+/*
+ * alltoallv: rank r's output element j comes from the segment of source
+ * *src, which starts at output element *start and holds *len elements.
+ */
+static void v_segment(const struct nw_pattern *p, int r, uint64_t j, int *src, uint64_t *start, uint64_t *len)
+{
+	size_t es = nw_dtype_size(p->dtype);
+	uint64_t off = 0;
+	int s = 0;
+	for (; s < p->nranks; s++) {
+		uint64_t k = nw_alltoallv_count(p->count, es, p->nranks, s, r);
+		if (j < off + k) {
+			*len = k;
+			break;
+		}
+		off += k;
+	}
+	if (s == p->nranks)
+		*len = 1; /* past every segment: nothing is defined there */
+	*src = s;
+	*start = off;
+}
+
+/* alltoallv: what rank r must hold at output element j (the sender's element at its send offset for r). */
+static double expected_v(const struct nw_pattern *p, int r, uint64_t j)
+{
+	int src;
+	uint64_t start, len;
+	v_segment(p, r, j, &src, &start, &len);
+	if (src >= p->nranks)
+		return 0;
+	uint64_t from = nw_alltoallv_before(p->count, nw_dtype_size(p->dtype), p->nranks, src, r);
+	return (double)nw_pattern_value(p, src, from + (j - start));
+}
+
 /* What rank r must hold at output element j. */
 static double expected(const struct nw_pattern *p, int r, uint64_t j)
 {
@@ -145,7 +185,10 @@ static double expected(const struct nw_pattern *p, int r, uint64_t j)
 		return reduced(p, (uint64_t)r * c + j);
 	case NW_ALL_GATHER:
 	case NW_GATHER:
+	case NW_HYPERCUBE:
 		return (double)nw_pattern_value(p, (int)(j / c), j % c);
+	case NW_ALLTOALLV:
+		return expected_v(p, r, j);
 	case NW_BROADCAST:
 		return (double)nw_pattern_value(p, p->root, j);
 	case NW_ALLTOALL:
@@ -359,9 +402,15 @@ static double tolerance(const struct nw_pattern *p)
  * repeats with period PRIME: chunked outputs (one chunk per source rank)
  * change phase at each chunk; the others never do.
  */
-static uint64_t block_end(const struct nw_pattern *p, uint64_t j)
+static uint64_t block_end(const struct nw_pattern *p, int r, uint64_t j)
 {
-	if (p->op == NW_ALL_GATHER || p->op == NW_GATHER || p->op == NW_ALLTOALL) {
+	if (p->op == NW_ALLTOALLV) {
+		int src;
+		uint64_t start, len;
+		v_segment(p, r, j, &src, &start, &len);
+		return start + len;
+	}
+	if (p->op == NW_ALL_GATHER || p->op == NW_GATHER || p->op == NW_ALLTOALL || p->op == NW_HYPERCUBE) {
 		uint64_t c = p->count ? p->count : 1;
 		return (j / c + 1) * c;
 	}
@@ -380,7 +429,7 @@ static uint64_t verify_exact(const struct nw_pattern *p, int r, uint64_t first, 
 	char *ref = nw_malloc((size_t)PRIME * REPS * es);
 	uint64_t wrong = 0, j = first, end = first + n;
 	while (j < end) {
-		uint64_t be = block_end(p, j);
+		uint64_t be = block_end(p, r, j);
 		if (be > end)
 			be = end;
 		uint64_t len = be - j;

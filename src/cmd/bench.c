@@ -26,6 +26,8 @@ const char usage_bench[] =
 	"  --op LIST          collectives, comma-separated, or 'all': all_reduce all_gather\n"
 	"                     reduce_scatter broadcast reduce alltoall sendrecv gather scatter\n"
 	"                     (default all_reduce)\n"
+	"                     also alltoallv (uneven per-peer counts) and hypercube (all_gather\n"
+	"                     in log2(n) exchanges; 2, 4, 8 ... ranks), as nccl-tests 2.19\n"
 	"  -d, --datatype T   int8 uint8 int32 uint32 int64 uint64 half float double bfloat16\n"
 	"                     f8e4m3 f8e5m2, a comma list, or 'all' (default float)\n"
 	"  -o, --redop OP     sum prod min max avg, a comma list, or 'all' (default sum)\n"
@@ -72,6 +74,11 @@ const char usage_bench[] =
 	"  --lock-timeout S   wait at most S for another ncclwatch's lock on it (default 15 s)\n"
 	"  --progress, --no-progress  current op and size, done/total, time left on stderr,\n"
 	"                     redrawn in place (default: only when stderr is a terminal)\n"
+	"environment (nccl-tests' own):\n"
+	"  NCCL_TESTS_SPLIT=\"MOD 2\"  run groups of ranks apart, at the same time: a rank's\n"
+	"                     group is its rank AND, OR, MOD or DIV N (also &N |N %N /N;\n"
+	"                     N decimal, 0x hex, 0b binary); busbw per group\n"
+	"  NCCL_TESTS_SPLIT_MASK=HEX  the same as NCCL_TESTS_SPLIT=\"AND 0xHEX\"\n"
 	"\n"
 	"exit status: 0 ok, 1 wrong results, 2 bad usage, 3 the run failed (no GPU, NCCL error, timeout)\n";
 

@@ -122,7 +122,7 @@ static int list_opt(int c, const char *arg, struct nw_bench_opts *o, char *err, 
 			o->dtypes[i] = (enum nw_dtype)ids[i];
 		o->ndtypes = n;
 	} else {
-		n = parse_list(arg, ids, NW_NOPS, find_op, NW_NOPS, "collective (--op)", err, errlen);
+		n = parse_list(arg, ids, NW_NOPS, find_op, NW_OPS_ALL, "collective (--op)", err, errlen);
 		for (int i = 0; i < n; i++)
 			o->ops[i] = (enum nw_op)ids[i];
 		o->nops = n;
@@ -263,6 +263,20 @@ static int check_output(const char *cmd, const char *opt, const char *path)
 	return 0;
 }
 
+/*
+ * NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK into o->split, for bench alone
+ * (nccl-tests' variables, read as its binaries read them). 0, or -1 after
+ * printing the usage error.
+ */
+static int split_env(struct nw_bench_opts *o, const char *cmd)
+{
+	char err[NW_ERRLEN];
+	if (strcmp(cmd, "bench") ||
+	    !nw_split_parse(getenv("NCCL_TESTS_SPLIT"), getenv("NCCL_TESTS_SPLIT_MASK"), &o->split, err, sizeof(err)))
+		return 0;
+	return nw_error("%s: %s", cmd, err), -1;
+}
+
 int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cmd)
 {
 	static const struct option longs[] = {
@@ -311,7 +325,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		cli->o.max_bytes = cli->o.min_bytes > NW_MPI_DEFAULT_MAX ? cli->o.min_bytes : NW_MPI_DEFAULT_MAX;
 	if (nw_cli_no_operands(cmd, argc, argv) || check_sweep(&cli->o, cmd) ||
 	    check_output(cmd, cli->json_opt, cli->json_path) || check_output(cmd, cli->csv_opt, cli->csv_path) ||
-	    check_output(cmd, cli->nt_json_opt, cli->nt_json_path))
+	    check_output(cmd, cli->nt_json_opt, cli->nt_json_path) || split_env(&cli->o, cmd))
 		return 2;
 	if (cli->o.pairs && !op_given)
 		cli->o.nops = 0; /* --pairs alone: only the pairs */
@@ -328,6 +342,28 @@ static void section_end(struct bench_cli *cli)
 	const struct nw_coll *c = cli->cur_op;
 	nw_nt_print_footer(stdout, cli->wrong_op, cli->bus_n ? cli->bus_sum / (double)cli->bus_n : 0);
 	printf("# Collective test concluded: %s_perf\n#\n", c->name);
+}
+
+/*
+ * Under NCCL_TESTS_SPLIT, nccl-tests' device lines with their Group column,
+ * "#  Rank  0 Group  0 Pid    643 on         vm device  0", one per rank,
+ * then "#": which ranks run together (rows are per group, times averaged
+ * over every rank of the job, as nccl-tests does).
+ */
+static void group_lines(const struct nw_run_header *h)
+{
+	json_t *devs = h->extra ? json_object_get(h->extra, "devices") : NULL;
+	if (!h->extra || !json_object_get(h->extra, "split"))
+		return;
+	printf("# %s\n", json_string_value(json_object_get(h->extra, "split")));
+	for (size_t i = 0; i < json_array_size(devs); i++) {
+		json_t *d = json_array_get(devs, i);
+		printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d\n",
+		       (int)json_integer_value(json_object_get(d, "rank")), (int)json_integer_value(json_object_get(d, "group")),
+		       (int)json_integer_value(json_object_get(d, "pid")), json_string_value(json_object_get(d, "host")),
+		       (int)json_integer_value(json_object_get(d, "device")));
+	}
+	printf("#\n");
 }
 
 static void section_start(struct bench_cli *cli, const struct nw_row *r)
@@ -365,6 +401,7 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 	}
 	printf("#\n# Using devices: %s on %s%s (%d ranks)\n#\n", h->gpus, h->host, h->nhosts > 1 ? " and others" : "",
 	       h->nranks);
+	group_lines(h);
 	nw_nt_print_header(stdout, o->per_iter, o->timestamps);
 }
 

@@ -64,6 +64,12 @@ struct nw_backend_ops {
 	/* Host-visible staging memory (pinned for GPUs); freed by destroy. */
 	void *(*host_alloc)(struct nw_backend *be, size_t n);
 	void (*destroy)(struct nw_backend *be);
+	/*
+	 * NCCL_TESTS_SPLIT: run every later collective among the ranks of the
+	 * same color only; rank0 and nranks become the place in that group.
+	 * Collective over every rank of the job. NULL when unsupported.
+	 */
+	int (*split)(struct nw_backend *be, int color, char *err, size_t errlen);
 };
 
 struct nw_backend {
@@ -99,7 +105,7 @@ static inline void nw_call_offsets(const struct nw_call *c, int rank, size_t *so
 	*soff = *roff = c->shift;
 	if (!c->inplace)
 		return;
-	if (c->op == NW_ALL_GATHER || c->op == NW_GATHER)
+	if (c->op == NW_ALL_GATHER || c->op == NW_GATHER || c->op == NW_HYPERCUBE)
 		*soff += (size_t)rank * chunk;
 	else if (c->op == NW_REDUCE_SCATTER || c->op == NW_SCATTER)
 		*roff += (size_t)rank * chunk;

@@ -18,6 +18,8 @@ struct mpi_priv {
 	size_t bytes;
 	void *staging;
 	char *swap;     /* in-place sendrecv receives here first; p->bytes, made when first needed */
+	MPI_Comm comm;  /* MPI_COMM_WORLD, or this rank's group under NCCL_TESTS_SPLIT */
+	int *vcounts;   /* alltoallv's counts and displacements: 4 x nranks, made when first needed */
 };
 
 static struct mpi_priv *P(struct nw_backend *be)
@@ -101,11 +103,72 @@ static int start_sendrecv(struct mpi_priv *p, const char *s, char *r, int cnt, M
 	if (inplace && !p->swap)
 		p->swap = nw_malloc(p->bytes);
 	char *in = inplace ? p->swap : r;
-	int rc = MPI_Irecv(in, cnt, t, from, 0, MPI_COMM_WORLD, &rq[0]);
+	int rc = MPI_Irecv(in, cnt, t, from, 0, p->comm, &rq[0]);
 	if (rc == MPI_SUCCESS)
-		rc = MPI_Isend(inplace ? r : s, cnt, t, to, 0, MPI_COMM_WORLD, &rq[1]);
+		rc = MPI_Isend(inplace ? r : s, cnt, t, to, 0, p->comm, &rq[1]);
 	*nrq = rc == MPI_SUCCESS ? 2 : 0;
 	return rc;
+}
+
+/*
+ * alltoallv as MPI_Ialltoallv with nccl-tests' per-peer counts (the
+ * displacements pack each rank's segments in rank order). In place (send
+ * and receive both in the receive buffer, as nccl-tests does), the input is
+ * staged in p->swap first: MPI_IN_PLACE would take the receive counts for
+ * both sides, which differ here. Not verified in place, as in nccl-tests.
+ */
+static int start_alltoallv(struct nw_backend *be, const struct nw_call *c, char *s, char *r, MPI_Request *rq)
+{
+	struct mpi_priv *p = P(be);
+	int n = be->nranks, me = be->rank0;
+	size_t es = nw_dtype_size(c->dtype);
+	if (!p->vcounts)
+		p->vcounts = nw_calloc(4 * (size_t)n, sizeof(int));
+	int *sc = p->vcounts, *sd = sc + n, *rc = sd + n, *rd = rc + n;
+	for (int k = 0, soff = 0, roff = 0; k < n; k++) {
+		sc[k] = (int)nw_alltoallv_count(c->count, es, n, me, k);
+		rc[k] = (int)nw_alltoallv_count(c->count, es, n, k, me);
+		sd[k] = soff;
+		rd[k] = roff;
+		soff += sc[k];
+		roff += rc[k];
+	}
+	MPI_Datatype t = mpi_type(c->dtype);
+	if (c->inplace) {
+		if (!p->swap)
+			p->swap = nw_malloc(p->bytes);
+		memcpy(p->swap, s, (size_t)(sd[n - 1] + sc[n - 1]) * es);
+		s = p->swap;
+	}
+	return MPI_Ialltoallv(s, sc, sd, t, r, rc, rd, t, p->comm, rq);
+}
+
+/*
+ * hypercube (nccl-tests' meaning): an all_gather in log2(n) steps; at step
+ * mask, a rank swaps everything it has gathered so far (mask chunks) with
+ * rank ^ mask. Each step waited on for at most -T. 0, or -1 with err.
+ */
+static int hypercube(struct nw_backend *be, const struct nw_call *c, const char *s, char *r, char *err,
+                     size_t errlen)
+{
+	struct mpi_priv *p = P(be);
+	int n = be->nranks, me = be->rank0;
+	size_t chunk = (size_t)c->count * nw_dtype_size(c->dtype);
+	MPI_Datatype t = mpi_type(c->dtype);
+	if (r + (size_t)me * chunk != s)
+		memcpy(r + (size_t)me * chunk, s, chunk);
+	for (int mask = 1; mask < n; mask <<= 1) {
+		int have = me & ~(mask - 1), get = have ^ mask, cnt = (int)c->count * mask;
+		MPI_Request rq[2];
+		int rc = MPI_Irecv(r + (size_t)get * chunk, cnt, t, me ^ mask, 1, p->comm, &rq[0]);
+		if (rc == MPI_SUCCESS)
+			rc = MPI_Isend(r + (size_t)have * chunk, cnt, t, me ^ mask, 1, p->comm, &rq[1]);
+		if (rc != MPI_SUCCESS)
+			return mpi_fail(rc, "hypercube", err, errlen);
+		if (nw_mpi_wait(be->group, rq, 2, be->timeout_s, "hypercube", err, errlen))
+			return -1;
+	}
+	return 0;
 }
 
 /* Starts one call as MPI's nonblocking collective; the requests go to rq (*nrq of them). */
@@ -115,7 +178,7 @@ static int start_call(struct nw_backend *be, const struct nw_call *c, char *s, c
 	int cnt = (int)c->count;
 	MPI_Datatype t = mpi_type(c->dtype);
 	MPI_Op op = mpi_op(c->redop);
-	MPI_Comm w = MPI_COMM_WORLD;
+	MPI_Comm w = P(be)->comm;
 	const void *in = c->inplace ? MPI_IN_PLACE : s;
 	int root_in = c->inplace && rank == c->root;
 	*nrq = 1;
@@ -143,6 +206,7 @@ static int start_call(struct nw_backend *be, const struct nw_call *c, char *s, c
 		}
 		return start_sendrecv(P(be), s, r, cnt, t, to, from, c->inplace, rq, nrq);
 	}
+	case NW_ALLTOALLV: return start_alltoallv(be, c, s, r, rq);
 	default: /* refused by the caller */
 		*nrq = 0;
 		return MPI_SUCCESS;
@@ -169,6 +233,8 @@ static int one_call(struct nw_backend *be, const struct nw_call *c, char *err, s
 	if (c->count * (uint64_t)n > (uint64_t)INT32_MAX)
 		return nw_seterr(err, errlen, "%s of %llu elements per rank: MPI counts are limited to 2^31-1 "
 		                 "elements; lower -e for the MPI backend", name, (unsigned long long)c->count);
+	if (c->op == NW_HYPERCUBE)
+		return hypercube(be, c, s, r, err, errlen);
 	MPI_Request rq[2];
 	int nrq = 0;
 	int rc = start_call(be, c, s, r, rq, &nrq);
@@ -259,9 +325,35 @@ static void be_destroy(struct nw_backend *be)
 		free(p->recv);
 		free(p->staging);
 		free(p->swap);
+		free(p->vcounts);
+		if (p->comm != MPI_COMM_WORLD)
+			MPI_Comm_free(&p->comm);
 		free(p);
 	}
 	free(be);
+}
+
+/*
+ * NCCL_TESTS_SPLIT: from now on this backend's collectives run among the
+ * ranks of the same color only (MPI_Comm_split of the world, keyed by
+ * world rank); be->rank0 and be->nranks become this rank's place in its
+ * group. Collective over every rank. 0, or -1 with err.
+ */
+static int be_split(struct nw_backend *be, int color, char *err, size_t errlen)
+{
+	struct mpi_priv *p = P(be);
+	MPI_Comm c;
+	int rc = MPI_Comm_split(MPI_COMM_WORLD, color, be->rank0, &c);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(rc, "Comm_split (NCCL_TESTS_SPLIT)", err, errlen);
+	if (p->comm != MPI_COMM_WORLD)
+		MPI_Comm_free(&p->comm);
+	p->comm = c;
+	MPI_Comm_rank(c, &be->rank0);
+	MPI_Comm_size(c, &be->nranks);
+	free(p->vcounts);
+	p->vcounts = NULL;
+	return 0;
 }
 
 static const struct nw_backend_ops mpi_ops = {
@@ -274,6 +366,7 @@ static const struct nw_backend_ops mpi_ops = {
 	.fill32 = be_fill32,
 	.host_alloc = be_host_alloc,
 	.destroy = be_destroy,
+	.split = be_split,
 };
 
 int nw_backend_mpi_open(struct nw_backend **out, struct nw_group *g, char *err, size_t errlen)
@@ -284,6 +377,7 @@ int nw_backend_mpi_open(struct nw_backend **out, struct nw_group *g, char *err, 
 	struct nw_backend *be = nw_calloc(1, sizeof(*be));
 	be->ops = &mpi_ops;
 	be->priv = nw_calloc(1, sizeof(struct mpi_priv));
+	P(be)->comm = MPI_COMM_WORLD;
 	be->name = "mpi";
 	be->group = g;
 	be->nlocal = 1;

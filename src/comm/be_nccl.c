@@ -194,6 +194,31 @@ static nw_ncclResult_t scatter_p2p(const struct side *x, int root)
 	return rc;
 }
 
+/*
+ * alltoallv (nccl-tests 2.19): to and from every rank, the per-peer counts
+ * of nw_alltoallv_count, packed in rank order on both sides, as one group.
+ */
+static nw_ncclResult_t alltoallv_p2p(const struct side *x)
+{
+	const struct nw_nccl *nc = x->nc;
+	const char *s = x->s;
+	char *r = x->r;
+	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
+	for (int k = 0; k < x->n && !rc; k++) {
+		size_t sc = nw_alltoallv_count(x->cnt, x->es, x->n, x->rank, k);
+		size_t rcnt = nw_alltoallv_count(x->cnt, x->es, x->n, k, x->rank);
+		if (sc)
+			rc = nc->pfn_ncclSend(s, sc, x->t, k, x->comm, x->st);
+		if (!rc && rcnt)
+			rc = nc->pfn_ncclRecv(r, rcnt, x->t, k, x->comm, x->st);
+		s += sc * x->es;
+		r += rcnt * x->es;
+	}
+	if (!rc)
+		rc = nc->pfn_ncclGroupEnd();
+	return rc;
+}
+
 /* Enqueue call c for local rank i on its stream. 0, or -1 with err naming the collective. */
 static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char *err, size_t errlen)
 {
@@ -213,6 +238,7 @@ static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char 
 	case NW_BROADCAST: rc = nc->pfn_ncclBroadcast(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st); break;
 	case NW_REDUCE: rc = nc->pfn_ncclReduce(x.s, x.r, x.cnt, x.t, c->redop, c->root, x.comm, x.st); break;
 	case NW_SENDRECV: rc = sendrecv(&x, c); break;
+	case NW_ALLTOALLV: rc = alltoallv_p2p(&x); break;
 	/* alltoall, gather and scatter came with NCCL 2.28; before, grouped send/recv do the same */
 	case NW_ALLTOALL:
 		rc = nc->pfn_ncclAlltoAll ? nc->pfn_ncclAlltoAll(x.s, x.r, x.cnt, x.t, x.comm, x.st)
@@ -234,6 +260,41 @@ static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char 
 	return 0;
 }
 
+/*
+ * hypercube (nccl-tests 2.19) for local ranks [first, first + n): its own
+ * chunk first (a send to itself, out of place), then one group per step,
+ * mask = 1, 2, 4 ...: every rank swaps the mask chunks it has gathered with
+ * rank ^ mask. Steps are groups of their own across the local ranks, so a
+ * step never runs before the one whose data it sends. 0, or -1 with err.
+ */
+static int launch_hypercube(struct nw_backend *be, int first, int n, const struct nw_call *c, char *err,
+                            size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	const struct nw_nccl *nc = p->nc;
+	size_t es = nw_dtype_size(c->dtype), chunk = (size_t)c->count * es;
+	for (int mask = c->inplace ? 1 : 0; mask < be->nranks; mask = mask ? mask << 1 : 1) {
+		nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
+		for (int i = first; i < first + n && !rc; i++) {
+			int rank = be->rank0 + i, peer = mask ? rank ^ mask : rank;
+			size_t soff, roff;
+			nw_call_offsets(c, rank, &soff, &roff);
+			char *r = (char *)(uintptr_t)p->recv[i] + roff;
+			const char *s = mask ? r + (size_t)(rank & ~(mask - 1)) * chunk
+			                     : (const char *)(uintptr_t)p->send[i] + soff;
+			char *into = r + (size_t)(mask ? (rank & ~(mask - 1)) ^ mask : rank) * chunk;
+			size_t cnt = (size_t)c->count * (size_t)(mask ? mask : 1);
+			rc = nc->pfn_ncclSend(s, cnt, c->dtype, peer, p->comm[i], p->stream[i]);
+			if (!rc)
+				rc = nc->pfn_ncclRecv(into, cnt, c->dtype, peer, p->comm[i], p->stream[i]);
+		}
+		nw_ncclResult_t end = nc->pfn_ncclGroupEnd();
+		if (rc || end)
+			return nccl_fail(p, rc ? rc : end, first, "hypercube", err, errlen);
+	}
+	return 0;
+}
+
 /* Enqueue agg calls for local ranks [first, first + n) as one group (when there is more than one call). */
 static int launch_part(struct nw_backend *be, int first, int n, const struct nw_call *c, int agg, char *err,
                        size_t errlen)
@@ -241,6 +302,12 @@ static int launch_part(struct nw_backend *be, int first, int n, const struct nw_
 	struct nccl_priv *p = P(be);
 	int grouped = n > 1 || agg > 1;
 	nw_ncclResult_t rc;
+	if (c->op == NW_HYPERCUBE) {
+		for (int a = 0; a < agg; a++)
+			if (launch_hypercube(be, first, n, c, err, errlen))
+				return -1;
+		return 0;
+	}
 	if (grouped && (rc = p->nc->pfn_ncclGroupStart()) != 0)
 		return nccl_fail(p, rc, -1, "ncclGroupStart", err, errlen);
 	for (int a = 0; a < agg; a++)
@@ -608,6 +675,49 @@ static void be_destroy(struct nw_backend *be)
 	free(be);
 }
 
+/*
+ * NCCL_TESTS_SPLIT: every local communicator is split by color (keyed by
+ * global rank, so this process's ranks stay in order) and replaced by its
+ * part; rank0 and nranks become this process's place in the group.
+ * Collective over every rank. 0, or -1 with err.
+ */
+static int be_split(struct nw_backend *be, int color, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	const struct nw_nccl *nc = p->nc;
+	if (!nc->pfn_ncclCommSplit || !nc->pfn_ncclCommUserRank || !nc->pfn_ncclCommCount)
+		return nw_seterr(err, errlen, "NCCL_TESTS_SPLIT needs ncclCommSplit, which NCCL %s lacks (it came with "
+		                 "2.18); use a newer NCCL (--nccl-lib PATH) or unset NCCL_TESTS_SPLIT", nc->version);
+	nw_ncclComm_t sub[MAXLOCAL] = { 0 };
+	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
+	for (int i = 0; i < be->nlocal && !rc; i++) {
+		if (set_ctx(be, i, err, errlen)) {
+			nc->pfn_ncclGroupEnd();
+			return -1;
+		}
+		rc = nc->pfn_ncclCommSplit(p->comm[i], color, be->rank0 + i, &sub[i], NULL);
+	}
+	nw_ncclResult_t end = nc->pfn_ncclGroupEnd();
+	int rank = 0, n = 0;
+	if (!rc && !end)
+		rc = nc->pfn_ncclCommUserRank(sub[0], &rank);
+	if (!rc && !end)
+		rc = nc->pfn_ncclCommCount(sub[0], &n);
+	if (rc || end) {
+		for (int i = 0; i < be->nlocal; i++)
+			if (sub[i])
+				nc->pfn_ncclCommDestroy(sub[i]);
+		return nccl_fail(p, rc ? rc : end, 0, "ncclCommSplit (NCCL_TESTS_SPLIT)", err, errlen);
+	}
+	for (int i = 0; i < be->nlocal; i++) {
+		nc->pfn_ncclCommDestroy(p->comm[i]);
+		p->comm[i] = sub[i];
+	}
+	be->rank0 = rank;
+	be->nranks = n;
+	return 0;
+}
+
 static const struct nw_backend_ops nccl_ops = {
 	.alloc = be_alloc,
 	.launch = be_launch,
@@ -623,6 +733,7 @@ static const struct nw_backend_ops nccl_ops = {
 	.fill32 = be_fill32,
 	.host_alloc = be_host_alloc,
 	.destroy = be_destroy,
+	.split = be_split,
 };
 
 /* Which GPUs this process drives: nthreads threads (-t) of per GPUs (-g) each, ordinals first to first + ngpus - 1. */

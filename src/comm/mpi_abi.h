@@ -80,6 +80,10 @@ struct nw_mpi_api {
 	int (*Ialltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm, MPI_Request *);
 	int (*Igather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
 	int (*Iscatter)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
+	/* bench's alltoallv and NCCL_TESTS_SPLIT */
+	int (*Ialltoallv)(const void *, const int *, const int *, MPI_Datatype, void *, const int *, const int *,
+	                  MPI_Datatype, MPI_Comm, MPI_Request *);
+	int (*Comm_split)(MPI_Comm, int, int, MPI_Comm *);
 	MPI_Comm comm_world;
 	MPI_Info info_null;
 	MPI_Errhandler errors_return;
@@ -124,6 +128,8 @@ extern struct nw_mpi_api nw_mpi;
 #define MPI_Ialltoall nw_mpi.Ialltoall
 #define MPI_Igather nw_mpi.Igather
 #define MPI_Iscatter nw_mpi.Iscatter
+#define MPI_Ialltoallv nw_mpi.Ialltoallv
+#define MPI_Comm_split nw_mpi.Comm_split
 
 #define MPI_COMM_WORLD nw_mpi.comm_world
 #define MPI_INFO_NULL nw_mpi.info_null

@@ -32,6 +32,7 @@ static int resolve(void *h, const char *path, char *err, size_t errlen)
 		FN(Gather), FN(Scatter), FN(Sendrecv), FN(Sendrecv_replace), FN(Comm_dup), FN(Test),
 		FN(Isend), FN(Irecv), FN(Ibarrier), FN(Ibcast), FN(Iallgather), FN(Iallreduce), FN(Ireduce),
 		FN(Ireduce_scatter_block), FN(Ialltoall), FN(Igather), FN(Iscatter),
+		FN(Ialltoallv), FN(Comm_split),
 		OBJ(comm_world, "ompi_mpi_comm_world"), OBJ(info_null, "ompi_mpi_info_null"),
 		OBJ(errors_return, "ompi_mpi_errors_return"), OBJ(byte, "ompi_mpi_byte"),
 		OBJ(int8, "ompi_mpi_int8_t"), OBJ(uint8, "ompi_mpi_uint8_t"),

@@ -280,6 +280,9 @@ static const struct nw_dl_sym syms[] = {
 	{ (void **)&nccl.pfn_ncclAlltoAll, { "ncclAlltoAll" }, 0 },
 	{ (void **)&nccl.pfn_ncclGather, { "ncclGather" }, 0 },
 	{ (void **)&nccl.pfn_ncclScatter, { "ncclScatter" }, 0 },
+	{ (void **)&nccl.pfn_ncclCommSplit, { "ncclCommSplit" }, 0 },
+	{ (void **)&nccl.pfn_ncclCommUserRank, { "ncclCommUserRank" }, 0 },
+	{ (void **)&nccl.pfn_ncclCommCount, { "ncclCommCount" }, 0 },
 };
 
 /* ncclGetVersion's code as text: 22809 -> "2.28.9" (2.8 and older: 2708 -> "2.7.8"). */

@@ -81,6 +81,10 @@ struct nw_nccl {
 	nw_ncclResult_t (*pfn_ncclAlltoAll)(const void *s, void *r, size_t n, int t, nw_ncclComm_t c, nw_CUstream st);
 	nw_ncclResult_t (*pfn_ncclGather)(const void *s, void *r, size_t n, int t, int root, nw_ncclComm_t c, nw_CUstream st);
 	nw_ncclResult_t (*pfn_ncclScatter)(const void *s, void *r, size_t n, int t, int root, nw_ncclComm_t c, nw_CUstream st);
+	/* NCCL_TESTS_SPLIT: ncclCommSplit is NCCL 2.18+ (NULL before); config NULL inherits the parent's */
+	nw_ncclResult_t (*pfn_ncclCommSplit)(nw_ncclComm_t c, int color, int key, nw_ncclComm_t *out, void *config);
+	nw_ncclResult_t (*pfn_ncclCommUserRank)(nw_ncclComm_t c, int *rank);
+	nw_ncclResult_t (*pfn_ncclCommCount)(nw_ncclComm_t c, int *n);
 	int version_code;            /* 22809 */
 	char version[32];            /* "2.28.9" */
 	struct nw_nccl_where where;  /* the file loaded and why */

@@ -15,6 +15,9 @@ static const struct nw_coll colls[NW_NOPS] = {
 	{ NW_SENDRECV,       "sendrecv",       0, 0, 0, 0 },
 	{ NW_GATHER,         "gather",         0, 1, 1, 1 },
 	{ NW_SCATTER,        "scatter",        0, 1, 1, 1 },
+	/* nccl-tests does not check alltoallv in place; hypercube it does */
+	{ NW_ALLTOALLV,      "alltoallv",      0, 0, 1, 0 },
+	{ NW_HYPERCUBE,      "hypercube",      0, 0, 1, 1 },
 };
 
 const struct nw_coll *nw_coll_get(enum nw_op op)
@@ -50,6 +53,7 @@ double nw_busbw_factor(enum nw_op op, int n)
 	case NW_ALLTOALL:
 	case NW_GATHER:
 	case NW_SCATTER:
+	case NW_ALLTOALLV:
 		return (double)(n - 1) / n;
 	default:
 		return 1.0;
@@ -63,10 +67,60 @@ double nw_algbw(uint64_t size_bytes, double time_us)
 	return (double)size_bytes / 1e3 / time_us;
 }
 
+double nw_algbw_factor(enum nw_op op, int n)
+{
+	return op == NW_HYPERCUBE && n > 0 ? (double)(n - 1) / n : 1.0;
+}
+
+/* Bytes 'from' sends to 'to' out of total (nccl-tests' distance-weighted share, spread 1). */
+static uint64_t v_bytes(uint64_t total, int n, int from, int to)
+{
+	if (n <= 1)
+		return total & ~(uint64_t)15;
+	int dist = ((to - from) % n + n) % n;
+	double share = (double)dist * (double)total / ((double)n * (n - 1) / 2.0);
+	return (uint64_t)share & ~(uint64_t)15;
+}
+
+uint64_t nw_alltoallv_count(uint64_t chunk, size_t es, int n, int from, int to)
+{
+	return v_bytes(chunk * (uint64_t)n * es, n, from, to) / es;
+}
+
+uint64_t nw_alltoallv_before(uint64_t chunk, size_t es, int n, int from, int to)
+{
+	uint64_t sum = 0;
+	for (int k = 0; k < to; k++)
+		sum += nw_alltoallv_count(chunk, es, n, from, k);
+	return sum;
+}
+
+uint64_t nw_alltoallv_recv_before(uint64_t chunk, size_t es, int n, int from, int to)
+{
+	uint64_t sum = 0;
+	for (int k = 0; k < from; k++)
+		sum += nw_alltoallv_count(chunk, es, n, k, to);
+	return sum;
+}
+
+uint64_t nw_alltoallv_total(uint64_t chunk, size_t es, int n)
+{
+	return nw_alltoallv_before(chunk, es, n, 0, n);
+}
+
 uint64_t nw_coll_count(enum nw_op op, uint64_t size_bytes, size_t elem_size, int nranks,
                        uint64_t *size_used)
 {
 	uint64_t count = size_bytes / elem_size;
+	if (op == NW_ALLTOALLV || op == NW_HYPERCUBE) {
+		/* nccl-tests 2.19: the per-peer chunk is rounded down to 16 bytes (elements of 1, 2, 4 or 8) */
+		uint64_t align = elem_size < 16 ? 16 / elem_size : 1;
+		count = count / (uint64_t)nranks / align * align;
+		if (size_used)
+			*size_used = op == NW_HYPERCUBE ? count * (uint64_t)nranks * elem_size
+			                                : nw_alltoallv_total(count, elem_size, nranks) * elem_size;
+		return count;
+	}
 	if (colls[op].split) {
 		count /= (uint64_t)nranks;
 		if (size_used)

@@ -18,8 +18,13 @@ enum nw_op {
 	NW_SENDRECV,
 	NW_GATHER,
 	NW_SCATTER,
+	NW_ALLTOALLV,  /* nccl-tests' alltoallv_perf: uneven, distance-weighted per-peer counts */
+	NW_HYPERCUBE,  /* nccl-tests' hypercube_perf: an all_gather in log2(n) pairwise exchanges */
 	NW_NOPS
 };
+
+/* '--op all' means the ops before this one (those nccl-tests had before 2.19). */
+#define NW_OPS_ALL NW_ALLTOALLV
 
 /* Data types, numbered as NCCL numbers them (ncclDataType_t). */
 enum nw_dtype {
@@ -48,6 +53,26 @@ const struct nw_coll *nw_coll_find(const char *name);
 double nw_busbw_factor(enum nw_op op, int nranks);
 /* algbw in GB/s (10^9 bytes) for size_bytes moved in time_us. */
 double nw_algbw(uint64_t size_bytes, double time_us);
+/*
+ * algbw = nw_algbw(size) * this: 1 but for hypercube, whose algbw counts
+ * only the (n-1)/n of the buffer that comes from the other ranks.
+ */
+double nw_algbw_factor(enum nw_op op, int nranks);
+
+/*
+ * alltoallv's per-peer element counts (nccl-tests 2.19's generated
+ * pattern, spread 1): for chunk elements per peer (nccl-tests' count),
+ * rank 'from' sends to rank 'to' a share growing with their distance
+ * (to - from) mod n, none to itself, each rounded down to 16 bytes. Every
+ * rank sends and receives the same total.
+ */
+uint64_t nw_alltoallv_count(uint64_t chunk, size_t elem_size, int nranks, int from, int to);
+/* Elements rank 'from' sends to ranks below 'to' (its send offset for 'to'). */
+uint64_t nw_alltoallv_before(uint64_t chunk, size_t elem_size, int nranks, int from, int to);
+/* Elements rank 'to' receives from ranks below 'from' (its recv offset for 'from'). */
+uint64_t nw_alltoallv_recv_before(uint64_t chunk, size_t elem_size, int nranks, int from, int to);
+/* Elements every rank sends (and receives) in all. */
+uint64_t nw_alltoallv_total(uint64_t chunk, size_t elem_size, int nranks);
 
 /*
  * The element count nccl-tests prints for a size (per rank for split ops),

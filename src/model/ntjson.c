@@ -96,8 +96,10 @@ static void put_config(FILE *f, const struct nw_run *run, const struct nw_nt_con
 	const json_t *d;
 	json_array_foreach(devs, i, d) {
 		const json_t *host = json_object_get(d, "host");
-		fprintf(f, "%s{\"rank\":%d,\"group\":0,\"pid\":%d", i ? "," : "",
-		        (int)json_integer_value(json_object_get(d, "rank")), (int)json_integer_value(json_object_get(d, "pid")));
+		/* group: NCCL_TESTS_SPLIT's color (absent, so 0, without a split) */
+		fprintf(f, "%s{\"rank\":%d,\"group\":%d,\"pid\":%d", i ? "," : "",
+		        (int)json_integer_value(json_object_get(d, "rank")), (int)json_integer_value(json_object_get(d, "group")),
+		        (int)json_integer_value(json_object_get(d, "pid")));
 		kv_str(f, "hostname", json_is_string(host) ? json_string_value(host) : "", 0);
 		fprintf(f, ",\"device\":%d", (int)json_integer_value(json_object_get(d, "device")));
 		kv_str(f, "device_hex", "", 0);

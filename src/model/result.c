@@ -95,7 +95,7 @@ int nw_run_has_iters(const struct nw_run *run)
 void nw_row_compute_bw(struct nw_row *row)
 {
 	const struct nw_coll *c = nw_coll_find(row->op);
-	row->algbw_gbs = nw_algbw(row->size_bytes, row->time_us);
+	row->algbw_gbs = nw_algbw(row->size_bytes, row->time_us) * (c ? nw_algbw_factor(c->op, row->nranks) : 1);
 	row->busbw_gbs = c ? row->algbw_gbs * nw_busbw_factor(c->op, row->nranks) : 0;
 }
 
@@ -447,7 +447,7 @@ void nw_csv_print_header(FILE *f, int per_rank)
 static void csv_line(FILE *f, const struct nw_row *r, double time_us, int per_rank,
                      const struct nw_rank_time *t)
 {
-	double alg = nw_algbw(r->size_bytes, time_us);
+	double alg = r->time_us > 0 ? r->algbw_gbs * r->time_us / time_us : 0;
 	double bus = r->time_us > 0 ? r->busbw_gbs * r->time_us / time_us : 0;
 	if (!t) {
 		alg = r->algbw_gbs;

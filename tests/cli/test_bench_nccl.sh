@@ -17,36 +17,7 @@ expect_rc "version on the fakes: exit 0" 0
 expect_out "version: the fake NCCL is 2.28.9" "^NCCL 2\.28\.9 .*libnccl\.so\.2"
 expect_out "version: the fake driver is CUDA 13.0" "^CUDA driver API 13\.0 "
 
-# Rows of the nccl-tests table: size count type redop root, then time algbw busbw #wrong twice.
-# Checks, for n ranks: zero wrong (N/A where nccl-tests does not verify in place),
-# algbw = size / time and busbw = algbw x the nccl-tests factor, within the printed rounding.
-check_table() {
-	python3 - "$1" "$2" <<'PY'
-import re, sys
-text = open(sys.argv[1]).read(); n = int(sys.argv[2])
-f = {"all_reduce": 2*(n-1)/n, "all_gather": (n-1)/n, "reduce_scatter": (n-1)/n, "alltoall": (n-1)/n,
-     "gather": (n-1)/n, "scatter": (n-1)/n, "broadcast": 1, "reduce": 1, "sendrecv": 1}
-bad = rows = 0; op = None; ops = set()
-for line in text.splitlines():
-    m = re.match(r"# Collective test starting: (\w+)_perf", line)
-    if m: op = m.group(1); ops.add(op); continue
-    if line.startswith("#") or not line.strip(): continue
-    v = line.split()
-    if len(v) != 13: bad += 1; print("row?", line); continue
-    rows += 1
-    size = int(v[0])
-    for t, alg, bus, wrong in ((v[5], v[6], v[7], v[8]), (v[9], v[10], v[11], v[12])):
-        t, alg, bus = float(t), float(alg), float(bus)
-        if wrong != "0" and not (wrong == "N/A" and op in ("alltoall", "sendrecv") and t is not None):
-            bad += 1; print("wrong", op, line)
-        # times are printed to 0.01 us: allow for that rounding
-        lo, hi = size / 1e3 / (t + 0.005), size / 1e3 / max(t - 0.005, 1e-9)
-        if not (lo - 0.006 <= alg <= hi + 0.006): bad += 1; print("algbw", op, line)
-        if abs(bus - alg * f[op]) > 0.011 + 0.001 * alg: bad += 1; print("busbw", op, line)
-print(rows, "rows", sorted(ops))
-sys.exit(1 if bad or not rows else 0)
-PY
-}
+# check_table FILE N (lib.sh): zero wrong, algbw and busbw by nccl-tests' formulas for n ranks.
 
 for g in 2 4; do
 	run bench -g $g --op all -b 8 -e 64K -f 4 -c 1

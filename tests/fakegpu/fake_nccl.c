@@ -15,7 +15,8 @@
  * receiver) pair in order. Nobody blocks for peers outside init: streams
  * carry the waiting (cuStreamQuery says not ready until the work ran).
  * Ops: AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll,
- * Gather, Scatter, Send, Recv; every NCCL data type (fp8 and half/bfloat16
+ * Gather, Scatter, Send, Recv (to itself too); CommSplit, CommUserRank,
+ * CommCount (see ncclCommSplit below); every NCCL data type (fp8 and half/bfloat16
  * rounded to nearest even) and sum, prod, max, min, avg (avg refused on fp8,
  * as NCCL 2.28 does). Reductions of floating types are computed in double
  * and rounded once; integers wrap as the type does; integer avg is the
@@ -119,6 +120,9 @@ EXPORT ncclResult_t ncclGather(const void *s, void *r, size_t n, int t, int root
 EXPORT ncclResult_t ncclScatter(const void *s, void *r, size_t n, int t, int root, ncclComm_t c, cudaStream_t st);
 EXPORT ncclResult_t ncclSend(const void *s, size_t n, int t, int peer, ncclComm_t c, cudaStream_t st);
 EXPORT ncclResult_t ncclRecv(void *r, size_t n, int t, int peer, ncclComm_t c, cudaStream_t st);
+EXPORT ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t *out, void *config);
+EXPORT ncclResult_t ncclCommUserRank(ncclComm_t c, int *rank);
+EXPORT ncclResult_t ncclCommCount(ncclComm_t c, int *n);
 
 enum kind { K_ALLREDUCE, K_ALLGATHER, K_REDUCESCATTER, K_BROADCAST, K_REDUCE, K_ALLTOALL, K_GATHER, K_SCATTER,
             K_SEND, K_RECV };
@@ -148,6 +152,7 @@ struct comm {
 	uint64_t coll_seq;  /* next collective's number */
 	uint64_t *sent, *rcvd; /* per peer: sends / receives posted */
 	uint64_t done;      /* operations executed */
+	unsigned nsplit;    /* ncclCommSplit calls made on it (names each split's exchange file) */
 	int async_err;
 	char last_err[256];
 	/* a clique across processes: this rank's work runs on its own thread, in order */
@@ -411,6 +416,7 @@ static ncclResult_t wait_joined(struct comm **cs, size_t n)
 }
 
 static ncclResult_t init_all(struct comm **cs, size_t k);
+static ncclResult_t split_finish(void);
 static void xp_post(struct comm *c, const struct call *call, struct fakegpu_stream *s);
 static void xp_leave(struct comm *c, int abort);
 
@@ -1112,6 +1118,8 @@ ncclResult_t ncclGroupEnd(void)
 	if (--depth > 0)
 		return ncclSuccess;
 	ncclResult_t r = group_err;
+	if (!r)
+		r = split_finish();
 	if (!r && ginit_n)
 		r = init_all(ginit, ginit_n);
 	for (size_t i = 0; i < gq_n && !r; i++)
@@ -1802,4 +1810,150 @@ ncclResult_t ncclRecv(void *r, size_t n, int t, int peer, ncclComm_t c, cudaStre
 	FAIL_POINT();
 	struct call k = CALL(K_RECV, NULL, r, n, t, 0, 0, peer, c);
 	return enqueue(&k, st);
+}
+
+/* ---- ncclCommSplit ---- */
+
+/*
+ * ncclCommSplit: the parent's ranks meet in a shared-memory file named
+ * after the parent's id and its split count (/dev/shm/fakenccl-split-...),
+ * each writing its color and key; once all have, each works out its new
+ * rank (by key, then parent rank, among its color) and count, and inits
+ * the new communicator with an id made from the parent's, the split count
+ * and the color (so across processes too). Grouped, the meeting waits for
+ * the outermost ncclGroupEnd, where the new communicators init together.
+ * color -1 (NCCL_SPLIT_NOCOLOR): no new communicator (*out NULL).
+ */
+struct split_file {
+	uint32_t readers;
+	struct { int32_t color, key, set; } e[XP_MAXR];
+};
+
+static _Thread_local struct split_wait {
+	struct comm *parent;
+	unsigned seq;
+	int color;
+	ncclComm_t *out;
+	struct split_file *f;
+	char path[160];
+} *gsplit;
+static _Thread_local size_t gsplit_n, gsplit_cap;
+
+/* Map the exchange file of the parent's split number seq (created by whoever comes first). NULL on failure. */
+static struct split_file *split_map(const struct comm *c, unsigned seq, char *path, size_t len)
+{
+	snprintf(path, len, "/dev/shm/fakenccl-split-%u-%016llx-%u", (unsigned)getuid(),
+	         (unsigned long long)fnv(c->id, sizeof(c->id), 0xcbf29ce484222325ull), seq);
+	int fd = open(path, O_RDWR | O_CREAT, 0600);
+	if (fd < 0)
+		return NULL;
+	struct split_file *f = NULL;
+	if (ftruncate(fd, sizeof(*f)) == 0) {
+		f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (f == MAP_FAILED)
+			f = NULL;
+	}
+	close(fd);
+	return f;
+}
+
+/* Wait for every rank's entry, then init this rank's part of the split (grouped when depth > 0). */
+static ncclResult_t split_resolve(struct split_wait *w)
+{
+	struct comm *c = w->parent;
+	struct timespec t0, now, nap = { 0, 200000 };
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int r = 0; r < c->n; r++)
+		while (!__atomic_load_n(&w->f->e[r].set, __ATOMIC_ACQUIRE)) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 > cfg.init_timeout)
+				return fail(ncclSystemError, "fake NCCL: ncclCommSplit: rank %d of %d never came (%ld s)", r,
+				            c->n, (long)cfg.init_timeout);
+			nanosleep(&nap, NULL);
+		}
+	int n = 0, rank = 0, key = w->f->e[c->rank].key;
+	for (int r = 0; r < c->n; r++) {
+		if (w->f->e[r].color != w->color)
+			continue;
+		n++;
+		rank += w->f->e[r].key < key || (w->f->e[r].key == key && r < c->rank);
+	}
+	if (__atomic_add_fetch(&w->f->readers, 1, __ATOMIC_ACQ_REL) == (uint32_t)c->n)
+		unlink(w->path);
+	munmap(w->f, sizeof(*w->f));
+	w->f = NULL;
+	if (w->color < 0)
+		return ncclSuccess;
+	ncclUniqueId id;
+	memcpy(id.internal, c->id, sizeof(id.internal));
+	uint32_t tag[3] = { 0x73706c74u, w->seq, (uint32_t)w->color };
+	memcpy(id.internal + sizeof(id.internal) - sizeof(tag), tag, sizeof(tag));
+	return init_rank(w->out, n, &id, rank);
+}
+
+/* At the outermost ncclGroupEnd: resolve the grouped splits; their new communicators join ginit. */
+static ncclResult_t split_finish(void)
+{
+	ncclResult_t r = ncclSuccess;
+	depth++;
+	for (size_t i = 0; i < gsplit_n; i++) {
+		if (!r)
+			r = split_resolve(&gsplit[i]);
+		else if (gsplit[i].f)
+			munmap(gsplit[i].f, sizeof(*gsplit[i].f));
+	}
+	depth--;
+	free(gsplit);
+	gsplit = NULL;
+	gsplit_n = gsplit_cap = 0;
+	return r;
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t *out, void *config)
+{
+	FAIL_POINT();
+	(void)config;
+	if (!c || !out)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument", __func__);
+	if (c->n > XP_MAXR)
+		return fail(ncclInvalidUsage, "fake NCCL: %s: at most %d ranks", __func__, XP_MAXR);
+	*out = NULL;
+	struct split_wait w = { .parent = c, .seq = c->nsplit++, .color = color < 0 ? -1 : color, .out = out };
+	if (!(w.f = split_map(c, w.seq, w.path, sizeof(w.path))))
+		return fail(ncclSystemError, "fake NCCL: %s: cannot use %s: %s", __func__, w.path, strerror(errno));
+	w.f->e[c->rank].color = w.color;
+	w.f->e[c->rank].key = key;
+	__atomic_store_n(&w.f->e[c->rank].set, 1, __ATOMIC_RELEASE);
+	if (depth == 0)
+		return split_resolve(&w);
+	if (gsplit_n == gsplit_cap) {
+		size_t cap = gsplit_cap ? gsplit_cap * 2 : 8;
+		struct split_wait *nq = realloc(gsplit, cap * sizeof(*nq));
+		if (!nq) {
+			munmap(w.f, sizeof(*w.f));
+			return fail(ncclSystemError, "fake NCCL: %s: out of memory", __func__);
+		}
+		gsplit = nq;
+		gsplit_cap = cap;
+	}
+	gsplit[gsplit_n++] = w;
+	return ncclSuccess;
+}
+
+ncclResult_t ncclCommUserRank(ncclComm_t c, int *rank)
+{
+	FAIL_POINT();
+	if (!c || !rank)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument", __func__);
+	*rank = c->rank;
+	return ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(ncclComm_t c, int *n)
+{
+	FAIL_POINT();
+	if (!c || !n)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument", __func__);
+	*n = c->n;
+	return ncclSuccess;
 }

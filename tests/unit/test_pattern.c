@@ -132,6 +132,97 @@ static void conversions_exact_for_small_ints(void **state)
 		}
 }
 
+
+/*
+ * alltoallv as nccl-tests 2.19 runs it (alltoallv.cu, read not copied):
+ * rank src walks peers in rank order, sending its next send_count(src, to)
+ * elements to each; the receiver appends what each source sends, sources
+ * in rank order. Simulated here by walking the send streams.
+ */
+static void simulate_alltoallv(const struct nw_pattern *p, int r, double *out)
+{
+	size_t es = nw_dtype_size(p->dtype);
+	uint64_t o = 0;
+	for (int src = 0; src < p->nranks; src++) {
+		uint64_t sent = 0;
+		for (int to = 0; to < p->nranks; to++) {
+			uint64_t k = nw_alltoallv_count(p->count, es, p->nranks, src, to);
+			if (to == r)
+				for (uint64_t e = 0; e < k; e++)
+					out[o++] = (double)nw_pattern_value(p, src, sent + e);
+			sent += k;
+		}
+	}
+}
+
+/* hypercube as nccl-tests runs it: log2(n) rounds, at mask each rank swaps its gathered mask chunks with rank ^ mask. */
+static void simulate_hypercube(const struct nw_pattern *p, double *all /* n x (n * count) */)
+{
+	int n = p->nranks;
+	uint64_t c = p->count, m = (uint64_t)n * c;
+	for (int r = 0; r < n; r++)
+		for (uint64_t e = 0; e < c; e++)
+			all[(uint64_t)r * m + (uint64_t)r * c + e] = (double)nw_pattern_value(p, r, e);
+	for (int mask = 1; mask < n; mask <<= 1)
+		for (int r = 0; r < n; r++) {
+			int peer = r ^ mask;
+			if (peer < r)
+				continue; /* each pair once: both directions at the same time */
+			uint64_t rs = (uint64_t)(r & ~(mask - 1)) * c, ps = (uint64_t)(peer & ~(mask - 1)) * c;
+			memcpy(all + (uint64_t)peer * m + rs, all + (uint64_t)r * m + rs, (size_t)(mask * c) * sizeof(double));
+			memcpy(all + (uint64_t)r * m + ps, all + (uint64_t)peer * m + ps, (size_t)(mask * c) * sizeof(double));
+		}
+}
+
+/* nccl-tests 2.19's sizes: 4 ranks, 128 B of float: per-peer 0, 16, 32, 64 B (distance 0..3), 112 B in all. */
+static void alltoallv_counts_as_nccl_tests(void **state)
+{
+	(void)state;
+	uint64_t used, count = nw_coll_count(NW_ALLTOALLV, 128, 4, 4, &used);
+	assert_int_equal(count, 8);
+	assert_int_equal(used, 112);
+	assert_int_equal(nw_alltoallv_count(8, 4, 4, 0, 0), 0);
+	assert_int_equal(nw_alltoallv_count(8, 4, 4, 0, 1), 4);
+	assert_int_equal(nw_alltoallv_count(8, 4, 4, 0, 3), 16);
+	assert_int_equal(nw_alltoallv_count(8, 4, 4, 3, 0), 4); /* distance (0 - 3) mod 4 = 1 */
+	/* hypercube: count per rank rounded to 16 B, the whole buffer is the size, algbw (n-1)/n of it, busbw x1 */
+	count = nw_coll_count(NW_HYPERCUBE, 1000, 4, 4, &used);
+	assert_int_equal(count, 60);
+	assert_int_equal(used, 960);
+	assert_true(nw_algbw_factor(NW_HYPERCUBE, 4) == 0.75 && nw_busbw_factor(NW_HYPERCUBE, 4) == 1.0);
+	assert_true(nw_busbw_factor(NW_ALLTOALLV, 4) == 0.75 && nw_algbw_factor(NW_ALLTOALLV, 4) == 1.0);
+}
+
+static void alltoallv_and_hypercube_verified(void **state)
+{
+	(void)state;
+	int types[] = { NW_FLOAT, NW_INT8, NW_HALF, NW_DOUBLE };
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		for (int n = 1; n <= 8; n *= 2) {
+			struct nw_pattern v = { .op = NW_ALLTOALLV, .dtype = types[t], .nranks = n, .count = 96 };
+			for (int r = 0; r < n; r++) {
+				uint64_t m = nw_pattern_output_count(&v, r);
+				double *out = calloc(m + 1, sizeof(double));
+				simulate_alltoallv(&v, r, out);
+				assert_int_equal(check(&v, r, out, m), 0);
+				if (m) {
+					out[m / 2] += 1; /* a planted wrong value */
+					assert_int_equal(check(&v, r, out, m), 1);
+				}
+				free(out);
+			}
+			struct nw_pattern h = { .op = NW_HYPERCUBE, .dtype = types[t], .nranks = n, .count = 40 };
+			uint64_t m = nw_pattern_output_count(&h, 0);
+			double *all = calloc((size_t)n * m, sizeof(double));
+			simulate_hypercube(&h, all);
+			for (int r = 0; r < n; r++)
+				assert_int_equal(check(&h, r, all + (uint64_t)r * m, m), 0);
+			all[m - 1] += 1;
+			assert_int_equal(check(&h, 0, all, m), 1);
+			free(all);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -141,6 +232,8 @@ int main(void)
 		cmocka_unit_test(avg_tolerance_and_prod),
 		cmocka_unit_test(unwritten_output_caught),
 		cmocka_unit_test(conversions_exact_for_small_ints),
+		cmocka_unit_test(alltoallv_counts_as_nccl_tests),
+		cmocka_unit_test(alltoallv_and_hypercube_verified),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
