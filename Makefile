@@ -145,7 +145,7 @@ $(FAKE_DIR)/libcuda.so.1: tests/fakegpu/fake_cuda.c tests/fakegpu/fakegpu.h
 $(FAKE_DIR)/libnccl.so.2: tests/fakegpu/fake_nccl.c tests/fakegpu/fakegpu.h
 	@mkdir -p $(dir $@)
 	@echo "  FAKE    $@"
-	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< -lpthread -lm
+	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< -lpthread -lm -ldl
 
 test: all $(UNIT_BIN) $(HELPER_BIN) $(FAKE_LIBS)
 	@BUILD=$(BUILD) tests/run.sh
