@@ -436,9 +436,9 @@ static void progress_start(struct bench_cli *cli, int nranks)
 		nw_progress_init(p, nw_progress_wanted(cli->progress_mode), 0, 0);
 		snprintf(p->what, sizeof(p->what), "%s: %s", cli->cmd, o->nops ? nw_coll_get(o->ops[0])->name : "pairs");
 	}
-	int cycles = o->cycles > 0 ? o->cycles : 1; /* -N 0: one cycle's worth, again each cycle */
-	p->total_n = combos * nsizes * cycles;
-	p->total_w = combos * wsizes * cycles;
+	/* -N: every cycle sweeps again; -N 0 has no end to count down to (the line then says only where it is) */
+	p->total_n = combos * nsizes * o->cycles;
+	p->total_w = combos * wsizes * o->cycles;
 }
 
 /* One size done: advance the progress line to the size after it. */
@@ -708,13 +708,14 @@ static void catch_interrupt(struct nw_progress *p, const char *cmd)
 /* --- -N and -M: stopping between cycles, the memory report --- */
 
 static volatile sig_atomic_t stop_flag;
+static int stop_quiet; /* a rank other than 0: rank 0 says it for the job */
 
 /* SIGINT during -N cycles: the first ends the run after the current cycle (nw_bench_opts.stop_asked), a second as usual. */
 static void on_stop(int sig)
 {
 	static const char msg[] = "\nncclwatch: interrupted: stopping after the current cycle (Ctrl-C again to quit now)\n";
 	stop_flag = 1;
-	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+	if (!stop_quiet && write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
 		stop_flag = 1;
 	signal(sig, SIG_DFL);
 }
@@ -728,6 +729,7 @@ static int stop_asked(void)
 static void catch_stop(struct nw_bench_opts *o)
 {
 	stop_flag = 0;
+	stop_quiet = other_rank();
 	o->stop_asked = stop_asked;
 	signal(SIGINT, on_stop);
 }
