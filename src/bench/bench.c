@@ -42,6 +42,7 @@ void nw_bench_opts_default(struct nw_bench_opts *o)
 	o->nthreads = 1;
 	o->timeout_s = 600; /* a hung peer never hangs the run for ever; -T 0 waits without limit */
 	o->rdzv_timeout_s = 0; /* 0: -T, at most 300 s */
+	o->cycles = 1;
 }
 
 uint64_t nw_bench_next_size(const struct nw_bench_opts *o, uint64_t s)
@@ -85,6 +86,8 @@ struct ctx {
 	int pattern_key; /* dtype*2+prod of the pattern in the send buffers, -1 none */
 	int nthreads;
 	int64_t pairs_wrong;
+	int cycles_done;   /* -N: cycles finished by the (op, dtype, redop, root) running or run last */
+	int stopped;       /* stop_asked ended the run after a cycle: no further cycle or op */
 	char *err;
 	size_t errlen;
 };
@@ -120,7 +123,7 @@ static void job_part(void *v, int i, int n)
  * Move a local rank's data through the host staging buffer in 64 MiB
  * chunks: with verify, read count elements of recv at byte offset off and
  * add the wrong ones to *wrong; without, write the rank's input pattern
- * (elements [0, count)) into its send buffer.
+ * (elements [0, count)) into its send buffer at byte offset off.
  */
 static int staged(struct ctx *x, const struct nw_pattern *p, int local, size_t off, uint64_t count,
                   int verify, uint64_t *wrong)
@@ -136,7 +139,7 @@ static int staged(struct ctx *x, const struct nw_pattern *p, int local, size_t o
 		if (verify && x->be->ops->read(x->be, local, NW_BUF_RECV, off + done * es, stage, k * es, x->err, x->errlen))
 			return -1;
 		nw_parallel(x->nthreads, job_part, &j);
-		if (!verify && x->be->ops->write(x->be, local, NW_BUF_SEND, done * es, stage, k * es, x->err, x->errlen))
+		if (!verify && x->be->ops->write(x->be, local, NW_BUF_SEND, off + done * es, stage, k * es, x->err, x->errlen))
 			return -1;
 		for (int t = 0; verify && t < 64; t++)
 			*wrong += j.wrong[t];
@@ -378,7 +381,7 @@ static int check_once(struct ctx *x, struct nw_call *c, const struct nw_pattern 
 			size_t soff, roff;
 			nw_call_offsets(c, rank, &soff, &roff);
 			uint64_t in = nw_pattern_input_count(p, rank);
-			if (in && be->ops->copy(be, i, 0, soff, in * es, x->err, x->errlen))
+			if (in && be->ops->copy(be, i, c->unalign, soff, in * es, x->err, x->errlen))
 				return -1;
 		}
 	}
@@ -421,8 +424,9 @@ static int fill_patterns(struct ctx *x, const struct nw_coll *coll, enum nw_dtyp
 		return 0;
 	struct nw_pattern p = { .op = coll->op, .dtype = dtype, .redop = coll->has_redop ? redop : NW_SUM,
 	                        .root = root, .nranks = x->be->nranks, .count = 1 };
+	size_t shift = (size_t)x->o->unalign * nw_dtype_size(dtype); /* -u: inputs start where the pointers do */
 	for (int i = 0; i < x->be->nlocal; i++)
-		if (staged(x, &p, i, 0, x->buf_bytes / nw_dtype_size(dtype), 0, NULL))
+		if (staged(x, &p, i, shift, x->buf_bytes / nw_dtype_size(dtype), 0, NULL))
 			return -1;
 	x->pattern_key = key;
 	return 0;
@@ -528,17 +532,40 @@ static int run_size(struct ctx *x, const struct nw_coll *coll, struct nw_call *c
 	return 0;
 }
 
-/* Every size of one (op, dtype, redop, root). Returns -1 on failure, else the wrong-element total. */
+/*
+ * After a cycle of -N: whether the run stops here (stop_asked on rank 0,
+ * told to every rank, so that all stop after the same cycle): sets
+ * x->stopped. 0, or -1 with err.
+ */
+static int cycle_end(struct ctx *x)
+{
+	int stop = x->g->rank == 0 && x->o->stop_asked && x->o->stop_asked();
+	if (nw_group_bcast(x->g, &stop, sizeof(stop), 0, x->err, x->errlen))
+		return -1;
+	x->stopped = stop != 0;
+	return 0;
+}
+
+/* Every size of one (op, dtype, redop, root), -N times. Returns -1 on failure, else the wrong-element total. */
 static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop,
                          int root)
 {
 	size_t nsz;
 	uint64_t *sz = sizes(x->o, &nsz);
 	int64_t wrong = 0;
-	struct nw_call c = { .op = coll->op, .dtype = dtype, .redop = redop, .root = root };
+	struct nw_call c = { .op = coll->op, .dtype = dtype, .redop = redop, .root = root,
+	                     .unalign = (size_t)x->o->unalign * nw_dtype_size(dtype) };
 	int rc = fill_patterns(x, coll, dtype, redop, root) || warm_up(x, &c) ? -1 : 0;
-	for (size_t k = 0; k < nsz && !rc; k++)
-		rc = run_size(x, coll, &c, sz[k], &wrong);
+	/* -N: every size again each cycle, after the one warm-up, as nccl-tests does */
+	x->cycles_done = 0;
+	for (int cyc = 0; !rc && !x->stopped && (x->o->cycles == 0 || cyc < x->o->cycles); cyc++) {
+		for (size_t k = 0; k < nsz && !rc; k++)
+			rc = run_size(x, coll, &c, sz[k], &wrong);
+		if (!rc)
+			x->cycles_done++;
+		if (!rc && x->o->cycles != 1)
+			rc = cycle_end(x);
+	}
 	free(sz);
 	return rc ? -1 : wrong;
 }
@@ -676,6 +703,9 @@ static void fingerprint(const struct nw_bench_opts *o, char *buf, size_t len)
 		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " d=", nw_dtype_name(o->dtypes[i]));
 	for (int i = 0; i < o->nredops && u < len; i++)
 		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " o=", nw_redop_name(o->redops[i]));
+	if (u < len)
+		snprintf(buf + u, len - u, " N=%d M=%d u=%d p=%d R=%d", o->cycles, o->mem_report, o->unalign, o->parallel_init,
+		         o->reg);
 }
 
 /* Open the backend the options ask for on group g; 0, or -1 with err. */
@@ -688,8 +718,31 @@ static int open_backend(const struct nw_bench_opts *o, struct nw_group *g, struc
 		(*be)->timeout_s = o->timeout_s;
 		return 0;
 	}
-	struct nw_nccl_open_opts no = { .nccl_lib = o->nccl_lib, .ngpus = o->ngpus, .nthreads = o->nthreads };
+	struct nw_nccl_open_opts no = { .nccl_lib = o->nccl_lib, .ngpus = o->ngpus, .nthreads = o->nthreads,
+	                                .reg = o->reg, .parallel_init = o->parallel_init };
 	return nw_backend_nccl_open(be, g, &no, err, errlen);
+}
+
+/*
+ * -M and -R on a backend that cannot do them: GPU-only flags on a host
+ * backend, or a registration the loaded NCCL is too old for (named with
+ * its version). 0, or -1 with err.
+ */
+static int gpu_flags_fit(const struct nw_bench_opts *o, const struct nw_backend *be, char *err, size_t errlen)
+{
+	int gpu = !strcmp(be->name, "nccl");
+	if (o->mem_report && !be->ops->mem_free)
+		return nw_seterr(err, errlen, "-M 1 (--memory) reports GPU memory; the %s backend has none: leave -M out",
+		                 be->name);
+	if (o->reg && !gpu)
+		return nw_seterr(err, errlen, "-R %d (--local_register) registers GPU buffers with NCCL; the %s backend has "
+		                 "none: leave -R out", o->reg, be->name);
+	if (o->reg > be->reg_max)
+		return nw_seterr(err, errlen, "-R %d (--local_register, %s) needs NCCL %s or newer (%s); the NCCL loaded is "
+		                 "%s (%s): use a newer NCCL (--nccl-lib PATH)%s", o->reg, o->reg == 2 ? "symmetric" : "local",
+		                 o->reg == 2 ? "2.27" : "2.19", o->reg == 2 ? "ncclCommWindowRegister" : "ncclCommRegister",
+		                 be->nccl_version, be->nccl_path, o->reg == 2 && be->reg_max == 1 ? " or -R 1" : "");
+	return 0;
 }
 
 /* Refuse what the options ask of a backend that cannot do it (a type, -G, -t); 0 or -1 with err. */
@@ -707,7 +760,7 @@ static int backend_fits(const struct nw_bench_opts *o, const struct nw_backend *
 	if (o->nthreads > 1 && !be->ops->launch_many)
 		return nw_seterr(err, errlen, "-t %d (threads) needs the NCCL backend; the %s backend runs one rank per "
 		                 "process (start more processes instead)", o->nthreads, be->name);
-	return 0;
+	return gpu_flags_fit(o, be, err, errlen);
 }
 
 /* What the run header says about the backend, the library, the GPUs and the ranks. */
@@ -767,9 +820,9 @@ static int64_t sweep_op(struct ctx *x, const struct nw_coll *coll)
 	if (coll->has_root && r1 >= x->be->nranks)
 		return nw_seterr(x->err, x->errlen, "-r %d: root must be below the number of ranks (%d)", o->root,
 		                 x->be->nranks) * 2;
-	for (int d = 0; d < o->ndtypes; d++)
-		for (int k = 0; k < nred; k++)
-			for (int root = r0; root <= r1; root++) {
+	for (int d = 0; d < o->ndtypes && !x->stopped; d++)
+		for (int k = 0; k < nred && !x->stopped; k++)
+			for (int root = r0; root <= r1 && !x->stopped; root++) {
 				enum nw_redop redop = coll->has_redop ? o->redops[k] : NW_SUM;
 				int fp8 = o->dtypes[d] == NW_FP8E4M3 || o->dtypes[d] == NW_FP8E5M2;
 				if (coll->has_redop && redop == NW_AVG && fp8 && !strcmp(x->be->name, "nccl")) {
@@ -811,6 +864,47 @@ static int host_memory_fits(struct ctx *x)
 	                 procs, avail / 1073741824.0, why);
 }
 
+/*
+ * -M: what nccl-tests' memory report says, into the run's extra as
+ * "gpu_memory": device memory taken by communicator set-up, by the
+ * buffers (and their registration), and during the collectives (free
+ * memory before them, free0, less after), the most of any local GPU.
+ * 0, or -1 with err.
+ */
+static int memory_report(struct ctx *x, const int64_t *free0)
+{
+	int64_t free1[64], coll = 0;
+	if (x->be->ops->mem_free(x->be, free1, x->err, x->errlen))
+		return -1;
+	for (int i = 0; i < x->be->nlocal && i < 64; i++)
+		if (free0[i] - free1[i] > coll)
+			coll = free0[i] - free1[i];
+	json_t *m = json_object();
+	json_object_set_new(m, "init_bytes", json_integer(x->be->mem_init));
+	json_object_set_new(m, "user_bytes", json_integer(x->be->mem_user));
+	json_object_set_new(m, "collective_bytes", json_integer(coll));
+	if (!x->run->h.extra)
+		x->run->h.extra = json_object();
+	json_object_set_new(x->run->h.extra, "gpu_memory", m);
+	return 0;
+}
+
+/*
+ * -N: the run's extra "cycles": the cycles asked (0: until stopped), those
+ * finished by the last (op, dtype, redop, root) that ran, and whether a
+ * stop ended the run. The rows of every cycle are in the run, in order.
+ */
+static void cycles_record(struct ctx *x)
+{
+	json_t *c = json_object();
+	json_object_set_new(c, "asked", json_integer(x->o->cycles));
+	json_object_set_new(c, "completed", json_integer(x->cycles_done));
+	json_object_set_new(c, "stopped", json_boolean(x->stopped));
+	if (!x->run->h.extra)
+		x->run->h.extra = json_object();
+	json_object_set_new(x->run->h.extra, "cycles", c);
+}
+
 /* The sweep on an open backend: --pairs first, then every op. 0, 1 (wrong elements), -1 or -2 (usage) with x->err. */
 static int sweep(struct ctx *x)
 {
@@ -819,17 +913,25 @@ static int sweep(struct ctx *x)
 	if (o->pairs && o->nops == 0 && x->be->nranks < 2)
 		return nw_seterr(x->err, x->errlen, "--pairs needs at least 2 ranks (this run has %d); start it under a "
 		                 "launcher, e.g. mpirun -np 2 ncclwatch bench --pairs", x->be->nranks), -2;
-	if (host_memory_fits(x) || x->be->ops->alloc(x->be, x->buf_bytes, x->err, x->errlen))
+	/* -u: room for the pointers moved by up to 8-byte elements, as nccl-tests pads */
+	if (host_memory_fits(x) || x->be->ops->alloc(x->be, x->buf_bytes + 8 * (size_t)o->unalign, x->err, x->errlen))
+		return -1;
+	int64_t free0[64];
+	if (o->mem_report && x->be->ops->mem_free(x->be, free0, x->err, x->errlen))
 		return -1;
 	/* with other ops asked for too, one rank simply has no pairs */
 	if (o->pairs && (x->be->nranks > 1 || o->nops == 0) && run_pairs(x))
 		return -1;
-	for (int i = 0; i < o->nops; i++) {
+	for (int i = 0; i < o->nops && !x->stopped; i++) {
 		int64_t w = sweep_op(x, nw_coll_get(o->ops[i]));
 		if (w < 0)
 			return (int)w;
 		wrong += w;
 	}
+	if (o->mem_report && memory_report(x, free0))
+		return -1;
+	if (o->cycles != 1)
+		cycles_record(x);
 	return wrong || x->pairs_wrong ? 1 : 0;
 }
 

@@ -50,6 +50,12 @@ struct nw_bench_opts {
 	int per_iter_skip;          /* -K: leading iterations the per-iteration summary leaves out */
 	int timestamps;             /* -S 1: each table row ends with the local time it was printed (table only) */
 	struct nw_split split;      /* NCCL_TESTS_SPLIT / _MASK: groups of processes that run apart (kind NONE: one) */
+	int cycles;                 /* -N: sweeps of every size after one warm-up (default 1; 0 until stop_asked) */
+	int mem_report;             /* -M 1: GPU memory taken by set-up, buffers and the collectives (extra "gpu_memory") */
+	int unalign;                /* -u: pointers moved by this many elements (misaligned buffers) */
+	int parallel_init;          /* -p 1: each -t thread creates its own communicators at the same time */
+	int reg;                    /* -R: 0 none, 1 local (ncclCommRegister), 2 symmetric (ncclCommWindowRegister) */
+	int (*stop_asked)(void);    /* with -N other than 1: non-zero on rank 0 ends the run after the current cycle */
 };
 
 /* nccl-tests' defaults (-b 32M -e 32M ... ) adapted: see docs/bench.md. */

@@ -1,6 +1,7 @@
 #include "cmd/bench_cli.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,9 @@ static const struct int_flag {
 	{ 't', 1, 64, "threads" },                 { 'C', 0, 1, "report CPU time" },
 	{ 'I', 0, 1, "per-iteration timing" },     { 'K', 0, 1000000, "per-iteration summary skip" },
 	{ 'S', 0, 1, "report timestamps" },
+	{ 'N', 0, 1000000000, "--run_cycles, 0 until interrupted" }, { 'M', 0, 1, "--memory, GPU memory report" },
+	{ 'u', 0, 1048576, "--unalign, elements to shift the buffers by" }, { 'p', 0, 1, "--parallel_init" },
+	{ 'R', 0, 2, "--local_register, 1 local, 2 symmetric" },
 };
 
 /* A whole-number flag (one of int_flags) into o; 0, or -1 with err. */
@@ -101,6 +105,11 @@ static int int_opt(int c, const char *arg, const char *name, struct nw_bench_opt
 	case 'I': o->per_iter = (int)v; break;
 	case 'K': o->per_iter_skip = (int)v; break;
 	case 'S': o->timestamps = (int)v; break;
+	case 'N': o->cycles = (int)v; break;
+	case 'M': o->mem_report = (int)v; break;
+	case 'u': o->unalign = (int)v; break;
+	case 'p': o->parallel_init = (int)v; break;
+	case 'R': o->reg = (int)v; break;
 	default: o->cputime = (int)v; break;
 	}
 	return 0;
@@ -173,6 +182,7 @@ static int take_opt(int c, const char *arg, const char *name, struct bench_cli *
 	struct nw_bench_opts *o = &cli->o;
 	switch (c) {
 	case 'n': case 'w': case 'm': case 'c': case 'z': case 'G': case 'a': case 'g': case 't': case 'C': case 'I': case 'K': case 'S':
+	case 'N': case 'M': case 'u': case 'p': case 'R':
 		return int_opt(c, arg, name, o, err, errlen);
 	case 'o': case 'd': case OPT_OP:
 		return list_opt(c, arg, o, err, errlen);
@@ -300,6 +310,9 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		{ "oop-only", no_argument, NULL, OPT_OOP }, { "ip-only", no_argument, NULL, OPT_IP },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "rendezvous-timeout", required_argument, NULL, OPT_RDZV },
+		{ "run_cycles", required_argument, NULL, 'N' }, { "memory", required_argument, NULL, 'M' },
+		{ "unalign", required_argument, NULL, 'u' }, { "parallel_init", required_argument, NULL, 'p' },
+		{ "local_register", required_argument, NULL, 'R' },
 		NW_CLI_STORE_LONGOPTS,
 		NW_PROGRESS_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
@@ -309,7 +322,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 	char err[NW_ERRLEN] = "";
 	int c, op_given = 0, e_given = 0;
 	optind = 1;
-	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:I:K:S:D:V:", longs)) != -1) {
+	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:I:K:S:D:V:N:M:u:p:R:", longs)) != -1) {
 		if (c == -2)
 			return 2;
 		op_given |= c == OPT_OP;
@@ -335,13 +348,19 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 	return 0;
 }
 
-static void section_end(struct bench_cli *cli)
+static void print_memory(const struct nw_run *run);
+
+/* A section's footer; the run's last one (last) carries -M's memory report, as nccl-tests ends with it. */
+static void section_end(struct bench_cli *cli, int last)
 {
 	if (!cli->cur_op || !cli->table)
 		return;
 	const struct nw_coll *c = cli->cur_op;
 	nw_nt_print_footer(stdout, cli->wrong_op, cli->bus_n ? cli->bus_sum / (double)cli->bus_n : 0);
-	printf("# Collective test concluded: %s_perf\n#\n", c->name);
+	printf("# Collective test concluded: %s_perf\n", c->name);
+	if (last && cli->o.mem_report)
+		print_memory(cli->run);
+	printf("#\n");
 }
 
 /*
@@ -384,9 +403,9 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 		snprintf(step, sizeof(step), "%" PRIu64 "(bytes)", o->step_bytes);
 	/* nccl-tests' meaning: threads in this process, GPUs driven by each */
 	printf("# nThread %d nGpus %d minBytes %" PRIu64 " maxBytes %" PRIu64 " step: %s warmup iters: %d iters: %d "
-	       "agg iters: %d validation: %d graph: %d\n", h->nthreads > 0 ? h->nthreads : 1,
+	       "agg iters: %d validation: %d graph: %d unalign: %d\n", h->nthreads > 0 ? h->nthreads : 1,
 	       h->gpus_per_thread > 0 ? h->gpus_per_thread : h->nranks, o->min_bytes, o->max_bytes, step, o->warmup,
-	       o->iters, o->agg_iters, o->check, o->graph_launches);
+	       o->iters, o->agg_iters, o->check, o->graph_launches, o->unalign);
 	static const char *const blocking[] = {
 		"", "wait and barrier after each inner iteration (-m) ", "wait after each inner iteration (-m), no barrier ",
 		"wait and barrier after each outer iteration (-n); time excludes barrier ",
@@ -454,8 +473,9 @@ static void progress_start(struct bench_cli *cli, int nranks)
 		nw_progress_init(p, nw_progress_wanted(cli->progress_mode), 0, 0);
 		snprintf(p->what, sizeof(p->what), "%s: %s", cli->cmd, o->nops ? nw_coll_get(o->ops[0])->name : "pairs");
 	}
-	p->total_n = combos * nsizes;
-	p->total_w = combos * wsizes;
+	/* -N: every cycle sweeps again; -N 0 has no end to count down to (the line then says only where it is) */
+	p->total_n = combos * nsizes * o->cycles;
+	p->total_w = combos * wsizes * o->cycles;
 }
 
 /* One size done: advance the progress line to the size after it. */
@@ -483,7 +503,7 @@ static void print_rows(struct bench_cli *cli, const struct nw_row *oop, const st
 		return;
 	const struct nw_coll *c = nw_coll_find(r->op);
 	if (!c || c != cli->cur_op) {
-		section_end(cli);
+		section_end(cli, 0);
 		section_start(cli, r);
 	}
 	char line[512];
@@ -685,7 +705,7 @@ static int write_nt_json(const struct bench_cli *cli, const struct nw_run *run, 
 		.min_bytes = o->min_bytes, .max_bytes = o->max_bytes, .step_factor = o->step_factor,
 		.step_bytes = o->step_bytes, .warmup = o->warmup, .iters = o->iters, .agg_iters = o->agg_iters,
 		.validation = o->check, .graph = o->graph_launches, .blocking = o->blocking,
-		.per_iter = o->per_iter, .per_iter_skip = o->per_iter_skip,
+		.per_iter = o->per_iter, .per_iter_skip = o->per_iter_skip, .parallel_init = o->parallel_init,
 		.prog = "ncclwatch", .argc = argc, .argv = argv, .envp = environ,
 	};
 	nw_strlcpy(c.start_time, cli->nt_start, sizeof(c.start_time));
@@ -722,6 +742,77 @@ static void catch_interrupt(struct nw_progress *p, const char *cmd)
 	signal(SIGINT, p ? on_interrupt : SIG_DFL);
 }
 
+/* --- -N and -M: stopping between cycles, the memory report --- */
+
+static volatile sig_atomic_t stop_flag;
+static int stop_quiet; /* a rank other than 0: rank 0 says it for the job */
+
+/* SIGINT during -N cycles: the first ends the run after the current cycle (nw_bench_opts.stop_asked), a second as usual. */
+static void on_stop(int sig)
+{
+	static const char msg[] = "\nncclwatch: interrupted: stopping after the current cycle (Ctrl-C again to quit now)\n";
+	stop_flag = 1;
+	if (!stop_quiet && write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+		stop_flag = 1;
+	signal(sig, SIG_DFL);
+}
+
+static int stop_asked(void)
+{
+	return stop_flag != 0;
+}
+
+/* With -N other than 1: SIGINT asks for a stop between cycles (every rank: a terminal's Ctrl-C reaches them all). */
+static void catch_stop(struct nw_bench_opts *o)
+{
+	stop_flag = 0;
+	stop_quiet = other_rank();
+	o->stop_asked = stop_asked;
+	signal(SIGINT, on_stop);
+}
+
+/* nccl-tests' memory amounts: B, KB, MB, GB (1024-based) with 2, 1 or 0 decimals below 10, 100 and above. */
+static void mem_text(int64_t bytes, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KB", "MB", "GB" };
+	double v = (double)bytes;
+	int u = fabs(v) >= 1073741824.0 ? 3 : fabs(v) >= 1048576.0 ? 2 : fabs(v) >= 1024.0 ? 1 : 0;
+	v /= pow(1024.0, u);
+	snprintf(buf, len, "%.*f %s", fabs(v) < 10 ? 2 : fabs(v) < 100 ? 1 : 0, v, unit[u]);
+}
+
+/* -M: "# GPU memory usage     : Initialization X | User-Allocated Y | Collective Z | Total  T", as nccl-tests. */
+static void print_memory(const struct nw_run *run)
+{
+	json_t *m = run->h.extra ? json_object_get(run->h.extra, "gpu_memory") : NULL;
+	if (!m)
+		return;
+	static const char *const key[] = { "init_bytes", "user_bytes", "collective_bytes" };
+	static const char *const name[] = { "Initialization", "User-Allocated", "Collective" };
+	char line[256] = "", v[32];
+	int64_t total = 0;
+	size_t u = 0;
+	for (int i = 0; i < 3; i++) {
+		int64_t b = (int64_t)json_integer_value(json_object_get(m, key[i]));
+		total += b;
+		mem_text(b, v, sizeof(v));
+		u += (size_t)snprintf(line + u, sizeof(line) - u, "%s %s | ", name[i], v);
+	}
+	mem_text(total, v, sizeof(v));
+	printf("# %-20s : %sTotal  %s\n", "GPU memory usage", line, v);
+}
+
+/* -N stopped by Ctrl-C: say on stderr how many cycles were kept. */
+static void cycles_note(const struct bench_cli *cli, const struct nw_run *run)
+{
+	json_t *c = run->h.extra ? json_object_get(run->h.extra, "cycles") : NULL;
+	if (!c || !json_is_true(json_object_get(c, "stopped")))
+		return;
+	long long done = json_integer_value(json_object_get(c, "completed"));
+	nw_warn("%s: stopped after cycle %lld as asked (Ctrl-C); %lld finished cycle%s kept", cli->cmd, done, done,
+	        done == 1 ? "" : "s");
+}
+
 static const char *job_cmd;
 
 /* An error every rank found alike, said by rank 0 for the job (nw_bench_on_job_error). */
@@ -754,6 +845,8 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 		catch_interrupt(&cli->prog, cmd);
 	job_cmd = cmd;
 	nw_bench_on_job_error(say_job_error);
+	if (cli->o.cycles != 1)
+		catch_stop(&cli->o);
 	int rc = nw_bench_run(&cli->o, &run, on_row, cli, err, sizeof(err));
 	nw_bench_on_job_error(NULL);
 	catch_interrupt(NULL, NULL);
@@ -768,7 +861,8 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 	} else {
 		status = rc ? 1 : 0;
 		if (run.h.rank == 0) {
-			section_end(cli);
+			section_end(cli, 1);
+			cycles_note(cli, &run);
 			struct nw_topo *topo = probe_topology(&run);
 			struct nw_expect e;
 			int nhosts = run.h.nhosts > 0 ? run.h.nhosts : 1;

@@ -26,6 +26,7 @@ struct nw_call {
 	int inplace;
 	int pair;            /* sendrecv between ranks pair_a and pair_b only, both ways */
 	int pair_a, pair_b;
+	size_t unalign;      /* -u: bytes added to both pointers after the shift (misaligned buffers) */
 };
 
 /* The peer of a rank in a pair call, or -1 when it sits this one out. */
@@ -70,6 +71,8 @@ struct nw_backend_ops {
 	 * Collective over every rank of the job. NULL when unsupported.
 	 */
 	int (*split)(struct nw_backend *be, int color, char *err, size_t errlen);
+	/* -M: free device memory of each local rank's GPU into free_b[nlocal]; NULL for host backends. */
+	int (*mem_free)(struct nw_backend *be, int64_t *free_b, char *err, size_t errlen);
 };
 
 struct nw_backend {
@@ -89,6 +92,8 @@ struct nw_backend {
 	char nccl_path[512];
 	char driver[32];
 	char cuda_driver[16];
+	int reg_max;            /* -R: the highest registration mode this backend can do (0 none, 1 local, 2 symmetric) */
+	int64_t mem_init, mem_user; /* -M: device memory communicator set-up and the buffers took (most of any local GPU) */
 	void *priv;
 };
 
@@ -102,7 +107,7 @@ struct nw_backend {
 static inline void nw_call_offsets(const struct nw_call *c, int rank, size_t *soff, size_t *roff)
 {
 	size_t chunk = (size_t)c->count * nw_dtype_size(c->dtype);
-	*soff = *roff = c->shift;
+	*soff = *roff = c->shift + c->unalign;
 	if (!c->inplace)
 		return;
 	if (c->op == NW_ALL_GATHER || c->op == NW_GATHER || c->op == NW_HYPERCUBE)
@@ -116,6 +121,8 @@ struct nw_nccl_open_opts {
 	const char *nccl_lib; /* --nccl-lib, or NULL: found as PyTorch would */
 	int ngpus;            /* -g: GPUs per thread (0: all visible, one per process under a launcher) */
 	int nthreads;         /* -t: threads, each with its own GPUs and NCCL group (0 or 1: one) */
+	int reg;              /* -R: 0 none, 1 ncclCommRegister, 2 ncclCommWindowRegister (symmetric) */
+	int parallel_init;    /* -p 1: each -t thread creates its own communicators, at the same time */
 };
 
 /*

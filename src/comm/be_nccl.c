@@ -29,6 +29,10 @@ struct nccl_priv {
 	nw_ncclComm_t comm[MAXLOCAL];
 	nw_CUdeviceptr send[MAXLOCAL], recv[MAXLOCAL];
 	nw_CUgraphExec gexec[MAXLOCAL];
+	int reg;                /* -R: 0, 1 local, 2 symmetric; buffers then come from ncclMemAlloc */
+	int parallel_init;      /* -p 1 */
+	void *reg_send[MAXLOCAL], *reg_recv[MAXLOCAL]; /* -R 1: ncclCommRegister's handles, NULL none */
+	nw_ncclWindow_t win_send[MAXLOCAL], win_recv[MAXLOCAL]; /* -R 2: the windows, NULL none */
 	size_t bytes;
 	void *pinned[16];
 	int npinned;
@@ -77,19 +81,29 @@ static int set_ctx(struct nw_backend *be, int i, char *err, size_t errlen)
 	return r ? cu_fail(p, r, p->dev[i], "selecting the device", err, errlen) : 0;
 }
 
+static void deregister_buffers(struct nw_backend *be);
+
 static void free_buffers(struct nw_backend *be)
 {
 	struct nccl_priv *p = P(be);
+	deregister_buffers(be);
 	for (int i = 0; i < be->nlocal; i++) {
 		p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
-		if (p->send[i])
-			p->cu->pfn_cuMemFree(p->send[i]);
-		if (p->recv[i])
-			p->cu->pfn_cuMemFree(p->recv[i]);
+		nw_CUdeviceptr b[2] = { p->send[i], p->recv[i] };
+		for (int k = 0; k < 2; k++) {
+			if (b[k] && p->reg)
+				p->nc->pfn_ncclMemFree((void *)(uintptr_t)b[k]);
+			else if (b[k])
+				p->cu->pfn_cuMemFree(b[k]);
+		}
 		p->send[i] = p->recv[i] = 0;
 	}
 	p->bytes = 0;
 }
+
+static int alloc_registered(struct nw_backend *be, size_t bytes, char *err, size_t errlen);
+static int mem_snapshot(struct nw_backend *be, int64_t *free_b);
+static int be_mem_free(struct nw_backend *be, int64_t *free_b, char *err, size_t errlen);
 
 static int be_alloc(struct nw_backend *be, size_t bytes, char *err, size_t errlen)
 {
@@ -106,16 +120,32 @@ static int be_alloc(struct nw_backend *be, size_t bytes, char *err, size_t errle
 			                 "too little GPU memory on GPU %d: the sweep needs 2 x %.2f GiB (send and receive "
 			                 "buffers for -e), %.2f GiB is free of %.2f GiB; lower -e or free the GPU",
 			                 (int)p->dev[i], bytes / 1073741824.0, freeb / 1073741824.0, total / 1073741824.0);
+	}
+	int64_t before[MAXLOCAL], after[MAXLOCAL];
+	mem_snapshot(be, before);
+	if (p->reg && alloc_registered(be, bytes, err, errlen))
+		return -1;
+	for (int i = 0; i < be->nlocal && !p->reg; i++) {
+		if (set_ctx(be, i, err, errlen))
+			return -1;
 		nw_CUresult r = p->cu->pfn_cuMemAlloc(&p->send[i], bytes);
 		if (!r)
 			r = p->cu->pfn_cuMemAlloc(&p->recv[i], bytes);
 		if (r)
 			return cu_fail(p, r, p->dev[i], "allocating buffers", err, errlen);
+	}
+	for (int i = 0; i < be->nlocal; i++) {
+		p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
 		/* a defined value everywhere (1.0f); patterns are written before checks */
 		p->cu->pfn_cuMemsetD32(p->send[i], 0x3f800000u, bytes / 4);
 		p->cu->pfn_cuMemsetD32(p->recv[i], 0x3f800000u, bytes / 4);
 	}
 	p->bytes = bytes;
+	mem_snapshot(be, after);
+	be->mem_user = 0;
+	for (int i = 0; i < be->nlocal; i++)
+		if (before[i] - after[i] > be->mem_user)
+			be->mem_user = before[i] - after[i];
 	return 0;
 }
 
@@ -653,6 +683,7 @@ static void be_destroy(struct nw_backend *be)
 	if (p) {
 		stop_workers(p);
 		be_graph_free(be);
+		deregister_buffers(be); /* while the communicators live */
 		if (!p->aborted)
 			for (int i = 0; i < be->nlocal; i++)
 				if (p->comm[i]) {
@@ -734,6 +765,7 @@ static const struct nw_backend_ops nccl_ops = {
 	.host_alloc = be_host_alloc,
 	.destroy = be_destroy,
 	.split = be_split,
+	.mem_free = be_mem_free,
 };
 
 /* Which GPUs this process drives: nthreads threads (-t) of per GPUs (-g) each, ordinals first to first + ngpus - 1. */
@@ -864,43 +896,228 @@ static void default_config(const struct nw_nccl *nc, struct nw_ncclConfig *cfg)
 }
 
 /*
+ * Local ranks [first, first + n) join the communicator of id, as one NCCL
+ * group when there are several. 0, or -1 with err.
+ */
+static int init_range(struct nw_backend *be, int first, int n, const nw_ncclUniqueId *id, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	const struct nw_nccl *nc = p->nc;
+	struct nw_ncclConfig cfg;
+	default_config(nc, &cfg);
+	int use_cfg = nc->pfn_ncclCommInitRankConfig && nc->version_code >= 22800;
+	if (n > 1)
+		nc->pfn_ncclGroupStart();
+	for (int i = first; i < first + n; i++) {
+		p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
+		nw_ncclResult_t rc = use_cfg ? nc->pfn_ncclCommInitRankConfig(&p->comm[i], be->nranks, *id, be->rank0 + i, &cfg)
+		                             : nc->pfn_ncclCommInitRank(&p->comm[i], be->nranks, *id, be->rank0 + i);
+		if (rc) {
+			if (n > 1)
+				nc->pfn_ncclGroupEnd();
+			return nccl_fail(p, rc, i, "creating the NCCL communicator", err, errlen);
+		}
+	}
+	if (n > 1) {
+		nw_ncclResult_t rc = nc->pfn_ncclGroupEnd();
+		if (rc)
+			return nccl_fail(p, rc, first, "creating the NCCL communicators", err, errlen);
+	}
+	return 0;
+}
+
+static int init_parallel(struct nw_backend *be, const nw_ncclUniqueId *id, char *err, size_t errlen);
+
+/*
  * The communicators: rank 0's unique id goes to every process, then each
- * local GPU joins as one rank (one NCCL group when there are several).
- * 0, or -1 with err.
+ * local GPU joins as one rank (one NCCL group when there are several; with
+ * -p 1 and -t threads, each thread its own ranks at the same time). 0, or
+ * -1 with err.
  */
 static int init_comms(struct nw_backend *be, char *err, size_t errlen)
 {
 	struct nccl_priv *p = P(be);
-	const struct nw_nccl *nc = p->nc;
 	nw_ncclUniqueId id;
 	memset(&id, 0, sizeof(id));
 	if (be->group->rank == 0) {
-		nw_ncclResult_t rc = nc->pfn_ncclGetUniqueId(&id);
+		nw_ncclResult_t rc = p->nc->pfn_ncclGetUniqueId(&id);
 		if (rc)
 			return nccl_fail(p, rc, -1, "ncclGetUniqueId", err, errlen);
 	}
 	if (nw_group_bcast(be->group, &id, sizeof(id), 0, err, errlen))
 		return -1;
-	struct nw_ncclConfig cfg;
-	default_config(nc, &cfg);
-	int use_cfg = nc->pfn_ncclCommInitRankConfig && nc->version_code >= 22800;
-	if (be->nlocal > 1)
-		nc->pfn_ncclGroupStart();
+	if (p->parallel_init && p->nthreads > 1)
+		return init_parallel(be, &id, err, errlen);
+	return init_range(be, 0, be->nlocal, &id, err, errlen);
+}
+
+/* --- -R (buffer registration), -M (memory report), -p (parallel init) --- */
+
+/* Each local GPU's free memory into free_b[nlocal] (0 where the driver does not say). 0, or -1 with err. */
+static int be_mem_free(struct nw_backend *be, int64_t *free_b, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
 	for (int i = 0; i < be->nlocal; i++) {
-		p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
-		nw_ncclResult_t rc = use_cfg ? nc->pfn_ncclCommInitRankConfig(&p->comm[i], be->nranks, id, be->rank0 + i, &cfg)
-		                             : nc->pfn_ncclCommInitRank(&p->comm[i], be->nranks, id, be->rank0 + i);
-		if (rc) {
-			if (be->nlocal > 1)
-				nc->pfn_ncclGroupEnd();
-			return nccl_fail(p, rc, i, "creating the NCCL communicator", err, errlen);
+		size_t fr = 0, total = 0;
+		if (set_ctx(be, i, err, errlen))
+			return -1;
+		nw_CUresult r = p->cu->pfn_cuMemGetInfo(&fr, &total);
+		if (r)
+			return cu_fail(p, r, p->dev[i], "asking free memory (-M)", err, errlen);
+		free_b[i] = (int64_t)fr;
+	}
+	return 0;
+}
+
+/* be_mem_free for the backend's own bookkeeping: zeros when the driver does not answer. */
+static int mem_snapshot(struct nw_backend *be, int64_t *free_b)
+{
+	char e[NW_ERRLEN];
+	int rc = be_mem_free(be, free_b, e, sizeof(e));
+	if (rc)
+		memset(free_b, 0, sizeof(*free_b) * (size_t)be->nlocal);
+	return rc;
+}
+
+/* One local rank's send and recv buffers from ncclMemAlloc (memory NCCL can map for its peers). 0, or -1 with err. */
+static int nccl_mem_alloc(struct nw_backend *be, int i, size_t bytes, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	void *sb = NULL, *rb = NULL;
+	if (set_ctx(be, i, err, errlen))
+		return -1;
+	nw_ncclResult_t rc = p->nc->pfn_ncclMemAlloc(&sb, bytes);
+	if (!rc)
+		p->send[i] = (nw_CUdeviceptr)(uintptr_t)sb;
+	if (!rc)
+		rc = p->nc->pfn_ncclMemAlloc(&rb, bytes);
+	if (!rc)
+		p->recv[i] = (nw_CUdeviceptr)(uintptr_t)rb;
+	return rc ? nccl_fail(p, rc, i, "ncclMemAlloc (-R)", err, errlen) : 0;
+}
+
+/*
+ * -R, as nccl-tests does it: every local rank's buffers from ncclMemAlloc,
+ * then registered with its communicator in one NCCL group (window
+ * registration is collective): ncclCommRegister (-R 1) or
+ * ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC (-R 2). The handles
+ * stay in p until deregister_buffers. 0, or -1 with err.
+ */
+static int alloc_registered(struct nw_backend *be, size_t bytes, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	const struct nw_nccl *nc = p->nc;
+	for (int i = 0; i < be->nlocal; i++)
+		if (nccl_mem_alloc(be, i, bytes, err, errlen))
+			return -1;
+	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
+	int at = 0;
+	for (; at < be->nlocal && !rc; at++) {
+		void *sb = (void *)(uintptr_t)p->send[at], *rb = (void *)(uintptr_t)p->recv[at];
+		p->cu->pfn_cuCtxSetCurrent(p->ctx[at]);
+		if (p->reg == 2) {
+			rc = nc->pfn_ncclCommWindowRegister(p->comm[at], sb, bytes, &p->win_send[at], NW_NCCL_WIN_COLL_SYMMETRIC);
+			if (!rc)
+				rc = nc->pfn_ncclCommWindowRegister(p->comm[at], rb, bytes, &p->win_recv[at],
+				                                    NW_NCCL_WIN_COLL_SYMMETRIC);
+		} else {
+			rc = nc->pfn_ncclCommRegister(p->comm[at], sb, bytes, &p->reg_send[at]);
+			if (!rc)
+				rc = nc->pfn_ncclCommRegister(p->comm[at], rb, bytes, &p->reg_recv[at]);
 		}
 	}
-	if (be->nlocal > 1) {
-		nw_ncclResult_t rc = nc->pfn_ncclGroupEnd();
-		if (rc)
-			return nccl_fail(p, rc, 0, "creating the NCCL communicators", err, errlen);
+	nw_ncclResult_t end = nc->pfn_ncclGroupEnd();
+	if (rc || end)
+		return nccl_fail(p, rc ? rc : end, at > 0 ? at - 1 : 0,
+		                 p->reg == 2 ? "ncclCommWindowRegister (-R 2)" : "ncclCommRegister (-R 1)", err, errlen);
+	return 0;
+}
+
+/* Undo alloc_registered's registrations (not the memory); nothing for communicators already gone. */
+static void deregister_buffers(struct nw_backend *be)
+{
+	struct nccl_priv *p = P(be);
+	for (int i = 0; i < be->nlocal; i++) {
+		if (p->comm[i]) {
+			p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
+			void *h[2] = { p->reg_send[i], p->reg_recv[i] };
+			nw_ncclWindow_t w[2] = { p->win_send[i], p->win_recv[i] };
+			for (int k = 0; k < 2; k++) {
+				if (h[k])
+					p->nc->pfn_ncclCommDeregister(p->comm[i], h[k]);
+				if (w[k])
+					p->nc->pfn_ncclCommWindowDeregister(p->comm[i], w[k]);
+			}
+		}
+		p->reg_send[i] = p->reg_recv[i] = NULL;
+		p->win_send[i] = p->win_recv[i] = NULL;
 	}
+}
+
+/* The highest -R the loaded NCCL can do: 1 from 2.19 (ncclCommRegister), 2 from 2.27 (windows). */
+static int reg_max(const struct nw_nccl *nc)
+{
+	if (!nc->pfn_ncclMemAlloc || !nc->pfn_ncclMemFree || !nc->pfn_ncclCommRegister || !nc->pfn_ncclCommDeregister ||
+	    nc->version_code < 21900)
+		return 0;
+	if (!nc->pfn_ncclCommWindowRegister || !nc->pfn_ncclCommWindowDeregister || nc->version_code < 22700)
+		return 1;
+	return 2;
+}
+
+struct init_arg {
+	struct nw_backend *be;
+	const nw_ncclUniqueId *id;
+	int k, rc;
+	char err[256];
+};
+
+static void *init_thread(void *v)
+{
+	struct init_arg *a = v;
+	struct nccl_priv *p = P(a->be);
+	a->rc = init_range(a->be, a->k * p->per, p->per, a->id, a->err, sizeof(a->err));
+	return NULL;
+}
+
+/* -p 1: each of the -t threads creates its own ranks' communicators, all at once (nccl-tests' threadInit). */
+static int init_parallel(struct nw_backend *be, const nw_ncclUniqueId *id, char *err, size_t errlen)
+{
+	struct nccl_priv *p = P(be);
+	struct init_arg *a = nw_calloc((size_t)p->nthreads, sizeof(*a));
+	pthread_t *th = nw_calloc((size_t)p->nthreads, sizeof(*th));
+	int started = 0, rc = 0;
+	for (int k = 0; k < p->nthreads; k++) {
+		a[k] = (struct init_arg){ .be = be, .id = id, .k = k };
+		int e = pthread_create(&th[k], NULL, init_thread, &a[k]);
+		if (e) {
+			rc = nw_seterr(err, errlen, "cannot start init thread %d of %d (-p 1): %s", k, p->nthreads, strerror(e));
+			break;
+		}
+		started++;
+	}
+	for (int k = 0; k < started; k++) {
+		pthread_join(th[k], NULL);
+		if (a[k].rc && !rc)
+			rc = nw_seterr(err, errlen, "thread %d: %s", k, a[k].err);
+	}
+	free(th);
+	free(a);
+	return rc;
+}
+
+/* init_comms, and the device memory it took (-M's "Initialization"). */
+static int init_comms_measured(struct nw_backend *be, char *err, size_t errlen)
+{
+	int64_t before[MAXLOCAL], after[MAXLOCAL];
+	mem_snapshot(be, before);
+	if (init_comms(be, err, errlen))
+		return -1;
+	mem_snapshot(be, after);
+	be->mem_init = 0;
+	for (int i = 0; i < be->nlocal; i++)
+		if (before[i] - after[i] > be->mem_init)
+			be->mem_init = before[i] - after[i];
 	return 0;
 }
 
@@ -982,7 +1199,11 @@ int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const stru
 	if (failed || agreed)
 		return agreed ? agreed : -1;
 	struct nw_backend *be = backend_new(g, cu, nc, &pl);
-	if (open_devices(be, pl.first, err, errlen) || init_comms(be, err, errlen) || start_workers(be, err, errlen)) {
+	be->reg_max = reg_max(nc);
+	P(be)->reg = o->reg <= be->reg_max ? o->reg : 0; /* more than it can do: refused by the sweep, by name */
+	P(be)->parallel_init = o->parallel_init;
+	if (open_devices(be, pl.first, err, errlen) || init_comms_measured(be, err, errlen) ||
+	    start_workers(be, err, errlen)) {
 		be_destroy(be);
 		return -1;
 	}

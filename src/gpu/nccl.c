@@ -283,6 +283,12 @@ static const struct nw_dl_sym syms[] = {
 	{ (void **)&nccl.pfn_ncclCommSplit, { "ncclCommSplit" }, 0 },
 	{ (void **)&nccl.pfn_ncclCommUserRank, { "ncclCommUserRank" }, 0 },
 	{ (void **)&nccl.pfn_ncclCommCount, { "ncclCommCount" }, 0 },
+	{ (void **)&nccl.pfn_ncclMemAlloc, { "ncclMemAlloc" }, 0 },
+	{ (void **)&nccl.pfn_ncclMemFree, { "ncclMemFree" }, 0 },
+	{ (void **)&nccl.pfn_ncclCommRegister, { "ncclCommRegister" }, 0 },
+	{ (void **)&nccl.pfn_ncclCommDeregister, { "ncclCommDeregister" }, 0 },
+	{ (void **)&nccl.pfn_ncclCommWindowRegister, { "ncclCommWindowRegister" }, 0 },
+	{ (void **)&nccl.pfn_ncclCommWindowDeregister, { "ncclCommWindowDeregister" }, 0 },
 };
 
 /* ncclGetVersion's code as text: 22809 -> "2.28.9" (2.8 and older: 2708 -> "2.7.8"). */

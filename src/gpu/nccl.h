@@ -44,6 +44,9 @@ typedef struct nw_ncclComm *nw_ncclComm_t;
 typedef struct { char internal[128]; } nw_ncclUniqueId;
 typedef int nw_ncclResult_t;
 enum { NW_NCCL_SUCCESS = 0, NW_NCCL_IN_PROGRESS = 7 };
+typedef struct nw_ncclWindow *nw_ncclWindow_t;
+/* ncclCommWindowRegister's flag: a window every rank registers alike, for symmetric kernels (nccl.h 2.27) */
+#define NW_NCCL_WIN_COLL_SYMMETRIC 0x01
 
 /* ncclConfig_t as of NCCL 2.28 (its size and version tell NCCL which fields we know). */
 struct nw_ncclConfig {
@@ -85,6 +88,14 @@ struct nw_nccl {
 	nw_ncclResult_t (*pfn_ncclCommSplit)(nw_ncclComm_t c, int color, int key, nw_ncclComm_t *out, void *config);
 	nw_ncclResult_t (*pfn_ncclCommUserRank)(nw_ncclComm_t c, int *rank);
 	nw_ncclResult_t (*pfn_ncclCommCount)(nw_ncclComm_t c, int *n);
+	/* buffer registration (-R): NULL when absent; checked where used */
+	nw_ncclResult_t (*pfn_ncclMemAlloc)(void **p, size_t bytes);          /* 2.19+ */
+	nw_ncclResult_t (*pfn_ncclMemFree)(void *p);
+	nw_ncclResult_t (*pfn_ncclCommRegister)(nw_ncclComm_t c, void *buf, size_t bytes, void **handle); /* 2.19+ */
+	nw_ncclResult_t (*pfn_ncclCommDeregister)(nw_ncclComm_t c, void *handle);
+	nw_ncclResult_t (*pfn_ncclCommWindowRegister)(nw_ncclComm_t c, void *buf, size_t bytes, nw_ncclWindow_t *win,
+	                                               int flags); /* 2.27+ */
+	nw_ncclResult_t (*pfn_ncclCommWindowDeregister)(nw_ncclComm_t c, nw_ncclWindow_t win);
 	int version_code;            /* 22809 */
 	char version[32];            /* "2.28.9" */
 	struct nw_nccl_where where;  /* the file loaded and why */

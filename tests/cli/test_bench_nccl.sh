@@ -60,7 +60,7 @@ expect_out "--ip-only: in-place figures only" "^ +8 +2 +float +sum +-1 {30,}[0-9
 # CUDA graphs: the -n launches captured once, replayed -G times.
 run bench -g 2 --op all -G 2 -b 8 -e 16K -f 4
 expect_rc "-G 2: exit 0" 0
-expect_out "-G 2: header says graph 2" "graph: 2$"
+expect_out "-G 2: header says graph 2" "graph: 2 unalign: 0$"
 cp "$OUT" "$TMP/g.txt"
 expect_true "-G 2: zero wrong" check_table "$TMP/g.txt" 2
 

@@ -54,8 +54,21 @@
  *   FAKE_NCCL_ASYNC_ERROR=RANK:N  after N operations (collectives, sends and
  *                            receives) of RANK, its further work never runs and
  *                            ncclCommGetAsyncError reports ncclRemoteError (6)
+ *   FAKE_NCCL_REPORT_REG=1   each buffer registration and deregistration says
+ *                            so on stderr ("fake NCCL: rank R: ncclCommRegister
+ *                            N bytes"), and a communicator destroyed with
+ *                            registrations still open says how many
+ *
+ * Buffer registration (nccl-tests' -R): ncclMemAlloc/ncclMemFree take device
+ * memory from the fake driver (the cuMemAlloc_v2 of the libcuda.so.1 already
+ * loaded, $NCCLWATCH_CUDA_LIB when set), so its cuMemGetInfo counts it;
+ * ncclCommRegister/Deregister (refused below version 2.19) and
+ * ncclCommWindowRegister/Deregister (refused below 2.27, as if absent) keep
+ * a handle per buffer and check it comes back to the communicator that made
+ * it. FAKE_NCCL_VERSION below those plays an older NCCL.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -123,6 +136,12 @@ EXPORT ncclResult_t ncclRecv(void *r, size_t n, int t, int peer, ncclComm_t c, c
 EXPORT ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t *out, void *config);
 EXPORT ncclResult_t ncclCommUserRank(ncclComm_t c, int *rank);
 EXPORT ncclResult_t ncclCommCount(ncclComm_t c, int *n);
+EXPORT ncclResult_t ncclMemAlloc(void **p, size_t bytes);
+EXPORT ncclResult_t ncclMemFree(void *p);
+EXPORT ncclResult_t ncclCommRegister(ncclComm_t c, void *buf, size_t bytes, void **handle);
+EXPORT ncclResult_t ncclCommDeregister(ncclComm_t c, void *handle);
+EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t c, void *buf, size_t bytes, void **win, int flags);
+EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t c, void *win);
 
 enum kind { K_ALLREDUCE, K_ALLGATHER, K_REDUCESCATTER, K_BROADCAST, K_REDUCE, K_ALLTOALL, K_GATHER, K_SCATTER,
             K_SEND, K_RECV };
@@ -163,6 +182,7 @@ struct comm {
 	struct queued *q;
 	size_t qh, qn, qcap;
 	int stop;
+	int nreg;           /* registrations and windows still open (under mu) */
 };
 
 enum tag { TAG_COLL, TAG_P2P, TAG_HELD };
@@ -517,6 +537,8 @@ ncclResult_t ncclCommDestroy(ncclComm_t c)
 	FAIL_POINT();
 	if (!c)
 		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL communicator", __func__);
+	if (c->nreg && getenv("FAKE_NCCL_REPORT_REG"))
+		fprintf(stderr, "fake NCCL: rank %d: destroyed with %d registrations still open\n", c->rank, c->nreg);
 	if (c->xp)
 		xp_leave(c, 0);
 	pthread_mutex_lock(&mu);
@@ -1956,4 +1978,117 @@ ncclResult_t ncclCommCount(ncclComm_t c, int *n)
 		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument", __func__);
 	*n = c->n;
 	return ncclSuccess;
+}
+
+/* ---- buffer registration (-R) ---- */
+
+#define REG_MAGIC 0x66616b6572656731ull /* "fakereg1" */
+
+struct reg {
+	uint64_t magic;
+	struct comm *comm;
+	void *buf;
+	size_t bytes;
+	int window;
+};
+
+/* cuMemAlloc_v2 / cuMemFree_v2 of the fake driver this process already loaded; NULL when none is. */
+static void *driver_sym(const char *name)
+{
+	const char *lib = getenv("NCCLWATCH_CUDA_LIB");
+	void *h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+	void *f = h ? dlsym(h, name) : NULL;
+	if (h)
+		dlclose(h);
+	return f;
+}
+
+ncclResult_t ncclMemAlloc(void **p, size_t bytes)
+{
+	FAIL_POINT();
+	int (*alloc)(unsigned long long *, size_t) = (int (*)(unsigned long long *, size_t))driver_sym("cuMemAlloc_v2");
+	if (!p || !bytes)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL pointer or 0 bytes", __func__);
+	if (!alloc)
+		return fail(ncclSystemError, "fake NCCL: %s: no CUDA driver loaded in this process", __func__);
+	unsigned long long d = 0;
+	int r = alloc(&d, bytes);
+	if (r)
+		return fail(ncclUnhandledCudaError, "fake NCCL: %s: cuMemAlloc of %zu bytes failed (%d)", __func__, bytes, r);
+	*p = (void *)(uintptr_t)d;
+	return ncclSuccess;
+}
+
+ncclResult_t ncclMemFree(void *p)
+{
+	FAIL_POINT();
+	int (*release)(unsigned long long) = (int (*)(unsigned long long))driver_sym("cuMemFree_v2");
+	if (!release)
+		return fail(ncclSystemError, "fake NCCL: %s: no CUDA driver loaded in this process", __func__);
+	return release((unsigned long long)(uintptr_t)p) ? fail(ncclInvalidArgument, "fake NCCL: %s: not ncclMemAlloc's", __func__)
+	                                                 : ncclSuccess;
+}
+
+/* A handle for buf on c (window: a symmetric window); the version checks play older NCCLs. */
+static ncclResult_t reg_open(const char *fn, ncclComm_t c, void *buf, size_t bytes, void **out, int window)
+{
+	pthread_once(&env_once, read_env);
+	int need = window ? 22700 : 21900;
+	if (cfg.version < need)
+		return fail(ncclInvalidUsage, "fake NCCL: %s is not in NCCL %d (it came with %d)", fn, cfg.version, need);
+	if (!c || !buf || !bytes || !out)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument or 0 bytes", fn);
+	struct reg *r = calloc(1, sizeof(*r));
+	if (!r)
+		return fail(ncclSystemError, "fake NCCL: %s: out of memory", fn);
+	*r = (struct reg){ .magic = REG_MAGIC, .comm = c, .buf = buf, .bytes = bytes, .window = window };
+	pthread_mutex_lock(&mu);
+	c->nreg++;
+	pthread_mutex_unlock(&mu);
+	if (getenv("FAKE_NCCL_REPORT_REG"))
+		fprintf(stderr, "fake NCCL: rank %d: %s %zu bytes\n", c->rank, fn, bytes);
+	*out = r;
+	return ncclSuccess;
+}
+
+/* Close a handle reg_open made on c. */
+static ncclResult_t reg_close(const char *fn, ncclComm_t c, void *h, int window)
+{
+	struct reg *r = h;
+	if (!c || !r || r->magic != REG_MAGIC || r->comm != c || r->window != window)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: not a handle of this communicator", fn);
+	r->magic = 0;
+	pthread_mutex_lock(&mu);
+	c->nreg--;
+	pthread_mutex_unlock(&mu);
+	if (getenv("FAKE_NCCL_REPORT_REG"))
+		fprintf(stderr, "fake NCCL: rank %d: %s %zu bytes\n", c->rank, fn, r->bytes);
+	free(r);
+	return ncclSuccess;
+}
+
+ncclResult_t ncclCommRegister(ncclComm_t c, void *buf, size_t bytes, void **handle)
+{
+	FAIL_POINT();
+	return reg_open(__func__, c, buf, bytes, handle, 0);
+}
+
+ncclResult_t ncclCommDeregister(ncclComm_t c, void *handle)
+{
+	FAIL_POINT();
+	return reg_close(__func__, c, handle, 0);
+}
+
+ncclResult_t ncclCommWindowRegister(ncclComm_t c, void *buf, size_t bytes, void **win, int flags)
+{
+	FAIL_POINT();
+	if (flags & ~1)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: unknown flags %#x", __func__, (unsigned)flags);
+	return reg_open(__func__, c, buf, bytes, win, 1);
+}
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t c, void *win)
+{
+	FAIL_POINT();
+	return reg_close(__func__, c, win, 1);
 }
