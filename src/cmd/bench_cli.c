@@ -365,7 +365,7 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 	}
 	printf("#\n# Using devices: %s on %s%s (%d ranks)\n#\n", h->gpus, h->host, h->nhosts > 1 ? " and others" : "",
 	       h->nranks);
-	nw_nt_print_header(stdout, o->per_iter, o->timestamps);
+	nw_nt_print_header(stdout, o->per_iter, o->timestamps, o->cputime);
 }
 
 static void per_rank_line(const struct nw_row *r)
