@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "cmd/bench_cli.h"
 #include "util/util.h"
@@ -57,7 +58,8 @@ const char usage_bench[] =
 	"  --backend B        nccl (GPUs, default) or mpi (host memory over MPI)\n"
 	"  --nccl-lib PATH    load this libnccl.so.2 (else NCCLWATCH_NCCL_LIB, PyTorch's, the system's)\n"
 	"output:\n"
-	"  --json FILE        results as JSON (docs/results.md); '-' for stdout (no table then)\n"
+	"  --json [FILE]      " NW_CLI_JSON_HELP
+	"                     (the results, docs/results.md)\n"
 	"  -I 1               time every iteration: nccl-tests' i_min i_max i_p99 i_cv%\n"
 	"                     columns, per-iteration JSON and history (compare's noise)\n"
 	"  -K N               leave the first N iterations out of that summary\n"

@@ -57,7 +57,7 @@ static int find_op(const char *s)
 #define NW_MPI_DEFAULT_MAX (32ULL << 20)
 
 enum {
-	OPT_OP = NW_OPT_LOCAL, OPT_BACKEND, OPT_JSON, OPT_CSV, OPT_PER_RANK, OPT_PAIRS, OPT_NCCL_LIB,
+	OPT_OP = NW_OPT_LOCAL, OPT_BACKEND, OPT_CSV, OPT_PER_RANK, OPT_PAIRS, OPT_NCCL_LIB,
 	OPT_OOP, OPT_IP, OPT_QUIET, OPT_RDZV,
 };
 
@@ -182,7 +182,7 @@ static int take_opt(int c, const char *arg, const char *name, struct bench_cli *
 		return nw_seterr(err, errlen, "%s (nccl-tests' device API, %s) needs device code that ncclwatch does not "
 		                 "build; use nccl-tests for it", name, c == 'D' ? "device_implementation" : "device_cta_count");
 	case 'J': cli->nt_json_path = arg; nw_strlcpy(cli->nt_json_opt, name, sizeof(cli->nt_json_opt)); return 0;
-	case OPT_JSON: cli->json_path = arg; nw_strlcpy(cli->json_opt, name, sizeof(cli->json_opt)); return 0;
+	case NW_OPT_JSON: cli->json_path = arg ? arg : "-"; nw_strlcpy(cli->json_opt, name, sizeof(cli->json_opt)); return 0;
 	case OPT_CSV: cli->csv_path = arg; nw_strlcpy(cli->csv_opt, name, sizeof(cli->csv_opt)); return 0;
 	case OPT_PER_RANK: o->per_rank = 1; return 0;
 	case OPT_PAIRS: o->pairs = 1; return 0;
@@ -244,23 +244,7 @@ static int other_rank(void)
  */
 static int check_output(const char *cmd, const char *opt, const char *path)
 {
-	struct stat st;
-	if (!path || !strcmp(path, "-") || other_rank())
-		return 0;
-	if (stat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
-			return nw_error("%s: %s '%s' is a directory; give a file name", cmd, opt, path), 2;
-		if (access(path, W_OK) != 0)
-			return nw_error("%s: %s '%s' cannot be written: %m", cmd, opt, path), 2;
-		return 0;
-	}
-	char dir[4096];
-	nw_path_dir(path, dir, sizeof(dir));
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		return nw_error("%s: %s '%s': the directory '%s' does not exist", cmd, opt, path, dir), 2;
-	if (access(dir, W_OK | X_OK) != 0)
-		return nw_error("%s: %s '%s' cannot be created in '%s': %m", cmd, opt, path, dir), 2;
-	return 0;
+	return other_rank() ? 0 : nw_cli_check_output(cmd, opt, path);
 }
 
 int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cmd)
@@ -280,7 +264,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		{ "report_timestamps", required_argument, NULL, 'S' },
 		{ "device_implementation", required_argument, NULL, 'D' }, { "device_cta_count", required_argument, NULL, 'V' },
 		{ "op", required_argument, NULL, OPT_OP }, { "backend", required_argument, NULL, OPT_BACKEND },
-		{ "json", required_argument, NULL, OPT_JSON }, { "csv", required_argument, NULL, OPT_CSV },
+		NW_CLI_JSON_LONGOPT, { "csv", required_argument, NULL, OPT_CSV },
 		{ "per-rank", no_argument, NULL, OPT_PER_RANK }, { "pairs", no_argument, NULL, OPT_PAIRS },
 		{ "nccl-lib", required_argument, NULL, OPT_NCCL_LIB },
 		{ "oop-only", no_argument, NULL, OPT_OOP }, { "ip-only", no_argument, NULL, OPT_IP },
