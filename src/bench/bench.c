@@ -85,6 +85,7 @@ struct ctx {
 	int pattern_key; /* dtype*2+prod of the pattern in the send buffers, -1 none */
 	int nthreads;
 	int64_t pairs_wrong;
+	int stopped; /* the ranks agreed to end the sweep (o->stop) */
 	char *err;
 	size_t errlen;
 };
@@ -528,6 +529,28 @@ static int run_size(struct ctx *x, const struct nw_coll *coll, struct nw_call *c
 	return 0;
 }
 
+/*
+ * After a size: whether any rank's o->stop is set, asked of every rank so
+ * that they all stop after the same size. Sets x->stopped and marks rank
+ * 0's run interrupted. 0, or -1 with x->err.
+ */
+static int stop_agreed(struct ctx *x)
+{
+	if (!x->o->stop || x->stopped)
+		return 0;
+	int mine = *x->o->stop != 0, *all = nw_calloc((size_t)x->g->size, sizeof(int));
+	int rc = nw_group_allgather(x->g, &mine, all, sizeof(int), x->err, x->errlen);
+	for (int i = 0; !rc && i < x->g->size; i++)
+		x->stopped |= all[i] != 0;
+	free(all);
+	if (x->stopped && x->g->rank == 0) {
+		if (!x->run->h.extra)
+			x->run->h.extra = json_object();
+		json_object_set_new(x->run->h.extra, "interrupted", json_true());
+	}
+	return rc;
+}
+
 /* Every size of one (op, dtype, redop, root). Returns -1 on failure, else the wrong-element total. */
 static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop,
                          int root)
@@ -537,8 +560,8 @@ static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, enum nw_dtyp
 	int64_t wrong = 0;
 	struct nw_call c = { .op = coll->op, .dtype = dtype, .redop = redop, .root = root };
 	int rc = fill_patterns(x, coll, dtype, redop, root) || warm_up(x, &c) ? -1 : 0;
-	for (size_t k = 0; k < nsz && !rc; k++)
-		rc = run_size(x, coll, &c, sz[k], &wrong);
+	for (size_t k = 0; k < nsz && !rc && !x->stopped; k++)
+		rc = run_size(x, coll, &c, sz[k], &wrong) || stop_agreed(x);
 	free(sz);
 	return rc ? -1 : wrong;
 }
@@ -767,9 +790,9 @@ static int64_t sweep_op(struct ctx *x, const struct nw_coll *coll)
 	if (coll->has_root && r1 >= x->be->nranks)
 		return nw_seterr(x->err, x->errlen, "-r %d: root must be below the number of ranks (%d)", o->root,
 		                 x->be->nranks) * 2;
-	for (int d = 0; d < o->ndtypes; d++)
-		for (int k = 0; k < nred; k++)
-			for (int root = r0; root <= r1; root++) {
+	for (int d = 0; d < o->ndtypes && !x->stopped; d++)
+		for (int k = 0; k < nred && !x->stopped; k++)
+			for (int root = r0; root <= r1 && !x->stopped; root++) {
 				enum nw_redop redop = coll->has_redop ? o->redops[k] : NW_SUM;
 				int fp8 = o->dtypes[d] == NW_FP8E4M3 || o->dtypes[d] == NW_FP8E5M2;
 				if (coll->has_redop && redop == NW_AVG && fp8 && !strcmp(x->be->name, "nccl")) {
@@ -824,7 +847,7 @@ static int sweep(struct ctx *x)
 	/* with other ops asked for too, one rank simply has no pairs */
 	if (o->pairs && (x->be->nranks > 1 || o->nops == 0) && run_pairs(x))
 		return -1;
-	for (int i = 0; i < o->nops; i++) {
+	for (int i = 0; i < o->nops && !x->stopped; i++) {
 		int64_t w = sweep_op(x, nw_coll_get(o->ops[i]));
 		if (w < 0)
 			return (int)w;

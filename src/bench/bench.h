@@ -7,6 +7,7 @@
 #ifndef NW_BENCH_H
 #define NW_BENCH_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,12 @@ struct nw_bench_opts {
 	int per_iter;               /* -I 1: time every iteration on its own (each launch waited for) */
 	int per_iter_skip;          /* -K: leading iterations the per-iteration summary leaves out */
 	int timestamps;             /* -S 1: each table row ends with the local time it was printed (table only) */
+	/*
+	 * Set (by the command's signal handler) to end the sweep early: every
+	 * rank asks after each size, so all stop after the same one, and rank
+	 * 0's run gets "interrupted": true in its extra. NULL: never.
+	 */
+	volatile sig_atomic_t *stop;
 };
 
 /* nccl-tests' defaults (-b 32M -e 32M ... ) adapted: see docs/bench.md. */

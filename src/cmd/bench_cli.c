@@ -652,21 +652,72 @@ static int write_nt_json(const struct bench_cli *cli, const struct nw_run *run, 
 
 static struct nw_progress *sig_prog;
 static const char *sig_cmd;
+static volatile sig_atomic_t sig_stop; /* the first SIGINT or SIGTERM: its number */
 
-/* SIGINT: say what was interrupted (the rows printed so far stay), then die of it. */
-static void on_interrupt(int sig)
+/* Append s to buf (of len, at *at), without stdio (signal-safe). */
+static void sig_put(char *buf, size_t len, size_t *at, const char *s)
 {
-	nw_progress_interrupted(sig_prog, sig_cmd);
-	signal(sig, SIG_DFL);
-	raise(sig);
+	while (*s && *at + 1 < len)
+		buf[(*at)++] = *s++;
 }
 
-/* Report an interruption of p's work (NULL: stop reporting). */
-static void catch_interrupt(struct nw_progress *p, const char *cmd)
+/*
+ * SIGINT or SIGTERM: the first ends the sweep after the size running now
+ * (every rank alike, see nw_bench_opts.stop) and says so; what was
+ * measured is then printed, written and recorded as interrupted. A second
+ * says what was interrupted and dies of it at once.
+ */
+static void on_interrupt(int sig)
 {
+	if (sig_stop) {
+		nw_progress_interrupted(sig_prog, sig_cmd);
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	sig_stop = sig;
+	if (!sig_prog)
+		return;
+	char msg[200];
+	size_t at = 0;
+	sig_put(msg, sizeof(msg), &at, sig_prog->on && sig_prog->drawn ? "\r\033[K" : "");
+	sig_put(msg, sizeof(msg), &at, "ncclwatch: ");
+	sig_put(msg, sizeof(msg), &at, sig_cmd);
+	sig_put(msg, sizeof(msg), &at, ": stopping after the size running now (interrupt again to stop at once)\n");
+	ssize_t w = write(STDERR_FILENO, msg, at);
+	(void)w;
+}
+
+/*
+ * Catch SIGINT and SIGTERM for the sweep (on: 1), or give them back their
+ * default (0). p (rank 0's progress, else NULL) names what a second
+ * signal interrupted.
+ */
+static void catch_interrupt(int on, struct nw_progress *p, const char *cmd)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on ? on_interrupt : SIG_DFL;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
 	sig_prog = p;
 	sig_cmd = cmd;
-	signal(SIGINT, p ? on_interrupt : SIG_DFL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* After a sweep ended by a signal: the one line saying where it stopped and what is kept. */
+static void say_interrupted(const struct bench_cli *cli, const struct nw_run *run, int sig)
+{
+	const struct nw_row *last = run->nrows ? &run->rows[run->nrows - 1] : NULL;
+	char sz[32] = "";
+	if (last)
+		nw_format_size(last->size_bytes, sz, sizeof(sz));
+	fprintf(stderr, "ncclwatch: %s: interrupted (%s)%s%s%s%s%s after %d of %d sizes: keeping the %d finished "
+	        "(%zu rows), marked interrupted\n", cli->cmd, sig == SIGTERM ? "SIGTERM" : "SIGINT",
+	        last ? " during " : " before the first size", last ? last->op : "", last ? " " : "",
+	        last ? sz : "", last ? ", which was finished," : "", cli->prog.done_n, cli->prog.total_n,
+	        cli->prog.done_n, run->nrows);
 }
 
 static const char *job_cmd;
@@ -697,14 +748,17 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 	if (cli->o.quiet && cli->progress_mode == NW_PROGRESS_AUTO)
 		cli->progress_mode = NW_PROGRESS_OFF;
 	progress_start(cli, 1);
-	if (!other_rank())
-		catch_interrupt(&cli->prog, cmd);
+	sig_stop = 0;
+	catch_interrupt(1, other_rank() ? NULL : &cli->prog, cmd);
+	cli->o.stop = &sig_stop;
 	job_cmd = cmd;
 	nw_bench_on_job_error(say_job_error);
 	int rc = nw_bench_run(&cli->o, &run, on_row, cli, err, sizeof(err));
 	nw_bench_on_job_error(NULL);
-	catch_interrupt(NULL, NULL);
 	nw_progress_clear(&cli->prog);
+	int stopped = sig_stop;
+	if (stopped && rc >= 0 && run.h.rank == 0)
+		say_interrupted(cli, &run, stopped);
 	int status;
 	if (rc < 0) {
 		if (cli->table && cli->cur_op)
@@ -745,7 +799,10 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 			else if (id > 0 && !cli->o.quiet)
 				nw_cli_say_recorded(cmd, id);
 		}
+		if (stopped && status < 2)
+			status = 128 + stopped;
 	}
+	catch_interrupt(0, NULL, NULL);
 	nw_run_release(&run);
 	return status;
 }

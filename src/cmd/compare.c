@@ -79,7 +79,7 @@ static void describe(const char *tag, const char *label, const struct nw_run *r)
 		printf("%sNCCL %s", sep, r->h.nccl_version), sep = ", ";
 	if (r->h.gpus[0])
 		printf("%s%s", sep, r->h.gpus), sep = ", ";
-	printf("%s%zu rows)\n", sep, r->nrows);
+	printf("%s%zu rows%s)\n", sep, r->nrows, nw_run_interrupted(r) ? ", INTERRUPTED: only the sizes before Ctrl-C" : "");
 }
 
 static void print_rows(const struct nw_cmp *c)
@@ -352,6 +352,11 @@ int cmd_compare(int argc, char **argv)
 		nw_error("%s", err);
 		goto out;
 	}
+	for (int i = 0; i < 2; i++)
+		if (nw_run_interrupted(i ? &rb : &ra))
+			nw_warn("compare: %s (%s) is an interrupted run: it holds only the sizes measured before it was "
+			        "stopped; sizes it lacks are not compared%s", i ? "B" : "A", i ? lb : la,
+			        i ? "" : " (a baseline should be a complete run)");
 	int text = nw_cli_json_text(&a.json);
 	if (text && c.not_comparable[0] && !a.force) {
 		print_not_comparable(&c, 0);

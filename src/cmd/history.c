@@ -309,6 +309,8 @@ static void print_header(long long id, const struct nw_run *run, int all_env)
 	print_kv("command", h->cmdline);
 	print_kv("input", h->input);
 	print_kv("ncclwatch", h->tool_version);
+	if (nw_run_interrupted(run))
+		print_kv("interrupted", "yes: stopped by a signal (Ctrl-C); it holds only the sizes measured before");
 	json_t *fp = nw_fingerprint_of(run);
 	const json_t *topo = json_object_get(fp, "topology");
 	if (json_is_string(topo))

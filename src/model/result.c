@@ -99,6 +99,11 @@ void nw_row_compute_bw(struct nw_row *row)
 	row->busbw_gbs = c ? row->algbw_gbs * nw_busbw_factor(c->op, row->nranks) : 0;
 }
 
+int nw_run_interrupted(const struct nw_run *run)
+{
+	return run->h.extra && json_is_true(json_object_get(run->h.extra, "interrupted"));
+}
+
 double nw_run_avg_busbw(const struct nw_run *run)
 {
 	double sum = 0;

@@ -95,6 +95,8 @@ void nw_row_compute_bw(struct nw_row *row);
 
 /* Mean busbw over every row (both placements), as nccl-tests' footer. */
 double nw_run_avg_busbw(const struct nw_run *run);
+/* Whether run was ended early by a signal (its extra says "interrupted": true): it holds only the sizes before. */
+int nw_run_interrupted(const struct nw_run *run);
 /* The row of op with the highest busbw (the first of equals), or NULL when the run has none of op. */
 const struct nw_row *nw_run_peak(const struct nw_run *run, const char *op);
 
