@@ -799,8 +799,9 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 			else if (id > 0 && !cli->o.quiet)
 				nw_cli_say_recorded(cmd, id);
 		}
+		/* rank 0 says it; another rank exiting non-zero first would have the launcher kill rank 0 mid-write */
 		if (stopped && status < 2)
-			status = 128 + stopped;
+			status = run.h.rank == 0 ? 128 + stopped : 0;
 	}
 	catch_interrupt(0, NULL, NULL);
 	nw_run_release(&run);

@@ -104,8 +104,14 @@ struct tune_opts {
 
 static volatile sig_atomic_t interrupted;
 
+/* SIGINT or SIGTERM: the first ends the run in progress and keeps what was measured; a second dies at once. */
 static void on_signal(int sig)
 {
+	if (interrupted) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
 	interrupted = sig;
 }
 
@@ -535,6 +541,8 @@ static int write_json_file(const struct nw_tuner *t, const struct nw_cli_json *j
 static void show_note(void *ctx, enum nw_tune_note kind, const char *text)
 {
 	struct tune_opts *o = ctx;
+	if (kind == NW_TUNE_PROGRESS && text[0] == '[')
+		nw_strlcpy(o->prog.what, text, sizeof(o->prog.what)); /* what an interruption stopped */
 	if (kind == NW_TUNE_PROGRESS && text[0] == '[' && o->prog.on) {
 		char what[sizeof(o->prog.what)];
 		snprintf(what, sizeof(what), "tune: %s", text);
@@ -633,6 +641,10 @@ int cmd_tune(int argc, char **argv)
 	nw_progress_init(&o.prog, !o.quiet ? nw_progress_wanted(o.progress) : o.progress == NW_PROGRESS_ON, 0, 0);
 	rc = measure_caught(&t, err, sizeof(err));
 	nw_progress_clear(&o.prog);
+	if (interrupted)
+		fprintf(stderr, "ncclwatch: tune: interrupted (%s) during %s: that run was ended; keeping the %d finished "
+		        "run%s\n", interrupted == SIGTERM ? "SIGTERM" : "SIGINT", o.prog.what[0] ? o.prog.what : "the start",
+		        t.runs_total, t.runs_total == 1 ? "" : "s");
 	if (rc == NW_TUNE_INTERRUPTED && t.runs_total == 0)
 		goto out;
 	if (rc != NW_TUNE_FAILED)

@@ -94,3 +94,18 @@ if command -v script >/dev/null; then
 else
 	skip "terminal: the progress line is cleared before the message" "script(1) is missing (bsdutils)"
 fi
+
+# tune: the run in progress is ended, the finished runs stand (JSON marked), exit 130.
+D=$TMP/tune; mkdir -p "$D"
+FAKE_SLEEP=0.3 "$NW" tune --bench-cmd "$NW_TESTS/fake_bench" --op all_reduce -b 8 -e 1K -f 8 --no-history \
+	--json "$D/t.json" >"$D/out" 2>"$D/err" &
+pid=$!
+for _ in $(seq 100); do grep -q '\[4/' "$D/err" 2>/dev/null && break; sleep 0.1; done
+kill -INT "$pid"
+wait "$pid"; RC=$?
+cp "$D/out" "$OUT"; cp "$D/err" "$ERR"
+expect_rc "tune: Ctrl-C exits 130" 130
+expect_err "tune: one line says where it stopped and what is kept" \
+	'tune: interrupted \(SIGINT\) during \[[0-9]+/[0-9]+\] .*: that run was ended; keeping the [0-9]+ finished runs'
+expect_true "tune: the JSON says interrupted" python3 -c \
+	"import json,sys; d=json.load(open('$D/t.json')); sys.exit(not (d['interrupted'] is True and d['runs'] > 0))"
