@@ -7,6 +7,7 @@
  * (no GPU, no NCCL, bad usage or input: nothing about the node was judged).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,6 +299,31 @@ static void bench_opts(const struct check_opts *o, struct nw_bench_opts *b)
 	b->quiet = 1;
 }
 
+static volatile sig_atomic_t check_stop; /* the first SIGINT or SIGTERM during the bench: its number */
+
+/* SIGINT or SIGTERM: the first ends the bench after the size running (judged on what was measured); a second dies. */
+static void on_check_signal(int sig)
+{
+	if (check_stop) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	check_stop = sig;
+}
+
+/* Catch SIGINT and SIGTERM (on: 1) or give them back their default (0). */
+static void catch_check_signals(int on)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on ? on_check_signal : SIG_DFL;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /*
  * Run the short bench; with --pairs, send/recv between every pair of ranks
  * at the largest size first, in the same run (its results land in
@@ -315,8 +341,14 @@ static int run_bench(const struct check_opts *o, struct nw_run *run, char *err, 
 	nw_progress_init(&cr.p, nw_cli_json_text(&o->json) && nw_progress_wanted(o->progress), b.nops * nsizes,
 	                 b.nops * nsizes);
 	nw_strlcpy(cr.p.what, "check: bench", sizeof(cr.p.what));
+	b.stop = &check_stop;
+	catch_check_signals(1);
 	int rc = nw_bench_run(&b, run, row_done, &cr, err, errlen);
 	nw_progress_clear(&cr.p);
+	if (check_stop && rc >= 0 && run->h.rank == 0)
+		fprintf(stderr, "ncclwatch: check: interrupted (%s) during the bench: it stopped after the size "
+		        "running; judging the %zu rows measured (of %d sizes), recorded as interrupted\n",
+		        check_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->nrows, cr.p.total_n);
 	return rc == -2 ? -2 : rc < 0 ? -1 : 0;
 }
 
@@ -629,7 +661,10 @@ int cmd_check(int argc, char **argv)
 		                                       &st.findings, &o.vo) && o.pairs && !o.results)
 			nw_verdict_add_note(&st.cv, "sendrecv pairs", "skipped: one rank has no pair of ranks to measure");
 		rc = report(&o, &st, t0);
+		if (check_stop) /* as bench: rank 0 says it, the others leave quietly */
+			rc = st.run.h.rank == 0 ? 128 + check_stop : 0;
 	}
+	catch_check_signals(0);
 	state_release(&st);
 	return rc;
 }

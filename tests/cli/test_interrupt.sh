@@ -19,6 +19,15 @@ wait_rows() {
 	return 1
 }
 
+# interrupt_when PID DIR REGEX: SIGINT to PID once DIR/err matches REGEX (at most 60 s); its
+# status in RC, DIR/out and DIR/err in $OUT and $ERR.
+interrupt_when() {
+	for _ in $(seq 600); do grep -qE "$3" "$2/err" 2>/dev/null && break; sleep 0.1; done
+	kill -INT "$1"
+	wait "$1"; RC=$?
+	cp "$2/out" "$OUT"; cp "$2/err" "$ERR"
+}
+
 # check_interrupted NAME DIR SIG: the message, the files and the history row of an interrupted run.
 check_interrupted() {
 	local name=$1 d=$2 sig=$3
@@ -99,13 +108,21 @@ fi
 D=$TMP/tune; mkdir -p "$D"
 FAKE_SLEEP=0.3 "$NW" tune --bench-cmd "$NW_TESTS/fake_bench" --op all_reduce -b 8 -e 1K -f 8 --no-history \
 	--json "$D/t.json" >"$D/out" 2>"$D/err" &
-pid=$!
-for _ in $(seq 100); do grep -q '\[4/' "$D/err" 2>/dev/null && break; sleep 0.1; done
-kill -INT "$pid"
-wait "$pid"; RC=$?
-cp "$D/out" "$OUT"; cp "$D/err" "$ERR"
+interrupt_when $! "$D" '\[4/'
 expect_rc "tune: Ctrl-C exits 130" 130
 expect_err "tune: one line says where it stopped and what is kept" \
 	'tune: interrupted \(SIGINT\) during \[[0-9]+/[0-9]+\] .*: that run was ended; keeping the [0-9]+ finished runs'
 expect_true "tune: the JSON says interrupted" python3 -c \
 	"import json,sys; d=json.load(open('$D/t.json')); sys.exit(not (d['interrupted'] is True and d['runs'] > 0))"
+
+# check: judged on the sizes measured, recorded as interrupted, exit 130.
+D=$TMP/check; mkdir -p "$D"
+NCCLWATCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$NW" check --sysroot "$SRCDIR/tests/fixtures/sysfs/nogpu-vm" \
+	--backend mpi -b 1K -e 16M -f 1.1 -n 20 -w 1 --db "$D/h.db" --json="$D/c.json" >"$D/out" 2>"$D/err" &
+interrupt_when $! "$D" 'ncclwatch check: all_reduce'
+expect_rc "check: Ctrl-C exits 130" 130
+expect_err "check: one line says it" 'check: interrupted \(SIGINT\) during the bench: it stopped after the size running; judging the [0-9]+ rows measured'
+expect_true "check: the JSON's results are marked interrupted" python3 -c \
+	"import json,sys; d=json.load(open('$D/c.json')); sys.exit(d['results']['run']['extra']['interrupted'] is not True)"
+run "$NW" history show --db "$D/h.db" 1
+expect_out "check: history show says it was interrupted" '^interrupted +yes'
