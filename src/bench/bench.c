@@ -87,7 +87,7 @@ struct ctx {
 	int nthreads;
 	int64_t pairs_wrong;
 	int cycles_done;   /* -N: cycles finished by the (op, dtype, redop, root) running or run last */
-	int stopped;       /* stop_asked ended the run after a cycle: no further cycle or op */
+	int stopped;       /* the sweep ends here: a stop after a cycle (-N) or after a size (o->stop) */
 	char *err;
 	size_t errlen;
 };
@@ -546,6 +546,28 @@ static int cycle_end(struct ctx *x)
 	return 0;
 }
 
+/*
+ * After a size: whether any rank's o->stop is set, asked of every rank so
+ * that they all stop after the same size. Sets x->stopped and marks rank
+ * 0's run interrupted. 0, or -1 with x->err.
+ */
+static int stop_agreed(struct ctx *x)
+{
+	if (!x->o->stop || x->stopped)
+		return 0;
+	int mine = *x->o->stop != 0, *all = nw_calloc((size_t)x->g->size, sizeof(int));
+	int rc = nw_group_allgather(x->g, &mine, all, sizeof(int), x->err, x->errlen);
+	for (int i = 0; !rc && i < x->g->size; i++)
+		x->stopped |= all[i] != 0;
+	free(all);
+	if (x->stopped && x->g->rank == 0) {
+		if (!x->run->h.extra)
+			x->run->h.extra = json_object();
+		json_object_set_new(x->run->h.extra, "interrupted", json_true());
+	}
+	return rc;
+}
+
 /* Every size of one (op, dtype, redop, root), -N times. Returns -1 on failure, else the wrong-element total. */
 static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop,
                          int root)
@@ -559,11 +581,11 @@ static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, enum nw_dtyp
 	/* -N: every size again each cycle, after the one warm-up, as nccl-tests does */
 	x->cycles_done = 0;
 	for (int cyc = 0; !rc && !x->stopped && (x->o->cycles == 0 || cyc < x->o->cycles); cyc++) {
-		for (size_t k = 0; k < nsz && !rc; k++)
-			rc = run_size(x, coll, &c, sz[k], &wrong);
-		if (!rc)
+		for (size_t k = 0; k < nsz && !rc && !x->stopped; k++)
+			rc = run_size(x, coll, &c, sz[k], &wrong) || stop_agreed(x);
+		if (!rc && !x->stopped)
 			x->cycles_done++;
-		if (!rc && x->o->cycles != 1)
+		if (!rc && !x->stopped && x->o->cycles != 1)
 			rc = cycle_end(x);
 	}
 	free(sz);

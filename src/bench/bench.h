@@ -7,6 +7,7 @@
 #ifndef NW_BENCH_H
 #define NW_BENCH_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,6 +57,12 @@ struct nw_bench_opts {
 	int parallel_init;          /* -p 1: each -t thread creates its own communicators at the same time */
 	int reg;                    /* -R: 0 none, 1 local (ncclCommRegister), 2 symmetric (ncclCommWindowRegister) */
 	int (*stop_asked)(void);    /* with -N other than 1: non-zero on rank 0 ends the run after the current cycle */
+	/*
+	 * Set (by the command's signal handler) to end the sweep early: every
+	 * rank asks after each size, so all stop after the same one, and rank
+	 * 0's run gets "interrupted": true in its extra. NULL: never.
+	 */
+	volatile sig_atomic_t *stop;
 };
 
 /* nccl-tests' defaults (-b 32M -e 32M ... ) adapted: see docs/bench.md. */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "cmd/bench_cli.h"
 #include "util/util.h"
@@ -70,7 +71,8 @@ const char usage_bench[] =
 	"                     (1, NCCL 2.19+) or as symmetric windows (2, ncclCommWindowRegister,\n"
 	"                     NCCL 2.27+); refused on an older NCCL and with --backend mpi\n"
 	"output:\n"
-	"  --json FILE        results as JSON (docs/results.md); '-' for stdout (no table then)\n"
+	"  --json [FILE]      " NW_CLI_JSON_HELP
+	"                     (the results, docs/results.md)\n"
 	"  -I 1               time every iteration: nccl-tests' i_min i_max i_p99 i_cv%\n"
 	"                     columns, per-iteration JSON and history (compare's noise)\n"
 	"  -K N               leave the first N iterations out of that summary\n"

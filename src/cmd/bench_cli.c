@@ -58,7 +58,7 @@ static int find_op(const char *s)
 #define NW_MPI_DEFAULT_MAX (32ULL << 20)
 
 enum {
-	OPT_OP = NW_OPT_LOCAL, OPT_BACKEND, OPT_JSON, OPT_CSV, OPT_PER_RANK, OPT_PAIRS, OPT_NCCL_LIB,
+	OPT_OP = NW_OPT_LOCAL, OPT_BACKEND, OPT_CSV, OPT_PER_RANK, OPT_PAIRS, OPT_NCCL_LIB,
 	OPT_OOP, OPT_IP, OPT_QUIET, OPT_RDZV,
 };
 
@@ -192,7 +192,7 @@ static int take_opt(int c, const char *arg, const char *name, struct bench_cli *
 		return nw_seterr(err, errlen, "%s (nccl-tests' device API, %s) needs device code that ncclwatch does not "
 		                 "build; use nccl-tests for it", name, c == 'D' ? "device_implementation" : "device_cta_count");
 	case 'J': cli->nt_json_path = arg; nw_strlcpy(cli->nt_json_opt, name, sizeof(cli->nt_json_opt)); return 0;
-	case OPT_JSON: cli->json_path = arg; nw_strlcpy(cli->json_opt, name, sizeof(cli->json_opt)); return 0;
+	case NW_OPT_JSON: cli->json_path = arg ? arg : "-"; nw_strlcpy(cli->json_opt, name, sizeof(cli->json_opt)); return 0;
 	case OPT_CSV: cli->csv_path = arg; nw_strlcpy(cli->csv_opt, name, sizeof(cli->csv_opt)); return 0;
 	case OPT_PER_RANK: o->per_rank = 1; return 0;
 	case OPT_PAIRS: o->pairs = 1; return 0;
@@ -254,23 +254,7 @@ static int other_rank(void)
  */
 static int check_output(const char *cmd, const char *opt, const char *path)
 {
-	struct stat st;
-	if (!path || !strcmp(path, "-") || other_rank())
-		return 0;
-	if (stat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
-			return nw_error("%s: %s '%s' is a directory; give a file name", cmd, opt, path), 2;
-		if (access(path, W_OK) != 0)
-			return nw_error("%s: %s '%s' cannot be written: %m", cmd, opt, path), 2;
-		return 0;
-	}
-	char dir[4096];
-	nw_path_dir(path, dir, sizeof(dir));
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		return nw_error("%s: %s '%s': the directory '%s' does not exist", cmd, opt, path, dir), 2;
-	if (access(dir, W_OK | X_OK) != 0)
-		return nw_error("%s: %s '%s' cannot be created in '%s': %m", cmd, opt, path, dir), 2;
-	return 0;
+	return other_rank() ? 0 : nw_cli_check_output(cmd, opt, path);
 }
 
 /*
@@ -304,7 +288,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cm
 		{ "report_timestamps", required_argument, NULL, 'S' },
 		{ "device_implementation", required_argument, NULL, 'D' }, { "device_cta_count", required_argument, NULL, 'V' },
 		{ "op", required_argument, NULL, OPT_OP }, { "backend", required_argument, NULL, OPT_BACKEND },
-		{ "json", required_argument, NULL, OPT_JSON }, { "csv", required_argument, NULL, OPT_CSV },
+		NW_CLI_JSON_LONGOPT, { "csv", required_argument, NULL, OPT_CSV },
 		{ "per-rank", no_argument, NULL, OPT_PER_RANK }, { "pairs", no_argument, NULL, OPT_PAIRS },
 		{ "nccl-lib", required_argument, NULL, OPT_NCCL_LIB },
 		{ "oop-only", no_argument, NULL, OPT_OOP }, { "ip-only", no_argument, NULL, OPT_IP },
@@ -421,7 +405,7 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 	printf("#\n# Using devices: %s on %s%s (%d ranks)\n#\n", h->gpus, h->host, h->nhosts > 1 ? " and others" : "",
 	       h->nranks);
 	group_lines(h);
-	nw_nt_print_header(stdout, o->per_iter, o->timestamps);
+	nw_nt_print_header(stdout, o->per_iter, o->timestamps, o->cputime);
 }
 
 static void per_rank_line(const struct nw_row *r)
@@ -725,21 +709,72 @@ static int write_nt_json(const struct bench_cli *cli, const struct nw_run *run, 
 
 static struct nw_progress *sig_prog;
 static const char *sig_cmd;
+static volatile sig_atomic_t sig_stop; /* the first SIGINT or SIGTERM: its number */
 
-/* SIGINT: say what was interrupted (the rows printed so far stay), then die of it. */
-static void on_interrupt(int sig)
+/* Append s to buf (of len, at *at), without stdio (signal-safe). */
+static void sig_put(char *buf, size_t len, size_t *at, const char *s)
 {
-	nw_progress_interrupted(sig_prog, sig_cmd);
-	signal(sig, SIG_DFL);
-	raise(sig);
+	while (*s && *at + 1 < len)
+		buf[(*at)++] = *s++;
 }
 
-/* Report an interruption of p's work (NULL: stop reporting). */
-static void catch_interrupt(struct nw_progress *p, const char *cmd)
+/*
+ * SIGINT or SIGTERM: the first ends the sweep after the size running now
+ * (every rank alike, see nw_bench_opts.stop) and says so; what was
+ * measured is then printed, written and recorded as interrupted. A second
+ * says what was interrupted and dies of it at once.
+ */
+static void on_interrupt(int sig)
 {
+	if (sig_stop) {
+		nw_progress_interrupted(sig_prog, sig_cmd);
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	sig_stop = sig;
+	if (!sig_prog)
+		return;
+	char msg[200];
+	size_t at = 0;
+	sig_put(msg, sizeof(msg), &at, sig_prog->on && sig_prog->drawn ? "\r\033[K" : "");
+	sig_put(msg, sizeof(msg), &at, "ncclwatch: ");
+	sig_put(msg, sizeof(msg), &at, sig_cmd);
+	sig_put(msg, sizeof(msg), &at, ": stopping after the size running now (interrupt again to stop at once)\n");
+	ssize_t w = write(STDERR_FILENO, msg, at);
+	(void)w;
+}
+
+/*
+ * Catch SIGINT and SIGTERM for the sweep (on: 1), or give them back their
+ * default (0). p (rank 0's progress, else NULL) names what a second
+ * signal interrupted.
+ */
+static void catch_interrupt(int on, struct nw_progress *p, const char *cmd)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on ? on_interrupt : SIG_DFL;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
 	sig_prog = p;
 	sig_cmd = cmd;
-	signal(SIGINT, p ? on_interrupt : SIG_DFL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* After a sweep ended by a signal: the one line saying where it stopped and what is kept. */
+static void say_interrupted(const struct bench_cli *cli, const struct nw_run *run, int sig)
+{
+	const struct nw_row *last = run->nrows ? &run->rows[run->nrows - 1] : NULL;
+	char sz[32] = "";
+	if (last)
+		nw_format_size(last->size_bytes, sz, sizeof(sz));
+	fprintf(stderr, "ncclwatch: %s: interrupted (%s)%s%s%s%s%s after %d of %d sizes: keeping the %d finished "
+	        "(%zu rows), marked interrupted\n", cli->cmd, sig == SIGTERM ? "SIGTERM" : "SIGINT",
+	        last ? " during " : " before the first size", last ? last->op : "", last ? " " : "",
+	        last ? sz : "", last ? ", which was finished," : "", cli->prog.done_n, cli->prog.total_n,
+	        cli->prog.done_n, run->nrows);
 }
 
 /* --- -N and -M: stopping between cycles, the memory report --- */
@@ -841,16 +876,19 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 	if (cli->o.quiet && cli->progress_mode == NW_PROGRESS_AUTO)
 		cli->progress_mode = NW_PROGRESS_OFF;
 	progress_start(cli, 1);
-	if (!other_rank())
-		catch_interrupt(&cli->prog, cmd);
+	sig_stop = 0;
+	catch_interrupt(1, other_rank() ? NULL : &cli->prog, cmd);
+	cli->o.stop = &sig_stop;
 	job_cmd = cmd;
 	nw_bench_on_job_error(say_job_error);
 	if (cli->o.cycles != 1)
 		catch_stop(&cli->o);
 	int rc = nw_bench_run(&cli->o, &run, on_row, cli, err, sizeof(err));
 	nw_bench_on_job_error(NULL);
-	catch_interrupt(NULL, NULL);
 	nw_progress_clear(&cli->prog);
+	int stopped = sig_stop;
+	if (stopped && rc >= 0 && run.h.rank == 0)
+		say_interrupted(cli, &run, stopped);
 	int status;
 	if (rc < 0) {
 		if (cli->table && cli->cur_op)
@@ -892,7 +930,11 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 			else if (id > 0 && !cli->o.quiet)
 				nw_cli_say_recorded(cmd, id);
 		}
+		/* rank 0 says it; another rank exiting non-zero first would have the launcher kill rank 0 mid-write */
+		if (stopped && status < 2)
+			status = run.h.rank == 0 ? 128 + stopped : 0;
 	}
+	catch_interrupt(0, NULL, NULL);
 	nw_run_release(&run);
 	return status;
 }

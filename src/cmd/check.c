@@ -7,6 +7,7 @@
  * (no GPU, no NCCL, bad usage or input: nothing about the node was judged).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,8 @@ const char usage_check[] =
 	"as bench (mpirun, srun, torchrun --no-python, or alone on all local GPUs).\n"
 	"\n"
 	"options:\n"
-	"  --json               JSON (schema ncclwatch.check/1) on stdout\n"
+	"  --json [FILE]        " NW_CLI_JSON_HELP
+	"                       (schema ncclwatch.check/1)\n"
 	"  --baseline FILE      compare with this results file (ncclwatch bench --json,\n"
 	"                       or an earlier check --json) instead of the model\n"
 	"  --results FILE       judge these results (bench --json) instead of running the bench\n"
@@ -78,7 +80,8 @@ const char usage_check[] =
 #define CHECK_CANNOT 3
 
 struct check_opts {
-	int json, pairs, no_bench, verify, ngpus, iters, warmup;
+	struct nw_cli_json json;
+	int pairs, no_bench, verify, ngpus, iters, warmup;
 	uint64_t minb, maxb;
 	double factor;
 	enum nw_backend_kind backend;
@@ -117,7 +120,7 @@ static int load_run(const char *path, struct nw_run *run, char *err, size_t errl
 }
 
 enum {
-	O_JSON = NW_OPT_LOCAL, O_BASELINE, O_RESULTS, O_PAIRS, O_NO_BENCH, O_VERIFY, O_WARN_BELOW, O_FAIL_BELOW,
+	O_BASELINE = NW_OPT_LOCAL, O_RESULTS, O_PAIRS, O_NO_BENCH, O_VERIFY, O_WARN_BELOW, O_FAIL_BELOW,
 	O_BACKEND, O_NCCL_LIB, O_SYSROOT, O_NVML_JSON, O_PROM_TEXTFILE,
 };
 
@@ -153,7 +156,6 @@ static int number_opt(int c, const char *v, const char *name, struct check_opts 
 static int take_opt(int c, const char *v, const char *name, struct check_opts *o)
 {
 	switch (c) {
-	case O_JSON: o->json = 1; return 0;
 	case O_BASELINE: o->baseline = v; return 0;
 	case O_RESULTS: o->results = v; return 0;
 	case O_PAIRS: o->pairs = 1; return 0;
@@ -205,7 +207,7 @@ static int finish_opts(struct check_opts *o)
 static int parse_args(int argc, char **argv, struct check_opts *o)
 {
 	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, O_JSON },
+		NW_CLI_JSON_LONGOPT,
 		{ "baseline", required_argument, NULL, O_BASELINE },
 		{ "results", required_argument, NULL, O_RESULTS },
 		{ "pairs", no_argument, NULL, O_PAIRS },
@@ -241,10 +243,10 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
 			fputs(usage_check, stdout);
 			return 1;
 		}
-		if (c == -2 || take_opt(c, optarg, nw_cli_opt_name(c, argv), o))
+		if (c == -2 || (!nw_cli_json_opt(c, optarg, &o->json) && take_opt(c, optarg, nw_cli_opt_name(c, argv), o)))
 			return -1;
 	}
-	if (nw_cli_no_operands("check", argc, argv))
+	if (nw_cli_no_operands("check", argc, argv) || nw_cli_check_output("check", "--json", o->json.path))
 		return -1;
 	return finish_opts(o);
 }
@@ -263,7 +265,7 @@ static void row_done(const struct nw_row *oop, const struct nw_row *ip, void *ar
 {
 	struct check_rows *cr = arg;
 	const struct nw_row *r = oop ? oop : ip;
-	if (!r || cr->o->json)
+	if (!r || !nw_cli_json_text(&cr->o->json))
 		return;
 	char sz[32], what[96];
 	nw_format_size(r->size_bytes, sz, sizeof(sz));
@@ -297,6 +299,31 @@ static void bench_opts(const struct check_opts *o, struct nw_bench_opts *b)
 	b->quiet = 1;
 }
 
+static volatile sig_atomic_t check_stop; /* the first SIGINT or SIGTERM during the bench: its number */
+
+/* SIGINT or SIGTERM: the first ends the bench after the size running (judged on what was measured); a second dies. */
+static void on_check_signal(int sig)
+{
+	if (check_stop) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	check_stop = sig;
+}
+
+/* Catch SIGINT and SIGTERM (on: 1) or give them back their default (0). */
+static void catch_check_signals(int on)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on ? on_check_signal : SIG_DFL;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /*
  * Run the short bench; with --pairs, send/recv between every pair of ranks
  * at the largest size first, in the same run (its results land in
@@ -311,10 +338,17 @@ static int run_bench(const struct check_opts *o, struct nw_run *run, char *err, 
 	b.pairs = o->pairs;
 	struct check_rows cr = { .o = o };
 	int nsizes = (int)nw_bench_nsizes(&b);
-	nw_progress_init(&cr.p, !o->json && nw_progress_wanted(o->progress), b.nops * nsizes, b.nops * nsizes);
+	nw_progress_init(&cr.p, nw_cli_json_text(&o->json) && nw_progress_wanted(o->progress), b.nops * nsizes,
+	                 b.nops * nsizes);
 	nw_strlcpy(cr.p.what, "check: bench", sizeof(cr.p.what));
+	b.stop = &check_stop;
+	catch_check_signals(1);
 	int rc = nw_bench_run(&b, run, row_done, &cr, err, errlen);
 	nw_progress_clear(&cr.p);
+	if (check_stop && rc >= 0 && run->h.rank == 0)
+		fprintf(stderr, "ncclwatch: check: interrupted (%s) during the bench: it stopped after the size "
+		        "running; judging the %zu rows measured (of %d sizes), recorded as interrupted\n",
+		        check_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->nrows, cr.p.total_n);
 	return rc == -2 ? -2 : rc < 0 ? -1 : 0;
 }
 
@@ -495,12 +529,12 @@ static void record_run(const struct check_opts *o, struct check_state *st)
 	nw_fingerprint_collect(&st->run);
 	if (nw_store_record(&o->so, &st->run, &id, err, sizeof(err)) != 0)
 		nw_warn("check: the run was not recorded in history: %s", err);
-	else if (id > 0 && !o->json)
+	else if (id > 0 && nw_cli_json_text(&o->json))
 		nw_cli_say_recorded("check", id);
 }
 
-/* The JSON report (schema ncclwatch.check/1). */
-static void print_json(const struct check_state *st, double elapsed)
+/* The JSON report (schema ncclwatch.check/1) where --json says. 0, or -1 after printing why. */
+static int print_json(const struct nw_cli_json *j, const struct check_state *st, double elapsed)
 {
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string("ncclwatch.check/1"));
@@ -518,9 +552,9 @@ static void print_json(const struct check_state *st, double elapsed)
 	json_object_set_new(doc, "doctor", nw_findings_to_json(&st->findings));
 	if (st->have_run)
 		json_object_set_new(doc, "results", nw_run_to_json(&st->run, 0));
-	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	printf("\n");
+	int wrc = nw_cli_json_write("check", j, doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(doc);
+	return wrc;
 }
 
 /* The verdict and figures in Prometheus' text format, for node_exporter's textfile collector. */
@@ -602,10 +636,10 @@ static int report(const struct check_opts *o, struct check_state *st, double t0)
 	char err[NW_ERRLEN];
 	if (st->have_run && !o->results && rank == 0)
 		record_run(o, st);
-	if (o->json && rank == 0)
-		print_json(st, elapsed);
-	else if (!o->json)
+	if (nw_cli_json_text(&o->json))
 		print_text(st, elapsed, rank);
+	if (o->json.on && rank == 0 && print_json(&o->json, st, elapsed))
+		rc = 2;
 	if (o->prom_textfile && rank == 0 && write_textfile(o->prom_textfile, st, rc, elapsed, err, sizeof(err)) < 0)
 		nw_error("--prom-textfile: %s", err);
 	return rc;
@@ -627,7 +661,10 @@ int cmd_check(int argc, char **argv)
 		                                       &st.findings, &o.vo) && o.pairs && !o.results)
 			nw_verdict_add_note(&st.cv, "sendrecv pairs", "skipped: one rank has no pair of ranks to measure");
 		rc = report(&o, &st, t0);
+		if (check_stop) /* as bench: rank 0 says it, the others leave quietly */
+			rc = st.run.h.rank == 0 ? 128 + check_stop : 0;
 	}
+	catch_check_signals(0);
 	state_release(&st);
 	return rc;
 }

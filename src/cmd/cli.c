@@ -12,6 +12,8 @@
 /* The option nw_cli_next returned last, and how it is named in messages. */
 static int last_opt = -1;
 static char last_name[64];
+/* The word after a bare --json that was not taken as its FILE (for nw_cli_no_operands' hint). */
+static const char *json_left;
 
 /* Remember how option c was given: "--name" when long (longindex li), else "-c". */
 static void remember(int c, int li, const struct option *longopts)
@@ -73,6 +75,15 @@ static int value_to_flag(const char *typed, const struct option *longopts)
 	return 0;
 }
 
+/* Whether word, after a bare --json, is its FILE: "-" or a name ending in ".json" (not an option). */
+static int json_file_word(const char *word)
+{
+	size_t n = strlen(word);
+	if (!strcmp(word, "-"))
+		return 1;
+	return word[0] != '-' && n > 5 && !strcmp(word + n - 5, ".json");
+}
+
 int nw_cli_next(const char *cmd, int argc, char **argv, const char *shortopts,
                 const struct option *longopts)
 {
@@ -82,6 +93,12 @@ int nw_cli_next(const char *cmd, int argc, char **argv, const char *shortopts,
 	int li = -1;
 	int c = getopt_long(argc, argv, spec, longopts, &li);
 	if (c != '?' && c != ':') {
+		if (c == NW_OPT_JSON && !optarg && optind < argc) {
+			if (json_file_word(argv[optind]))
+				optarg = argv[optind++];
+			else if (argv[optind][0] != '-')
+				json_left = argv[optind];
+		}
 		remember(c, li, longopts);
 		return c;
 	}
@@ -122,7 +139,11 @@ int nw_cli_no_operands(const char *cmd, int argc, char **argv)
 {
 	if (optind >= argc)
 		return 0;
-	nw_error("unexpected argument '%s'; 'ncclwatch help %s' lists the options", argv[optind], cmd);
+	if (json_left && argv[optind] == json_left)
+		nw_error("unexpected argument '%s': --json takes a file as --json=FILE or a name ending in .json; "
+		         "'ncclwatch help %s' lists the options", argv[optind], cmd);
+	else
+		nw_error("unexpected argument '%s'; 'ncclwatch help %s' lists the options", argv[optind], cmd);
 	return -1;
 }
 
@@ -180,6 +201,60 @@ int nw_cli_colour(void)
 	if (term && !strcmp(term, "dumb"))
 		return 0;
 	return isatty(STDOUT_FILENO);
+}
+
+int nw_cli_json_opt(int c, const char *arg, struct nw_cli_json *j)
+{
+	if (c != NW_OPT_JSON && c != NW_OPT_JSON_EQ)
+		return 0;
+	j->on = 1;
+	j->path = arg && *arg && strcmp(arg, "-") ? arg : NULL;
+	return 1;
+}
+
+int nw_cli_json_text(const struct nw_cli_json *j)
+{
+	return !j->on || j->path;
+}
+
+int nw_cli_check_output(const char *cmd, const char *opt, const char *path)
+{
+	struct stat st;
+	if (!path || !strcmp(path, "-"))
+		return 0;
+	if (!*path)
+		return nw_error("%s: %s needs a file name", cmd, opt), 2;
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return nw_error("%s: %s '%s' is a directory; give a file name", cmd, opt, path), 2;
+		if (access(path, W_OK) != 0)
+			return nw_error("%s: %s '%s' cannot be written: %m", cmd, opt, path), 2;
+		return 0;
+	}
+	char dir[4096];
+	nw_path_dir(path, dir, sizeof(dir));
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return nw_error("%s: %s '%s': the directory '%s' does not exist", cmd, opt, path, dir), 2;
+	if (access(dir, W_OK | X_OK) != 0)
+		return nw_error("%s: %s '%s' cannot be created in '%s': %m", cmd, opt, path, dir), 2;
+	return 0;
+}
+
+int nw_cli_json_write(const char *cmd, const struct nw_cli_json *j, const json_t *doc, size_t flags)
+{
+	if (!j->path) {
+		json_dumpf(doc, stdout, flags);
+		fputc('\n', stdout);
+		return 0;
+	}
+	FILE *f = fopen(j->path, "w");
+	if (!f)
+		return nw_error("%s: --json '%s': %m", cmd, j->path);
+	int bad = json_dumpf(doc, f, flags) != 0 || fputc('\n', f) == EOF;
+	bad |= fclose(f) != 0;
+	if (bad)
+		return nw_error("%s: --json '%s': writing failed: %m", cmd, j->path);
+	return 0;
 }
 
 void nw_cli_say_waiting(const char *path, double bound_s)

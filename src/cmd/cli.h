@@ -12,6 +12,7 @@
 #define NW_CLI_H
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stddef.h>
 
 #include "store/compare.h"
@@ -27,6 +28,8 @@ enum {
 	NW_OPT_PROGRESS,
 	NW_OPT_NO_PROGRESS,
 	NW_OPT_LOCK_TIMEOUT,
+	NW_OPT_JSON,
+	NW_OPT_JSON_EQ,
 	NW_OPT_LOCAL = 0x1100, /* a command's own long-only options start here */
 };
 
@@ -41,6 +44,24 @@ enum {
 	{ "latency-tolerance", required_argument, NULL, NW_OPT_LAT_TOLERANCE }, \
 	{ "latency-below", required_argument, NULL, NW_OPT_LAT_BELOW }, \
 	{ "min-size", required_argument, NULL, NW_OPT_MIN_SIZE }
+
+/*
+ * --json [FILE], one rule in every command (docs/cli.md): --json alone
+ * writes the JSON document to stdout instead of the text; --json=FILE (or
+ * --json FILE where FILE is '-' or ends in ".json") writes it to FILE and
+ * the text stays on stdout; FILE '-' is stdout. nw_cli_next takes the
+ * separate FILE. Commands whose operands may be JSON files (compare,
+ * import) declare NW_CLI_JSON_EQ_LONGOPT: only --json=FILE names a file.
+ */
+#define NW_CLI_JSON_LONGOPT { "json", optional_argument, NULL, NW_OPT_JSON }
+#define NW_CLI_JSON_EQ_LONGOPT { "json", optional_argument, NULL, NW_OPT_JSON_EQ }
+/* What `help CMD` says of it, after "  --json [FILE]" and the command's own padding. */
+#define NW_CLI_JSON_HELP "JSON instead of text; into FILE, text kept (docs/cli.md)\n"
+
+struct nw_cli_json {
+	int on;           /* --json given */
+	const char *path; /* its FILE; NULL or "-": stdout */
+};
 
 /*
  * The next option, as getopt_long returns it (with ':' prepended to
@@ -110,6 +131,25 @@ int nw_cli_colour(void);
  * nw_store_on_wait).
  */
 void nw_cli_say_waiting(const char *path, double bound_s);
+
+/* A --json option (NW_OPT_JSON, NW_OPT_JSON_EQ): into j and 1; 0 when c is not one. */
+int nw_cli_json_opt(int c, const char *arg, struct nw_cli_json *j);
+
+/* Whether the command's text goes to stdout: no --json, or --json FILE (not '-'). */
+int nw_cli_json_text(const struct nw_cli_json *j);
+
+/*
+ * Before the work: 0 when the output path opt names (a file, "-" or NULL
+ * for stdout) can be written, else 2 after printing why, naming cmd and
+ * opt (a directory, no such directory, no permission).
+ */
+int nw_cli_check_output(const char *cmd, const char *opt, const char *path);
+
+/*
+ * Writes doc (json_dumpf flags) where j says, with a newline: stdout or
+ * j->path, replaced whole. 0, or -1 after printing why, naming cmd.
+ */
+int nw_cli_json_write(const char *cmd, const struct nw_cli_json *j, const json_t *doc, size_t flags);
 
 /* The one line saying a run went into history: "ncclwatch: CMD: recorded as run N (ncclwatch history show N)". */
 void nw_cli_say_recorded(const char *cmd, long long id);

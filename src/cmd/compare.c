@@ -16,7 +16,7 @@
 
 const char usage_compare[] =
 	"usage: ncclwatch compare [options] A B\n"
-	"       ncclwatch compare --by nccl_version|gpu|host [--json] [--db PATH]\n"
+	"       ncclwatch compare --by nccl_version|gpu|host [--json[=FILE]] [--db PATH]\n"
 	"\n"
 	"Compare run B against run A (the reference) for every op, size, dtype,\n"
 	"redop and placement they share; say what got slower or faster, in which\n"
@@ -48,7 +48,9 @@ const char usage_compare[] =
 	"                           (job ids, ports, pids: never a cause)\n"
 	"  --force                  compare runs that measure different things\n"
 	"                           (still says so first)\n"
-	"  --json                   the comparison as JSON (schema ncclwatch.compare/1)\n"
+	"  --json[=FILE]            " NW_CLI_JSON_HELP
+	"                           (schema ncclwatch.compare/1; a file only as\n"
+	"                           --json=FILE here: A and B may be .json files)\n"
 	"  --db PATH                history database (default $NCCLWATCH_DB, else\n"
 	"                           $XDG_DATA_HOME/ncclwatch/history.db)\n"
 	"\n"
@@ -77,7 +79,7 @@ static void describe(const char *tag, const char *label, const struct nw_run *r)
 		printf("%sNCCL %s", sep, r->h.nccl_version), sep = ", ";
 	if (r->h.gpus[0])
 		printf("%s%s", sep, r->h.gpus), sep = ", ";
-	printf("%s%zu rows)\n", sep, r->nrows);
+	printf("%s%zu rows%s)\n", sep, r->nrows, nw_run_interrupted(r) ? ", INTERRUPTED: only the sizes before Ctrl-C" : "");
 }
 
 static void print_rows(const struct nw_cmp *c)
@@ -202,21 +204,23 @@ static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int 
 struct compare_args {
 	struct nw_store_opts so;
 	struct nw_cmp_opts o;
-	int json, brief, show_all, force;
+	struct nw_cli_json json;
+	int brief, show_all, force;
 	const char *by;
 	const char *spec[2];
 };
 
-enum { O_JSON = NW_OPT_LOCAL, O_BRIEF, O_SHOW_ALL, O_FORCE, O_NOISE_FLOOR, O_BY };
+enum { O_BRIEF = NW_OPT_LOCAL, O_SHOW_ALL, O_FORCE, O_NOISE_FLOOR, O_BY };
 
 /* One option into a; 0, or -1 after printing. */
 static int take_opt(int opt, const char *v, struct compare_args *a)
 {
+	if (nw_cli_json_opt(opt, v, &a->json))
+		return 0;
 	int r = nw_cli_cmp_opt(opt, v, &a->o);
 	if (r)
 		return r < 0 ? -1 : 0;
 	switch (opt) {
-	case O_JSON: a->json = 1; return 0;
 	case O_BRIEF: a->brief = 1; return 0;
 	case O_SHOW_ALL: a->show_all = 1; return 0;
 	case O_FORCE: a->force = 1; return 0;
@@ -237,7 +241,7 @@ static int parse(int argc, char **argv, struct compare_args *a)
 {
 	static const struct option longopts[] = {
 		NW_CLI_CMP_LONGOPTS,
-		{ "json", no_argument, NULL, O_JSON },
+		NW_CLI_JSON_EQ_LONGOPT,
 		{ "brief", no_argument, NULL, O_BRIEF },
 		{ "show-all", no_argument, NULL, O_SHOW_ALL },
 		{ "force", no_argument, NULL, O_FORCE },
@@ -250,6 +254,8 @@ static int parse(int argc, char **argv, struct compare_args *a)
 	while ((opt = nw_cli_next("compare", argc, argv, "", longopts)) != -1)
 		if (opt == -2 || take_opt(opt, optarg, a))
 			return -1;
+	if (nw_cli_check_output("compare", "--json", a->json.path))
+		return -1;
 	int nspec = argc - optind;
 	if (a->by && nspec)
 		return nw_error("compare --by groups the whole history: it takes no runs ('%s')", argv[optind]);
@@ -313,16 +319,15 @@ static int run_by(const struct compare_args *a)
 		nw_error("%s", err);
 		return 2;
 	}
-	if (a->json) {
-		json_t *doc = nw_by_table_to_json(&t);
-		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
-		putchar('\n');
-		json_decref(doc);
-	} else {
+	if (nw_cli_json_text(&a->json))
 		print_by(&t);
+	if (a->json.on) {
+		json_t *doc = nw_by_table_to_json(&t);
+		rc = nw_cli_json_write("compare", &a->json, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) ? 2 : 0;
+		json_decref(doc);
 	}
 	nw_by_table_release(&t);
-	return 0;
+	return rc;
 }
 
 int cmd_compare(int argc, char **argv)
@@ -347,21 +352,25 @@ int cmd_compare(int argc, char **argv)
 		nw_error("%s", err);
 		goto out;
 	}
-	if (c.not_comparable[0] && !a.force && !a.json) {
+	for (int i = 0; i < 2; i++)
+		if (nw_run_interrupted(i ? &rb : &ra))
+			nw_warn("compare: %s (%s) is an interrupted run: it holds only the sizes measured before it was "
+			        "stopped; sizes it lacks are not compared%s", i ? "B" : "A", i ? lb : la,
+			        i ? "" : " (a baseline should be a complete run)");
+	int text = nw_cli_json_text(&a.json);
+	if (text && c.not_comparable[0] && !a.force) {
 		print_not_comparable(&c, 0);
 		print_diffs(&c, a.show_all);
-		rc = 3;
-		goto out;
-	}
-	if (a.json) {
-		json_t *doc = nw_cmp_to_json(&c, &a.o, la, lb);
-		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
-		putchar('\n');
-		json_decref(doc);
-	} else {
+	} else if (text) {
 		print_text(&c, &a.o, a.brief, a.show_all, la, &ra, lb, &rb);
 	}
 	rc = c.not_comparable[0] && !a.force ? 3 : nw_cmp_regressed(&c) ? 1 : 0;
+	if (a.json.on) {
+		json_t *doc = nw_cmp_to_json(&c, &a.o, la, lb);
+		if (nw_cli_json_write("compare", &a.json, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(10)))
+			rc = 2;
+		json_decref(doc);
+	}
 out:
 	nw_cmp_release(&c);
 	nw_run_release(&ra);

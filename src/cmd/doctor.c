@@ -33,7 +33,8 @@ const char usage_doctor[] =
 	"needs none and says which it skipped and why.\n"
 	"\n"
 	"options:\n"
-	"  --json              JSON (schema ncclwatch.doctor/1) on stdout\n"
+	"  --json [FILE]       " NW_CLI_JSON_HELP
+	"                      (schema ncclwatch.doctor/1)\n"
 	"  --only ID[,ID...]   run only these checks: ids (\"hw.nvlink\") or groups\n"
 	"                      (\"version\", \"env\", \"os\", \"hw\", \"cpu\")\n"
 	"  --problems          list only findings at info or above (text output)\n"
@@ -92,7 +93,8 @@ static void print_text(const struct nw_findings *f, int problems_only, size_t nc
 
 /* What the command line asks for; only[] points into only_buf (freed by the command). */
 struct doctor_args {
-	int json, problems;
+	struct nw_cli_json json;
+	int problems;
 	long expect_gpus;       /* -1 not given */
 	double interval;
 	const char *sysroot, *nvml_json, *nccl_lib;
@@ -119,9 +121,9 @@ static void split_only(struct doctor_args *a, const char *arg)
 /* The options; 0, 1 after --help, or -1 after printing an error. */
 static int parse(int argc, char **argv, struct doctor_args *a)
 {
-	enum { O_JSON = NW_OPT_LOCAL, O_ONLY, O_PROBLEMS, O_INTERVAL, O_NCCL_LIB, O_SYSROOT, O_NVML_JSON, O_EXPECT_GPUS };
+	enum { O_ONLY = NW_OPT_LOCAL, O_PROBLEMS, O_INTERVAL, O_NCCL_LIB, O_SYSROOT, O_NVML_JSON, O_EXPECT_GPUS };
 	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, O_JSON },
+		NW_CLI_JSON_LONGOPT,
 		{ "only", required_argument, NULL, O_ONLY },
 		{ "problems", no_argument, NULL, O_PROBLEMS },
 		{ "interval", required_argument, NULL, O_INTERVAL },
@@ -137,7 +139,7 @@ static int parse(int argc, char **argv, struct doctor_args *a)
 	while ((c = nw_cli_next("doctor", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case -2: return -1;
-		case O_JSON: a->json = 1; break;
+		case NW_OPT_JSON: nw_cli_json_opt(c, optarg, &a->json); break;
 		case O_PROBLEMS: a->problems = 1; break;
 		case O_ONLY: split_only(a, optarg); break;
 		case O_INTERVAL:
@@ -158,7 +160,7 @@ static int parse(int argc, char **argv, struct doctor_args *a)
 		case 'h': fputs(usage_doctor, stdout); return 1;
 		}
 	}
-	if (nw_cli_no_operands("doctor", argc, argv))
+	if (nw_cli_no_operands("doctor", argc, argv) || nw_cli_check_output("doctor", "--json", a->json.path))
 		return -1;
 	const char *bad = nw_doc_unmatched(a->only, a->nonly);
 	if (bad)
@@ -166,8 +168,8 @@ static int parse(int argc, char **argv, struct doctor_args *a)
 	return 0;
 }
 
-/* The JSON report (schema ncclwatch.doctor/1). */
-static void print_json(const struct nw_findings *f)
+/* The JSON report (schema ncclwatch.doctor/1) where --json says. 0, or -1 after printing why. */
+static int print_json(const struct nw_cli_json *j, const struct nw_findings *f)
 {
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string("ncclwatch.doctor/1"));
@@ -179,9 +181,9 @@ static void print_json(const struct nw_findings *f)
 	json_object_set_new(doc, "worst", json_string(nw_sev_name(nw_findings_worst(f))));
 	json_object_set_new(doc, "exit", json_integer(nw_findings_exit(f)));
 	json_object_set_new(doc, "findings", nw_findings_to_json(f));
-	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	printf("\n");
+	int rc = nw_cli_json_write("doctor", j, doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(doc);
+	return rc;
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -208,11 +210,11 @@ int cmd_doctor(int argc, char **argv)
 	}
 	st.ctx.expect_gpus = (int)a.expect_gpus;
 	nw_doc_run(&st.ctx, a.only, a.nonly, &st.findings);
-	if (a.json)
-		print_json(&st.findings);
-	else
+	if (nw_cli_json_text(&a.json))
 		print_text(&st.findings, a.problems, nw_doc_nselected(a.only, a.nonly));
 	rc = nw_findings_exit(&st.findings);
+	if (a.json.on && print_json(&a.json, &st.findings))
+		rc = 2;
 out:
 	free(a.only_buf);
 	nw_findings_release(&st.findings);

@@ -10,7 +10,7 @@
 #include "util/util.h"
 
 const char usage_fleet[] =
-	"usage: ncclwatch fleet [--threshold PCT] [--json] [--db PATH]\n"
+	"usage: ncclwatch fleet [--threshold PCT] [--json [FILE]] [--db PATH]\n"
 	"\n"
 	"Every host's latest check in the history, against the median of the\n"
 	"hosts with the same GPU model and count, at each op and size the checks\n"
@@ -22,7 +22,7 @@ const char usage_fleet[] =
 	"\n"
 	"options:\n"
 	"  --threshold PCT  outlier below PCT% of the median busbw (default 90)\n"
-	"  --json           the whole table as JSON\n"
+	"  --json [FILE]    " NW_CLI_JSON_HELP
 	"  --db PATH        history database (default $NCCLWATCH_DB, else\n"
 	"                   $XDG_DATA_HOME/ncclwatch/history.db)\n"
 	"\n"
@@ -31,16 +31,16 @@ const char usage_fleet[] =
 struct fleet_args {
 	struct nw_store_opts so;
 	double threshold;
-	int json;
+	struct nw_cli_json json;
 };
 
-enum { O_JSON = NW_OPT_LOCAL, O_THRESHOLD };
+enum { O_THRESHOLD = NW_OPT_LOCAL };
 
 static int parse(int argc, char **argv, struct fleet_args *a)
 {
 	static const struct option longopts[] = {
 		{ "threshold", required_argument, NULL, O_THRESHOLD },
-		{ "json", no_argument, NULL, O_JSON },
+		NW_CLI_JSON_LONGOPT,
 		NW_CLI_STORE_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -49,8 +49,8 @@ static int parse(int argc, char **argv, struct fleet_args *a)
 	while ((opt = nw_cli_next("fleet", argc, argv, "", longopts)) != -1) {
 		if (opt == -2)
 			return -1;
-		if (opt == O_JSON) {
-			a->json = 1;
+		if (nw_cli_json_opt(opt, optarg, &a->json)) {
+			continue;
 		} else if (opt == O_THRESHOLD) {
 			if (nw_parse_percent(optarg, &a->threshold, "--threshold", err, sizeof(err)))
 				return nw_error("%s", err);
@@ -61,7 +61,9 @@ static int parse(int argc, char **argv, struct fleet_args *a)
 			return -1;
 		}
 	}
-	return nw_cli_no_operands("fleet", argc, argv);
+	if (nw_cli_no_operands("fleet", argc, argv) || nw_cli_check_output("fleet", "--json", a->json.path))
+		return -1;
+	return 0;
 }
 
 /* "all_reduce 128M: 350.12 GB/s, 89.9% of 389.30" for h's worst cell. */
@@ -127,11 +129,7 @@ int cmd_fleet(int argc, char **argv)
 	nw_store_close(s);
 	if (rc)
 		return nw_error("%s", err), 2;
-	if (a.json) {
-		json_t *doc = nw_fleet_to_json(&f);
-		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
-		putchar('\n');
-		json_decref(doc);
+	if (!nw_cli_json_text(&a.json)) {
 	} else if (!f.nhosts) {
 		fprintf(stderr, "no check runs in '%s': record one per node with 'ncclwatch check' (into this --db, "
 		        "or merge their files with 'history merge')\n", path);
@@ -139,6 +137,12 @@ int cmd_fleet(int argc, char **argv)
 		print_text(&f);
 	}
 	rc = f.noutliers ? 1 : 0;
+	if (a.json.on) {
+		json_t *doc = nw_fleet_to_json(&f);
+		if (nw_cli_json_write("fleet", &a.json, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(10)))
+			rc = 2;
+		json_decref(doc);
+	}
 	nw_fleet_release(&f);
 	return rc;
 }

@@ -48,7 +48,8 @@ const char usage_hang[] =
 	"  --no-ras       do not ask RAS\n"
 	"  --comm TEXT    only communicators whose hex id starts with, or name\n"
 	"                 contains, TEXT\n"
-	"  --json         the verdicts as JSON (schema ncclwatch.hang/1)\n"
+	"  --json [FILE]  " NW_CLI_JSON_HELP
+	"                 (the verdicts, schema ncclwatch.hang/1)\n"
 	"\n"
 	"Ranks of other nodes are \"not reported\" unless their dumps are given;\n"
 	"where a plugin could not see completions (NCCLWATCH_KERNEL=off on one\n"
@@ -66,7 +67,8 @@ struct hang_args {
 	const char *dir;
 	const char **dumps;
 	size_t ndumps;
-	int no_local, json;
+	int no_local;
+	struct nw_cli_json json;
 	double hang_s;
 	const char *comm;
 	int ras;              /* -1 never, 0 quietly (default), 1 asked for: its failure is said */
@@ -85,7 +87,7 @@ struct hang_read {
 	char ras_addr[256], ras_version[32], ras_err[NW_ERRLEN];
 };
 
-enum { O_DIR = NW_OPT_LOCAL, O_DUMP, O_NO_LOCAL, O_HANG_S, O_COMM, O_JSON, O_RAS, O_RAS_ADDR, O_RAS_TIMEOUT, O_NO_RAS };
+enum { O_DIR = NW_OPT_LOCAL, O_DUMP, O_NO_LOCAL, O_HANG_S, O_COMM, O_RAS, O_RAS_ADDR, O_RAS_TIMEOUT, O_NO_RAS };
 
 /* The default --hang-s: NCCLWATCH_HANG_S as the plugin reads it, else 120. */
 static int default_hang_s(double *out)
@@ -110,7 +112,6 @@ static int take_opt(int opt, const char *v, struct hang_args *a)
 		return 0;
 	case O_NO_LOCAL: a->no_local = 1; return 0;
 	case O_COMM: a->comm = v; return 0;
-	case O_JSON: a->json = 1; return 0;
 	case O_RAS: a->ras = 1; return 0;
 	case O_RAS_ADDR: a->ras = 1; a->ras_addr = v; return 0;
 	case O_NO_RAS: a->no_ras = 1; return 0;
@@ -135,7 +136,7 @@ static int parse(int argc, char **argv, struct hang_args *a)
 		{ "no-local", no_argument, NULL, O_NO_LOCAL },
 		{ "hang-s", required_argument, NULL, O_HANG_S },
 		{ "comm", required_argument, NULL, O_COMM },
-		{ "json", no_argument, NULL, O_JSON },
+		NW_CLI_JSON_LONGOPT,
 		{ "ras", no_argument, NULL, O_RAS },
 		{ "ras-addr", required_argument, NULL, O_RAS_ADDR },
 		{ "ras-timeout", required_argument, NULL, O_RAS_TIMEOUT },
@@ -147,9 +148,9 @@ static int parse(int argc, char **argv, struct hang_args *a)
 	a->ras_timeout_s = 2.0;
 	int opt;
 	while ((opt = nw_cli_next("hang", argc, argv, "", longopts)) != -1)
-		if (opt == -2 || take_opt(opt, optarg, a))
+		if (opt == -2 || (!nw_cli_json_opt(opt, optarg, &a->json) && take_opt(opt, optarg, a)))
 			return -1;
-	if (nw_cli_no_operands("hang", argc, argv) != 0)
+	if (nw_cli_no_operands("hang", argc, argv) != 0 || nw_cli_check_output("hang", "--json", a->json.path))
 		return -1;
 	if (a->no_ras && a->ras > 0)
 		return nw_error("hang: --no-ras excludes --ras and --ras-addr");
@@ -332,6 +333,25 @@ static int rank_of(enum nw_prog_verdict v)
 }
 
 /* Diagnose and print every wanted communicator (hung first); returns how many are hung, -1 on failure. */
+/* The text's closing lines: what was read (stats files, dumps, RAS) and what was left out. */
+static void print_read(const struct hang_read *rd, size_t ncomms, double hang_s, int ras)
+{
+	if (!ncomms)
+		printf("no communicators: no stats files in '%s'%s (is the plugin loaded? NCCL_PROFILER_PLUGIN=ncclwatch)\n",
+		       rd->dir, rd->ndumps ? " and no progress in the dumps" : "");
+	printf("read: %zu stats file%s%s%s, %zu trace dump%s; hang after %.0f s without events\n", rd->nfiles,
+	       rd->nfiles == 1 ? "" : "s", rd->dir[0] ? " in " : "", rd->dir, rd->ndumps,
+	       rd->ndumps == 1 ? "" : "s", hang_s);
+	if (rd->ras_ok)
+		printf("NCCL RAS at %s (NCCL %s): %zu communicator%s of the whole job\n", rd->ras_addr,
+		       rd->ras_version[0] ? rd->ras_version : "?", rd->ras_comms, rd->ras_comms == 1 ? "" : "s");
+	else if (rd->ras_asked && ras > 0)
+		printf("NCCL RAS at %s: not used (%s)\n", rd->ras_addr, rd->ras_err);
+	if (rd->ndisabled || rd->nbad)
+		printf("left out: %zu file%s of a disabled plugin, %zu unusable\n", rd->ndisabled,
+		       rd->ndisabled == 1 ? "" : "s", rd->nbad);
+}
+
 static int report(const struct hang_args *a, const struct nw_prog_set *set, const struct hang_read *rd,
                   uint64_t now)
 {
@@ -341,7 +361,8 @@ static int report(const struct hang_args *a, const struct nw_prog_set *set, cons
 	size_t done = 0;
 	for (; done < set->n && rc == 0; done++)
 		rc = nw_prog_diagnose(&set->comms[done], now, (uint64_t)(a->hang_s * 1e9), &d[done], err, sizeof(err));
-	json_t *arr = a->json ? json_array() : NULL;
+	json_t *arr = a->json.on ? json_array() : NULL;
+	int text = nw_cli_json_text(&a->json);
 	for (int pass = 0; rc == 0 && pass < 3; pass++) {
 		for (size_t i = 0; i < set->n; i++) {
 			if (rank_of(d[i].verdict) != pass || !comm_wanted(a, &set->comms[i]))
@@ -349,10 +370,12 @@ static int report(const struct hang_args *a, const struct nw_prog_set *set, cons
 			nhung += d[i].verdict == NW_PROG_HUNG;
 			if (arr)
 				json_array_append_new(arr, comm_json(&set->comms[i], &d[i]));
-			else
+			if (text)
 				print_comm(&set->comms[i], &d[i], now);
 		}
 	}
+	if (rc == 0 && text)
+		print_read(rd, set->n, a->hang_s, a->ras);
 	if (rc == 0 && arr) {
 		json_t *doc = json_pack("{s:s, s:b, s:f, s:o, s:{s:i, s:i, s:i}}", "schema", "ncclwatch.hang/1", "hung",
 		                        nhung > 0, "hang_s", a->hang_s, "communicators", arr, "read", "stats_files",
@@ -362,25 +385,10 @@ static int report(const struct hang_args *a, const struct nw_prog_set *set, cons
 			                    json_pack("{s:s, s:b, s:s, s:i, s:s}", "addr", rd->ras_addr, "answered",
 			                              rd->ras_ok, "nccl_version", rd->ras_version, "communicators",
 			                              (int)rd->ras_comms, "error", rd->ras_ok ? "" : rd->ras_err));
-		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
-		putchar('\n');
+		if (nw_cli_json_write("hang", &a->json, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(6)))
+			rc = -1;
 		json_decref(doc);
-	} else if (rc == 0) {
-		if (!set->n)
-			printf("no communicators: no stats files in '%s'%s (is the plugin loaded? NCCL_PROFILER_PLUGIN=ncclwatch)\n",
-			       rd->dir, rd->ndumps ? " and no progress in the dumps" : "");
-		printf("read: %zu stats file%s%s%s, %zu trace dump%s; hang after %.0f s without events\n", rd->nfiles,
-		       rd->nfiles == 1 ? "" : "s", rd->dir[0] ? " in " : "", rd->dir, rd->ndumps,
-		       rd->ndumps == 1 ? "" : "s", a->hang_s);
-		if (rd->ras_ok)
-			printf("NCCL RAS at %s (NCCL %s): %zu communicator%s of the whole job\n", rd->ras_addr,
-			       rd->ras_version[0] ? rd->ras_version : "?", rd->ras_comms, rd->ras_comms == 1 ? "" : "s");
-		else if (rd->ras_asked && a->ras > 0)
-			printf("NCCL RAS at %s: not used (%s)\n", rd->ras_addr, rd->ras_err);
-		if (rd->ndisabled || rd->nbad)
-			printf("left out: %zu file%s of a disabled plugin, %zu unusable\n", rd->ndisabled,
-			       rd->ndisabled == 1 ? "" : "s", rd->nbad);
-	} else {
+	} else if (rc != 0) {
 		json_decref(arr);
 		nw_error("%s", err);
 	}

@@ -16,9 +16,9 @@
 #include "util/util.h"
 
 const char usage_history[] =
-	"usage: ncclwatch history [list] [--host H] [--op OP] [--since DATE] [--until DATE] [--limit N] [--json]\n"
-	"       ncclwatch history show ID [--env] [--json | --csv]\n"
-	"       ncclwatch history export ID|all [--json | --csv] [list filters]\n"
+	"usage: ncclwatch history [list] [--host H] [--op OP] [--since DATE] [--until DATE] [--limit N] [--json [FILE]]\n"
+	"       ncclwatch history show ID [--env] [--json [FILE] | --csv]\n"
+	"       ncclwatch history export ID|all [--json [FILE] | --csv] [list filters]\n"
 	"       ncclwatch history delete ID\n"
 	"       ncclwatch history baseline [NAME ID | --delete NAME]\n"
 	"       ncclwatch history sync\n"
@@ -53,7 +53,8 @@ const char usage_history[] =
 	"  --since DATE    only runs at or after DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)\n"
 	"  --until DATE    only runs at or before DATE (a bare date includes that day)\n"
 	"  --limit N       only the latest N runs (listed oldest first)\n"
-	"  --json, --csv   output format\n"
+	"  --json [FILE]   " NW_CLI_JSON_HELP
+	"  --csv           CSV instead of text\n"
 	"  --db PATH       history database (default $NCCLWATCH_DB, else\n"
 	"                  $XDG_DATA_HOME/ncclwatch/history.db), or a PostgreSQL\n"
 	"                  URI postgresql://USER@HOST:PORT/DB (password from\n"
@@ -62,12 +63,13 @@ const char usage_history[] =
 struct hopts {
 	struct nw_store_opts so;
 	struct nw_store_filter f;
-	int json, csv, del, env;
+	struct nw_cli_json json;
+	int csv, del, env;
 	const char *args[3];
 	int nargs;
 };
 
-enum { O_HOST = NW_OPT_LOCAL, O_OP, O_SINCE, O_UNTIL, O_LIMIT, O_JSON, O_CSV, O_DELETE, O_ENV };
+enum { O_HOST = NW_OPT_LOCAL, O_OP, O_SINCE, O_UNTIL, O_LIMIT, O_CSV, O_DELETE, O_ENV };
 
 /* A filter's value (--host, --op, --since, --until, --limit) into o->f. */
 static int filter_opt(int opt, const char *arg, const char *name, struct hopts *o)
@@ -95,7 +97,7 @@ static int parse(int argc, char **argv, struct hopts *o)
 		{ "since", required_argument, NULL, O_SINCE },
 		{ "until", required_argument, NULL, O_UNTIL },
 		{ "limit", required_argument, NULL, O_LIMIT },
-		{ "json", no_argument, NULL, O_JSON },
+		NW_CLI_JSON_LONGOPT,
 		{ "csv", no_argument, NULL, O_CSV },
 		{ "delete", no_argument, NULL, O_DELETE },
 		{ "env", no_argument, NULL, O_ENV },
@@ -106,7 +108,7 @@ static int parse(int argc, char **argv, struct hopts *o)
 	while ((opt = nw_cli_next("history", argc, argv, "", longopts)) != -1) {
 		switch (opt) {
 		case -2: return -1;
-		case O_JSON: o->json = 1; break;
+		case NW_OPT_JSON: nw_cli_json_opt(opt, optarg, &o->json); break;
 		case O_CSV: o->csv = 1; break;
 		case O_DELETE: o->del = 1; break;
 		case O_ENV: o->env = 1; break;
@@ -125,8 +127,10 @@ static int parse(int argc, char **argv, struct hopts *o)
 			return nw_error("too many arguments ('%s'); 'ncclwatch help history' shows the forms", argv[i]);
 		o->args[o->nargs++] = argv[i];
 	}
-	if (o->json && o->csv)
+	if (o->json.on && o->csv)
 		return nw_error("give --json or --csv, not both");
+	if (nw_cli_check_output("history", "--json", o->json.path))
+		return -1;
 	if (o->f.op && !o->f.op[0])
 		return nw_error("--op needs an op name");
 	return 0;
@@ -189,7 +193,8 @@ static int do_list(struct nw_store *s, const struct hopts *o)
 	char err[NW_ERRLEN];
 	if (nw_store_list(s, &o->f, &e, &n, err, sizeof(err)))
 		return nw_error("%s", err);
-	if (o->json) {
+	int rc = 0;
+	if (o->json.on) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(a, json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:f,s:i,s:s}", "id", (json_int_t)e[i].id,
@@ -197,21 +202,22 @@ static int do_list(struct nw_store *s, const struct hopts *o)
 			                                   "ops", e[i].ops, "nccl_version", e[i].nccl_version,
 			                                   "peak_busbw_gbs", e[i].peak_busbw, "rows", e[i].nrows,
 			                                   "baselines", e[i].baselines));
-		json_dumpf(a, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
-		putchar('\n');
+		rc = nw_cli_json_write("history", &o->json, a, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
 		json_decref(a);
-	} else if (o->csv) {
+	}
+	int text = nw_cli_json_text(&o->json);
+	if (o->csv) {
 		printf("id,time,host,source,ops,nccl_version,peak_busbw_gbs,rows,baselines\n");
 		for (size_t i = 0; i < n; i++)
 			printf("%lld,%s,%s,%s,\"%s\",%s,%.2f,%d,\"%s\"\n", e[i].id, e[i].time, e[i].host, e[i].source,
 			       e[i].ops, e[i].nccl_version, e[i].peak_busbw, e[i].nrows, e[i].baselines);
-	} else if (!n) {
+	} else if (text && !n) {
 		fprintf(stderr, "no runs recorded%s\n", o->f.host || o->f.op || o->f.since || o->f.until ? " match the filters" : " yet");
-	} else {
+	} else if (text) {
 		print_list(e, n);
 	}
 	free(e);
-	return 0;
+	return rc;
 }
 
 static int same_row_key(const struct nw_row *a, const struct nw_row *b)
@@ -303,6 +309,8 @@ static void print_header(long long id, const struct nw_run *run, int all_env)
 	print_kv("command", h->cmdline);
 	print_kv("input", h->input);
 	print_kv("ncclwatch", h->tool_version);
+	if (nw_run_interrupted(run))
+		print_kv("interrupted", "yes: stopped by a signal (Ctrl-C); it holds only the sizes measured before");
 	json_t *fp = nw_fingerprint_of(run);
 	const json_t *topo = json_object_get(fp, "topology");
 	if (json_is_string(topo))
@@ -320,16 +328,20 @@ static int do_show(struct nw_store *s, const struct hopts *o)
 	char err[NW_ERRLEN];
 	if (nw_store_load(s, id, &run, err, sizeof(err)))
 		return nw_error("%s", err);
-	if (o->json) {
-		nw_run_write_json(&run, stdout, 1);
-	} else if (o->csv) {
+	int rc = 0;
+	if (o->csv) {
 		nw_run_write_csv(&run, stdout, 0);
-	} else {
+	} else if (nw_cli_json_text(&o->json)) {
 		print_header(id, &run, o->env);
 		print_table(&run);
 	}
+	if (o->json.on) {
+		json_t *doc = nw_run_to_json(&run, 1);
+		rc = nw_cli_json_write("history", &o->json, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
+		json_decref(doc);
+	}
 	nw_run_release(&run);
-	return 0;
+	return rc;
 }
 
 /* export all: every run the filters select, as one history JSON document or one CSV table. */
@@ -367,8 +379,7 @@ static int export_all(struct nw_store *s, const struct hopts *o)
 	if (!o->csv && !rc) {
 		json_t *doc = json_pack("{s:s,s:o}", "schema", "ncclwatch.history/1", "runs", runs);
 		runs = NULL;
-		json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
-		putchar('\n');
+		rc = nw_cli_json_write("history", &o->json, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
 		json_decref(doc);
 	}
 	if (runs)
@@ -391,12 +402,16 @@ static int do_export(struct nw_store *s, const struct hopts *o)
 	struct nw_run run;
 	if (nw_store_load(s, id, &run, err, sizeof(err)))
 		return nw_error("%s", err);
-	if (o->csv)
+	int rc = 0;
+	if (o->csv) {
 		nw_run_write_csv(&run, stdout, 1);
-	else
-		nw_run_write_json(&run, stdout, 1);
+	} else {
+		json_t *doc = nw_run_to_json(&run, 1);
+		rc = nw_cli_json_write("history", &o->json, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
+		json_decref(doc);
+	}
 	nw_run_release(&run);
-	return 0;
+	return rc;
 }
 
 static int do_baseline(struct nw_store *s, const struct hopts *o)
@@ -425,14 +440,17 @@ static int do_baseline(struct nw_store *s, const struct hopts *o)
 	size_t n;
 	if (nw_store_baseline_list(s, &b, &n, err, sizeof(err)))
 		return nw_error("%s", err);
-	if (o->json) {
+	int rc = 0;
+	if (o->json.on) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(a, json_pack("{s:s,s:I,s:s}", "name", b[i].name, "run_id",
 			                                   (json_int_t)b[i].run_id, "set", b[i].set_time));
-		json_dumpf(a, stdout, JSON_INDENT(1));
-		putchar('\n');
+		rc = nw_cli_json_write("history", &o->json, a, JSON_INDENT(1));
 		json_decref(a);
+	}
+	if (!nw_cli_json_text(&o->json)) {
+		/* the JSON said it */
 	} else if (!n) {
 		fprintf(stderr, "no baselines; name one with: ncclwatch history baseline NAME ID\n");
 	} else {
@@ -441,7 +459,7 @@ static int do_baseline(struct nw_store *s, const struct hopts *o)
 			printf("%-24s %8lld  %s\n", b[i].name, b[i].run_id, b[i].set_time);
 	}
 	free(b);
-	return 0;
+	return rc;
 }
 
 static int do_delete(struct nw_store *s, const struct hopts *o)

@@ -22,8 +22,10 @@ const char usage_import[] =
 	"\n"
 	"options:\n"
 	"  --csv          one CSV line per row, header once (default)\n"
-	"  --json         the results document of 'ncclwatch bench --json'; an\n"
-	"                 array of documents when more than one run was found\n"
+	"  --json[=FILE]  " NW_CLI_JSON_HELP
+	"                 (the results document of 'ncclwatch bench --json'; an\n"
+	"                 array of documents when more than one run was found; a\n"
+	"                 file only as --json=FILE here: the inputs may be .json)\n"
 	"  --table        re-print nccl-tests' table from the model (round-trip check)\n"
 	"  --op NAME      collective to record when the output does not say\n"
 	"                 (outputs older than \"# Collective test starting\")\n"
@@ -40,6 +42,7 @@ struct import_opts {
 	enum import_format format;
 	const char *op;
 	struct nw_store_opts store;
+	struct nw_cli_json json; /* --json=FILE: the JSON there too, the text format on stdout */
 };
 
 /* nccl-tests' table for one run: out-of-place rows paired with their in-place twins. */
@@ -105,10 +108,10 @@ static int import_run_complete(struct nw_run *run, const struct import_opts *o)
 /* Options anywhere, files as operands; 0, 1 after --help, or -1 after printing an error. */
 static int parse(int argc, char **argv, struct import_opts *o)
 {
-	enum { O_CSV = NW_OPT_LOCAL, O_JSON, O_TABLE, O_OP };
+	enum { O_CSV = NW_OPT_LOCAL, O_TABLE, O_OP, O_JSON = NW_OPT_JSON_EQ };
 	static const struct option longopts[] = {
 		{ "csv", no_argument, NULL, O_CSV },
-		{ "json", no_argument, NULL, O_JSON },
+		NW_CLI_JSON_EQ_LONGOPT,
 		{ "table", no_argument, NULL, O_TABLE },
 		{ "op", required_argument, NULL, O_OP },
 		{ "help", no_argument, NULL, 'h' },
@@ -120,7 +123,13 @@ static int parse(int argc, char **argv, struct import_opts *o)
 	while ((c = nw_cli_next("import", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case -2: return -1;
-		case O_CSV: case O_JSON: case O_TABLE: {
+		case O_JSON:
+			/* --json=FILE keeps the text format; --json alone is the output format */
+			nw_cli_json_opt(c, optarg, &o->json);
+			if (o->json.path)
+				break;
+			/* fall through */
+		case O_CSV: case O_TABLE: {
 			int f = c == O_CSV ? IMPORT_CSV : c == O_JSON ? IMPORT_JSON : IMPORT_TABLE;
 			if (fmt_name && (int)o->format != f)
 				return nw_error("%s and %s exclude each other: give one output format",
@@ -139,7 +148,7 @@ static int parse(int argc, char **argv, struct import_opts *o)
 	}
 	if (optind >= argc)
 		return nw_error("no input file; give nccl-tests output files or '-' for standard input");
-	return 0;
+	return nw_cli_check_output("import", "--json", o->json.path) ? -1 : 0;
 }
 
 /*
@@ -175,32 +184,41 @@ static int import_file(const char *path, const struct import_opts *o, struct nw_
 	return rc;
 }
 
-/* Every run found, in the format asked for. */
-static void print_runs(const struct nw_run *all, size_t nall, enum import_format format)
+/* The results document of every run found: one run's, or an array of them. The caller frees it. */
+static json_t *runs_json(const struct nw_run *all, size_t nall)
 {
+	if (nall == 1)
+		return nw_run_to_json(&all[0], 0);
+	json_t *arr = json_array();
+	for (size_t i = 0; i < nall; i++)
+		json_array_append_new(arr, nw_run_to_json(&all[i], 0));
+	return arr;
+}
+
+/* Every run found, in the format asked for; with --json=FILE the JSON into it too. 0, or -1 after printing why. */
+static int print_runs(const struct nw_run *all, size_t nall, enum import_format format, const struct nw_cli_json *j)
+{
+	int rc = 0;
+	if ((format == IMPORT_JSON || j->path) && nall) {
+		json_t *doc = runs_json(all, nall);
+		rc = nw_cli_json_write("import", j, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
+		json_decref(doc);
+	}
 	if (format == IMPORT_CSV && nall) {
 		nw_csv_print_header(stdout, 0);
 		for (size_t i = 0; i < nall; i++)
 			for (size_t r = 0; r < all[i].nrows; r++)
 				nw_csv_print_row(stdout, &all[i].rows[r], 0);
-	} else if (format == IMPORT_JSON && nall == 1) {
-		nw_run_write_json(&all[0], stdout, 0);
-	} else if (format == IMPORT_JSON && nall > 1) {
-		json_t *arr = json_array();
-		for (size_t i = 0; i < nall; i++)
-			json_array_append_new(arr, nw_run_to_json(&all[i], 0));
-		json_dumpf(arr, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
-		fputc('\n', stdout);
-		json_decref(arr);
 	} else if (format == IMPORT_TABLE) {
 		for (size_t i = 0; i < nall; i++)
 			print_table(&all[i]);
 	}
+	return rc;
 }
 
 int cmd_import(int argc, char **argv)
 {
-	struct import_opts o = { IMPORT_CSV, NULL, { NULL, 0 } };
+	struct import_opts o = { IMPORT_CSV, NULL, { NULL, 0 }, { 0, NULL } };
 	int pr = parse(argc, argv, &o);
 	if (pr)
 		return pr > 0 ? 0 : 2;
@@ -209,7 +227,8 @@ int cmd_import(int argc, char **argv)
 	int rc = 0;
 	for (int a = optind; a < argc; a++)
 		rc = import_file(argv[a], &o, &all, &nall, rc);
-	print_runs(all, nall, o.format);
+	if (print_runs(all, nall, o.format, &o.json))
+		rc = 2;
 	for (size_t i = 0; i < nall; i++)
 		nw_run_release(&all[i]);
 	free(all);

@@ -24,7 +24,8 @@ const char usage_logscan[] =
 	"FILE \"-\" (or no FILE, with standard input not a terminal) reads stdin.\n"
 	"\n"
 	"options:\n"
-	"  --json         the report as JSON (schema ncclwatch.logscan/1)\n"
+	"  --json [FILE]  " NW_CLI_JSON_HELP
+	"                 (the report, schema ncclwatch.logscan/1)\n"
 	"  --brief        only the errors and the diagnoses\n"
 	"  --list-diagnoses  every diagnosis this version can make: id, severity,\n"
 	"                 what it means, the fix (tab-separated), then exit\n"
@@ -266,11 +267,11 @@ static void list_diagnoses(void)
 }
 
 /* The options; 0, 1 when done (--help, --list-diagnoses), or -1 after printing an error. */
-static int parse(int argc, char **argv, int *json, int *brief)
+static int parse(int argc, char **argv, struct nw_cli_json *json, int *brief)
 {
-	enum { O_JSON = NW_OPT_LOCAL, O_BRIEF, O_LIST };
+	enum { O_BRIEF = NW_OPT_LOCAL, O_LIST };
 	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, O_JSON },
+		NW_CLI_JSON_LONGOPT,
 		{ "brief", no_argument, NULL, O_BRIEF },
 		{ "list-diagnoses", no_argument, NULL, O_LIST },
 		{ "help", no_argument, NULL, 'h' },
@@ -280,13 +281,13 @@ static int parse(int argc, char **argv, int *json, int *brief)
 	while ((c = nw_cli_next("logscan", argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case -2: return -1;
-		case O_JSON: *json = 1; break;
+		case NW_OPT_JSON: nw_cli_json_opt(c, optarg, json); break;
 		case O_BRIEF: *brief = 1; break;
 		case O_LIST: list_diagnoses(); return 1;
 		case 'h': fputs(usage_logscan, stdout); return 1;
 		}
 	}
-	return 0;
+	return nw_cli_check_output("logscan", "--json", json->path) ? -1 : 0;
 }
 
 /* When the input held no NCCL line and no error: say what it looks like (on stderr) and return 1. */
@@ -339,7 +340,8 @@ static int feed_files(struct nw_log *lg, char **files, int nfiles)
 
 int cmd_logscan(int argc, char **argv)
 {
-	int json = 0, brief = 0;
+	struct nw_cli_json json = { 0 };
+	int brief = 0;
 	int pr = parse(argc, argv, &json, &brief);
 	if (pr)
 		return pr > 0 ? 0 : 2;
@@ -364,10 +366,7 @@ int cmd_logscan(int argc, char **argv)
 		nw_log_free(lg);
 		return 3;
 	}
-	if (json) {
-		json_dumpf(doc, stdout, JSON_INDENT(1));
-		fputc('\n', stdout);
-	} else {
+	if (nw_cli_json_text(&json)) {
 		if (!brief)
 			print_report(doc);
 		else
@@ -376,6 +375,8 @@ int cmd_logscan(int argc, char **argv)
 	}
 	if (rc == 0 && nw_log_nerrors(lg) > 0)
 		rc = 1;
+	if (json.on && nw_cli_json_write("logscan", &json, doc, JSON_INDENT(1)))
+		rc = 2;
 	json_decref(doc);
 	nw_log_free(lg);
 	return rc;

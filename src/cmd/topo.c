@@ -29,7 +29,8 @@ const char usage_topo[] =
 	"(docs/expectations.md). Works without a GPU: it says what it could not see.\n"
 	"\n"
 	"options:\n"
-	"  --json             one JSON document (schema ncclwatch.topo/1) on stdout\n"
+	"  --json [FILE]      " NW_CLI_JSON_HELP
+	"                     (schema ncclwatch.topo/1)\n"
 	"  -g, --ngpus N      expectations for the first N visible GPUs (default: all)\n"
 	"  --sysroot DIR      read /sys, /proc and /etc under DIR (also $NCCLWATCH_SYSROOT)\n"
 	"  --nvml-json FILE   replay recorded NVML answers instead of asking the driver\n"
@@ -184,7 +185,8 @@ static void print_expect(const struct nw_topo *vis, const json_t *ops, const cha
 
 /* What the command line asks for. */
 struct topo_args {
-	int json, dump;
+	struct nw_cli_json json;
+	int dump;
 	long ngpus;
 	const char *sysroot, *nvml_json;
 };
@@ -192,9 +194,9 @@ struct topo_args {
 /* The options; 0, 1 after --help, or -1 after printing an error. */
 static int parse(int argc, char **argv, struct topo_args *a)
 {
-	enum { O_JSON = NW_OPT_LOCAL, O_SYSROOT, O_NVML_JSON, O_NVML_DUMP };
+	enum { O_SYSROOT = NW_OPT_LOCAL, O_NVML_JSON, O_NVML_DUMP };
 	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, O_JSON },
+		NW_CLI_JSON_LONGOPT,
 		{ "ngpus", required_argument, NULL, 'g' },
 		{ "sysroot", required_argument, NULL, O_SYSROOT },
 		{ "nvml-json", required_argument, NULL, O_NVML_JSON },
@@ -207,7 +209,7 @@ static int parse(int argc, char **argv, struct topo_args *a)
 	while ((c = nw_cli_next("topo", argc, argv, "g:h", longopts)) != -1) {
 		switch (c) {
 		case -2: return -1;
-		case O_JSON: a->json = 1; break;
+		case NW_OPT_JSON: nw_cli_json_opt(c, optarg, &a->json); break;
 		case O_NVML_DUMP: a->dump = 1; break;
 		case O_SYSROOT:
 			if (nw_cli_dir_opt(nw_cli_opt_name(c, argv), optarg))
@@ -222,7 +224,9 @@ static int parse(int argc, char **argv, struct topo_args *a)
 		case 'h': fputs(usage_topo, stdout); return 1;
 		}
 	}
-	return nw_cli_no_operands("topo", argc, argv);
+	if (nw_cli_no_operands("topo", argc, argv) || nw_cli_check_output("topo", "--json", a->json.path))
+		return -1;
+	return 0;
 }
 
 /* The visible GPUs of t (CUDA_VISIBLE_DEVICES, at most ngpus when > 0) into vis; why says what went wrong. */
@@ -240,8 +244,8 @@ static void visible(const struct nw_topo *t, long ngpus, struct nw_topo *vis, ch
 	nw_topo_subset(t, pos, nvis, vis);
 }
 
-/* The JSON document (schema ncclwatch.topo/1). */
-static void print_json(const struct nw_topo *t, const struct nw_topo *vis, json_t *ops, const char *why)
+/* The JSON document (schema ncclwatch.topo/1) where --json says. 0, or -1 after printing why. */
+static int print_json(const struct nw_cli_json *j, const struct nw_topo *t, const struct nw_topo *vis, json_t *ops, const char *why)
 {
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string("ncclwatch.topo/1"));
@@ -256,9 +260,9 @@ static void print_json(const struct nw_topo *t, const struct nw_topo *vis, json_
 	else
 		json_object_set_new(ex, "skipped", json_string(why));
 	json_object_set_new(doc, "expected", ex);
-	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	printf("\n");
+	int rc = nw_cli_json_write("topo", j, doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(doc);
+	return rc;
 }
 
 /* The NVML answers as JSON (the --nvml-json format). */
@@ -308,10 +312,10 @@ int cmd_topo(int argc, char **argv)
 	visible(t, a.ngpus, vis, why, sizeof(why));
 	if (!why[0])
 		ops = nw_expect_table(t, vis, why, sizeof(why));
-	if (a.json)
-		print_json(t, vis, ops, why);
-	else
+	if (nw_cli_json_text(&a.json))
 		print_text(t, vis, ops, why);
+	if (a.json.on && print_json(&a.json, t, vis, ops, why))
+		rc = 2;
 out:
 	json_decref(ops);
 	free(snap);

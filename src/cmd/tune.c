@@ -65,7 +65,8 @@ const char usage_tune[] =
 	"output:\n"
 	"  --env-out FILE       write the recommendation as 'export NCCL_X=v' lines\n"
 	"                       (only comments when the defaults are best)\n"
-	"  --json FILE          write every figure as JSON ('-': stdout, no table)\n"
+	"  --json [FILE]        " NW_CLI_JSON_HELP
+	"                       (every figure)\n"
 	"  --save-runs DIR      keep each run's results JSON in DIR\n"
 	"history (every successful run is recorded, source \"tune\", with its variant):\n"
 	NW_STORE_USAGE
@@ -93,7 +94,7 @@ struct tune_opts {
 	int nkeep;
 	const char *launcher;
 	const char *env_out;
-	const char *json_out;
+	struct nw_cli_json json;
 	const char *bench_cmd;
 	struct nw_store_opts so;
 	int quiet;
@@ -103,15 +104,21 @@ struct tune_opts {
 
 static volatile sig_atomic_t interrupted;
 
+/* SIGINT or SIGTERM: the first ends the run in progress and keeps what was measured; a second dies at once. */
 static void on_signal(int sig)
 {
+	if (interrupted) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
 	interrupted = sig;
 }
 
 enum {
 	O_OP = NW_OPT_LOCAL, O_BACKEND, O_NCCL_LIB, O_BANDS, O_SETTINGS, O_VAR, O_KEEP, O_CHECK_ENV,
 	O_BUDGET, O_REPEATS, O_MIN_GAIN, O_PRUNE_AFTER, O_CONFIRM, O_TIMEOUT, O_LAUNCHER,
-	O_ENV_OUT, O_JSON, O_SAVE_RUNS, O_BENCH_CMD,
+	O_ENV_OUT, O_SAVE_RUNS, O_BENCH_CMD,
 };
 
 static const struct option longopts[] = {
@@ -132,7 +139,7 @@ static const struct option longopts[] = {
 	{ "timeout", required_argument, NULL, O_TIMEOUT },
 	{ "launcher", required_argument, NULL, O_LAUNCHER },
 	{ "env-out", required_argument, NULL, O_ENV_OUT },
-	{ "json", required_argument, NULL, O_JSON },
+	NW_CLI_JSON_LONGOPT,
 	{ "save-runs", required_argument, NULL, O_SAVE_RUNS },
 	{ "bench-cmd", required_argument, NULL, O_BENCH_CMD },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -241,7 +248,7 @@ static int output_opt(struct tune_opts *o, int c, const char *arg)
 	switch (c) {
 	case O_LAUNCHER: o->launcher = arg; return 1;
 	case O_ENV_OUT: o->env_out = arg; return 1;
-	case O_JSON: o->json_out = arg; return 1;
+	case NW_OPT_JSON: nw_cli_json_opt(c, arg, &o->json); return 1;
 	case O_SAVE_RUNS: o->t.save_runs = arg; return 1;
 	case O_BENCH_CMD: o->bench_cmd = arg; return 1;
 	case 'q': o->quiet = 1; return 1;
@@ -311,6 +318,8 @@ static int parse(int argc, char **argv, struct tune_opts *o)
 	}
 	if (optind < argc)
 		return nw_error("unknown option '%s'; 'ncclwatch help tune' lists the options", argv[optind]), 2;
+	if (nw_cli_check_output("tune", "--json", o->json.path))
+		return 2;
 	if (check_opts(o, err, sizeof(err)) != 0)
 		return nw_error("%s", err), 2;
 	return 0;
@@ -515,21 +524,13 @@ static int write_env_file(const struct nw_tuner *t, const char *path)
 	return 0;
 }
 
-/* Writes the JSON document to path ('-': stdout); 0, or -1 after printing the error. */
-static int write_json_file(const struct nw_tuner *t, const char *path)
+/* Writes the JSON document where --json says; 0, or -1 after printing the error. */
+static int write_json_file(const struct nw_tuner *t, const struct nw_cli_json *j)
 {
 	json_t *doc = nw_tuner_json(t);
-	int rc;
-	if (!strcmp(path, "-")) {
-		rc = json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
-		fputc('\n', stdout);
-	} else {
-		rc = json_dump_file(doc, path, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
-	}
+	int rc = nw_cli_json_write("tune", j, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
 	json_decref(doc);
-	if (rc != 0)
-		return nw_error("cannot write '%s': %s", path, strerror(errno));
-	return 0;
+	return rc;
 }
 
 /*
@@ -540,6 +541,8 @@ static int write_json_file(const struct nw_tuner *t, const char *path)
 static void show_note(void *ctx, enum nw_tune_note kind, const char *text)
 {
 	struct tune_opts *o = ctx;
+	if (kind == NW_TUNE_PROGRESS && text[0] == '[')
+		nw_strlcpy(o->prog.what, text, sizeof(o->prog.what)); /* what an interruption stopped */
 	if (kind == NW_TUNE_PROGRESS && text[0] == '[' && o->prog.on) {
 		char what[sizeof(o->prog.what)];
 		snprintf(what, sizeof(what), "tune: %s", text);
@@ -583,7 +586,7 @@ static int measure_caught(struct nw_tuner *t, char *err, size_t errlen)
 /* The report on stdout (unless the JSON goes there) and the files asked for; rc, or 3 when a file fails. */
 static int report(const struct tune_opts *o, const struct nw_tuner *t, int rc)
 {
-	if (!o->json_out || strcmp(o->json_out, "-") != 0) {
+	if (nw_cli_json_text(&o->json)) {
 		print_header(t);
 		if (o->t.check_env) {
 			print_check_env(t);
@@ -592,7 +595,7 @@ static int report(const struct tune_opts *o, const struct nw_tuner *t, int rc)
 			print_tune_verdict(t);
 		}
 	}
-	if (o->json_out && write_json_file(t, o->json_out) != 0)
+	if (o->json.on && write_json_file(t, &o->json) != 0)
 		rc = NW_TUNE_FAILED;
 	if (o->env_out && !o->t.check_env && write_env_file(t, o->env_out) != 0)
 		rc = NW_TUNE_FAILED;
@@ -638,6 +641,10 @@ int cmd_tune(int argc, char **argv)
 	nw_progress_init(&o.prog, !o.quiet ? nw_progress_wanted(o.progress) : o.progress == NW_PROGRESS_ON, 0, 0);
 	rc = measure_caught(&t, err, sizeof(err));
 	nw_progress_clear(&o.prog);
+	if (interrupted)
+		fprintf(stderr, "ncclwatch: tune: interrupted (%s) during %s: that run was ended; keeping the %d finished "
+		        "run%s\n", interrupted == SIGTERM ? "SIGTERM" : "SIGINT", o.prog.what[0] ? o.prog.what : "the start",
+		        t.runs_total, t.runs_total == 1 ? "" : "s");
 	if (rc == NW_TUNE_INTERRUPTED && t.runs_total == 0)
 		goto out;
 	if (rc != NW_TUNE_FAILED)

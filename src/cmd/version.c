@@ -15,7 +15,7 @@
 #include "util/util.h"
 
 const char usage_version[] =
-	"usage: ncclwatch version [--nccl-lib PATH] [--json]\n"
+	"usage: ncclwatch version [--nccl-lib PATH] [--json [FILE]]\n"
 	"\n"
 	"Prints the tool version, the NCCL that bench would load (version, path and\n"
 	"why: --nccl-lib, NCCLWATCH_NCCL_LIB, the python3's PyTorch, or the system),\n"
@@ -23,10 +23,13 @@ const char usage_version[] =
 	"found on this machine (two NCCLs on one machine is a classic trap).\n"
 	"\n"
 	"  --nccl-lib PATH   load this libnccl.so instead of searching\n"
-	"  --json            one JSON object instead of text\n";
+	"  --json [FILE]     " NW_CLI_JSON_HELP;
 
-/* The JSON form: version, MPI, the NCCL chosen (or why none), the driver, every libnccl. */
-static void print_json(const struct nw_nccl *nc, const char *nerr, const struct nw_cu *cu, const char *cerr,
+/*
+ * The JSON form: version, MPI, the NCCL chosen (or why none), the driver,
+ * every libnccl; where --json says. 0, or -1 after printing why.
+ */
+static int print_json(const struct nw_cli_json *j, const struct nw_nccl *nc, const char *nerr, const struct nw_cu *cu, const char *cerr,
                        const struct nw_nccl_where *all, size_t nall)
 {
 	json_t *o = json_object();
@@ -60,9 +63,9 @@ static void print_json(const struct nw_nccl *nc, const char *nerr, const struct 
 		json_array_append_new(arr, x);
 	}
 	json_object_set_new(o, "nccl_libraries", arr);
-	json_dumpf(o, stdout, JSON_INDENT(2));
-	fputc('\n', stdout);
+	int rc = nw_cli_json_write("version", j, o, JSON_INDENT(2));
 	json_decref(o);
+	return rc;
 }
 
 /* The same as text, one line each. */
@@ -86,32 +89,33 @@ static void print_text(const struct nw_nccl *nc, const char *nerr, const struct 
 
 int cmd_version(int argc, char **argv)
 {
-	enum { O_NCCL_LIB = NW_OPT_LOCAL, O_JSON };
+	enum { O_NCCL_LIB = NW_OPT_LOCAL };
 	static const struct option longopts[] = {
 		{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
-		{ "json", no_argument, NULL, O_JSON },
+		NW_CLI_JSON_LONGOPT,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *nccl_lib = NULL;
-	int json = 0, opt;
+	struct nw_cli_json json = { 0 };
+	int opt, rc = 0;
 	while ((opt = nw_cli_next("version", argc, argv, "", longopts)) != -1) {
 		switch (opt) {
 		case O_NCCL_LIB: nccl_lib = optarg; break;
-		case O_JSON: json = 1; break;
+		case NW_OPT_JSON: nw_cli_json_opt(opt, optarg, &json); break;
 		default: return 2;
 		}
 	}
-	if (nw_cli_no_operands("version", argc, argv))
+	if (nw_cli_no_operands("version", argc, argv) || nw_cli_check_output("version", "--json", json.path))
 		return 2;
 	char nerr[NW_ERRLEN], cerr[NW_ERRLEN];
 	const struct nw_nccl *nc = nw_nccl_load(nccl_lib, nerr, sizeof(nerr));
 	const struct nw_cu *cu = nw_cuda_load(cerr, sizeof(cerr));
 	struct nw_nccl_where *all = NULL;
 	size_t nall = nw_nccl_find_all(&all);
-	if (json)
-		print_json(nc, nerr, cu, cerr, all, nall);
-	else
+	if (nw_cli_json_text(&json))
 		print_text(nc, nerr, cu, cerr, all, nall);
+	if (json.on && print_json(&json, nc, nerr, cu, cerr, all, nall))
+		rc = 2;
 	free(all);
-	return 0;
+	return rc;
 }

@@ -99,6 +99,11 @@ void nw_row_compute_bw(struct nw_row *row)
 	row->busbw_gbs = c ? row->algbw_gbs * nw_busbw_factor(c->op, row->nranks) : 0;
 }
 
+int nw_run_interrupted(const struct nw_run *run)
+{
+	return run->h.extra && json_is_true(json_object_get(run->h.extra, "interrupted"));
+}
+
 double nw_run_avg_busbw(const struct nw_run *run)
 {
 	double sum = 0;
@@ -170,8 +175,10 @@ void nw_nt_format_row(char *buf, size_t len, const struct nw_row *oop, const str
 	buf[0] = '\0';
 	if (!r)
 		return;
+	/* nccl-tests' sendrecv loops over the reduction ops like the reducing collectives and prints "sum" */
+	const char *redop = !strcmp(r->op, "sendrecv") && !strcmp(r->redop, "none") ? "sum" : r->redop;
 	int n = snprintf(buf, len, "%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i",
-	                 r->size_bytes, r->count, r->dtype, r->redop, r->root);
+	                 r->size_bytes, r->count, r->dtype, redop, r->root);
 	size_t used = n < 0 ? 0 : (size_t)n;
 	if (used >= len)
 		return;
@@ -183,17 +190,21 @@ void nw_nt_format_row(char *buf, size_t len, const struct nw_row *oop, const str
 		nt_body(buf + used, len - used, ip);
 }
 
-/* nccl-tests' three header lines (its writeResultHeader): with per-iteration columns, with a timestamp column. */
-void nw_nt_print_header(FILE *f, int per_iter, int timestamps)
+/*
+ * nccl-tests' three header lines (its writeResultHeader): with per-iteration
+ * columns, with a timestamp column, and with "cputime" for "time" under -C 1.
+ */
+void nw_nt_print_header(FILE *f, int per_iter, int timestamps, int cputime)
 {
+	const char *tm = cputime ? "cputime" : "time";
 	const char *lbl = timestamps ? "timestamp" : "", *fmt = timestamps ? "%Y-%m-%d %H:%M:%S" : "";
 	int pad = timestamps ? 19 : 0;
 	if (per_iter) {
 		fprintf(f, "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                "
 		        "in-place (+ per-iteration)\n", "", "", "", "", "");
 		fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  "
-		        "%7s %*s\n", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "i_min", "i_max",
-		        "i_p99", "i_cv%", "time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", pad, lbl);
+		        "%7s %*s\n", "size", "count", "type", "redop", "root", tm, "algbw", "busbw", "#wrong", "i_min", "i_max",
+		        "i_p99", "i_cv%", tm, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", pad, lbl);
 		fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  "
 		        "%7s %*s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
 		        "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", pad, fmt);
@@ -202,19 +213,19 @@ void nw_nt_print_header(FILE *f, int per_iter, int timestamps)
 	fprintf(f, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "",
 	        "", "");
 	fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size", "count", "type", "redop",
-	        "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", pad, lbl);
+	        "root", tm, "algbw", "busbw", "#wrong", tm, "algbw", "busbw", "#wrong", pad, lbl);
 	fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)", "(elements)", "", "", "",
 	        "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", pad, fmt);
 }
 
 void nw_nt_print_table_header(FILE *f)
 {
-	nw_nt_print_header(f, 0, 0);
+	nw_nt_print_header(f, 0, 0, 0);
 }
 
 void nw_nt_print_table_header_iter(FILE *f)
 {
-	nw_nt_print_header(f, 1, 0);
+	nw_nt_print_header(f, 1, 0, 0);
 }
 
 void nw_nt_print_footer(FILE *f, int64_t wrong_total, double avg_busbw)

@@ -95,6 +95,8 @@ void nw_row_compute_bw(struct nw_row *row);
 
 /* Mean busbw over every row (both placements), as nccl-tests' footer. */
 double nw_run_avg_busbw(const struct nw_run *run);
+/* Whether run was ended early by a signal (its extra says "interrupted": true): it holds only the sizes before. */
+int nw_run_interrupted(const struct nw_run *run);
 /* The row of op with the highest busbw (the first of equals), or NULL when the run has none of op. */
 const struct nw_row *nw_run_peak(const struct nw_run *run, const char *op);
 
@@ -108,8 +110,8 @@ void nw_nt_format_row(char *buf, size_t len, const struct nw_row *oop, const str
 void nw_nt_print_table_header(FILE *f);
 /* The header of -I 1 tables: each placement with i_min i_max i_p99 i_cv% (rows with per-iteration times print them). */
 void nw_nt_print_table_header_iter(FILE *f);
-/* Either header, with nccl-tests' timestamp column (-S 1) when timestamps. */
-void nw_nt_print_header(FILE *f, int per_iter, int timestamps);
+/* Either header, with nccl-tests' timestamp column (-S 1) when timestamps, "cputime" for "time" (-C 1) when cputime. */
+void nw_nt_print_header(FILE *f, int per_iter, int timestamps, int cputime);
 /* Does any row of run carry per-iteration times? */
 int nw_run_has_iters(const struct nw_run *run);
 /* "# Out of bounds values : N OK|FAILED" and "# Avg bus bandwidth    : X " */

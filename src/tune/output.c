@@ -110,6 +110,7 @@ json_t *nw_tuner_json(const struct nw_tuner *t)
 	json_object_set_new(doc, "repeats_planned", json_integer(t->repeats));
 	json_object_set_new(doc, "min_gain", json_real(t->o->min_gain));
 	json_object_set_new(doc, "stopped", t->stopped[0] ? json_string(t->stopped) : json_null());
+	json_object_set_new(doc, "interrupted", json_boolean(!strcmp(t->stopped, "interrupted")));
 	json_object_set_new(doc, "unset_env", json_string(t->stripped));
 	json_t *bands = json_array();
 	for (int b = 0; b < t->nbands; b++)

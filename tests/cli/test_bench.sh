@@ -200,17 +200,26 @@ done
 run "$NW" bench --backend mpi --no-history -n 5 -K 5
 expect_err "-K >= -n named" '-K 5 skips every iteration of -n 5'
 
+# like_ref NAME FILE: $OUT's three header lines are the reference FILE's byte for byte, its 1024 row as long.
+like_ref() {
+	[ -n "${REFDIR:-}" ] && [ -d "$REF" ] || return 0
+	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/$2" >"$TMP/want"
+	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
+	expect_true "$1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
+	expect_true "$1: rows as long as the reference's" test "$(grep -E '^ +1024 ' "$OUT" | awk '{print length($0)}')" = \
+		"$(grep -E '^ +1024 ' "$REF/$2" | head -1 | awk '{print length($0)}')"
+}
 # -S 1 and -z 1..3 in nccl-tests' line shapes (reference nt_ar_NSM.txt, nt_ar_z2.txt, nt_ar_z3.txt).
 run mpi 2 -b 1K -e 4K -f 2 -S 1
 expect_rc "-S 1: exit 0" 0
 expect_out "-S 1: rows end with the time" '^ +1024 +256 +float +sum +-1 .* [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$'
-if [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
-	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/nt_ar_NSM.txt" >"$TMP/want"
-	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
-	expect_true "-S 1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
-	expect_true "-S 1: rows as long as the reference's" test "$(grep -E '^ +1024 ' "$OUT" | awk '{print length($0)}')" = \
-		"$(grep -E '^ +1024 ' "$REF/nt_ar_NSM.txt" | head -1 | awk '{print length($0)}')"
-fi
+like_ref "-S 1" nt_ar_NSM.txt
+# -C 1: nccl-tests says "cputime" in both time columns (reference nt_sr_C.txt).
+run mpi 2 --op sendrecv -b 1K -e 1M -f 4 -C 1
+expect_rc "-C 1: exit 0" 0
+expect_out "-C 1: cputime in the header" '^#  +size +count +type +redop +root +cputime +algbw +busbw +#wrong +cputime +algbw'
+expect_out "-C 1: sendrecv's redop column says sum, as nccl-tests' does" '^ +1024 +256 +float +sum +-1 '
+like_ref "-C 1" nt_sr_C.txt
 for z in 1 2 3; do
 	run mpi 2 -b 1K -e 64K -f 4 -z "$z" -c 1
 	expect_rc "-z $z: exit 0, verified" 0

@@ -52,9 +52,9 @@ bad_options report -o "$NT"
 run "$NW" import --db="$DB" --op=all_reduce "$NT"
 expect_rc "import: --db=PATH --op=OP" 0
 expect_err "import: recorded into --db=PATH" "recorded as run 1"
-run "$NW" import --no-history --json=yes "$NT"
+run "$NW" import --no-history --table=yes "$NT"
 expect_rc "import: a value to a flag exits 2" 2
-expect_err "import: and says so" "option '--json' takes no value"
+expect_err "import: and says so" "option '--table' takes no value"
 bad_options import --op --no-history "$NT"
 
 # history: sub-commands keep their shape; options go anywhere
@@ -101,9 +101,9 @@ bad_options exporter --listen --once --dir "$EMPTY"
 # logscan: no option takes a value
 run "$NW" logscan --brief "$FX/logs/h200x1_default.log"
 expect_rc "logscan: --brief FILE" 0
-run "$NW" logscan --json=yes "$FX/logs/h200x1_default.log"
+run "$NW" logscan --brief=yes "$FX/logs/h200x1_default.log"
 expect_rc "logscan: a value to a flag exits 2" 2
-expect_err "logscan: and says so" "option '--json' takes no value; 'ncclwatch help logscan' lists the options"
+expect_err "logscan: and says so" "option '--brief' takes no value; 'ncclwatch help logscan' lists the options"
 run "$NW" logscan --no-such-option "$FX/logs/h200x1_default.log"
 expect_rc "logscan: unknown option exits 2" 2
 expect_err "logscan: unknown option named" "unknown option '--no-such-option'"
