@@ -152,7 +152,8 @@ static int import_file(const char *path, const struct import_opts *o, struct nw_
 	struct nw_run *runs = NULL;
 	size_t unparsed = 0;
 	char err[NW_ERRLEN];
-	int n = nw_nt_parse_path(path, &runs, &unparsed, err, sizeof(err));
+	struct nw_nt_seen seen;
+	int n = nw_nt_parse_path_seen(path, &runs, &unparsed, &seen, err, sizeof(err));
 	if (n < 0) {
 		nw_error("%s", err);
 		return 2;
@@ -160,7 +161,13 @@ static int import_file(const char *path, const struct import_opts *o, struct nw_
 	if (unparsed)
 		nw_warn("'%s': %zu line%s not understood (neither nccl-tests output nor NCCL log)", path, unparsed,
 		        unparsed == 1 ? "" : "s");
-	if (n == 0) {
+	if (n == 0 && seen.nranks > 0) {
+		nw_error("'%s' holds nccl-tests' header (%d rank%s on %d host%s: %s) but no result table: the output was cut "
+		         "before its first row; import the whole output", path, seen.nranks, seen.nranks == 1 ? "" : "s",
+		         seen.nhosts, seen.nhosts == 1 ? "" : "s", seen.hosts);
+		if (rc == 0)
+			rc = 1;
+	} else if (n == 0) {
 		nw_error("'%s' holds no nccl-tests result table; is it nccl-tests output?", path);
 		if (rc == 0)
 			rc = 1;

@@ -36,6 +36,8 @@ struct nt_stream {
 	int nranks_seen;
 	long nranks_declared;   /* ncclwatch's own "# Using devices: ... (N ranks)" */
 	int dup_ranks;       /* Rank lines whose number was already listed */
+	uint64_t ids[256];   /* distinct devices (host, pid, device) of the device list (first 256) */
+	int nids;
 	char hosts[NT_MAX_HOSTS][64];
 	int nhosts;
 	struct nt_gpu gpus[NT_MAX_GPUNAMES];
@@ -60,6 +62,7 @@ struct nt_ctx {
 	int nstreams;
 	char known_hosts[NT_MAX_HOSTS][64]; /* hosts named at the start of NCCL log lines */
 	int nknown;
+	struct nw_nt_seen *seen; /* where a device list without a table is told (may be NULL) */
 };
 
 struct tok {
@@ -222,6 +225,14 @@ static void add_gpu(struct nt_stream *st, const char *name, size_t n)
 	st->gpus[st->ngpunames++].n = 1;
 }
 
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+	return h;
+}
+
 /* Count a rank of the device list; returns 0 when it was listed already. */
 static int note_rank(struct nt_stream *st, long long rank)
 {
@@ -283,7 +294,7 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 		h->gpus[sizeof(h->gpus) - 1] = '\0';
 	h->nhosts = st->nhosts;
 	if (st->nranks_seen > 0)
-		h->nranks = st->nranks_seen;
+		h->nranks = st->nranks_seen > st->nids ? st->nranks_seen : st->nids;
 	else if (st->nranks_declared > 0 && st->nranks_declared <= INT_MAX)
 		h->nranks = (int)st->nranks_declared;
 	else if (st->nthread > 0 && st->ngpus > 0)
@@ -322,6 +333,27 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 
 static int parse_row(struct nt_stream *st, const char *s, size_t n);
 
+/* A device list that no table followed: the largest one is told to the caller. */
+static void tell_header_only(struct nt_ctx *c, const struct nt_stream *st)
+{
+	int nranks = st->nranks_seen > st->nids ? st->nranks_seen : st->nids;
+	if (nranks > 0 && st->nthread > 0 && st->ngpus > 0 && st->nthread * st->ngpus > nranks &&
+	    st->nthread * st->ngpus <= INT_MAX)
+		nranks = (int)(st->nthread * st->ngpus); /* the list was cut */
+	if (!c->seen || nranks <= c->seen->nranks)
+		return;
+	c->seen->nranks = nranks;
+	c->seen->nhosts = st->nhosts;
+	size_t used = 0;
+	c->seen->hosts[0] = '\0';
+	for (int i = 0; i < st->nhosts && used + 1 < sizeof(c->seen->hosts); i++) {
+		int k = snprintf(c->seen->hosts + used, sizeof(c->seen->hosts) - used, "%s%s", i ? ", " : "", st->hosts[i]);
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
+}
+
 /* End of a stream's run: its rows become runs of the result. */
 static void stream_finish(struct nt_ctx *c, struct nt_stream *st)
 {
@@ -330,6 +362,11 @@ static void stream_finish(struct nt_ctx *c, struct nt_stream *st)
 			c->unparsed++;
 		st->plen = 0;
 	}
+	int rows = 0;
+	for (int i = 0; i < st->nsub; i++)
+		rows += st->sub[i].nrows > 0;
+	if (!rows)
+		tell_header_only(c, st);
 	for (int i = 0; i < st->nsub; i++) {
 		if (!st->sub[i].nrows)
 			continue;
@@ -483,13 +520,30 @@ static int parse_rank_line(struct nt_stream *st, const char *s, size_t n)
 	if (i + 1 >= k)
 		return -1;
 	const struct tok *host = &t[i + 1];
+	long long pid = -1, dev = -1;
+	for (int j = 2; j + 1 < k; j++)
+		if (tok_is(&t[j], "Pid"))
+			tok_ll(&t[j + 1], &pid, 0);
+		else if (tok_is(&t[j], "device"))
+			tok_ll(&t[j + 1], &dev, 0);
 	i += 2;
 	while (i < k && t[i].s[0] != '[')
 		i++;
 	if (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows))
 		return 1; /* another process's header after rows: caller restarts */
-	if (!note_rank(st, rank))
+	/* the same device listed again is a repeated header; another process's own "Rank 0" is one more rank */
+	uint64_t id = (fnv1a(host->s, host->n) ^ (uint64_t)pid) * 1000003u + (uint64_t)(dev + 1);
+	int new_id = 1;
+	for (int j = 0; j < st->nids && j < (int)NW_ARRAY_LEN(st->ids); j++)
+		new_id &= st->ids[j] != id;
+	if (new_id && st->nids < (int)NW_ARRAY_LEN(st->ids))
+		st->ids[st->nids] = id;
+	st->nids += new_id;
+	if (!note_rank(st, rank)) {
+		if (new_id)
+			add_host(st->hosts, &st->nhosts, host->s, host->n);
 		return 0;
+	}
 	add_host(st->hosts, &st->nhosts, host->s, host->n);
 	if (i + 1 < k)
 		add_gpu(st, t[i + 1].s, n - t[i + 1].col);
@@ -1005,6 +1059,8 @@ static int parse_json(struct nt_ctx *c, const char *buf, size_t len)
 /* End every stream's table and hand the runs to the caller; returns their number. */
 static int ctx_finish(struct nt_ctx *c, struct nw_run **runs, size_t *unparsed)
 {
+	if (c->seen)
+		memset(c->seen, 0, sizeof(*c->seen));
 	for (int i = 0; i < c->nstreams; i++) {
 		stream_finish(c, c->streams[i]);
 		free(c->streams[i]);
@@ -1016,14 +1072,13 @@ static int ctx_finish(struct nt_ctx *c, struct nw_run **runs, size_t *unparsed)
 }
 
 /* JSON when the first non-blank byte is '{', else text, line by line (lines over 8 KB are unparsed). */
-int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed,
-                    char *err, size_t errlen)
+static int parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed,
+                     struct nw_nt_seen *seen)
 {
-	(void)err;
-	(void)errlen;
 	struct nt_ctx c;
 	memset(&c, 0, sizeof(c));
 	c.name = name;
+	c.seen = seen;
 	size_t first = 0;
 	while (first < len && (buf[first] == ' ' || buf[first] == '\n' || buf[first] == '\r' || buf[first] == '\t'))
 		first++;
@@ -1047,6 +1102,14 @@ int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run
 		free(line);
 	}
 	return ctx_finish(&c, runs, unparsed);
+}
+
+int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed,
+                    char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return parse_buf(buf, len, name, runs, unparsed, NULL);
 }
 
 /*
@@ -1087,11 +1150,12 @@ static char *read_stream(FILE *f, size_t *len_out)
  * number, or -1 on a read error (errno set).
  */
 static int parse_text_stream(FILE *f, const char *first, size_t nfirst, const char *name, struct nw_run **runs,
-                             size_t *unparsed)
+                             size_t *unparsed, struct nw_nt_seen *seen)
 {
 	struct nt_ctx c;
 	memset(&c, 0, sizeof(c));
 	c.name = name;
+	c.seen = seen;
 	char *line = nw_malloc(NT_MAX_LINE);
 	size_t n = nfirst;
 	int skipping = 0; /* inside a line over NT_MAX_LINE */
@@ -1134,18 +1198,12 @@ static int parse_text_stream(FILE *f, const char *first, size_t nfirst, const ch
 
 int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
 {
-	int is_stdin = !strcmp(path, "-");
-	*runs = NULL;
-	FILE *f = is_stdin ? stdin : fopen(path, "rb");
-	if (!f)
-		return nw_seterr(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-	int n = nw_nt_parse_stream(f, is_stdin ? "(stdin)" : path, runs, unparsed, err, errlen);
-	if (!is_stdin)
-		fclose(f);
-	return n;
+	return nw_nt_parse_path_seen(path, runs, unparsed, NULL, err, errlen);
 }
 
-int nw_nt_parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
+/* nw_nt_parse_stream, telling a device list without a table in *seen (may be NULL). */
+static int parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, struct nw_nt_seen *seen,
+                        char *err, size_t errlen)
 {
 	*runs = NULL;
 	char ws[256];
@@ -1166,14 +1224,33 @@ int nw_nt_parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *
 			n = nw_seterr(err, errlen, "cannot read '%s': %s", name,
 			              errno == EFBIG ? "a JSON document over 1 GiB" : strerror(errno));
 		else
-			n = nw_nt_parse_buf(buf, len, name, runs, unparsed, err, errlen);
+			n = parse_buf(buf, len, name, runs, unparsed, seen);
 		free(buf);
 	} else {
 		if (ch != EOF)
 			ungetc(ch, f);
-		n = parse_text_stream(f, ws, nws, name, runs, unparsed);
+		n = parse_text_stream(f, ws, nws, name, runs, unparsed, seen);
 		if (n < 0)
 			nw_seterr(err, errlen, "cannot read '%s': %s", name, strerror(errno));
 	}
 	return n;
+}
+
+int nw_nt_parse_path_seen(const char *path, struct nw_run **runs, size_t *unparsed, struct nw_nt_seen *seen,
+                          char *err, size_t errlen)
+{
+	int is_stdin = !strcmp(path, "-");
+	*runs = NULL;
+	FILE *f = is_stdin ? stdin : fopen(path, "rb");
+	if (!f)
+		return nw_seterr(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+	int n = parse_stream(f, is_stdin ? "(stdin)" : path, runs, unparsed, seen, err, errlen);
+	if (!is_stdin)
+		fclose(f);
+	return n;
+}
+
+int nw_nt_parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
+{
+	return parse_stream(f, name, runs, unparsed, NULL, err, errlen);
 }

@@ -2,6 +2,16 @@
 . tests/cli/lib.sh
 FX=$SRCDIR/tests/fixtures/nccltests
 
+# An output cut before its table: the error names the ranks and hosts its header listed.
+CORPUS=$SRCDIR/tests/fixtures/corpus
+run "$NW" import --no-history "$CORPUS/043-rccl-tests-2.18.3-mi50-k8s-pod-header.txt"
+expect_rc "header only: exit 1" 1
+expect_err "header only: ranks and host named" "header \\(4 ranks on 1 host: llama-cpp-amd-llamacpp-6cf97999cb-k5s4t\\) but no result table"
+run "$NW" import --no-history "$CORPUS/012-nccl-tests-2node-v100-error-column-header.txt"
+expect_err "header only, each process its own Rank 0: 2 ranks on 2 hosts" "header \\(2 ranks on 2 hosts: ip-172-31-20-228, ip-172-31-22-230\\)"
+run "$NW" import --no-history "$CORPUS/068-nccl-tests-inside-json-log-k8s-soperator.txt"
+expect_err "header only, device list cut: nThread x nGpus ranks" "header \\(8 ranks on 1 host: worker-1\\)"
+
 # Every data row re-rendered from the model is byte-identical to the file's.
 for f in "$FX"/nt_*.txt; do
 	name=$(basename "$f" .txt)
