@@ -51,6 +51,11 @@ struct nt_stream {
 	double avg;
 	char pending[1024];  /* a row cut by NCCL log lines, rebuilt piece by piece */
 	size_t plen;
+	int rccl;            /* rccl-tests, or RCCL/HIP banners */
+	char rccl_version[48];
+	char start_time[32]; /* -J: what the file says of the run, never this process's */
+	char cmdline[1024];
+	json_t *env;         /* -J "env" as an object; owned */
 };
 
 struct nt_ctx {
@@ -79,6 +84,8 @@ static void stream_reset(struct nt_stream *st)
 	for (int i = 0; i < st->nsub; i++)
 		nw_run_release(&st->sub[i]);
 	free(st->sub);
+	if (st->env)
+		json_decref(st->env);
 	memset(st, 0, sizeof(*st));
 	memcpy(st->tag, tag, sizeof(tag));
 	st->nthread = st->ngpus = st->iters = st->warmup = st->validation = st->graph = -1;
@@ -269,7 +276,9 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 	struct nw_run_header *h = &run->h;
 	nw_strlcpy(h->tool_version, NW_VERSION, sizeof(h->tool_version));
 	nw_strlcpy(h->source, "import", sizeof(h->source));
-	nw_strlcpy(h->backend, "nccl-tests", sizeof(h->backend));
+	nw_strlcpy(h->backend, st->rccl ? "rccl-tests" : "nccl-tests", sizeof(h->backend));
+	nw_strlcpy(h->time, st->start_time, sizeof(h->time));
+	nw_strlcpy(h->cmdline, st->cmdline, sizeof(h->cmdline));
 	if (st->nccl_code > 0)
 		version_from_code(st->nccl_code, h->nccl_version, sizeof(h->nccl_version));
 	nw_strlcpy(h->input, c->name ? c->name : "", sizeof(h->input));
@@ -299,9 +308,15 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 		h->nranks = (int)st->nranks_declared;
 	else if (st->nthread > 0 && st->ngpus > 0)
 		h->nranks = (int)(st->nthread * st->ngpus);
-	json_t *x = json_object();
+	json_t *x = h->extra ? h->extra : json_object(); /* may hold the rows' raw "error" values */
+	if (st->rccl)
+		json_object_set_new(x, "rccl", json_true());
+	if (st->rccl_version[0])
+		json_object_set_new(x, "rccl_version", json_string(st->rccl_version));
+	if (st->env)
+		json_object_set(x, "env", st->env);
 	if (st->nt_version[0])
-		json_object_set_new(x, "nccl_tests_version", json_string(st->nt_version));
+		json_object_set_new(x, st->rccl ? "rccl_tests_version" : "nccl_tests_version", json_string(st->nt_version));
 	set_extra_int(x, "nthreads", st->nthread);
 	set_extra_int(x, "ngpus", st->ngpus);
 	set_extra_int(x, "iters", st->iters);
@@ -354,6 +369,66 @@ static void tell_header_only(struct nt_ctx *c, const struct nt_stream *st)
 	}
 }
 
+/* The raw "error" values of merge_zero_rows' tables, in the rows' new order (before their tables are released). */
+static json_t *merged_error_values(const struct nt_stream *st, size_t zeros)
+{
+	const json_t *a0 = st->sub[0].h.extra ? json_object_get(st->sub[0].h.extra, "error_values") : NULL;
+	if (!a0)
+		return NULL;
+	json_t *all = json_array();
+	for (size_t i = 0; i < zeros && i < json_array_size(a0); i++)
+		json_array_append(all, json_array_get(a0, i));
+	for (int j = 1; j < st->nsub; j++) {
+		const json_t *a = st->sub[j].h.extra ? json_object_get(st->sub[j].h.extra, "error_values") : NULL;
+		for (size_t i = 0; i < json_array_size(a); i++)
+			json_array_append(all, json_array_get(a, i));
+	}
+	for (size_t i = zeros; i < json_array_size(a0); i++)
+		json_array_append(all, json_array_get(a0, i));
+	return all;
+}
+
+/*
+ * One table that repeats its size-0 rows (reduce_scatter or alltoall on 8+
+ * ranks from -b 1 print several rows of size 0, then the sizes that count)
+ * was read as one process table per repeated row: when the tables after
+ * the first hold only size-0 rows, they are the first's, in file order.
+ */
+static void merge_zero_rows(struct nt_stream *st)
+{
+	if (st->nsub < 2 || !st->sub[0].nrows || st->sub[0].rows[0].size_bytes)
+		return;
+	size_t total = st->sub[0].nrows;
+	for (int j = 1; j < st->nsub; j++) {
+		for (size_t i = 0; i < st->sub[j].nrows; i++)
+			if (st->sub[j].rows[i].size_bytes)
+				return; /* another process's table: sizes it repeats beyond 0 */
+		total += st->sub[j].nrows;
+	}
+	struct nw_run *first = &st->sub[0];
+	size_t zeros = 0;
+	while (zeros < first->nrows && !first->rows[zeros].size_bytes)
+		zeros++;
+	json_t *ev = merged_error_values(st, zeros);
+	if (ev)
+		json_object_set_new(first->h.extra, "error_values", ev);
+	struct nw_row *rows = nw_malloc(total * sizeof(*rows));
+	size_t w = 0;
+	memcpy(rows, first->rows, zeros * sizeof(*rows));
+	w = zeros;
+	for (int j = 1; j < st->nsub; j++) {
+		memcpy(rows + w, st->sub[j].rows, st->sub[j].nrows * sizeof(*rows));
+		w += st->sub[j].nrows;
+		st->sub[j].nrows = 0; /* its rows moved: nothing of theirs is released */
+		nw_run_release(&st->sub[j]);
+	}
+	memcpy(rows + w, first->rows + zeros, (first->nrows - zeros) * sizeof(*rows));
+	free(first->rows);
+	first->rows = rows;
+	first->nrows = first->cap = total;
+	st->nsub = 1;
+}
+
 /* End of a stream's run: its rows become runs of the result. */
 static void stream_finish(struct nt_ctx *c, struct nt_stream *st)
 {
@@ -362,6 +437,7 @@ static void stream_finish(struct nt_ctx *c, struct nt_stream *st)
 			c->unparsed++;
 		st->plen = 0;
 	}
+	merge_zero_rows(st);
 	int rows = 0;
 	for (int i = 0; i < st->nsub; i++)
 		rows += st->sub[i].nrows > 0;
@@ -390,10 +466,11 @@ static struct nt_stream *get_stream(struct nt_ctx *c, const char *tag)
 	return st;
 }
 
-/* One placement's four columns: time, algbw, busbw, #wrong (or old "error"). */
-static int parse_body(struct nt_stream *st, const struct tok *t, struct nw_row *r)
+/* One placement's four columns: time, algbw, busbw, #wrong (or old "error", kept raw in raw). */
+static int parse_body(struct nt_stream *st, const struct tok *t, struct nw_row *r, char raw[24])
 {
 	double v;
+	tok_copy(&t[3], raw, 24);
 	if (tok_double(&t[0], &r->time_us) || tok_double(&t[1], &r->algbw_gbs) ||
 	    tok_double(&t[2], &r->busbw_gbs))
 		return -1;
@@ -415,8 +492,21 @@ static int is_stamp(const struct tok *t)
 	return t->n >= 8 && t->s[2] == ':' && t->s[5] == ':';
 }
 
-/* Add a row to the first process's table whose sizes are still below it. */
-static int add_rows(struct nt_stream *st, const struct nw_row *oop, const struct nw_row *ip)
+/* The raw value of the old "error" column (a float such as "1e-07") in the run's extra.error_values, row by row. */
+static void keep_error_value(struct nw_run *run, const char *raw)
+{
+	if (!run->h.extra)
+		run->h.extra = json_object();
+	json_t *a = json_object_get(run->h.extra, "error_values");
+	if (!a) {
+		a = json_array();
+		json_object_set_new(run->h.extra, "error_values", a);
+	}
+	json_array_append_new(a, json_string(raw));
+}
+
+/* Add a row to the first process's table whose sizes are still below it (raw: the "error" values, or NULL). */
+static int add_rows(struct nt_stream *st, const struct nw_row *oop, const struct nw_row *ip, char raw[2][24])
 {
 	const struct nw_row *r = oop ? oop : ip;
 	int j;
@@ -436,8 +526,12 @@ static int add_rows(struct nt_stream *st, const struct nw_row *oop, const struct
 	}
 	if (oop)
 		nw_run_add(&st->sub[j], oop);
+	if (oop && raw && st->error_column)
+		keep_error_value(&st->sub[j], raw[0]);
 	if (ip)
 		nw_run_add(&st->sub[j], ip);
+	if (ip && raw && st->error_column)
+		keep_error_value(&st->sub[j], raw[1]);
 	return 0;
 }
 
@@ -485,25 +579,26 @@ static int parse_row(struct nt_stream *st, const char *s, size_t n)
 	struct nw_row oop = base, ip = base;
 	ip.inplace = 1;
 	int have_oop = 0, have_ip = 0;
+	char raw[2][24] = { "", "" };
 	if (rest == 8 || rest == 16) {
-		if (parse_body(st, &t[i], &oop) || parse_body(st, &t[i + rest / 2], &ip))
+		if (parse_body(st, &t[i], &oop, raw[0]) || parse_body(st, &t[i + rest / 2], &ip, raw[1]))
 			return -1;
 		have_oop = have_ip = 1;
 	} else if (rest == 4) {
 		/* one placement: in-place only when it sits in the in-place columns */
 		if (t[i].col >= 80) {
-			if (parse_body(st, &t[i], &ip))
+			if (parse_body(st, &t[i], &ip, raw[1]))
 				return -1;
 			have_ip = 1;
 		} else {
-			if (parse_body(st, &t[i], &oop))
+			if (parse_body(st, &t[i], &oop, raw[0]))
 				return -1;
 			have_oop = 1;
 		}
 	} else {
 		return -1;
 	}
-	return add_rows(st, have_oop ? &oop : NULL, have_ip ? &ip : NULL);
+	return add_rows(st, have_oop ? &oop : NULL, have_ip ? &ip : NULL, raw);
 }
 
 /* "#  Rank  0 Group  0 Pid    643 on         vm device  0 [0000:00:06] NVIDIA H200" */
@@ -587,19 +682,46 @@ static int starts(const char *s, size_t n, const char *w)
 	return n >= m && !memcmp(s, w, m);
 }
 
+static int find_word(const char *s, size_t n, const char *w)
+{
+	return memmem(s, n, w, strlen(w)) != NULL;
+}
+
+static void copy_bounded(char *dst, size_t len, const char *s, size_t n)
+{
+	if (n >= len)
+		n = len - 1;
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+}
+
 /*
  * The readers of nccl-tests' '#' lines (s: after "# "). Each returns 0, or
  * 1 when the line belongs to a new table (the stream's table is finished
  * and the line read again); parse_params and parse_rank_line above are two.
  */
 
-/* "nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809": the version, and NCCL's (the library's first). */
+/*
+ * "nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809": the
+ * version, and NCCL's (the library's first). rccl-tests' "rccl-headers=" and
+ * "rccl-library=" are RCCL's versions, kept apart from NCCL's.
+ */
 static int comment_version(struct nt_stream *st, const char *s, size_t n)
 {
 	struct tok t[NT_MAX_TOKENS];
 	int k = tokenize(s, n, t, NT_MAX_TOKENS);
 	if (k >= 3)
 		tok_copy(&t[2], st->nt_version, sizeof(st->nt_version));
+	if (starts(s, n, "rccl-tests")) {
+		st->rccl = 1;
+		for (int i = 3; i < k; i++)
+			if (starts(t[i].s, t[i].n, "rccl-library=") && t[i].n > 13) {
+				long code = tok_long_or(&(struct tok){ t[i].s + 13, t[i].n - 13, 0 }, -1);
+				if (code > 0)
+					version_from_code(code, st->rccl_version, sizeof(st->rccl_version));
+			}
+		return 0;
+	}
 	for (int i = 3; i < k; i++) {
 		struct tok v = t[i];
 		int lib = starts(v.s, v.n, "nccl-library=");
@@ -618,6 +740,19 @@ static int comment_starting(struct nt_stream *st, const char *s, size_t n)
 {
 	struct tok t[NT_MAX_TOKENS];
 	int k = tokenize(s + 25, n - 25, t, NT_MAX_TOKENS);
+	if (k >= 1)
+		op_from_program(t[0].s, t[0].n, st->op, sizeof(st->op));
+	return 0;
+}
+
+/* "Collective test concluded: all_reduce_perf": the op, when nothing before said it. */
+static int comment_concluded(struct nt_stream *st, const char *s, size_t n)
+{
+	struct tok t[NT_MAX_TOKENS];
+	const char *colon = memchr(s, ':', n);
+	if (st->op[0] || !colon)
+		return 0;
+	int k = tokenize(colon + 1, n - (size_t)(colon + 1 - s), t, NT_MAX_TOKENS);
 	if (k >= 1)
 		op_from_program(t[0].s, t[0].n, st->op, sizeof(st->op));
 	return 0;
@@ -700,6 +835,7 @@ static const struct comment_kind {
 	int (*read)(struct nt_stream *st, const char *s, size_t n);
 } comment_kinds[] = {
 	{ "nccl-tests version", NT_BEGINS, comment_version },
+	{ "rccl-tests version", NT_BEGINS, comment_version },
 	{ "Collective test starting:", NT_BEGINS, comment_starting },
 	{ "nThread ", NT_BEGINS, parse_params },
 	{ "Using devices:", 0, comment_devices },
@@ -708,19 +844,64 @@ static const struct comment_kind {
 	{ "size\t", 0, comment_columns },
 	{ "Out of bounds values", 0, comment_oob },
 	{ "Avg bus bandwidth", 0, comment_avg },
-	{ "Collective test concluded", NT_ENDS, NULL },
+	{ "Collective test concluded", NT_ENDS, comment_concluded },
 };
 
-/* A '#' line of nccl-tests' header or footer. */
+/* The kind of a header or footer line (s: after "# "), or NULL. */
+static const struct comment_kind *comment_kind_of(const char *s, size_t n)
+{
+	for (size_t i = 0; i < NW_ARRAY_LEN(comment_kinds); i++)
+		if (starts(s, n, comment_kinds[i].start))
+			return &comment_kinds[i];
+	return NULL;
+}
+
+/*
+ * A header or footer line whose '#' was lost in pasting: one of the kinds
+ * above, the device list only with its "Pid", the column header only with
+ * "count" and "type", or one that says nothing ("Using devices", the
+ * placement and units lines above the columns).
+ */
+static int stripped_comment(const char *s, size_t n)
+{
+	const struct comment_kind *k = comment_kind_of(s, n);
+	if (!k)
+		return starts(s, n, "Using devices") || starts(s, n, "out-of-place") || starts(s, n, "(B)");
+	if (k->read == parse_rank_line)
+		return find_word(s, n, " Pid ");
+	if (k->read == comment_columns)
+		return find_word(s, n, " count ") && find_word(s, n, " type ");
+	return 1;
+}
+
+/* "RCCL version : 2.28.3-gfx1151", "RCCL version 2.18.3+hip6.0", "HIP version : 7.12": RCCL, and its version. */
+static int rccl_banner(struct nt_stream *st, const char *s, size_t n)
+{
+	if (starts(s, n, "HIP version")) {
+		st->rccl = 1;
+		return 1;
+	}
+	if (!starts(s, n, "RCCL version"))
+		return 0;
+	st->rccl = 1;
+	size_t i = 12;
+	while (i < n && (s[i] == ' ' || s[i] == ':'))
+		i++;
+	size_t e = i;
+	while (e < n && s[e] != ' ')
+		e++;
+	if (!st->rccl_version[0] && e > i)
+		copy_bounded(st->rccl_version, sizeof(st->rccl_version), s + i, e - i);
+	return 1;
+}
+
+/* A header or footer line (s: after its '#', if it had one). */
 static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
 {
-	s++, n--;
 	while (n && *s == ' ')
 		s++, n--;
-	for (size_t i = 0; i < NW_ARRAY_LEN(comment_kinds); i++) {
-		const struct comment_kind *k = &comment_kinds[i];
-		if (!starts(s, n, k->start))
-			continue;
+	const struct comment_kind *k = comment_kind_of(s, n);
+	if (k) {
 		if ((k->flags & NT_BEGINS) && (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0)))
 			stream_finish(c, st);
 		if (k->read && k->read(st, s, n) == 1) {
@@ -729,7 +910,6 @@ static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s,
 		}
 		if (k->flags & NT_ENDS)
 			stream_finish(c, st);
-		return;
 	}
 }
 
@@ -843,13 +1023,19 @@ static void process_line(struct nt_ctx *c, char *line, size_t len)
 	if (s[0] == '#') {
 		if (st->plen)
 			stream_finish(c, st), st = get_stream(c, lp.tag);
-		parse_comment(c, st, s, n);
+		parse_comment(c, st, s + 1, n - 1);
 		return;
 	}
 	size_t i = 0;
 	while (i < n && s[i] == ' ')
 		i++;
 	int rowish = i < n && s[i] >= '0' && s[i] <= '9';
+	if (!rowish && !st->plen && rccl_banner(st, s + i, n - i))
+		return;
+	if (!rowish && !st->plen && stripped_comment(s + i, n - i)) {
+		parse_comment(c, st, s + i, n - i);
+		return;
+	}
 	if (cut && (rowish || st->plen)) {
 		pending_add(c, st, s, n);
 		return;
@@ -979,10 +1165,39 @@ static void json_result(struct nt_ctx *c, struct nt_stream *st, const json_t *d)
 		json_iters(json_object_get(d, "out_of_place_per_iter"), &oop);
 	if (hi)
 		json_iters(json_object_get(d, "in_place_per_iter"), &ip);
-	if ((!ho && !hi) || add_rows(st, ho ? &oop : NULL, hi ? &ip : NULL) < 0) {
+	if ((!ho && !hi) || add_rows(st, ho ? &oop : NULL, hi ? &ip : NULL, NULL) < 0) {
 		c->unparsed++;
 		nw_row_release(&oop);
 		nw_row_release(&ip);
+	}
+}
+
+/* What a -J document says of its run: "start_time", "args" (the command line), "env" ("NAME=value" strings). */
+static void json_file_facts(struct nt_stream *st, const json_t *doc)
+{
+	const char *t = jstr(doc, "start_time");
+	if (t)
+		nw_strlcpy(st->start_time, t, sizeof(st->start_time));
+	size_t i, used = 0;
+	const json_t *v;
+	json_array_foreach(json_object_get(doc, "args"), i, v) {
+		if (!json_is_string(v) || used + 1 >= sizeof(st->cmdline))
+			continue;
+		int k = snprintf(st->cmdline + used, sizeof(st->cmdline) - used, "%s%s", used ? " " : "", json_string_value(v));
+		if (k > 0)
+			used = used + (size_t)k < sizeof(st->cmdline) ? used + (size_t)k : sizeof(st->cmdline) - 1;
+	}
+	if (!json_is_array(json_object_get(doc, "env")))
+		return;
+	st->env = json_object();
+	json_array_foreach(json_object_get(doc, "env"), i, v) {
+		const char *e = json_is_string(v) ? json_string_value(v) : NULL;
+		const char *eq = e ? strchr(e, '=') : NULL;
+		if (!eq || eq == e || eq - e >= 128)
+			continue;
+		char name[128];
+		copy_bounded(name, sizeof(name), e, (size_t)(eq - e));
+		json_object_set_new(st->env, name, json_string(eq + 1));
 	}
 }
 
@@ -992,6 +1207,7 @@ static void parse_json_doc(struct nt_ctx *c, const json_t *doc)
 	struct nt_stream *st = get_stream(c, "\x01json");
 	stream_reset(st);
 	json_op(json_object_get(doc, "args"), st->op, sizeof(st->op));
+	json_file_facts(st, doc);
 	double code = jnum(doc, "nccl_version", -1);
 	if (code > 0 && code < 1e7)
 		st->nccl_code = (int)code;

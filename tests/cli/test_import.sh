@@ -160,3 +160,82 @@ PY
 else
 	skip "reference -J files" "no $REF"
 fi
+
+# Issue 14, item 6: import keeps what the file says, and only that.
+AR=$FX/nt_all_reduce.txt
+jq_py() { python3 -c "import json, sys
+d = json.load(open(sys.argv[1])); d = d if isinstance(d, list) else [d]
+$1" "$OUT"; }
+# one table repeating its size-0 rows (alltoall on 8+ ranks, -b 1) is one run
+run "$NW" import --no-history --json "$CORPUS/117-nccl-tests-alltoall-repeated-zero-size-rows-h20.txt"
+expect_true "repeated size-0 rows: one run, every row in file order" jq_py '
+assert len(d) == 1, len(d)
+s = [r["size_bytes"] for r in d[0]["results"]]
+assert s[:10] == [0] * 10 and s[10] == 128 and s == sorted(s), s
+assert d[0]["run"]["nranks"] is None, d[0]["run"]["nranks"]'
+# consecutive tables each keep their own footer
+{ sed 's/Out of bounds values : 0 OK/Out of bounds values : 3 FAILED/' "$AR"; cat "$AR"; } >"$TMP/two.txt"
+run "$NW" import --no-history --json "$TMP/two.txt"
+expect_true "consecutive tables: each its own footer" jq_py '
+assert [x["run"]["extra"]["out_of_bounds_reported"] for x in d] == [3, 0], d'
+# the old "error" column: its raw value kept, wrong derived from the footer
+sed -e 's/#wrong/ error/g' -e 's/^\( *[0-9][^#]*\)       0\(.*\)       0$/\1   1e-07\2       0/' "$AR" >"$TMP/errcol.txt"
+run "$NW" import --no-history --json "$TMP/errcol.txt"
+expect_true "error column: raw values kept, wrong derived (0 OK footer)" jq_py '
+x = d[0]["run"]["extra"]
+assert x["error_column"] and x["error_values"][:2] == ["1e-07", "0"], x.get("error_values", [])[:4]
+assert len(x["error_values"]) == len(d[0]["results"]) and all(r["wrong"] == 0 for r in d[0]["results"])'
+# comment lines whose '#' was lost in pasting
+sed 's/^# *//' "$AR" >"$TMP/nohash.txt"
+run "$NW" import --no-history --json "$TMP/nohash.txt"
+expect_true "'#' lost in pasting: version, op, ranks, host and footer still read" jq_py '
+r = d[0]["run"]
+assert len(d) == 1 and r["nccl_version"] == "2.28.9" and r["nranks"] == 2 and r["host"] == "vm", r
+assert d[0]["results"][0]["op"] == "all_reduce" and r["extra"]["avg_busbw_reported"] == 111.374, r["extra"]'
+expect_true "'#' lost in pasting: nothing left unread" sh -c '! grep -q "not understood" "$1"' _ "$ERR"
+# the op from "Collective test concluded" when nothing else says it
+grep -v 'Collective test starting' "$AR" >"$TMP/concluded.txt"
+run "$NW" import --no-history "$TMP/concluded.txt"
+expect_out "op from 'Collective test concluded'" '^all_reduce,float,sum'
+# RCCL output is recognised and marked
+sed 's/^# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809/# rccl-tests version 2.18.3 rccl-headers=22803 rccl-library=22803\nRCCL version : 2.28.3-gfx1151-rccl:a188cf2\nHIP version  : 7.12.60430/' "$AR" >"$TMP/rccl.txt"
+run "$NW" import --db "$TMP/rccl.db" --json "$TMP/rccl.txt"
+expect_true "RCCL: backend rccl-tests, its version apart from NCCL's" jq_py '
+r = d[0]["run"]
+assert r["backend"] == "rccl-tests" and r["extra"]["rccl"] is True and r["nccl_version"] == "", r
+assert r["extra"]["rccl_version"] == "2.28.3" and r["extra"]["rccl_tests_version"] == "2.18.3", r["extra"]'
+run "$NW" history export 1 --db "$TMP/rccl.db" --json
+expect_out "RCCL: marked in history" '"backend": "rccl-tests"'
+# the fingerprint comes from the file, never from the importing shell, its command line or clock
+python3 - "$AR" >"$TMP/fp.json" <<'PY'
+import json, sys
+rows = []
+for line in open(sys.argv[1]):
+    t = line.split()
+    if len(t) == 13 and t[0].isdigit():
+        b = lambda v: {"time": float(v[0]), "alg_bw": float(v[1]), "bus_bw": float(v[2]), "nwrong": int(v[3])}
+        rows.append({"size": int(t[0]), "count": int(t[1]), "type": t[2], "redop": t[3], "root": t[4],
+                     "out_of_place": b(t[5:9]), "in_place": b(t[9:13])})
+json.dump({"version": 3, "start_time": "2026-12-01 14:09:13", "args": ["./build/all_reduce_perf", "-g", "2"],
+           "env": ["NCCL_VERSION=2.28.3-1", "NCCL_NVLS_ENABLE=0"], "nccl_version": 22809,
+           "config": {"nthreads": 1, "ngpus": 2, "devices": [{"rank": r, "hostname": "node7", "device_info": "NVIDIA H200"}
+                                                             for r in (0, 1)]},
+           "results": rows, "out_of_bounds": {"count": 0}, "average_bus_bandwidth": {"bandwidth": 111.374}}, sys.stdout)
+PY
+for f in "$TMP/fp.json" "$AR"; do
+	"$NW" import --db "$TMP/fp1.db" "$f" >/dev/null 2>&1
+	(cd / && env -i PATH="$PATH" TZ=Asia/Tokyo NCCL_ALGO=Tree NCCL_PROTO=LL SLURM_JOB_ID=7 NCCLWATCH_DB="$TMP/fp2.db" \
+		"$NW" import "$f" >/dev/null 2>&1)
+done
+expect_true "fingerprint: the same file under two environments, clocks and directories gives the same one" python3 - "$TMP/fp1.db" "$TMP/fp2.db" <<'PY'
+import json, sqlite3, sys
+fps = []
+for db in sys.argv[1:]:
+    rows = sqlite3.connect(db).execute("SELECT extra FROM runs ORDER BY id").fetchall()
+    fps.append([json.loads(r[0])["fingerprint"] for r in rows])
+assert len(fps[0]) == 2 and fps[0] == fps[1], fps
+j, t = fps[0]
+assert j["env"] == {"NCCL_VERSION": "2.28.3-1", "NCCL_NVLS_ENABLE": "0"} and j["time"] == "2026-12-01 14:09:13", j
+assert j["host"] == "node7" and j["cmdline"] == "./build/all_reduce_perf -g 2" and j["nranks"] == 2, j
+assert t["env"] == {} and t["time"] == "" and t["cmdline"] == "" and t["host"] == "vm", t
+PY
