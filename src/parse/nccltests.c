@@ -270,6 +270,30 @@ static void set_extra_int(json_t *o, const char *k, long v)
 		json_object_set_new(o, k, json_integer(v));
 }
 
+/*
+ * Old nccl-tests' verdict on a row from its "error" column (the largest
+ * difference from the expected values): 1 beyond the bound it used for the
+ * type (DeltaMaxValue: half and bfloat16 1e-2, float 1e-5, double 1e-12,
+ * integers any difference), 0 within, -1 when there is no number.
+ */
+static int64_t wrong_from_error(const char *raw, const char *dtype)
+{
+	char *end;
+	if (!raw || !*raw)
+		return -1;
+	double v = strtod(raw, &end);
+	if (*end || !(v >= 0))
+		return -1;
+	double bound = 1e-200;
+	if (!strcmp(dtype, "half") || !strcmp(dtype, "bfloat16"))
+		bound = 1e-2;
+	else if (!strcmp(dtype, "float"))
+		bound = 1e-5;
+	else if (!strcmp(dtype, "double"))
+		bound = 1e-12;
+	return v > bound;
+}
+
 /* Fill a finished run's header from what its stream said. */
 static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_run *run)
 {
@@ -337,12 +361,15 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 		                    json_string(st->short_rows ? "rows missing columns were left out" : "the table has no footer"));
 	}
 	h->extra = x;
+	const json_t *ev = json_object_get(x, "error_values");
 	for (size_t i = 0; i < run->nrows; i++) {
 		struct nw_row *r = &run->rows[i];
 		nw_strlcpy(r->op, st->op[0] ? st->op : "unknown", sizeof(r->op));
 		r->nranks = h->nranks;
 		if (st->error_column && st->have_oob && st->oob == 0)
 			r->wrong = 0;
+		else if (st->error_column)
+			r->wrong = wrong_from_error(json_string_value(json_array_get(ev, i)), r->dtype);
 	}
 }
 

@@ -239,3 +239,9 @@ assert j["env"] == {"NCCL_VERSION": "2.28.3-1", "NCCL_NVLS_ENABLE": "0"} and j["
 assert j["host"] == "node7" and j["cmdline"] == "./build/all_reduce_perf -g 2" and j["nranks"] == 2, j
 assert t["env"] == {} and t["time"] == "" and t["cmdline"] == "" and t["host"] == "vm", t
 PY
+# a real old output (nccl-tests issue 37): '#' lost, 'error' column; the footer's FAILED stays with its rows
+run "$NW" import --no-history --json "$CORPUS/137-nccl-tests-allgather-4g-oob-failed-lost-hash-nccl24.txt"
+expect_true "old error column beyond float's bound: both placements wrong, the footer's count kept" jq_py '
+x = d[0]["run"]["extra"]
+assert [r["wrong"] for r in d[0]["results"]] == [1, 1] and x["error_values"] == ["1e+00", "1e+00"], d
+assert x["out_of_bounds_reported"] == 2 and x["avg_busbw_reported"] == 128.942, x'
