@@ -1444,8 +1444,7 @@ int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, c
 	return nw_nt_parse_path_seen(path, runs, unparsed, NULL, err, errlen);
 }
 
-/* nw_nt_parse_stream, telling a device list without a table in *seen (may be NULL). */
-static int parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, struct nw_nt_seen *seen,
+int nw_nt_parse_stream_seen(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, struct nw_nt_seen *seen,
                         char *err, size_t errlen)
 {
 	*runs = NULL;
@@ -1487,7 +1486,7 @@ int nw_nt_parse_path_seen(const char *path, struct nw_run **runs, size_t *unpars
 	FILE *f = is_stdin ? stdin : fopen(path, "rb");
 	if (!f)
 		return nw_seterr(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-	int n = parse_stream(f, is_stdin ? "(stdin)" : path, runs, unparsed, seen, err, errlen);
+	int n = nw_nt_parse_stream_seen(f, is_stdin ? "(stdin)" : path, runs, unparsed, seen, err, errlen);
 	if (!is_stdin)
 		fclose(f);
 	return n;
@@ -1495,5 +1494,5 @@ int nw_nt_parse_path_seen(const char *path, struct nw_run **runs, size_t *unpars
 
 int nw_nt_parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
 {
-	return parse_stream(f, name, runs, unparsed, NULL, err, errlen);
+	return nw_nt_parse_stream_seen(f, name, runs, unparsed, NULL, err, errlen);
 }

@@ -35,6 +35,9 @@ struct nw_nt_seen {
 /* nw_nt_parse_path that also fills *seen (zeroed first; may be NULL) with the largest device list that had no table. */
 int nw_nt_parse_path_seen(const char *path, struct nw_run **runs, size_t *unparsed, struct nw_nt_seen *seen,
                           char *err, size_t errlen);
+/* nw_nt_parse_stream that also fills *seen (zeroed first; may be NULL) like nw_nt_parse_path_seen. */
+int nw_nt_parse_stream_seen(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, struct nw_nt_seen *seen,
+                            char *err, size_t errlen);
 int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen);
 
 #endif
