@@ -294,6 +294,38 @@ static int64_t wrong_from_error(const char *raw, const char *dtype)
 	return v > bound;
 }
 
+/* What the header said beyond the run header's fields, into a run's extra object x. */
+static void fill_extra(const struct nt_stream *st, json_t *x)
+{
+	if (st->rccl)
+		json_object_set_new(x, "rccl", json_true());
+	if (st->rccl_version[0])
+		json_object_set_new(x, "rccl_version", json_string(st->rccl_version));
+	if (st->env)
+		json_object_set(x, "env", st->env);
+	if (st->nt_version[0])
+		json_object_set_new(x, st->rccl ? "rccl_tests_version" : "nccl_tests_version", json_string(st->nt_version));
+	set_extra_int(x, "nthreads", st->nthread);
+	set_extra_int(x, "ngpus", st->ngpus);
+	set_extra_int(x, "iters", st->iters);
+	set_extra_int(x, "warmup_iters", st->warmup);
+	set_extra_int(x, "validation", st->validation);
+	set_extra_int(x, "graph", st->graph);
+	if (st->have_avg && isfinite(st->avg))
+		json_object_set_new(x, "avg_busbw_reported", json_real(st->avg));
+	if (st->have_oob)
+		json_object_set_new(x, "out_of_bounds_reported", json_integer(st->oob));
+	if (st->error_column)
+		json_object_set_new(x, "error_column", json_true());
+	if (st->nsub > 1 || st->dup_ranks)
+		json_object_set_new(x, "processes_repeating_header", json_integer(st->nsub > 1 ? st->nsub : st->dup_ranks + 1));
+	if (!st->have_avg || st->short_rows) {
+		json_object_set_new(x, "incomplete", json_true());
+		json_object_set_new(x, "incomplete_reason",
+		                    json_string(st->short_rows ? "rows missing columns were left out" : "the table has no footer"));
+	}
+}
+
 /* Fill a finished run's header from what its stream said. */
 static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_run *run)
 {
@@ -333,33 +365,7 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 	else if (st->nthread > 0 && st->ngpus > 0)
 		h->nranks = (int)(st->nthread * st->ngpus);
 	json_t *x = h->extra ? h->extra : json_object(); /* may hold the rows' raw "error" values */
-	if (st->rccl)
-		json_object_set_new(x, "rccl", json_true());
-	if (st->rccl_version[0])
-		json_object_set_new(x, "rccl_version", json_string(st->rccl_version));
-	if (st->env)
-		json_object_set(x, "env", st->env);
-	if (st->nt_version[0])
-		json_object_set_new(x, st->rccl ? "rccl_tests_version" : "nccl_tests_version", json_string(st->nt_version));
-	set_extra_int(x, "nthreads", st->nthread);
-	set_extra_int(x, "ngpus", st->ngpus);
-	set_extra_int(x, "iters", st->iters);
-	set_extra_int(x, "warmup_iters", st->warmup);
-	set_extra_int(x, "validation", st->validation);
-	set_extra_int(x, "graph", st->graph);
-	if (st->have_avg && isfinite(st->avg))
-		json_object_set_new(x, "avg_busbw_reported", json_real(st->avg));
-	if (st->have_oob)
-		json_object_set_new(x, "out_of_bounds_reported", json_integer(st->oob));
-	if (st->error_column)
-		json_object_set_new(x, "error_column", json_true());
-	if (st->nsub > 1 || st->dup_ranks)
-		json_object_set_new(x, "processes_repeating_header", json_integer(st->nsub > 1 ? st->nsub : st->dup_ranks + 1));
-	if (!st->have_avg || st->short_rows) {
-		json_object_set_new(x, "incomplete", json_true());
-		json_object_set_new(x, "incomplete_reason",
-		                    json_string(st->short_rows ? "rows missing columns were left out" : "the table has no footer"));
-	}
+	fill_extra(st, x);
 	h->extra = x;
 	const json_t *ev = json_object_get(x, "error_values");
 	for (size_t i = 0; i < run->nrows; i++) {
@@ -1009,6 +1015,17 @@ static void pending_add(struct nt_ctx *c, struct nt_stream *st, const char *s, s
 	st->plen += n;
 }
 
+/* An RCCL banner, or a header or footer line whose '#' was lost: read, and 1; 0 when s is neither. */
+static int text_header_line(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	if (rccl_banner(st, s, n))
+		return 1;
+	if (!stripped_comment(s, n))
+		return 0;
+	parse_comment(c, st, s, n);
+	return 1;
+}
+
 /*
  * One line of text output: launcher prefixes off, NCCL log lines skipped
  * (the part of a row printed before one is kept for later), then header
@@ -1057,12 +1074,8 @@ static void process_line(struct nt_ctx *c, char *line, size_t len)
 	while (i < n && s[i] == ' ')
 		i++;
 	int rowish = i < n && s[i] >= '0' && s[i] <= '9';
-	if (!rowish && !st->plen && rccl_banner(st, s + i, n - i))
+	if (!rowish && !st->plen && text_header_line(c, st, s + i, n - i))
 		return;
-	if (!rowish && !st->plen && stripped_comment(s + i, n - i)) {
-		parse_comment(c, st, s + i, n - i);
-		return;
-	}
 	if (cut && (rowish || st->plen)) {
 		pending_add(c, st, s, n);
 		return;
