@@ -79,25 +79,8 @@ expect_rc "without repeats the same 6% drop is beyond 5%" 1
 DB=$TMP/h.db
 # The environment of a run is what its file says (a -J document's "env"),
 # never the importing shell's: both runs as -J files, B's with NCCL_PROTO.
-tojson() { # tojson TEXT ENV...: nccl-tests text rows as a -J document with that env
-	python3 - "$@" <<'PY'
-import json, sys
-rows = []
-for line in open(sys.argv[1]):
-    t = line.split()
-    if len(t) == 13 and t[0].isdigit():
-        body = lambda b: {"time": float(b[0]), "alg_bw": float(b[1]), "bus_bw": float(b[2]), "nwrong": int(b[3])}
-        rows.append({"size": int(t[0]), "count": int(t[1]), "type": t[2], "redop": t[3], "root": t[4],
-                     "out_of_place": body(t[5:9]), "in_place": body(t[9:13])})
-doc = {"version": 3, "start_time": "2026-12-01 14:09:13", "args": ["./build/all_reduce_perf", "-g", "2"],
-       "env": sys.argv[2:], "nccl_version": 22809, "config": {"nthreads": 1, "ngpus": 2, "devices": [
-       {"rank": r, "hostname": "vm", "device_info": "NVIDIA H200"} for r in (0, 1)]},
-       "results": rows, "out_of_bounds": {"count": 0}, "average_bus_bandwidth": {"bandwidth": 1.0}}
-json.dump(doc, sys.stdout)
-PY
-}
-tojson "$FIX/nt_all_reduce.txt" NCCL_DEBUG=WARN >"$TMP/ar_a.json"
-tojson "$TMP/ar_slow.txt" NCCL_DEBUG=WARN NCCL_PROTO=Simple >"$TMP/ar_b.json"
+python3 "$SRCDIR/tests/cli/nt_text_to_json.py" "$FIX/nt_all_reduce.txt" vm NCCL_DEBUG=WARN >"$TMP/ar_a.json"
+python3 "$SRCDIR/tests/cli/nt_text_to_json.py" "$TMP/ar_slow.txt" vm NCCL_DEBUG=WARN NCCL_PROTO=Simple >"$TMP/ar_b.json"
 run "$NW" import --db "$DB" "$TMP/ar_a.json"
 expect_rc "import records" 0
 NCCL_ALGO=Ring run "$NW" import --db "$DB" "$TMP/ar_b.json"

@@ -207,21 +207,7 @@ assert r["extra"]["rccl_version"] == "2.28.3" and r["extra"]["rccl_tests_version
 run "$NW" history export 1 --db "$TMP/rccl.db" --json
 expect_out "RCCL: marked in history" '"backend": "rccl-tests"'
 # the fingerprint comes from the file, never from the importing shell, its command line or clock
-python3 - "$AR" >"$TMP/fp.json" <<'PY'
-import json, sys
-rows = []
-for line in open(sys.argv[1]):
-    t = line.split()
-    if len(t) == 13 and t[0].isdigit():
-        b = lambda v: {"time": float(v[0]), "alg_bw": float(v[1]), "bus_bw": float(v[2]), "nwrong": int(v[3])}
-        rows.append({"size": int(t[0]), "count": int(t[1]), "type": t[2], "redop": t[3], "root": t[4],
-                     "out_of_place": b(t[5:9]), "in_place": b(t[9:13])})
-json.dump({"version": 3, "start_time": "2026-12-01 14:09:13", "args": ["./build/all_reduce_perf", "-g", "2"],
-           "env": ["NCCL_VERSION=2.28.3-1", "NCCL_NVLS_ENABLE=0"], "nccl_version": 22809,
-           "config": {"nthreads": 1, "ngpus": 2, "devices": [{"rank": r, "hostname": "node7", "device_info": "NVIDIA H200"}
-                                                             for r in (0, 1)]},
-           "results": rows, "out_of_bounds": {"count": 0}, "average_bus_bandwidth": {"bandwidth": 111.374}}, sys.stdout)
-PY
+python3 "$SRCDIR/tests/cli/nt_text_to_json.py" "$AR" node7 NCCL_VERSION=2.28.3-1 NCCL_NVLS_ENABLE=0 >"$TMP/fp.json"
 for f in "$TMP/fp.json" "$AR"; do
 	"$NW" import --db "$TMP/fp1.db" "$f" >/dev/null 2>&1
 	(cd / && env -i PATH="$PATH" TZ=Asia/Tokyo NCCL_ALGO=Tree NCCL_PROTO=LL SLURM_JOB_ID=7 NCCLWATCH_DB="$TMP/fp2.db" \
