@@ -81,6 +81,31 @@ static void print_table(const struct nw_run *run)
 }
 
 /*
+ * The run's fingerprint from what the file said, and only that: the
+ * header's host, GPUs, versions and counts (null when the file did not say),
+ * and a -J file's command line, start time and environment. Never this
+ * process's hostname, environment, command line or clock: the same file
+ * imported anywhere, any time, gets the same fingerprint.
+ */
+static void fingerprint_from_file(struct nw_run *run)
+{
+	struct nw_run_header *h = &run->h;
+	if (!json_is_object(h->extra)) {
+		json_decref(h->extra);
+		h->extra = json_object();
+	}
+	json_t *fp = json_object();
+	nw_fingerprint_fill(fp, h);
+	json_object_set_new(fp, "nranks", h->nranks > 0 ? json_integer(h->nranks) : json_null());
+	json_object_set_new(fp, "nhosts", h->nhosts > 0 ? json_integer(h->nhosts) : json_null());
+	json_object_set_new(fp, "cmdline", json_string(h->cmdline));
+	json_object_set_new(fp, "time", json_string(h->time));
+	const json_t *env = json_object_get(h->extra, "env");
+	json_object_set_new(fp, "env", json_is_object(env) ? json_deep_copy(env) : json_object());
+	json_object_set_new(h->extra, "fingerprint", fp);
+}
+
+/*
  * A parsed run is complete here, once per run, in file order: its header
  * (source "import", backend "nccl-tests", input, host, gpus, nccl_version)
  * and rows are final. Recording into history belongs in this function.
@@ -97,7 +122,7 @@ static int import_run_complete(struct nw_run *run, const struct import_opts *o)
 		        json_string_value(why));
 	char err[NW_ERRLEN];
 	long long id = 0;
-	nw_fingerprint_collect(run);
+	fingerprint_from_file(run);
 	if (nw_store_record(&o->store, run, &id, err, sizeof(err)))
 		return nw_error("not recorded in history: %s", err);
 	if (id)
@@ -161,7 +186,8 @@ static int import_file(const char *path, const struct import_opts *o, struct nw_
 	struct nw_run *runs = NULL;
 	size_t unparsed = 0;
 	char err[NW_ERRLEN];
-	int n = nw_nt_parse_path(path, &runs, &unparsed, err, sizeof(err));
+	struct nw_nt_seen seen;
+	int n = nw_nt_parse_path_seen(path, &runs, &unparsed, &seen, err, sizeof(err));
 	if (n < 0) {
 		nw_error("%s", err);
 		return 2;
@@ -169,7 +195,13 @@ static int import_file(const char *path, const struct import_opts *o, struct nw_
 	if (unparsed)
 		nw_warn("'%s': %zu line%s not understood (neither nccl-tests output nor NCCL log)", path, unparsed,
 		        unparsed == 1 ? "" : "s");
-	if (n == 0) {
+	if (n == 0 && seen.nranks > 0) {
+		nw_error("'%s' holds nccl-tests' header (%d rank%s on %d host%s: %s) but no result table: the output was cut "
+		         "before its first row; import the whole output", path, seen.nranks, seen.nranks == 1 ? "" : "s",
+		         seen.nhosts, seen.nhosts == 1 ? "" : "s", seen.hosts);
+		if (rc == 0)
+			rc = 1;
+	} else if (n == 0) {
 		nw_error("'%s' holds no nccl-tests result table; is it nccl-tests output?", path);
 		if (rc == 0)
 			rc = 1;

@@ -40,7 +40,9 @@ const char usage_logscan[] =
 	"One pass, bounded memory: logs of any size.\n"
 	"\n"
 	"Exit status: 0 no error found, 1 errors found (error diagnoses or\n"
-	"WARN/error lines), 2 usage or read error.\n";
+	"WARN/error lines), 2 usage or read error, 3 the input is no NCCL log\n"
+	"(nccl-tests output, a topology matrix, empty or binary: said on stderr,\n"
+	"and with --json as a document with input_kind, verdict, nranks, hosts).\n";
 
 static const char *s_of(const json_t *o, const char *k)
 {
@@ -290,27 +292,67 @@ static int parse(int argc, char **argv, struct nw_cli_json *json, int *brief)
 	return nw_cli_check_output("logscan", "--json", json->path) ? -1 : 0;
 }
 
-/* When the input held no NCCL line and no error: say what it looks like (on stderr) and return 1. */
-static int not_a_log(const struct nw_log *lg)
+/* "; its header lists 8 ranks on 1 host (gpu59)" from the report, or "" when it names none. */
+static void seen_in_header(const json_t *doc, char *buf, size_t len)
 {
+	json_int_t nranks = i_of(doc, "nranks"), nhosts = i_of(doc, "nhosts");
+	buf[0] = '\0';
+	if (nranks <= 0 && nhosts <= 0)
+		return;
+	size_t used = (size_t)snprintf(buf, len, "; its header lists %" JSON_INTEGER_FORMAT " rank%s on %" JSON_INTEGER_FORMAT
+	                               " host%s (", nranks > 0 ? nranks : 0, nranks == 1 ? "" : "s", nhosts,
+	                               nhosts == 1 ? "" : "s");
+	size_t i;
+	const json_t *h;
+	json_array_foreach(json_object_get(doc, "hosts"), i, h) {
+		if (used + 1 >= len || i == 8)
+			break;
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", json_string_value(h));
+	}
+	if (used + 1 < len)
+		snprintf(buf + used, len - used, "%s)", i < json_array_size(json_object_get(doc, "hosts")) ? ", ..." : "");
+}
+
+/*
+ * When the input held no NCCL line and no error: say what it looks like (on
+ * stderr; with json, also as a small document naming the kind, the verdict
+ * and the ranks and hosts seen) and return 1.
+ */
+static int not_a_log(const struct nw_log *lg, const json_t *doc, int json)
+{
+	char msg[600], seen[400];
 	switch (nw_log_input_kind(lg)) {
 	case NW_LOG_INPUT_LOG:
 		return 0;
 	case NW_LOG_INPUT_EMPTY:
-		nw_error("no NCCL lines found: the input is empty");
+		snprintf(msg, sizeof(msg), "no NCCL lines found: the input is empty");
 		break;
 	case NW_LOG_INPUT_BINARY:
-		nw_error("could not read this as text (binary data, or an encoding other than UTF-8/UTF-16)");
+		snprintf(msg, sizeof(msg), "could not read this as text (binary data, or an encoding other than UTF-8/UTF-16)");
 		break;
 	case NW_LOG_INPUT_NCCLTESTS:
-		nw_error("this is nccl-tests output, not an NCCL log: use 'ncclwatch import'");
+		seen_in_header(doc, seen, sizeof(seen));
+		snprintf(msg, sizeof(msg), "this is nccl-tests output, not an NCCL log%s: use 'ncclwatch import'", seen);
 		break;
 	case NW_LOG_INPUT_TOPO:
-		nw_error("this is 'nvidia-smi topo -m' output, not an NCCL log: 'ncclwatch topo' reads this machine's topology");
+		snprintf(msg, sizeof(msg), "this is 'nvidia-smi topo -m' output, not an NCCL log: 'ncclwatch topo' reads this machine's topology");
 		break;
 	case NW_LOG_INPUT_NO_NCCL:
-		nw_error("no NCCL lines found (run with NCCL_DEBUG=INFO to get them)");
+	default:
+		snprintf(msg, sizeof(msg), "no NCCL lines found (run with NCCL_DEBUG=INFO to get them)");
 		break;
+	}
+	nw_error("%s", msg);
+	if (json) {
+		static const char *const kinds[] = { "log", "empty", "binary", "nccl-tests", "topo", "no-nccl" };
+		json_t *o = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O}", "schema", "ncclwatch.logscan/1", "input_kind",
+		                      kinds[nw_log_input_kind(lg)], "verdict", msg, "nranks", json_object_get(doc, "nranks"),
+		                      "nhosts", json_object_get(doc, "nhosts"), "hosts", json_object_get(doc, "hosts"));
+		if (o) {
+			json_dumpf(o, stdout, JSON_INDENT(1));
+			fputc('\n', stdout);
+			json_decref(o);
+		}
 	}
 	return 1;
 }
@@ -361,7 +403,7 @@ int cmd_logscan(int argc, char **argv)
 		return rc;
 	}
 	json_t *doc = nw_log_report(lg);
-	if (not_a_log(lg)) {
+	if (not_a_log(lg, doc, json)) {
 		json_decref(doc);
 		nw_log_free(lg);
 		return 3;

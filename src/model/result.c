@@ -291,7 +291,7 @@ static json_t *row_to_json(const struct nw_row *r, int per_rank)
 	json_object_set_new(o, "root", json_integer(r->root));
 	json_object_set_new(o, "size_bytes", json_integer((json_int_t)r->size_bytes));
 	json_object_set_new(o, "count", json_integer((json_int_t)r->count));
-	json_object_set_new(o, "nranks", json_integer(r->nranks));
+	json_object_set_new(o, "nranks", r->nranks > 0 ? json_integer(r->nranks) : json_null()); /* unknown */
 	json_object_set_new(o, "inplace", json_boolean(r->inplace));
 	json_object_set_new(o, "time_us", jnum(r->time_us, 1e6));
 	json_object_set_new(o, "algbw_gbs", jnum(r->algbw_gbs, 10000));
@@ -332,7 +332,7 @@ json_t *nw_run_to_json(const struct nw_run *run, int per_rank)
 	set_str(jr, "time", h->time);
 	if (h->input[0])
 		set_str(jr, "input", h->input);
-	json_object_set_new(jr, "nranks", json_integer(h->nranks));
+	json_object_set_new(jr, "nranks", h->nranks > 0 ? json_integer(h->nranks) : json_null()); /* unknown */
 	json_object_set_new(jr, "nhosts", json_integer(h->nhosts));
 	json_object_set_new(jr, "link_gbs", h->link_gbs > 0 ? jnum(h->link_gbs, 1000) : json_null());
 	if (h->extra)

@@ -87,6 +87,11 @@ static uint32_t host_get(struct nw_log *lg, const char *s, size_t n, int create)
 	return *v;
 }
 
+void lg_host_add(struct nw_log *lg, const char *s, size_t n)
+{
+	host_get(lg, s, n, 1);
+}
+
 /* The process (host, pid), created when new; cached like the host (a full table counts one drop per line, cached or not). */
 static uint32_t proc_get(struct nw_log *lg, uint32_t host, int pid)
 {

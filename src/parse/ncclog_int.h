@@ -288,6 +288,9 @@ struct nw_log {
 	struct lg_nwseries *nw;
 	size_t nnw, cap_nw;
 	uint64_t nw_lines, nw_bad;
+	/* its distinct devices (host, pid, device), the first 1024: ranks even when each process says "Rank 0" */
+	uint64_t nt_dev_keys[1024];
+	size_t nt_ndev;
 	/* last report */
 	int nerrors;
 	/* line being fed: where it came from */
@@ -320,6 +323,9 @@ size_t lg_file_line(const char *s, size_t n);
 const char *lg_cause_host(const struct nw_log *lg, const uint64_t *counter);
 /* Note that process proc printed the line being fed under the current launcher tag. */
 void lg_tag_proc(struct nw_log *lg, uint32_t proc);
+
+/* Note a host that a line named outside NCCL's prefix (nccl-tests' device list). */
+void lg_host_add(struct nw_log *lg, const char *s, size_t n);
 
 /* Note that a line showed rank number r (ignored when out of range). */
 void lg_note_rank(struct nw_log *lg, long long r);

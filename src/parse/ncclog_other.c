@@ -71,40 +71,77 @@ static int python_exception(const char *s, size_t n)
 	       (i >= 7 && !memcmp(s + i - 7, "Timeout", 7));
 }
 
+/* The end of the blank-separated word at s (at most e). */
+static const char *word_end(const char *s, const char *e)
+{
+	while (s < e && *s != ' ')
+		s++;
+	return s;
+}
+
+/* Remember key among the first NW_ARRAY_LEN(keys) distinct ones; returns 1 when it is new. */
+static int key_add(uint64_t *keys, size_t *n, size_t cap, uint64_t key)
+{
+	for (size_t k = 0; k < *n; k++)
+		if (keys[k] == key)
+			return 0;
+	if (*n < cap)
+		keys[(*n)++] = key;
+	return 1;
+}
+
 /*
- * nccl-tests' device list, "#  Rank  0 Group  0 Pid    643 on         vm device  0 [...] NAME":
- * remembers each distinct process (host and pid) that printed itself as rank 0.
+ * nccl-tests' device list, "#  Rank  0 Group  0 Pid    643 on         vm device  0 [...] NAME"
+ * (older versions: no Group, "#   Rank"): the rank number and the host (a
+ * host of the log), each distinct device (host, pid, device: processes that
+ * each listed themselves as rank 0 are as many ranks), and each distinct
+ * process (host and pid) that printed itself as rank 0.
  */
 static void nt_device_line(struct nw_log *lg, const char *s, size_t n)
 {
-	const char *p;
-	if (n <= 8 || !starts(s, n, "#  Rank ") || !(p = find(s, n, " Pid ")))
+	const char *p, *e = s + n;
+	size_t used, i = 1;
+	while (i < n && s[i] == ' ')
+		i++;
+	if (i < 2 || !starts(s + i, n - i, "Rank ") || !(p = find(s, n, " Pid ")))
 		return;
-	size_t used, i = 8;
+	i += 5;
 	while (i < n && s[i] == ' ')
 		i++;
 	long long rank = parse_ll(s + i, n - i, &used);
 	if (used)
 		lg_note_rank(lg, rank);
 	const char *on = find(s, n, " on ");
-	if (!used || rank != 0 || !on)
+	if (!used || !on)
 		return;
 	const char *pp = p + 5;
-	while (pp < s + n && *pp == ' ')
+	while (pp < e && *pp == ' ')
 		pp++;
-	long long pid = parse_ll(pp, (size_t)(s + n - pp), &used);
+	long long pid = parse_ll(pp, (size_t)(e - pp), &used);
 	const char *h = on + 4;
-	while (h < s + n && *h == ' ')
+	while (h < e && *h == ' ')
 		h++;
-	const char *he = h;
-	while (he < s + n && *he != ' ')
-		he++;
+	const char *he = word_end(h, e);
+	if (he > h)
+		lg_host_add(lg, h, (size_t)(he - h));
+	const char *dev = find(he, (size_t)(e - he), " device ");
+	long long d = dev ? parse_ll(dev + 8, (size_t)(e - dev - 8), &used) : -1;
 	uint64_t key = lg_hash_str(h, (size_t)(he - h)) ^ (uint64_t)pid;
-	int seen = 0;
-	for (size_t k = 0; k < lg->nt_rank0; k++)
-		seen |= lg->nt_rank0_keys[k] == key;
-	if (!seen && lg->nt_rank0 < NW_ARRAY_LEN(lg->nt_rank0_keys))
-		lg->nt_rank0_keys[lg->nt_rank0++] = key;
+	key_add(lg->nt_dev_keys, &lg->nt_ndev, NW_ARRAY_LEN(lg->nt_dev_keys), key * 1000003u + (uint64_t)(d + 1));
+	if (rank == 0)
+		key_add(lg->nt_rank0_keys, &lg->nt_rank0, NW_ARRAY_LEN(lg->nt_rank0_keys), key);
+}
+
+/* nccl-tests' "# nThread 1 nGpus 8 minBytes ...": one process's nThread x nGpus ranks at least (a device list may be cut). */
+static void nt_params_line(struct nw_log *lg, const char *s, size_t n)
+{
+	const char *t = find(s, n, "nThread "), *g = find(s, n, " nGpus ");
+	size_t ut, ug;
+	if (!t || !g)
+		return;
+	long long nt = parse_ll(t + 8, (size_t)(s + n - t - 8), &ut), ng = parse_ll(g + 7, (size_t)(s + n - g - 7), &ug);
+	if (ut && ug && nt > 0 && ng > 0 && nt < 4096 && ng < 4096)
+		lg_note_rank(lg, nt * ng - 1);
 }
 
 /* PyTorch's "NCCL version: 2.21.5" or "NCCL version 2.21.5" (p: where it starts in s): the first one is kept. */
@@ -279,6 +316,7 @@ void lg_other_line(struct nw_log *lg, const char *s, size_t n)
 	if (s[0] == '#') {
 		if (find(s, n, "Avg bus bandwidth") || find(s, n, "out-of-place"))
 			lg->nt_table_lines++;
+		nt_params_line(lg, s, n);
 		nt_device_line(lg, s, n);
 		return;
 	}

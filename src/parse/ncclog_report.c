@@ -385,6 +385,8 @@ json_t *nw_log_report(struct nw_log *lg)
 	if (lg->torch_nccl_version[0])
 		json_object_set_new(doc, "pytorch_nccl_version", jstr(lg->torch_nccl_version));
 	int nranks = lg->ranks_hint;
+	if (lg->nt_ndev > (size_t)nranks)
+		nranks = (int)lg->nt_ndev;
 	for (size_t i = 0; i < lg->ncomms; i++)
 		if (lg->comms[i].nranks > nranks)
 			nranks = lg->comms[i].nranks;

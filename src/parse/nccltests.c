@@ -36,6 +36,8 @@ struct nt_stream {
 	int nranks_seen;
 	long nranks_declared;   /* ncclwatch's own "# Using devices: ... (N ranks)" */
 	int dup_ranks;       /* Rank lines whose number was already listed */
+	uint64_t ids[256];   /* distinct devices (host, pid, device) of the device list (first 256) */
+	int nids;
 	char hosts[NT_MAX_HOSTS][64];
 	int nhosts;
 	struct nt_gpu gpus[NT_MAX_GPUNAMES];
@@ -49,6 +51,11 @@ struct nt_stream {
 	double avg;
 	char pending[1024];  /* a row cut by NCCL log lines, rebuilt piece by piece */
 	size_t plen;
+	int rccl;            /* rccl-tests, or RCCL/HIP banners */
+	char rccl_version[48];
+	char start_time[32]; /* -J: what the file says of the run, never this process's */
+	char cmdline[1024];
+	json_t *env;         /* -J "env" as an object; owned */
 };
 
 struct nt_ctx {
@@ -60,6 +67,7 @@ struct nt_ctx {
 	int nstreams;
 	char known_hosts[NT_MAX_HOSTS][64]; /* hosts named at the start of NCCL log lines */
 	int nknown;
+	struct nw_nt_seen *seen; /* where a device list without a table is told (may be NULL) */
 };
 
 struct tok {
@@ -76,6 +84,8 @@ static void stream_reset(struct nt_stream *st)
 	for (int i = 0; i < st->nsub; i++)
 		nw_run_release(&st->sub[i]);
 	free(st->sub);
+	if (st->env)
+		json_decref(st->env);
 	memset(st, 0, sizeof(*st));
 	memcpy(st->tag, tag, sizeof(tag));
 	st->nthread = st->ngpus = st->iters = st->warmup = st->validation = st->graph = -1;
@@ -222,6 +232,14 @@ static void add_gpu(struct nt_stream *st, const char *name, size_t n)
 	st->gpus[st->ngpunames++].n = 1;
 }
 
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+	return h;
+}
+
 /* Count a rank of the device list; returns 0 when it was listed already. */
 static int note_rank(struct nt_stream *st, long long rank)
 {
@@ -252,13 +270,71 @@ static void set_extra_int(json_t *o, const char *k, long v)
 		json_object_set_new(o, k, json_integer(v));
 }
 
+/*
+ * Old nccl-tests' verdict on a row from its "error" column (the largest
+ * difference from the expected values): 1 beyond the bound it used for the
+ * type (DeltaMaxValue: half and bfloat16 1e-2, float 1e-5, double 1e-12,
+ * integers any difference), 0 within, -1 when there is no number.
+ */
+static int64_t wrong_from_error(const char *raw, const char *dtype)
+{
+	char *end;
+	if (!raw || !*raw)
+		return -1;
+	double v = strtod(raw, &end);
+	if (*end || !(v >= 0))
+		return -1;
+	double bound = 1e-200;
+	if (!strcmp(dtype, "half") || !strcmp(dtype, "bfloat16"))
+		bound = 1e-2;
+	else if (!strcmp(dtype, "float"))
+		bound = 1e-5;
+	else if (!strcmp(dtype, "double"))
+		bound = 1e-12;
+	return v > bound;
+}
+
+/* What the header said beyond the run header's fields, into a run's extra object x. */
+static void fill_extra(const struct nt_stream *st, json_t *x)
+{
+	if (st->rccl)
+		json_object_set_new(x, "rccl", json_true());
+	if (st->rccl_version[0])
+		json_object_set_new(x, "rccl_version", json_string(st->rccl_version));
+	if (st->env)
+		json_object_set(x, "env", st->env);
+	if (st->nt_version[0])
+		json_object_set_new(x, st->rccl ? "rccl_tests_version" : "nccl_tests_version", json_string(st->nt_version));
+	set_extra_int(x, "nthreads", st->nthread);
+	set_extra_int(x, "ngpus", st->ngpus);
+	set_extra_int(x, "iters", st->iters);
+	set_extra_int(x, "warmup_iters", st->warmup);
+	set_extra_int(x, "validation", st->validation);
+	set_extra_int(x, "graph", st->graph);
+	if (st->have_avg && isfinite(st->avg))
+		json_object_set_new(x, "avg_busbw_reported", json_real(st->avg));
+	if (st->have_oob)
+		json_object_set_new(x, "out_of_bounds_reported", json_integer(st->oob));
+	if (st->error_column)
+		json_object_set_new(x, "error_column", json_true());
+	if (st->nsub > 1 || st->dup_ranks)
+		json_object_set_new(x, "processes_repeating_header", json_integer(st->nsub > 1 ? st->nsub : st->dup_ranks + 1));
+	if (!st->have_avg || st->short_rows) {
+		json_object_set_new(x, "incomplete", json_true());
+		json_object_set_new(x, "incomplete_reason",
+		                    json_string(st->short_rows ? "rows missing columns were left out" : "the table has no footer"));
+	}
+}
+
 /* Fill a finished run's header from what its stream said. */
 static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_run *run)
 {
 	struct nw_run_header *h = &run->h;
 	nw_strlcpy(h->tool_version, NW_VERSION, sizeof(h->tool_version));
 	nw_strlcpy(h->source, "import", sizeof(h->source));
-	nw_strlcpy(h->backend, "nccl-tests", sizeof(h->backend));
+	nw_strlcpy(h->backend, st->rccl ? "rccl-tests" : "nccl-tests", sizeof(h->backend));
+	nw_strlcpy(h->time, st->start_time, sizeof(h->time));
+	nw_strlcpy(h->cmdline, st->cmdline, sizeof(h->cmdline));
 	if (st->nccl_code > 0)
 		version_from_code(st->nccl_code, h->nccl_version, sizeof(h->nccl_version));
 	nw_strlcpy(h->input, c->name ? c->name : "", sizeof(h->input));
@@ -283,44 +359,108 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 		h->gpus[sizeof(h->gpus) - 1] = '\0';
 	h->nhosts = st->nhosts;
 	if (st->nranks_seen > 0)
-		h->nranks = st->nranks_seen;
+		h->nranks = st->nranks_seen > st->nids ? st->nranks_seen : st->nids;
 	else if (st->nranks_declared > 0 && st->nranks_declared <= INT_MAX)
 		h->nranks = (int)st->nranks_declared;
 	else if (st->nthread > 0 && st->ngpus > 0)
 		h->nranks = (int)(st->nthread * st->ngpus);
-	json_t *x = json_object();
-	if (st->nt_version[0])
-		json_object_set_new(x, "nccl_tests_version", json_string(st->nt_version));
-	set_extra_int(x, "nthreads", st->nthread);
-	set_extra_int(x, "ngpus", st->ngpus);
-	set_extra_int(x, "iters", st->iters);
-	set_extra_int(x, "warmup_iters", st->warmup);
-	set_extra_int(x, "validation", st->validation);
-	set_extra_int(x, "graph", st->graph);
-	if (st->have_avg && isfinite(st->avg))
-		json_object_set_new(x, "avg_busbw_reported", json_real(st->avg));
-	if (st->have_oob)
-		json_object_set_new(x, "out_of_bounds_reported", json_integer(st->oob));
-	if (st->error_column)
-		json_object_set_new(x, "error_column", json_true());
-	if (st->nsub > 1 || st->dup_ranks)
-		json_object_set_new(x, "processes_repeating_header", json_integer(st->nsub > 1 ? st->nsub : st->dup_ranks + 1));
-	if (!st->have_avg || st->short_rows) {
-		json_object_set_new(x, "incomplete", json_true());
-		json_object_set_new(x, "incomplete_reason",
-		                    json_string(st->short_rows ? "rows missing columns were left out" : "the table has no footer"));
-	}
+	json_t *x = h->extra ? h->extra : json_object(); /* may hold the rows' raw "error" values */
+	fill_extra(st, x);
 	h->extra = x;
+	const json_t *ev = json_object_get(x, "error_values");
 	for (size_t i = 0; i < run->nrows; i++) {
 		struct nw_row *r = &run->rows[i];
 		nw_strlcpy(r->op, st->op[0] ? st->op : "unknown", sizeof(r->op));
 		r->nranks = h->nranks;
 		if (st->error_column && st->have_oob && st->oob == 0)
 			r->wrong = 0;
+		else if (st->error_column)
+			r->wrong = wrong_from_error(json_string_value(json_array_get(ev, i)), r->dtype);
 	}
 }
 
 static int parse_row(struct nt_stream *st, const char *s, size_t n);
+
+/* A device list that no table followed: the largest one is told to the caller. */
+static void tell_header_only(struct nt_ctx *c, const struct nt_stream *st)
+{
+	int nranks = st->nranks_seen > st->nids ? st->nranks_seen : st->nids;
+	if (nranks > 0 && st->nthread > 0 && st->ngpus > 0 && st->nthread * st->ngpus > nranks &&
+	    st->nthread * st->ngpus <= INT_MAX)
+		nranks = (int)(st->nthread * st->ngpus); /* the list was cut */
+	if (!c->seen || nranks <= c->seen->nranks)
+		return;
+	c->seen->nranks = nranks;
+	c->seen->nhosts = st->nhosts;
+	size_t used = 0;
+	c->seen->hosts[0] = '\0';
+	for (int i = 0; i < st->nhosts && used + 1 < sizeof(c->seen->hosts); i++) {
+		int k = snprintf(c->seen->hosts + used, sizeof(c->seen->hosts) - used, "%s%s", i ? ", " : "", st->hosts[i]);
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
+}
+
+/* The raw "error" values of merge_zero_rows' tables, in the rows' new order (before their tables are released). */
+static json_t *merged_error_values(const struct nt_stream *st, size_t zeros)
+{
+	const json_t *a0 = st->sub[0].h.extra ? json_object_get(st->sub[0].h.extra, "error_values") : NULL;
+	if (!a0)
+		return NULL;
+	json_t *all = json_array();
+	for (size_t i = 0; i < zeros && i < json_array_size(a0); i++)
+		json_array_append(all, json_array_get(a0, i));
+	for (int j = 1; j < st->nsub; j++) {
+		const json_t *a = st->sub[j].h.extra ? json_object_get(st->sub[j].h.extra, "error_values") : NULL;
+		for (size_t i = 0; i < json_array_size(a); i++)
+			json_array_append(all, json_array_get(a, i));
+	}
+	for (size_t i = zeros; i < json_array_size(a0); i++)
+		json_array_append(all, json_array_get(a0, i));
+	return all;
+}
+
+/*
+ * One table that repeats its size-0 rows (reduce_scatter or alltoall on 8+
+ * ranks from -b 1 print several rows of size 0, then the sizes that count)
+ * was read as one process table per repeated row: when the tables after
+ * the first hold only size-0 rows, they are the first's, in file order.
+ */
+static void merge_zero_rows(struct nt_stream *st)
+{
+	if (st->nsub < 2 || !st->sub[0].nrows || st->sub[0].rows[0].size_bytes)
+		return;
+	size_t total = st->sub[0].nrows;
+	for (int j = 1; j < st->nsub; j++) {
+		for (size_t i = 0; i < st->sub[j].nrows; i++)
+			if (st->sub[j].rows[i].size_bytes)
+				return; /* another process's table: sizes it repeats beyond 0 */
+		total += st->sub[j].nrows;
+	}
+	struct nw_run *first = &st->sub[0];
+	size_t zeros = 0;
+	while (zeros < first->nrows && !first->rows[zeros].size_bytes)
+		zeros++;
+	json_t *ev = merged_error_values(st, zeros);
+	if (ev)
+		json_object_set_new(first->h.extra, "error_values", ev);
+	struct nw_row *rows = nw_malloc(total * sizeof(*rows));
+	size_t w = 0;
+	memcpy(rows, first->rows, zeros * sizeof(*rows));
+	w = zeros;
+	for (int j = 1; j < st->nsub; j++) {
+		memcpy(rows + w, st->sub[j].rows, st->sub[j].nrows * sizeof(*rows));
+		w += st->sub[j].nrows;
+		st->sub[j].nrows = 0; /* its rows moved: nothing of theirs is released */
+		nw_run_release(&st->sub[j]);
+	}
+	memcpy(rows + w, first->rows + zeros, (first->nrows - zeros) * sizeof(*rows));
+	free(first->rows);
+	first->rows = rows;
+	first->nrows = first->cap = total;
+	st->nsub = 1;
+}
 
 /* End of a stream's run: its rows become runs of the result. */
 static void stream_finish(struct nt_ctx *c, struct nt_stream *st)
@@ -330,6 +470,12 @@ static void stream_finish(struct nt_ctx *c, struct nt_stream *st)
 			c->unparsed++;
 		st->plen = 0;
 	}
+	merge_zero_rows(st);
+	int rows = 0;
+	for (int i = 0; i < st->nsub; i++)
+		rows += st->sub[i].nrows > 0;
+	if (!rows)
+		tell_header_only(c, st);
 	for (int i = 0; i < st->nsub; i++) {
 		if (!st->sub[i].nrows)
 			continue;
@@ -353,10 +499,11 @@ static struct nt_stream *get_stream(struct nt_ctx *c, const char *tag)
 	return st;
 }
 
-/* One placement's four columns: time, algbw, busbw, #wrong (or old "error"). */
-static int parse_body(struct nt_stream *st, const struct tok *t, struct nw_row *r)
+/* One placement's four columns: time, algbw, busbw, #wrong (or old "error", kept raw in raw). */
+static int parse_body(struct nt_stream *st, const struct tok *t, struct nw_row *r, char raw[24])
 {
 	double v;
+	tok_copy(&t[3], raw, 24);
 	if (tok_double(&t[0], &r->time_us) || tok_double(&t[1], &r->algbw_gbs) ||
 	    tok_double(&t[2], &r->busbw_gbs))
 		return -1;
@@ -378,8 +525,21 @@ static int is_stamp(const struct tok *t)
 	return t->n >= 8 && t->s[2] == ':' && t->s[5] == ':';
 }
 
-/* Add a row to the first process's table whose sizes are still below it. */
-static int add_rows(struct nt_stream *st, const struct nw_row *oop, const struct nw_row *ip)
+/* The raw value of the old "error" column (a float such as "1e-07") in the run's extra.error_values, row by row. */
+static void keep_error_value(struct nw_run *run, const char *raw)
+{
+	if (!run->h.extra)
+		run->h.extra = json_object();
+	json_t *a = json_object_get(run->h.extra, "error_values");
+	if (!a) {
+		a = json_array();
+		json_object_set_new(run->h.extra, "error_values", a);
+	}
+	json_array_append_new(a, json_string(raw));
+}
+
+/* Add a row to the first process's table whose sizes are still below it (raw: the "error" values, or NULL). */
+static int add_rows(struct nt_stream *st, const struct nw_row *oop, const struct nw_row *ip, char raw[2][24])
 {
 	const struct nw_row *r = oop ? oop : ip;
 	int j;
@@ -399,8 +559,12 @@ static int add_rows(struct nt_stream *st, const struct nw_row *oop, const struct
 	}
 	if (oop)
 		nw_run_add(&st->sub[j], oop);
+	if (oop && raw && st->error_column)
+		keep_error_value(&st->sub[j], raw[0]);
 	if (ip)
 		nw_run_add(&st->sub[j], ip);
+	if (ip && raw && st->error_column)
+		keep_error_value(&st->sub[j], raw[1]);
 	return 0;
 }
 
@@ -448,25 +612,26 @@ static int parse_row(struct nt_stream *st, const char *s, size_t n)
 	struct nw_row oop = base, ip = base;
 	ip.inplace = 1;
 	int have_oop = 0, have_ip = 0;
+	char raw[2][24] = { "", "" };
 	if (rest == 8 || rest == 16) {
-		if (parse_body(st, &t[i], &oop) || parse_body(st, &t[i + rest / 2], &ip))
+		if (parse_body(st, &t[i], &oop, raw[0]) || parse_body(st, &t[i + rest / 2], &ip, raw[1]))
 			return -1;
 		have_oop = have_ip = 1;
 	} else if (rest == 4) {
 		/* one placement: in-place only when it sits in the in-place columns */
 		if (t[i].col >= 80) {
-			if (parse_body(st, &t[i], &ip))
+			if (parse_body(st, &t[i], &ip, raw[1]))
 				return -1;
 			have_ip = 1;
 		} else {
-			if (parse_body(st, &t[i], &oop))
+			if (parse_body(st, &t[i], &oop, raw[0]))
 				return -1;
 			have_oop = 1;
 		}
 	} else {
 		return -1;
 	}
-	return add_rows(st, have_oop ? &oop : NULL, have_ip ? &ip : NULL);
+	return add_rows(st, have_oop ? &oop : NULL, have_ip ? &ip : NULL, raw);
 }
 
 /* "#  Rank  0 Group  0 Pid    643 on         vm device  0 [0000:00:06] NVIDIA H200" */
@@ -483,13 +648,30 @@ static int parse_rank_line(struct nt_stream *st, const char *s, size_t n)
 	if (i + 1 >= k)
 		return -1;
 	const struct tok *host = &t[i + 1];
+	long long pid = -1, dev = -1;
+	for (int j = 2; j + 1 < k; j++)
+		if (tok_is(&t[j], "Pid"))
+			tok_ll(&t[j + 1], &pid, 0);
+		else if (tok_is(&t[j], "device"))
+			tok_ll(&t[j + 1], &dev, 0);
 	i += 2;
 	while (i < k && t[i].s[0] != '[')
 		i++;
 	if (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows))
 		return 1; /* another process's header after rows: caller restarts */
-	if (!note_rank(st, rank))
+	/* the same device listed again is a repeated header; another process's own "Rank 0" is one more rank */
+	uint64_t id = (fnv1a(host->s, host->n) ^ (uint64_t)pid) * 1000003u + (uint64_t)(dev + 1);
+	int new_id = 1;
+	for (int j = 0; j < st->nids && j < (int)NW_ARRAY_LEN(st->ids); j++)
+		new_id &= st->ids[j] != id;
+	if (new_id && st->nids < (int)NW_ARRAY_LEN(st->ids))
+		st->ids[st->nids] = id;
+	st->nids += new_id;
+	if (!note_rank(st, rank)) {
+		if (new_id)
+			add_host(st->hosts, &st->nhosts, host->s, host->n);
 		return 0;
+	}
 	add_host(st->hosts, &st->nhosts, host->s, host->n);
 	if (i + 1 < k)
 		add_gpu(st, t[i + 1].s, n - t[i + 1].col);
@@ -533,19 +715,46 @@ static int starts(const char *s, size_t n, const char *w)
 	return n >= m && !memcmp(s, w, m);
 }
 
+static int find_word(const char *s, size_t n, const char *w)
+{
+	return memmem(s, n, w, strlen(w)) != NULL;
+}
+
+static void copy_bounded(char *dst, size_t len, const char *s, size_t n)
+{
+	if (n >= len)
+		n = len - 1;
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+}
+
 /*
  * The readers of nccl-tests' '#' lines (s: after "# "). Each returns 0, or
  * 1 when the line belongs to a new table (the stream's table is finished
  * and the line read again); parse_params and parse_rank_line above are two.
  */
 
-/* "nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809": the version, and NCCL's (the library's first). */
+/*
+ * "nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809": the
+ * version, and NCCL's (the library's first). rccl-tests' "rccl-headers=" and
+ * "rccl-library=" are RCCL's versions, kept apart from NCCL's.
+ */
 static int comment_version(struct nt_stream *st, const char *s, size_t n)
 {
 	struct tok t[NT_MAX_TOKENS];
 	int k = tokenize(s, n, t, NT_MAX_TOKENS);
 	if (k >= 3)
 		tok_copy(&t[2], st->nt_version, sizeof(st->nt_version));
+	if (starts(s, n, "rccl-tests")) {
+		st->rccl = 1;
+		for (int i = 3; i < k; i++)
+			if (starts(t[i].s, t[i].n, "rccl-library=") && t[i].n > 13) {
+				long code = tok_long_or(&(struct tok){ t[i].s + 13, t[i].n - 13, 0 }, -1);
+				if (code > 0)
+					version_from_code(code, st->rccl_version, sizeof(st->rccl_version));
+			}
+		return 0;
+	}
 	for (int i = 3; i < k; i++) {
 		struct tok v = t[i];
 		int lib = starts(v.s, v.n, "nccl-library=");
@@ -564,6 +773,19 @@ static int comment_starting(struct nt_stream *st, const char *s, size_t n)
 {
 	struct tok t[NT_MAX_TOKENS];
 	int k = tokenize(s + 25, n - 25, t, NT_MAX_TOKENS);
+	if (k >= 1)
+		op_from_program(t[0].s, t[0].n, st->op, sizeof(st->op));
+	return 0;
+}
+
+/* "Collective test concluded: all_reduce_perf": the op, when nothing before said it. */
+static int comment_concluded(struct nt_stream *st, const char *s, size_t n)
+{
+	struct tok t[NT_MAX_TOKENS];
+	const char *colon = memchr(s, ':', n);
+	if (st->op[0] || !colon)
+		return 0;
+	int k = tokenize(colon + 1, n - (size_t)(colon + 1 - s), t, NT_MAX_TOKENS);
 	if (k >= 1)
 		op_from_program(t[0].s, t[0].n, st->op, sizeof(st->op));
 	return 0;
@@ -646,6 +868,7 @@ static const struct comment_kind {
 	int (*read)(struct nt_stream *st, const char *s, size_t n);
 } comment_kinds[] = {
 	{ "nccl-tests version", NT_BEGINS, comment_version },
+	{ "rccl-tests version", NT_BEGINS, comment_version },
 	{ "Collective test starting:", NT_BEGINS, comment_starting },
 	{ "nThread ", NT_BEGINS, parse_params },
 	{ "Using devices:", 0, comment_devices },
@@ -654,19 +877,64 @@ static const struct comment_kind {
 	{ "size\t", 0, comment_columns },
 	{ "Out of bounds values", 0, comment_oob },
 	{ "Avg bus bandwidth", 0, comment_avg },
-	{ "Collective test concluded", NT_ENDS, NULL },
+	{ "Collective test concluded", NT_ENDS, comment_concluded },
 };
 
-/* A '#' line of nccl-tests' header or footer. */
+/* The kind of a header or footer line (s: after "# "), or NULL. */
+static const struct comment_kind *comment_kind_of(const char *s, size_t n)
+{
+	for (size_t i = 0; i < NW_ARRAY_LEN(comment_kinds); i++)
+		if (starts(s, n, comment_kinds[i].start))
+			return &comment_kinds[i];
+	return NULL;
+}
+
+/*
+ * A header or footer line whose '#' was lost in pasting: one of the kinds
+ * above, the device list only with its "Pid", the column header only with
+ * "count" and "type", or one that says nothing ("Using devices", the
+ * placement and units lines above the columns).
+ */
+static int stripped_comment(const char *s, size_t n)
+{
+	const struct comment_kind *k = comment_kind_of(s, n);
+	if (!k)
+		return starts(s, n, "Using devices") || starts(s, n, "out-of-place") || starts(s, n, "(B)");
+	if (k->read == parse_rank_line)
+		return find_word(s, n, " Pid ");
+	if (k->read == comment_columns)
+		return find_word(s, n, " count ") && find_word(s, n, " type ");
+	return 1;
+}
+
+/* "RCCL version : 2.28.3-gfx1151", "RCCL version 2.18.3+hip6.0", "HIP version : 7.12": RCCL, and its version. */
+static int rccl_banner(struct nt_stream *st, const char *s, size_t n)
+{
+	if (starts(s, n, "HIP version")) {
+		st->rccl = 1;
+		return 1;
+	}
+	if (!starts(s, n, "RCCL version"))
+		return 0;
+	st->rccl = 1;
+	size_t i = 12;
+	while (i < n && (s[i] == ' ' || s[i] == ':'))
+		i++;
+	size_t e = i;
+	while (e < n && s[e] != ' ')
+		e++;
+	if (!st->rccl_version[0] && e > i)
+		copy_bounded(st->rccl_version, sizeof(st->rccl_version), s + i, e - i);
+	return 1;
+}
+
+/* A header or footer line (s: after its '#', if it had one). */
 static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
 {
-	s++, n--;
 	while (n && *s == ' ')
 		s++, n--;
-	for (size_t i = 0; i < NW_ARRAY_LEN(comment_kinds); i++) {
-		const struct comment_kind *k = &comment_kinds[i];
-		if (!starts(s, n, k->start))
-			continue;
+	const struct comment_kind *k = comment_kind_of(s, n);
+	if (k) {
 		if ((k->flags & NT_BEGINS) && (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0)))
 			stream_finish(c, st);
 		if (k->read && k->read(st, s, n) == 1) {
@@ -675,7 +943,6 @@ static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s,
 		}
 		if (k->flags & NT_ENDS)
 			stream_finish(c, st);
-		return;
 	}
 }
 
@@ -748,6 +1015,17 @@ static void pending_add(struct nt_ctx *c, struct nt_stream *st, const char *s, s
 	st->plen += n;
 }
 
+/* An RCCL banner, or a header or footer line whose '#' was lost: read, and 1; 0 when s is neither. */
+static int text_header_line(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n)
+{
+	if (rccl_banner(st, s, n))
+		return 1;
+	if (!stripped_comment(s, n))
+		return 0;
+	parse_comment(c, st, s, n);
+	return 1;
+}
+
 /*
  * One line of text output: launcher prefixes off, NCCL log lines skipped
  * (the part of a row printed before one is kept for later), then header
@@ -789,13 +1067,15 @@ static void process_line(struct nt_ctx *c, char *line, size_t len)
 	if (s[0] == '#') {
 		if (st->plen)
 			stream_finish(c, st), st = get_stream(c, lp.tag);
-		parse_comment(c, st, s, n);
+		parse_comment(c, st, s + 1, n - 1);
 		return;
 	}
 	size_t i = 0;
 	while (i < n && s[i] == ' ')
 		i++;
 	int rowish = i < n && s[i] >= '0' && s[i] <= '9';
+	if (!rowish && !st->plen && text_header_line(c, st, s + i, n - i))
+		return;
 	if (cut && (rowish || st->plen)) {
 		pending_add(c, st, s, n);
 		return;
@@ -925,10 +1205,39 @@ static void json_result(struct nt_ctx *c, struct nt_stream *st, const json_t *d)
 		json_iters(json_object_get(d, "out_of_place_per_iter"), &oop);
 	if (hi)
 		json_iters(json_object_get(d, "in_place_per_iter"), &ip);
-	if ((!ho && !hi) || add_rows(st, ho ? &oop : NULL, hi ? &ip : NULL) < 0) {
+	if ((!ho && !hi) || add_rows(st, ho ? &oop : NULL, hi ? &ip : NULL, NULL) < 0) {
 		c->unparsed++;
 		nw_row_release(&oop);
 		nw_row_release(&ip);
+	}
+}
+
+/* What a -J document says of its run: "start_time", "args" (the command line), "env" ("NAME=value" strings). */
+static void json_file_facts(struct nt_stream *st, const json_t *doc)
+{
+	const char *t = jstr(doc, "start_time");
+	if (t)
+		nw_strlcpy(st->start_time, t, sizeof(st->start_time));
+	size_t i, used = 0;
+	const json_t *v;
+	json_array_foreach(json_object_get(doc, "args"), i, v) {
+		if (!json_is_string(v) || used + 1 >= sizeof(st->cmdline))
+			continue;
+		int k = snprintf(st->cmdline + used, sizeof(st->cmdline) - used, "%s%s", used ? " " : "", json_string_value(v));
+		if (k > 0)
+			used = used + (size_t)k < sizeof(st->cmdline) ? used + (size_t)k : sizeof(st->cmdline) - 1;
+	}
+	if (!json_is_array(json_object_get(doc, "env")))
+		return;
+	st->env = json_object();
+	json_array_foreach(json_object_get(doc, "env"), i, v) {
+		const char *e = json_is_string(v) ? json_string_value(v) : NULL;
+		const char *eq = e ? strchr(e, '=') : NULL;
+		if (!eq || eq == e || eq - e >= 128)
+			continue;
+		char name[128];
+		copy_bounded(name, sizeof(name), e, (size_t)(eq - e));
+		json_object_set_new(st->env, name, json_string(eq + 1));
 	}
 }
 
@@ -938,6 +1247,7 @@ static void parse_json_doc(struct nt_ctx *c, const json_t *doc)
 	struct nt_stream *st = get_stream(c, "\x01json");
 	stream_reset(st);
 	json_op(json_object_get(doc, "args"), st->op, sizeof(st->op));
+	json_file_facts(st, doc);
 	double code = jnum(doc, "nccl_version", -1);
 	if (code > 0 && code < 1e7)
 		st->nccl_code = (int)code;
@@ -1005,6 +1315,8 @@ static int parse_json(struct nt_ctx *c, const char *buf, size_t len)
 /* End every stream's table and hand the runs to the caller; returns their number. */
 static int ctx_finish(struct nt_ctx *c, struct nw_run **runs, size_t *unparsed)
 {
+	if (c->seen)
+		memset(c->seen, 0, sizeof(*c->seen));
 	for (int i = 0; i < c->nstreams; i++) {
 		stream_finish(c, c->streams[i]);
 		free(c->streams[i]);
@@ -1016,14 +1328,13 @@ static int ctx_finish(struct nt_ctx *c, struct nw_run **runs, size_t *unparsed)
 }
 
 /* JSON when the first non-blank byte is '{', else text, line by line (lines over 8 KB are unparsed). */
-int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed,
-                    char *err, size_t errlen)
+static int parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed,
+                     struct nw_nt_seen *seen)
 {
-	(void)err;
-	(void)errlen;
 	struct nt_ctx c;
 	memset(&c, 0, sizeof(c));
 	c.name = name;
+	c.seen = seen;
 	size_t first = 0;
 	while (first < len && (buf[first] == ' ' || buf[first] == '\n' || buf[first] == '\r' || buf[first] == '\t'))
 		first++;
@@ -1047,6 +1358,14 @@ int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run
 		free(line);
 	}
 	return ctx_finish(&c, runs, unparsed);
+}
+
+int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed,
+                    char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return parse_buf(buf, len, name, runs, unparsed, NULL);
 }
 
 /*
@@ -1087,11 +1406,12 @@ static char *read_stream(FILE *f, size_t *len_out)
  * number, or -1 on a read error (errno set).
  */
 static int parse_text_stream(FILE *f, const char *first, size_t nfirst, const char *name, struct nw_run **runs,
-                             size_t *unparsed)
+                             size_t *unparsed, struct nw_nt_seen *seen)
 {
 	struct nt_ctx c;
 	memset(&c, 0, sizeof(c));
 	c.name = name;
+	c.seen = seen;
 	char *line = nw_malloc(NT_MAX_LINE);
 	size_t n = nfirst;
 	int skipping = 0; /* inside a line over NT_MAX_LINE */
@@ -1134,18 +1454,11 @@ static int parse_text_stream(FILE *f, const char *first, size_t nfirst, const ch
 
 int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
 {
-	int is_stdin = !strcmp(path, "-");
-	*runs = NULL;
-	FILE *f = is_stdin ? stdin : fopen(path, "rb");
-	if (!f)
-		return nw_seterr(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-	int n = nw_nt_parse_stream(f, is_stdin ? "(stdin)" : path, runs, unparsed, err, errlen);
-	if (!is_stdin)
-		fclose(f);
-	return n;
+	return nw_nt_parse_path_seen(path, runs, unparsed, NULL, err, errlen);
 }
 
-int nw_nt_parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
+int nw_nt_parse_stream_seen(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, struct nw_nt_seen *seen,
+                        char *err, size_t errlen)
 {
 	*runs = NULL;
 	char ws[256];
@@ -1166,14 +1479,33 @@ int nw_nt_parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *
 			n = nw_seterr(err, errlen, "cannot read '%s': %s", name,
 			              errno == EFBIG ? "a JSON document over 1 GiB" : strerror(errno));
 		else
-			n = nw_nt_parse_buf(buf, len, name, runs, unparsed, err, errlen);
+			n = parse_buf(buf, len, name, runs, unparsed, seen);
 		free(buf);
 	} else {
 		if (ch != EOF)
 			ungetc(ch, f);
-		n = parse_text_stream(f, ws, nws, name, runs, unparsed);
+		n = parse_text_stream(f, ws, nws, name, runs, unparsed, seen);
 		if (n < 0)
 			nw_seterr(err, errlen, "cannot read '%s': %s", name, strerror(errno));
 	}
 	return n;
+}
+
+int nw_nt_parse_path_seen(const char *path, struct nw_run **runs, size_t *unparsed, struct nw_nt_seen *seen,
+                          char *err, size_t errlen)
+{
+	int is_stdin = !strcmp(path, "-");
+	*runs = NULL;
+	FILE *f = is_stdin ? stdin : fopen(path, "rb");
+	if (!f)
+		return nw_seterr(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+	int n = nw_nt_parse_stream_seen(f, is_stdin ? "(stdin)" : path, runs, unparsed, seen, err, errlen);
+	if (!is_stdin)
+		fclose(f);
+	return n;
+}
+
+int nw_nt_parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
+{
+	return nw_nt_parse_stream_seen(f, name, runs, unparsed, NULL, err, errlen);
 }

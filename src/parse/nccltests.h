@@ -27,6 +27,17 @@ int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, c
  * up to 1 GiB. name is used in messages and recorded as the run's input.
  */
 int nw_nt_parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen);
+/* A device list that no result table followed (an output cut before its table): ranks, hosts and their names. */
+struct nw_nt_seen {
+	int nranks, nhosts;
+	char hosts[256];     /* "a, b" */
+};
+/* nw_nt_parse_path that also fills *seen (zeroed first; may be NULL) with the largest device list that had no table. */
+int nw_nt_parse_path_seen(const char *path, struct nw_run **runs, size_t *unparsed, struct nw_nt_seen *seen,
+                          char *err, size_t errlen);
+/* nw_nt_parse_stream that also fills *seen (zeroed first; may be NULL) like nw_nt_parse_path_seen. */
+int nw_nt_parse_stream_seen(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, struct nw_nt_seen *seen,
+                            char *err, size_t errlen);
 int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen);
 
 #endif

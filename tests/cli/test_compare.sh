@@ -77,14 +77,19 @@ expect_rc "without repeats the same 6% drop is beyond 5%" 1
 
 # Recorded runs: ids and baselines; differences named.
 DB=$TMP/h.db
-run "$NW" import --db "$DB" "$FIX/nt_all_reduce.txt"
+# The environment of a run is what its file says (a -J document's "env"),
+# never the importing shell's: both runs as -J files, B's with NCCL_PROTO.
+python3 "$SRCDIR/tests/cli/nt_text_to_json.py" "$FIX/nt_all_reduce.txt" vm NCCL_DEBUG=WARN >"$TMP/ar_a.json"
+python3 "$SRCDIR/tests/cli/nt_text_to_json.py" "$TMP/ar_slow.txt" vm NCCL_DEBUG=WARN NCCL_PROTO=Simple >"$TMP/ar_b.json"
+run "$NW" import --db "$DB" "$TMP/ar_a.json"
 expect_rc "import records" 0
-NCCL_PROTO=Simple run "$NW" import --db "$DB" "$TMP/ar_slow.txt"
+NCCL_ALGO=Ring run "$NW" import --db "$DB" "$TMP/ar_b.json"
 expect_rc "import records a second run" 0
 run "$NW" history baseline before --db "$DB" 1
 run "$NW" compare --db "$DB" before 2 --brief
 expect_rc "baseline vs run id: regression" 1
 expect_out "the variable set in B is named" 'NCCL_PROTO=Simple set in B'
+expect_no_out "the importing shell's variable is not" 'NCCL_ALGO'
 expect_out "same GPUs" 'in short: .*same NCCL 2\.28\.9, GPUs'
 
 # Bad inputs: exit 2 and a clear message, never a crash.

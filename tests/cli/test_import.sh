@@ -2,6 +2,16 @@
 . tests/cli/lib.sh
 FX=$SRCDIR/tests/fixtures/nccltests
 
+# An output cut before its table: the error names the ranks and hosts its header listed.
+CORPUS=$SRCDIR/tests/fixtures/corpus
+run "$NW" import --no-history "$CORPUS/043-rccl-tests-2.18.3-mi50-k8s-pod-header.txt"
+expect_rc "header only: exit 1" 1
+expect_err "header only: ranks and host named" "header \\(4 ranks on 1 host: llama-cpp-amd-llamacpp-6cf97999cb-k5s4t\\) but no result table"
+run "$NW" import --no-history "$CORPUS/012-nccl-tests-2node-v100-error-column-header.txt"
+expect_err "header only, each process its own Rank 0: 2 ranks on 2 hosts" "header \\(2 ranks on 2 hosts: ip-172-31-20-228, ip-172-31-22-230\\)"
+run "$NW" import --no-history "$CORPUS/068-nccl-tests-inside-json-log-k8s-soperator.txt"
+expect_err "header only, device list cut: nThread x nGpus ranks" "header \\(8 ranks on 1 host: worker-1\\)"
+
 # Every data row re-rendered from the model is byte-identical to the file's.
 for f in "$FX"/nt_*.txt; do
 	name=$(basename "$f" .txt)
@@ -150,3 +160,74 @@ PY
 else
 	skip "reference -J files" "no $REF"
 fi
+
+# Issue 14, item 6: import keeps what the file says, and only that.
+AR=$FX/nt_all_reduce.txt
+jq_py() { python3 -c "import json, sys
+d = json.load(open(sys.argv[1])); d = d if isinstance(d, list) else [d]
+$1" "$OUT"; }
+# one table repeating its size-0 rows (alltoall on 8+ ranks, -b 1) is one run
+run "$NW" import --no-history --json "$CORPUS/117-nccl-tests-alltoall-repeated-zero-size-rows-h20.txt"
+expect_true "repeated size-0 rows: one run, every row in file order" jq_py '
+assert len(d) == 1, len(d)
+s = [r["size_bytes"] for r in d[0]["results"]]
+assert s[:10] == [0] * 10 and s[10] == 128 and s == sorted(s), s
+assert d[0]["run"]["nranks"] is None, d[0]["run"]["nranks"]'
+# consecutive tables each keep their own footer
+{ sed 's/Out of bounds values : 0 OK/Out of bounds values : 3 FAILED/' "$AR"; cat "$AR"; } >"$TMP/two.txt"
+run "$NW" import --no-history --json "$TMP/two.txt"
+expect_true "consecutive tables: each its own footer" jq_py '
+assert [x["run"]["extra"]["out_of_bounds_reported"] for x in d] == [3, 0], d'
+# the old "error" column: its raw value kept, wrong derived from the footer
+sed -e 's/#wrong/ error/g' -e 's/^\( *[0-9][^#]*\)       0\(.*\)       0$/\1   1e-07\2       0/' "$AR" >"$TMP/errcol.txt"
+run "$NW" import --no-history --json "$TMP/errcol.txt"
+expect_true "error column: raw values kept, wrong derived (0 OK footer)" jq_py '
+x = d[0]["run"]["extra"]
+assert x["error_column"] and x["error_values"][:2] == ["1e-07", "0"], x.get("error_values", [])[:4]
+assert len(x["error_values"]) == len(d[0]["results"]) and all(r["wrong"] == 0 for r in d[0]["results"])'
+# comment lines whose '#' was lost in pasting
+sed 's/^# *//' "$AR" >"$TMP/nohash.txt"
+run "$NW" import --no-history --json "$TMP/nohash.txt"
+expect_true "'#' lost in pasting: version, op, ranks, host and footer still read" jq_py '
+r = d[0]["run"]
+assert len(d) == 1 and r["nccl_version"] == "2.28.9" and r["nranks"] == 2 and r["host"] == "vm", r
+assert d[0]["results"][0]["op"] == "all_reduce" and r["extra"]["avg_busbw_reported"] == 111.374, r["extra"]'
+expect_true "'#' lost in pasting: nothing left unread" sh -c '! grep -q "not understood" "$1"' _ "$ERR"
+# the op from "Collective test concluded" when nothing else says it
+grep -v 'Collective test starting' "$AR" >"$TMP/concluded.txt"
+run "$NW" import --no-history "$TMP/concluded.txt"
+expect_out "op from 'Collective test concluded'" '^all_reduce,float,sum'
+# RCCL output is recognised and marked
+sed 's/^# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809/# rccl-tests version 2.18.3 rccl-headers=22803 rccl-library=22803\nRCCL version : 2.28.3-gfx1151-rccl:a188cf2\nHIP version  : 7.12.60430/' "$AR" >"$TMP/rccl.txt"
+run "$NW" import --db "$TMP/rccl.db" --json "$TMP/rccl.txt"
+expect_true "RCCL: backend rccl-tests, its version apart from NCCL's" jq_py '
+r = d[0]["run"]
+assert r["backend"] == "rccl-tests" and r["extra"]["rccl"] is True and r["nccl_version"] == "", r
+assert r["extra"]["rccl_version"] == "2.28.3" and r["extra"]["rccl_tests_version"] == "2.18.3", r["extra"]'
+run "$NW" history export 1 --db "$TMP/rccl.db" --json
+expect_out "RCCL: marked in history" '"backend": "rccl-tests"'
+# the fingerprint comes from the file, never from the importing shell, its command line or clock
+python3 "$SRCDIR/tests/cli/nt_text_to_json.py" "$AR" node7 NCCL_VERSION=2.28.3-1 NCCL_NVLS_ENABLE=0 >"$TMP/fp.json"
+for f in "$TMP/fp.json" "$AR"; do
+	"$NW" import --db "$TMP/fp1.db" "$f" >/dev/null 2>&1
+	(cd / && env -i PATH="$PATH" TZ=Asia/Tokyo NCCL_ALGO=Tree NCCL_PROTO=LL SLURM_JOB_ID=7 NCCLWATCH_DB="$TMP/fp2.db" \
+		"$NW" import "$f" >/dev/null 2>&1)
+done
+expect_true "fingerprint: the same file under two environments, clocks and directories gives the same one" python3 - "$TMP/fp1.db" "$TMP/fp2.db" <<'PY'
+import json, sqlite3, sys
+fps = []
+for db in sys.argv[1:]:
+    rows = sqlite3.connect(db).execute("SELECT extra FROM runs ORDER BY id").fetchall()
+    fps.append([json.loads(r[0])["fingerprint"] for r in rows])
+assert len(fps[0]) == 2 and fps[0] == fps[1], fps
+j, t = fps[0]
+assert j["env"] == {"NCCL_VERSION": "2.28.3-1", "NCCL_NVLS_ENABLE": "0"} and j["time"] == "2026-12-01 14:09:13", j
+assert j["host"] == "node7" and j["cmdline"] == "./build/all_reduce_perf -g 2" and j["nranks"] == 2, j
+assert t["env"] == {} and t["time"] == "" and t["cmdline"] == "" and t["host"] == "vm", t
+PY
+# a real old output (nccl-tests issue 37): '#' lost, 'error' column; the footer's FAILED stays with its rows
+run "$NW" import --no-history --json "$CORPUS/137-nccl-tests-allgather-4g-oob-failed-lost-hash-nccl24.txt"
+expect_true "old error column beyond float's bound: both placements wrong, the footer's count kept" jq_py '
+x = d[0]["run"]["extra"]
+assert [r["wrong"] for r in d[0]["results"]] == [1, 1] and x["error_values"] == ["1e+00", "1e+00"], d
+assert x["out_of_bounds_reported"] == 2 and x["avg_busbw_reported"] == 128.942, x'

@@ -67,6 +67,21 @@ expect_err "empty file: no NCCL lines found" 'no NCCL lines found'
 run "$NW" logscan "$SRCDIR/tests/fixtures/corpus/013-nccl-tests-rtx4090-8gpu-tree-header.txt"
 expect_rc "nccl-tests output: exit 3" 3
 expect_err "nccl-tests output: points at import" "nccl-tests output.*ncclwatch import"
+expect_err "nccl-tests header only: the ranks and host it lists" "header lists 8 ranks on 1 host \\(gpu59\\)"
+run "$NW" logscan --json "$SRCDIR/tests/fixtures/corpus/013-nccl-tests-rtx4090-8gpu-tree-header.txt"
+expect_rc "nccl-tests output --json: exit 3" 3
+expect_true "nccl-tests output --json: kind, verdict, ranks and hosts" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["input_kind"] == "nccl-tests" and "ncclwatch import" in d["verdict"], d
+assert d["nranks"] == 8 and d["nhosts"] == 1 and d["hosts"] == ["gpu59"], d' "$OUT"
+# old nccl-tests ("#   Rank  0 Pid"), each process its own "Rank 0": two ranks on two hosts, each ran alone
+run "$NW" logscan --json "$SRCDIR/tests/fixtures/corpus/012-nccl-tests-2node-v100-error-column-header.txt"
+expect_true "processes each listing Rank 0: as many ranks, their hosts, and the diagnosis" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["nranks"] == 2 and d["nhosts"] == 2, d
+assert [x["id"] for x in d["diagnoses"] if "rank 0" in x["message"]], d["diagnoses"]' "$OUT"
 printf '\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV12\t0-63\nGPU1\tNV12\t X \t0-63\n\nLegend:\n\n  X    = Self\n' >"$TMP/topo.txt"
 run "$NW" logscan "$TMP/topo.txt"
 expect_rc "topology matrix: exit 3" 3

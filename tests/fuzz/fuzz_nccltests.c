@@ -15,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t unparsed = 0;
 	char err[256];
 	FILE *f = size && (data[0] & 1) ? fmemopen((void *)data, size, "rb") : NULL;
-	int n = f ? nw_nt_parse_stream(f, "fuzz", &runs, &unparsed, err, sizeof(err))
+	struct nw_nt_seen seen;
+	int n = f ? nw_nt_parse_stream_seen(f, "fuzz", &runs, &unparsed, (data[0] & 2) ? &seen : NULL, err, sizeof(err))
 	          : nw_nt_parse_buf((const char *)data, size, "fuzz", &runs, &unparsed, err, sizeof(err));
 	if (f)
 		fclose(f);
