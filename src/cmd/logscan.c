@@ -318,7 +318,7 @@ static void seen_in_header(const json_t *doc, char *buf, size_t len)
  * stderr; with json, also as a small document naming the kind, the verdict
  * and the ranks and hosts seen) and return 1.
  */
-static int not_a_log(const struct nw_log *lg, const json_t *doc, int json)
+static int not_a_log(const struct nw_log *lg, const json_t *doc, const struct nw_cli_json *json)
 {
 	char msg[600], seen[400];
 	switch (nw_log_input_kind(lg)) {
@@ -343,14 +343,13 @@ static int not_a_log(const struct nw_log *lg, const json_t *doc, int json)
 		break;
 	}
 	nw_error("%s", msg);
-	if (json) {
+	if (json->on) {
 		static const char *const kinds[] = { "log", "empty", "binary", "nccl-tests", "topo", "no-nccl" };
 		json_t *o = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O}", "schema", "ncclwatch.logscan/1", "input_kind",
 		                      kinds[nw_log_input_kind(lg)], "verdict", msg, "nranks", json_object_get(doc, "nranks"),
 		                      "nhosts", json_object_get(doc, "nhosts"), "hosts", json_object_get(doc, "hosts"));
 		if (o) {
-			json_dumpf(o, stdout, JSON_INDENT(1));
-			fputc('\n', stdout);
+			nw_cli_json_write("logscan", json, o, JSON_INDENT(1));
 			json_decref(o);
 		}
 	}
@@ -403,7 +402,7 @@ int cmd_logscan(int argc, char **argv)
 		return rc;
 	}
 	json_t *doc = nw_log_report(lg);
-	if (not_a_log(lg, doc, json)) {
+	if (not_a_log(lg, doc, &json)) {
 		json_decref(doc);
 		nw_log_free(lg);
 		return 3;
