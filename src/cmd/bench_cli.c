@@ -1,9 +1,11 @@
 #include "cmd/bench_cli.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -719,6 +721,36 @@ static void sig_put(char *buf, size_t len, size_t *at, const char *s)
 }
 
 /*
+ * After a stop signal (signal-safe): output must not keep the run from
+ * saving what it measured. A launcher tearing the job down stops reading
+ * the ranks' pipes (Open MPI's mpirun does on Ctrl-C: rank 0 then blocked
+ * on a full stdout until it was killed, with nothing written), and a
+ * pipeline's reader dies with the same Ctrl-C (a write would raise
+ * SIGPIPE). So: SIGPIPE ignored, and stdout/stderr made non-blocking when
+ * they are pipes or sockets, or the terminal mpirun gives each rank of its
+ * own (never a user's terminal, whose state the shell shares); output that
+ * cannot go out is dropped, the files and history are still written.
+ */
+static int own_tty; /* launched by Open MPI/PMIx: a terminal on stdout is the rank's own */
+
+static void unblock_outputs(void)
+{
+	struct sigaction ign;
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGPIPE, &ign, NULL);
+	for (int fd = 1; fd <= 2; fd++) {
+		struct stat st;
+		if (fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || (own_tty && isatty(fd))))
+			continue;
+		int fl = fcntl(fd, F_GETFL);
+		if (fl >= 0)
+			fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	}
+}
+
+/*
  * SIGINT or SIGTERM: the first ends the sweep after the size running now
  * (every rank alike, see nw_bench_opts.stop) and says so; what was
  * measured is then printed, written and recorded as interrupted. A second
@@ -733,6 +765,7 @@ static void on_interrupt(int sig)
 		return;
 	}
 	sig_stop = sig;
+	unblock_outputs();
 	if (!sig_prog)
 		return;
 	char msg[200];
@@ -759,6 +792,7 @@ static void catch_interrupt(int on, struct nw_progress *p, const char *cmd)
 	sigemptyset(&sa.sa_mask);
 	sig_prog = p;
 	sig_cmd = cmd;
+	own_tty = getenv("OMPI_COMM_WORLD_RANK") || getenv("PMIX_RANK");
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 }
@@ -787,6 +821,7 @@ static void on_stop(int sig)
 {
 	static const char msg[] = "\nncclwatch: interrupted: stopping after the current cycle (Ctrl-C again to quit now)\n";
 	stop_flag = 1;
+	unblock_outputs();
 	if (!stop_quiet && write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
 		stop_flag = 1;
 	signal(sig, SIG_DFL);
@@ -933,6 +968,12 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 		/* rank 0 says it; another rank exiting non-zero first would have the launcher kill rank 0 mid-write */
 		if (stopped && status < 2)
 			status = run.h.rank == 0 ? 128 + stopped : 0;
+	}
+	if (stopped) {
+		/* output a torn-down launcher no longer reads was dropped (unblock_outputs): not an error of its own */
+		fflush(stdout);
+		__fpurge(stdout);
+		clearerr(stdout);
 	}
 	catch_interrupt(0, NULL, NULL);
 	nw_run_release(&run);

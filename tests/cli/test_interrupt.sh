@@ -78,11 +78,11 @@ check_interrupted "mpirun" "$D" SIGTERM
 # A second Ctrl-C ends it at once: nothing written, nothing recorded.
 D=$TMP/twice; mkdir -p "$D"
 # sizes of seconds each on the fakes, so the second comes while the first waits for one
-"$NW" bench --nccl-lib "$FAKE/libnccl.so.2" --db "$D/h.db" -b 4M -e 16M -n 5 -w 1 --json "$D/r.json" \
+"$NW" bench --nccl-lib "$FAKE/libnccl.so.2" --db "$D/h.db" -b 64M -e 1G -f 4 -n 20 -w 1 --json "$D/r.json" \
 	>"$D/out" 2>"$D/err" &
 pid=$!
 wait_rows "$D/out" 1
-kill -INT "$pid"; sleep 0.3; kill -INT "$pid"
+kill -INT "$pid"; sleep 0.1; kill -INT "$pid"
 wait "$pid"; RC=$?
 cp "$D/out" "$OUT"; cp "$D/err" "$ERR"
 expect_rc "second Ctrl-C: dies of SIGINT" 130
