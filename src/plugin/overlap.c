@@ -69,7 +69,9 @@ static struct {
 	uint64_t drain_until;             /* when a drain gives up waiting */
 	uint64_t end_gpu;                 /* the window's end on the GPU clock */
 	uint64_t next_mono;               /* when the next window opens */
-	uint64_t end_mono;                /* when the open window closes */
+	uint64_t end_mono;                /* when the open window closes (then, extending: when recording stops) */
+	int extending;                    /* the window's length is measured; recording goes on for the GPU's lag */
+	uint64_t mid_gpu;                 /* the GPU clock when the window's length was reached */
 	uint64_t start_rt, start_gpu;
 	uint64_t cost_ns;                 /* publisher CPU time for the open window */
 	struct nws_overlap pub;           /* what the headers show */
@@ -190,8 +192,10 @@ static void take_kernel(const uint8_t *rec)
 	const char *name;
 	memcpy(&v->start, rec + NWC_OFF_START, sizeof(v->start));
 	memcpy(&v->end, rec + NWC_OFF_END, sizeof(v->end));
-	if (v->end < v->start) /* not complete when flushed (0): it was still running at the window's end */
-		v->end = UINT64_MAX;
+	if (!v->start || v->end < v->start) { /* never ran while recorded (no timestamps): not measurable */
+		niv--;
+		return;
+	}
 	memcpy(&name, rec + NWC_OFF_NAME, sizeof(name));
 	v->is_nccl = (uint32_t)nwo_is_nccl_kernel(name);
 	v->_pad = 0;
@@ -360,6 +364,7 @@ static int window_open(uint64_t now_mono)
 		return -1;
 	}
 	ov.in_window = 1;
+	ov.extending = 0;
 	ov.start_rt = nwp_realtime_ns();
 	ov.end_mono = now_mono + ov.window_ns;
 	ov.next_mono = now_mono + ov.period_ns;
@@ -407,30 +412,30 @@ static int window_end(uint64_t now_mono)
 }
 
 /*
- * The window on the GPU's clock: from the first recorded kernel's start to
- * the last one's end. The kernels recorded are those *launched* while
- * recording was on, and a job's CPU runs ahead of its GPU (by seconds when
- * it queues many collectives), so they execute later than the window's
- * CPU-side bounds; measured against those bounds most of them would fall
- * outside it. A kernel still running when collected ends at 'now_gpu'.
- * Without kernels, [*lo, *hi] stays as given. Caller holds pool_lock.
+ * The window on the GPU's clock. CUPTI records the kernels *launched*
+ * while recording is on, and a job's CPU runs ahead of its GPU (by a
+ * second or more when it queues many collectives): those kernels run
+ * later, and a kernel that has not run when recording stops gets no
+ * timestamps at all. So recording goes on past the window's length
+ * (ov.extending, half a window more) and the window measured is that
+ * length of GPU time from the first kernel recorded, [lo, lo + length],
+ * cut at the moment recording stopped when the lag was longer still.
+ * Without kernels it is the recording's own first length. Caller holds
+ * pool_lock.
  */
-static void kernel_span(uint64_t now_gpu, uint64_t *lo, uint64_t *hi)
+static void gpu_window(uint64_t *lo, uint64_t *hi)
 {
+	uint64_t len = ov.mid_gpu > ov.start_gpu ? ov.mid_gpu - ov.start_gpu : 0;
+	*lo = ov.start_gpu;
+	*hi = ov.start_gpu + len;
 	if (!niv)
 		return;
-	uint64_t a = UINT64_MAX, b = 0;
-	for (size_t i = 0; i < niv; i++) {
-		uint64_t e = iv[i].end == UINT64_MAX ? now_gpu : iv[i].end;
-		if (iv[i].start < a)
-			a = iv[i].start;
-		if (e > b)
-			b = e;
-	}
-	if (b > a) {
-		*lo = a;
-		*hi = b;
-	}
+	uint64_t first = UINT64_MAX;
+	for (size_t i = 0; i < niv; i++)
+		if (iv[i].start < first)
+			first = iv[i].start;
+	*lo = first;
+	*hi = first + len < ov.end_gpu || first >= ov.end_gpu ? first + len : ov.end_gpu;
 }
 
 /*
@@ -454,17 +459,14 @@ static int window_drain(uint64_t now_mono, uint64_t *cb)
 	if (out > 0 && now_mono < ov.drain_until)
 		return 0;
 	ov.draining = 0;
-	uint64_t now_gpu = 0;
-	if (pfn_timestamp(&now_gpu) != NWC_SUCCESS)
-		now_gpu = ov.end_gpu;
 	pfn_unsubscribe(ov.sub);
 	struct nwo_result res;
 	pthread_mutex_lock(&pool_lock);
 	uint64_t kernels = niv;
 	uint64_t lost_all = lost + (uint64_t)out;
 	ov.pub.dropped = lost_all > UINT32_MAX ? UINT32_MAX : (uint32_t)lost_all;
-	uint64_t lo = ov.start_gpu, hi = ov.end_gpu;
-	kernel_span(now_gpu, &lo, &hi);
+	uint64_t lo, hi;
+	gpu_window(&lo, &hi);
 	nwo_compute(iv, niv, lo, hi, &res);
 	*cb = cb_cost_ns;
 	pthread_mutex_unlock(&pool_lock);
@@ -492,6 +494,15 @@ void nwp_overlap_tick(uint64_t now_mono)
 	if (ov.in_window && now_mono < ov.end_mono)
 		return;
 	uint64_t t0 = thread_cpu_ns();
+	if (ov.in_window && !ov.extending) {
+		/* the window's length is reached on the CPU: note it on the GPU clock, record on for the GPU's lag */
+		if (pfn_timestamp(&ov.mid_gpu) != NWC_SUCCESS)
+			ov.mid_gpu = ov.start_gpu + ov.window_ns;
+		ov.extending = 1;
+		ov.end_mono = now_mono + ov.window_ns / 2;
+		ov.cost_ns += thread_cpu_ns() - t0;
+		return;
+	}
 	if (!ov.in_window && !ov.draining) {
 		ov.cost_ns = 0;
 		if (window_open(now_mono) == 0)

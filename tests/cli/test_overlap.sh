@@ -28,8 +28,7 @@ scenario full "kernel $GEMM 7 $(ms 0) $(ms 1000)" "kernel $AR 13 $(ms 100) $(ms 
 scenario none "kernel $GEMM 7 $(ms 0) $(ms 1000)" "kernel $AR 13 $(ms 1000) $(ms 1600)" "kernel $GEMM 7 $(ms 1600) $(ms 1900)"
 # the all_reduce starts under the GEMM and runs 400 ms past it
 scenario partly "kernel $GEMM 7 $(ms 0) $(ms 1000)" "kernel $AR 13 $(ms 800) $(ms 1400)"
-# two compute streams, two NCCL streams, a kernel running past the window's
-# end (launched in it, so counted whole: the window is its kernels' span)
+# two compute streams, two NCCL streams, a kernel across the window's end
 scenario streams "kernel $GEMM 7 $(ms 0) $(ms 300)" "kernel $GEMM 9 $(ms 200) $(ms 500)" \
 	"kernel $GEMM 7 $(ms 900) $(ms 1000)" "kernel $AR 13 $(ms 400) $(ms 700)" "kernel $RS 21 $(ms 600) $(ms 950)" \
 	"kernel $AR 13 $(ms 1500) $(ms 1600)" "kernel $RS 21 $(ms 1950) $(ms 2300)"
@@ -50,7 +49,7 @@ expect_rc "overlap off by default: the plugin runs as before" 0
 expect_true "overlap off by default: state off in every file" \
 	sh -c "! '$NW_TESTS/nwstats_dump' '$d' | grep '^ovl ' | grep -v ' state=1 '"
 
-# scenario: wall_ns (the span of the window's kernels) compute_ns nccl_ns exposed_ns, exposed % of wall, of NCCL
+# scenario: wall_ns (the window's length of GPU time from its first kernel) compute_ns nccl_ns exposed_ns, exposed % of wall, of NCCL
 while read -r name wall comp nccl exposed pw pn; do
 	d=$TMP/$name
 	harness_ovl "$name" "$d" "$TMP/$name.scn"
@@ -70,10 +69,10 @@ while read -r name wall comp nccl exposed pw pn; do
 	expect_true "$name: one series per process (not per communicator)" \
 		[ "$(grep -c '^ncclwatch_nccl_kernel_seconds{' "$TMP/$name.prom")" = 2 ]
 done <<'EOF'
-full 1000000000 1000000000 700000000 0 0.0 0.0
-none 1900000000 1300000000 600000000 600000000 31.6 100.0
-partly 1400000000 1000000000 600000000 400000000 28.6 66.7
-streams 2300000000 600000000 1000000000 850000000 37.0 85.0
+full 2000000000 1000000000 700000000 0 0.0 0.0
+none 2000000000 1300000000 600000000 600000000 30.0 100.0
+partly 2000000000 1000000000 600000000 400000000 20.0 66.7
+streams 2000000000 600000000 700000000 550000000 27.5 78.6
 EOF
 if command -v promtool >/dev/null; then
 	expect_true "promtool check metrics accepts the overlap families" promtool check metrics <"$TMP/partly.prom"
