@@ -272,8 +272,8 @@ struct nw_log {
 	uint64_t sock_loopback_lines, coll_mismatch_lines, driver_old_lines, collnet_fail_lines, ring_loop_lines,
 	         smem_exceed_lines;
 	uint32_t cause_host[16];   /* per counter of lg_cause_counters (ncclog_errors.c): host + 1 of its first WARN; 0 none */
-	char ras_mismatch[200];
-	char gdr_detail[160];      /* the first "GPU Direct RDMA Disabled for GPU g / HCA h (distance d >= l)" */    /* NCCL RAS status: "different AllGather operation counts; 30 ranks ... 640; ..." */
+	char ras_mismatch[200];    /* NCCL RAS status: "different AllGather operation counts; 30 ranks ... 640; ..." */
+	char gdr_detail[160];      /* the first "GPU Direct RDMA Disabled for GPU g / HCA h (distance d >= l)" */
 	int ib_status;             /* the first IB completion status seen (status=N), -1 none */
 	char ib_status_host[LG_NAME];
 	uint64_t tracebacks;
