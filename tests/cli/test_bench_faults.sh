@@ -6,7 +6,8 @@
 . "$(dirname "$0")/lib.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export NCCLWATCH_CUDA_LIB=/nonexistent/libcuda.so.1
-export ASAN_OPTIONS=detect_leaks=0
+# (stdbuf's preload would otherwise make ASan refuse to start in the sanitizer build)
+export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
 
 # Starts an mpirun bench of $1 ranks in the background (the rest: bench options;
 # STOP_ENV: variables for the ranks), stops rank 1 once it is in the sweep, and
