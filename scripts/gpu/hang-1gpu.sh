@@ -102,22 +102,5 @@ for k in 1 2 3; do
 	NCCL_PROFILER_PLUGIN=$PLUGIN "$NW" bench --no-history --op all_reduce -b 1M -e 1G -f 4 -n 50 -w 10 \
 		>"$OUT/cost.on.$k.txt" 2>&1
 done
-python3 - "$OUT" <<'PY' | tee -a "$T"
-import glob, os, statistics, sys
-out = sys.argv[1]
-def times(mode):
-    t = {}
-    for f in sorted(glob.glob(os.path.join(out, "cost.%s.*.txt" % mode))):
-        for line in open(f):
-            p = line.split()
-            if len(p) > 6 and p[0].isdigit() and p[2] == "float":
-                t.setdefault(int(p[0]), []).append(float(p[5]))
-    return t
-off, on = times("off"), times("on")
-print("plugin cost, one rank (median of 3 runs, out-of-place time us):")
-for s in sorted(off):
-    if s in on:
-        a, b = statistics.median(off[s]), statistics.median(on[s])
-        print("  %10d B  without %9.1f  with %9.1f  %+6.2f%%" % (s, a, b, (b - a) / a * 100))
-PY
+python3 scripts/gpu/cost-table.py "$OUT" "plugin cost, one rank (median of 3 runs, out-of-place time us):" | tee -a "$T"
 rm -rf "$W"

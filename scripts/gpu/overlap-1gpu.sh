@@ -217,26 +217,7 @@ for k in 1 2; do
 			"$NW" bench --no-history --op all_reduce -b "$s" -e "$s" -n "$n" -w 100 >>"$OUT/cost.on.$k.txt" 2>&1
 	done
 done
-python3 - "$OUT" <<'PY' | tee -a "$T"
-import glob, os, statistics, sys
-out = sys.argv[1]
-def times(mode):
-    t = {}
-    for f in sorted(glob.glob(os.path.join(out, "cost.%s.*.txt" % mode))):
-        for line in open(f):
-            p = line.split()
-            if len(p) > 6 and p[0].isdigit() and p[2] == "float":
-                t.setdefault(int(p[0]), []).append(float(p[5]))
-    return t
-off, on = times("off"), times("on")
-print("windows' cost, one rank, all_reduce out-of-place time us (median of 2 runs of ~4 s each):")
-print("  %12s %10s %10s %12s %22s" % ("bytes", "no window", "1 s of 2", "cost at 1/2", "scaled to 2 s of 60 s"))
-for s in sorted(off):
-    if s in on:
-        a, b = statistics.median(off[s]), statistics.median(on[s])
-        c = (b - a) / a * 100
-        print("  %12d %10.1f %10.1f %+11.2f%% %+21.3f%%" % (s, a, b, c, c * (2 / 60) / 0.5))
-PY
+python3 scripts/gpu/cost-table.py "$OUT" "windows' cost, one rank, all_reduce out-of-place time us (median of 2 runs of ~4 s each; scaled: to 2 s of 60 s)" "$(python3 -c 'print((2 / 60) / 0.5)')" | tee -a "$T"
 tar -C "$OUT" -czf "$W/all.tgz" --exclude=table.txt . && rm -f "$OUT"/*.txt.tmp
 find "$OUT" -mindepth 1 ! -name table.txt -delete
 mv "$W/all.tgz" "$OUT/all.tgz"
