@@ -63,14 +63,17 @@ static struct {
 	void *dl;                         /* CUPTI once opened */
 	char dl_path[400];
 	int stopped;
-	int in_window;
-	int draining;                     /* recording stopped; waiting for the window's kernels to complete */
+	enum {
+		OV_IDLE,                  /* between windows */
+		OV_RECORDING,             /* the window's length is running */
+		OV_EXTENDING,             /* length measured; recording goes on for the GPU's lag */
+		OV_DRAINING,              /* recording stopped; waiting for the window's kernels' records */
+	} phase;
 	void *sub;                        /* CUPTI subscriber while in a window */
 	uint64_t drain_until;             /* when a drain gives up waiting */
 	uint64_t end_gpu;                 /* the window's end on the GPU clock */
 	uint64_t next_mono;               /* when the next window opens */
-	uint64_t end_mono;                /* when the open window closes (then, extending: when recording stops) */
-	int extending;                    /* the window's length is measured; recording goes on for the GPU's lag */
+	uint64_t end_mono;                /* when the window's length is reached (then, extending: when recording stops) */
 	uint64_t mid_gpu;                 /* the GPU clock when the window's length was reached */
 	uint64_t start_rt, start_gpu;
 	uint64_t cost_ns;                 /* publisher CPU time for the open window */
@@ -363,8 +366,7 @@ static int window_open(uint64_t now_mono)
 		stop("CUPTI kernel activity cannot be enabled (%s): another tool may hold CUPTI", errstr(r));
 		return -1;
 	}
-	ov.in_window = 1;
-	ov.extending = 0;
+	ov.phase = OV_RECORDING;
 	ov.start_rt = nwp_realtime_ns();
 	ov.end_mono = now_mono + ov.window_ns;
 	ov.next_mono = now_mono + ov.period_ns;
@@ -397,7 +399,7 @@ static void window_result(const struct nwo_result *r, uint64_t kernels)
  */
 static int window_end(uint64_t now_mono)
 {
-	ov.in_window = 0;
+	ov.phase = OV_IDLE;
 	nwc_result r = pfn_timestamp(&ov.end_gpu);
 	nwc_result rd = pfn_disable(NWC_KIND_CONCURRENT_KERNEL);
 	if (r != NWC_SUCCESS || rd != NWC_SUCCESS) {
@@ -406,7 +408,7 @@ static int window_end(uint64_t now_mono)
 		return -1;
 	}
 	uint64_t wait = ov.period_ns / 4 < DRAIN_MAX_NS ? ov.period_ns / 4 : DRAIN_MAX_NS;
-	ov.draining = 1;
+	ov.phase = OV_DRAINING;
 	ov.drain_until = now_mono + wait;
 	return 0;
 }
@@ -417,7 +419,7 @@ static int window_end(uint64_t now_mono)
  * second or more when it queues many collectives): those kernels run
  * later, and a kernel that has not run when recording stops gets no
  * timestamps at all. So recording goes on past the window's length
- * (ov.extending, half a window more) and the window measured is that
+ * (OV_EXTENDING, half a window more) and the window measured is that
  * length of GPU time from the first kernel recorded, [lo, lo + length],
  * cut at the moment recording stopped when the lag was longer still.
  * Without kernels it is the recording's own first length. Caller holds
@@ -448,7 +450,7 @@ static int window_drain(uint64_t now_mono, uint64_t *cb)
 {
 	nwc_result rf = pfn_flush(NWC_FLUSH_FORCED);
 	if (rf != NWC_SUCCESS) {
-		ov.draining = 0;
+		ov.phase = OV_IDLE;
 		pfn_unsubscribe(ov.sub);
 		stop("CUPTI failed to flush a window's records (%s)", errstr(rf));
 		return -1;
@@ -458,7 +460,7 @@ static int window_drain(uint64_t now_mono, uint64_t *cb)
 	pthread_mutex_unlock(&pool_lock);
 	if (out > 0 && now_mono < ov.drain_until)
 		return 0;
-	ov.draining = 0;
+	ov.phase = OV_IDLE;
 	pfn_unsubscribe(ov.sub);
 	struct nwo_result res;
 	pthread_mutex_lock(&pool_lock);
@@ -489,27 +491,27 @@ void nwp_overlap_tick(uint64_t now_mono)
 			return;
 		ov.next_mono = now_mono;
 	}
-	if (!ov.in_window && !ov.draining && now_mono < ov.next_mono)
+	if (ov.phase == OV_IDLE && now_mono < ov.next_mono)
 		return;
-	if (ov.in_window && now_mono < ov.end_mono)
+	if ((ov.phase == OV_RECORDING || ov.phase == OV_EXTENDING) && now_mono < ov.end_mono)
 		return;
 	uint64_t t0 = thread_cpu_ns();
-	if (ov.in_window && !ov.extending) {
+	if (ov.phase == OV_RECORDING) {
 		/* the window's length is reached on the CPU: note it on the GPU clock, record on for the GPU's lag */
 		if (pfn_timestamp(&ov.mid_gpu) != NWC_SUCCESS)
 			ov.mid_gpu = ov.start_gpu + ov.window_ns;
-		ov.extending = 1;
+		ov.phase = OV_EXTENDING;
 		ov.end_mono = now_mono + ov.window_ns / 2;
 		ov.cost_ns += thread_cpu_ns() - t0;
 		return;
 	}
-	if (!ov.in_window && !ov.draining) {
+	if (ov.phase == OV_IDLE) {
 		ov.cost_ns = 0;
 		if (window_open(now_mono) == 0)
 			ov.cost_ns = thread_cpu_ns() - t0;
 		return;
 	}
-	if (ov.in_window) {
+	if (ov.phase == OV_EXTENDING) {
 		int rc = window_end(now_mono);
 		ov.cost_ns += thread_cpu_ns() - t0;
 		if (rc != 0)
@@ -532,12 +534,11 @@ void nwp_overlap_tick(uint64_t now_mono)
 /* The publisher is stopping: end an open window without using it (publisher thread). */
 void nwp_overlap_shutdown(void)
 {
-	if (!ov.in_window && !ov.draining)
+	if (ov.phase == OV_IDLE)
 		return;
-	if (ov.in_window)
+	if (ov.phase != OV_DRAINING)
 		pfn_disable(NWC_KIND_CONCURRENT_KERNEL);
-	ov.in_window = 0;
-	ov.draining = 0;
+	ov.phase = OV_IDLE;
 	pfn_flush(NWC_FLUSH_FORCED);
 	pfn_unsubscribe(ov.sub);
 }
