@@ -355,11 +355,16 @@ static void prog_fill(const struct nw_ras *r, const struct nw_ras_comm *c, int r
 
 /*
  * A communicator of known size gives ranks 0..size-1; one whose size the
- * answer does not give (or gives absurdly) only the ranks it names.
+ * answer does not give (or gives absurdly) only the ranks it names. The
+ * ranks filled in from sizes alone are bounded over the whole answer
+ * (NW_RAS_MAXRANK, a few hundred MB): a few kilobytes claiming thousands of
+ * million-rank communicators must not take the machine's memory; the
+ * communicators past the bound keep the ranks they name.
  */
-static void prog_comm(const struct nw_ras *r, const struct nw_ras_comm *c, struct nw_prog_comm *pc)
+static void prog_comm(const struct nw_ras *r, const struct nw_ras_comm *c, struct nw_prog_comm *pc,
+                      size_t *budget)
 {
-	int dense = c->size > 0 && c->size <= NW_RAS_MAXRANK;
+	int dense = c->size > 0 && c->size <= NW_RAS_MAXRANK && (size_t)c->size <= *budget;
 	pc->comm_hash = c->hash;
 	pc->nranks = c->size;
 	pc->n = dense ? (size_t)c->size : c->nranks;
@@ -369,6 +374,7 @@ static void prog_comm(const struct nw_ras *r, const struct nw_ras_comm *c, struc
 			prog_fill(r, c, c->ranks[j].rank, &c->ranks[j], &pc->ranks[j]);
 		return;
 	}
+	*budget -= (size_t)c->size;
 	size_t j = 0;
 	for (int rk = 0; rk < c->size; rk++) {
 		while (j < c->nranks && c->ranks[j].rank < rk)
@@ -379,10 +385,11 @@ static void prog_comm(const struct nw_ras *r, const struct nw_ras_comm *c, struc
 
 int nw_ras_to_prog(const struct nw_ras *r, struct nw_prog_comm **out, size_t *n)
 {
+	size_t budget = NW_RAS_MAXRANK;
 	*out = r->ncomms ? nw_calloc(r->ncomms, sizeof(**out)) : NULL;
 	*n = r->ncomms;
 	for (size_t i = 0; i < r->ncomms; i++)
-		prog_comm(r, &r->comms[i], &(*out)[i]);
+		prog_comm(r, &r->comms[i], &(*out)[i], &budget);
 	return 0;
 }
 

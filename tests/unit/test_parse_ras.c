@@ -368,6 +368,41 @@ static void test_op_names(void **state)
 	assert_int_equal(nw_ras_op("collective"), NWS_OP_OTHER);
 }
 
+/*
+ * Forty communicators that each claim a million ranks, in 3 kB: the ranks
+ * filled in from sizes stop at NW_RAS_MAXRANK over the whole answer, and
+ * the communicators past it keep the one rank they name.
+ */
+static void test_sizes_bounded(void **state)
+{
+	(void)state;
+	char doc[8192];
+	size_t len = (size_t)snprintf(doc, sizeof(doc), "{\"nccl_version\": \"2.29.1\", \"communicators\": [");
+	for (int i = 0; i < 40; i++)
+		len += (size_t)snprintf(doc + len, sizeof(doc) - len,
+		                        "%s{\"hash\": \"0x%x\", \"size\": 1000000, \"ranks\": [{\"rank\": 3, \"pid\": 7}]}",
+		                        i ? ", " : "", 0x1000 + i);
+	len += (size_t)snprintf(doc + len, sizeof(doc) - len, "]}");
+	struct nw_ras r;
+	char err[256];
+	assert_int_equal(nw_ras_parse(doc, len, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.ncomms, 40);
+	struct nw_prog_comm *pc;
+	size_t n, total = 0;
+	nw_ras_to_prog(&r, &pc, &n);
+	assert_int_equal(n, 40);
+	for (size_t i = 0; i < n; i++) {
+		total += pc[i].n;
+		assert_int_equal(pc[i].nranks, 1000000);
+	}
+	assert_true(total <= NW_RAS_MAXRANK + 40);
+	assert_int_equal(pc[n - 1].n, 1);
+	assert_int_equal(pc[n - 1].ranks[0].rank, 3);
+	assert_int_equal(pc[n - 1].ranks[0].pid, 7);
+	nw_ras_prog_free(pc, n);
+	nw_ras_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_json_null_status),
 		cmocka_unit_test(test_op_names),
+		cmocka_unit_test(test_sizes_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
