@@ -27,11 +27,13 @@ static inline const char *find(const char *s, size_t n, const char *w)
 	return memmem(s, n, w, strlen(w));
 }
 
+/* s may be NULL when n is 0 (a key that was not found). */
 static inline void copy_str(char *dst, size_t len, const char *s, size_t n)
 {
 	if (n >= len)
 		n = len - 1;
-	memcpy(dst, s, n);
+	if (n)
+		memcpy(dst, s, n);
 	dst[n] = '\0';
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)dst[i] < 0x20 || dst[i] == 0x7f)
