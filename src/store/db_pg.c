@@ -122,7 +122,14 @@ static int pg_fail(struct nw_db *db, PGresult *res)
 	if (!msg || !*msg)
 		msg = nw_pq.error_message(c);
 	enum nw_db_err cls = NW_DB_OTHER;
-	if (nw_pq.status(c) != CONNECTION_OK)
+	/*
+	 * No SQLSTATE: libpq made the error itself, which is the connection
+	 * failing, even while PQstatus still says OK (a send that hit a closed
+	 * socket: "server closed the connection unexpectedly" before the read
+	 * that marks the connection bad). Treated as lost, so the run is
+	 * retried or kept in the spool rather than dropped.
+	 */
+	if (nw_pq.status(c) != CONNECTION_OK || !state || !*state)
 		cls = strstr(msg, "authentication failed") || strstr(msg, "no password supplied") ? NW_DB_AUTH : NW_DB_LOST;
 	else if (state && (!strcmp(state, "40001") || !strcmp(state, "40P01")))
 		cls = NW_DB_SERIAL;
