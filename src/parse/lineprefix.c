@@ -158,6 +158,154 @@ static size_t timestamp(const char *s, size_t len)
 	return skip_one_space(s, len, i);
 }
 
+static int is_upper(char c)
+{
+	return c >= 'A' && c <= 'Z';
+}
+
+static int is_lower(char c)
+{
+	return c >= 'a' && c <= 'z';
+}
+
+/* "Aug" at s: an English month abbreviation (as ctime and syslog write it). */
+static int is_month(const char *s)
+{
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	for (size_t i = 0; i + 3 <= sizeof(months) - 1; i += 3)
+		if (!memcmp(s, months + i, 3))
+			return 1;
+	return 0;
+}
+
+/* "Aug 11 12:31:45" or "Aug  1 12:31:45" at s (15 bytes); 0 when not. */
+static int month_day_time(const char *s, size_t len)
+{
+	if (len < 15 || !is_month(s) || s[3] != ' ')
+		return 0;
+	if (!((s[4] == ' ' || is_digit(s[4])) && is_digit(s[5]) && s[6] == ' '))
+		return 0;
+	const char *t = s + 7;
+	return is_digit(t[0]) && is_digit(t[1]) && t[2] == ':' && is_digit(t[3]) && is_digit(t[4]) && t[5] == ':' &&
+	       is_digit(t[6]) && is_digit(t[7]);
+}
+
+/*
+ * ctime's "Fri Aug 11 12:31:45 2023" (Open MPI's --timestamp-output puts it
+ * right before "[1,0]<stdout>:", without a space). Returns its length or 0.
+ */
+static size_t ctime_stamp(const char *s, size_t len)
+{
+	if (len < 24 || !is_upper(s[0]) || !is_lower(s[1]) || !is_lower(s[2]) || s[3] != ' ' ||
+	    !month_day_time(s + 4, len - 4))
+		return 0;
+	const char *y = s + 19;
+	if (!(y[0] == ' ' && is_digit(y[1]) && is_digit(y[2]) && is_digit(y[3]) && is_digit(y[4])))
+		return 0;
+	return skip_one_space(s, len, 24);
+}
+
+/* A syslog timestamp "Aug 11 12:31:45" (with an optional fraction). Returns its length with one blank, or 0. */
+static size_t syslog_stamp(const char *s, size_t len)
+{
+	if (!month_day_time(s, len))
+		return 0;
+	size_t i = 15;
+	if (i < len && s[i] == '.')
+		for (i++; i < len && is_digit(s[i]); i++)
+			;
+	if (i >= len || s[i] != ' ')
+		return 0;
+	return i + 1;
+}
+
+/*
+ * What syslog and journald put after their timestamp: "host prog[pid]: "
+ * or "host prog: ". The host becomes the tag. Returns its length or 0.
+ */
+static size_t syslog_source(const char *s, size_t len, struct nw_lp *lp)
+{
+	size_t i = 0;
+	while (i < len && i < 128 && is_host_char(s[i]))
+		i++;
+	size_t host_end = i;
+	if (!host_end || i >= len || s[i] != ' ')
+		return 0;
+	size_t p = ++i;
+	while (i < len && i < 256 && (is_host_char(s[i]) || s[i] == '/'))
+		i++;
+	if (i == p || i >= len)
+		return 0;
+	if (s[i] == '[') {
+		size_t d = ++i;
+		while (i < len && is_digit(s[i]))
+			i++;
+		if (i == d || i >= len || s[i] != ']')
+			return 0;
+		i++;
+	}
+	if (i + 1 >= len || s[i] != ':' || s[i + 1] != ' ')
+		return 0;
+	set_tag(lp, s, host_end);
+	return i + 2;
+}
+
+/* kubectl logs --prefix: "[pod/trainer-0/pytorch] "; the pod becomes the tag. Returns its length or 0. */
+static size_t kube_tag(const char *s, size_t len, struct nw_lp *lp)
+{
+	if (len < 8 || memcmp(s, "[pod/", 5))
+		return 0;
+	size_t i = 5, pod = 5;
+	while (i < len && i < 300 && s[i] != ']' && s[i] != '/' && s[i] != ' ')
+		i++;
+	size_t pod_end = i;
+	if (pod_end == pod || i >= len || s[i] != '/')
+		return 0;
+	while (i < len && i < 300 && s[i] != ']' && s[i] != ' ')
+		i++;
+	if (i + 1 >= len || s[i] != ']' || s[i + 1] != ' ')
+		return 0;
+	set_tag(lp, s + pod, pod_end - pod);
+	return i + 2;
+}
+
+/*
+ * Open MPI's "[host:pid] " before its signal report and UCX's
+ * "[host:pid:tid:n] " before "Caught signal": the host and pid of the
+ * process that wrote it go to lp. Returns its length or 0.
+ */
+static size_t bracket_host_pid(const char *s, size_t len, struct nw_lp *lp)
+{
+	if (len < 6 || s[0] != '[')
+		return 0;
+	size_t i = 1;
+	while (i < len && i < 128 && is_host_char(s[i]))
+		i++;
+	size_t host_end = i;
+	if (host_end == 1 || i >= len || s[i] != ':')
+		return 0;
+	long pid = 0;
+	for (int field = 0; field < 4 && i < len && s[i] == ':'; field++) {
+		size_t d = ++i;
+		long v = 0;
+		while (i < len && is_digit(s[i]) && i - d < 9)
+			v = v * 10 + (s[i++] - '0');
+		if (i == d)
+			return 0;
+		if (field == 0)
+			pid = v;
+	}
+	if (i + 1 >= len || s[i] != ']' || s[i + 1] != ' ')
+		return 0;
+	if (lp) {
+		size_t n = host_end - 1 < sizeof(lp->host) - 1 ? host_end - 1 : sizeof(lp->host) - 1;
+		memcpy(lp->host, s + 1, n);
+		lp->host[n] = '\0';
+		lp->pid = pid;
+	}
+	return i + 2;
+}
+
 size_t nw_lp_nccl_prefix(const char *s, size_t len)
 {
 	size_t i = 0;
@@ -202,6 +350,8 @@ static int looks_like_output(const char *s, size_t len)
 	static const char *const starts_of[] = {
 		"NCCL version ", "torch.", "Traceback (", "RuntimeError: ", "[E", "[W", "  File \"", "Caught signal",
 		"NCCLWATCH ", /* the ncclwatch plugin's periodic line on stderr */
+		"nccl", /* "ncclUnhandledCudaError: Call to CUDA function failed." after PyTorch's error */
+		"*** Process received signal", "[E ", "[W ",
 	};
 	if (!len || s[0] == '#' || s[0] == ' ')
 		return 1;
@@ -209,7 +359,8 @@ static int looks_like_output(const char *s, size_t len)
 		if (len >= strlen(starts_of[k]) && !memcmp(s, starts_of[k], strlen(starts_of[k])))
 			return 1;
 	return nw_lp_nccl_prefix(s, len) > 0 || mpi_tag(s, len, NULL) || bracket_rank_tag(s, len, NULL) ||
-	       ray_tag(s, len, NULL) || timestamp(s, len);
+	       ray_tag(s, len, NULL) || timestamp(s, len) || ctime_stamp(s, len) || kube_tag(s, len, NULL) ||
+	       bracket_host_pid(s, len, NULL);
 }
 
 /* "host: " (pdsh, clush) or "3: " (srun --label), only before program output. */
@@ -233,14 +384,19 @@ static size_t host_tag(const char *s, size_t len, struct nw_lp *lp)
 
 size_t nw_lp_strip(char *line, size_t len, size_t *newlen, struct nw_lp *lp)
 {
-	if (lp)
+	if (lp) {
 		lp->tag[0] = '\0';
+		lp->host[0] = '\0';
+		lp->pid = 0;
+	}
 	if (memchr(line, '\x1b', len))
 		len = strip_ansi(line, len);
 	size_t off = 0;
+	int after_stamp = 0;
 	for (int round = 0; round < 6; round++) {
 		const char *s = line + off;
 		size_t n = len - off, k;
+		int stamp = 0;
 		if (n && s[0] != '[' && s[0] != '(' && !is_digit(s[0]) && !is_host_char(s[0]) && s[0] != ' ')
 			break;
 		if (nw_lp_nccl_prefix(s, n))
@@ -252,12 +408,18 @@ size_t nw_lp_strip(char *line, size_t len, size_t *newlen, struct nw_lp *lp)
 			off += k; /* indented when pasted */
 			continue;
 		}
-		if ((k = mpi_tag(s, n, lp)) || (k = bracket_rank_tag(s, n, lp)) || (k = ray_tag(s, n, lp)) || (k = timestamp(s, n)) ||
-		    (k = host_tag(s, n, lp))) {
+		if ((k = mpi_tag(s, n, lp)) || (k = bracket_rank_tag(s, n, lp)) || (k = kube_tag(s, n, lp)) ||
+		    (k = ray_tag(s, n, lp)) || (k = bracket_host_pid(s, n, lp))) {
 			off += k;
-			continue;
+		} else if ((k = timestamp(s, n)) || (k = ctime_stamp(s, n)) || (k = syslog_stamp(s, n))) {
+			off += k;
+			stamp = 1;
+		} else if ((after_stamp && (k = syslog_source(s, n, lp))) || (k = host_tag(s, n, lp))) {
+			off += k;
+		} else {
+			break;
 		}
-		break;
+		after_stamp = stamp;
 	}
 	*newlen = len - off;
 	return off;

@@ -4,8 +4,12 @@
  * own text. Handled, in any stacking order: ANSI colour sequences (anywhere
  * in the line), Open MPI's "[1,3]<stdout>:", torchrun/PyTorch "[rank3]:" and
  * "[default0]:", Ray's "(Worker pid=803, ip=...) ", srun --label "3: ", pdsh "host: " (only in front of text
- * that looks like NCCL, nccl-tests or ncclwatch plugin output), and leading timestamps
- * ("2026-11-30T11:39:33.123Z ", "[2026-11-30 11:39:33] ").
+ * that looks like NCCL, nccl-tests or ncclwatch plugin output), kubectl logs --prefix
+ * "[pod/NAME/CONTAINER] ", Open MPI's and UCX's "[host:pid] " (before their signal
+ * reports), and leading timestamps: ISO ("2026-11-30T11:39:33.123Z ",
+ * "[2026-11-30 11:39:33] "), ctime ("Fri Aug 11 12:31:45 2023", Open MPI's
+ * --timestamp-output) and syslog ("Aug 11 12:31:45 host prog[pid]: ", also after
+ * an ISO timestamp as journald writes it).
  */
 #ifndef NW_LINEPREFIX_H
 #define NW_LINEPREFIX_H
@@ -13,7 +17,9 @@
 #include <stddef.h>
 
 struct nw_lp {
-	char tag[48];   /* launcher's stream name ("1,3", "rank3", "node7"); "" when none */
+	char tag[48];   /* launcher's stream name ("1,3", "rank3", "node7", a pod, a syslog host); "" when none */
+	char host[64];  /* the writer's host, where the prefix names it ("[host:pid]" of Open MPI and UCX); "" */
+	long pid;       /* and its pid; 0 unknown */
 };
 
 /*

@@ -2,6 +2,7 @@
 #include "parse/ncclog.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,12 @@ static const char *line_text(struct nw_log *lg, char *line, size_t len, size_t *
 	size_t off = nw_lp_strip(line, len, n, &lp);
 	const char *s = line + off;
 	nw_strlcpy(lg->tag, lp.tag, sizeof(lg->tag));
+	if (lp.host[0]) {
+		/* a crash report's "[host:pid]": that process ran there, even if it printed no NCCL line */
+		uint32_t h = host_get(lg, lp.host, strlen(lp.host), 1);
+		if (h != UINT32_MAX && lp.pid > 0 && lp.pid <= INT_MAX)
+			proc_get(lg, h, (int)lp.pid);
+	}
 	if (!*n)
 		return NULL;
 	*pl = nw_lp_nccl_prefix(s, *n);
@@ -385,13 +392,40 @@ static size_t utf16_decode(struct decoder *d, unsigned char *s, size_t n)
 	return w;
 }
 
-/* Whether the first bytes of a file are not text: more than one in ten a control byte other than white space. */
+/* Length of the valid UTF-8 sequence of a non-ASCII byte at s (0 when it is none). */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t len = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+	if (!len || len > n || s[0] == 0xc0 || s[0] == 0xc1)
+		return 0;
+	for (size_t k = 1; k < len; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+	return len;
+}
+
+/*
+ * Whether the first bytes of a file are not text: more than one in ten a
+ * control byte other than white space or a byte of no valid UTF-8
+ * sequence (random data has about six in ten; control bytes alone, about
+ * one in nine, were too close to the bound to tell).
+ */
 static int looks_binary(const unsigned char *s, size_t n)
 {
-	size_t ctl = 0, m = n < 4096 ? n : 4096;
-	for (size_t i = 0; i < m; i++)
-		ctl += (s[i] < 0x20 && s[i] != '\t' && s[i] != '\n' && s[i] != '\r' && s[i] != '\f' && s[i] != 0x1b) || s[i] == 0x7f;
-	return m && ctl * 10 > m;
+	size_t bad = 0, m = n < 4096 ? n : 4096;
+	for (size_t i = 0; i < m; i++) {
+		if (s[i] >= 0x80) {
+			size_t k = utf8_seq(s + i, m - i);
+			if (k) {
+				i += k - 1;
+				continue;
+			}
+			bad += i + 4 < m; /* a sequence cut by the sample's end is not held against it */
+			continue;
+		}
+		bad += (s[i] < 0x20 && s[i] != '\t' && s[i] != '\n' && s[i] != '\r' && s[i] != '\f' && s[i] != 0x1b) || s[i] == 0x7f;
+	}
+	return m && bad * 10 > m;
 }
 
 /*

@@ -330,9 +330,34 @@ static int cause_of_warning(const char *c)
 }
 
 /*
+ * Whether the log has WARN or error lines beyond those NCCL prints on
+ * healthy machines (no InfiniBand library, no MSCCL++, a topology search
+ * falling back, the GPUDirect RDMA probe of a machine without InfiniBand
+ * returning an error NCCL then ignores): a log with such lines that no rule
+ * explains is not healthy.
+ */
+static int unexplained_warnings(const struct nw_log *lg)
+{
+	static const char *const benign[] = {
+		"Failed to open libibverbs", "lib wrapper not initialized", "Cannot enable MSCCL",
+		"Could not find a path for pattern", "NET/IB : No device found", "net_ib/gdr.cc",
+	};
+	for (size_t i = 0; i < lg->ngroups; i++) {
+		const char *c = lg->groups[i].cause;
+		size_t k = 0;
+		while (k < NW_ARRAY_LEN(benign) && !strstr(c, benign[k]))
+			k++;
+		if (k == NW_ARRAY_LEN(benign))
+			return 1;
+	}
+	return 0;
+}
+
+/*
  * Every rule that fires, in the table's order; *nerrors: how many are of
  * error severity; *cause: the cause keyword of the first error (else of the
- * first warning about the setup, else "healthy"), a static string.
+ * first warning about the setup, else "unknown" when the log has WARN or
+ * error lines, else "healthy"), a static string.
  */
 static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *f, int *nerrors, const char **cause)
 {
@@ -362,8 +387,9 @@ static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *
 			warn_cause = c;
 		}
 	}
+	/* WARN or error lines that no rule explains: something is wrong, and we do not know what */
 	if (!*cause)
-		*cause = warn_cause ? warn_cause : "healthy";
+		*cause = warn_cause ? warn_cause : unexplained_warnings(lg) ? "unknown" : "healthy";
 	return dg;
 }
 

@@ -131,3 +131,19 @@ cut -f1 "$OUT" >"$TMP/ids"
 while read -r id; do
 	expect_true "docs/logscan.md lists $id" grep -q "| \`$id\` |" "$SRCDIR/docs/logscan.md"
 done <"$TMP/ids"
+
+# PyTorch's error, its NCCL error and the cause after "Last error:", under every
+# launcher and logger prefix: the same two groups and the cause each time.
+for p in "" "node1: " "3: " "[rank3]: " "[pod/trainer-0/pytorch] " "Aug 11 12:31:45 gpu01 python[803]: " \
+	"2026-11-30T11:39:33.123+00:00 gpu01 python3[803]: " "Fri Aug 11 12:31:45 2023[1,0]<stdout>:"; do
+	{
+		echo "${p}torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1197, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.3"
+		echo "${p}ncclUnhandledCudaError: Call to CUDA function failed."
+		echo "${p}Last error:"
+		echo "${p}Cuda failure 'initialization error'"
+	} >"$TMP/prefixed.log"
+	run "$NW" logscan "$TMP/prefixed.log"
+	expect_out "prefix '$p': PyTorch's error is one group" "1 x \[pytorch\] torch.distributed.DistBackendError"
+	expect_out "prefix '$p': the NCCL error is one group" "1 x \[pytorch\] ncclUnhandledCudaError"
+	expect_out "prefix '$p': the cause after 'Last error:' is kept" "last error: Cuda failure 'initialization error'"
+done

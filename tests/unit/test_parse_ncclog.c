@@ -492,6 +492,13 @@ static void prefixes(void **state)
 		"gpu-node-07: [1,3]<stderr>: 2026-11-30 11:39:33,123 vm:803:803 [0] NCCL INFO x",
 		"\x1b[1mvm:803:803 [0] \x1b[32mNCCL INFO x\x1b[0m",
 		"vm:803 [0] NCCL INFO x",
+		"Fri Aug 11 12:31:45 2023[1,0]<stdout>:vm:803:803 [0] NCCL INFO x",
+		"Tue Aug  1 02:03:04 2023 vm:803:803 [0] NCCL INFO x",
+		"Aug 11 12:31:45 gpu01 python3[803]: vm:803:803 [0] NCCL INFO x",
+		"Aug  1 12:31:45.123456 gpu01 torchrun: vm:803:803 [0] NCCL INFO x",
+		"2026-11-30T11:39:33.123+00:00 gpu01 python3[803]: vm:803:803 [0] NCCL INFO x",
+		"[pod/trainer-0/pytorch] vm:803:803 [0] NCCL INFO x",
+		"[pod/trainer-0/pytorch] 2026-11-30T11:39:33.123456789Z vm:803:803 [0] NCCL INFO x",
 	};
 	for (size_t i = 0; i < NW_ARRAY_LEN(lines); i++) {
 		char buf[256];
@@ -519,6 +526,33 @@ static void prefixes(void **state)
 	off = nw_lp_strip(buf, strlen(buf), &n, &lp);
 	assert_string_equal(buf + off, "#x");
 	assert_string_equal(lp.tag, "gpu-node-07/1,3");
+	/* who wrote it, where the prefix says */
+	static const struct { const char *line, *tag, *host, *rest; long pid; } who[] = {
+		{ "Aug 11 12:31:45 gpu01 python3[803]: NCCL version 2.18.3", "gpu01", "", "NCCL version 2.18.3", 0 },
+		{ "[pod/trainer-0/pytorch] NCCL version 2.18.3", "trainer-0", "", "NCCL version 2.18.3", 0 },
+		{ "[k8s-slave03:00956] *** Process received signal ***", "", "k8s-slave03", "*** Process received signal ***", 956 },
+		{ "[n125-011-039:288505:0:296459] Caught signal 11 (Segmentation fault)", "", "n125-011-039",
+		  "Caught signal 11 (Segmentation fault)", 288505 },
+		{ "2026-08-31 12:27:50 [k8s-slave03:00956] Signal: Segmentation fault (11)", "", "k8s-slave03",
+		  "Signal: Segmentation fault (11)", 956 },
+		/* a syslog-like start that is not one: no "prog:" after the host */
+		{ "Aug 11 12:31:45 gpu01 went down", "", "", "gpu01 went down", 0 },
+	};
+	for (size_t i = 0; i < NW_ARRAY_LEN(who); i++) {
+		nw_strlcpy(buf, who[i].line, sizeof(buf));
+		off = nw_lp_strip(buf, strlen(buf), &n, &lp);
+		assert_string_equal(buf + off, who[i].rest);
+		assert_string_equal(lp.tag, who[i].tag);
+		assert_string_equal(lp.host, who[i].host);
+		assert_int_equal(lp.pid, who[i].pid);
+	}
+	/* the crash reports' hosts count as the log's hosts */
+	json_t *doc = scan("[k8s-slave03:956] *** Process received signal ***\n"
+	                   "[k8s-slave03:956] Signal: Segmentation fault (11)\n"
+	                   "[k8s-slave03:957] Signal: Segmentation fault (11)\n", NULL);
+	assert_int_equal(json_integer_value(json_object_get(doc, "nhosts")), 1);
+	assert_int_equal(json_integer_value(json_object_get(doc, "processes")), 2);
+	json_decref(doc);
 }
 
 /* Every table is capped: a log with more processes and causes than fit is read whole, the rest counted. */
