@@ -93,6 +93,8 @@ sleep 2
 for pid in "${pids[@]}"; do wait "$pid"; done
 spooled=$(ls "$NCCLWATCH_SPOOL" 2>/dev/null | grep -c '\.json$')
 expect_true "restart in the middle: the runs it cut off are spooled ($spooled)" test "$spooled" -gt 0
+stored=$(sql nw "SELECT count(*) FROM runs" 2>/dev/null || echo 0)
+expect_true "no run lost: stored ($stored) + spooled ($spooled) >= 1280" test $((stored + spooled)) -ge 1280
 run "$NW" history sync --db "$URI"
 expect_rc "history sync sends them" 0
 expect_true "the spool is empty after sync" test "$(ls "$NCCLWATCH_SPOOL" | grep -c '\.json$')" -eq 0
