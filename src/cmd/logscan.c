@@ -63,6 +63,13 @@ static void print_header(const json_t *doc)
 	       " process%s on %" JSON_INTEGER_FORMAT " host%s",
 	       i_of(in, "lines"), i_of(in, "nccl_lines"), i_of(doc, "processes"), i_of(doc, "processes") == 1 ? "" : "es",
 	       i_of(doc, "nhosts"), i_of(doc, "nhosts") == 1 ? "" : "s");
+	json_int_t nranks = i_of(doc, "nranks"), seen = i_of(doc, "ranks_seen"), nnodes = i_of(doc, "nnodes");
+	if (nranks > 0)
+		printf("; a job of %" JSON_INTEGER_FORMAT " rank%s", nranks, nranks == 1 ? "" : "s");
+	if (nnodes > 0)
+		printf(" on %" JSON_INTEGER_FORMAT " node%s", nnodes, nnodes == 1 ? "" : "s");
+	if (seen > 0 && seen != nranks)
+		printf("; %" JSON_INTEGER_FORMAT " rank%s seen", seen, seen == 1 ? "" : "s");
 	if (i_of(in, "unparsed") > 0)
 		printf("; %" JSON_INTEGER_FORMAT " NCCL-looking lines not understood", i_of(in, "unparsed"));
 	if (i_of(in, "long_lines") > 0)

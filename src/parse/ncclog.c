@@ -219,6 +219,8 @@ static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 	const char *lb = memchr(s, '[', pl);
 	from.dev = (int)parse_ll(lb + 1, pl - (size_t)(lb + 1 - s), &used);
 	from.proc = from.host == UINT32_MAX ? UINT32_MAX : proc_get(lg, from.host, (int)pid);
+	if (from.proc != UINT32_MAX && from.dev >= 0 && from.dev < 64)
+		lg->procs[from.proc].devs |= 1ull << from.dev;
 	if (lg->tag[0] && from.proc != UINT32_MAX)
 		lg_tag_proc(lg, from.proc);
 	level_line(lg, &from, s + pl, n - pl);

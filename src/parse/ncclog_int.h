@@ -87,6 +87,7 @@ struct lg_proc {
 	char version[40];
 	long cuda_driver;
 	uint8_t size1;
+	uint64_t devs;      /* the devices ("[3]" of its lines, 0..63) it wrote NCCL lines for */
 };
 
 struct lg_comm {
@@ -272,6 +273,9 @@ struct nw_log {
 	uint64_t sock_loopback_lines, coll_mismatch_lines, driver_old_lines, collnet_fail_lines, ring_loop_lines,
 	         smem_exceed_lines;
 	uint32_t cause_host[16];   /* per counter of lg_cause_counters (ncclog_errors.c): host + 1 of its first WARN; 0 none */
+	int world_hint;            /* the job's size as the launcher says it ("Starting with 2 processes"); 0 unknown */
+	int ras_nodes, ras_gpus;   /* NCCL RAS's job summary: nodes and GPUs in all; 0 unknown */
+	int ras_job_row;           /* the job summary's header was read: its numbers come next */
 	char ras_mismatch[200];    /* NCCL RAS status: "different AllGather operation counts; 30 ranks ... 640; ..." */
 	char gdr_detail[160];      /* the first "GPU Direct RDMA Disabled for GPU g / HCA h (distance d >= l)" */
 	int ib_status;             /* the first IB completion status seen (status=N), -1 none */

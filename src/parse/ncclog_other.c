@@ -259,6 +259,60 @@ static void ras_line(struct nw_log *lg, const char *s, size_t n)
 }
 
 /*
+ * What the launcher or NCCL RAS says of the job's size, when NCCL's own
+ * lines may not: PyTorch Lightning's "Starting with 2 processes" and
+ * "MEMBER: 1/2", PyTorch's "Rank 1: Completed store-based barrier", and the
+ * job summary of an NCCL RAS answer ("(total)" header, then nodes ... GPUs
+ * in all). Returns 1 when the line was one of these.
+ */
+static int job_size_line(struct nw_log *lg, const char *s, size_t n)
+{
+	size_t used;
+	const char *p;
+	if (lg->ras_job_row) {
+		int cols = lg->ras_job_row, a[5] = { 0 }, k = 0;
+		lg->ras_job_row = 0;
+		for (size_t i = 0; k < cols && i < n; k++) {
+			while (i < n && s[i] == ' ')
+				i++;
+			long long v = parse_ll(s + i, n - i, &used);
+			if (!used || v < 0 || v > (1 << 24))
+				return 0;
+			a[k] = (int)v;
+			i += used;
+		}
+		if (k < cols)
+			return 0;
+		lg->ras_nodes = a[0];
+		lg->ras_gpus = a[cols - 1];
+		return 1;
+	}
+	while (n && *s == ' ')
+		s++, n--;
+	if (starts(s, n, "(total)")) {
+		lg->ras_job_row = find(s, n, "per node") ? 5 : 3;
+		return 1;
+	}
+	long long v = -1;
+	if ((p = find(s, n, "Starting with ")) != NULL && find(p, (size_t)(s + n - p), " processes"))
+		v = parse_ll(p + 14, (size_t)(s + n - p - 14), &used);
+	else if ((p = find(s, n, "MEMBER: ")) != NULL && (p = memchr(p, '/', (size_t)(s + n - p))) != NULL)
+		v = parse_ll(p + 1, (size_t)(s + n - p - 1), &used);
+	else if (starts(s, n, "Rank ") && find(s, n, ": Completed store-based barrier")) {
+		long long r = parse_ll(s + 5, n - 5, &used);
+		if (used)
+			lg_note_rank(lg, r);
+		return used > 0;
+	}
+	if (v > 0 && v < (1 << 20) && used) {
+		if (v > lg->world_hint)
+			lg->world_hint = (int)v;
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * The cause after PyTorch's "Last error:" (on its line or the next one),
  * kept with the error group before it. classify: the text is new to the
  * analyser (a line of its own), so it also tells the rules what it names.
@@ -311,7 +365,7 @@ void lg_other_line(struct nw_log *lg, const char *s, size_t n)
 		ras_line(lg, s, n);
 		return;
 	}
-	if (lg_banner_line(lg, s, n))
+	if (lg_banner_line(lg, s, n) || job_size_line(lg, s, n))
 		return;
 	if (s[0] == '#') {
 		if (find(s, n, "Avg bus bandwidth") || find(s, n, "out-of-place"))

@@ -393,6 +393,33 @@ static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *
 	return dg;
 }
 
+/*
+ * The job's size: "nranks" from what the lines say of it (communicator
+ * sizes, the highest rank any line names, nccl-tests' device list, the
+ * launcher's world size, RAS's GPUs), else null; "ranks_seen": the ranks
+ * whose NCCL lines the log holds (a process and a device), a lower bound
+ * only (an excerpt shows some ranks); "nnodes" where the log states it
+ * (RAS's job summary), else null.
+ */
+static void report_sizes(const struct nw_log *lg, json_t *doc)
+{
+	int nranks = lg->ranks_hint, seen = 0;
+	if (lg->nt_ndev > (size_t)nranks)
+		nranks = (int)lg->nt_ndev;
+	for (size_t i = 0; i < lg->ncomms; i++)
+		if (lg->comms[i].nranks > nranks)
+			nranks = lg->comms[i].nranks;
+	if (lg->world_hint > nranks)
+		nranks = lg->world_hint;
+	if (lg->ras_gpus > nranks)
+		nranks = lg->ras_gpus;
+	for (size_t i = 0; i < lg->nprocs; i++)
+		seen += __builtin_popcountll(lg->procs[i].devs);
+	json_object_set_new(doc, "nranks", nranks ? json_integer(nranks) : json_null());
+	json_object_set_new(doc, "ranks_seen", json_integer(seen));
+	json_object_set_new(doc, "nnodes", lg->ras_nodes ? json_integer(lg->ras_nodes) : json_null());
+}
+
 /* The sections in the order of the schema (docs/logscan.md); every WARN/error group counts as an error. */
 json_t *nw_log_report(struct nw_log *lg)
 {
@@ -410,13 +437,7 @@ json_t *nw_log_report(struct nw_log *lg)
 	json_object_set_new(doc, "versions", report_versions(lg));
 	if (lg->torch_nccl_version[0])
 		json_object_set_new(doc, "pytorch_nccl_version", jstr(lg->torch_nccl_version));
-	int nranks = lg->ranks_hint;
-	if (lg->nt_ndev > (size_t)nranks)
-		nranks = (int)lg->nt_ndev;
-	for (size_t i = 0; i < lg->ncomms; i++)
-		if (lg->comms[i].nranks > nranks)
-			nranks = lg->comms[i].nranks;
-	json_object_set_new(doc, "nranks", nranks ? json_integer(nranks) : json_null());
+	report_sizes(lg, doc);
 	json_object_set_new(doc, "communicators", report_comms(lg));
 	json_object_set_new(doc, "transports", report_transports(lg, &f));
 	json_object_set_new(doc, "pairs", report_pairs(lg));

@@ -555,6 +555,33 @@ static void prefixes(void **state)
 	json_decref(doc);
 }
 
+/* The job's size from what launchers and NCCL RAS say, and the ranks seen, which are no size. */
+static void job_size(void **state)
+{
+	(void)state;
+	json_t *doc = scan("All distributed processes registered. Starting with 2 processes\n"
+	                   "gpu01:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n", NULL);
+	assert_int_equal(json_integer_value(json_object_get(doc, "nranks")), 2);
+	assert_int_equal(json_integer_value(json_object_get(doc, "ranks_seen")), 1);
+	assert_true(json_is_null(json_object_get(doc, "nnodes")));
+	json_decref(doc);
+	doc = scan("Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/8\n", NULL);
+	assert_int_equal(json_integer_value(json_object_get(doc, "nranks")), 8);
+	json_decref(doc);
+	doc = scan("NCCL version 2.26.2 compiled with CUDA 12.6\n\nJob summary\n===========\n\n"
+	           "  Nodes  Processes         GPUs  Processes     GPUs\n"
+	           "(total)   per node  per process    (total)  (total)\n"
+	           "      4          8            1         32       32\n", NULL);
+	assert_int_equal(json_integer_value(json_object_get(doc, "nranks")), 32);
+	assert_int_equal(json_integer_value(json_object_get(doc, "nnodes")), 4);
+	json_decref(doc);
+	/* two processes, two devices: seen, but the size stays unknown */
+	doc = scan("vm:1:1 [0] NCCL INFO cudaDriverVersion 12080\nvm:2:2 [1] NCCL INFO cudaDriverVersion 12080\n", NULL);
+	assert_true(json_is_null(json_object_get(doc, "nranks")));
+	assert_int_equal(json_integer_value(json_object_get(doc, "ranks_seen")), 2);
+	json_decref(doc);
+}
+
 /* Every table is capped: a log with more processes and causes than fit is read whole, the rest counted. */
 static void bounded_tables(void **state)
 {
@@ -623,6 +650,7 @@ int main(void)
 		cmocka_unit_test(forced_algo_proto),
 		cmocka_unit_test(ranks_missing_and_old_formats),
 		cmocka_unit_test(prefixes),
+		cmocka_unit_test(job_size),
 		cmocka_unit_test(bounded_tables),
 		cmocka_unit_test(garbage),
 	};
