@@ -147,15 +147,26 @@ static void print_transports(const json_t *doc)
 	else if (!json_array_size(json_object_get(doc, "transports")))
 		printf("  (no connection line: NCCL connects lazily, at the first collective, and logs it at INFO)\n");
 	json_array_foreach(json_object_get(doc, "transports"), i, o) {
-		printf("  %-26s %4" JSON_INTEGER_FORMAT " pair%s (%" JSON_INTEGER_FORMAT " in-node, %" JSON_INTEGER_FORMAT
-		       " between nodes), %" JSON_INTEGER_FORMAT " channel connections, e.g. %s\n",
-		       s_of(o, "transport"), i_of(o, "pairs"), i_of(o, "pairs") == 1 ? "" : "s", i_of(o, "intra_node_pairs"),
-		       i_of(o, "inter_node_pairs"), i_of(o, "connections"), s_of(o, "example"));
+		json_int_t np = i_of(o, "pairs"), intra = i_of(o, "intra_node_pairs"), inter = i_of(o, "inter_node_pairs");
+		char where[96];
+		if (!strcmp(s_of(o, "class"), "CollNet"))
+			snprintf(where, sizeof(where), "rank to the collective network");
+		else if (intra + inter < np)
+			snprintf(where, sizeof(where), "%" JSON_INTEGER_FORMAT " in-node, %" JSON_INTEGER_FORMAT
+			         " between nodes, %" JSON_INTEGER_FORMAT " whose nodes the log does not tell", intra, inter, np - intra - inter);
+		else
+			snprintf(where, sizeof(where), "%" JSON_INTEGER_FORMAT " in-node, %" JSON_INTEGER_FORMAT " between nodes",
+			         intra, inter);
+		printf("  %-26s %4" JSON_INTEGER_FORMAT " pair%s (%s), %" JSON_INTEGER_FORMAT " channel connections, e.g. %s\n",
+		       s_of(o, "transport"), np, np == 1 ? "" : "s", where, i_of(o, "connections"), s_of(o, "example"));
 	}
 	if (i_of(doc, "npairs") > 0 && i_of(doc, "npairs") <= 16) {
 		json_array_foreach(json_object_get(doc, "pairs"), i, o) {
-			printf("    %s rank %" JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT ": %s (%" JSON_INTEGER_FORMAT " channel%s)\n",
-			       s_of(o, "comm"), i_of(o, "src"), i_of(o, "dst"), s_of(o, "transport"), i_of(o, "connections"),
+			char dst[32] = "the collective network";
+			if (i_of(o, "dst") >= 0)
+				snprintf(dst, sizeof(dst), "%" JSON_INTEGER_FORMAT, i_of(o, "dst"));
+			printf("    %s rank %" JSON_INTEGER_FORMAT " -> %s: %s (%" JSON_INTEGER_FORMAT " channel%s)\n",
+			       s_of(o, "comm"), i_of(o, "src"), dst, s_of(o, "transport"), i_of(o, "connections"),
 			       i_of(o, "connections") == 1 ? "" : "s");
 		}
 	}

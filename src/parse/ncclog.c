@@ -22,6 +22,7 @@ struct nw_log *nw_log_new(void)
 	lg_ht_init(&lg->comm_ptr, LG_MAX_PROCS * 4);
 	lg_ht_init(&lg->comm_dev, LG_MAX_PROCS * 4);
 	lg_ht_init(&lg->rank_idx, LG_MAX_RANKS);
+	lg_ht_init(&lg->conn_host, LG_MAX_RANKS);
 	lg_ht_init(&lg->gpu_idx, LG_MAX_RANKS);
 	lg_ht_init(&lg->pair_idx, LG_MAX_PAIRS);
 	lg_ht_init(&lg->group_idx, LG_MAX_GROUPS);
@@ -43,6 +44,7 @@ void nw_log_free(struct nw_log *lg)
 	lg_ht_release(&lg->comm_ptr);
 	lg_ht_release(&lg->comm_dev);
 	lg_ht_release(&lg->rank_idx);
+	lg_ht_release(&lg->conn_host);
 	lg_ht_release(&lg->gpu_idx);
 	free(lg->rank_host);
 	free(lg->rank_bus);

@@ -285,6 +285,10 @@ static void info_connection(struct nw_log *lg, const struct lg_from *from, const
 	uint32_t ti = connection_transport(lg, s, n, via);
 	uint32_t ci = UINT32_MAX;
 	comm_of_dev(lg, from->proc, from->dev, &ci);
+	/* the rank that prints a connection is its receiver for "[receive]", else its sender: it runs on this host */
+	uint32_t *own = lg_ht_get(&lg->conn_host, ci, (uint64_t)(find(s, n, "[receive]") ? dst : src), 1, NULL);
+	if (own && *own == UINT32_MAX)
+		*own = lg->procs[from->proc].host;
 	int created;
 	uint32_t *v = lg_ht_get(&lg->pair_idx, ci, ((uint64_t)src << 32) | (uint64_t)dst, 1, &created);
 	if (!v) {
@@ -362,6 +366,44 @@ int lg_info_channel(struct nw_log *lg, const struct lg_from *from, const char *s
 		info_connection(lg, from, s, n, via);
 	else
 		info_ring_order(lg, from, s, n);
+	return 1;
+}
+
+/*
+ * "CollNet 05/0 : 5 [receive] via COLLNET/SHARP/5/GDRDMA": rank 5's
+ * connection to the collective network (SHARP), a pair whose other end is
+ * the network (dst -1).
+ */
+int lg_info_collnet_channel(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	const char *via = find(s, n, " via "), *colon = memchr(s, ':', n);
+	if (!starts(s, n, "CollNet ") || !via || !colon || colon > via)
+		return 0;
+	size_t used;
+	const char *r = colon + 1;
+	while (r < via && *r == ' ')
+		r++;
+	long long rank = parse_ll(r, (size_t)(via - r), &used);
+	if (!used || rank < 0 || rank >= (1 << 20))
+		return 1;
+	lg_note_rank(lg, rank);
+	if (from->proc == UINT32_MAX)
+		return 1;
+	uint32_t ti = connection_transport(lg, s, n, via);
+	uint32_t ci = UINT32_MAX;
+	comm_of_dev(lg, from->proc, from->dev, &ci);
+	int created;
+	uint32_t *v = lg_ht_get(&lg->pair_idx, ci, ((uint64_t)rank << 32) | 0xffffffffu, 1, &created);
+	if (!v) {
+		lg->dropped++;
+		return 1;
+	}
+	if (created) {
+		lg->pairs = lg_grow(lg->pairs, &lg->cap_pairs, lg->npairs, sizeof(*lg->pairs));
+		*v = (uint32_t)lg->npairs++;
+		lg->pairs[*v] = (struct lg_pair){ ci, (int)rank, -1, ti, 0 };
+	}
+	lg->pairs[*v].connections++;
 	return 1;
 }
 

@@ -26,19 +26,34 @@ enum lg_tclass lg_transport_class(const char *name)
 	return T_OTHER;
 }
 
+/* The host of rank in communicator comm: from its init line, else from the connections it printed; UINT32_MAX unknown. */
+static uint32_t rank_host(const struct nw_log *lg, uint32_t comm, int rank)
+{
+	if (rank < 0)
+		return UINT32_MAX;
+	if (comm != UINT32_MAX) {
+		uint32_t *r = lg_ht_get((struct lg_htab *)&lg->rank_idx, comm, (uint64_t)rank, 0, NULL);
+		if (r)
+			return lg->rank_host[*r];
+	}
+	uint32_t *h = lg_ht_get((struct lg_htab *)&lg->conn_host, comm, (uint64_t)rank, 0, NULL);
+	return h ? *h : UINT32_MAX;
+}
+
 int lg_pair_same_node(const struct nw_log *lg, const struct lg_pair *p)
 {
-	if (p->comm == UINT32_MAX)
-		return -1;
-	const struct lg_comm *c = &lg->comms[p->comm];
-	if (c->nnodes == 1)
+	if (p->comm != UINT32_MAX && lg->comms[p->comm].nnodes == 1)
 		return 1;
-	struct lg_htab *t = (struct lg_htab *)&lg->rank_idx;
-	uint32_t *a = lg_ht_get(t, p->comm, (uint64_t)p->src, 0, NULL);
-	uint32_t *b = lg_ht_get(t, p->comm, (uint64_t)p->dst, 0, NULL);
-	if (!a || !b)
-		return -1;
-	return lg->rank_host[*a] == lg->rank_host[*b];
+	uint32_t a = rank_host(lg, p->comm, p->src), b = rank_host(lg, p->comm, p->dst);
+	if (a != UINT32_MAX && b != UINT32_MAX)
+		return a == b;
+	/* else: P2P, SHM and NVLS connect GPUs of one node only, so the transport says it */
+	if (p->transport != UINT32_MAX && p->dst >= 0) {
+		enum lg_tclass k = lg_transport_class(lg->transports[p->transport].name);
+		if (k == T_P2P || k == T_SHM || k == T_NVLS)
+			return 1;
+	}
+	return -1;
 }
 
 /* Per-transport and per-class pair counts, largest communicator, NVLink and IB presence. */

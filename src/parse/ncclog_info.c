@@ -296,7 +296,7 @@ static int info_known_start(struct nw_log *lg, const struct lg_from *from, const
 	case 'n':
 		return lg_info_comm(lg, from, s, n);
 	case 'C':
-		return lg_info_channel(lg, from, s, n) || info_collnet(lg, s, n);
+		return lg_info_channel(lg, from, s, n) || lg_info_collnet_channel(lg, from, s, n) || info_collnet(lg, s, n);
 	case 'R':
 		return lg_info_ring(lg, from, s, n);
 	case 'T':

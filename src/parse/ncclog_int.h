@@ -239,6 +239,7 @@ struct nw_log {
 	size_t ncomms, cap_comms;
 	struct lg_htab comm_key, comm_ptr, comm_dev;
 	struct lg_htab rank_idx, gpu_idx;
+	struct lg_htab conn_host;  /* (comm, rank) -> host of the process that printed the rank's own connection lines */
 	uint32_t *rank_host;
 	uint64_t *rank_bus;
 	uint8_t *rank_flags;
@@ -363,6 +364,8 @@ int lg_info_comm(struct nw_log *lg, const struct lg_from *from, const char *s, s
 int lg_info_channel(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
 /* ncclog_comm.c: "Ring ..." lines (before NCCL 2.5). */
 int lg_info_ring(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
+/* "CollNet 05/0 : 5 [receive] via COLLNET/...": a rank's connection to the collective network. */
+int lg_info_collnet_channel(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
 /* ncclog_comm.c: "Tree ..." and "Trees [0] ..." lines. */
 int lg_info_tree(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n);
 /* ncclog_info.c: one "NCCL INFO" message (s: after the level), to the reader of its kind. */

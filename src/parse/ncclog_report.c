@@ -185,7 +185,10 @@ static json_t *report_transports(const struct nw_log *lg, const struct lg_facts 
 		json_object_set_new(o, "intra_node_pairs", jint(t->intra));
 		json_object_set_new(o, "inter_node_pairs", jint(t->inter));
 		char ex[64];
-		snprintf(ex, sizeof(ex), "%d -> %d", t->example->src, t->example->dst);
+		if (t->example->dst < 0)
+			snprintf(ex, sizeof(ex), "%d -> the collective network", t->example->src);
+		else
+			snprintf(ex, sizeof(ex), "%d -> %d", t->example->src, t->example->dst);
 		json_object_set_new(o, "example", json_string(ex));
 		json_array_append_new(tr, o);
 	}

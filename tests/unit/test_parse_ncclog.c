@@ -582,6 +582,39 @@ static void job_size(void **state)
 	json_decref(doc);
 }
 
+/* Which node a pair is on without any init line: from who printed each end, else from the transport. */
+static void placement_without_init(void **state)
+{
+	(void)state;
+	json_t *doc = scan("a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n"
+	                   "b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/Socket/0\n"
+	                   "a:1:1 [0] NCCL INFO Channel 00/0 : 2[1] -> 0[0] [receive] via NET/Socket/0\n"
+	                   "a:3:3 [1] NCCL INFO Channel 00/0 : 2[1] -> 0[0] [send] via NET/Socket/0\n"
+	                   "c:4:4 [0] NCCL INFO Channel 00/0 : 4[0] -> 5[1] via P2P/IPC\n"
+	                   "c:4:4 [0] NCCL INFO CollNet 05/0 : 4 [receive] via COLLNET/SHARP/5/GDRDMA\n", NULL);
+	const json_t *tr = json_object_get(doc, "transports"), *t;
+	size_t i;
+	int seen = 0;
+	json_array_foreach(tr, i, t) {
+		const char *name = json_string_value(json_object_get(t, "transport"));
+		if (!strcmp(name, "NET/Socket")) {
+			assert_int_equal(json_integer_value(json_object_get(t, "inter_node_pairs")), 1);
+			assert_int_equal(json_integer_value(json_object_get(t, "intra_node_pairs")), 1);
+			seen |= 1;
+		} else if (!strcmp(name, "P2P/IPC")) {
+			assert_int_equal(json_integer_value(json_object_get(t, "intra_node_pairs")), 1);
+			seen |= 2;
+		} else if (!strcmp(name, "COLLNET/SHARP/GDRDMA")) {
+			assert_string_equal(json_string_value(json_object_get(t, "class")), "CollNet");
+			assert_string_equal(json_string_value(json_object_get(t, "example")), "4 -> the collective network");
+			seen |= 4;
+		}
+	}
+	assert_int_equal(seen, 7);
+	assert_non_null(diag(doc, "net-within-node"));
+	json_decref(doc);
+}
+
 /* Every table is capped: a log with more processes and causes than fit is read whole, the rest counted. */
 static void bounded_tables(void **state)
 {
@@ -651,6 +684,7 @@ int main(void)
 		cmocka_unit_test(ranks_missing_and_old_formats),
 		cmocka_unit_test(prefixes),
 		cmocka_unit_test(job_size),
+		cmocka_unit_test(placement_without_init),
 		cmocka_unit_test(bounded_tables),
 		cmocka_unit_test(garbage),
 	};
