@@ -157,8 +157,18 @@ static void print_transports(const json_t *doc)
 		else
 			snprintf(where, sizeof(where), "%" JSON_INTEGER_FORMAT " in-node, %" JSON_INTEGER_FORMAT " between nodes",
 			         intra, inter);
-		printf("  %-26s %4" JSON_INTEGER_FORMAT " pair%s (%s), %" JSON_INTEGER_FORMAT " channel connections, e.g. %s\n",
-		       s_of(o, "transport"), np, np == 1 ? "" : "s", where, i_of(o, "connections"), s_of(o, "example"));
+		char nics[96] = "";
+		size_t k, used = 0;
+		const json_t *x;
+		json_array_foreach(json_object_get(o, "nics"), k, x) {
+			int w = snprintf(nics + used, sizeof(nics) - used, "%s%" JSON_INTEGER_FORMAT, k ? "," : "; NIC ",
+			                 json_integer_value(x));
+			if (w < 0 || (size_t)w >= sizeof(nics) - used)
+				break;
+			used += (size_t)w;
+		}
+		printf("  %-26s %4" JSON_INTEGER_FORMAT " pair%s (%s), %" JSON_INTEGER_FORMAT " channel connections, e.g. %s%s\n",
+		       s_of(o, "transport"), np, np == 1 ? "" : "s", where, i_of(o, "connections"), s_of(o, "example"), nics);
 	}
 	if (i_of(doc, "npairs") > 0 && i_of(doc, "npairs") <= 16) {
 		json_array_foreach(json_object_get(doc, "pairs"), i, o) {

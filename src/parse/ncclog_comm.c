@@ -256,7 +256,26 @@ static int connection_ranks(const char *s, const char *via, long long *src, long
 }
 
 /* The transport named after " via " (up to " comm ", NIC indexes dropped); UINT32_MAX when its table is full. */
-static uint32_t connection_transport(struct nw_log *lg, const char *s, size_t n, const char *via)
+/* The NIC index of a network transport ("NET/IB/2/GDRDMA", "COLLNET/SHARP/5"), as a bit (0 when none or over 63). */
+static uint64_t transport_nic(const char *t, size_t n)
+{
+	if (!starts(t, n, "NET/") && !starts(t, n, "COLLNET/") && !starts(t, n, "CollNet/"))
+		return 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && t[j] != '/')
+			j++;
+		if (j > i && is_digit(t[i])) {
+			size_t used;
+			long long v = parse_ll(t + i, j - i, &used);
+			return used && v >= 0 && v < 64 ? 1ull << v : 0;
+		}
+		i = j + 1;
+	}
+	return 0;
+}
+
+static uint32_t connection_transport(struct nw_log *lg, const char *s, size_t n, const char *via, uint64_t *nic)
 {
 	const char *t = via + 5, *te = s + n;
 	const char *cut = memmem(t, (size_t)(te - t), " comm ", 6);
@@ -264,6 +283,7 @@ static uint32_t connection_transport(struct nw_log *lg, const char *s, size_t n,
 		te = cut;
 	while (te > t && (te[-1] == ' ' || te[-1] == '\r'))
 		te--;
+	*nic = transport_nic(t, (size_t)(te - t));
 	char name[LG_NAME];
 	size_t nn = normalize_transport(t, (size_t)(te - t), name, sizeof(name));
 	return transport_get(lg, name, nn);
@@ -282,7 +302,8 @@ static void info_connection(struct nw_log *lg, const struct lg_from *from, const
 		lg_note_rank(lg, nr - 1);
 	if (from->proc == UINT32_MAX)
 		return;
-	uint32_t ti = connection_transport(lg, s, n, via);
+	uint64_t nic;
+	uint32_t ti = connection_transport(lg, s, n, via, &nic);
 	uint32_t ci = UINT32_MAX;
 	comm_of_dev(lg, from->proc, from->dev, &ci);
 	/* the rank that prints a connection is its receiver for "[receive]", else its sender: it runs on this host */
@@ -298,9 +319,10 @@ static void info_connection(struct nw_log *lg, const struct lg_from *from, const
 	if (created) {
 		lg->pairs = lg_grow(lg->pairs, &lg->cap_pairs, lg->npairs, sizeof(*lg->pairs));
 		*v = (uint32_t)lg->npairs++;
-		lg->pairs[*v] = (struct lg_pair){ ci, (int)src, (int)dst, ti, 0 };
+		lg->pairs[*v] = (struct lg_pair){ ci, (int)src, (int)dst, ti, 0, 0 };
 	}
 	lg->pairs[*v].connections++;
+	lg->pairs[*v].nics |= nic;
 	if (lg->pairs[*v].transport == UINT32_MAX)
 		lg->pairs[*v].transport = ti;
 }
@@ -389,7 +411,8 @@ int lg_info_collnet_channel(struct nw_log *lg, const struct lg_from *from, const
 	lg_note_rank(lg, rank);
 	if (from->proc == UINT32_MAX)
 		return 1;
-	uint32_t ti = connection_transport(lg, s, n, via);
+	uint64_t nic;
+	uint32_t ti = connection_transport(lg, s, n, via, &nic);
 	uint32_t ci = UINT32_MAX;
 	comm_of_dev(lg, from->proc, from->dev, &ci);
 	int created;
@@ -401,9 +424,10 @@ int lg_info_collnet_channel(struct nw_log *lg, const struct lg_from *from, const
 	if (created) {
 		lg->pairs = lg_grow(lg->pairs, &lg->cap_pairs, lg->npairs, sizeof(*lg->pairs));
 		*v = (uint32_t)lg->npairs++;
-		lg->pairs[*v] = (struct lg_pair){ ci, (int)rank, -1, ti, 0 };
+		lg->pairs[*v] = (struct lg_pair){ ci, (int)rank, -1, ti, 0, 0 };
 	}
 	lg->pairs[*v].connections++;
+	lg->pairs[*v].nics |= nic;
 	return 1;
 }
 

@@ -69,6 +69,7 @@ void lg_compute_facts(const struct nw_log *lg, struct lg_facts *f)
 		int same = lg_pair_same_node(lg, p);
 		t->pairs++;
 		t->connections += p->connections;
+		t->nics |= p->nics;
 		if (!t->example)
 			t->example = p;
 		f->class_pairs[k]++;

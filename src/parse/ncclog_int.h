@@ -105,6 +105,7 @@ struct lg_pair {
 	int src, dst;
 	uint32_t transport;
 	uint32_t connections;
+	uint64_t nics;      /* NIC indexes (the N of NET/IB/N, 0..63) its connections went through */
 };
 
 struct lg_transport {
@@ -380,6 +381,7 @@ extern const char *const lg_tclass_names[T_NCLASS];
 
 struct lg_tstat {
 	uint64_t pairs, connections, intra, inter, gdr;
+	uint64_t nics;      /* every NIC index its pairs used */
 	const struct lg_pair *example;
 };
 

@@ -169,6 +169,16 @@ static json_t *report_comms(const struct nw_log *lg)
 }
 
 /* Every transport that connected a pair, with its class and how many pairs inside and between nodes. */
+/* The NIC indexes of a bit set, as a JSON array. */
+static json_t *nic_list(uint64_t nics)
+{
+	json_t *a = json_array();
+	for (int k = 0; k < 64; k++)
+		if (nics & (1ull << k))
+			json_array_append_new(a, json_integer(k));
+	return a;
+}
+
 static json_t *report_transports(const struct nw_log *lg, const struct lg_facts *f)
 {
 	json_t *tr = json_array();
@@ -182,6 +192,7 @@ static json_t *report_transports(const struct nw_log *lg, const struct lg_facts 
 		json_object_set_new(o, "gdrdma", json_boolean(t->gdr > 0));
 		json_object_set_new(o, "pairs", jint(t->pairs));
 		json_object_set_new(o, "connections", jint(t->connections));
+		json_object_set_new(o, "nics", nic_list(t->nics));
 		json_object_set_new(o, "intra_node_pairs", jint(t->intra));
 		json_object_set_new(o, "inter_node_pairs", jint(t->inter));
 		char ex[64];
@@ -209,6 +220,7 @@ static json_t *report_pairs(const struct nw_log *lg)
 		json_object_set_new(o, "dst", json_integer(p->dst));
 		json_object_set_new(o, "transport", jstr(lg->transports[p->transport].name));
 		json_object_set_new(o, "connections", json_integer(p->connections));
+		json_object_set_new(o, "nics", nic_list(p->nics));
 		int same = lg_pair_same_node(lg, p);
 		json_object_set_new(o, "same_node", same < 0 ? json_null() : json_boolean(same));
 		json_array_append_new(pairs, o);

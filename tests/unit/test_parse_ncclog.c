@@ -598,6 +598,8 @@ static void placement_without_init(void **state)
 	json_array_foreach(tr, i, t) {
 		const char *name = json_string_value(json_object_get(t, "transport"));
 		if (!strcmp(name, "NET/Socket")) {
+			assert_int_equal(json_array_size(json_object_get(t, "nics")), 1);
+			assert_int_equal(json_integer_value(json_array_get(json_object_get(t, "nics"), 0)), 0);
 			assert_int_equal(json_integer_value(json_object_get(t, "inter_node_pairs")), 1);
 			assert_int_equal(json_integer_value(json_object_get(t, "intra_node_pairs")), 1);
 			seen |= 1;
@@ -607,6 +609,7 @@ static void placement_without_init(void **state)
 		} else if (!strcmp(name, "COLLNET/SHARP/GDRDMA")) {
 			assert_string_equal(json_string_value(json_object_get(t, "class")), "CollNet");
 			assert_string_equal(json_string_value(json_object_get(t, "example")), "4 -> the collective network");
+			assert_int_equal(json_integer_value(json_array_get(json_object_get(t, "nics"), 0)), 5);
 			seen |= 4;
 		}
 	}
