@@ -1,5 +1,6 @@
 #include "parse/nccltests.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -440,6 +441,12 @@ struct nt_stream *nt_get_stream(struct nt_ctx *c, const char *tag)
 	return st;
 }
 
+/* Whether a stream's table has rows yet. */
+static int stream_has_rows(const struct nt_stream *st)
+{
+	return st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0);
+}
+
 /* One placement's four columns: time, algbw, busbw, #wrong (or old "error", kept raw in raw). */
 static int parse_body(struct nt_stream *st, const struct tok *t, struct nw_row *r, char raw[24])
 {
@@ -598,7 +605,7 @@ static int parse_rank_line(struct nt_stream *st, const char *s, size_t n)
 	i += 2;
 	while (i < k && t[i].s[0] != '[')
 		i++;
-	if (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows))
+	if (stream_has_rows(st))
 		return 1; /* another process's header after rows: caller restarts */
 	/* the same device listed again is a repeated header; another process's own "Rank 0" is one more rank */
 	uint64_t id = (fnv1a(host->s, host->n) ^ (uint64_t)pid) * 1000003u + (uint64_t)(dev + 1);
@@ -876,7 +883,7 @@ static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s,
 		s++, n--;
 	const struct comment_kind *k = comment_kind_of(s, n);
 	if (k) {
-		if ((k->flags & NT_BEGINS) && (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0)))
+		if ((k->flags & NT_BEGINS) && stream_has_rows(st))
 			nt_stream_finish(c, st);
 		if (k->read && k->read(st, s, n) == 1) {
 			nt_stream_finish(c, st);
@@ -968,6 +975,50 @@ static int text_header_line(struct nt_ctx *c, struct nt_stream *st, const char *
 }
 
 /*
+ * The collective of a word that looks like nccl-tests' program
+ * ("./build/all_gather_perf", "alltoall_perf_mpi") into op; 0 when it is
+ * not one (another word, or a program of no collective we know).
+ */
+static int program_op(const char *w, size_t n, char *op, size_t len)
+{
+	if (!(n > 5 && !memcmp(w + n - 5, "_perf", 5)) && !(n > 9 && !memcmp(w + n - 9, "_perf_mpi", 9)))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)w[i]) && !strchr("_./~-", w[i]))
+			return 0;
+	char name[32];
+	op_from_program(w, n, name, sizeof(name));
+	const struct nw_coll *coll = nw_coll_find(name);
+	if (!coll)
+		return 0;
+	nw_strlcpy(op, coll->name, len);
+	return 1;
+}
+
+/*
+ * A command line pasted above a table ("$ mpirun -np 16 ./build/all_gather_perf
+ * -b 8 -e 1G", "srun ... alltoall_perf ..."): its program's collective
+ * becomes the op of the tables that start after it, unless their header
+ * or footer names one (streams without rows yet take it now).
+ */
+static void command_line(struct nt_ctx *c, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		while (i < n && (s[i] == ' ' || s[i] == '\t'))
+			i++;
+		size_t b = i;
+		while (i < n && s[i] != ' ' && s[i] != '\t')
+			i++;
+		if (i > b && program_op(s + b, i - b, c->cmd_op, sizeof(c->cmd_op))) {
+			for (int k = 0; k < c->nstreams; k++)
+				if (!stream_has_rows(c->streams[k]))
+					nw_strlcpy(c->streams[k]->cmd_op, c->cmd_op, sizeof(c->streams[k]->cmd_op));
+			return;
+		}
+	}
+}
+
+/*
  * One line of text output: launcher prefixes off, NCCL log lines skipped
  * (the part of a row printed before one is kept for later), then header
  * comments, rows, or an unparsed line.
@@ -983,6 +1034,8 @@ static void process_line(struct nt_ctx *c, char *line, size_t len)
 	if (!n)
 		return;
 	struct nt_stream *st = nt_get_stream(c, lp.tag);
+	if (!st->cmd_op[0] && c->cmd_op[0] && !stream_has_rows(st))
+		nw_strlcpy(st->cmd_op, c->cmd_op, sizeof(st->cmd_op));
 	int cut = 0;
 	if (memmem(s, n, " NCCL ", 6)) {
 		long at = find_nccl_line(c, s, n);
@@ -1028,6 +1081,8 @@ static void process_line(struct nt_ctx *c, char *line, size_t len)
 		st->plen = 0;
 		return;
 	}
+	if (!rowish)
+		command_line(c, s + i, n - i);
 	if (!rowish || parse_row(st, s, n) < 0)
 		c->unparsed++;
 }

@@ -130,12 +130,88 @@ static void record_list(void **state)
 	}
 }
 
+#define TABLE                                                                                              \
+	"# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n" \
+	"#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n" \
+	"           8             2   float     sum    10.00    0.00    0.00  0e+00    10.00    0.00    0.00  0e+00\n" \
+	"          16             4   float     sum    10.00    0.00    0.00  0e+00    10.00    0.00    0.00  0e+00\n" \
+	"# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.0\n"
+
+/* The op of each run of text (the first row's), "|"-separated, into buf. */
+static const char *ops_of(const char *text, char *buf, size_t len)
+{
+	struct nw_run *runs;
+	size_t unparsed;
+	int n = parse_text(text, &runs, &unparsed);
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s", i ? "|" : "", runs[i].nrows ? runs[i].rows[0].op : "-");
+	}
+	free_runs(runs, n);
+	return buf;
+}
+
+/* A pasted command line gives the op of the tables after it, never over what the header or footer says. */
+static void op_from_command_line(void **state)
+{
+	(void)state;
+	char b[128];
+	assert_string_equal(ops_of("$ mpirun -np 16 -x NCCL_DEBUG=WARN ./build/all_gather_perf -b 8 -e 1G -f 2 -g 1\n" TABLE,
+	                           b, sizeof(b)),
+	                    "all_gather");
+	assert_string_equal(ops_of("srun -N 2 --mpi=pmix /opt/nccl-tests/build/reduce_scatter_perf_mpi -b 8\n" TABLE, b,
+	                           sizeof(b)),
+	                    "reduce_scatter");
+	assert_string_equal(ops_of("[1,0]<stdout>:./alltoall_perf -g 2\n" TABLE, b, sizeof(b)), "alltoall");
+	/* the header's or the footer's op wins */
+	assert_string_equal(ops_of("./build/all_gather_perf -g 2\n# Collective test starting: broadcast_perf\n" TABLE, b,
+	                           sizeof(b)),
+	                    "broadcast");
+	assert_string_equal(ops_of("./build/all_gather_perf -g 2\n" TABLE "# Collective test concluded: reduce_perf\n", b,
+	                           sizeof(b)),
+	                    "reduce");
+	/* after the table, or not a program of a collective: nothing said */
+	assert_string_equal(ops_of(TABLE "./build/broadcast_perf -g 2\n", b, sizeof(b)), "unknown");
+	assert_string_equal(ops_of("see tune_perf and all_reduce_perf.txt\n" TABLE, b, sizeof(b)), "unknown");
+	/* each table its own command line */
+	assert_string_equal(ops_of("$ ./all_reduce_perf -g 2\n" TABLE "$ ./sendrecv_perf -g 2\n" TABLE, b, sizeof(b)),
+	                    "all_reduce|sendrecv");
+}
+
+/* Real outputs pasted with their command line and no other op (corpus), and one with it below the table. */
+static void op_from_command_line_corpus(void **state)
+{
+	(void)state;
+	static const struct { const char *file, *op; } cases[] = {
+		{ "018-nccl-tests-h800-broadcast-2gpu-warn.txt", "broadcast" },
+		{ "045-nccl-tests-rtx5090-alltoall-NA-wrong.txt", "alltoall" },
+		{ "137-nccl-tests-allgather-4g-oob-failed-lost-hash-nccl24.txt", "all_gather" },
+		{ "011-nccl-tests-old-error-column-2gpu.txt", "unknown" },
+	};
+	const char *src = getenv("SRCDIR");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *p = nw_asprintf("%s/tests/fixtures/corpus/%s", src ? src : ".", cases[i].file);
+		struct nw_run *runs;
+		size_t unparsed;
+		char err[NW_ERRLEN] = "";
+		int n = nw_nt_parse_path(p, &runs, &unparsed, err, sizeof(err));
+		assert_true(n >= 1);
+		for (size_t r = 0; r < runs[0].nrows; r++)
+			assert_string_equal(runs[0].rows[r].op, cases[i].op);
+		free_runs(runs, n);
+		free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(corpus_records),
 		cmocka_unit_test(mpi_records_and_bad_lines),
 		cmocka_unit_test(record_list),
+		cmocka_unit_test(op_from_command_line),
+		cmocka_unit_test(op_from_command_line_corpus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
