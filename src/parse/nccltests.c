@@ -1509,8 +1509,9 @@ int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, c
 }
 
 /*
- * After a first '[': it and the blanks that follow into buf (from 0, room for len bytes; *n grows). Returns the next byte, read: the
- * caller puts it back. '{' when a JSON list starts.
+ * After a first '[' read from f: it and the blanks that follow into buf
+ * (room for len bytes; *n is how many it holds). Returns the next byte,
+ * which the caller puts back: '{' when a JSON list starts, else text.
  */
 static int peek_list(FILE *f, char *buf, size_t len, size_t *n)
 {
