@@ -16,6 +16,13 @@
 #define NT_MAX_TOKENS 40
 #define NT_MAX_INPUT ((size_t)1 << 30)
 
+/* A word of a line and its column. */
+struct tok {
+	const char *s;
+	size_t n;
+	size_t col;
+};
+
 /* Forget what a stream said (its tables are released), keeping its tag. */
 static void stream_reset(struct nt_stream *st)
 {
@@ -1019,6 +1026,32 @@ static void command_line(struct nt_ctx *c, const char *s, size_t n)
 }
 
 /*
+ * NCCL log lines in a line of text: 1 when the line is one (its host is
+ * remembered) or holds nothing else before one; else 0, with *n cut to
+ * what comes before one and *cut set when there was one.
+ */
+static int skip_nccl_line(struct nt_ctx *c, const char *s, size_t *n, int *cut)
+{
+	*cut = 0;
+	if (!memmem(s, *n, " NCCL ", 6))
+		return 0;
+	long at = find_nccl_line(c, s, *n);
+	if (at == 0) {
+		size_t hn = 0;
+		while (hn < *n && s[hn] != ':')
+			hn++;
+		if (c->nknown < NT_MAX_HOSTS)
+			add_host(c->known_hosts, &c->nknown, s, hn);
+		return 1;
+	}
+	if (at < 0)
+		return 0;
+	*n = (size_t)at;
+	*cut = 1;
+	return is_blank(s, *n);
+}
+
+/*
  * One line of text output: launcher prefixes off, NCCL log lines skipped
  * (the part of a row printed before one is kept for later), then header
  * comments, rows, or an unparsed line.
@@ -1036,24 +1069,9 @@ static void process_line(struct nt_ctx *c, char *line, size_t len)
 	struct nt_stream *st = nt_get_stream(c, lp.tag);
 	if (!st->cmd_op[0] && c->cmd_op[0] && !stream_has_rows(st))
 		nw_strlcpy(st->cmd_op, c->cmd_op, sizeof(st->cmd_op));
-	int cut = 0;
-	if (memmem(s, n, " NCCL ", 6)) {
-		long at = find_nccl_line(c, s, n);
-		if (at == 0) {
-			size_t hn = 0;
-			while (hn < n && s[hn] != ':')
-				hn++;
-			if (c->nknown < NT_MAX_HOSTS)
-				add_host(c->known_hosts, &c->nknown, s, hn);
-			return;
-		}
-		if (at > 0) {
-			n = (size_t)at;
-			cut = 1;
-			if (is_blank(s, n))
-				return;
-		}
-	}
+	int cut;
+	if (skip_nccl_line(c, s, &n, &cut))
+		return;
 	if (memchr(s, '\0', n)) {
 		c->unparsed++;
 		return;

@@ -60,6 +60,7 @@ struct nt_stream {
 	json_t *env;         /* -J "env" as an object; owned */
 };
 
+/* One reading of an input: the runs found so far, the streams still being read. */
 struct nt_ctx {
 	const char *name;
 	struct nw_run *runs;
@@ -71,12 +72,6 @@ struct nt_ctx {
 	int nknown;
 	struct nw_nt_seen *seen; /* where a device list without a table is told (may be NULL) */
 	char cmd_op[24];     /* the op of the last command line seen ("./build/all_gather_perf -b 8"), for tables after it */
-};
-
-struct tok {
-	const char *s;
-	size_t n;
-	size_t col;
 };
 
 /* The stream of a launcher tag, created empty when new (the first one when there are too many). */
