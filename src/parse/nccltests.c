@@ -1,5 +1,6 @@
 #include "parse/nccltests.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -8,68 +9,14 @@
 
 #include "model/coll.h"
 #include "parse/lineprefix.h"
+#include "parse/nt_int.h"
 #include "util/util.h"
 
 #define NT_MAX_LINE 8192     /* longer lines are not nccl-tests output */
-#define NT_MAX_STREAMS 64    /* launcher streams ("[1,3]<stdout>:") kept apart */
-#define NT_MAX_SUB 64        /* processes repeating the same table in one stream */
-#define NT_MAX_HOSTS 16
-#define NT_MAX_GPUNAMES 8
 #define NT_MAX_TOKENS 40
 #define NT_MAX_INPUT ((size_t)1 << 30)
 
-struct nt_gpu {
-	char name[96];
-	int n;
-};
-
-/* What one output stream has said so far about the run it is printing. */
-struct nt_stream {
-	char tag[48];
-	struct nw_run *sub;  /* one table per process printing it, NT_MAX_SUB at most */
-	int nsub, cap_sub;
-	char op[24];
-	char nt_version[32];
-	int nccl_code;
-	long nthread, ngpus, iters, warmup, validation, graph;
-	int ranks_seen[64];  /* distinct rank numbers of the device list (first 64) */
-	int nranks_seen;
-	long nranks_declared;   /* ncclwatch's own "# Using devices: ... (N ranks)" */
-	int dup_ranks;       /* Rank lines whose number was already listed */
-	uint64_t ids[256];   /* distinct devices (host, pid, device) of the device list (first 256) */
-	int nids;
-	char hosts[NT_MAX_HOSTS][64];
-	int nhosts;
-	struct nt_gpu gpus[NT_MAX_GPUNAMES];
-	int ngpunames;
-	int error_column;
-	int root_column;     /* the header names a root column: rows without one lack columns */
-	int short_rows;      /* rows that lacked columns, left out */
-	int have_oob;
-	int64_t oob;
-	int have_avg;
-	double avg;
-	char pending[1024];  /* a row cut by NCCL log lines, rebuilt piece by piece */
-	size_t plen;
-	int rccl;            /* rccl-tests, or RCCL/HIP banners */
-	char rccl_version[48];
-	char start_time[32]; /* -J: what the file says of the run, never this process's */
-	char cmdline[1024];
-	json_t *env;         /* -J "env" as an object; owned */
-};
-
-struct nt_ctx {
-	const char *name;
-	struct nw_run *runs;
-	size_t nruns, cap;
-	size_t unparsed;
-	struct nt_stream *streams[NT_MAX_STREAMS];
-	int nstreams;
-	char known_hosts[NT_MAX_HOSTS][64]; /* hosts named at the start of NCCL log lines */
-	int nknown;
-	struct nw_nt_seen *seen; /* where a device list without a table is told (may be NULL) */
-};
-
+/* A word of a line and its column. */
 struct tok {
 	const char *s;
 	size_t n;
@@ -319,7 +266,7 @@ static void fill_extra(const struct nt_stream *st, json_t *x)
 		json_object_set_new(x, "error_column", json_true());
 	if (st->nsub > 1 || st->dup_ranks)
 		json_object_set_new(x, "processes_repeating_header", json_integer(st->nsub > 1 ? st->nsub : st->dup_ranks + 1));
-	if (!st->have_avg || st->short_rows) {
+	if ((!st->have_avg && !st->no_footer) || st->short_rows) {
 		json_object_set_new(x, "incomplete", json_true());
 		json_object_set_new(x, "incomplete_reason",
 		                    json_string(st->short_rows ? "rows missing columns were left out" : "the table has no footer"));
@@ -358,6 +305,8 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 	if (used >= sizeof(h->gpus))
 		h->gpus[sizeof(h->gpus) - 1] = '\0';
 	h->nhosts = st->nhosts;
+	if (!h->nhosts && st->nnodes_declared > 0 && st->nnodes_declared <= INT_MAX)
+		h->nhosts = (int)st->nnodes_declared;
 	if (st->nranks_seen > 0)
 		h->nranks = st->nranks_seen > st->nids ? st->nranks_seen : st->nids;
 	else if (st->nranks_declared > 0 && st->nranks_declared <= INT_MAX)
@@ -370,7 +319,7 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 	const json_t *ev = json_object_get(x, "error_values");
 	for (size_t i = 0; i < run->nrows; i++) {
 		struct nw_row *r = &run->rows[i];
-		nw_strlcpy(r->op, st->op[0] ? st->op : "unknown", sizeof(r->op));
+		nw_strlcpy(r->op, st->op[0] ? st->op : st->cmd_op[0] ? st->cmd_op : "unknown", sizeof(r->op));
 		r->nranks = h->nranks;
 		if (st->error_column && st->have_oob && st->oob == 0)
 			r->wrong = 0;
@@ -463,7 +412,7 @@ static void merge_zero_rows(struct nt_stream *st)
 }
 
 /* End of a stream's run: its rows become runs of the result. */
-static void stream_finish(struct nt_ctx *c, struct nt_stream *st)
+void nt_stream_finish(struct nt_ctx *c, struct nt_stream *st)
 {
 	if (st->plen) {
 		if (parse_row(st, st->pending, st->plen) < 0)
@@ -485,7 +434,7 @@ static void stream_finish(struct nt_ctx *c, struct nt_stream *st)
 	stream_reset(st);
 }
 
-static struct nt_stream *get_stream(struct nt_ctx *c, const char *tag)
+struct nt_stream *nt_get_stream(struct nt_ctx *c, const char *tag)
 {
 	for (int i = 0; i < c->nstreams; i++)
 		if (!strcmp(c->streams[i]->tag, tag))
@@ -497,6 +446,12 @@ static struct nt_stream *get_stream(struct nt_ctx *c, const char *tag)
 	stream_reset(st);
 	c->streams[c->nstreams++] = st;
 	return st;
+}
+
+/* Whether a stream's table has rows yet. */
+static int stream_has_rows(const struct nt_stream *st)
+{
+	return st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0);
 }
 
 /* One placement's four columns: time, algbw, busbw, #wrong (or old "error", kept raw in raw). */
@@ -539,7 +494,7 @@ static void keep_error_value(struct nw_run *run, const char *raw)
 }
 
 /* Add a row to the first process's table whose sizes are still below it (raw: the "error" values, or NULL). */
-static int add_rows(struct nt_stream *st, const struct nw_row *oop, const struct nw_row *ip, char raw[2][24])
+int nt_add_rows(struct nt_stream *st, const struct nw_row *oop, const struct nw_row *ip, char raw[2][24])
 {
 	const struct nw_row *r = oop ? oop : ip;
 	int j;
@@ -631,7 +586,7 @@ static int parse_row(struct nt_stream *st, const char *s, size_t n)
 	} else {
 		return -1;
 	}
-	return add_rows(st, have_oop ? &oop : NULL, have_ip ? &ip : NULL, raw);
+	return nt_add_rows(st, have_oop ? &oop : NULL, have_ip ? &ip : NULL, raw);
 }
 
 /* "#  Rank  0 Group  0 Pid    643 on         vm device  0 [0000:00:06] NVIDIA H200" */
@@ -657,7 +612,7 @@ static int parse_rank_line(struct nt_stream *st, const char *s, size_t n)
 	i += 2;
 	while (i < k && t[i].s[0] != '[')
 		i++;
-	if (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows))
+	if (stream_has_rows(st))
 		return 1; /* another process's header after rows: caller restarts */
 	/* the same device listed again is a repeated header; another process's own "Rank 0" is one more rank */
 	uint64_t id = (fnv1a(host->s, host->n) ^ (uint64_t)pid) * 1000003u + (uint64_t)(dev + 1);
@@ -935,14 +890,14 @@ static void parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s,
 		s++, n--;
 	const struct comment_kind *k = comment_kind_of(s, n);
 	if (k) {
-		if ((k->flags & NT_BEGINS) && (st->nsub > 1 || (st->nsub == 1 && st->sub[0].nrows > 0)))
-			stream_finish(c, st);
+		if ((k->flags & NT_BEGINS) && stream_has_rows(st))
+			nt_stream_finish(c, st);
 		if (k->read && k->read(st, s, n) == 1) {
-			stream_finish(c, st);
+			nt_stream_finish(c, st);
 			k->read(st, s, n);
 		}
 		if (k->flags & NT_ENDS)
-			stream_finish(c, st);
+			nt_stream_finish(c, st);
 	}
 }
 
@@ -1027,6 +982,76 @@ static int text_header_line(struct nt_ctx *c, struct nt_stream *st, const char *
 }
 
 /*
+ * The collective of a word that looks like nccl-tests' program
+ * ("./build/all_gather_perf", "alltoall_perf_mpi") into op; 0 when it is
+ * not one (another word, or a program of no collective we know).
+ */
+static int program_op(const char *w, size_t n, char *op, size_t len)
+{
+	if (!(n > 5 && !memcmp(w + n - 5, "_perf", 5)) && !(n > 9 && !memcmp(w + n - 9, "_perf_mpi", 9)))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)w[i]) && !strchr("_./~-", w[i]))
+			return 0;
+	char name[32];
+	op_from_program(w, n, name, sizeof(name));
+	const struct nw_coll *coll = nw_coll_find(name);
+	if (!coll)
+		return 0;
+	nw_strlcpy(op, coll->name, len);
+	return 1;
+}
+
+/*
+ * A command line pasted above a table ("$ mpirun -np 16 ./build/all_gather_perf
+ * -b 8 -e 1G", "srun ... alltoall_perf ..."): its program's collective
+ * becomes the op of the tables that start after it, unless their header
+ * or footer names one (streams without rows yet take it now).
+ */
+static void command_line(struct nt_ctx *c, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		while (i < n && (s[i] == ' ' || s[i] == '\t'))
+			i++;
+		size_t b = i;
+		while (i < n && s[i] != ' ' && s[i] != '\t')
+			i++;
+		if (i > b && program_op(s + b, i - b, c->cmd_op, sizeof(c->cmd_op))) {
+			for (int k = 0; k < c->nstreams; k++)
+				if (!stream_has_rows(c->streams[k]))
+					nw_strlcpy(c->streams[k]->cmd_op, c->cmd_op, sizeof(c->streams[k]->cmd_op));
+			return;
+		}
+	}
+}
+
+/*
+ * NCCL log lines in a line of text: 1 when the line is one (its host is
+ * remembered) or holds nothing else before one; else 0, with *n cut to
+ * what comes before one and *cut set when there was one.
+ */
+static int skip_nccl_line(struct nt_ctx *c, const char *s, size_t *n, int *cut)
+{
+	*cut = 0;
+	if (!memmem(s, *n, " NCCL ", 6))
+		return 0;
+	long at = find_nccl_line(c, s, *n);
+	if (at == 0) {
+		size_t hn = 0;
+		while (hn < *n && s[hn] != ':')
+			hn++;
+		if (c->nknown < NT_MAX_HOSTS)
+			add_host(c->known_hosts, &c->nknown, s, hn);
+		return 1;
+	}
+	if (at < 0)
+		return 0;
+	*n = (size_t)at;
+	*cut = 1;
+	return is_blank(s, *n);
+}
+
+/*
  * One line of text output: launcher prefixes off, NCCL log lines skipped
  * (the part of a row printed before one is kept for later), then header
  * comments, rows, or an unparsed line.
@@ -1041,32 +1066,19 @@ static void process_line(struct nt_ctx *c, char *line, size_t len)
 		n--;
 	if (!n)
 		return;
-	struct nt_stream *st = get_stream(c, lp.tag);
-	int cut = 0;
-	if (memmem(s, n, " NCCL ", 6)) {
-		long at = find_nccl_line(c, s, n);
-		if (at == 0) {
-			size_t hn = 0;
-			while (hn < n && s[hn] != ':')
-				hn++;
-			if (c->nknown < NT_MAX_HOSTS)
-				add_host(c->known_hosts, &c->nknown, s, hn);
-			return;
-		}
-		if (at > 0) {
-			n = (size_t)at;
-			cut = 1;
-			if (is_blank(s, n))
-				return;
-		}
-	}
+	struct nt_stream *st = nt_get_stream(c, lp.tag);
+	if (!st->cmd_op[0] && c->cmd_op[0] && !stream_has_rows(st))
+		nw_strlcpy(st->cmd_op, c->cmd_op, sizeof(st->cmd_op));
+	int cut;
+	if (skip_nccl_line(c, s, &n, &cut))
+		return;
 	if (memchr(s, '\0', n)) {
 		c->unparsed++;
 		return;
 	}
 	if (s[0] == '#') {
 		if (st->plen)
-			stream_finish(c, st), st = get_stream(c, lp.tag);
+			nt_stream_finish(c, st), st = nt_get_stream(c, lp.tag);
 		parse_comment(c, st, s + 1, n - 1);
 		return;
 	}
@@ -1087,18 +1099,20 @@ static void process_line(struct nt_ctx *c, char *line, size_t len)
 		st->plen = 0;
 		return;
 	}
+	if (!rowish)
+		command_line(c, s + i, n - i);
 	if (!rowish || parse_row(st, s, n) < 0)
 		c->unparsed++;
 }
 
 /* Pull string/number fields out of nccl-tests' -J document. */
-static const char *jstr(const json_t *o, const char *k)
+const char *nt_jstr(const json_t *o, const char *k)
 {
 	const json_t *v = json_object_get(o, k);
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-static double jnum(const json_t *o, const char *k, double dflt)
+double nt_jnum(const json_t *o, const char *k, double dflt)
 {
 	const json_t *v = json_object_get(o, k);
 	return json_is_number(v) ? json_number_value(v) : dflt;
@@ -1114,8 +1128,8 @@ static int json_body(const json_t *b, struct nw_row *r)
 	if (!json_is_number(t))
 		return -1;
 	r->time_us = json_number_value(t);
-	r->algbw_gbs = jnum(b, "alg_bw", 0);
-	r->busbw_gbs = jnum(b, "bus_bw", 0);
+	r->algbw_gbs = nt_jnum(b, "alg_bw", 0);
+	r->busbw_gbs = nt_jnum(b, "bus_bw", 0);
 	const json_t *w = json_object_get(b, "nwrong");
 	double wv = json_is_number(w) ? json_number_value(w) : -1;
 	r->wrong = wv >= 0 && wv < 9.2e18 ? (int64_t)wv : -1;
@@ -1138,7 +1152,7 @@ static void json_iters(const json_t *pi, struct nw_row *r)
 	json_array_foreach(times, i, v)
 		r->iter_us[i] = json_is_number(v) ? json_number_value(v) : 0;
 	r->niter = (int)n;
-	double skip = jnum(pi, "skipped_iterations", 0);
+	double skip = nt_jnum(pi, "skipped_iterations", 0);
 	r->iter_skip = skip > 0 && skip < (double)n ? (int)skip : 0;
 }
 
@@ -1174,8 +1188,8 @@ static void json_result(struct nt_ctx *c, struct nt_stream *st, const json_t *d)
 {
 	struct nw_row base;
 	memset(&base, 0, sizeof(base));
-	double size = jnum(d, "size", -1), count = jnum(d, "count", -1);
-	const char *type = jstr(d, "type"), *redop = jstr(d, "redop");
+	double size = nt_jnum(d, "size", -1), count = nt_jnum(d, "count", -1);
+	const char *type = nt_jstr(d, "type"), *redop = nt_jstr(d, "redop");
 	if (size < 0 || size > 1.8e19 || count < 0 || count > 1.8e19 || !type) {
 		c->unparsed++;
 		return;
@@ -1205,7 +1219,7 @@ static void json_result(struct nt_ctx *c, struct nt_stream *st, const json_t *d)
 		json_iters(json_object_get(d, "out_of_place_per_iter"), &oop);
 	if (hi)
 		json_iters(json_object_get(d, "in_place_per_iter"), &ip);
-	if ((!ho && !hi) || add_rows(st, ho ? &oop : NULL, hi ? &ip : NULL, NULL) < 0) {
+	if ((!ho && !hi) || nt_add_rows(st, ho ? &oop : NULL, hi ? &ip : NULL, NULL) < 0) {
 		c->unparsed++;
 		nw_row_release(&oop);
 		nw_row_release(&ip);
@@ -1215,7 +1229,7 @@ static void json_result(struct nt_ctx *c, struct nt_stream *st, const json_t *d)
 /* What a -J document says of its run: "start_time", "args" (the command line), "env" ("NAME=value" strings). */
 static void json_file_facts(struct nt_stream *st, const json_t *doc)
 {
-	const char *t = jstr(doc, "start_time");
+	const char *t = nt_jstr(doc, "start_time");
 	if (t)
 		nw_strlcpy(st->start_time, t, sizeof(st->start_time));
 	size_t i, used = 0;
@@ -1244,27 +1258,27 @@ static void json_file_facts(struct nt_stream *st, const json_t *doc)
 /* One nccl-tests -J document into one run on a stream's scratch state. */
 static void parse_json_doc(struct nt_ctx *c, const json_t *doc)
 {
-	struct nt_stream *st = get_stream(c, "\x01json");
+	struct nt_stream *st = nt_get_stream(c, "\x01json");
 	stream_reset(st);
 	json_op(json_object_get(doc, "args"), st->op, sizeof(st->op));
 	json_file_facts(st, doc);
-	double code = jnum(doc, "nccl_version", -1);
+	double code = nt_jnum(doc, "nccl_version", -1);
 	if (code > 0 && code < 1e7)
 		st->nccl_code = (int)code;
 	const json_t *cfg = json_object_get(doc, "config");
-	st->nthread = (long)jnum(cfg, "nthreads", -1);
-	st->ngpus = (long)jnum(cfg, "ngpus", -1);
-	st->iters = (long)jnum(cfg, "iterations", -1);
-	st->warmup = (long)jnum(cfg, "warmup_iters", -1);
-	st->validation = (long)jnum(cfg, "validation", -1);
-	st->graph = (long)jnum(cfg, "graph", -1);
+	st->nthread = (long)nt_jnum(cfg, "nthreads", -1);
+	st->ngpus = (long)nt_jnum(cfg, "ngpus", -1);
+	st->iters = (long)nt_jnum(cfg, "iterations", -1);
+	st->warmup = (long)nt_jnum(cfg, "warmup_iters", -1);
+	st->validation = (long)nt_jnum(cfg, "validation", -1);
+	st->graph = (long)nt_jnum(cfg, "graph", -1);
 	size_t i;
 	const json_t *d;
 	json_array_foreach(json_object_get(cfg, "devices"), i, d) {
-		double rank = jnum(d, "rank", -1);
+		double rank = nt_jnum(d, "rank", -1);
 		if (rank >= 0 && rank < 1e9 && !note_rank(st, (long long)rank))
 			continue;
-		const char *h = jstr(d, "hostname"), *g = jstr(d, "device_info");
+		const char *h = nt_jstr(d, "hostname"), *g = nt_jstr(d, "device_info");
 		if (h)
 			add_host(st->hosts, &st->nhosts, h, strlen(h));
 		if (g)
@@ -1273,21 +1287,63 @@ static void parse_json_doc(struct nt_ctx *c, const json_t *doc)
 	const json_t *oob = json_object_get(doc, "out_of_bounds");
 	if (json_is_number(json_object_get(oob, "count"))) {
 		st->have_oob = 1;
-		st->oob = (int64_t)jnum(oob, "count", 0);
+		st->oob = (int64_t)nt_jnum(oob, "count", 0);
 	}
 	const json_t *avg = json_object_get(doc, "average_bus_bandwidth");
 	if (json_is_number(json_object_get(avg, "bandwidth"))) {
 		st->have_avg = 1;
-		st->avg = jnum(avg, "bandwidth", 0);
+		st->avg = nt_jnum(avg, "bandwidth", 0);
 	}
 	json_array_foreach(json_object_get(doc, "results"), i, d)
 		json_result(c, st, d);
-	stream_finish(c, st);
+	nt_stream_finish(c, st);
 }
 
-/* One or more -J documents one after the other; a broken one ends the reading (counted). */
+/* One JSON value of the input: a -J document, an rccl-tests record, or a list of records. */
+static void parse_json_value(struct nt_ctx *c, struct nt_jsonl *jl, const json_t *v)
+{
+	size_t i;
+	const json_t *e;
+	if (nt_jsonl_is_record(v)) {
+		nt_jsonl_add(c, jl, v);
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, e)
+			if (nt_jsonl_is_record(e))
+				nt_jsonl_add(c, jl, e);
+			else
+				c->unparsed++;
+	} else if (json_is_object(v)) {
+		nt_jsonl_end(c, jl);
+		parse_json_doc(c, v);
+	} else {
+		c->unparsed++;
+	}
+}
+
+/*
+ * Where reading resumes after a broken value at buf[off]: past its line
+ * when it is one of rccl-tests' records (records came before it, or its
+ * line names their keys), so the records after it are read; 0 to stop (a
+ * broken -J document ends the reading).
+ */
+static size_t json_resume(const struct nt_jsonl *jl, const char *buf, size_t off, size_t len)
+{
+	const char *nl = memchr(buf + off, '\n', len - off);
+	size_t n = nl ? (size_t)(nl - (buf + off)) : len - off;
+	if (!nl || (!jl->records && !memmem(buf + off, n, "\"busBw\"", 7) && !memmem(buf + off, n, "\"inPlace\"", 9)))
+		return 0;
+	return off + n + 1;
+}
+
+/*
+ * One or more -J documents one after the other, or rccl-tests' records
+ * (one a line, or a list of them); a broken value is counted and ends the
+ * reading, but for a broken record line, which is skipped.
+ */
 static int parse_json(struct nt_ctx *c, const char *buf, size_t len)
 {
+	struct nt_jsonl jl;
+	memset(&jl, 0, sizeof(jl));
 	size_t off = 0;
 	while (off < len) {
 		while (off < len && (buf[off] == ' ' || buf[off] == '\n' || buf[off] == '\r' || buf[off] == '\t'))
@@ -1298,17 +1354,18 @@ static int parse_json(struct nt_ctx *c, const char *buf, size_t len)
 		json_t *doc = json_loadb(buf + off, len - off, JSON_DISABLE_EOF_CHECK, &jerr);
 		if (!doc) {
 			c->unparsed++;
-			break;
+			off = json_resume(&jl, buf, off, len);
+			if (!off)
+				break;
+			continue;
 		}
-		if (json_is_object(doc))
-			parse_json_doc(c, doc);
-		else
-			c->unparsed++;
+		parse_json_value(c, &jl, doc);
 		json_decref(doc);
 		if (jerr.position <= 0)
 			break;
 		off += (size_t)jerr.position;
 	}
+	nt_jsonl_end(c, &jl);
 	return 0;
 }
 
@@ -1318,7 +1375,7 @@ static int ctx_finish(struct nt_ctx *c, struct nw_run **runs, size_t *unparsed)
 	if (c->seen)
 		memset(c->seen, 0, sizeof(*c->seen));
 	for (int i = 0; i < c->nstreams; i++) {
-		stream_finish(c, c->streams[i]);
+		nt_stream_finish(c, c->streams[i]);
 		free(c->streams[i]);
 	}
 	if (unparsed)
@@ -1327,7 +1384,18 @@ static int ctx_finish(struct nt_ctx *c, struct nw_run **runs, size_t *unparsed)
 	return (int)c->nruns;
 }
 
-/* JSON when the first non-blank byte is '{', else text, line by line (lines over 8 KB are unparsed). */
+/* Whether s starts a JSON input: '{', or '[' then blanks then '{' (a list of rccl-tests records). */
+static int json_start(const char *s, size_t n)
+{
+	if (!n || (s[0] != '{' && s[0] != '['))
+		return 0;
+	size_t i = 1;
+	while (s[0] == '[' && i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
+		i++;
+	return s[0] == '{' || (i < n && s[i] == '{');
+}
+
+/* JSON when the first non-blank bytes start one (json_start), else text, line by line (lines over 8 KB are unparsed). */
 static int parse_buf(const char *buf, size_t len, const char *name, struct nw_run **runs, size_t *unparsed,
                      struct nw_nt_seen *seen)
 {
@@ -1338,7 +1406,7 @@ static int parse_buf(const char *buf, size_t len, const char *name, struct nw_ru
 	size_t first = 0;
 	while (first < len && (buf[first] == ' ' || buf[first] == '\n' || buf[first] == '\r' || buf[first] == '\t'))
 		first++;
-	if (first < len && buf[first] == '{') {
+	if (json_start(buf + first, len - first)) {
 		parse_json(&c, buf + first, len - first);
 	} else {
 		char *line = nw_malloc(NT_MAX_LINE);
@@ -1369,14 +1437,16 @@ int nw_nt_parse_buf(const char *buf, size_t len, const char *name, struct nw_run
 }
 
 /*
- * Read all of a stream into memory; NULL with errno set on a read error,
+ * Read all of a stream into memory after pre[0..npre) (bytes already read,
+ * at most 64 KiB); NULL with errno set on a read error,
  * or with errno EFBIG when it holds more than NT_MAX_INPUT bytes (a -J
  * JSON document is read whole; text is streamed instead).
  */
-static char *read_stream(FILE *f, size_t *len_out)
+static char *read_stream(FILE *f, const char *pre, size_t npre, size_t *len_out)
 {
-	size_t cap = 65536, len = 0;
+	size_t cap = 65536, len = npre;
 	char *buf = nw_malloc(cap);
+	memcpy(buf, pre, npre);
 	for (;;) {
 		if (len == cap) {
 			if (cap >= NT_MAX_INPUT) {
@@ -1401,8 +1471,8 @@ static char *read_stream(FILE *f, size_t *len_out)
 }
 
 /*
- * Text from f, line by line, without holding the input: first is the start
- * of the first line (its indentation, already read). Returns the runs'
+ * Text from f, line by line, without holding the input: first[0..nfirst)
+ * is what was already read of it (less than NT_MAX_LINE). Returns the runs'
  * number, or -1 on a read error (errno set).
  */
 static int parse_text_stream(FILE *f, const char *first, size_t nfirst, const char *name, struct nw_run **runs,
@@ -1413,11 +1483,10 @@ static int parse_text_stream(FILE *f, const char *first, size_t nfirst, const ch
 	c.name = name;
 	c.seen = seen;
 	char *line = nw_malloc(NT_MAX_LINE);
-	size_t n = nfirst;
+	size_t n = 0, used = 0;
 	int skipping = 0; /* inside a line over NT_MAX_LINE */
-	memcpy(line, first, nfirst);
 	for (;;) {
-		int ch = getc(f);
+		int ch = used < nfirst ? (unsigned char)first[used++] : getc(f);
 		if (ch == EOF || ch == '\n') {
 			if (!skipping && (n || ch == '\n')) {
 				line[n] = '\0';
@@ -1457,6 +1526,22 @@ int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, c
 	return nw_nt_parse_path_seen(path, runs, unparsed, NULL, err, errlen);
 }
 
+/*
+ * After a first '[' read from f: it and the blanks that follow into buf
+ * (room for len bytes; *n is how many it holds). Returns the next byte,
+ * which the caller puts back: '{' when a JSON list starts, else text.
+ */
+static int peek_list(FILE *f, char *buf, size_t len, size_t *n)
+{
+	*n = 0;
+	buf[(*n)++] = '[';
+	int ch;
+	while ((ch = getc(f)) == ' ' || ch == '\t' || ch == '\r' || ch == '\n')
+		if (*n < len)
+			buf[(*n)++] = (char)ch;
+	return ch;
+}
+
 int nw_nt_parse_stream_seen(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, struct nw_nt_seen *seen,
                         char *err, size_t errlen)
 {
@@ -1470,11 +1555,13 @@ int nw_nt_parse_stream_seen(FILE *f, const char *name, struct nw_run **runs, siz
 		else if (nws < sizeof(ws))
 			ws[nws++] = (char)ch;
 	}
+	if (ch == '[') /* a list of rccl-tests records, or a launcher tag ("[1,0]<stdout>:") starting text */
+		ch = peek_list(f, ws, sizeof(ws), &nws);
 	int n;
 	if (ch == '{') {
 		ungetc(ch, f);
 		size_t len = 0;
-		char *buf = read_stream(f, &len);
+		char *buf = read_stream(f, ws, nws, &len);
 		if (!buf)
 			n = nw_seterr(err, errlen, "cannot read '%s': %s", name,
 			              errno == EFBIG ? "a JSON document over 1 GiB" : strerror(errno));

@@ -231,3 +231,20 @@ expect_true "old error column beyond float's bound: both placements wrong, the f
 x = d[0]["run"]["extra"]
 assert [r["wrong"] for r in d[0]["results"]] == [1, 1] and x["error_values"] == ["1e+00", "1e+00"], d
 assert x["out_of_bounds_reported"] == 2 and x["avg_busbw_reported"] == 128.942, x'
+# rccl-tests' JSON records (--output_file, one object a line): a run per collective, out-of-place and in-place paired
+run "$NW" import --no-history --json "$CORPUS/079-rccl-tests-json-lines-output.txt"
+expect_rc "rccl-tests JSON lines: exit 0" 0
+expect_true "rccl-tests JSON lines: one all_reduce run of 4 ranks, marked RCCL, rows paired by size" jq_py '
+run, rows = d[0]["run"], d[0]["results"]
+assert len(d) == 1 and run["nranks"] == 4 and run["backend"] == "rccl-tests" and run["extra"]["rccl"] is True, run
+assert [(r["op"], r["size_bytes"], r["count"], r["inplace"], r["wrong"]) for r in rows] == [
+    ("all_reduce", 1024, 256, False, 0), ("all_reduce", 1024, 256, True, 0), ("all_reduce", 2048, 512, False, 0),
+    ("all_reduce", 2048, 512, True, 0), ("all_reduce", 4096, 1024, False, 0)], rows
+assert rows[0]["time_us"] == 19.18415, rows[0]'
+printf '%s\n' '{"#wrong":"0","algBw":1,"busBw":1.5,"gpus":2,"inPlace":0,"name":"Broadcast","redop":"none","size":8,"time":5,"type":"float"}' \
+	'{"#wrong":"0","algBw":1,"busBw":1.5,"gpus":2,"inP' \
+	'{"#wrong":"0","algBw":1,"busBw":1.5,"gpus":2,"inPlace":1,"name":"Broadcast","redop":"none","size":8,"time":5,"type":"float"}' >"$TMP/rccl.json"
+run "$NW" import --no-history --csv - <"$TMP/rccl.json"
+expect_rc "rccl-tests JSON lines with a cut line: the rest imported" 0
+expect_err "rccl-tests JSON lines with a cut line: counted" "1 line not understood"
+expect_out "rccl-tests JSON lines from stdin: broadcast rows" "^broadcast,float,none,-1,8,2,2,1,"
