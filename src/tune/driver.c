@@ -391,6 +391,15 @@ static int measure_round(struct nw_tuner *t, int r, int *order, char *err, size_
 	return NW_TUNE_OK;
 }
 
+/* Whether a kept variant still in the running has fewer runs than the planned repeats. */
+static int behind(const struct nw_tuner *t)
+{
+	for (int v = 0; v < t->vs.n; v++)
+		if (t->vs.v[v].status == NW_TV_ACTIVE && t->keep[v] && t->done[v] < t->repeats)
+			return 1;
+	return 0;
+}
+
 /* The default first, then interleaved rounds; see driver.h. */
 int nw_tuner_measure(struct nw_tuner *t, char *err, size_t errlen)
 {
@@ -400,8 +409,14 @@ int nw_tuner_measure(struct nw_tuner *t, char *err, size_t errlen)
 	if (rc == NW_TUNE_OK) {
 		nw_tuner_replan(t);
 		int *order = nw_calloc((size_t)t->vs.n, sizeof(int));
-		for (int r = 1; r <= t->repeats; r++) {
-			rc = measure_round(t, r, order, err, errlen);
+		/*
+		 * Round r brings every kept variant to r repeats; past the planned
+		 * repeats, rounds go on while a variant let back in late (readmit)
+		 * still lacks some, so that no kept variant ends with fewer runs
+		 * than the others and nothing said about it.
+		 */
+		for (int r = 1; r <= t->repeats || behind(t); r++) {
+			rc = measure_round(t, r <= t->repeats ? r : t->repeats, order, err, errlen);
 			if (rc != NW_TUNE_OK || t->stopped[0])
 				break;
 			if (!t->o->check_env && t->o->prune_after > 0 && r == t->o->prune_after)
