@@ -231,3 +231,5 @@ expect_true "old error column beyond float's bound: both placements wrong, the f
 x = d[0]["run"]["extra"]
 assert [r["wrong"] for r in d[0]["results"]] == [1, 1] and x["error_values"] == ["1e+00", "1e+00"], d
 assert x["out_of_bounds_reported"] == 2 and x["avg_busbw_reported"] == 128.942, x'
+run "$NW" import --no-history --table "$CORPUS/137-nccl-tests-allgather-4g-oob-failed-lost-hash-nccl24.txt"
+expect_out "the table's summary line: an unknown rank count is '?', not 0" '^# nranks \?  '
