@@ -303,15 +303,34 @@ static const char v1_schema[] =
 	"PRAGMA application_id = 1313036104;"
 	"PRAGMA user_version = 1;";
 
+/* One integer answer of sql on db. */
+static long long lite_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	long long v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* A file at dir/name made by schema step 1 (v1_schema), then by later (NULL: none), as an older ncclwatch left it. */
+static void old_file(char *path, size_t len, const char *name, const char *later)
+{
+	path_in(path, len, name);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
+	if (later)
+		assert_int_equal(sqlite3_exec(db, later, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
 static void migrate_v1(void **state)
 {
 	(void)state;
 	char path[128], err[NW_ERRLEN];
-	path_in(path, sizeof(path), "v1.db");
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	old_file(path, sizeof(path), "v1.db", NULL);
 
 	struct nw_store *s;
 	assert_int_equal(nw_store_open(path, NW_STORE_WRITE, &s, err, sizeof(err)), 0);
@@ -332,24 +351,10 @@ static void migrate_v1(void **state)
 	nw_run_release(&run);
 	nw_run_release(&old);
 
+	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	sqlite3_stmt *st;
-	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(st, 0), NW_STORE_SCHEMA_VERSION);
-	sqlite3_finalize(st);
+	assert_int_equal(lite_int(db, "PRAGMA user_version"), NW_STORE_SCHEMA_VERSION);
 	sqlite3_close(db);
-}
-
-/* One integer answer of sql on db. */
-static long long lite_int(sqlite3 *db, const char *sql)
-{
-	sqlite3_stmt *st;
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	long long v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
 }
 
 /*
@@ -381,12 +386,7 @@ static void migrate_v4(void **state)
 {
 	(void)state;
 	char path[128], err[NW_ERRLEN];
-	path_in(path, sizeof(path), "v4.db");
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, v4_steps, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	old_file(path, sizeof(path), "v4.db", v4_steps);
 
 	struct nw_store *s;
 	assert_int_equal(nw_store_open(path, NW_STORE_WRITE, &s, err, sizeof(err)), 0);
@@ -420,6 +420,7 @@ static void migrate_v4(void **state)
 	nw_run_release(&run);
 	nw_store_close(s);
 
+	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(lite_int(db, "PRAGMA user_version"), NW_STORE_SCHEMA_VERSION);
 	assert_int_equal(lite_int(db, "SELECT count(*) FROM runs WHERE nranks IS NULL"), 2);
