@@ -233,3 +233,5 @@ assert [r["wrong"] for r in d[0]["results"]] == [1, 1] and x["error_values"] == 
 assert x["out_of_bounds_reported"] == 2 and x["avg_busbw_reported"] == 128.942, x'
 run "$NW" import --no-history --table "$CORPUS/137-nccl-tests-allgather-4g-oob-failed-lost-hash-nccl24.txt"
 expect_out "the table's summary line: an unknown rank count is '?', not 0" '^# nranks \?  '
+run "$NW" import --no-history "$CORPUS/137-nccl-tests-allgather-4g-oob-failed-lost-hash-nccl24.txt"
+expect_out "CSV: an unknown rank count is an empty field, not 0" '^unknown,float,none,-1,4294967296,134217728,,0,29122.000,'
