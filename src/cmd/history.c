@@ -301,7 +301,7 @@ static void print_header(long long id, const struct nw_run *run, int all_env)
 	print_kv("CUDA driver", h->cuda_driver);
 	print_kv("GPUs", h->gpus);
 	snprintf(num, sizeof(num), "%d", h->nranks);
-	print_kv("ranks", h->nranks ? num : "");
+	print_kv("ranks", h->nranks > 0 ? num : "unknown");
 	snprintf(num, sizeof(num), "%d", h->nhosts);
 	print_kv("hosts", h->nhosts ? num : "");
 	snprintf(num, sizeof(num), "%.1f GB/s", h->link_gbs);

@@ -51,8 +51,11 @@ static void print_table(const struct nw_run *run)
 	char line[512];
 	int64_t wrong = 0;
 	printf("# Collective test starting: %s_perf\n", run->nrows ? run->rows[0].op : "");
-	printf("# nranks %d  host %s  gpus %s  nccl %s  input %s\n", run->h.nranks, run->h.host,
-	       run->h.gpus, run->h.nccl_version, run->h.input);
+	char nranks[16] = "?"; /* unknown: the output does not say */
+	if (run->h.nranks > 0)
+		snprintf(nranks, sizeof(nranks), "%d", run->h.nranks);
+	printf("# nranks %s  host %s  gpus %s  nccl %s  input %s\n", nranks, run->h.host, run->h.gpus,
+	       run->h.nccl_version, run->h.input);
 	if (nw_run_has_iters(run))
 		nw_nt_print_table_header_iter(stdout);
 	else

@@ -464,8 +464,11 @@ static void csv_line(FILE *f, const struct nw_row *r, double time_us, int per_ra
 		alg = r->algbw_gbs;
 		bus = r->busbw_gbs;
 	}
-	fprintf(f, "%s,%s,%s,%d,%" PRIu64 ",%" PRIu64 ",%d,%d,%.3f,%.4f,%.4f,", r->op, r->dtype,
-	        r->redop, r->root, r->size_bytes, r->count, r->nranks, r->inplace, time_us, alg, bus);
+	fprintf(f, "%s,%s,%s,%d,%" PRIu64 ",%" PRIu64 ",", r->op, r->dtype, r->redop, r->root, r->size_bytes,
+	        r->count);
+	if (r->nranks > 0) /* empty when unknown */
+		fprintf(f, "%d", r->nranks);
+	fprintf(f, ",%d,%.3f,%.4f,%.4f,", r->inplace, time_us, alg, bus);
 	if (r->wrong >= 0)
 		fprintf(f, "%" PRId64, r->wrong);
 	if (per_rank) {

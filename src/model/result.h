@@ -27,7 +27,7 @@ struct nw_row {
 	int root;          /* -1 when the op has none */
 	uint64_t size_bytes; /* as nccl-tests reports "size" */
 	uint64_t count;    /* as nccl-tests reports "count" */
-	int nranks;
+	int nranks;        /* 0 when unknown, as the run's (see struct nw_run_header) */
 	int inplace;       /* 0 out-of-place, 1 in-place */
 	double time_us;
 	double algbw_gbs;
@@ -60,6 +60,11 @@ struct nw_run_header {
 	char cmdline[2048];
 	char time[32];           /* ISO 8601 UTC */
 	char input[512];         /* file an import came from */
+	/*
+	 * 0 when unknown (an nccl-tests output that does not say): never a
+	 * count. JSON writes it as null, the history stores NULL, and compare
+	 * neither compares nor groups on it.
+	 */
 	int nranks;
 	int nhosts;
 	double link_gbs;         /* bottleneck link, GB/s each way; 0 unknown */

@@ -46,8 +46,13 @@ static void run_table(FILE *f, const struct nw_report_input *in)
 		esc(f, run->h.nccl_version);
 		fputs("</td><td>", f);
 		esc(f, run->h.gpus);
-		fprintf(f, "</td><td class=\"num\">%d</td><td class=\"num\">%zu</td><td class=\"num\">%.2f</td></tr>\n",
-		        run->h.nranks, run->nrows, nw_run_avg_busbw(run));
+		fputs("</td><td class=\"num\">", f);
+		if (run->h.nranks > 0)
+			fprintf(f, "%d", run->h.nranks);
+		else
+			fputs("?", f); /* unknown: the output did not say */
+		fprintf(f, "</td><td class=\"num\">%zu</td><td class=\"num\">%.2f</td></tr>\n", run->nrows,
+		        nw_run_avg_busbw(run));
 	}
 	fputs("</table>\n", f);
 }

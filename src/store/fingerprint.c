@@ -118,7 +118,7 @@ void nw_fingerprint_collect(struct nw_run *run)
 	set_if_absent(fp, "tool_version", json_string(h->tool_version[0] ? h->tool_version : NW_VERSION));
 	set_if_absent(fp, "gpu_count", json_integer(gpu_count(h->gpus)));
 	nw_fingerprint_fill(fp, h);
-	set_if_absent(fp, "nranks", json_integer(h->nranks));
+	set_if_absent(fp, "nranks", h->nranks > 0 ? json_integer(h->nranks) : json_null()); /* unknown */
 	set_if_absent(fp, "nhosts", json_integer(h->nhosts));
 	char cmd[sizeof(h->cmdline)];
 	if (h->cmdline[0])

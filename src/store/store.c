@@ -31,7 +31,71 @@ void nw_store_on_wait(void (*fn)(const char *path, double bound_s))
 struct migration {
 	int version;
 	const char *sql;
+	const char *pg_sql; /* PostgreSQL's own form of the step; NULL: sql, translated as any query */
 };
+
+/*
+ * Version 5: nranks of runs and results may be NULL (unknown: an nccl-tests
+ * output that does not say how many ranks ran). SQLite cannot drop a NOT
+ * NULL, so the three tables that hold or reference runs are rebuilt with
+ * their ids; the children are dropped first and the new ones point at
+ * runs_new, so that no cascade reaches them, and the renames carry the
+ * references over. The AUTOINCREMENT high mark moves with runs, so a
+ * deleted id is still never reused. Stored 0s become NULL: no run has 0
+ * ranks, 0 was only ever "not said".
+ */
+#define NULL_NRANKS_DATA \
+	"UPDATE runs SET nranks = NULL WHERE nranks <= 0;" \
+	"UPDATE results SET nranks = NULL WHERE nranks <= 0;"
+
+static const char v5_sqlite[] =
+	"CREATE TABLE runs_new("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" time TEXT NOT NULL, host TEXT NOT NULL, source TEXT NOT NULL, backend TEXT NOT NULL,"
+	" tool_version TEXT NOT NULL, nccl_version TEXT NOT NULL, nccl_path TEXT NOT NULL,"
+	" driver TEXT NOT NULL, cuda_driver TEXT NOT NULL, gpus TEXT NOT NULL,"
+	" cmdline TEXT NOT NULL, input TEXT NOT NULL, nranks INTEGER,"
+	" nhosts INTEGER NOT NULL, ops TEXT NOT NULL, peak_busbw REAL NOT NULL,"
+	" nrows INTEGER NOT NULL, extra TEXT, link_gbs REAL NOT NULL DEFAULT 0, content_key TEXT);"
+	"INSERT INTO runs_new(id, time, host, source, backend, tool_version, nccl_version, nccl_path, driver,"
+	" cuda_driver, gpus, cmdline, input, nranks, nhosts, ops, peak_busbw, nrows, extra, link_gbs, content_key)"
+	" SELECT id, time, host, source, backend, tool_version, nccl_version, nccl_path, driver,"
+	" cuda_driver, gpus, cmdline, input, nranks, nhosts, ops, peak_busbw, nrows, extra, link_gbs, content_key"
+	" FROM runs;"
+	"CREATE TABLE results_new("
+	" run_id INTEGER NOT NULL REFERENCES runs_new(id) ON DELETE CASCADE,"
+	" seq INTEGER NOT NULL, op TEXT NOT NULL, dtype TEXT NOT NULL, redop TEXT NOT NULL,"
+	" root INTEGER NOT NULL, size_bytes INTEGER NOT NULL, count INTEGER NOT NULL,"
+	" nranks INTEGER, inplace INTEGER NOT NULL, time_us REAL NOT NULL,"
+	" algbw_gbs REAL NOT NULL, busbw_gbs REAL NOT NULL, wrong INTEGER, ranks TEXT, per_iter TEXT,"
+	" PRIMARY KEY(run_id, seq));"
+	"INSERT INTO results_new(run_id, seq, op, dtype, redop, root, size_bytes, count, nranks, inplace,"
+	" time_us, algbw_gbs, busbw_gbs, wrong, ranks, per_iter)"
+	" SELECT run_id, seq, op, dtype, redop, root, size_bytes, count, nranks, inplace,"
+	" time_us, algbw_gbs, busbw_gbs, wrong, ranks, per_iter FROM results;"
+	"CREATE TABLE baselines_new("
+	" name TEXT PRIMARY KEY,"
+	" run_id INTEGER NOT NULL REFERENCES runs_new(id) ON DELETE CASCADE,"
+	" set_time TEXT NOT NULL);"
+	"INSERT INTO baselines_new(name, run_id, set_time) SELECT name, run_id, set_time FROM baselines;"
+	"DELETE FROM sqlite_sequence WHERE name = 'runs_new';"
+	"UPDATE sqlite_sequence SET name = 'runs_new' WHERE name = 'runs';"
+	"DROP TABLE baselines;"
+	"DROP TABLE results;"
+	"DROP TABLE runs;"
+	"ALTER TABLE runs_new RENAME TO runs;"
+	"ALTER TABLE results_new RENAME TO results;"
+	"ALTER TABLE baselines_new RENAME TO baselines;"
+	"CREATE INDEX runs_time ON runs(time);"
+	"CREATE INDEX runs_host ON runs(host);"
+	"CREATE INDEX runs_content_key ON runs(content_key);"
+	"CREATE INDEX runs_source_host_time ON runs(source, host, time);"
+	NULL_NRANKS_DATA;
+
+static const char v5_pg[] =
+	"ALTER TABLE runs ALTER COLUMN nranks DROP NOT NULL;"
+	"ALTER TABLE results ALTER COLUMN nranks DROP NOT NULL;"
+	NULL_NRANKS_DATA;
 
 static const struct migration migrations[] = {
 	{ 1,
@@ -52,21 +116,22 @@ static const struct migration migrations[] = {
 	  " nranks INTEGER NOT NULL, inplace INTEGER NOT NULL, time_us REAL NOT NULL,"
 	  " algbw_gbs REAL NOT NULL, busbw_gbs REAL NOT NULL, wrong INTEGER, ranks TEXT,"
 	  " PRIMARY KEY(run_id, seq));"
-	  "CREATE INDEX runs_time ON runs(time);" },
+	  "CREATE INDEX runs_time ON runs(time);", NULL },
 	{ 2,
 	  "ALTER TABLE runs ADD COLUMN link_gbs REAL NOT NULL DEFAULT 0;"
 	  "CREATE TABLE baselines("
 	  " name TEXT PRIMARY KEY,"
 	  " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
 	  " set_time TEXT NOT NULL);"
-	  "CREATE INDEX runs_host ON runs(host);" },
+	  "CREATE INDEX runs_host ON runs(host);", NULL },
 	{ 3,
 	  /* content_key: what identifies a run across databases (history merge);
 	     NULL in runs recorded before version 3 until a merge fills it */
 	  "ALTER TABLE runs ADD COLUMN content_key TEXT;"
 	  "CREATE INDEX runs_content_key ON runs(content_key);"
-	  "CREATE INDEX runs_source_host_time ON runs(source, host, time);" },
-	{ 4, "ALTER TABLE results ADD COLUMN per_iter TEXT;" },
+	  "CREATE INDEX runs_source_host_time ON runs(source, host, time);", NULL },
+	{ 4, "ALTER TABLE results ADD COLUMN per_iter TEXT;", NULL },
+	{ 5, v5_sqlite, v5_pg },
 };
 
 static void run_key(const struct nw_run *run, const char *time, char *out, size_t len);
@@ -185,7 +250,10 @@ static int migrate(struct nw_store *s, char *err, size_t errlen)
 	for (size_t k = 0; k < NW_ARRAY_LEN(migrations); k++) {
 		if (migrations[k].version <= version)
 			continue;
-		if (db->drv->exec(db, migrations[k].sql)) {
+		const char *sql = migrations[k].sql;
+		if (migrations[k].pg_sql && nw_db_is_pg(s->path))
+			sql = migrations[k].pg_sql;
+		if (db->drv->exec(db, sql)) {
 			char what[64];
 			snprintf(what, sizeof(what), "schema step to version %d", migrations[k].version);
 			db_err(s, what, err, errlen);
@@ -348,7 +416,7 @@ static int insert_rows(struct nw_store *s, long long id, const struct nw_run *ru
 		const struct nw_db_param p[] = {
 			NW_DB_INT(id), NW_DB_INT((long long)i), NW_DB_TEXT(r->op), NW_DB_TEXT(r->dtype),
 			NW_DB_TEXT(r->redop), NW_DB_INT(r->root), NW_DB_INT((long long)r->size_bytes),
-			NW_DB_INT((long long)r->count), NW_DB_INT(r->nranks), NW_DB_INT(r->inplace),
+			NW_DB_INT((long long)r->count), r->nranks > 0 ? NW_DB_INT(r->nranks) : NW_DB_NULL, NW_DB_INT(r->inplace),
 			NW_DB_REAL(r->time_us), NW_DB_REAL(r->algbw_gbs), NW_DB_REAL(r->busbw_gbs),
 			r->wrong >= 0 ? NW_DB_INT(r->wrong) : NW_DB_NULL, ranks ? NW_DB_TEXT(ranks) : NW_DB_NULL,
 			iters ? NW_DB_TEXT(iters) : NW_DB_NULL,
@@ -396,7 +464,7 @@ static int insert_run(struct nw_store *s, const struct nw_run *run, long long *i
 		NW_DB_TEXT(t), NW_DB_TEXT(h->host), NW_DB_TEXT(h->source), NW_DB_TEXT(h->backend),
 		NW_DB_TEXT(h->tool_version), NW_DB_TEXT(h->nccl_version), NW_DB_TEXT(h->nccl_path),
 		NW_DB_TEXT(h->driver), NW_DB_TEXT(h->cuda_driver), NW_DB_TEXT(h->gpus), NW_DB_TEXT(h->cmdline),
-		NW_DB_TEXT(h->input), NW_DB_INT(h->nranks), NW_DB_INT(h->nhosts), NW_DB_TEXT(ops),
+		NW_DB_TEXT(h->input), h->nranks > 0 ? NW_DB_INT(h->nranks) : NW_DB_NULL, NW_DB_INT(h->nhosts), NW_DB_TEXT(ops),
 		NW_DB_REAL(peak), NW_DB_INT((long long)run->nrows), extra ? NW_DB_TEXT(extra) : NW_DB_NULL,
 		NW_DB_REAL(h->link_gbs), NW_DB_TEXT(key),
 	};
@@ -533,7 +601,7 @@ static int load_header(struct nw_store *s, long long id, struct nw_run *run, cha
 		const char *v = d->text(r, k);
 		nw_strlcpy(cols[k].dst, v ? v : "", cols[k].len);
 	}
-	h->nranks = (int)d->integer(r, 12);
+	h->nranks = (int)d->integer(r, 12); /* NULL (unknown) reads as 0 */
 	h->nhosts = (int)d->integer(r, 13);
 	const char *extra = d->text(r, 14);
 	if (extra) {
@@ -589,7 +657,7 @@ static void load_row(struct nw_db_rows *r, const struct nw_db_driver *d, struct 
 	long long sz = d->integer(r, 4), cnt = d->integer(r, 5);
 	row->size_bytes = sz > 0 ? (uint64_t)sz : 0;
 	row->count = cnt > 0 ? (uint64_t)cnt : 0;
-	row->nranks = (int)d->integer(r, 6);
+	row->nranks = (int)d->integer(r, 6); /* NULL (unknown) reads as 0 */
 	row->inplace = d->integer(r, 7) != 0;
 	row->time_us = d->real(r, 8);
 	row->algbw_gbs = d->real(r, 9);

@@ -119,3 +119,36 @@ run "$NW" history --no-history --db "$DB"
 expect_rc "--no-history is meaningless here" 2
 run "$NW" help history
 expect_out "usage lists baseline" 'history baseline'
+
+# An output that does not say how many ranks ran: recorded as unknown
+# (NULL), shown as unknown, and never compared as "0 ranks".
+NR=$TMP/nranks.db
+run "$NW" import --db "$NR" "$SRCDIR/tests/fixtures/nccltests/nt_all_reduce.txt"
+expect_rc "a run with its ranks recorded" 0
+grep -v '^# nThread\|^# Using devices\|^#  Rank' "$SRCDIR/tests/fixtures/nccltests/nt_all_reduce.txt" >"$TMP/noranks.txt"
+run "$NW" import --db "$NR" "$TMP/noranks.txt"
+expect_rc "the same table without its rank lines recorded" 0
+run "$NW" import --db "$NR" "$SRCDIR"/tests/fixtures/corpus/137-*.txt
+expect_rc "a header-less nccl-tests 2.4 output recorded" 0
+run "$NW" history show 3 --db "$NR"
+expect_out "history show: ranks unknown" '^ranks +unknown$'
+run "$NW" history show 3 --db "$NR" --json
+expect_true "history show --json: run and rows nranks null" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["run"]["nranks"] is None, d["run"]["nranks"]
+assert all(r["nranks"] is None for r in d["results"])
+assert d["run"]["extra"]["fingerprint"].get("nranks") is None' "$OUT"
+if command -v sqlite3 >/dev/null; then
+	expect_true "stored as NULL, not 0" test "$(sqlite3 "$NR" 'SELECT count(*) FROM runs WHERE nranks IS NULL; SELECT count(*) FROM results WHERE nranks = 0')" = "$(printf '2\n0')"
+else
+	skip "nranks stored as NULL" "no sqlite3 shell"
+fi
+run "$NW" compare --db "$NR" 1 2
+expect_rc "compare a known and an unknown rank count" 0
+expect_no_out "compare: no rank count attributed" 'ranks'
+run "$NW" compare --db "$NR" 1 2 --json
+expect_no_out "compare --json: no rank count attributed" 'nranks'
+run "$NW" report --db "$NR" -O "$TMP/nranks.html" 1 2
+expect_true "report: the unknown rank count is '?'" grep -q '<td class="num">?</td>' "$TMP/nranks.html"
+expect_true "report: never 0 ranks" test "$(grep -c '<td class="num">0</td><td class="num">62</td>' "$TMP/nranks.html")" -eq 0

@@ -248,3 +248,7 @@ run "$NW" import --no-history --csv - <"$TMP/rccl.json"
 expect_rc "rccl-tests JSON lines with a cut line: the rest imported" 0
 expect_err "rccl-tests JSON lines with a cut line: counted" "1 line not understood"
 expect_out "rccl-tests JSON lines from stdin: broadcast rows" "^broadcast,float,none,-1,8,2,2,1,"
+run "$NW" import --no-history --table "$CORPUS/137-nccl-tests-allgather-4g-oob-failed-lost-hash-nccl24.txt"
+expect_out "the table's summary line: an unknown rank count is '?', not 0" '^# nranks \?  '
+run "$NW" import --no-history "$CORPUS/137-nccl-tests-allgather-4g-oob-failed-lost-hash-nccl24.txt"
+expect_out "CSV: an unknown rank count is an empty field, not 0" '^all_gather,float,none,-1,4294967296,134217728,,0,29122.000,'

@@ -136,6 +136,18 @@ static void round_trip_at(const char *path)
 	assert_int_equal(nw_store_delete(s, id, err, sizeof(err)), 0);
 	assert_int_equal(nw_store_baseline_get(s, "good", &bid, err, sizeof(err)), 0);
 	assert_int_equal(nw_store_delete(s, id, err, sizeof(err)), -1);
+	/* a run whose rank count is unknown is recorded, and read back, as unknown */
+	nw_run_release(&back);
+	nw_run_release(&run);
+	make_run(&run);
+	run.h.nranks = 0;
+	for (size_t i = 0; i < run.nrows; i++)
+		run.rows[i].nranks = 0;
+	assert_int_equal(nw_store_record(&o, &run, &id, err, sizeof(err)), 0);
+	assert_int_equal(nw_store_load(s, id, &back, err, sizeof(err)), 0);
+	assert_int_equal(back.h.nranks, 0);
+	assert_int_equal(back.rows[1].nranks, 0);
+	assert_true(json_is_null(json_object_get(json_object_get(back.h.extra, "fingerprint"), "nranks")));
 	nw_store_close(s);
 	nw_run_release(&run);
 	nw_run_release(&back);
@@ -291,15 +303,34 @@ static const char v1_schema[] =
 	"PRAGMA application_id = 1313036104;"
 	"PRAGMA user_version = 1;";
 
+/* One integer answer of sql on db. */
+static long long lite_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	long long v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* A file at dir/name made by schema step 1 (v1_schema), then by later (NULL: none), as an older ncclwatch left it. */
+static void old_file(char *path, size_t len, const char *name, const char *later)
+{
+	path_in(path, len, name);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
+	if (later)
+		assert_int_equal(sqlite3_exec(db, later, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
 static void migrate_v1(void **state)
 {
 	(void)state;
 	char path[128], err[NW_ERRLEN];
-	path_in(path, sizeof(path), "v1.db");
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	old_file(path, sizeof(path), "v1.db", NULL);
 
 	struct nw_store *s;
 	assert_int_equal(nw_store_open(path, NW_STORE_WRITE, &s, err, sizeof(err)), 0);
@@ -320,12 +351,90 @@ static void migrate_v1(void **state)
 	nw_run_release(&run);
 	nw_run_release(&old);
 
+	sqlite3 *db;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	sqlite3_stmt *st;
-	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(st, 0), NW_STORE_SCHEMA_VERSION);
-	sqlite3_finalize(st);
+	assert_int_equal(lite_int(db, "PRAGMA user_version"), NW_STORE_SCHEMA_VERSION);
+	sqlite3_close(db);
+}
+
+/*
+ * A version 4 database: version 1 and steps 2 to 4 as they were, an import
+ * stored with 0 ranks (run 1), a run of 8 ranks named as a baseline (run 2),
+ * and runs up to 7 since deleted.
+ */
+static const char v4_steps[] =
+	"ALTER TABLE runs ADD COLUMN link_gbs REAL NOT NULL DEFAULT 0;"
+	"CREATE TABLE baselines(name TEXT PRIMARY KEY,"
+	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, set_time TEXT NOT NULL);"
+	"CREATE INDEX runs_host ON runs(host);"
+	"ALTER TABLE runs ADD COLUMN content_key TEXT;"
+	"CREATE INDEX runs_content_key ON runs(content_key);"
+	"CREATE INDEX runs_source_host_time ON runs(source, host, time);"
+	"ALTER TABLE results ADD COLUMN per_iter TEXT;"
+	"UPDATE runs SET nranks = 0, input = '137.txt', content_key = 'k1' WHERE id = 1;"
+	"UPDATE results SET nranks = 0 WHERE run_id = 1;"
+	"INSERT INTO runs VALUES(2, '2026-11-02T10:00:00Z', 'vm', 'bench', 'nccl', '0.2.0',"
+	" '2.28.9', '', '', '', '8 x NVIDIA H200', 'bench', '', 8, 1, 'all_reduce', 300.0, 1, NULL, 478.1, 'k2');"
+	"INSERT INTO results VALUES(2, 0, 'all_reduce', 'float', 'sum', -1, 67108864, 16777216, 8,"
+	" 0, 250.0, 268.0, 300.0, 0, NULL, '{\"times_us\":[250.0]}');"
+	"INSERT INTO baselines VALUES('good', 2, '2026-11-02T11:00:00Z');"
+	"UPDATE sqlite_sequence SET seq = 7 WHERE name = 'runs';"
+	"PRAGMA user_version = 4;";
+
+/* Version 5 on a version 4 file: ranks nullable, 0s read as unknown, ids, baselines, indexes and cascades kept. */
+static void migrate_v4(void **state)
+{
+	(void)state;
+	char path[128], err[NW_ERRLEN];
+	old_file(path, sizeof(path), "v4.db", v4_steps);
+
+	struct nw_store *s;
+	assert_int_equal(nw_store_open(path, NW_STORE_WRITE, &s, err, sizeof(err)), 0);
+	struct nw_run old;
+	assert_int_equal(nw_store_load(s, 2, &old, err, sizeof(err)), 0);
+	assert_int_equal(old.h.nranks, 8);
+	assert_int_equal(old.rows[0].nranks, 8);
+	assert_int_equal(old.rows[0].niter, 1);
+	assert_true(old.h.link_gbs == 478.1);
+	nw_run_release(&old);
+	assert_int_equal(nw_store_load(s, 1, &old, err, sizeof(err)), 0);
+	assert_int_equal(old.h.nranks, 0);
+	assert_string_equal(old.h.input, "137.txt");
+	nw_run_release(&old);
+	long long bid = 0;
+	assert_int_equal(nw_store_baseline_get(s, "good", &bid, err, sizeof(err)), 1);
+	assert_int_equal(bid, 2);
+	/* a run of unknown ranks goes in as NULL, under an id never used before */
+	struct nw_run run;
+	make_run(&run);
+	run.h.nranks = 0;
+	for (size_t i = 0; i < run.nrows; i++)
+		run.rows[i].nranks = 0;
+	long long id;
+	assert_int_equal(nw_store_insert(s, &run, &id, err, sizeof(err)), 0);
+	assert_int_equal(id, 8);
+	nw_run_release(&run);
+	assert_int_equal(nw_store_load(s, id, &run, err, sizeof(err)), 0);
+	assert_int_equal(run.h.nranks, 0);
+	assert_int_equal(run.rows[0].nranks, 0);
+	nw_run_release(&run);
+	nw_store_close(s);
+
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(lite_int(db, "PRAGMA user_version"), NW_STORE_SCHEMA_VERSION);
+	assert_int_equal(lite_int(db, "SELECT count(*) FROM runs WHERE nranks IS NULL"), 2);
+	assert_int_equal(lite_int(db, "SELECT count(*) FROM results WHERE nranks IS NULL"), 3);
+	assert_int_equal(lite_int(db, "SELECT count(*) FROM results WHERE nranks = 8"), 1);
+	assert_int_equal(lite_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN"
+	                              " ('runs_time', 'runs_host', 'runs_content_key', 'runs_source_host_time')"), 4);
+	assert_int_equal(lite_int(db, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%_new'"), 0);
+	assert_int_equal(lite_int(db, "SELECT count(*) FROM runs WHERE content_key = 'k2'"), 1);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA foreign_keys = ON; DELETE FROM runs WHERE id = 2", NULL, NULL, NULL),
+	                 SQLITE_OK);
+	/* the references moved with the rename: deleting a run still takes its rows and baselines */
+	assert_int_equal(lite_int(db, "SELECT count(*) FROM results WHERE run_id = 2"), 0);
+	assert_int_equal(lite_int(db, "SELECT count(*) FROM baselines"), 0);
 	sqlite3_close(db);
 }
 
@@ -365,6 +474,7 @@ int main(void)
 		cmocka_unit_test(default_path),
 		cmocka_unit_test(foreign_files),
 		cmocka_unit_test(migrate_v1),
+		cmocka_unit_test(migrate_v4),
 		cmocka_unit_test(newer_schema),
 		cmocka_unit_test(read_missing),
 	};
