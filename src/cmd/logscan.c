@@ -151,6 +151,8 @@ static void print_transports(const json_t *doc)
 		char where[96];
 		if (!strcmp(s_of(o, "class"), "CollNet"))
 			snprintf(where, sizeof(where), "rank to the collective network");
+		else if (intra + inter == 0)
+			snprintf(where, sizeof(where), "the log does not tell their nodes");
 		else if (intra + inter < np)
 			snprintf(where, sizeof(where), "%" JSON_INTEGER_FORMAT " in-node, %" JSON_INTEGER_FORMAT
 			         " between nodes, %" JSON_INTEGER_FORMAT " whose nodes the log does not tell", intra, inter, np - intra - inter);

@@ -261,9 +261,10 @@ static void ras_line(struct nw_log *lg, const char *s, size_t n)
 /*
  * What the launcher or NCCL RAS says of the job's size, when NCCL's own
  * lines may not: PyTorch Lightning's "Starting with 2 processes" and
- * "MEMBER: 1/2", PyTorch's "Rank 1: Completed store-based barrier", and the
+ * "MEMBER: 1/2", PyTorch's "Rank 1: Completed store-based barrier", the
  * job summary of an NCCL RAS answer ("(total)" header, then nodes ... GPUs
- * in all). Returns 1 when the line was one of these.
+ * in all), and Open MPI's "Local host: NAME" (a host of the job). Returns 1
+ * when the line was one of these.
  */
 static int job_size_line(struct nw_log *lg, const char *s, size_t n)
 {
@@ -289,6 +290,18 @@ static int job_size_line(struct nw_log *lg, const char *s, size_t n)
 	}
 	while (n && *s == ' ')
 		s++, n--;
+	if (starts(s, n, "Local host:")) {
+		/* Open MPI's help messages name the host they come from */
+		size_t i = 11;
+		while (i < n && (s[i] == ' ' || s[i] == '\t'))
+			i++;
+		size_t e = i;
+		while (e < n && s[e] != ' ' && s[e] != '\t')
+			e++;
+		if (e > i)
+			lg_host_add(lg, s + i, e - i);
+		return e > i;
+	}
 	if (starts(s, n, "(total)")) {
 		lg->ras_job_row = find(s, n, "per node") ? 5 : 3;
 		return 1;

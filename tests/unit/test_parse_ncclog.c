@@ -575,6 +575,11 @@ static void job_size(void **state)
 	assert_int_equal(json_integer_value(json_object_get(doc, "nranks")), 32);
 	assert_int_equal(json_integer_value(json_object_get(doc, "nnodes")), 4);
 	json_decref(doc);
+	doc = scan("WARNING: There was an error initializing an OpenFabrics device.\n\n  Local host:   rtptest1621\n"
+	           "  Local device: mlx5_0\n", NULL);
+	assert_int_equal(json_integer_value(json_object_get(doc, "nhosts")), 1);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(doc, "hosts"), 0)), "rtptest1621");
+	json_decref(doc);
 	/* two processes, two devices: seen, but the size stays unknown */
 	doc = scan("vm:1:1 [0] NCCL INFO cudaDriverVersion 12080\nvm:2:2 [1] NCCL INFO cudaDriverVersion 12080\n", NULL);
 	assert_true(json_is_null(json_object_get(doc, "nranks")));
