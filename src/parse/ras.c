@@ -276,7 +276,10 @@ static size_t skip_handshake(const char *buf, size_t len, int *protocol)
 		const char *nl = memchr(buf + off, '\n', len - off);
 		size_t l = nl ? (size_t)(nl - (buf + off)) : len - off;
 		if (l >= 16 && !strncasecmp(buf + off, "SERVER PROTOCOL ", 16)) {
-			*protocol = atoi(buf + off + 16);
+			int v = 0; /* within the line: the answer need not end in a NUL */
+			for (size_t k = off + 16; k < off + l && isdigit((unsigned char)buf[k]) && v < 100000; k++)
+				v = v * 10 + (buf[k] - '0');
+			*protocol = v;
 		} else if (!(l >= 2 && !strncasecmp(buf + off, "OK", 2) && (l == 2 || isspace((unsigned char)buf[off + 2])))) {
 			return off;
 		}
@@ -296,9 +299,13 @@ int nw_ras_parse(const char *buf, size_t len, struct nw_ras *out, char *err, siz
 	size_t off = skip_handshake(buf, len, &out->protocol);
 	if (off >= len)
 		return nw_seterr(err, errlen, "empty RAS answer: the job's RAS port sent nothing after the handshake");
-	if (!strncmp(buf + off, "ERROR", 5))
-		return nw_seterr(err, errlen, "the RAS port answered with an error: %.*s", (int)strcspn(buf + off, "\r\n"),
-		                 buf + off);
+	if (len - off >= 5 && !memcmp(buf + off, "ERROR", 5)) {
+		/* the answer need not end in a NUL: its line is measured within len */
+		size_t n = 0;
+		while (off + n < len && n < 400 && buf[off + n] != '\r' && buf[off + n] != '\n' && buf[off + n] != '\0')
+			n++;
+		return nw_seterr(err, errlen, "the RAS port answered with an error: %.*s", (int)n, buf + off);
+	}
 	int rc;
 	if (buf[off] == '{') {
 		out->format = NW_RAS_JSON;

@@ -368,6 +368,26 @@ static void test_op_names(void **state)
 	assert_int_equal(nw_ras_op("collective"), NWS_OP_OTHER);
 }
 
+/* Answers that do not end in a NUL are read within their length (ASan sees any read past it). */
+static void test_unterminated(void **state)
+{
+	(void)state;
+	static const char *const answers[] = { "ERRORunhand.e", "SERVER PROTOCOL 2", "OK\nERROR" };
+	for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
+		size_t n = strlen(answers[i]);
+		char *buf = malloc(n);
+		assert_non_null(buf);
+		memcpy(buf, answers[i], n);
+		struct nw_ras r;
+		char err[256] = "";
+		assert_int_not_equal(nw_ras_parse(buf, n, &r, err, sizeof(err)), 0);
+		if (i != 1)
+			assert_non_null(strstr(err, "answered with an error: ERROR"));
+		nw_ras_release(&r);
+		free(buf);
+	}
+}
+
 /*
  * Forty communicators that each claim a million ranks, in 3 kB: the ranks
  * filled in from sizes stop at NW_RAS_MAXRANK over the whole answer, and
@@ -419,6 +439,7 @@ int main(void)
 		cmocka_unit_test(test_json_null_status),
 		cmocka_unit_test(test_op_names),
 		cmocka_unit_test(test_sizes_bounded),
+		cmocka_unit_test(test_unterminated),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
