@@ -289,6 +289,26 @@ static uint32_t connection_transport(struct nw_log *lg, const char *s, size_t n,
 	return transport_get(lg, name, nn);
 }
 
+/* One more connection of pair (src, dst) of communicator ci (dst -1: the collective network) over transport ti. */
+static void pair_add(struct nw_log *lg, uint32_t ci, int src, int dst, uint32_t ti, uint64_t nic)
+{
+	int created;
+	uint32_t *v = lg_ht_get(&lg->pair_idx, ci, ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst, 1, &created);
+	if (!v) {
+		lg->dropped++;
+		return;
+	}
+	if (created) {
+		lg->pairs = lg_grow(lg->pairs, &lg->cap_pairs, lg->npairs, sizeof(*lg->pairs));
+		*v = (uint32_t)lg->npairs++;
+		lg->pairs[*v] = (struct lg_pair){ ci, src, dst, ti, 0, 0 };
+	}
+	lg->pairs[*v].connections++;
+	lg->pairs[*v].nics |= nic;
+	if (lg->pairs[*v].transport == UINT32_MAX)
+		lg->pairs[*v].transport = ti;
+}
+
 /* "Channel 00/0 : 0[0] -> 1[1] [send] via P2P/direct pointer" (also "Ring 00 : ..." before 2.5). */
 static void info_connection(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n, const char *via)
 {
@@ -310,21 +330,7 @@ static void info_connection(struct nw_log *lg, const struct lg_from *from, const
 	uint32_t *own = lg_ht_get(&lg->conn_host, ci, (uint64_t)(find(s, n, "[receive]") ? dst : src), 1, NULL);
 	if (own && *own == UINT32_MAX)
 		*own = lg->procs[from->proc].host;
-	int created;
-	uint32_t *v = lg_ht_get(&lg->pair_idx, ci, ((uint64_t)src << 32) | (uint64_t)dst, 1, &created);
-	if (!v) {
-		lg->dropped++;
-		return;
-	}
-	if (created) {
-		lg->pairs = lg_grow(lg->pairs, &lg->cap_pairs, lg->npairs, sizeof(*lg->pairs));
-		*v = (uint32_t)lg->npairs++;
-		lg->pairs[*v] = (struct lg_pair){ ci, (int)src, (int)dst, ti, 0, 0 };
-	}
-	lg->pairs[*v].connections++;
-	lg->pairs[*v].nics |= nic;
-	if (lg->pairs[*v].transport == UINT32_MAX)
-		lg->pairs[*v].transport = ti;
+	pair_add(lg, ci, (int)src, (int)dst, ti, nic);
 }
 
 /* "Channel 00/24 : 0 1" (ring order, 2.5+) or "Ring 00 : 0 1 2 3" (older). */
@@ -415,19 +421,7 @@ int lg_info_collnet_channel(struct nw_log *lg, const struct lg_from *from, const
 	uint32_t ti = connection_transport(lg, s, n, via, &nic);
 	uint32_t ci = UINT32_MAX;
 	comm_of_dev(lg, from->proc, from->dev, &ci);
-	int created;
-	uint32_t *v = lg_ht_get(&lg->pair_idx, ci, ((uint64_t)rank << 32) | 0xffffffffu, 1, &created);
-	if (!v) {
-		lg->dropped++;
-		return 1;
-	}
-	if (created) {
-		lg->pairs = lg_grow(lg->pairs, &lg->cap_pairs, lg->npairs, sizeof(*lg->pairs));
-		*v = (uint32_t)lg->npairs++;
-		lg->pairs[*v] = (struct lg_pair){ ci, (int)rank, -1, ti, 0, 0 };
-	}
-	lg->pairs[*v].connections++;
-	lg->pairs[*v].nics |= nic;
+	pair_add(lg, ci, (int)rank, -1, ti, nic);
 	return 1;
 }
 
