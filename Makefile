@@ -1,6 +1,7 @@
 # ncclwatch: plain make.
 #   make                 build/ncclwatch and build/libnccl-profiler-ncclwatch.so
-#   make test            every test that needs no GPU (unit, CLI, plugin harness)
+#   make test            every test that needs no GPU (unit, CLI, plugin harness);
+#                        T="test_a test_b" runs only those
 #   make SANITIZE=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer (build-san/)
 #   make MPI=0           build without MPI even when mpicc is present
 #   make MPI=dl          no MPI at build or load time: Open MPI's libmpi.so.40 is
@@ -161,7 +162,7 @@ $(FAKE_DIR)/libcupti.so.13: tests/fakegpu/fake_cupti.c src/plugin/cupti_abi.h
 	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libcupti.so.13 -o $@ $<
 
 test: all $(UNIT_BIN) $(HELPER_BIN) $(FAKE_LIBS)
-	@BUILD=$(BUILD) tests/run.sh
+	@BUILD=$(BUILD) tests/run.sh $(T)
 
 # libFuzzer targets: tests/fuzz/fuzz_<name>.c, linked with every module
 # (compiled once, instrumented, without MPI).

@@ -3,8 +3,12 @@
 # then tests/cli/test_*.sh (which print "ok - name" / "not ok - name").
 # A check printed as "ok - name # skip: why" (lib.sh's skip) counts as
 # skipped, named at the end. Ends with the line "N passed, N failed,
-# N skipped" and a non-zero exit on failure.
+# N skipped" and a non-zero exit on failure. With arguments (or T=... from
+# make: `make test T="test_logscan test_import"`), only the tests whose names
+# are given run.
 set -u
+only=" $* "
+want() { [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]]; }
 BUILD=${BUILD:-build}
 export BUILD
 export NW=${NW:-$PWD/$BUILD/ncclwatch}
@@ -20,6 +24,7 @@ export XDG_DATA_HOME=$logdir/xdg NCCLWATCH_DB=$logdir/history.db NCCLWATCH_DIR=$
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
+	want "$name" || continue
 	out="$logdir/$name.log"
 	CMOCKA_MESSAGE_OUTPUT=stdout "$t" >"$out" 2>&1
 	rc=$?
@@ -34,6 +39,7 @@ done
 for s in tests/cli/test_*.sh; do
 	[ -f "$s" ] || continue
 	name=$(basename "$s" .sh)
+	want "$name" || continue
 	out="$logdir/$name.log"
 	bash "$s" >"$out" 2>&1
 	rc=$?
