@@ -43,7 +43,7 @@ one() {
 		env+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLWATCH_DIR="$OUT/stats-$r")
 	fi
 	env -u NCCL_PROFILER_PLUGIN "${env[@]}" "$NW" bench --op all_reduce -b 8 -e 8K -f 1024 -n 20000 -w 2000 \
-		-c 0 -g 2 "${libarg[@]}" --no-history --json "$base.json" >"$base.log" 2>&1 ||
+		-c 0 -g 2 "${libarg[@]}" --no-history --json="$base.json" >"$base.log" 2>&1 ||
 		echo "overhead-small: bench ($cfg, round $r) failed; see $base.log" >&2
 	if [ "$cfg" = on ] && ! grep -q "ncclwatch: profiler v" "$base.log"; then
 		echo "CHECK FAIL: the plugin did not watch the communicator in round $r (see $base.log)"

@@ -57,7 +57,7 @@ bench() {
 		env+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLWATCH_DIR="$OUT/stats-$tag-$rep")
 	fi
 	env -u NCCL_PROFILER_PLUGIN "${env[@]}" "$NW" bench --op all_reduce "$@" -n 200 -w 20 -c 0 -g "$NGPUS" \
-		--nccl-lib "$NCCL_LIB" --no-history --json "$base.json" >"$base.log" 2>&1
+		--nccl-lib "$NCCL_LIB" --no-history --json="$base.json" >"$base.log" 2>&1
 	local rc=$?
 	[ $rc -eq 0 ] || echo "plugin-overhead: bench ($cfg, round $rep, $tag) exited $rc; see $base.log" >&2
 }

@@ -36,7 +36,7 @@ fi
 
 ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 cmd=("$NW" tune --op all_reduce,all_gather,reduce_scatter,sendrecv -b 8 -e 1G -f 4 -n 20 -w 5
-     --budget "$BUDGET" --env-out "$OUT/tune.env" --json "$OUT/tune.json" --save-runs "$OUT/runs"
+     --budget "$BUDGET" --env-out "$OUT/tune.env" --json="$OUT/tune.json" --save-runs "$OUT/runs"
      --no-history ${NCCLWATCH_NCCL_LIB:+--nccl-lib "$NCCLWATCH_NCCL_LIB"} "$@")
 {
 	echo "date: $(date -u +%FT%TZ)"

@@ -1,3 +1,8 @@
+/*
+ * bench_cli: bench's option table (nccl-tests' flags and ours), its
+ * checks of the options together, and its outputs: the nccl-tests table on
+ * stdout, JSON, CSV, -J, per-rank lines and the progress line.
+ */
 #include "cmd/bench_cli.h"
 
 #include <fcntl.h>
@@ -59,154 +64,170 @@ static int find_op(const char *s)
 /* -e's default with --backend mpi (32 MiB): the sweep then takes seconds, not minutes. */
 #define NW_MPI_DEFAULT_MAX (32ULL << 20)
 
-enum {
-	OPT_OP = NW_OPT_LOCAL, OPT_BACKEND, OPT_CSV, OPT_PER_RANK, OPT_PAIRS, OPT_NCCL_LIB,
-	OPT_OOP, OPT_IP, OPT_QUIET, OPT_RDZV,
-};
-
-/* nccl-tests' whole-number flags: letter, range, what it is (for messages). */
-static const struct int_flag {
-	int c;
-	long min, max;
-	const char *what;
-} int_flags[] = {
-	{ 'n', 1, 100000000, "iterations" },     { 'w', 0, 100000000, "warm-up iterations" },
-	{ 'm', 1, 1024, "aggregated iterations" }, { 'c', 0, 1000000, "check" },
-	{ 'z', 0, 3, "blocking" },                 { 'G', 0, 1000000, "graph launches" },
-	{ 'a', 0, 3, "average" },                  { 'g', 1, 64, "GPUs per process" },
-	{ 't', 1, 64, "threads" },                 { 'C', 0, 1, "report CPU time" },
-	{ 'I', 0, 1, "per-iteration timing" },     { 'K', 0, 1000000, "per-iteration summary skip" },
-	{ 'S', 0, 1, "report timestamps" },
-	{ 'N', 0, 1000000000, "--run_cycles, 0 until interrupted" }, { 'M', 0, 1, "--memory, GPU memory report" },
-	{ 'u', 0, 1048576, "--unalign, elements to shift the buffers by" }, { 'p', 0, 1, "--parallel_init" },
-	{ 'R', 0, 2, "--local_register, 1 local, 2 symmetric" },
-};
-
-/* A whole-number flag (one of int_flags) into o; 0, or -1 with err. */
-static int int_opt(int c, const char *arg, const char *name, struct nw_bench_opts *o, char *err, size_t errlen)
+/* -o LIST: reductions. */
+static int redop_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
-	const struct int_flag *f = NULL;
-	for (size_t i = 0; i < NW_ARRAY_LEN(int_flags); i++)
-		if (int_flags[i].c == c)
-			f = &int_flags[i];
-	char what[64];
-	long v;
-	snprintf(what, sizeof(what), "%s (%s)", name, f->what);
-	if (nw_parse_long(arg, f->min, f->max, &v, what, err, errlen))
-		return -1;
-	switch (c) {
-	case 'n': o->iters = (int)v; break;
-	case 'w': o->warmup = (int)v; break;
-	case 'm': o->agg_iters = (int)v; break;
-	case 'c': o->check = v > 0; break;
-	case 'z': o->blocking = (int)v; break;
-	case 'G': o->graph_launches = (int)v; break;
-	case 'a': o->average = (enum nw_average)v; break;
-	case 'g': o->ngpus = (int)v; break;
-	case 't': o->nthreads = (int)v; break;
-	case 'I': o->per_iter = (int)v; break;
-	case 'K': o->per_iter_skip = (int)v; break;
-	case 'S': o->timestamps = (int)v; break;
-	case 'N': o->cycles = (int)v; break;
-	case 'M': o->mem_report = (int)v; break;
-	case 'u': o->unalign = (int)v; break;
-	case 'p': o->parallel_init = (int)v; break;
-	case 'R': o->reg = (int)v; break;
-	default: o->cputime = (int)v; break;
-	}
-	return 0;
-}
-
-/* A comma list (-o redops, -d data types, --op collectives) into o; 0, or -1 with err. */
-static int list_opt(int c, const char *arg, struct nw_bench_opts *o, char *err, size_t errlen)
-{
-	int ids[NW_NOPS + NW_NDTYPES + NW_NREDOPS];
-	int n;
-	if (c == 'o') {
-		n = parse_list(arg, ids, NW_NREDOPS, nw_redop_find, NW_NREDOPS, "reduction op (-o)", err, errlen);
-		for (int i = 0; i < n; i++)
-			o->redops[i] = (enum nw_redop)ids[i];
-		o->nredops = n;
-	} else if (c == 'd') {
-		n = parse_list(arg, ids, NW_NDTYPES, nw_dtype_find, NW_NDTYPES, "data type (-d)", err, errlen);
-		for (int i = 0; i < n; i++)
-			o->dtypes[i] = (enum nw_dtype)ids[i];
-		o->ndtypes = n;
-	} else {
-		n = parse_list(arg, ids, NW_NOPS, find_op, NW_OPS_ALL, "collective (--op)", err, errlen);
-		for (int i = 0; i < n; i++)
-			o->ops[i] = (enum nw_op)ids[i];
-		o->nops = n;
-	}
+	struct nw_bench_opts *o = &((struct bench_cli *)opts)->o;
+	int ids[NW_NREDOPS];
+	char what[48];
+	snprintf(what, sizeof(what), "reduction op (%s)", name);
+	int n = parse_list(arg, ids, NW_NREDOPS, nw_redop_find, NW_NREDOPS, what, err, errlen);
+	for (int i = 0; i < n; i++)
+		o->redops[i] = (enum nw_redop)ids[i];
+	o->nredops = n > 0 ? n : o->nredops;
 	return n < 0 ? -1 : 0;
 }
 
-/* Sizes, the step, the timeout, the root and the backend; 0, or -1 with err. */
-static int value_opt(int c, const char *arg, const char *name, struct nw_bench_opts *o, char *err, size_t errlen)
+/* -d LIST: data types. */
+static int dtype_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
-	double d;
-	long v;
-	char what[64];
-	switch (c) {
-	case 'b': return nw_parse_size(arg, &o->min_bytes, err, errlen);
-	case 'e': return nw_parse_size(arg, &o->max_bytes, err, errlen);
-	case 'i': return nw_parse_size(arg, &o->step_bytes, err, errlen);
-	case 'T': return nw_parse_duration(arg, &o->timeout_s, err, errlen);
-	case OPT_RDZV: return nw_parse_duration(arg, &o->rdzv_timeout_s, err, errlen);
-	case 'f':
-		snprintf(what, sizeof(what), "%s (step factor)", name);
-		if (nw_parse_double(arg, 1, 1024, &d, what, err, errlen))
-			return -1;
-		o->step_factor = d;
-		return 0;
-	case 'r':
-		snprintf(what, sizeof(what), "%s (root)", name);
-		if (!strcmp(arg, "all"))
-			v = -1;
-		else if (nw_parse_long(arg, 0, 1 << 20, &v, what, err, errlen))
-			return -1;
-		o->root = (int)v;
-		return 0;
-	default:
-		if (!strcmp(arg, "nccl"))
-			o->backend = NW_BACKEND_NCCL;
-		else if (!strcmp(arg, "mpi"))
-			o->backend = NW_BACKEND_MPI;
-		else
-			return nw_seterr(err, errlen, "unknown backend '%s' (nccl or mpi)", arg);
-		return 0;
-	}
+	struct nw_bench_opts *o = &((struct bench_cli *)opts)->o;
+	int ids[NW_NDTYPES];
+	char what[48];
+	snprintf(what, sizeof(what), "data type (%s)", name);
+	int n = parse_list(arg, ids, NW_NDTYPES, nw_dtype_find, NW_NDTYPES, what, err, errlen);
+	for (int i = 0; i < n; i++)
+		o->dtypes[i] = (enum nw_dtype)ids[i];
+	o->ndtypes = n > 0 ? n : o->ndtypes;
+	return n < 0 ? -1 : 0;
 }
 
-/* One option into cli; 0, -1 with err, or -2 after printing (a bad --db). */
-static int take_opt(int c, const char *arg, const char *name, struct bench_cli *cli, char *err, size_t errlen)
+/* --op LIST: collectives ('all': those nccl-tests had before 2.19). */
+static int op_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
-	struct nw_bench_opts *o = &cli->o;
-	switch (c) {
-	case 'n': case 'w': case 'm': case 'c': case 'z': case 'G': case 'a': case 'g': case 't': case 'C': case 'I': case 'K': case 'S':
-	case 'N': case 'M': case 'u': case 'p': case 'R':
-		return int_opt(c, arg, name, o, err, errlen);
-	case 'o': case 'd': case OPT_OP:
-		return list_opt(c, arg, o, err, errlen);
-	case 'b': case 'e': case 'i': case 'f': case 'T': case 'r': case OPT_RDZV: case OPT_BACKEND:
-		return value_opt(c, arg, name, o, err, errlen);
-	case 'D': case 'V':
-		return nw_seterr(err, errlen, "%s (nccl-tests' device API, %s) needs device code that ncclwatch does not "
-		                 "build; use nccl-tests for it", name, c == 'D' ? "device_implementation" : "device_cta_count");
-	case 'J': cli->nt_json_path = arg; nw_strlcpy(cli->nt_json_opt, name, sizeof(cli->nt_json_opt)); return 0;
-	case NW_OPT_JSON: cli->json_path = arg ? arg : "-"; nw_strlcpy(cli->json_opt, name, sizeof(cli->json_opt)); return 0;
-	case OPT_CSV: cli->csv_path = arg; nw_strlcpy(cli->csv_opt, name, sizeof(cli->csv_opt)); return 0;
-	case OPT_PER_RANK: o->per_rank = 1; return 0;
-	case OPT_PAIRS: o->pairs = 1; return 0;
-	case OPT_NCCL_LIB: o->nccl_lib = arg; return 0;
-	case OPT_OOP: o->oop_only = 1; return 0;
-	case OPT_IP: o->ip_only = 1; return 0;
-	case OPT_QUIET: o->quiet = 1; return 0;
-	case NW_OPT_PROGRESS: cli->progress_mode = NW_PROGRESS_ON; return 0;
-	case NW_OPT_NO_PROGRESS: cli->progress_mode = NW_PROGRESS_OFF; return 0;
-	default: return nw_cli_store_opt(c, arg, &cli->so) < 0 ? -2 : 0;
-	}
+	struct nw_bench_opts *o = &((struct bench_cli *)opts)->o;
+	int ids[NW_NOPS];
+	char what[48];
+	snprintf(what, sizeof(what), "collective (%s)", name);
+	int n = parse_list(arg, ids, NW_NOPS, find_op, NW_OPS_ALL, what, err, errlen);
+	for (int i = 0; i < n; i++)
+		o->ops[i] = (enum nw_op)ids[i];
+	o->nops = n > 0 ? n : o->nops;
+	return n < 0 ? -1 : 0;
 }
+
+/* -r N or 'all' (every rank in turn, -1). */
+static int root_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
+{
+	long v;
+	char what[48];
+	snprintf(what, sizeof(what), "%s (root)", name);
+	if (!strcmp(arg, "all"))
+		v = -1;
+	else if (nw_parse_long(arg, 0, 1 << 20, &v, what, err, errlen))
+		return -1;
+	((struct bench_cli *)opts)->o.root = (int)v;
+	return 0;
+}
+
+static const char *const *root_words(void)
+{
+	static const char *const w[] = { "all", "0", NULL };
+	return w;
+}
+
+static const struct nw_opt_choice average_modes[] = {
+	{ "0", NW_AVG_RANK0 }, { "1", NW_AVG_MEAN }, { "2", NW_AVG_MIN }, { "3", NW_AVG_MAX }, { NULL, 0 },
+};
+
+#define BC struct bench_cli
+#define INT_ROW(s, l, f, lo, hi, ah, h) \
+	{ .kind = NW_OPTK_INT, .sname = s, .lname = l, .off = NW_F_INT(BC, f), .argh = ah, .min = lo, .max = hi, .help = h }
+const struct nw_opt bench_cli_options[] = {
+	{ .kind = NW_OPTK_GROUP, .help = "what to run:" },
+	{ .kind = NW_OPTK_CALL, .lname = "op", .argh = "LIST", .call = op_opt, .values = nw_cli_op_names,
+	  .flags = NW_OPTF_LIST,
+	  .help = "collectives, comma-separated, or 'all': all_reduce all_gather\n"
+	          "reduce_scatter broadcast reduce alltoall sendrecv gather scatter\n"
+	          "(default all_reduce)\n"
+	          "also alltoallv (uneven per-peer counts) and hypercube (all_gather\n"
+	          "in log2(n) exchanges; 2, 4, 8 ... ranks), as nccl-tests 2.19" },
+	{ .kind = NW_OPTK_CALL, .sname = 'd', .lname = "datatype", .argh = "T", .call = dtype_opt,
+	  .values = nw_cli_dtype_names, .flags = NW_OPTF_LIST,
+	  .help = "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16\n"
+	          "f8e4m3 f8e5m2, a comma list, or 'all' (default float)" },
+	{ .kind = NW_OPTK_CALL, .sname = 'o', .lname = "redop", .argh = "OP", .call = redop_opt,
+	  .values = nw_cli_redop_names, .flags = NW_OPTF_LIST,
+	  .help = "sum prod min max avg, a comma list, or 'all' (default sum)" },
+	{ .kind = NW_OPTK_CALL, .sname = 'r', .lname = "root", .argh = "N", .call = root_opt, .values = root_words,
+	  .help = "root rank for broadcast/reduce/gather/scatter, or 'all' (default 0)" },
+	{ .kind = NW_OPTK_GROUP, .help = "sizes (K, M, G suffixes are 1024-based):" },
+	{ .kind = NW_OPTK_SIZE, .sname = 'b', .lname = "minbytes", .off = NW_F_U64(BC, o.min_bytes), .argh = "S",
+	  .help = "smallest size (default 8)" },
+	{ .kind = NW_OPTK_SIZE, .sname = 'e', .lname = "maxbytes", .off = NW_F_U64(BC, o.max_bytes), .argh = "S",
+	  .help = "largest size (default 1G; 32M with --backend mpi)" },
+	{ .kind = NW_OPTK_DOUBLE, .sname = 'f', .lname = "stepfactor", .off = NW_F_DBL(BC, o.step_factor), .argh = "F",
+	  .dmin = 1, .dmax = 1024, .help = "multiply the size by F each step (default 2)" },
+	{ .kind = NW_OPTK_SIZE, .sname = 'i', .lname = "stepbytes", .off = NW_F_U64(BC, o.step_bytes), .argh = "S",
+	  .help = "add S each step instead (with -f 1)" },
+	{ .kind = NW_OPTK_GROUP, .help = "timing:" },
+	INT_ROW('n', "iters", o.iters, 1, 100000000, "N", "timed launches per size (default 20)"),
+	INT_ROW('w', "warmup_iters", o.warmup, 0, 100000000, "N", "warm-up launches per size, all sizes first (default 5)"),
+	INT_ROW('m', "agg_iters", o.agg_iters, 1, 1024, "N", "collectives aggregated in one group per launch (default 1)"),
+	INT_ROW('G', "cudagraph", o.graph_launches, 0, 1000000, "N", "capture the -n launches as a CUDA graph, replay it N times"),
+	{ .kind = NW_OPTK_CHOICE, .sname = 'a', .lname = "average", .off = NW_F_ENUM(BC, o.average), .argh = "N",
+	  .choices = average_modes, .help = "time over ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)" },
+	INT_ROW('z', "blocking", o.blocking, 0, 3, "N", "0 no waits (default); 1 wait and barrier after each of the -m\n"
+	                                                "collectives; 2 wait, no barrier; 3 wait and barrier after\n"
+	                                                "each launch of -m, the barrier not timed"),
+	INT_ROW('C', "report_cputime", o.cputime, 0, 1, "0|1", "report the host time to launch, not to complete"),
+	{ .kind = NW_OPTK_DURATION, .sname = 'T', .lname = "timeout", .off = NW_F_DBL(BC, o.timeout_s), .argh = "S",
+	  .help = "a collective not done in S seconds ends the run (default 600; 0: no limit)" },
+	INT_ROW('N', "run_cycles", o.cycles, 0, 1000000000, "N",
+	        "sweep every size N times after one warm-up, the rows printed each\n"
+	        "cycle (default 1; 0: until Ctrl-C, which stops after the current\n"
+	        "cycle and keeps every finished one); one run in history, every\n"
+	        "cycle's rows in order, \"cycles\" in its JSON"),
+	{ .kind = NW_OPTK_DURATION, .lname = "rendezvous-timeout", .off = NW_F_DBL(BC, o.rdzv_timeout_s), .argh = "S",
+	  .help = "how long launched ranks wait for each other\n(default: -T, at most 300)" },
+	{ .kind = NW_OPTK_GROUP, .help = "checking:" },
+	INT_ROW('c', "check", o.check, 0, 1000000, "N", "verify every element of every result, N > 0 on (default 1)"),
+	{ .kind = NW_OPTK_GROUP, .help = "where:" },
+	INT_ROW('g', "ngpus", o.ngpus, 1, 64, "N", "GPUs driven by this process (default: all visible when alone,\n"
+	                                                    "1 per process when launched as several)"),
+	INT_ROW('t', "nthreads", o.nthreads, 1, 64, "N",
+	        "threads per process, each driving -g GPUs with its own NCCL group"),
+	NW_OPT_BACKEND(BC, o.backend, "nccl (GPUs, default) or mpi (host memory over MPI)"),
+	NW_OPT_NCCL_LIB(BC, o.nccl_lib),
+	INT_ROW('p', "parallel_init", o.parallel_init, 0, 1, "0|1",
+	        "with -t, each thread creates its own communicators at once\n"
+	        "(with --backend mpi: one rank per process, nothing to do)"),
+	{ .kind = NW_OPTK_GROUP, .help = "buffers:" },
+	INT_ROW('u', "unalign", o.unalign, 0, 1048576, "N", "move send and receive pointers N elements off their alignment"),
+	INT_ROW('R', "local_register", o.reg, 0, 2, "0|1|2",
+	        "buffers from ncclMemAlloc, registered with ncclCommRegister\n"
+	        "(1, NCCL 2.19+) or as symmetric windows (2, ncclCommWindowRegister,\n"
+	        "NCCL 2.27+); refused on an older NCCL and with --backend mpi"),
+	{ .kind = NW_OPTK_GROUP, .help = "output:" },
+	NW_OPT_JSON(BC, json, "\n(the results, docs/results.md)"),
+	NW_OPT_CSV(BC, csv, "\n(the results, one line per row)"),
+	INT_ROW('I', "per_iter_timing", o.per_iter, 0, 1, "1", "time every iteration: nccl-tests' i_min i_max i_p99 i_cv%\n"
+	                                                      "columns, per-iteration JSON and history (compare's noise)"),
+	INT_ROW('K', "per_iter_skip", o.per_iter_skip, 0, 1000000, "N", "leave the first N iterations out of that summary"),
+	INT_ROW('S', "report_timestamps", o.timestamps, 0, 1, "1", "end each row with the time it was printed (nccl-tests' -S)"),
+	INT_ROW('M', "memory", o.mem_report, 0, 1, "1", "GPU memory taken by set-up, buffers and collectives, as nccl-tests'\n"
+	                                               "last '# GPU memory usage' line (NCCL backend only)"),
+	{ .kind = NW_OPTK_OUTPUT, .sname = 'J', .lname = "output_file", .off = NW_F_STR(BC, nt_json_path), .argh = "FILE",
+	  .help = "nccl-tests' own JSON (version 3, field for field); with\n"
+	          "several --op one file each, FILE.OP.json" },
+	{ .kind = NW_OPTK_FLAG, .lname = "per-rank", .off = NW_F_INT(BC, o.per_rank),
+	  .help = "each rank's time per size: '#' lines in the table, records in JSON/CSV" },
+	{ .kind = NW_OPTK_FLAG, .lname = "pairs", .off = NW_F_INT(BC, o.pairs),
+	  .help = "send/recv between every pair of ranks (alone: only the pairs)" },
+	{ .kind = NW_OPTK_FLAG, .lname = "oop-only", .off = NW_F_INT(BC, o.oop_only), .excl = 1,
+	  .help = "only out-of-place" },
+	{ .kind = NW_OPTK_FLAG, .lname = "ip-only", .off = NW_F_INT(BC, o.ip_only), .excl = 1, .help = "only in-place" },
+	NW_OPT_QUIET(BC, o.quiet, 0),
+	NW_OPTS_STORE(BC, so),
+	NW_OPTS_PROGRESS(BC, progress_mode),
+	{ .kind = NW_OPTK_REFUSED, .sname = 'D', .lname = "device_implementation", .argh = "N",
+	  .help = "is nccl-tests' device API: it needs device code that ncclwatch does not build; use nccl-tests for it" },
+	{ .kind = NW_OPTK_REFUSED, .sname = 'V', .lname = "device_cta_count", .argh = "N",
+	  .help = "is nccl-tests' device API: it needs device code that ncclwatch does not build; use nccl-tests for it" },
+	{ 0 },
+};
+#undef INT_ROW
+#undef BC
 
 /* A sweep that goes somewhere, and options that exclude each other; 0, or 2 after printing. */
 static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
@@ -218,8 +239,6 @@ static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
 		return nw_error("%s: -b 0: the smallest size must be at least one element", cmd), 2;
 	if (o->step_factor <= 1 && o->step_bytes == 0)
 		return nw_error("%s: -f 1 with -i 0 would never advance; give -f > 1 or -i > 0", cmd), 2;
-	if (o->oop_only && o->ip_only)
-		return nw_error("%s: --oop-only and --ip-only exclude each other", cmd), 2;
 	if (o->blocking == 3 && o->graph_launches > 0)
 		return nw_error("%s: -z 3 waits and joins the ranks after each launch; -G replays them as one graph: use one "
 		                "or the other", cmd), 2;
@@ -250,16 +269,6 @@ static int other_rank(void)
 }
 
 /*
- * An output file (opt PATH) must be writable before the run starts, not
- * found unwritable after it: the file itself, or else its directory.
- * 0, or 2 after printing why.
- */
-static int check_output(const char *cmd, const char *opt, const char *path)
-{
-	return other_rank() ? 0 : nw_cli_check_output(cmd, opt, path);
-}
-
-/*
  * NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK into o->split, for bench alone
  * (nccl-tests' variables, read as its binaries read them). 0, or -1 after
  * printing the usage error.
@@ -273,65 +282,34 @@ static int split_env(struct nw_bench_opts *o, const char *cmd)
 	return nw_error("%s: %s", cmd, err), -1;
 }
 
-int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cmd)
+enum nw_opt_status bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const struct nw_cmd_spec *spec)
 {
-	static const struct option longs[] = {
-		{ "minbytes", required_argument, NULL, 'b' }, { "maxbytes", required_argument, NULL, 'e' },
-		{ "stepbytes", required_argument, NULL, 'i' }, { "stepfactor", required_argument, NULL, 'f' },
-		{ "iters", required_argument, NULL, 'n' }, { "warmup_iters", required_argument, NULL, 'w' },
-		{ "agg_iters", required_argument, NULL, 'm' }, { "redop", required_argument, NULL, 'o' },
-		{ "datatype", required_argument, NULL, 'd' }, { "root", required_argument, NULL, 'r' },
-		{ "check", required_argument, NULL, 'c' }, { "blocking", required_argument, NULL, 'z' },
-		{ "cudagraph", required_argument, NULL, 'G' }, { "average", required_argument, NULL, 'a' },
-		{ "ngpus", required_argument, NULL, 'g' }, { "nthreads", required_argument, NULL, 't' },
-		{ "report_cputime", required_argument, NULL, 'C' }, { "timeout", required_argument, NULL, 'T' },
-		{ "output_file", required_argument, NULL, 'J' },
-		{ "per_iter_timing", required_argument, NULL, 'I' }, { "per_iter_skip", required_argument, NULL, 'K' },
-		{ "report_timestamps", required_argument, NULL, 'S' },
-		{ "device_implementation", required_argument, NULL, 'D' }, { "device_cta_count", required_argument, NULL, 'V' },
-		{ "op", required_argument, NULL, OPT_OP }, { "backend", required_argument, NULL, OPT_BACKEND },
-		NW_CLI_JSON_LONGOPT, { "csv", required_argument, NULL, OPT_CSV },
-		{ "per-rank", no_argument, NULL, OPT_PER_RANK }, { "pairs", no_argument, NULL, OPT_PAIRS },
-		{ "nccl-lib", required_argument, NULL, OPT_NCCL_LIB },
-		{ "oop-only", no_argument, NULL, OPT_OOP }, { "ip-only", no_argument, NULL, OPT_IP },
-		{ "quiet", no_argument, NULL, OPT_QUIET },
-		{ "rendezvous-timeout", required_argument, NULL, OPT_RDZV },
-		{ "run_cycles", required_argument, NULL, 'N' }, { "memory", required_argument, NULL, 'M' },
-		{ "unalign", required_argument, NULL, 'u' }, { "parallel_init", required_argument, NULL, 'p' },
-		{ "local_register", required_argument, NULL, 'R' },
-		NW_CLI_STORE_LONGOPTS,
-		NW_PROGRESS_LONGOPTS,
-		{ NULL, 0, NULL, 0 },
-	};
+	const char *cmd = spec->name;
 	memset(cli, 0, sizeof(*cli));
 	nw_bench_opts_default(&cli->o);
-	char err[NW_ERRLEN] = "";
-	int c, op_given = 0, e_given = 0;
-	optind = 1;
-	while ((c = nw_cli_next(cmd, argc, argv, "b:e:i:f:n:w:m:o:d:r:c:z:G:a:g:t:C:T:J:I:K:S:D:V:N:M:u:p:R:", longs)) != -1) {
-		if (c == -2)
-			return 2;
-		op_given |= c == OPT_OP;
-		e_given |= c == 'e';
-		int bad = take_opt(c, optarg, nw_cli_opt_name(c, argv), cli, err, sizeof(err));
-		if (bad == -2)
-			return 2;
-		if (bad)
-			return nw_error("%s: %s; see 'ncclwatch help %s'", cmd, err, cmd), 2;
-	}
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(spec, cli, argc, argv, &res);
+	if (st != NW_OPT_OK)
+		return st;
+	cli->o.check = cli->o.check > 0;
+	cli->json_path = cli->json.on ? (cli->json.path ? cli->json.path : "-") : NULL;
+	cli->csv_path = cli->csv.on ? (cli->csv.path ? cli->csv.path : "-") : NULL;
+	nw_strlcpy(cli->nt_json_opt, nw_opt_name(&res, "output_file"), sizeof(cli->nt_json_opt));
 	/* host memory over MPI: up to 1 GiB takes minutes, and host bandwidth has levelled off long before */
-	if (!e_given && cli->o.backend == NW_BACKEND_MPI && cli->o.max_bytes > NW_MPI_DEFAULT_MAX)
+	if (!nw_opt_given(&res, "maxbytes") && cli->o.backend == NW_BACKEND_MPI && cli->o.max_bytes > NW_MPI_DEFAULT_MAX)
 		cli->o.max_bytes = cli->o.min_bytes > NW_MPI_DEFAULT_MAX ? cli->o.min_bytes : NW_MPI_DEFAULT_MAX;
-	if (nw_cli_no_operands(cmd, argc, argv) || check_sweep(&cli->o, cmd) ||
-	    check_output(cmd, cli->json_opt, cli->json_path) || check_output(cmd, cli->csv_opt, cli->csv_path) ||
-	    check_output(cmd, cli->nt_json_opt, cli->nt_json_path) || split_env(&cli->o, cmd))
-		return 2;
-	if (cli->o.pairs && !op_given)
+	if (check_sweep(&cli->o, cmd) || split_env(&cli->o, cmd))
+		return NW_OPT_BAD;
+	if (cli->o.pairs && !nw_opt_given(&res, "op"))
 		cli->o.nops = 0; /* --pairs alone: only the pairs */
 	cli->cur_op = NULL;
-	cli->table = !(cli->json_path && !strcmp(cli->json_path, "-")) && !(cli->csv_path && !strcmp(cli->csv_path, "-")) &&
-	             !(cli->nt_json_path && !strcmp(cli->nt_json_path, "-"));
-	return 0;
+	int stdout_taken = (cli->json.on && !cli->json.path) + (cli->csv.on && !cli->csv.path) +
+	                   (cli->nt_json_path && !strcmp(cli->nt_json_path, "-"));
+	if (stdout_taken > 1)
+		return nw_opt_error(spec, "more than one of --json, --csv and -J - asks for standard output: give one "
+		                    "(or write files with --json=FILE, --csv=FILE)"), NW_OPT_BAD;
+	cli->table = !stdout_taken;
+	return NW_OPT_OK;
 }
 
 static void print_memory(const struct nw_run *run);

@@ -7,16 +7,18 @@
 #define NW_BENCH_CLI_H
 
 #include "bench/bench.h"
+#include "cmd/opt.h"
 #include "cmd/progress.h"
 #include "store/store.h"
 
 struct bench_cli {
 	struct nw_bench_opts o;
-	const char *json_path;
+	struct nw_opt_out json, csv; /* --json[=FILE], --csv[=FILE] as given */
+	const char *json_path;    /* from them: "-" for stdout, a file, or NULL */
 	const char *csv_path;
 	const char *nt_json_path; /* -J: nccl-tests' own JSON */
 	char nt_start[32];        /* when the run started, for -J */
-	char json_opt[32], csv_opt[32], nt_json_opt[32]; /* the option names as typed, for messages */
+	char nt_json_opt[32];     /* -J's name as typed, for messages */
 	struct nw_store_opts so; /* --db, --no-history */
 	/* printing state */
 	int table;           /* print the text table on stdout */
@@ -30,8 +32,14 @@ struct bench_cli {
 	struct nw_progress prog;
 };
 
-/* Parse argv (argv[0] is the command name). Returns 0, or 2 after printing a usage error. */
-int bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const char *cmd);
+/* bench's option table (the spec of a command that runs the sweep points to it). */
+extern const struct nw_opt bench_cli_options[];
+
+/*
+ * Parse argv (argv[0] is the command name) by spec, then check the options
+ * together (the sweep, NCCL_TESTS_SPLIT, one output on stdout).
+ */
+enum nw_opt_status bench_cli_parse(int argc, char **argv, struct bench_cli *cli, const struct nw_cmd_spec *spec);
 /* Run the sweep and write every output; returns the exit status. */
 int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd);
 

@@ -34,53 +34,11 @@
 #include "store/store.h"
 #include "util/util.h"
 
-const char usage_check[] =
-	"usage: ncclwatch check [options]\n"
-	"\n"
-	"Pass/fail pre-flight for a node or a job: doctor's checks, then a short bench\n"
-	"(all_reduce and all_gather at sizes near peak; with --pairs, send/recv\n"
-	"between every pair of ranks), each compared with the busbw topo expects\n"
-	"(docs/expectations.md) or with a baseline run. Prints PASS, WARN or FAIL,\n"
-	"one line per reason, and the elapsed time. Runs under the same launchers\n"
-	"as bench (mpirun, srun, torchrun --no-python, or alone on all local GPUs).\n"
-	"\n"
-	"options:\n"
-	"  --json [FILE]        " NW_CLI_JSON_HELP
-	"                       (schema ncclwatch.check/1)\n"
-	"  --baseline FILE      compare with this results file (ncclwatch bench --json,\n"
-	"                       or an earlier check --json) instead of the model\n"
-	"  --results FILE       judge these results (bench --json) instead of running the bench\n"
-	"  --pairs              add send/recv between every pair of ranks\n"
-	"  --no-bench           doctor only (verdict from its findings)\n"
-	"  -b, --minbytes SIZE  smallest size (default 1G; 4M with --backend mpi)\n"
-	"  -e, --maxbytes SIZE  largest size, the one compared (default 4G; 16M with mpi)\n"
-	"  -f, --stepfactor F   size factor (default 4)\n"
-	"  -n, --iters N        timed iterations per size (default 20)\n"
-	"  -w, --warmup_iters N warm-up iterations (default 5)\n"
-	"  -g, --ngpus N        GPUs driven by this process (default: all visible)\n"
-	"  --verify             check every result element (slower)\n"
-	"  --warn-below R       WARN under this fraction of the expectation (default 0.90)\n"
-	"  --fail-below R       FAIL under this fraction (default 0.75); uncalibrated\n"
-	"                       expectations use 0.75 and 0.40\n"
-	"  --backend B          nccl (default) or mpi (host collectives, no GPU needed)\n"
-	"  --nccl-lib PATH      the libnccl.so to load\n"
-	"  --sysroot DIR        read /sys, /proc and /etc under DIR (also $NCCLWATCH_SYSROOT)\n"
-	"  --nvml-json FILE     replay recorded NVML answers (also $NCCLWATCH_NVML_JSON)\n"
-	"  --prom-textfile PATH also write the verdict and figures for node_exporter's\n"
-	"                       textfile collector (PATH ends in .prom; written atomically)\n"
-	"  --progress, --no-progress  one progress line redrawn in place (default: when\n"
-	"                       stderr is a terminal; elsewhere a line per size)\n"
-	NW_STORE_USAGE
-	"  -h, --help           this text\n"
-	"\n"
-	"exit status: 0 PASS, 1 WARN, 2 FAIL, 3 cannot check (no GPU, no NCCL, a usage\n"
-	"error or unreadable input: nothing was judged, so do not drain the node for it).\n";
-
 /* The exit status when nothing about the node could be judged. */
 #define CHECK_CANNOT 3
 
 struct check_opts {
-	struct nw_cli_json json;
+	struct nw_opt_out json;
 	int pairs, no_bench, verify, ngpus, iters, warmup;
 	uint64_t minb, maxb;
 	double factor;
@@ -119,73 +77,73 @@ static int load_run(const char *path, struct nw_run *run, char *err, size_t errl
 	return 0;
 }
 
-enum {
-	O_BASELINE = NW_OPT_LOCAL, O_RESULTS, O_PAIRS, O_NO_BENCH, O_VERIFY, O_WARN_BELOW, O_FAIL_BELOW,
-	O_BACKEND, O_NCCL_LIB, O_SYSROOT, O_NVML_JSON, O_PROM_TEXTFILE,
+/* --prom-textfile PATH: node_exporter's textfile collector reads only *.prom files. */
+static int prom_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
+{
+	size_t n = strlen(arg);
+	if (n < 6 || strcmp(arg + n - 5, ".prom"))
+		return nw_seterr(err, errlen, "%s '%s': node_exporter's textfile collector reads only files named *.prom; "
+		                 "give a path ending in .prom", name, arg);
+	((struct check_opts *)opts)->prom_textfile = arg;
+	return 0;
+}
+
+#define CO struct check_opts
+static const struct nw_opt check_options[] = {
+	NW_OPT_JSON(CO, json, "\n(schema ncclwatch.check/1)"),
+	{ .kind = NW_OPTK_FILE, .lname = "baseline", .off = NW_F_STR(CO, baseline), .argh = "FILE",
+	  .help = "compare with this results file (ncclwatch bench --json,\n"
+	          "or an earlier check --json) instead of the model" },
+	{ .kind = NW_OPTK_FILE, .lname = "results", .off = NW_F_STR(CO, results), .argh = "FILE", .excl = 1,
+	  .help = "judge these results (bench --json) instead of running the bench" },
+	{ .kind = NW_OPTK_FLAG, .lname = "pairs", .off = NW_F_INT(CO, pairs),
+	  .help = "add send/recv between every pair of ranks" },
+	{ .kind = NW_OPTK_FLAG, .lname = "no-bench", .off = NW_F_INT(CO, no_bench), .excl = 1,
+	  .help = "doctor only (verdict from its findings)" },
+	{ .kind = NW_OPTK_SIZE, .sname = 'b', .lname = "minbytes", .off = NW_F_U64(CO, minb), .argh = "SIZE",
+	  .help = "smallest size (default 1G; 4M with --backend mpi)" },
+	{ .kind = NW_OPTK_SIZE, .sname = 'e', .lname = "maxbytes", .off = NW_F_U64(CO, maxb), .argh = "SIZE",
+	  .help = "largest size, the one compared (default 4G; 16M with mpi)" },
+	{ .kind = NW_OPTK_DOUBLE, .sname = 'f', .lname = "stepfactor", .off = NW_F_DBL(CO, factor), .argh = "F",
+	  .dmin = 1, .dmax = 1024, .def = "4", .help = "size factor" },
+	{ .kind = NW_OPTK_INT, .sname = 'n', .lname = "iters", .off = NW_F_INT(CO, iters), .argh = "N", .min = 1,
+	  .max = 100000, .def = "20", .help = "timed iterations per size" },
+	{ .kind = NW_OPTK_INT, .sname = 'w', .lname = "warmup_iters", .off = NW_F_INT(CO, warmup), .argh = "N",
+	  .max = 100000, .def = "5", .help = "warm-up iterations" },
+	{ .kind = NW_OPTK_INT, .sname = 'g', .lname = "ngpus", .off = NW_F_INT(CO, ngpus), .argh = "N", .min = 1,
+	  .max = 1024, .help = "GPUs driven by this process (default: all visible)" },
+	{ .kind = NW_OPTK_FLAG, .lname = "verify", .off = NW_F_INT(CO, verify),
+	  .help = "check every result element (slower)" },
+	{ .kind = NW_OPTK_DOUBLE, .lname = "warn-below", .off = NW_F_DBL(CO, vo.warn_below), .argh = "R", .dmax = 1,
+	  .help = "WARN under this fraction of the expectation (default 0.90)" },
+	{ .kind = NW_OPTK_DOUBLE, .lname = "fail-below", .off = NW_F_DBL(CO, vo.fail_below), .argh = "R", .dmax = 1,
+	  .help = "FAIL under this fraction (default 0.75); uncalibrated\nexpectations use 0.75 and 0.40" },
+	NW_OPT_BACKEND(CO, backend, "nccl (default) or mpi (host collectives, no GPU needed)"),
+	{ .kind = NW_OPTK_FILE, .lname = "nccl-lib", .off = NW_F_STR(CO, nccl_lib), .argh = "PATH",
+	  .help = "the libnccl.so to load" },
+	NW_OPTS_MACHINE(CO, sysroot, nvml_json),
+	{ .kind = NW_OPTK_CALL, .lname = "prom-textfile", .argh = "PATH", .call = prom_opt,
+	  .help = "also write the verdict and figures for node_exporter's\n"
+	          "textfile collector (PATH ends in .prom; written atomically)" },
+	NW_OPTS_PROGRESS(CO, progress),
+	NW_OPTS_STORE(CO, so),
+	{ 0 },
 };
+#undef CO
 
-/* An option with a number (-b -e -f -n -w -g --warn-below --fail-below) into o; 0, or -1 after printing. */
-static int number_opt(int c, const char *v, const char *name, struct check_opts *o)
-{
-	char err[NW_ERRLEN];
-	long l;
-	int bad = 0;
-	switch (c) {
-	case 'b':
-	case 'e':
-		if (nw_parse_size(v, c == 'b' ? &o->minb : &o->maxb, err, sizeof(err)) < 0)
-			return nw_error("%s: %s", name, err);
-		return 0;
-	case 'f': bad = nw_parse_double(v, 1.0, 1024.0, &o->factor, name, err, sizeof(err)) < 0; break;
-	case 'n':
-	case 'w':
-	case 'g':
-		bad = nw_parse_long(v, c == 'w' ? 0 : 1, c == 'g' ? 1024 : 100000, &l, name, err, sizeof(err)) < 0;
-		if (!bad)
-			*(c == 'n' ? &o->iters : c == 'w' ? &o->warmup : &o->ngpus) = (int)l;
-		break;
-	default:
-		bad = nw_parse_double(v, 0.0, 1.0, c == O_WARN_BELOW ? &o->vo.warn_below : &o->vo.fail_below, name, err,
-		                      sizeof(err)) < 0;
-		break;
-	}
-	return bad ? nw_error("%s", err) : 0;
-}
-
-/* One option into o; 0, or -1 after printing. */
-static int take_opt(int c, const char *v, const char *name, struct check_opts *o)
-{
-	switch (c) {
-	case O_BASELINE: o->baseline = v; return 0;
-	case O_RESULTS: o->results = v; return 0;
-	case O_PAIRS: o->pairs = 1; return 0;
-	case O_NO_BENCH: o->no_bench = 1; return 0;
-	case O_VERIFY: o->verify = 1; return 0;
-	case O_NCCL_LIB: o->nccl_lib = v; return 0;
-	case O_SYSROOT: o->sysroot = v; return nw_cli_dir_opt(name, v);
-	case O_NVML_JSON: o->nvml_json = v; return 0;
-	case O_PROM_TEXTFILE:
-		if (strlen(v) < 6 || strcmp(v + strlen(v) - 5, ".prom"))
-			return nw_error("--prom-textfile '%s': node_exporter's textfile collector reads only "
-			                "files named *.prom; give a path ending in .prom", v);
-		o->prom_textfile = v;
-		return 0;
-	case NW_OPT_PROGRESS: o->progress = NW_PROGRESS_ON; return 0;
-	case NW_OPT_NO_PROGRESS: o->progress = NW_PROGRESS_OFF; return 0;
-	case O_BACKEND:
-		if (!strcmp(v, "nccl"))
-			o->backend = NW_BACKEND_NCCL;
-		else if (!strcmp(v, "mpi"))
-			o->backend = NW_BACKEND_MPI;
-		else
-			return nw_error("--backend '%s': use nccl or mpi", v);
-		return 0;
-	case 'b': case 'e': case 'f': case 'n': case 'w': case 'g': case O_WARN_BELOW: case O_FAIL_BELOW:
-		return number_opt(c, v, name, o);
-	default:
-		return nw_cli_store_opt(c, v, &o->so) < 0 ? -1 : 0;
-	}
-}
+const struct nw_cmd_spec nw_spec_check = {
+	.name = "check",
+	.about = "Pass/fail pre-flight for a node or a job: doctor's checks, then a short bench\n"
+	         "(all_reduce and all_gather at sizes near peak; with --pairs, send/recv\n"
+	         "between every pair of ranks), each compared with the busbw topo expects\n"
+	         "(docs/expectations.md) or with a baseline run. Prints PASS, WARN or FAIL,\n"
+	         "one line per reason, and the elapsed time. Runs under the same launchers\n"
+	         "as bench (mpirun, srun, torchrun --no-python, or alone on all local GPUs).\n",
+	.opts = check_options,
+	.footer = "exit status: 0 PASS, 1 WARN, 2 FAIL, 3 cannot check (no GPU, no NCCL, a usage\n"
+	          "error or unreadable input: nothing was judged, so do not drain the node for it).\n",
+	.usage_rc = CHECK_CANNOT,
+};
 
 /* Sizes by backend where not given, and options that exclude each other. */
 static int finish_opts(struct check_opts *o)
@@ -198,57 +156,20 @@ static int finish_opts(struct check_opts *o)
 		return nw_error("-b is larger than -e");
 	if (o->vo.fail_below > o->vo.warn_below)
 		return nw_error("--fail-below is above --warn-below");
-	if (o->results && o->no_bench)
-		return nw_error("--results and --no-bench exclude each other");
 	return 0;
 }
 
-/* Defaults, then the options; 0, 1 after --help, or -1 after printing an error. */
-static int parse_args(int argc, char **argv, struct check_opts *o)
+/* Defaults, then the options; NW_OPT_OK, or what nw_opt_parse says. */
+static enum nw_opt_status parse_args(int argc, char **argv, struct check_opts *o)
 {
-	static const struct option longopts[] = {
-		NW_CLI_JSON_LONGOPT,
-		{ "baseline", required_argument, NULL, O_BASELINE },
-		{ "results", required_argument, NULL, O_RESULTS },
-		{ "pairs", no_argument, NULL, O_PAIRS },
-		{ "no-bench", no_argument, NULL, O_NO_BENCH },
-		{ "minbytes", required_argument, NULL, 'b' },
-		{ "maxbytes", required_argument, NULL, 'e' },
-		{ "stepfactor", required_argument, NULL, 'f' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "warmup_iters", required_argument, NULL, 'w' },
-		{ "ngpus", required_argument, NULL, 'g' },
-		{ "verify", no_argument, NULL, O_VERIFY },
-		{ "warn-below", required_argument, NULL, O_WARN_BELOW },
-		{ "fail-below", required_argument, NULL, O_FAIL_BELOW },
-		{ "backend", required_argument, NULL, O_BACKEND },
-		{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
-		{ "sysroot", required_argument, NULL, O_SYSROOT },
-		{ "nvml-json", required_argument, NULL, O_NVML_JSON },
-		{ "prom-textfile", required_argument, NULL, O_PROM_TEXTFILE },
-		{ "help", no_argument, NULL, 'h' },
-		NW_CLI_STORE_LONGOPTS,
-		NW_PROGRESS_LONGOPTS,
-		{ NULL, 0, NULL, 0 },
-	};
 	memset(o, 0, sizeof(*o));
-	o->factor = 4.0;
-	o->iters = 20;
-	o->warmup = 5;
 	o->backend = NW_BACKEND_NCCL;
 	nw_verdict_opts_default(&o->vo);
-	int c;
-	while ((c = nw_cli_next("check", argc, argv, "b:e:f:n:w:g:h", longopts)) != -1) {
-		if (c == 'h') {
-			fputs(usage_check, stdout);
-			return 1;
-		}
-		if (c == -2 || (!nw_cli_json_opt(c, optarg, &o->json) && take_opt(c, optarg, nw_cli_opt_name(c, argv), o)))
-			return -1;
-	}
-	if (nw_cli_no_operands("check", argc, argv) || nw_cli_check_output("check", "--json", o->json.path))
-		return -1;
-	return finish_opts(o);
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_check, o, argc, argv, &res);
+	if (st == NW_OPT_OK && finish_opts(o))
+		st = NW_OPT_BAD;
+	return st;
 }
 
 /* The bench's row callback state: the options, and the progress line on a terminal. */
@@ -534,7 +455,7 @@ static void record_run(const struct check_opts *o, struct check_state *st)
 }
 
 /* The JSON report (schema ncclwatch.check/1) where --json says. 0, or -1 after printing why. */
-static int print_json(const struct nw_cli_json *j, const struct check_state *st, double elapsed)
+static int print_json(const struct nw_opt_out *j, const struct check_state *st, double elapsed)
 {
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string("ncclwatch.check/1"));
@@ -649,9 +570,9 @@ int cmd_check(int argc, char **argv)
 {
 	double t0 = nw_now();
 	struct check_opts o;
-	int pr = parse_args(argc, argv, &o);
-	if (pr != 0)
-		return pr > 0 ? 0 : CHECK_CANNOT;
+	enum nw_opt_status ps = parse_args(argc, argv, &o);
+	if (ps != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_check, ps);
 	struct check_state st;
 	int rc = CHECK_CANNOT;
 	state_init(&st, argc, argv);

@@ -1,16 +1,19 @@
 /*
- * cmd: one function per command, each in src/cmd/<name>.c with its usage
- * text. A command parses its options, calls modules, prints, and returns
- * the process exit status.
+ * cmd: one function per command, each in src/cmd/<name>.c with its option
+ * table (cmd/opt.h). A command parses its options, calls modules, prints,
+ * and returns the process exit status.
  *
  * NW_COMMANDS is the one table of commands: dispatch, `ncclwatch --help`,
- * `ncclwatch help NAME` and the man pages all come from it. A new command
- * is one row here and one file src/cmd/<name>.c that defines
- * `int cmd_<name>(int argc, char **argv)` and `const char usage_<name>[]`.
+ * `ncclwatch help NAME`, the man pages and completion all come from it. A
+ * new command is one row here and one file src/cmd/<name>.c that defines
+ * `int cmd_<name>(int argc, char **argv)` and
+ * `const struct nw_cmd_spec nw_spec_<name>` (its options, cmd/opt.h).
  * (No cmd.c: the table is expanded where it is used, in src/main.c.)
  */
 #ifndef NW_CMD_H
 #define NW_CMD_H
+
+#include "cmd/opt.h"
 
 #define NW_COMMANDS(X) \
 	X(bench,    "measure collectives over a size sweep (nccl-tests compatible)") \
@@ -31,7 +34,7 @@
 
 #define NW_CMD_DECLARE(name, help) \
 	int cmd_##name(int argc, char **argv); \
-	extern const char usage_##name[];
+	extern const struct nw_cmd_spec nw_spec_##name;
 NW_COMMANDS(NW_CMD_DECLARE)
 #undef NW_CMD_DECLARE
 

@@ -14,59 +14,6 @@
 #include "store/store.h"
 #include "util/util.h"
 
-const char usage_compare[] =
-	"usage: ncclwatch compare [options] A B\n"
-	"       ncclwatch compare --by nccl_version|gpu|host [--json[=FILE]] [--db PATH]\n"
-	"\n"
-	"Compare run B against run A (the reference) for every op, size, dtype,\n"
-	"redop and placement they share; say what got slower or faster, in which\n"
-	"size bands and by how much, and which differences between the two runs'\n"
-	"fingerprints may explain it (NCCL version, NCCL_* variables, topology,\n"
-	"driver, GPUs, host), most likely first.\n"
-	"\n"
-	"A and B are each: a run id from 'ncclwatch history', a baseline name\n"
-	"('ncclwatch history baseline NAME ID'), an ncclwatch results JSON file\n"
-	"(bench --json), or an nccl-tests output (text or -J JSON); '-' reads one\n"
-	"of them from standard input.\n"
-	"\n"
-	"Sizes at or above --latency-below are compared on busbw with --tolerance;\n"
-	"smaller (latency-bound) sizes on time with --latency-tolerance. Where a run\n"
-	"holds repeats of the same size, the spread of the repeats is the tolerance.\n"
-	"\n"
-	"options:\n"
-	"  --tolerance PCT          busbw change tolerated (default 5)\n"
-	"  --latency-tolerance PCT  time change tolerated below --latency-below (default 20)\n"
-	"  --latency-below SIZE     latency-bound sizes are those below SIZE (default 1M)\n"
-	"  --min-size SIZE          leave out sizes below SIZE (default: none)\n"
-	"  --brief                  only the summary, not every size\n"
-	"  --noise-floor US         a time difference below US microseconds is noise\n"
-	"                           (default 2)\n"
-	"  --by FIELD               no runs: group the history's runs by nccl_version,\n"
-	"                           gpu or host and print the best busbw of each\n"
-	"                           group per op and size band\n"
-	"  --show-all               also list the per-launch identifiers that differ\n"
-	"                           (job ids, ports, pids: never a cause)\n"
-	"  --force                  compare runs that measure different things\n"
-	"                           (still says so first)\n"
-	"  --json[=FILE]            " NW_CLI_JSON_HELP
-	"                           (schema ncclwatch.compare/1; a file only as\n"
-	"                           --json=FILE here: A and B may be .json files)\n"
-	"  --db PATH                history database (default $NCCLWATCH_DB, else\n"
-	"                           $XDG_DATA_HOME/ncclwatch/history.db)\n"
-	"\n"
-	"A size whose difference is inside the measured noise (the spread of\n"
-	"repeats, or less than 2 us of time) is \"within noise\". Changes beyond\n"
-	"twice as fast or slow read as \"3.0x slower\", not as a percentage.\n"
-	"\n"
-	"exit status: 0 no regression, 1 something got slower beyond tolerance,\n"
-	"2 bad usage or unreadable input, 3 the runs are not comparable (backend\n"
-	"GPUs vs host, GPU model, rank count or op/dtype set differ) and no --force.\n"
-	"\n"
-	"examples:\n"
-	"  ncclwatch compare before-update 42\n"
-	"  ncclwatch compare old.json new.json --tolerance 3 --min-size 1M\n"
-	"  ncclwatch compare --by nccl_version\n";
-
 static void describe(const char *tag, const char *label, const struct nw_run *r)
 {
 	printf("%s: %s (", tag, label);
@@ -204,69 +151,85 @@ static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int 
 struct compare_args {
 	struct nw_store_opts so;
 	struct nw_cmp_opts o;
-	struct nw_cli_json json;
+	struct nw_opt_out json;
 	int brief, show_all, force;
 	const char *by;
 	const char *spec[2];
 };
 
-enum { O_BRIEF = NW_OPT_LOCAL, O_SHOW_ALL, O_FORCE, O_NOISE_FLOOR, O_BY };
-
-/* One option into a; 0, or -1 after printing. */
-static int take_opt(int opt, const char *v, struct compare_args *a)
+static const char *const *by_fields(void)
 {
-	if (nw_cli_json_opt(opt, v, &a->json))
-		return 0;
-	int r = nw_cli_cmp_opt(opt, v, &a->o);
-	if (r)
-		return r < 0 ? -1 : 0;
-	switch (opt) {
-	case O_BRIEF: a->brief = 1; return 0;
-	case O_SHOW_ALL: a->show_all = 1; return 0;
-	case O_FORCE: a->force = 1; return 0;
-	case O_BY: a->by = v; return 0;
-	default: break;
-	}
-	if (opt == O_NOISE_FLOOR) {
-		char err[NW_ERRLEN];
-		if (nw_parse_double(v, 0, 1e9, &a->o.noise_floor_us, "--noise-floor", err, sizeof(err)))
-			return nw_error("%s", err);
-		return 0;
-	}
-	return nw_cli_store_read_opt("compare", opt, v, &a->so) < 0 ? -1 : 0;
+	static const char *const f[] = { "nccl_version", "gpu", "host", NULL };
+	return f;
 }
 
-/* Options anywhere, then exactly two runs, at most one of them standard input. */
-static int parse(int argc, char **argv, struct compare_args *a)
+static const struct nw_opt compare_options[] = {
+	NW_OPTS_CMP(struct compare_args, o),
+	{ .kind = NW_OPTK_FLAG, .lname = "brief", .off = NW_F_INT(struct compare_args, brief),
+	  .help = "only the summary, not every size" },
+	{ .kind = NW_OPTK_DOUBLE, .lname = "noise-floor", .off = NW_F_DBL(struct compare_args, o.noise_floor_us),
+	  .argh = "US", .dmin = 0, .dmax = 1e9, .help = "a time difference below US microseconds is noise\n(default 2)" },
+	{ .kind = NW_OPTK_STRING, .lname = "by", .off = NW_F_STR(struct compare_args, by), .argh = "FIELD",
+	  .values = by_fields, .help = "no runs: group the history's runs by nccl_version,\n"
+	                               "gpu or host and print the best busbw of each\n"
+	                               "group per op and size band" },
+	{ .kind = NW_OPTK_FLAG, .lname = "show-all", .off = NW_F_INT(struct compare_args, show_all),
+	  .help = "also list the per-launch identifiers that differ\n(job ids, ports, pids: never a cause)" },
+	{ .kind = NW_OPTK_FLAG, .lname = "force", .off = NW_F_INT(struct compare_args, force),
+	  .help = "compare runs that measure different things\n(still says so first)" },
+	NW_OPT_JSON(struct compare_args, json, "\n(schema ncclwatch.compare/1)"),
+	NW_OPTS_STORE_READ(struct compare_args, so),
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_compare = {
+	.name = "compare",
+	.synopsis = "[options] A B\n--by nccl_version|gpu|host [--json[=FILE]] [--db PATH]",
+	.about = "Compare run B against run A (the reference) for every op, size, dtype,\n"
+	         "redop and placement they share; say what got slower or faster, in which\n"
+	         "size bands and by how much, and which differences between the two runs'\n"
+	         "fingerprints may explain it (NCCL version, NCCL_* variables, topology,\n"
+	         "driver, GPUs, host), most likely first.\n"
+	         "\n"
+	         "A and B are each: a run id from 'ncclwatch history', a baseline name\n"
+	         "('ncclwatch history baseline NAME ID'), an ncclwatch results JSON file\n"
+	         "(bench --json), or an nccl-tests output (text or -J JSON); '-' reads one\n"
+	         "of them from standard input.\n"
+	         "\n"
+	         "Sizes at or above --latency-below are compared on busbw with --tolerance;\n"
+	         "smaller (latency-bound) sizes on time with --latency-tolerance. Where a run\n"
+	         "holds repeats of the same size, the spread of the repeats is the tolerance.\n",
+	.opts = compare_options,
+	.footer = "A size whose difference is inside the measured noise (the spread of\n"
+	          "repeats, or less than 2 us of time) is \"within noise\". Changes beyond\n"
+	          "twice as fast or slow read as \"3.0x slower\", not as a percentage.\n"
+	          "\n"
+	          "exit status: 0 no regression, 1 something got slower beyond tolerance,\n"
+	          "2 bad usage or unreadable input, 3 the runs are not comparable (backend\n"
+	          "GPUs vs host, GPU model, rank count or op/dtype set differ) and no --force.\n"
+	          "\n"
+	          "examples:\n"
+	          "  ncclwatch compare before-update 42\n"
+	          "  ncclwatch compare old.json new.json --tolerance 3 --min-size 1M\n"
+	          "  ncclwatch compare --by nccl_version\n",
+	.args = NW_ARGS_RUNS,
+	.width = 27,
+};
+
+/* Exactly two runs, at most one of them standard input, or --by and none. 0, or -1 after printing. */
+static int take_runs(struct compare_args *a, const struct nw_opt_res *res)
 {
-	static const struct option longopts[] = {
-		NW_CLI_CMP_LONGOPTS,
-		NW_CLI_JSON_EQ_LONGOPT,
-		{ "brief", no_argument, NULL, O_BRIEF },
-		{ "show-all", no_argument, NULL, O_SHOW_ALL },
-		{ "force", no_argument, NULL, O_FORCE },
-		{ "noise-floor", required_argument, NULL, O_NOISE_FLOOR },
-		{ "by", required_argument, NULL, O_BY },
-		NW_CLI_STORE_LONGOPTS,
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
-	while ((opt = nw_cli_next("compare", argc, argv, "", longopts)) != -1)
-		if (opt == -2 || take_opt(opt, optarg, a))
-			return -1;
-	if (nw_cli_check_output("compare", "--json", a->json.path))
-		return -1;
-	int nspec = argc - optind;
+	int nspec = res->nargs;
 	if (a->by && nspec)
-		return nw_error("compare --by groups the whole history: it takes no runs ('%s')", argv[optind]);
+		return nw_error("compare --by groups the whole history: it takes no runs ('%s')", res->args[0]);
 	if (a->by)
 		return 0;
 	if (nspec > 2)
-		return nw_error("compare takes two runs, got a third ('%s')", argv[optind + 2]);
+		return nw_error("compare takes two runs, got a third ('%s')", res->args[2]);
 	if (nspec != 2)
 		return nw_error("compare needs two runs: ncclwatch compare A B (run ids, baseline names or result files)");
-	a->spec[0] = argv[optind];
-	a->spec[1] = argv[optind + 1];
+	a->spec[0] = res->args[0];
+	a->spec[1] = res->args[1];
 	if (!strcmp(a->spec[0], "-") && !strcmp(a->spec[1], "-"))
 		return nw_error("only one of A and B can be standard input ('-')");
 	return 0;
@@ -335,8 +298,12 @@ int cmd_compare(int argc, char **argv)
 	struct compare_args a;
 	memset(&a, 0, sizeof(a));
 	nw_cmp_opts_default(&a.o);
-	if (parse(argc, argv, &a))
-		return 2;
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_compare, &a, argc, argv, &res);
+	if (st == NW_OPT_OK && take_runs(&a, &res))
+		st = NW_OPT_BAD;
+	if (st != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_compare, st);
 	if (a.by)
 		return run_by(&a);
 	struct nw_run ra, rb;

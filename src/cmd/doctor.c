@@ -17,38 +17,6 @@
 #include "probe/topo.h"
 #include "util/util.h"
 
-const char usage_doctor[] =
-	"usage: ncclwatch doctor [options]\n"
-	"\n"
-	"Checks what in this machine, container or environment will hurt NCCL:\n"
-	"versions (driver, CUDA, the NCCL that loads, other libnccl copies), NCCL_*\n"
-	"variables (typos, missing interfaces, workarounds that cost bandwidth, debug\n"
-	"logging), CUDA_VISIBLE_DEVICES, MASTER_ADDR, /dev/shm, locked memory,\n"
-	"RemoveIPC, PCIe ACS, IOMMU, VMs, NVLink state and errors, PCIe link training,\n"
-	"peer-to-peer, persistence, ECC, GPUDirect RDMA, fabric manager, CPU binding,\n"
-	"and node health: GPU count, Xid errors since boot, clocks held down,\n"
-	"InfiniBand/RoCE port state, rate and error counters.\n"
-	"Each finding names what it saw, why it matters and how to fix it; every\n"
-	"check is listed in docs/doctor.md. Without a GPU it runs every check that\n"
-	"needs none and says which it skipped and why.\n"
-	"\n"
-	"options:\n"
-	"  --json [FILE]       " NW_CLI_JSON_HELP
-	"                      (schema ncclwatch.doctor/1)\n"
-	"  --only ID[,ID...]   run only these checks: ids (\"hw.nvlink\") or groups\n"
-	"                      (\"version\", \"env\", \"os\", \"hw\", \"cpu\")\n"
-	"  --problems          list only findings at info or above (text output)\n"
-	"  --interval DUR      read NVLink error counters twice, DUR apart, to see\n"
-	"                      them grow (\"2s\", \"500ms\"; default 1s with a live driver\n"
-	"                      and NVLinks, 0 to read once)\n"
-	"  --expect-gpus N     this node should have N GPUs (an error otherwise)\n"
-	"  --nccl-lib PATH     the NCCL to check instead of the one found\n"
-	"  --sysroot DIR       read /sys, /proc and /etc under DIR (also $NCCLWATCH_SYSROOT)\n"
-	"  --nvml-json FILE    replay recorded NVML answers (also $NCCLWATCH_NVML_JSON)\n"
-	"  -h, --help          this text\n"
-	"\n"
-	"exit status: 0 nothing above info, 1 warnings, 2 errors (or a usage error).\n";
-
 /* What one doctor run holds; released at the command's exit. */
 struct doctor_state {
 	struct nw_nvml_snap *snap;
@@ -93,10 +61,10 @@ static void print_text(const struct nw_findings *f, int problems_only, size_t nc
 
 /* What the command line asks for; only[] points into only_buf (freed by the command). */
 struct doctor_args {
-	struct nw_cli_json json;
+	struct nw_opt_out json;
 	int problems;
-	long expect_gpus;       /* -1 not given */
-	double interval;
+	long long expect_gpus;  /* -1 not given */
+	double interval;        /* -1 not given */
 	const char *sysroot, *nvml_json, *nccl_lib;
 	char *only_buf;
 	const char *only[32];
@@ -104,8 +72,10 @@ struct doctor_args {
 };
 
 /* --only ID[,ID...]: the names, empty ones left out (a later --only replaces an earlier one). */
-static void split_only(struct doctor_args *a, const char *arg)
+static int only_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
+	struct doctor_args *a = opts;
+	(void)name, (void)err, (void)errlen;
 	free(a->only_buf);
 	a->only_buf = nw_strdup(arg);
 	a->nonly = 0;
@@ -116,60 +86,46 @@ static void split_only(struct doctor_args *a, const char *arg)
 		if (*p)
 			a->only[a->nonly++] = p;
 	}
-}
-
-/* The options; 0, 1 after --help, or -1 after printing an error. */
-static int parse(int argc, char **argv, struct doctor_args *a)
-{
-	enum { O_ONLY = NW_OPT_LOCAL, O_PROBLEMS, O_INTERVAL, O_NCCL_LIB, O_SYSROOT, O_NVML_JSON, O_EXPECT_GPUS };
-	static const struct option longopts[] = {
-		NW_CLI_JSON_LONGOPT,
-		{ "only", required_argument, NULL, O_ONLY },
-		{ "problems", no_argument, NULL, O_PROBLEMS },
-		{ "interval", required_argument, NULL, O_INTERVAL },
-		{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
-		{ "sysroot", required_argument, NULL, O_SYSROOT },
-		{ "nvml-json", required_argument, NULL, O_NVML_JSON },
-		{ "expect-gpus", required_argument, NULL, O_EXPECT_GPUS },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char err[NW_ERRLEN];
-	int c;
-	while ((c = nw_cli_next("doctor", argc, argv, "h", longopts)) != -1) {
-		switch (c) {
-		case -2: return -1;
-		case NW_OPT_JSON: nw_cli_json_opt(c, optarg, &a->json); break;
-		case O_PROBLEMS: a->problems = 1; break;
-		case O_ONLY: split_only(a, optarg); break;
-		case O_INTERVAL:
-			if (nw_parse_duration(optarg, &a->interval, err, sizeof(err)) < 0 || a->interval > 600)
-				return nw_error("--interval: %s", a->interval > 600 ? "at most 10m" : err);
-			break;
-		case O_NCCL_LIB: a->nccl_lib = optarg; break;
-		case O_SYSROOT:
-			if (nw_cli_dir_opt(nw_cli_opt_name(c, argv), optarg))
-				return -1;
-			a->sysroot = optarg;
-			break;
-		case O_NVML_JSON: a->nvml_json = optarg; break;
-		case O_EXPECT_GPUS:
-			if (nw_parse_long(optarg, 0, NW_NVML_MAX_GPUS, &a->expect_gpus, "--expect-gpus", err, sizeof(err)) < 0)
-				return nw_error("%s", err);
-			break;
-		case 'h': fputs(usage_doctor, stdout); return 1;
-		}
-	}
-	if (nw_cli_no_operands("doctor", argc, argv) || nw_cli_check_output("doctor", "--json", a->json.path))
-		return -1;
-	const char *bad = nw_doc_unmatched(a->only, a->nonly);
-	if (bad)
-		return nw_error("--only '%s' matches no check; 'ncclwatch help doctor' and docs/doctor.md list them", bad);
 	return 0;
 }
 
+static const struct nw_opt doctor_options[] = {
+	NW_OPT_JSON(struct doctor_args, json, "\n(schema ncclwatch.doctor/1)"),
+	{ .kind = NW_OPTK_CALL, .lname = "only", .argh = "ID[,ID...]", .call = only_opt, .flags = NW_OPTF_LIST,
+	  .help = "run only these checks: ids (\"hw.nvlink\") or groups\n(\"version\", \"env\", \"os\", \"hw\", \"cpu\")" },
+	{ .kind = NW_OPTK_FLAG, .lname = "problems", .off = NW_F_INT(struct doctor_args, problems),
+	  .help = "list only findings at info or above (text output)" },
+	{ .kind = NW_OPTK_DURATION, .lname = "interval", .off = NW_F_DBL(struct doctor_args, interval), .argh = "DUR",
+	  .dmax = 600, .help = "read NVLink error counters twice, DUR apart, to see\n"
+	                        "them grow (\"2s\", \"500ms\"; default 1s with a live driver\n"
+	                        "and NVLinks, 0 to read once)" },
+	{ .kind = NW_OPTK_LONG, .lname = "expect-gpus", .off = NW_F_LONG(struct doctor_args, expect_gpus), .argh = "N",
+	  .max = NW_NVML_MAX_GPUS, .help = "this node should have N GPUs (an error otherwise)" },
+	{ .kind = NW_OPTK_FILE, .lname = "nccl-lib", .off = NW_F_STR(struct doctor_args, nccl_lib), .argh = "PATH",
+	  .help = "the NCCL to check instead of the one found" },
+	NW_OPTS_MACHINE(struct doctor_args, sysroot, nvml_json),
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_doctor = {
+	.name = "doctor",
+	.about = "Checks what in this machine, container or environment will hurt NCCL:\n"
+	         "versions (driver, CUDA, the NCCL that loads, other libnccl copies), NCCL_*\n"
+	         "variables (typos, missing interfaces, workarounds that cost bandwidth, debug\n"
+	         "logging), CUDA_VISIBLE_DEVICES, MASTER_ADDR, /dev/shm, locked memory,\n"
+	         "RemoveIPC, PCIe ACS, IOMMU, VMs, NVLink state and errors, PCIe link training,\n"
+	         "peer-to-peer, persistence, ECC, GPUDirect RDMA, fabric manager, CPU binding,\n"
+	         "and node health: GPU count, Xid errors since boot, clocks held down,\n"
+	         "InfiniBand/RoCE port state, rate and error counters.\n"
+	         "Each finding names what it saw, why it matters and how to fix it; every\n"
+	         "check is listed in docs/doctor.md. Without a GPU it runs every check that\n"
+	         "needs none and says which it skipped and why.\n",
+	.opts = doctor_options,
+	.footer = "exit status: 0 nothing above info, 1 warnings, 2 errors (or a usage error).\n",
+};
+
 /* The JSON report (schema ncclwatch.doctor/1) where --json says. 0, or -1 after printing why. */
-static int print_json(const struct nw_cli_json *j, const struct nw_findings *f)
+static int print_json(const struct nw_opt_out *j, const struct nw_findings *f)
 {
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string("ncclwatch.doctor/1"));
@@ -196,9 +152,15 @@ int cmd_doctor(int argc, char **argv)
 	memset(&st, 0, sizeof(st));
 	a.interval = -1;
 	a.expect_gpus = -1;
-	int pr = parse(argc, argv, &a);
-	if (pr) {
-		rc = pr > 0 ? 0 : 2;
+	struct nw_opt_res res;
+	enum nw_opt_status ps = nw_opt_parse(&nw_spec_doctor, &a, argc, argv, &res);
+	if (ps != NW_OPT_OK) {
+		rc = nw_opt_exit(&nw_spec_doctor, ps);
+		goto out;
+	}
+	const char *bad = nw_doc_unmatched(a.only, a.nonly);
+	if (bad) {
+		nw_error("--only '%s' matches no check; 'ncclwatch help doctor' and docs/doctor.md list them", bad);
 		goto out;
 	}
 	st.snap = nw_calloc(1, sizeof(*st.snap));

@@ -19,48 +19,6 @@
 
 #define EXPORTER_DEFAULT_LISTEN "127.0.0.1:9850"
 
-const char usage_exporter[] =
-	"usage: ncclwatch exporter [--listen ADDR:PORT] [--dir DIR] [--once] [--all]\n"
-	"                          [--window S] [--baseline FILE]\n"
-	"                          [--histograms none|op|op,size] [--drop-labels size,source]\n"
-	"\n"
-	"Serve Prometheus metrics (text format 0.0.4) at http://ADDR:PORT/metrics for\n"
-	"every rank on this host of every job run with NCCL_PROFILER_PLUGIN=ncclwatch:\n"
-	"per communicator, rank, op and size bucket: operations, bytes, duration\n"
-	"histograms, busbw; per rank: busy ratio, straggler lateness, plugin drop\n"
-	"counters; stale-file counts and the exporter's own scrape errors.\n"
-	"docs/metrics.md lists every metric; deploy/ has alert rules and a dashboard.\n"
-	"\n"
-	"options:\n"
-	"  --listen ADDR:PORT  where to listen (default " EXPORTER_DEFAULT_LISTEN ", loopback only;\n"
-	"                      0.0.0.0:9850 or :9850 (no address) for every IPv4 address,\n"
-	"                      [::1]:9850 for IPv6; so :0 is every address, a free port;\n"
-	"                      port 0 picks a free port and prints it)\n"
-	"  --dir DIR           stats directory (default $NCCLWATCH_DIR, else\n"
-	"                      /dev/shm/ncclwatch-<uid>)\n"
-	"  --once              print the metrics of one scrape to stdout and exit\n"
-	"                      (for node_exporter's textfile collector; write to a\n"
-	"                      temporary file and rename it into place)\n"
-	"  --all               also export ranks whose process is gone (stale files)\n"
-	"  --window S          busbw gauges cover at least the last S seconds\n"
-	"                      (default 10; e.g. 500ms, 30s, 1m)\n"
-	"  --baseline FILE     a bench result ('ncclwatch bench --json'): its best\n"
-	"                      busbw per op and size becomes\n"
-	"                      ncclwatch_busbw_baseline_bytes_per_second, which the\n"
-	"                      NcclwatchBusbwBelowBaseline alert prefers to its own\n"
-	"  --histograms MODE   duration histograms per op (default), per op and size\n"
-	"                      bucket (op,size: many series), or none\n"
-	"  --drop-labels LIST  leave out the size and/or source label; their series are\n"
-	"                      summed (size, source or size,source)\n"
-	"  -h, --help          this text\n"
-	"\n"
-	"Series carry host, comm, rank and, where the plugin recorded them, gpu, UUID,\n"
-	"pod, namespace, container and hpc_job (dcgm-exporter's names). Replies are\n"
-	"gzip-compressed when the scraper accepts gzip (zlib is opened at run time).\n"
-	"\n"
-	"exit status: 0 after SIGINT/SIGTERM (or after --once), 1 when the directory\n"
-	"cannot be read with --once or the address cannot be bound, 2 on bad usage.\n";
-
 static volatile sig_atomic_t stop_flag;
 
 static void on_signal(int sig)
@@ -98,58 +56,91 @@ struct exporter_args {
 	unsigned drop;
 };
 
-/* The options; 0, 1 after --help, or -1 after printing an error. */
-static int parse(int argc, char **argv, struct exporter_args *a)
+/* --listen ADDR:PORT, checked before anything is served. */
+static int listen_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
-	enum { O_LISTEN = NW_OPT_LOCAL, O_DIR, O_ONCE, O_ALL, O_WINDOW, O_BASELINE, O_HIST, O_DROP };
-	static const struct option longopts[] = {
-		{ "listen", required_argument, NULL, O_LISTEN },
-		{ "dir", required_argument, NULL, O_DIR },
-		{ "once", no_argument, NULL, O_ONCE },
-		{ "all", no_argument, NULL, O_ALL },
-		{ "window", required_argument, NULL, O_WINDOW },
-		{ "baseline", required_argument, NULL, O_BASELINE },
-		{ "histograms", required_argument, NULL, O_HIST },
-		{ "drop-labels", required_argument, NULL, O_DROP },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char err[NW_ERRLEN];
-	int c;
-	while ((c = nw_cli_next("exporter", argc, argv, "h", longopts)) != -1) {
-		switch (c) {
-		case -2: return -1;
-		case O_LISTEN: {
-			struct sockaddr_storage ss;
-			size_t alen;
-			if (nw_httpd_parse_listen(optarg, &ss, &alen, err, sizeof(err)) < 0)
-				return nw_error("--listen: %s", err);
-			a->listen = optarg;
-			break;
-		}
-		case O_DIR: a->dir = optarg; break;
-		case O_ONCE: a->once = 1; break;
-		case O_ALL: a->all = 1; break;
-		case O_BASELINE: a->baseline = optarg; break;
-		case O_HIST:
-			if (nw_metrics_parse_hist(optarg, &a->hist, err, sizeof(err)) < 0)
-				return nw_error("%s", err);
-			break;
-		case O_DROP:
-			if (nw_metrics_parse_drop(optarg, &a->drop, err, sizeof(err)) < 0)
-				return nw_error("%s", err);
-			break;
-		case O_WINDOW:
-			if (nw_parse_duration(optarg, &a->window, err, sizeof(err)) < 0)
-				return nw_error("--window: %s", err);
-			if (a->window <= 0 || a->window > 3600)
-				return nw_error("--window '%s' is out of range: give 1ms to 1h", optarg);
-			break;
-		case 'h': fputs(usage_exporter, stdout); return 1;
-		}
-	}
-	return nw_cli_no_operands("exporter", argc, argv);
+	struct exporter_args *a = opts;
+	struct sockaddr_storage ss;
+	size_t alen;
+	char e2[NW_ERRLEN];
+	if (nw_httpd_parse_listen(arg, &ss, &alen, e2, sizeof(e2)) < 0)
+		return nw_seterr(err, errlen, "%s: %s", name, e2);
+	a->listen = arg;
+	return 0;
 }
+
+static int hist_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
+{
+	(void)name;
+	return nw_metrics_parse_hist(arg, &((struct exporter_args *)opts)->hist, err, errlen) < 0 ? -1 : 0;
+}
+
+static int drop_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
+{
+	(void)name;
+	return nw_metrics_parse_drop(arg, &((struct exporter_args *)opts)->drop, err, errlen) < 0 ? -1 : 0;
+}
+
+static const char *const *hist_modes(void)
+{
+	static const char *const m[] = { "op", "op,size", "none", NULL };
+	return m;
+}
+
+static const char *const *drop_labels(void)
+{
+	static const char *const m[] = { "size", "source", NULL };
+	return m;
+}
+
+static const struct nw_opt exporter_options[] = {
+	{ .kind = NW_OPTK_CALL, .lname = "listen", .argh = "ADDR:PORT", .call = listen_opt, .def = EXPORTER_DEFAULT_LISTEN,
+	  .help = "where to listen (default " EXPORTER_DEFAULT_LISTEN ", loopback only;\n"
+	          "0.0.0.0:9850 or :9850 (no address) for every IPv4 address,\n"
+	          "[::1]:9850 for IPv6; so :0 is every address, a free port;\n"
+	          "port 0 picks a free port and prints it)" },
+	NW_OPT_STATS_DIR(struct exporter_args, dir),
+	{ .kind = NW_OPTK_FLAG, .lname = "once", .off = NW_F_INT(struct exporter_args, once),
+	  .help = "print the metrics of one scrape to stdout and exit\n"
+	          "(for node_exporter's textfile collector; write to a\n"
+	          "temporary file and rename it into place)" },
+	{ .kind = NW_OPTK_FLAG, .lname = "all", .off = NW_F_INT(struct exporter_args, all),
+	  .help = "also export ranks whose process is gone (stale files)" },
+	{ .kind = NW_OPTK_DURATION, .lname = "window", .off = NW_F_DBL(struct exporter_args, window), .argh = "S",
+	  .dmin = 0.001, .dmax = 3600, .def = "10", .help = "busbw gauges cover at least the last S seconds\n"
+	                                                    "(e.g. 500ms, 30s, 1m)" },
+	{ .kind = NW_OPTK_FILE, .lname = "baseline", .off = NW_F_STR(struct exporter_args, baseline), .argh = "FILE",
+	  .help = "a bench result ('ncclwatch bench --json'): its best\n"
+	          "busbw per op and size becomes\n"
+	          "ncclwatch_busbw_baseline_bytes_per_second, which the\n"
+	          "NcclwatchBusbwBelowBaseline alert prefers to its own" },
+	{ .kind = NW_OPTK_CALL, .lname = "histograms", .argh = "MODE", .call = hist_opt, .values = hist_modes,
+	  .help = "duration histograms per op (default), per op and size\nbucket (op,size: many series), or none" },
+	{ .kind = NW_OPTK_CALL, .lname = "drop-labels", .argh = "LIST", .call = drop_opt, .values = drop_labels,
+	  .flags = NW_OPTF_LIST, .help = "leave out the size and/or source label; their series are\n"
+	                                 "summed (size, source or size,source)" },
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_exporter = {
+	.name = "exporter",
+	.synopsis = "[--listen ADDR:PORT] [--dir DIR] [--once] [--all]\n[--window S] [--baseline FILE]\n"
+	            "[--histograms none|op|op,size] [--drop-labels size,source]",
+	.about = "Serve Prometheus metrics (text format 0.0.4) at http://ADDR:PORT/metrics for\n"
+	         "every rank on this host of every job run with NCCL_PROFILER_PLUGIN=ncclwatch:\n"
+	         "per communicator, rank, op and size bucket: operations, bytes, duration\n"
+	         "histograms, busbw; per rank: busy ratio, straggler lateness, plugin drop\n"
+	         "counters; stale-file counts and the exporter's own scrape errors.\n"
+	         "docs/metrics.md lists every metric; deploy/ has alert rules and a dashboard.\n",
+	.opts = exporter_options,
+	.footer = "Series carry host, comm, rank and, where the plugin recorded them, gpu, UUID,\n"
+	          "pod, namespace, container and hpc_job (dcgm-exporter's names). Replies are\n"
+	          "gzip-compressed when the scraper accepts gzip (zlib is opened at run time).\n"
+	          "\n"
+	          "exit status: 0 after SIGINT/SIGTERM (or after --once), 1 when the directory\n"
+	          "cannot be read with --once or the address cannot be bound, 2 on bad usage.\n",
+	.width = 22,
+};
 
 /* --once: one scrape to stdout; the exit status (1 when the directory cannot be read). */
 static int scrape_once(struct server *s)
@@ -207,11 +198,12 @@ static int serve(struct server *s, const char *listen, const char *dir)
 /* Parse options; --once prints one scrape, else serve until SIGINT/SIGTERM. */
 int cmd_exporter(int argc, char **argv)
 {
-	struct exporter_args a = { EXPORTER_DEFAULT_LISTEN, NULL, NULL, 0, 0, 10, NW_HIST_OP, 0 };
+	struct exporter_args a = { .hist = NW_HIST_OP };
 	char err[NW_ERRLEN], dirbuf[512];
-	int pr = parse(argc, argv, &a);
-	if (pr)
-		return pr > 0 ? 0 : 2;
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_exporter, &a, argc, argv, &res);
+	if (st != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_exporter, st);
 	if (!a.dir)
 		a.dir = nw_sf_default_dir(dirbuf, sizeof(dirbuf));
 	struct server *s = nw_calloc(1, sizeof(*s));

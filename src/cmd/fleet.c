@@ -9,62 +9,33 @@
 #include "store/store.h"
 #include "util/util.h"
 
-const char usage_fleet[] =
-	"usage: ncclwatch fleet [--threshold PCT] [--json [FILE]] [--db PATH]\n"
-	"\n"
-	"Every host's latest check in the history, against the median of the\n"
-	"hosts with the same GPU model and count, at each op and size the checks\n"
-	"measured. A host below the threshold at any of them is an outlier: those\n"
-	"are listed first, with what differs in their fingerprint from the\n"
-	"majority of their peers (driver, NCCL version, topology hash, NCCL_*\n"
-	"variables). Record checks from every node into one database (--db, or\n"
-	"history merge FILE.db for nodes that kept their own).\n"
-	"\n"
-	"options:\n"
-	"  --threshold PCT  outlier below PCT% of the median busbw (default 90)\n"
-	"  --json [FILE]    " NW_CLI_JSON_HELP
-	"  --db PATH        history database (default $NCCLWATCH_DB, else\n"
-	"                   $XDG_DATA_HOME/ncclwatch/history.db)\n"
-	"\n"
-	"exit status: 0 no outlier, 1 at least one outlier, 2 usage or history error\n";
-
 struct fleet_args {
 	struct nw_store_opts so;
 	double threshold;
-	struct nw_cli_json json;
+	struct nw_opt_out json;
 };
 
-enum { O_THRESHOLD = NW_OPT_LOCAL };
+static const struct nw_opt fleet_options[] = {
+	{ .kind = NW_OPTK_PERCENT, .lname = "threshold", .off = NW_F_DBL(struct fleet_args, threshold), .argh = "PCT",
+	  .dmin = 0.0001, .dmax = 1, .def = "90", .help = "outlier below PCT% of the median busbw" },
+	NW_OPT_JSON(struct fleet_args, json, ""),
+	NW_OPTS_STORE_READ(struct fleet_args, so),
+	{ 0 },
+};
 
-static int parse(int argc, char **argv, struct fleet_args *a)
-{
-	static const struct option longopts[] = {
-		{ "threshold", required_argument, NULL, O_THRESHOLD },
-		NW_CLI_JSON_LONGOPT,
-		NW_CLI_STORE_LONGOPTS,
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
-	char err[NW_ERRLEN];
-	while ((opt = nw_cli_next("fleet", argc, argv, "", longopts)) != -1) {
-		if (opt == -2)
-			return -1;
-		if (nw_cli_json_opt(opt, optarg, &a->json)) {
-			continue;
-		} else if (opt == O_THRESHOLD) {
-			if (nw_parse_percent(optarg, &a->threshold, "--threshold", err, sizeof(err)))
-				return nw_error("%s", err);
-			if (a->threshold <= 0 || a->threshold > 1)
-				return nw_error("--threshold '%s' is out of range: give a percentage of the median above 0 and at most 100 (e.g. 90)",
-				                optarg);
-		} else if (nw_cli_store_read_opt("fleet", opt, optarg, &a->so) < 0) {
-			return -1;
-		}
-	}
-	if (nw_cli_no_operands("fleet", argc, argv) || nw_cli_check_output("fleet", "--json", a->json.path))
-		return -1;
-	return 0;
-}
+const struct nw_cmd_spec nw_spec_fleet = {
+	.name = "fleet",
+	.synopsis = "[--threshold PCT] [--json[=FILE]] [--db PATH]",
+	.about = "Every host's latest check in the history, against the median of the\n"
+	         "hosts with the same GPU model and count, at each op and size the checks\n"
+	         "measured. A host below the threshold at any of them is an outlier: those\n"
+	         "are listed first, with what differs in their fingerprint from the\n"
+	         "majority of their peers (driver, NCCL version, topology hash, NCCL_*\n"
+	         "variables). Record checks from every node into one database (--db, or\n"
+	         "history merge FILE.db for nodes that kept their own).\n",
+	.opts = fleet_options,
+	.footer = "exit status: 0 no outlier, 1 at least one outlier, 2 usage or history error\n",
+};
 
 /* "all_reduce 128M: 350.12 GB/s, 89.9% of 389.30" for h's worst cell. */
 static void worst_text(const struct nw_fleet_host *h, char *buf, size_t len)
@@ -117,8 +88,10 @@ int cmd_fleet(int argc, char **argv)
 	struct fleet_args a;
 	memset(&a, 0, sizeof(a));
 	a.threshold = NW_FLEET_THRESHOLD;
-	if (parse(argc, argv, &a))
-		return 2;
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_fleet, &a, argc, argv, &res);
+	if (st != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_fleet, st);
 	char path[PATH_MAX], err[NW_ERRLEN];
 	struct nw_store *s;
 	struct nw_fleet f;

@@ -15,60 +15,12 @@
 #include "probe/ras.h"
 #include "util/util.h"
 
-const char usage_hang[] =
-	"usage: ncclwatch hang [options]\n"
-	"\n"
-	"Say whether a training job is hung in NCCL, and where: for each\n"
-	"communicator, the collective and sequence number where the ranks\n"
-	"diverge, the ranks that have not arrived (with the last operation each\n"
-	"one enqueued), and the ranks waiting inside it. Reads the profiler\n"
-	"plugin's live stats files on this node, trace dumps gathered from\n"
-	"other nodes and, where the job's NCCL has it (2.24+), NCCL's RAS port,\n"
-	"which sees every rank of the job from any one node; it merges them into\n"
-	"one view. RAS counts the collectives each rank issued but not their\n"
-	"completion or times: it names ranks behind and dead ones, the stats files\n"
-	"and dumps say who is inside and since when.\n"
-	"\n"
-	"Verdicts: hung (ranks wait and no rank raised an NCCL event for --hang-s),\n"
-	"straggler (some ranks are behind, events still flow), idle (nothing in\n"
-	"flight and nobody behind: a job checkpointing is idle, not hung), none.\n"
-	"\n"
-	"options:\n"
-	"  --dir DIR      stats directory (default $NCCLWATCH_DIR, else\n"
-	"                 /dev/shm/ncclwatch-<uid>)\n"
-	"  --dump PATH    a trace dump, or a directory of them (*.json), written by\n"
-	"                 the plugin on any node (repeatable)\n"
-	"  --no-local     do not read this node's stats files (dumps only)\n"
-	"  --hang-s S     seconds without any event that make waiting a hang\n"
-	"                 (default $NCCLWATCH_HANG_S, else 120)\n"
-	"  --ras          ask NCCL's RAS port and say so when it cannot be asked (by\n"
-	"                 default it is asked quietly: a job without RAS is no error)\n"
-	"  --ras-addr A   its address (default $NCCL_RAS_ADDR, else localhost:28028)\n"
-	"  --ras-timeout S  give up on RAS after S seconds in all (default 2)\n"
-	"  --no-ras       do not ask RAS\n"
-	"  --comm TEXT    only communicators whose hex id starts with, or name\n"
-	"                 contains, TEXT\n"
-	"  --json [FILE]  " NW_CLI_JSON_HELP
-	"                 (the verdicts, schema ncclwatch.hang/1)\n"
-	"\n"
-	"Ranks of other nodes are \"not reported\" unless their dumps are given;\n"
-	"where a plugin could not see completions (NCCLWATCH_KERNEL=off on one\n"
-	"node) the ranks inside an operation cannot be told, and the output says so.\n"
-	"\n"
-	"exit status: 0 no hang, 1 a communicator is hung, 2 bad usage or\n"
-	"unreadable input.\n"
-	"\n"
-	"examples:\n"
-	"  ncclwatch hang\n"
-	"  ncclwatch hang --no-local --dump dumps/ --json\n"
-	"  ncclwatch hang --ras --ras-addr node7:28028\n";
-
 struct hang_args {
 	const char *dir;
 	const char **dumps;
 	size_t ndumps;
 	int no_local;
-	struct nw_cli_json json;
+	struct nw_opt_out json;
 	double hang_s;
 	const char *comm;
 	int ras;              /* -1 never, 0 quietly (default), 1 asked for: its failure is said */
@@ -87,8 +39,6 @@ struct hang_read {
 	char ras_addr[256], ras_version[32], ras_err[NW_ERRLEN];
 };
 
-enum { O_DIR = NW_OPT_LOCAL, O_DUMP, O_NO_LOCAL, O_HANG_S, O_COMM, O_RAS, O_RAS_ADDR, O_RAS_TIMEOUT, O_NO_RAS };
-
 /* The default --hang-s: NCCLWATCH_HANG_S as the plugin reads it, else 120. */
 static int default_hang_s(double *out)
 {
@@ -101,56 +51,92 @@ static int default_hang_s(double *out)
 	return 0;
 }
 
-static int take_opt(int opt, const char *v, struct hang_args *a)
+/* --dump PATH, repeatable. */
+static int dump_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
-	char err[NW_ERRLEN];
-	switch (opt) {
-	case O_DIR: a->dir = v; return 0;
-	case O_DUMP:
-		a->dumps = nw_realloc(a->dumps, (a->ndumps + 1) * sizeof(*a->dumps));
-		a->dumps[a->ndumps++] = v;
-		return 0;
-	case O_NO_LOCAL: a->no_local = 1; return 0;
-	case O_COMM: a->comm = v; return 0;
-	case O_RAS: a->ras = 1; return 0;
-	case O_RAS_ADDR: a->ras = 1; a->ras_addr = v; return 0;
-	case O_NO_RAS: a->no_ras = 1; return 0;
-	case O_RAS_TIMEOUT:
-		if (nw_parse_double(v, 0.1, 600, &a->ras_timeout_s, "--ras-timeout", err, sizeof(err)) != 0)
-			return nw_error("%s", err);
-		return 0;
-	case O_HANG_S:
-		if (nw_parse_double(v, 0.001, 86400, &a->hang_s, "--hang-s", err, sizeof(err)) != 0)
-			return nw_error("%s", err);
-		return 0;
-	default:
-		return -1;
-	}
+	struct hang_args *a = opts;
+	if (!*arg)
+		return nw_seterr(err, errlen, "option '%s' needs a value", name);
+	a->dumps = nw_realloc(a->dumps, (a->ndumps + 1) * sizeof(*a->dumps));
+	a->dumps[a->ndumps++] = arg;
+	return 0;
 }
 
-static int parse(int argc, char **argv, struct hang_args *a)
+/* --ras-addr A: ask RAS there (and say when it cannot be asked). */
+static int ras_addr_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
-	static const struct option longopts[] = {
-		{ "dir", required_argument, NULL, O_DIR },
-		{ "dump", required_argument, NULL, O_DUMP },
-		{ "no-local", no_argument, NULL, O_NO_LOCAL },
-		{ "hang-s", required_argument, NULL, O_HANG_S },
-		{ "comm", required_argument, NULL, O_COMM },
-		NW_CLI_JSON_LONGOPT,
-		{ "ras", no_argument, NULL, O_RAS },
-		{ "ras-addr", required_argument, NULL, O_RAS_ADDR },
-		{ "ras-timeout", required_argument, NULL, O_RAS_TIMEOUT },
-		{ "no-ras", no_argument, NULL, O_NO_RAS },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct hang_args *a = opts;
+	if (!*arg)
+		return nw_seterr(err, errlen, "option '%s' needs a value", name);
+	a->ras = 1;
+	a->ras_addr = arg;
+	return 0;
+}
+
+static const struct nw_opt hang_options[] = {
+	NW_OPT_STATS_DIR(struct hang_args, dir),
+	{ .kind = NW_OPTK_CALL, .lname = "dump", .argh = "PATH", .call = dump_opt,
+	  .help = "a trace dump, or a directory of them (*.json), written by\nthe plugin on any node (repeatable)" },
+	{ .kind = NW_OPTK_FLAG, .lname = "no-local", .off = NW_F_INT(struct hang_args, no_local),
+	  .help = "do not read this node's stats files (dumps only)" },
+	{ .kind = NW_OPTK_DOUBLE, .lname = "hang-s", .off = NW_F_DBL(struct hang_args, hang_s), .argh = "S",
+	  .dmin = 0.001, .dmax = 86400, .help = "seconds without any event that make waiting a hang\n"
+	                                        "(default $NCCLWATCH_HANG_S, else 120)" },
+	{ .kind = NW_OPTK_FLAG, .lname = "ras", .off = NW_F_INT(struct hang_args, ras),
+	  .help = "ask NCCL's RAS port and say so when it cannot be asked (by\n"
+	          "default it is asked quietly: a job without RAS is no error)" },
+	{ .kind = NW_OPTK_CALL, .lname = "ras-addr", .argh = "A", .call = ras_addr_opt,
+	  .help = "its address (default $NCCL_RAS_ADDR, else localhost:28028)" },
+	{ .kind = NW_OPTK_DOUBLE, .lname = "ras-timeout", .off = NW_F_DBL(struct hang_args, ras_timeout_s),
+	  .argh = "S", .dmin = 0.1, .dmax = 600, .def = "2", .help = "give up on RAS after S seconds in all" },
+	{ .kind = NW_OPTK_FLAG, .lname = "no-ras", .off = NW_F_INT(struct hang_args, no_ras),
+	  .help = "do not ask RAS" },
+	{ .kind = NW_OPTK_STRING, .lname = "comm", .off = NW_F_STR(struct hang_args, comm), .argh = "TEXT",
+	  .help = "only communicators whose hex id starts with, or name\ncontains, TEXT" },
+	NW_OPT_JSON(struct hang_args, json, "\n(the verdicts, schema ncclwatch.hang/1)"),
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_hang = {
+	.name = "hang",
+	.about = "Say whether a training job is hung in NCCL, and where: for each\n"
+	         "communicator, the collective and sequence number where the ranks\n"
+	         "diverge, the ranks that have not arrived (with the last operation each\n"
+	         "one enqueued), and the ranks waiting inside it. Reads the profiler\n"
+	         "plugin's live stats files on this node, trace dumps gathered from\n"
+	         "other nodes and, where the job's NCCL has it (2.24+), NCCL's RAS port,\n"
+	         "which sees every rank of the job from any one node; it merges them into\n"
+	         "one view. RAS counts the collectives each rank issued but not their\n"
+	         "completion or times: it names ranks behind and dead ones, the stats files\n"
+	         "and dumps say who is inside and since when.\n"
+	         "\n"
+	         "Verdicts: hung (ranks wait and no rank raised an NCCL event for --hang-s),\n"
+	         "straggler (some ranks are behind, events still flow), idle (nothing in\n"
+	         "flight and nobody behind: a job checkpointing is idle, not hung), none.\n",
+	.opts = hang_options,
+	.footer = "Ranks of other nodes are \"not reported\" unless their dumps are given;\n"
+	          "where a plugin could not see completions (NCCLWATCH_KERNEL=off on one\n"
+	          "node) the ranks inside an operation cannot be told, and the output says so.\n"
+	          "\n"
+	          "exit status: 0 no hang, 1 a communicator is hung, 2 bad usage or\n"
+	          "unreadable input.\n"
+	          "\n"
+	          "examples:\n"
+	          "  ncclwatch hang\n"
+	          "  ncclwatch hang --no-local --dump dumps/ --json\n"
+	          "  ncclwatch hang --ras --ras-addr node7:28028\n",
+	.width = 18,
+};
+
+/* The options; 0, or -1 after printing an error (or the help: then *help is set). */
+static int parse(int argc, char **argv, struct hang_args *a, int *help)
+{
 	if (default_hang_s(&a->hang_s) != 0)
 		return -1;
-	a->ras_timeout_s = 2.0;
-	int opt;
-	while ((opt = nw_cli_next("hang", argc, argv, "", longopts)) != -1)
-		if (opt == -2 || (!nw_cli_json_opt(opt, optarg, &a->json) && take_opt(opt, optarg, a)))
-			return -1;
-	if (nw_cli_no_operands("hang", argc, argv) != 0 || nw_cli_check_output("hang", "--json", a->json.path))
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_hang, a, argc, argv, &res);
+	*help = st == NW_OPT_HELP;
+	if (st != NW_OPT_OK)
 		return -1;
 	if (a->no_ras && a->ras > 0)
 		return nw_error("hang: --no-ras excludes --ras and --ras-addr");
@@ -410,9 +396,11 @@ int cmd_hang(int argc, char **argv)
 	struct hang_args a = { 0 };
 	struct hang_read rd = { 0 };
 	struct nw_prog_set set = { 0 };
-	int rc = 2;
-	if (parse(argc, argv, &a) != 0)
+	int rc = 2, help = 0;
+	if (parse(argc, argv, &a, &help) != 0) {
+		rc = help ? 0 : 2;
 		goto out;
+	}
 	if (gather(&a, &set, &rd) != 0)
 		goto out;
 	int nhung = report(&a, &set, &rd, realtime_ns());

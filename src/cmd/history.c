@@ -15,125 +15,97 @@
 #include "store/store.h"
 #include "util/util.h"
 
-const char usage_history[] =
-	"usage: ncclwatch history [list] [--host H] [--op OP] [--since DATE] [--until DATE] [--limit N] [--json [FILE]]\n"
-	"       ncclwatch history show ID [--env] [--json [FILE] | --csv]\n"
-	"       ncclwatch history export ID|all [--json [FILE] | --csv] [list filters]\n"
-	"       ncclwatch history delete ID\n"
-	"       ncclwatch history baseline [NAME ID | --delete NAME]\n"
-	"       ncclwatch history sync\n"
-	"       ncclwatch history merge FILE.db\n"
-	"\n"
-	"Every bench, check, import and tune run is recorded (unless --no-history)\n"
-	"with its results and a fingerprint of what it ran on. This command reads\n"
-	"and manages that record.\n"
-	"\n"
-	"  list       one line per run: id, time (UTC), host, source, ops, NCCL\n"
-	"             version, peak busbw, baseline names (the default)\n"
-	"  show ID    a run's header, fingerprint (NCCL_* variables; --env for\n"
-	"             every recorded one) and results table\n"
-	"  export     a run (ID) or every run matching the filters (all), as\n"
-	"             ncclwatch results JSON (default) or CSV\n"
-	"  delete ID  remove a run (and baselines naming it)\n"
-	"  baseline NAME ID\n"
-	"             name run ID, e.g. 'before-update'; compare and report accept\n"
-	"             the name wherever they take a run; setting a name again moves it\n"
-	"  baseline   list the names; --delete NAME removes one\n"
-	"  sync       send the runs kept in the local spool while the PostgreSQL\n"
-	"             server of --db could not be reached (the next run recorded\n"
-	"             there sends them too)\n"
-	"  merge FILE.db\n"
-	"             copy the runs of another node's history file into this\n"
-	"             database; a run already here (same host, time, source,\n"
-	"             rows and fingerprint) is not copied again\n"
-	"\n"
-	"options:\n"
-	"  --host H        only runs recorded on host H\n"
-	"  --op OP         only runs with results for OP (all_reduce, ...)\n"
-	"  --since DATE    only runs at or after DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)\n"
-	"  --until DATE    only runs at or before DATE (a bare date includes that day)\n"
-	"  --limit N       only the latest N runs (listed oldest first)\n"
-	"  --json [FILE]   " NW_CLI_JSON_HELP
-	"  --csv           CSV instead of text\n"
-	"  --db PATH       history database (default $NCCLWATCH_DB, else\n"
-	"                  $XDG_DATA_HOME/ncclwatch/history.db), or a PostgreSQL\n"
-	"                  URI postgresql://USER@HOST:PORT/DB (password from\n"
-	"                  ~/.pgpass or PGPASSWORD)\n";
-
 struct hopts {
 	struct nw_store_opts so;
 	struct nw_store_filter f;
-	struct nw_cli_json json;
-	int csv, del, env;
+	struct nw_opt_out json, csv;
+	FILE *csv_out; /* where CSV goes: stdout or --csv=FILE */
+	int del, env;
 	const char *args[3];
 	int nargs;
 };
 
-enum { O_HOST = NW_OPT_LOCAL, O_OP, O_SINCE, O_UNTIL, O_LIMIT, O_CSV, O_DELETE, O_ENV };
+static const struct nw_subcmd history_subcmds[] = {
+	{ "list", NW_ARGS_NONE },     { "show", NW_ARGS_WORDS },   { "export", NW_ARGS_WORDS },
+	{ "delete", NW_ARGS_WORDS },  { "baseline", NW_ARGS_WORDS }, { "sync", NW_ARGS_NONE },
+	{ "merge", NW_ARGS_FILES },   { NULL, 0 },
+};
 
-/* A filter's value (--host, --op, --since, --until, --limit) into o->f. */
-static int filter_opt(int opt, const char *arg, const char *name, struct hopts *o)
+static const struct nw_opt history_options[] = {
+	{ .kind = NW_OPTK_STRING, .lname = "host", .off = NW_F_STR(struct hopts, f.host), .argh = "H",
+	  .help = "only runs recorded on host H" },
+	{ .kind = NW_OPTK_STRING, .lname = "op", .off = NW_F_STR(struct hopts, f.op), .argh = "OP",
+	  .values = nw_cli_op_names, .help = "only runs with results for OP (all_reduce, ...)" },
+	{ .kind = NW_OPTK_STRING, .lname = "since", .off = NW_F_STR(struct hopts, f.since), .argh = "DATE",
+	  .help = "only runs at or after DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)" },
+	{ .kind = NW_OPTK_STRING, .lname = "until", .off = NW_F_STR(struct hopts, f.until), .argh = "DATE",
+	  .help = "only runs at or before DATE (a bare date includes that day)" },
+	{ .kind = NW_OPTK_LONG, .lname = "limit", .off = NW_F_LONG(struct hopts, f.limit), .argh = "N", .min = 1,
+	  .max = LONG_MAX, .help = "only the latest N runs (listed oldest first)" },
+	{ .kind = NW_OPTK_FLAG, .lname = "env", .off = NW_F_INT(struct hopts, env),
+	  .help = "show: every recorded environment variable, not only NCCL_*" },
+	{ .kind = NW_OPTK_FLAG, .lname = "delete", .off = NW_F_INT(struct hopts, del),
+	  .help = "baseline --delete NAME: remove the name" },
+	NW_OPT_JSON(struct hopts, json, ""),
+	NW_OPT_CSV(struct hopts, csv, ""),
+	NW_OPTS_STORE_READ(struct hopts, so),
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_history = {
+	.name = "history",
+	.synopsis = "[list] [--host H] [--op OP] [--since DATE] [--until DATE] [--limit N] [--json[=FILE]]\n"
+	            "show ID [--env] [--json[=FILE] | --csv[=FILE]]\n"
+	            "export ID|all [--json[=FILE] | --csv[=FILE]] [list filters]\n"
+	            "delete ID\n"
+	            "baseline [NAME ID | --delete NAME]\n"
+	            "sync\n"
+	            "merge FILE.db",
+	.about = "Every bench, check, import and tune run is recorded (unless --no-history)\n"
+	         "with its results and a fingerprint of what it ran on. This command reads\n"
+	         "and manages that record.\n"
+	         "\n"
+	         "  list       one line per run: id, time (UTC), host, source, ops, NCCL\n"
+	         "             version, peak busbw, baseline names (the default)\n"
+	         "  show ID    a run's header, fingerprint (NCCL_* variables; --env for\n"
+	         "             every recorded one) and results table\n"
+	         "  export     a run (ID) or every run matching the filters (all), as\n"
+	         "             ncclwatch results JSON (default) or CSV\n"
+	         "  delete ID  remove a run (and baselines naming it)\n"
+	         "  baseline NAME ID\n"
+	         "             name run ID, e.g. 'before-update'; compare and report accept\n"
+	         "             the name wherever they take a run; setting a name again moves it\n"
+	         "  baseline   list the names; --delete NAME removes one\n"
+	         "  sync       send the runs kept in the local spool while the PostgreSQL\n"
+	         "             server of --db could not be reached (the next run recorded\n"
+	         "             there sends them too)\n"
+	         "  merge FILE.db\n"
+	         "             copy the runs of another node's history file into this\n"
+	         "             database; a run already here (same host, time, source,\n"
+	         "             rows and fingerprint) is not copied again\n",
+	.opts = history_options,
+	.args = NW_ARGS_WORDS,
+	.subcmds = history_subcmds,
+	.width = 18,
+};
+
+/* The operands (the sub-command and its arguments) into o->args; 0, or -1 after printing. */
+static int take_operands(struct hopts *o, const struct nw_opt_res *res)
 {
-	if (!arg[0])
-		return nw_error("option '%s' needs a value; 'ncclwatch help history' lists the options", name);
-	if (opt != O_LIMIT) {
-		*(opt == O_HOST ? &o->f.host : opt == O_OP ? &o->f.op : opt == O_SINCE ? &o->f.since : &o->f.until) = arg;
-		return 0;
+	for (int i = 0; i < res->nargs; i++) {
+		if (o->nargs == 3)
+			return nw_error("too many arguments ('%s'); 'ncclwatch help history' shows the forms", res->args[i]);
+		o->args[o->nargs++] = res->args[i];
 	}
-	char err[NW_ERRLEN];
-	long n;
-	if (nw_parse_long(arg, 1, LONG_MAX, &n, "--limit", err, sizeof(err)))
-		return nw_error("%s", err);
-	o->f.limit = n;
+	if (o->json.on && o->csv.on)
+		return nw_error("give --json or --csv, not both");
 	return 0;
 }
 
-/* Options anywhere; operands (the sub-command and its arguments) into o->args. */
-static int parse(int argc, char **argv, struct hopts *o)
+/* Whether the text goes to stdout: neither a bare --json nor a bare --csv takes it. */
+static int text_out(const struct hopts *o)
 {
-	static const struct option longopts[] = {
-		{ "host", required_argument, NULL, O_HOST },
-		{ "op", required_argument, NULL, O_OP },
-		{ "since", required_argument, NULL, O_SINCE },
-		{ "until", required_argument, NULL, O_UNTIL },
-		{ "limit", required_argument, NULL, O_LIMIT },
-		NW_CLI_JSON_LONGOPT,
-		{ "csv", no_argument, NULL, O_CSV },
-		{ "delete", no_argument, NULL, O_DELETE },
-		{ "env", no_argument, NULL, O_ENV },
-		NW_CLI_STORE_LONGOPTS,
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
-	while ((opt = nw_cli_next("history", argc, argv, "", longopts)) != -1) {
-		switch (opt) {
-		case -2: return -1;
-		case NW_OPT_JSON: nw_cli_json_opt(opt, optarg, &o->json); break;
-		case O_CSV: o->csv = 1; break;
-		case O_DELETE: o->del = 1; break;
-		case O_ENV: o->env = 1; break;
-		case O_HOST: case O_OP: case O_SINCE: case O_UNTIL: case O_LIMIT:
-			if (filter_opt(opt, optarg, nw_cli_opt_name(opt, argv), o))
-				return -1;
-			break;
-		default:
-			if (nw_cli_store_read_opt("history", opt, optarg, &o->so) < 0)
-				return -1;
-			break;
-		}
-	}
-	for (int i = optind; i < argc; i++) {
-		if (o->nargs == 3)
-			return nw_error("too many arguments ('%s'); 'ncclwatch help history' shows the forms", argv[i]);
-		o->args[o->nargs++] = argv[i];
-	}
-	if (o->json.on && o->csv)
-		return nw_error("give --json or --csv, not both");
-	if (nw_cli_check_output("history", "--json", o->json.path))
-		return -1;
-	if (o->f.op && !o->f.op[0])
-		return nw_error("--op needs an op name");
-	return 0;
+	return nw_cli_json_text(&o->json) && !(o->csv.on && !o->csv.path);
 }
 
 static int parse_id(const char *s, long long *id)
@@ -205,13 +177,14 @@ static int do_list(struct nw_store *s, const struct hopts *o)
 		rc = nw_cli_json_write("history", &o->json, a, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
 		json_decref(a);
 	}
-	int text = nw_cli_json_text(&o->json);
-	if (o->csv) {
-		printf("id,time,host,source,ops,nccl_version,peak_busbw_gbs,rows,baselines\n");
+	int text = text_out(o);
+	if (o->csv.on) {
+		fprintf(o->csv_out, "id,time,host,source,ops,nccl_version,peak_busbw_gbs,rows,baselines\n");
 		for (size_t i = 0; i < n; i++)
-			printf("%lld,%s,%s,%s,\"%s\",%s,%.2f,%d,\"%s\"\n", e[i].id, e[i].time, e[i].host, e[i].source,
+			fprintf(o->csv_out, "%lld,%s,%s,%s,\"%s\",%s,%.2f,%d,\"%s\"\n", e[i].id, e[i].time, e[i].host, e[i].source,
 			       e[i].ops, e[i].nccl_version, e[i].peak_busbw, e[i].nrows, e[i].baselines);
-	} else if (text && !n) {
+	}
+	if (text && !n) {
 		fprintf(stderr, "no runs recorded%s\n", o->f.host || o->f.op || o->f.since || o->f.until ? " match the filters" : " yet");
 	} else if (text) {
 		print_list(e, n);
@@ -329,9 +302,9 @@ static int do_show(struct nw_store *s, const struct hopts *o)
 	if (nw_store_load(s, id, &run, err, sizeof(err)))
 		return nw_error("%s", err);
 	int rc = 0;
-	if (o->csv) {
-		nw_run_write_csv(&run, stdout, 0);
-	} else if (nw_cli_json_text(&o->json)) {
+	if (o->csv.on)
+		nw_run_write_csv(&run, o->csv_out, 0);
+	if (text_out(o)) {
 		print_header(id, &run, o->env);
 		print_table(&run);
 	}
@@ -353,9 +326,9 @@ static int export_all(struct nw_store *s, const struct hopts *o)
 	if (nw_store_list(s, &o->f, &e, &n, err, sizeof(err)))
 		return nw_error("%s", err);
 	json_t *runs = json_array();
-	if (o->csv) {
-		fputs("run_id,", stdout);
-		nw_csv_print_header(stdout, 0);
+	if (o->csv.on) {
+		fputs("run_id,", o->csv_out);
+		nw_csv_print_header(o->csv_out, 0);
 	}
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc; i++) {
@@ -364,10 +337,10 @@ static int export_all(struct nw_store *s, const struct hopts *o)
 			rc = nw_error("%s", err);
 			break;
 		}
-		if (o->csv) {
+		if (o->csv.on) {
 			for (size_t k = 0; k < run.nrows; k++) {
-				printf("%lld,", e[i].id);
-				nw_csv_print_row(stdout, &run.rows[k], 0);
+				fprintf(o->csv_out, "%lld,", e[i].id);
+				nw_csv_print_row(o->csv_out, &run.rows[k], 0);
 			}
 		} else {
 			json_t *doc = nw_run_to_json(&run, 1);
@@ -376,7 +349,7 @@ static int export_all(struct nw_store *s, const struct hopts *o)
 		}
 		nw_run_release(&run);
 	}
-	if (!o->csv && !rc) {
+	if (!o->csv.on && !rc) {
 		json_t *doc = json_pack("{s:s,s:o}", "schema", "ncclwatch.history/1", "runs", runs);
 		runs = NULL;
 		rc = nw_cli_json_write("history", &o->json, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
@@ -403,8 +376,8 @@ static int do_export(struct nw_store *s, const struct hopts *o)
 	if (nw_store_load(s, id, &run, err, sizeof(err)))
 		return nw_error("%s", err);
 	int rc = 0;
-	if (o->csv) {
-		nw_run_write_csv(&run, stdout, 1);
+	if (o->csv.on) {
+		nw_run_write_csv(&run, o->csv_out, 1);
 	} else {
 		json_t *doc = nw_run_to_json(&run, 1);
 		rc = nw_cli_json_write("history", &o->json, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
@@ -550,8 +523,12 @@ int cmd_history(int argc, char **argv)
 {
 	struct hopts o;
 	memset(&o, 0, sizeof(o));
-	if (parse(argc, argv, &o))
-		return 2;
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_history, &o, argc, argv, &res);
+	if (st == NW_OPT_OK && take_operands(&o, &res))
+		st = NW_OPT_BAD;
+	if (st != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_history, st);
 	const char *sub = o.nargs ? o.args[0] : "list";
 	const struct history_sub *sc = NULL;
 	for (size_t i = 0; i < NW_ARRAY_LEN(subs); i++)
@@ -566,7 +543,13 @@ int cmd_history(int argc, char **argv)
 	struct nw_store *s;
 	if (open_db(&o, sc->fn == do_merge ? NW_STORE_WRITE : NW_STORE_READ, &s))
 		return 2;
-	int rc = sc->fn(s, &o) ? 2 : 0;
+	int rc = 2;
+	o.csv_out = nw_cli_out_open("history", "--csv", &o.csv);
+	if (o.csv_out) {
+		rc = sc->fn(s, &o) ? 2 : 0;
+		if (nw_cli_out_close("history", "--csv", &o.csv, o.csv_out))
+			rc = 2;
+	}
 	nw_store_close(s);
 	return rc;
 }

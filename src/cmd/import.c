@@ -13,36 +13,43 @@
 #include "store/store.h"
 #include "util/util.h"
 
-const char usage_import[] =
-	"usage: ncclwatch import [options] FILE...\n"
-	"\n"
-	"Read nccl-tests outputs (any version's text table, several runs per file,\n"
-	"launcher prefixes such as \"[1,0]<stdout>:\", or the JSON file of -J) and\n"
-	"print them in ncclwatch's result model. FILE \"-\" reads standard input.\n"
-	"\n"
-	"options:\n"
-	"  --csv          one CSV line per row, header once (default)\n"
-	"  --json[=FILE]  " NW_CLI_JSON_HELP
-	"                 (the results document of 'ncclwatch bench --json'; an\n"
-	"                 array of documents when more than one run was found; a\n"
-	"                 file only as --json=FILE here: the inputs may be .json)\n"
-	"  --table        re-print nccl-tests' table from the model (round-trip check)\n"
-	"  --op NAME      collective to record when the output does not say\n"
-	"                 (outputs older than \"# Collective test starting\")\n"
-	NW_STORE_USAGE
-	"  -h, --help     this text\n"
-	"\n"
-	"Lines that are neither nccl-tests output nor NCCL log lines are counted\n"
-	"and reported on stderr. Exit status: 0 when every file gave at least one\n"
-	"run, 1 when a file gave none, 2 on a usage or read error.\n";
-
 enum import_format { IMPORT_CSV, IMPORT_JSON, IMPORT_TABLE };
 
 struct import_opts {
-	enum import_format format;
+	enum import_format format; /* what goes to stdout */
 	const char *op;
 	struct nw_store_opts store;
-	struct nw_cli_json json; /* --json=FILE: the JSON there too, the text format on stdout */
+	struct nw_opt_out json, csv; /* --json[=FILE], --csv[=FILE] */
+	int table;
+};
+
+static const struct nw_opt import_options[] = {
+	NW_OPT_CSV(struct import_opts, csv, "\n(one line per row, header once; the default on stdout)"),
+	NW_OPT_JSON(struct import_opts, json, "\n(the results document of 'ncclwatch bench --json'; an\n"
+	                                      "array of documents when more than one run was found)"),
+	{ .kind = NW_OPTK_FLAG, .lname = "table", .off = NW_F_INT(struct import_opts, table),
+	  .help = "re-print nccl-tests' table from the model (round-trip check)" },
+	{ .kind = NW_OPTK_STRING, .lname = "op", .off = NW_F_STR(struct import_opts, op), .argh = "NAME",
+	  .values = nw_cli_op_names, .help = "collective to record when the output does not say\n"
+	                                     "(outputs older than \"# Collective test starting\")" },
+	NW_OPTS_STORE(struct import_opts, store),
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_import = {
+	.name = "import",
+	.synopsis = "[options] FILE...",
+	.about = "Read nccl-tests outputs (any version's text table, several runs per file,\n"
+	         "launcher prefixes such as \"[1,0]<stdout>:\", or the JSON file of -J) and\n"
+	         "print them in ncclwatch's result model. FILE \"-\" reads standard input.\n",
+	.opts = import_options,
+	.footer = "On stdout: CSV (the default), or the JSON with a bare --json, or the table\n"
+	          "with --table; --json=FILE and --csv=FILE write a file besides.\n"
+	          "Lines that are neither nccl-tests output nor NCCL log lines are counted\n"
+	          "and reported on stderr. Exit status: 0 when every file gave at least one\n"
+	          "run, 1 when a file gave none, 2 on a usage or read error.\n",
+	.args = NW_ARGS_FILES,
+	.width = 17,
 };
 
 /* nccl-tests' table for one run: out-of-place rows paired with their in-place twins. */
@@ -133,50 +140,35 @@ static int import_run_complete(struct nw_run *run, const struct import_opts *o)
 	return 0;
 }
 
-/* Options anywhere, files as operands; 0, 1 after --help, or -1 after printing an error. */
-static int parse(int argc, char **argv, struct import_opts *o)
+/*
+ * What goes to stdout: a bare --csv, a bare --json or --table, one of them
+ * (CSV when none). 0, or -1 after saying which exclude each other.
+ */
+static int stdout_format(struct import_opts *o, const struct nw_opt_res *res)
 {
-	enum { O_CSV = NW_OPT_LOCAL, O_TABLE, O_OP, O_JSON = NW_OPT_JSON_EQ };
-	static const struct option longopts[] = {
-		{ "csv", no_argument, NULL, O_CSV },
-		NW_CLI_JSON_EQ_LONGOPT,
-		{ "table", no_argument, NULL, O_TABLE },
-		{ "op", required_argument, NULL, O_OP },
-		{ "help", no_argument, NULL, 'h' },
-		NW_CLI_STORE_LONGOPTS,
-		{ NULL, 0, NULL, 0 },
+	const char *given = NULL;
+	o->format = IMPORT_CSV;
+	struct {
+		int on;
+		const char *name;
+		enum import_format f;
+	} f[] = {
+		{ o->csv.on && !o->csv.path, "--csv", IMPORT_CSV },
+		{ o->json.on && !o->json.path, "--json", IMPORT_JSON },
+		{ o->table, "--table", IMPORT_TABLE },
 	};
-	int c;
-	const char *fmt_name = NULL; /* the output format option given */
-	while ((c = nw_cli_next("import", argc, argv, "h", longopts)) != -1) {
-		switch (c) {
-		case -2: return -1;
-		case O_JSON:
-			/* --json=FILE keeps the text format; --json alone is the output format */
-			nw_cli_json_opt(c, optarg, &o->json);
-			if (o->json.path)
-				break;
-			/* fall through */
-		case O_CSV: case O_TABLE: {
-			int f = c == O_CSV ? IMPORT_CSV : c == O_JSON ? IMPORT_JSON : IMPORT_TABLE;
-			if (fmt_name && (int)o->format != f)
-				return nw_error("%s and %s exclude each other: give one output format",
-				                fmt_name, nw_cli_opt_name(c, argv));
-			o->format = f;
-			fmt_name = c == O_CSV ? "--csv" : c == O_JSON ? "--json" : "--table";
-			break;
-		}
-		case O_OP: o->op = optarg; break;
-		case 'h': fputs(usage_import, stdout); return 1;
-		default:
-			if (nw_cli_store_opt(c, optarg, &o->store) < 0)
-				return -1;
-			break;
-		}
+	for (size_t i = 0; i < NW_ARRAY_LEN(f); i++) {
+		if (!f[i].on)
+			continue;
+		if (given)
+			return nw_opt_error(res->spec, "%s and %s both ask for standard output: give one (or write a file "
+			                    "with --json=FILE, --csv=FILE)", given, f[i].name);
+		given = f[i].name;
+		o->format = f[i].f;
 	}
-	if (optind >= argc)
-		return nw_error("no input file; give nccl-tests output files or '-' for standard input");
-	return nw_cli_check_output("import", "--json", o->json.path) ? -1 : 0;
+	if (!res->nargs)
+		return nw_opt_error(res->spec, "no input file; give nccl-tests output files or '-' for standard input");
+	return 0;
 }
 
 /*
@@ -230,21 +222,39 @@ static json_t *runs_json(const struct nw_run *all, size_t nall)
 	return arr;
 }
 
-/* Every run found, in the format asked for; with --json=FILE the JSON into it too. 0, or -1 after printing why. */
-static int print_runs(const struct nw_run *all, size_t nall, enum import_format format, const struct nw_cli_json *j)
+/* Every row of every run as CSV into f, the header once. */
+static void print_csv(FILE *f, const struct nw_run *all, size_t nall)
+{
+	nw_csv_print_header(f, 0);
+	for (size_t i = 0; i < nall; i++)
+		for (size_t r = 0; r < all[i].nrows; r++)
+			nw_csv_print_row(f, &all[i].rows[r], 0);
+}
+
+/* --csv=FILE: the CSV into FILE, replaced whole. 0, or -1 after printing why. */
+static int write_csv(const struct nw_opt_out *csv, const struct nw_run *all, size_t nall)
+{
+	FILE *f = nw_cli_out_open("import", "--csv", csv);
+	if (!f)
+		return -1;
+	print_csv(f, all, nall);
+	return nw_cli_out_close("import", "--csv", csv, f);
+}
+
+/* Every run found, in the format asked for on stdout, and into the files given. 0, or -1 after printing why. */
+static int print_runs(const struct nw_run *all, size_t nall, const struct import_opts *o)
 {
 	int rc = 0;
-	if ((format == IMPORT_JSON || j->path) && nall) {
+	if ((o->format == IMPORT_JSON || o->json.path) && nall) {
 		json_t *doc = runs_json(all, nall);
-		rc = nw_cli_json_write("import", j, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
+		rc = nw_cli_json_write("import", &o->json, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(12));
 		json_decref(doc);
 	}
-	if (format == IMPORT_CSV && nall) {
-		nw_csv_print_header(stdout, 0);
-		for (size_t i = 0; i < nall; i++)
-			for (size_t r = 0; r < all[i].nrows; r++)
-				nw_csv_print_row(stdout, &all[i].rows[r], 0);
-	} else if (format == IMPORT_TABLE) {
+	if (o->csv.path && nall && write_csv(&o->csv, all, nall))
+		rc = -1;
+	if (o->format == IMPORT_CSV && nall) {
+		print_csv(stdout, all, nall);
+	} else if (o->format == IMPORT_TABLE) {
 		for (size_t i = 0; i < nall; i++)
 			print_table(&all[i]);
 	}
@@ -253,16 +263,19 @@ static int print_runs(const struct nw_run *all, size_t nall, enum import_format 
 
 int cmd_import(int argc, char **argv)
 {
-	struct import_opts o = { IMPORT_CSV, NULL, { NULL, 0 }, { 0, NULL } };
-	int pr = parse(argc, argv, &o);
-	if (pr)
-		return pr > 0 ? 0 : 2;
+	struct import_opts o = { 0 };
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_import, &o, argc, argv, &res);
+	if (st == NW_OPT_OK && stdout_format(&o, &res))
+		st = NW_OPT_BAD;
+	if (st != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_import, st);
 	struct nw_run *all = NULL;
 	size_t nall = 0;
 	int rc = 0;
-	for (int a = optind; a < argc; a++)
-		rc = import_file(argv[a], &o, &all, &nall, rc);
-	if (print_runs(all, nall, o.format, &o.json))
+	for (int a = 0; a < res.nargs; a++)
+		rc = import_file(res.args[a], &o, &all, &nall, rc);
+	if (print_runs(all, nall, &o))
 		rc = 2;
 	for (size_t i = 0; i < nall; i++)
 		nw_run_release(&all[i]);

@@ -14,35 +14,44 @@
 #include "parse/ncclog.h"
 #include "util/util.h"
 
-const char usage_logscan[] =
-	"usage: ncclwatch logscan [options] [FILE...]\n"
-	"\n"
-	"Read NCCL_DEBUG=INFO logs (NCCL 2.4 to 2.28+; several ranks and nodes\n"
-	"interleaved; mixed with PyTorch, nccl-tests and launcher output; prefixes\n"
-	"such as \"[1,3]<stdout>:\", \"[rank3]:\", \"host: \", timestamps and ANSI\n"
-	"colours are stripped) and report what NCCL did and what went wrong.\n"
-	"FILE \"-\" (or no FILE, with standard input not a terminal) reads stdin.\n"
-	"\n"
-	"options:\n"
-	"  --json [FILE]  " NW_CLI_JSON_HELP
-	"                 (the report, schema ncclwatch.logscan/1)\n"
-	"  --brief        only the errors and the diagnoses\n"
-	"  --list-diagnoses  every diagnosis this version can make: id, severity,\n"
-	"                 what it means, the fix (tab-separated), then exit\n"
-	"  -h, --help     this text\n"
-	"\n"
-	"The report: NCCL versions per process and host, communicators, the\n"
-	"transport of every connected peer pair (P2P and its mode, SHM, NET/IB with\n"
-	"or without GDRDMA, NET/Socket, NET plugins, NVLS, CollNet), ring and tree\n"
-	"graphs, algorithms and protocols when logged, NCCL_* variables set by the\n"
-	"environment, WARN and error lines grouped by cause, then a list of\n"
-	"diagnoses with a fix each (docs/logscan.md lists every diagnosis id).\n"
-	"One pass, bounded memory: logs of any size.\n"
-	"\n"
-	"Exit status: 0 no error found, 1 errors found (error diagnoses or\n"
-	"WARN/error lines), 2 usage or read error, 3 the input is no NCCL log\n"
-	"(nccl-tests output, a topology matrix, empty or binary: said on stderr,\n"
-	"and with --json as a document with input_kind, verdict, nranks, hosts).\n";
+struct logscan_opts {
+	struct nw_opt_out json;
+	int brief, list;
+};
+
+static const struct nw_opt logscan_options[] = {
+	NW_OPT_JSON(struct logscan_opts, json, "\n(the report, schema ncclwatch.logscan/1)"),
+	{ .kind = NW_OPTK_FLAG, .lname = "brief", .off = NW_F_INT(struct logscan_opts, brief),
+	  .help = "only the errors and the diagnoses" },
+	{ .kind = NW_OPTK_FLAG, .lname = "list-diagnoses", .off = NW_F_INT(struct logscan_opts, list),
+	  .help = "every diagnosis this version can make: id, severity,\nwhat it means, the fix (tab-separated), then exit" },
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_logscan = {
+	.name = "logscan",
+	.synopsis = "[options] [FILE...]",
+	.about = "Read NCCL_DEBUG=INFO logs (NCCL 2.4 to 2.28+; several ranks and nodes\n"
+	         "interleaved; mixed with PyTorch, nccl-tests and launcher output; prefixes\n"
+	         "such as \"[1,3]<stdout>:\", \"[rank3]:\", \"host: \", timestamps and ANSI\n"
+	         "colours are stripped) and report what NCCL did and what went wrong.\n"
+	         "FILE \"-\" (or no FILE, with standard input not a terminal) reads stdin.\n",
+	.opts = logscan_options,
+	.footer = "The report: NCCL versions per process and host, communicators, the\n"
+	          "transport of every connected peer pair (P2P and its mode, SHM, NET/IB with\n"
+	          "or without GDRDMA, NET/Socket, NET plugins, NVLS, CollNet), ring and tree\n"
+	          "graphs, algorithms and protocols when logged, NCCL_* variables set by the\n"
+	          "environment, WARN and error lines grouped by cause, then a list of\n"
+	          "diagnoses with a fix each (docs/logscan.md lists every diagnosis id).\n"
+	          "One pass, bounded memory: logs of any size.\n"
+	          "\n"
+	          "Exit status: 0 no error found, 1 errors found (error diagnoses or\n"
+	          "WARN/error lines), 2 usage or read error, 3 the input is no NCCL log\n"
+	          "(nccl-tests output, a topology matrix, empty or binary: said on stderr,\n"
+	          "and with --json as a document with input_kind, verdict, nranks, hosts).\n",
+	.args = NW_ARGS_FILES,
+	.width = 18,
+};
 
 static const char *s_of(const json_t *o, const char *k)
 {
@@ -298,30 +307,6 @@ static void list_diagnoses(void)
 		printf("%s\t%s\t%s\t%s\n", r[i].id, sev[r[i].severity], r[i].summary, r[i].fix);
 }
 
-/* The options; 0, 1 when done (--help, --list-diagnoses), or -1 after printing an error. */
-static int parse(int argc, char **argv, struct nw_cli_json *json, int *brief)
-{
-	enum { O_BRIEF = NW_OPT_LOCAL, O_LIST };
-	static const struct option longopts[] = {
-		NW_CLI_JSON_LONGOPT,
-		{ "brief", no_argument, NULL, O_BRIEF },
-		{ "list-diagnoses", no_argument, NULL, O_LIST },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-	while ((c = nw_cli_next("logscan", argc, argv, "h", longopts)) != -1) {
-		switch (c) {
-		case -2: return -1;
-		case NW_OPT_JSON: nw_cli_json_opt(c, optarg, json); break;
-		case O_BRIEF: *brief = 1; break;
-		case O_LIST: list_diagnoses(); return 1;
-		case 'h': fputs(usage_logscan, stdout); return 1;
-		}
-	}
-	return nw_cli_check_output("logscan", "--json", json->path) ? -1 : 0;
-}
-
 /* "; its header lists 8 ranks on 1 host (gpu59)" from the report, or "" when it names none. */
 static void seen_in_header(const json_t *doc, char *buf, size_t len)
 {
@@ -348,7 +333,7 @@ static void seen_in_header(const json_t *doc, char *buf, size_t len)
  * stderr; with json, also as a small document naming the kind, the verdict
  * and the ranks and hosts seen) and return 1.
  */
-static int not_a_log(const struct nw_log *lg, const json_t *doc, const struct nw_cli_json *json)
+static int not_a_log(const struct nw_log *lg, const json_t *doc, const struct nw_opt_out *json)
 {
 	char msg[600], seen[400];
 	switch (nw_log_input_kind(lg)) {
@@ -411,14 +396,20 @@ static int feed_files(struct nw_log *lg, char **files, int nfiles)
 
 int cmd_logscan(int argc, char **argv)
 {
-	struct nw_cli_json json = { 0 };
-	int brief = 0;
-	int pr = parse(argc, argv, &json, &brief);
-	if (pr)
-		return pr > 0 ? 0 : 2;
+	struct logscan_opts o = { 0 };
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_logscan, &o, argc, argv, &res);
+	if (st != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_logscan, st);
+	if (o.list) {
+		list_diagnoses();
+		return 0;
+	}
+	const struct nw_opt_out json = o.json;
+	int brief = o.brief;
 	char *stdin_only[] = { "-" };
-	char **files = argv + optind;
-	int nfiles = argc - optind;
+	char **files = res.args;
+	int nfiles = res.nargs;
 	if (nfiles == 0) {
 		if (isatty(STDIN_FILENO))
 			return nw_error("no log given; name log files, or pipe one in ('-' reads standard input)"), 2;

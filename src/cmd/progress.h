@@ -14,10 +14,6 @@
 
 enum nw_progress_mode { NW_PROGRESS_AUTO = 0, NW_PROGRESS_ON, NW_PROGRESS_OFF };
 
-#define NW_PROGRESS_LONGOPTS \
-	{ "progress", no_argument, NULL, NW_OPT_PROGRESS }, \
-	{ "no-progress", no_argument, NULL, NW_OPT_NO_PROGRESS }
-
 struct nw_progress {
 	int on;             /* drawing at all */
 	int drawn;          /* a line is on the terminal now */

@@ -16,42 +16,6 @@
 #include "store/store.h"
 #include "util/util.h"
 
-const char usage_report[] =
-	"usage: ncclwatch report A [B ...] -O FILE.html [options]\n"
-	"       ncclwatch report A [B ...] --svg FILE.svg [--op OP] [options]\n"
-	"       ncclwatch report --fleet -o FILE.html [--threshold PCT] [--db PATH]\n"
-	"\n"
-	"Write one self-contained HTML page (inline SVG and CSS, no script, nothing\n"
-	"fetched: it opens offline and can be attached to a ticket) with, for each\n"
-	"op, busbw against message size on a log2 axis, every run overlaid, and the\n"
-	"link bandwidth line when known; with two runs, the comparison of B against A\n"
-	"(as 'ncclwatch compare' does); and the runs' fingerprints side by side.\n"
-	"With --svg, write only the chart of one op. With --fleet, a heatmap of\n"
-	"every host's latest check against its peers (see 'ncclwatch fleet').\n"
-	"\n"
-	"A, B ... are each: a run id from 'ncclwatch history', a baseline name, an\n"
-	"ncclwatch results JSON file, or an nccl-tests output (text or -J JSON);\n"
-	"'-' reads one of them from standard input.\n"
-	"\n"
-	"options:\n"
-	"  -O, --output FILE    the HTML page ('-' for stdout); -o still works but is\n"
-	"                       deprecated: in bench and tune -o is the reduction\n"
-	"  --svg FILE           one chart as an SVG file ('-' for stdout)\n"
-	"  --op OP              the op of --svg (default: the first op of the runs)\n"
-	"  --link-gbs X         draw the link line at X GB/s (default: from the runs)\n"
-	"  --inplace            chart in-place rows (default out-of-place)\n"
-	"  --title TEXT         page title\n"
-	"  --fleet              the fleet heatmap of the history (no runs given)\n"
-	"  --threshold PCT      with --fleet: outlier below PCT% of the median (default 90)\n"
-	"  --tolerance PCT      for the comparison table (default 5)\n"
-	"  --latency-tolerance PCT, --latency-below SIZE, --min-size SIZE\n"
-	"                       as in 'ncclwatch compare'\n"
-	"  --db PATH            history database (default $NCCLWATCH_DB, else\n"
-	"                       $XDG_DATA_HOME/ncclwatch/history.db)\n"
-	"\n"
-	"example:\n"
-	"  ncclwatch report before-update 42 -O report.html\n";
-
 #define MAX_RUNS 16
 
 /* What a report writes: the page or one chart of runs, or the fleet page. */
@@ -124,42 +88,59 @@ struct report_args {
 	double threshold;
 };
 
-enum { O_SVG = NW_OPT_LOCAL, O_OP, O_LINK_GBS, O_TITLE, O_INPLACE, O_FLEET, O_THRESHOLD };
-
-/* One option's value into a; 0, or -1 after printing. */
-static int take_opt(int opt, const char *v, const char *name, struct report_args *a)
+/* -o FILE: the old spelling of -O (in bench and tune -o is the reduction, as in nccl-tests). */
+static int old_output(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
-	char err[NW_ERRLEN];
-	if (v && !v[0])
-		return nw_error("option '%s' needs a value; 'ncclwatch help report' lists the options", name);
-	switch (opt) {
-	case 'O': a->out = v; return 0;
-	case 'o':
-		/* -o is the reduction in bench and tune (as in nccl-tests) */
-		nw_warn("report: -o is deprecated here (in bench and tune it is the reduction); use -O or --output");
-		a->out = v;
-		return 0;
-	case O_SVG: a->svg = v; return 0;
-	case O_OP: a->op = v; return 0;
-	case O_TITLE: a->o.title = v; return 0;
-	case O_INPLACE: a->o.inplace = 1; return 0;
-	case O_FLEET: a->fleet = 1; return 0;
-	case O_THRESHOLD:
-		if (nw_parse_percent(v, &a->threshold, "--threshold", err, sizeof(err)))
-			return nw_error("%s", err);
-		if (a->threshold <= 0 || a->threshold > 1)
-			return nw_error("--threshold '%s' is out of range: give a percentage of the median above 0 and at most 100 (e.g. 90)", v);
-		return 0;
-	case O_LINK_GBS:
-		return nw_parse_double(v, 0.001, 1e6, &a->o.link_gbs, "--link-gbs", err, sizeof(err)) ? nw_error("%s", err) : 0;
-	default: {
-		int r = nw_cli_cmp_opt(opt, v, &a->o.cmp);
-		if (r)
-			return r < 0 ? -1 : 0;
-		return nw_cli_store_read_opt("report", opt, v, &a->so) < 0 ? -1 : 0;
-	}
-	}
+	struct report_args *a = opts;
+	if (!*arg)
+		return nw_seterr(err, errlen, "option '%s' needs a value", name);
+	nw_warn("report: -o is deprecated here (in bench and tune it is the reduction); use -O or --output");
+	a->out = arg;
+	return 0;
 }
+
+static const struct nw_opt report_options[] = {
+	NW_OPT_OUTPUT(struct report_args, out, "the HTML page"),
+	{ .kind = NW_OPTK_CALL, .sname = 'o', .argh = "FILE", .call = old_output, .flags = NW_OPTF_HIDDEN },
+	{ .kind = NW_OPTK_OUTPUT, .lname = "svg", .off = NW_F_STR(struct report_args, svg), .argh = "FILE",
+	  .help = "one chart as an SVG file ('-' for stdout)" },
+	{ .kind = NW_OPTK_STRING, .lname = "op", .off = NW_F_STR(struct report_args, op), .argh = "OP",
+	  .values = nw_cli_op_names, .help = "the op of --svg (default: the first op of the runs)" },
+	{ .kind = NW_OPTK_DOUBLE, .lname = "link-gbs", .off = NW_F_DBL(struct report_args, o.link_gbs), .argh = "X",
+	  .dmin = 0.001, .dmax = 1e6, .help = "draw the link line at X GB/s (default: from the runs)" },
+	{ .kind = NW_OPTK_FLAG, .lname = "inplace", .off = NW_F_INT(struct report_args, o.inplace),
+	  .help = "chart in-place rows (default out-of-place)" },
+	{ .kind = NW_OPTK_STRING, .lname = "title", .off = NW_F_STR(struct report_args, o.title), .argh = "TEXT",
+	  .help = "page title" },
+	{ .kind = NW_OPTK_FLAG, .lname = "fleet", .off = NW_F_INT(struct report_args, fleet),
+	  .help = "the fleet heatmap of the history (no runs given)" },
+	{ .kind = NW_OPTK_PERCENT, .lname = "threshold", .off = NW_F_DBL(struct report_args, threshold), .argh = "PCT",
+	  .dmin = 0.0001, .dmax = 1, .help = "with --fleet: outlier below PCT% of the median (default 90)" },
+	NW_OPTS_CMP(struct report_args, o.cmp),
+	NW_OPTS_STORE_READ(struct report_args, so),
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_report = {
+	.name = "report",
+	.synopsis = "A [B ...] -O FILE.html [options]\nA [B ...] --svg FILE.svg [--op OP] [options]\n"
+	            "--fleet -O FILE.html [--threshold PCT] [--db PATH]",
+	.about = "Write one self-contained HTML page (inline SVG and CSS, no script, nothing\n"
+	         "fetched: it opens offline and can be attached to a ticket) with, for each\n"
+	         "op, busbw against message size on a log2 axis, every run overlaid, and the\n"
+	         "link bandwidth line when known; with two runs, the comparison of B against A\n"
+	         "(as 'ncclwatch compare' does); and the runs' fingerprints side by side.\n"
+	         "With --svg, write only the chart of one op. With --fleet, a heatmap of\n"
+	         "every host's latest check against its peers (see 'ncclwatch fleet').\n"
+	         "\n"
+	         "A, B ... are each: a run id from 'ncclwatch history', a baseline name, an\n"
+	         "ncclwatch results JSON file, or an nccl-tests output (text or -J JSON);\n"
+	         "'-' reads one of them from standard input.\n",
+	.opts = report_options,
+	.footer = "example:\n"
+	          "  ncclwatch report before-update 42 -O report.html\n",
+	.args = NW_ARGS_RUNS,
+};
 
 /* report --fleet takes the whole history: no runs, an HTML page only. */
 static int fleet_form(const struct report_args *a)
@@ -168,36 +149,19 @@ static int fleet_form(const struct report_args *a)
 		return nw_error("report --fleet reads every host's latest check from the history: it takes no runs ('%s')",
 		                a->specs[0]);
 	if (a->svg || a->op)
-		return nw_error("report --fleet writes an HTML page: give -o FILE.html, not --svg or --op");
+		return nw_error("report --fleet writes an HTML page: give -O FILE.html, not --svg or --op");
 	if (!a->out)
-		return nw_error("say where to write: report --fleet -o FILE.html");
+		return nw_error("say where to write: report --fleet -O FILE.html");
 	return 0;
 }
 
-/* Options anywhere, runs as operands; then whether they make one report. */
-static int parse(int argc, char **argv, struct report_args *a)
+/* The runs given, and whether they and the options make one report; 0, or -1 after printing. */
+static int take_runs(struct report_args *a, const struct nw_opt_res *res)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'O' },
-		{ "svg", required_argument, NULL, O_SVG },
-		{ "op", required_argument, NULL, O_OP },
-		{ "link-gbs", required_argument, NULL, O_LINK_GBS },
-		{ "title", required_argument, NULL, O_TITLE },
-		NW_CLI_CMP_LONGOPTS,
-		{ "inplace", no_argument, NULL, O_INPLACE },
-		{ "fleet", no_argument, NULL, O_FLEET },
-		{ "threshold", required_argument, NULL, O_THRESHOLD },
-		NW_CLI_STORE_LONGOPTS,
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
-	while ((opt = nw_cli_next("report", argc, argv, "O:o:", longopts)) != -1)
-		if (opt == -2 || take_opt(opt, optarg, nw_cli_opt_name(opt, argv), a))
-			return -1;
-	for (int i = optind; i < argc; i++) {
+	for (int i = 0; i < res->nargs; i++) {
 		if (a->nspecs == MAX_RUNS)
 			return nw_error("too many runs (at most %d in one report)", MAX_RUNS);
-		a->specs[a->nspecs++] = argv[i];
+		a->specs[a->nspecs++] = res->args[i];
 	}
 	if (a->fleet)
 		return fleet_form(a);
@@ -275,8 +239,12 @@ int cmd_report(int argc, char **argv)
 	struct report_args a;
 	memset(&a, 0, sizeof(a));
 	nw_cmp_opts_default(&a.o.cmp);
-	if (parse(argc, argv, &a))
-		return 2;
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_report, &a, argc, argv, &res);
+	if (st == NW_OPT_OK && take_runs(&a, &res))
+		st = NW_OPT_BAD;
+	if (st != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_report, st);
 	if (a.fleet)
 		return fleet_report(&a);
 	struct nw_run runs[MAX_RUNS];

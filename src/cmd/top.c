@@ -33,43 +33,55 @@
 	"      a show/hide stale; p or space pause; arrows, PgUp/PgDn, Home scroll;\n" \
 	"      ? this help; q quit.\n"
 
-const char usage_top[] =
-	"usage: ncclwatch top [--dir DIR] [--interval S] [--once] [--all]\n"
-	"                     [--sort KEY] [--op OP] [--comm COMM]\n"
-	"\n"
-	"Live view of every rank on this host of every job run with\n"
-	"NCCL_PROFILER_PLUGIN=ncclwatch: per communicator, rank and op, the calls,\n"
-	"bytes, mean message size, calls/s, busbw, p50/p99 execution time, busy %, the time source\n"
-	"(kernel: GPU timestamps; proxy: network progress only) and each rank's\n"
-	"lateness. The straggler (the rank the others wait for) is marked '*' and\n"
-	"highlighted. A hung communicator (see 'ncclwatch hang') comes first, in\n"
-	"red, with the ranks that have not arrived.\n"
-	"\n"
-	"options:\n"
-	"  --dir DIR      stats directory (default $NCCLWATCH_DIR, else\n"
-	"                 /dev/shm/ncclwatch-<uid>)\n"
-	"  --interval S   refresh every S seconds (default 1; e.g. 0.5, 2s, 500ms)\n"
-	"  --once         print one plain-text snapshot and exit; rates are then\n"
-	"                 averages over each rank's life\n"
-	"  --all          also show ranks whose process is gone (stale files)\n"
-	"  --sort KEY     comm (default: by communicator, op, rank), busbw, rate\n"
-	"                 (calls/s), time (p50), busy\n"
-	"  --reverse      the sort turned around (lowest busbw first, ...)\n"
-	"  --op OP        only ops whose name contains OP (all_reduce, send, ...)\n"
-	"  --comm COMM    only communicators whose id starts with, or name contains, COMM\n"
-	"  -h, --help     this text\n"
-	"\n"
-	KEYS_HELP;
-
 struct top_opts {
 	const char *dir;
 	double interval;
 	int once;
 	struct nw_view_opts view;
+	const char *op_arg, *comm_arg; /* --op, --comm as given; copied into op[], comm[] */
 	char op[64], comm[64];
 };
 /* --op and --comm are read into either through one length check */
 _Static_assert(sizeof(((struct top_opts *)0)->op) == sizeof(((struct top_opts *)0)->comm), "op and comm differ");
+
+static const struct nw_opt_choice sort_keys[] = {
+	{ "comm", NW_VIEW_SORT_COMM }, { "busbw", NW_VIEW_SORT_BUSBW }, { "rate", NW_VIEW_SORT_RATE },
+	{ "time", NW_VIEW_SORT_TIME }, { "busy", NW_VIEW_SORT_BUSY },   { NULL, 0 },
+};
+
+static const struct nw_opt top_options[] = {
+	NW_OPT_STATS_DIR(struct top_opts, dir),
+	{ .kind = NW_OPTK_DURATION, .lname = "interval", .off = NW_F_DBL(struct top_opts, interval), .argh = "S",
+	  .dmin = 0.05, .dmax = 3600, .def = "1", .help = "refresh every S seconds (e.g. 0.5, 2s, 500ms)" },
+	{ .kind = NW_OPTK_FLAG, .lname = "once", .off = NW_F_INT(struct top_opts, once),
+	  .help = "print one plain-text snapshot and exit; rates are then\naverages over each rank's life" },
+	{ .kind = NW_OPTK_FLAG, .lname = "all", .off = NW_F_INT(struct top_opts, view.all),
+	  .help = "also show ranks whose process is gone (stale files)" },
+	{ .kind = NW_OPTK_CHOICE, .lname = "sort", .off = NW_F_ENUM(struct top_opts, view.sort), .argh = "KEY",
+	  .choices = sort_keys, .help = "comm (default: by communicator, op, rank), busbw, rate\n(calls/s), time (p50), busy" },
+	{ .kind = NW_OPTK_FLAG, .lname = "reverse", .off = NW_F_INT(struct top_opts, view.reverse),
+	  .help = "the sort turned around (lowest busbw first, ...)" },
+	{ .kind = NW_OPTK_STRING, .lname = "op", .off = NW_F_STR(struct top_opts, op_arg), .argh = "OP",
+	  .values = nw_cli_op_names, .help = "only ops whose name contains OP (all_reduce, send, ...)" },
+	{ .kind = NW_OPTK_STRING, .lname = "comm", .off = NW_F_STR(struct top_opts, comm_arg), .argh = "COMM",
+	  .help = "only communicators whose id starts with, or name contains, COMM" },
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_top = {
+	.name = "top",
+	.synopsis = "[--dir DIR] [--interval S] [--once] [--all]\n[--sort KEY] [--op OP] [--comm COMM]",
+	.about = "Live view of every rank on this host of every job run with\n"
+	         "NCCL_PROFILER_PLUGIN=ncclwatch: per communicator, rank and op, the calls,\n"
+	         "bytes, mean message size, calls/s, busbw, p50/p99 execution time, busy %, the time source\n"
+	         "(kernel: GPU timestamps; proxy: network progress only) and each rank's\n"
+	         "lateness. The straggler (the rank the others wait for) is marked '*' and\n"
+	         "highlighted. A hung communicator (see 'ncclwatch hang') comes first, in\n"
+	         "red, with the ranks that have not arrived.\n",
+	.opts = top_options,
+	.footer = KEYS_HELP,
+	.width = 17,
+};
 
 static volatile sig_atomic_t quit_flag;
 static struct termios saved_tio;
@@ -506,52 +518,19 @@ static int run_live(struct top_opts *o)
 	return 0;
 }
 
-/* The options into o; 0, 1 after --help, or -1 after printing an error. */
-static int parse(int argc, char **argv, struct top_opts *o)
+/* --op and --comm into their buffers; 0, or -1 after printing that one is too long. */
+static int take_filters(struct top_opts *o)
 {
-	enum { O_DIR = NW_OPT_LOCAL, O_INTERVAL, O_ONCE, O_ALL, O_SORT, O_OP, O_COMM, O_REVERSE };
-	static const struct option longopts[] = {
-		{ "dir", required_argument, NULL, O_DIR },
-		{ "interval", required_argument, NULL, O_INTERVAL },
-		{ "once", no_argument, NULL, O_ONCE },
-		{ "all", no_argument, NULL, O_ALL },
-		{ "sort", required_argument, NULL, O_SORT },
-		{ "reverse", no_argument, NULL, O_REVERSE },
-		{ "op", required_argument, NULL, O_OP },
-		{ "comm", required_argument, NULL, O_COMM },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char err[NW_ERRLEN];
-	int c, k;
-	while ((c = nw_cli_next("top", argc, argv, "h", longopts)) != -1) {
-		switch (c) {
-		case -2: return -1;
-		case O_DIR: o->dir = optarg; break;
-		case O_ONCE: o->once = 1; break;
-		case O_ALL: o->view.all = 1; break;
-		case O_INTERVAL:
-			if (nw_parse_duration(optarg, &o->interval, err, sizeof(err)) < 0)
-				return nw_error("--interval: %s", err);
-			if (o->interval < 0.05 || o->interval > 3600)
-				return nw_error("--interval '%s' is out of range: give 50ms to 1h", optarg);
-			break;
-		case O_REVERSE: o->view.reverse = 1; break;
-		case O_SORT:
-			if ((k = nw_view_sort_find(optarg)) < 0)
-				return nw_error("unknown --sort key '%s': use comm, busbw, rate, time or busy", optarg);
-			o->view.sort = (enum nw_view_sort)k;
-			break;
-		case O_OP:
-		case O_COMM:
-			if (strlen(optarg) >= sizeof(o->op))
-				return nw_error("%s '%s' is too long", nw_cli_opt_name(c, argv), optarg);
-			nw_strlcpy(c == O_OP ? o->op : o->comm, optarg, sizeof(o->op));
-			break;
-		case 'h': fputs(usage_top, stdout); return 1;
-		}
+	const char *v[2] = { o->op_arg, o->comm_arg }, *names[2] = { "--op", "--comm" };
+	char *dst[2] = { o->op, o->comm };
+	for (int i = 0; i < 2; i++) {
+		if (!v[i])
+			continue;
+		if (strlen(v[i]) >= sizeof(o->op))
+			return nw_error("%s '%s' is too long", names[i], v[i]);
+		nw_strlcpy(dst[i], v[i], sizeof(o->op));
 	}
-	return nw_cli_no_operands("top", argc, argv);
+	return 0;
 }
 
 /* Parse options, then the snapshot (--once) or the live view. */
@@ -560,14 +539,16 @@ int cmd_top(int argc, char **argv)
 	struct top_opts o;
 	char dirbuf[512];
 	memset(&o, 0, sizeof(o));
-	o.interval = 1;
 	o.view.sort = NW_VIEW_SORT_COMM;
 	o.view.late_window = 256;
 	o.view.op = o.op;
 	o.view.comm = o.comm;
-	int pr = parse(argc, argv, &o);
-	if (pr)
-		return pr > 0 ? 0 : 2;
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_top, &o, argc, argv, &res);
+	if (st == NW_OPT_OK && take_filters(&o))
+		st = NW_OPT_BAD;
+	if (st != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_top, st);
 	if (!o.dir)
 		o.dir = nw_sf_default_dir(dirbuf, sizeof(dirbuf));
 	return o.once ? print_once(&o) : run_live(&o);

@@ -18,30 +18,6 @@
 #include "probe/topo.h"
 #include "util/util.h"
 
-const char usage_topo[] =
-	"usage: ncclwatch topo [options]\n"
-	"\n"
-	"GPUs (model, bus id, NUMA node, local CPUs, PCIe), the path class of every\n"
-	"GPU pair as `nvidia-smi topo -m` names it (NV#, PIX, PXB, PHB, NODE, SYS),\n"
-	"NVLink counts and rates, peer-to-peer status, NICs (InfiniBand, RoCE,\n"
-	"Ethernet: state, rate, NUMA node, nearest GPUs), and the busbw each\n"
-	"collective should reach at 1 GB and 4 GB on the visible GPUs\n"
-	"(docs/expectations.md). Works without a GPU: it says what it could not see.\n"
-	"\n"
-	"options:\n"
-	"  --json [FILE]      " NW_CLI_JSON_HELP
-	"                     (schema ncclwatch.topo/1)\n"
-	"  -g, --ngpus N      expectations for the first N visible GPUs (default: all)\n"
-	"  --sysroot DIR      read /sys, /proc and /etc under DIR (also $NCCLWATCH_SYSROOT)\n"
-	"  --nvml-json FILE   replay recorded NVML answers instead of asking the driver\n"
-	"                     (also $NCCLWATCH_NVML_JSON; scripts/gpu/record-fixtures.sh)\n"
-	"  --nvml-dump        print the NVML answers as JSON (the --nvml-json format) and exit\n"
-	"  -h, --help         this text\n"
-	"\n"
-	"environment: CUDA_VISIBLE_DEVICES picks and orders the visible GPUs;\n"
-	"NCCLWATCH_NVML_LIB names the NVML library to load (default libnvidia-ml.so.1).\n"
-	"exit status: 0, or 2 on a usage error or an unreadable recording.\n";
-
 static void print_gpus(const struct nw_topo *t)
 {
 	if (t->nvml_lib[0])
@@ -185,49 +161,36 @@ static void print_expect(const struct nw_topo *vis, const json_t *ops, const cha
 
 /* What the command line asks for. */
 struct topo_args {
-	struct nw_cli_json json;
+	struct nw_opt_out json;
 	int dump;
-	long ngpus;
+	long long ngpus;
 	const char *sysroot, *nvml_json;
 };
 
-/* The options; 0, 1 after --help, or -1 after printing an error. */
-static int parse(int argc, char **argv, struct topo_args *a)
-{
-	enum { O_SYSROOT = NW_OPT_LOCAL, O_NVML_JSON, O_NVML_DUMP };
-	static const struct option longopts[] = {
-		NW_CLI_JSON_LONGOPT,
-		{ "ngpus", required_argument, NULL, 'g' },
-		{ "sysroot", required_argument, NULL, O_SYSROOT },
-		{ "nvml-json", required_argument, NULL, O_NVML_JSON },
-		{ "nvml-dump", no_argument, NULL, O_NVML_DUMP },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char err[NW_ERRLEN];
-	int c;
-	while ((c = nw_cli_next("topo", argc, argv, "g:h", longopts)) != -1) {
-		switch (c) {
-		case -2: return -1;
-		case NW_OPT_JSON: nw_cli_json_opt(c, optarg, &a->json); break;
-		case O_NVML_DUMP: a->dump = 1; break;
-		case O_SYSROOT:
-			if (nw_cli_dir_opt(nw_cli_opt_name(c, argv), optarg))
-				return -1;
-			a->sysroot = optarg;
-			break;
-		case O_NVML_JSON: a->nvml_json = optarg; break;
-		case 'g':
-			if (nw_parse_long(optarg, 1, NW_NVML_MAX_GPUS, &a->ngpus, nw_cli_opt_name(c, argv), err, sizeof(err)) < 0)
-				return nw_error("%s", err);
-			break;
-		case 'h': fputs(usage_topo, stdout); return 1;
-		}
-	}
-	if (nw_cli_no_operands("topo", argc, argv) || nw_cli_check_output("topo", "--json", a->json.path))
-		return -1;
-	return 0;
-}
+static const struct nw_opt topo_options[] = {
+	NW_OPT_JSON(struct topo_args, json, "\n(schema ncclwatch.topo/1)"),
+	{ .kind = NW_OPTK_LONG, .sname = 'g', .lname = "ngpus", .off = NW_F_LONG(struct topo_args, ngpus), .argh = "N",
+	  .min = 1, .max = NW_NVML_MAX_GPUS, .help = "expectations for the first N visible GPUs (default: all)" },
+	NW_OPTS_MACHINE(struct topo_args, sysroot, nvml_json),
+	{ .kind = NW_OPTK_FLAG, .lname = "nvml-dump", .off = NW_F_INT(struct topo_args, dump),
+	  .help = "print the NVML answers as JSON (the --nvml-json format) and exit\n"
+	          "(scripts/gpu/record-fixtures.sh records a machine this way)" },
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_topo = {
+	.name = "topo",
+	.about = "GPUs (model, bus id, NUMA node, local CPUs, PCIe), the path class of every\n"
+	         "GPU pair as `nvidia-smi topo -m` names it (NV#, PIX, PXB, PHB, NODE, SYS),\n"
+	         "NVLink counts and rates, peer-to-peer status, NICs (InfiniBand, RoCE,\n"
+	         "Ethernet: state, rate, NUMA node, nearest GPUs), and the busbw each\n"
+	         "collective should reach at 1 GB and 4 GB on the visible GPUs\n"
+	         "(docs/expectations.md). Works without a GPU: it says what it could not see.\n",
+	.opts = topo_options,
+	.footer = "environment: CUDA_VISIBLE_DEVICES picks and orders the visible GPUs;\n"
+	          "NCCLWATCH_NVML_LIB names the NVML library to load (default libnvidia-ml.so.1).\n"
+	          "exit status: 0, or 2 on a usage error or an unreadable recording.\n",
+};
 
 /* The visible GPUs of t (CUDA_VISIBLE_DEVICES, at most ngpus when > 0) into vis; why says what went wrong. */
 static void visible(const struct nw_topo *t, long ngpus, struct nw_topo *vis, char *why, size_t whylen)
@@ -245,7 +208,7 @@ static void visible(const struct nw_topo *t, long ngpus, struct nw_topo *vis, ch
 }
 
 /* The JSON document (schema ncclwatch.topo/1) where --json says. 0, or -1 after printing why. */
-static int print_json(const struct nw_cli_json *j, const struct nw_topo *t, const struct nw_topo *vis, json_t *ops, const char *why)
+static int print_json(const struct nw_opt_out *j, const struct nw_topo *t, const struct nw_topo *vis, json_t *ops, const char *why)
 {
 	json_t *doc = json_object();
 	json_object_set_new(doc, "schema", json_string("ncclwatch.topo/1"));
@@ -289,9 +252,10 @@ int cmd_topo(int argc, char **argv)
 {
 	struct topo_args a;
 	memset(&a, 0, sizeof(a));
-	int pr = parse(argc, argv, &a);
-	if (pr)
-		return pr > 0 ? 0 : 2;
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_topo, &a, argc, argv, &res);
+	if (st != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_topo, st);
 	char err[NW_ERRLEN], why[NW_ERRLEN + 600] = "";
 	struct nw_nvml_snap *snap = nw_calloc(1, sizeof(*snap));
 	struct nw_topo *t = NULL, *vis = NULL;

@@ -17,69 +17,6 @@
 #include "tune/driver.h"
 #include "util/util.h"
 
-const char usage_tune[] =
-	"usage: ncclwatch tune [options]\n"
-	"\n"
-	"Measures, per collective and size band, NCCL's defaults against variants of\n"
-	"the settings that matter (NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS,\n"
-	"NCCL_MAX_NCHANNELS, NCCL_NTHREADS, NCCL_BUFFSIZE, and --var), each run in a\n"
-	"fresh 'ncclwatch bench' process. Variants are interleaved and repeated; a\n"
-	"variant wins only when its gain is beyond the measured noise (docs/tune.md).\n"
-	"Every NCCL_* variable except NCCL_NVLS_ENABLE (and --keep ones) is unset in\n"
-	"the measured runs, so \"default\" means NCCL's own defaults.\n"
-	"\n"
-	"what to measure:\n"
-	"  --op LIST            collectives (default all_reduce,all_gather,reduce_scatter)\n"
-	"  -b SIZE, -e SIZE     smallest and largest size (default 8 and 1G)\n"
-	"  -f FACTOR            size step factor (default 4)\n"
-	"  -n ITERS, -w WARMUP  iterations and warm-up per size (default 20 and 5)\n"
-	"  -d TYPE, -o REDOP    data type and reduction (default float, sum)\n"
-	"  -g N                 GPUs per process (bench's -g)\n"
-	"  --backend nccl|mpi   bench backend (default: bench's own)\n"
-	"  --nccl-lib PATH      the libnccl.so.2 every run loads (bench's --nccl-lib)\n"
-	"  --bands LIST         size band boundaries (default 64K,16M: small < 64K,\n"
-	"                       medium 64K-16M, large >= 16M); 'none' for one band\n"
-	"  --settings LIST      built-in groups to try: algo, proto, channels,\n"
-	"                       nthreads, buffsize, 'all' (default) or 'none'\n"
-	"  --var NAME=v1,v2     also try these values of NAME (repeatable)\n"
-	"  --keep NAME          keep this NCCL_* variable in every run (repeatable,\n"
-	"                       or a comma list), e.g. NCCL_SOCKET_IFNAME\n"
-	"  --check-env          measure the current NCCL_* settings against the\n"
-	"                       defaults instead: helps, hurts or no difference\n"
-	"how long:\n"
-	"  --budget DURATION    time for the whole search (e.g. 10m): repeats and\n"
-	"                       variants are planned to fit; what was left out is said\n"
-	"  --repeats N          repeats per variant, 3 or more (default 5; with --budget\n"
-	"                       the most)\n"
-	"  --min-gain PCT       smallest speed gain that can count (default 2)\n"
-	"  --prune-after N      after N repeats drop variants slower than the default\n"
-	"                       in every band (default 2; 0: never)\n"
-	"  --confirm N          before recommending a variant, run N more interleaved\n"
-	"                       rounds of it and the default; it must still win\n"
-	"                       (default 3; 0: recommend without confirming)\n"
-	"  --timeout DURATION   kill a run that takes longer (default: 5x the first\n"
-	"                       default run, at least 30 s; 10m before that run)\n"
-	"  --launcher \"CMD\"     prefix for multi-process runs, split on blanks\n"
-	"                       (e.g. \"mpirun -np 2\"); default: one process for all\n"
-	"                       local GPUs\n"
-	"output:\n"
-	"  --env-out FILE       write the recommendation as 'export NCCL_X=v' lines\n"
-	"                       (only comments when the defaults are best)\n"
-	"  --json [FILE]        " NW_CLI_JSON_HELP
-	"                       (every figure)\n"
-	"  --save-runs DIR      keep each run's results JSON in DIR\n"
-	"history (every successful run is recorded, source \"tune\", with its variant):\n"
-	NW_STORE_USAGE
-	"  -q, --quiet          no progress lines on stderr\n"
-	"  --progress, --no-progress  the variant, repeat and time left on one line redrawn\n"
-	"                       in place (default: when stderr is a terminal and not --quiet)\n"
-	"testing:\n"
-	"  --bench-cmd PATH     run PATH instead of this binary as the bench (for\n"
-	"                       tests: a stand-in that writes results JSON)\n"
-	"\n"
-	"Exit: 0 measured (whatever the verdict), 2 usage, 3 the default runs failed,\n"
-	"130 interrupted.\n";
-
 #define MAXVARS 64
 #define MAXKEEP 64
 
@@ -88,13 +25,12 @@ struct tune_opts {
 	struct nw_tuner_opts t;          /* opmask is filled from ops once the options are read */
 	struct nw_tune_bench_opts bench;
 	const char *ops;
-	char ops_name[16];               /* "--op" or "--ops", as typed */
 	char *vars[MAXVARS];
 	char *keep[MAXKEEP + 1];         /* owned, NULL-terminated */
 	int nkeep;
 	const char *launcher;
 	const char *env_out;
-	struct nw_cli_json json;
+	struct nw_opt_out json;
 	const char *bench_cmd;
 	struct nw_store_opts so;
 	int quiet;
@@ -115,44 +51,10 @@ static void on_signal(int sig)
 	interrupted = sig;
 }
 
-enum {
-	O_OP = NW_OPT_LOCAL, O_BACKEND, O_NCCL_LIB, O_BANDS, O_SETTINGS, O_VAR, O_KEEP, O_CHECK_ENV,
-	O_BUDGET, O_REPEATS, O_MIN_GAIN, O_PRUNE_AFTER, O_CONFIRM, O_TIMEOUT, O_LAUNCHER,
-	O_ENV_OUT, O_SAVE_RUNS, O_BENCH_CMD,
-};
-
-static const struct option longopts[] = {
-	{ "op", required_argument, NULL, O_OP },
-	{ "ops", required_argument, NULL, O_OP },
-	{ "backend", required_argument, NULL, O_BACKEND },
-	{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
-	{ "bands", required_argument, NULL, O_BANDS },
-	{ "settings", required_argument, NULL, O_SETTINGS },
-	{ "var", required_argument, NULL, O_VAR },
-	{ "keep", required_argument, NULL, O_KEEP },
-	{ "check-env", no_argument, NULL, O_CHECK_ENV },
-	{ "budget", required_argument, NULL, O_BUDGET },
-	{ "repeats", required_argument, NULL, O_REPEATS },
-	{ "min-gain", required_argument, NULL, O_MIN_GAIN },
-	{ "prune-after", required_argument, NULL, O_PRUNE_AFTER },
-	{ "confirm", required_argument, NULL, O_CONFIRM },
-	{ "timeout", required_argument, NULL, O_TIMEOUT },
-	{ "launcher", required_argument, NULL, O_LAUNCHER },
-	{ "env-out", required_argument, NULL, O_ENV_OUT },
-	NW_CLI_JSON_LONGOPT,
-	{ "save-runs", required_argument, NULL, O_SAVE_RUNS },
-	{ "bench-cmd", required_argument, NULL, O_BENCH_CMD },
-	{ "quiet", no_argument, NULL, 'q' },
-	NW_CLI_STORE_LONGOPTS,
-	NW_PROGRESS_LONGOPTS,
-	{ NULL, 0, NULL, 0 },
-};
-
 static void set_defaults(struct tune_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->ops = "all_reduce,all_gather,reduce_scatter";
-	snprintf(o->ops_name, sizeof(o->ops_name), "--op");
 	o->bench = (struct nw_tune_bench_opts){ .b = "8", .e = "1G", .f = "4", .n = "20", .w = "5", .d = "float", .o = "sum" };
 	o->t.groups = NW_TG_ALL;
 	o->t.vars = o->vars;
@@ -163,9 +65,11 @@ static void set_defaults(struct tune_opts *o)
 	o->t.confirm = 3;
 }
 
-/* Adds the names of a --keep comma list (past MAXKEEP, the rest are left out). */
-static void add_keep(struct tune_opts *o, const char *list)
+/* --keep NAME[,NAME...], repeatable (past MAXKEEP, the rest are left out). */
+static int keep_opt(void *opts, const char *list, const char *name, char *err, size_t errlen)
 {
+	struct tune_opts *o = opts;
+	(void)name, (void)err, (void)errlen;
 	for (const char *p = list; *p;) {
 		size_t len = strcspn(p, ",");
 		if (len && o->nkeep < MAXKEEP)
@@ -174,89 +78,139 @@ static void add_keep(struct tune_opts *o, const char *list)
 		if (*p)
 			p++;
 	}
+	return 0;
 }
 
-/*
- * An option of what to measure (bench's own and tune's): stored. Returns
- * 1, 0 when c is not one of them, -1 with err filled.
- */
-static int measure_opt(struct tune_opts *o, int c, const char *arg, const char *name, char *err, size_t errlen)
+/* --var NAME=v1,v2, repeatable. */
+static int var_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
-	struct nw_tune_bench_opts *b = &o->bench;
-	switch (c) {
-	case 'b': b->b = arg; return 1;
-	case 'e': b->e = arg; return 1;
-	case 'f': b->f = arg; return 1;
-	case 'n': b->n = arg; return 1;
-	case 'w': b->w = arg; return 1;
-	case 'd': b->d = arg; return 1;
-	case 'o': b->o = arg; return 1;
-	case 'g': b->g = arg; return 1;
-	case O_BACKEND: b->backend = arg; return 1;
-	case O_NCCL_LIB: b->nccl_lib = arg; return 1;
-	case O_OP:
-		o->ops = arg;
-		snprintf(o->ops_name, sizeof(o->ops_name), "%s", name);
-		return 1;
-	case O_BANDS: o->t.bands = arg; return 1;
-	case O_SETTINGS: return nw_tune_groups_parse(arg, &o->t.groups, err, errlen) ? -1 : 1;
-	case O_VAR:
-		if (o->t.nvars == MAXVARS)
-			return nw_seterr(err, errlen, "%s: at most %d", name, MAXVARS);
-		o->vars[o->t.nvars++] = (char *)arg;
-		return 1;
-	case O_KEEP: add_keep(o, arg); return 1;
-	case O_CHECK_ENV: o->t.check_env = 1; return 1;
-	default: return 0;
-	}
+	struct tune_opts *o = opts;
+	if (o->t.nvars == MAXVARS)
+		return nw_seterr(err, errlen, "%s: at most %d", name, MAXVARS);
+	o->vars[o->t.nvars++] = (char *)arg;
+	return 0;
 }
 
-/* A duration above zero for option name; -1 with err filled. */
-static int parse_positive_duration(const char *arg, const char *name, const char *example, double *out,
-                                   char *err, size_t errlen)
+static int settings_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
+{
+	(void)name;
+	return nw_tune_groups_parse(arg, &((struct tune_opts *)opts)->t.groups, err, errlen) ? -1 : 0;
+}
+
+static const char *const *settings_names(void)
+{
+	static const char *const n[] = { "algo", "proto", "channels", "nthreads", "buffsize", "all", "none", NULL };
+	return n;
+}
+
+/* A duration above zero (--budget, --timeout); 0, or -1 with err. */
+static int positive_duration(const char *arg, const char *name, double *out, char *err, size_t errlen)
 {
 	char perr[NW_ERRLEN];
 	if (nw_parse_duration(arg, out, perr, sizeof(perr)) != 0)
 		return nw_seterr(err, errlen, "%s: %s", name, perr);
 	if (*out <= 0)
-		return nw_seterr(err, errlen, "%s: must be above zero%s", name, example);
+		return nw_seterr(err, errlen, "%s: must be above zero%s", name, strstr(name, "budget") ? " (e.g. 10m)" : "");
 	return 0;
 }
 
-/* An option of how long: parsed and checked. Returns 1, 0 when c is not one, -1 with err filled. */
-static int time_opt(struct tune_opts *o, int c, const char *arg, const char *name, char *err, size_t errlen)
+static int budget_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
-	struct nw_tuner_opts *t = &o->t;
-	long lv = 0;
-	double dv = 0;
-	int bad = 0;
-	switch (c) {
-	case O_BUDGET: bad = parse_positive_duration(arg, name, " (e.g. 10m)", &t->budget_s, err, errlen); break;
-	case O_TIMEOUT: bad = parse_positive_duration(arg, name, "", &t->timeout_s, err, errlen); break;
-	case O_REPEATS: bad = nw_parse_long(arg, NW_TUNE_MIN_REPEATS, 1000, &lv, name, err, errlen); t->repeats = (int)lv; break;
-	case O_MIN_GAIN: bad = nw_parse_double(arg, 0, 1000, &dv, name, err, errlen); t->min_gain = dv / 100; break;
-	case O_PRUNE_AFTER: bad = nw_parse_long(arg, 0, 1000, &lv, name, err, errlen); t->prune_after = (int)lv; break;
-	case O_CONFIRM: bad = nw_parse_long(arg, 0, 100, &lv, name, err, errlen); t->confirm = (int)lv; break;
-	default: return 0;
-	}
-	return bad ? -1 : 1;
+	return positive_duration(arg, name, &((struct tune_opts *)opts)->t.budget_s, err, errlen);
 }
 
-/* An option of how to run and where results go: stored. Returns 1, or 0 when c is not one. */
-static int output_opt(struct tune_opts *o, int c, const char *arg)
+static int timeout_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
-	switch (c) {
-	case O_LAUNCHER: o->launcher = arg; return 1;
-	case O_ENV_OUT: o->env_out = arg; return 1;
-	case NW_OPT_JSON: nw_cli_json_opt(c, arg, &o->json); return 1;
-	case O_SAVE_RUNS: o->t.save_runs = arg; return 1;
-	case O_BENCH_CMD: o->bench_cmd = arg; return 1;
-	case 'q': o->quiet = 1; return 1;
-	case NW_OPT_PROGRESS: o->progress = NW_PROGRESS_ON; return 1;
-	case NW_OPT_NO_PROGRESS: o->progress = NW_PROGRESS_OFF; return 1;
-	default: return 0;
-	}
+	return positive_duration(arg, name, &((struct tune_opts *)opts)->t.timeout_s, err, errlen);
 }
+
+#define TO struct tune_opts
+static const struct nw_opt tune_options[] = {
+	{ .kind = NW_OPTK_GROUP, .help = "what to measure:" },
+	{ .kind = NW_OPTK_STRING, .lname = "op", .off = NW_F_STR(TO, ops), .argh = "LIST", .values = nw_cli_op_names,
+	  .flags = NW_OPTF_LIST, .help = "collectives (default all_reduce,all_gather,reduce_scatter)" },
+	{ .kind = NW_OPTK_STRING, .lname = "ops", .off = NW_F_STR(TO, ops), .argh = "LIST", .flags = NW_OPTF_HIDDEN },
+	{ .kind = NW_OPTK_STRING, .sname = 'b', .off = NW_F_STR(TO, bench.b), .argh = "SIZE",
+	  .help = "smallest size (default 8)" },
+	{ .kind = NW_OPTK_STRING, .sname = 'e', .off = NW_F_STR(TO, bench.e), .argh = "SIZE",
+	  .help = "largest size (default 1G)" },
+	{ .kind = NW_OPTK_STRING, .sname = 'f', .off = NW_F_STR(TO, bench.f), .argh = "FACTOR",
+	  .help = "size step factor (default 4)" },
+	{ .kind = NW_OPTK_STRING, .sname = 'n', .off = NW_F_STR(TO, bench.n), .argh = "ITERS",
+	  .help = "iterations per size (default 20)" },
+	{ .kind = NW_OPTK_STRING, .sname = 'w', .off = NW_F_STR(TO, bench.w), .argh = "WARMUP",
+	  .help = "warm-up iterations per size (default 5)" },
+	{ .kind = NW_OPTK_STRING, .sname = 'd', .off = NW_F_STR(TO, bench.d), .argh = "TYPE", .values = nw_cli_dtype_names,
+	  .help = "data type (default float)" },
+	{ .kind = NW_OPTK_STRING, .sname = 'o', .off = NW_F_STR(TO, bench.o), .argh = "REDOP", .values = nw_cli_redop_names,
+	  .help = "reduction (default sum)" },
+	{ .kind = NW_OPTK_STRING, .sname = 'g', .off = NW_F_STR(TO, bench.g), .argh = "N",
+	  .help = "GPUs per process (bench's -g)" },
+	{ .kind = NW_OPTK_STRING, .lname = "backend", .off = NW_F_STR(TO, bench.backend), .argh = "nccl|mpi",
+	  .help = "bench backend (default: bench's own)" },
+	{ .kind = NW_OPTK_FILE, .lname = "nccl-lib", .off = NW_F_STR(TO, bench.nccl_lib), .argh = "PATH",
+	  .help = "the libnccl.so.2 every run loads (bench's --nccl-lib)" },
+	{ .kind = NW_OPTK_STRING, .lname = "bands", .off = NW_F_STR(TO, t.bands), .argh = "LIST",
+	  .help = "size band boundaries (default 64K,16M: small < 64K,\nmedium 64K-16M, large >= 16M); 'none' for one band" },
+	{ .kind = NW_OPTK_CALL, .lname = "settings", .argh = "LIST", .call = settings_opt, .values = settings_names,
+	  .flags = NW_OPTF_LIST, .help = "built-in groups to try: algo, proto, channels,\n"
+	                                 "nthreads, buffsize, 'all' (default) or 'none'" },
+	{ .kind = NW_OPTK_CALL, .lname = "var", .argh = "NAME=v1,v2", .call = var_opt,
+	  .help = "also try these values of NAME (repeatable)" },
+	{ .kind = NW_OPTK_CALL, .lname = "keep", .argh = "NAME", .call = keep_opt,
+	  .help = "keep this NCCL_* variable in every run (repeatable,\nor a comma list), e.g. NCCL_SOCKET_IFNAME" },
+	{ .kind = NW_OPTK_FLAG, .lname = "check-env", .off = NW_F_INT(TO, t.check_env),
+	  .help = "measure the current NCCL_* settings against the\ndefaults instead: helps, hurts or no difference" },
+	{ .kind = NW_OPTK_GROUP, .help = "how long:" },
+	{ .kind = NW_OPTK_CALL, .lname = "budget", .argh = "DURATION", .call = budget_opt,
+	  .help = "time for the whole search (e.g. 10m): repeats and\n"
+	          "variants are planned to fit; what was left out is said" },
+	{ .kind = NW_OPTK_INT, .lname = "repeats", .off = NW_F_INT(TO, t.repeats), .argh = "N", .min = NW_TUNE_MIN_REPEATS,
+	  .max = 1000, .help = "repeats per variant, 3 or more (default 5; with --budget\nthe most)" },
+	{ .kind = NW_OPTK_PERCENT, .lname = "min-gain", .off = NW_F_DBL(TO, t.min_gain), .argh = "PCT",
+	  .help = "smallest speed gain that can count (default 2)" },
+	{ .kind = NW_OPTK_INT, .lname = "prune-after", .off = NW_F_INT(TO, t.prune_after), .argh = "N", .max = 1000,
+	  .help = "after N repeats drop variants slower than the default\nin every band (default 2; 0: never)" },
+	{ .kind = NW_OPTK_INT, .lname = "confirm", .off = NW_F_INT(TO, t.confirm), .argh = "N", .max = 100,
+	  .help = "before recommending a variant, run N more interleaved\n"
+	          "rounds of it and the default; it must still win\n"
+	          "(default 3; 0: recommend without confirming)" },
+	{ .kind = NW_OPTK_CALL, .lname = "timeout", .argh = "DURATION", .call = timeout_opt,
+	  .help = "kill a run that takes longer (default: 5x the first\n"
+	          "default run, at least 30 s; 10m before that run)" },
+	{ .kind = NW_OPTK_STRING, .lname = "launcher", .off = NW_F_STR(TO, launcher), .argh = "\"CMD\"",
+	  .help = "prefix for multi-process runs, split on blanks\n"
+	          "(e.g. \"mpirun -np 2\"); default: one process for all\nlocal GPUs" },
+	{ .kind = NW_OPTK_GROUP, .help = "output:" },
+	{ .kind = NW_OPTK_OUTPUT, .lname = "env-out", .off = NW_F_STR(TO, env_out), .argh = "FILE",
+	  .help = "write the recommendation as 'export NCCL_X=v' lines\n(only comments when the defaults are best)" },
+	NW_OPT_JSON(TO, json, "\n(every figure)"),
+	{ .kind = NW_OPTK_DIR, .lname = "save-runs", .off = NW_F_STR(TO, t.save_runs), .argh = "DIR",
+	  .flags = NW_OPTF_LATER, .help = "keep each run's results JSON in DIR" },
+	{ .kind = NW_OPTK_GROUP, .help = "history (every successful run is recorded, source \"tune\", with its variant):" },
+	NW_OPTS_STORE(TO, so),
+	NW_OPT_QUIET(TO, quiet, 'q'),
+	NW_OPTS_PROGRESS(TO, progress),
+	{ .kind = NW_OPTK_GROUP, .help = "testing:" },
+	{ .kind = NW_OPTK_FILE, .lname = "bench-cmd", .off = NW_F_STR(TO, bench_cmd), .argh = "PATH",
+	  .help = "run PATH instead of this binary as the bench (for\ntests: a stand-in that writes results JSON)" },
+	{ 0 },
+};
+#undef TO
+
+const struct nw_cmd_spec nw_spec_tune = {
+	.name = "tune",
+	.about = "Measures, per collective and size band, NCCL's defaults against variants of\n"
+	         "the settings that matter (NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS,\n"
+	         "NCCL_MAX_NCHANNELS, NCCL_NTHREADS, NCCL_BUFFSIZE, and --var), each run in a\n"
+	         "fresh 'ncclwatch bench' process. Variants are interleaved and repeated; a\n"
+	         "variant wins only when its gain is beyond the measured noise (docs/tune.md).\n"
+	         "Every NCCL_* variable except NCCL_NVLS_ENABLE (and --keep ones) is unset in\n"
+	         "the measured runs, so \"default\" means NCCL's own defaults.\n",
+	.opts = tune_options,
+	.footer = "Exit: 0 measured (whatever the verdict), 2 usage, 3 the default runs failed,\n"
+	          "130 interrupted.\n",
+};
 
 /*
  * Checks the values passed through to bench so a typo fails at once, not
@@ -294,35 +248,19 @@ static int check_opts(const struct tune_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
-/* Parses the options; returns 0, or 2 after printing the error. */
-static int parse(int argc, char **argv, struct tune_opts *o)
+/* Parses the options; NW_OPT_OK, or what nw_opt_parse says (after printing the error). */
+static enum nw_opt_status parse(int argc, char **argv, struct tune_opts *o, struct nw_opt_res *res)
 {
 	char err[NW_ERRLEN];
-	int c;
 	set_defaults(o);
-	while ((c = nw_cli_next("tune", argc, argv, "b:e:f:n:w:d:o:g:q", longopts)) != -1) {
-		if (c == -2)
-			return 2;
-		const char *name = nw_cli_opt_name(c, argv);
-		int h = nw_cli_store_opt(c, optarg, &o->so);
-		if (h < 0)
-			return 2;
-		if (h == 0)
-			h = measure_opt(o, c, optarg, name, err, sizeof(err));
-		if (h == 0)
-			h = time_opt(o, c, optarg, name, err, sizeof(err));
-		if (h == 0)
-			h = output_opt(o, c, optarg);
-		if (h < 0)
-			return nw_error("%s", err), 2;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_tune, o, argc, argv, res);
+	if (st != NW_OPT_OK)
+		return st;
+	if (check_opts(o, err, sizeof(err)) != 0) {
+		nw_error("%s", err);
+		return NW_OPT_BAD;
 	}
-	if (optind < argc)
-		return nw_error("unknown option '%s'; 'ncclwatch help tune' lists the options", argv[optind]), 2;
-	if (nw_cli_check_output("tune", "--json", o->json.path))
-		return 2;
-	if (check_opts(o, err, sizeof(err)) != 0)
-		return nw_error("%s", err), 2;
-	return 0;
+	return NW_OPT_OK;
 }
 
 /* Microseconds with the precision a table needs; "-" when unknown. */
@@ -525,7 +463,7 @@ static int write_env_file(const struct nw_tuner *t, const char *path)
 }
 
 /* Writes the JSON document where --json says; 0, or -1 after printing the error. */
-static int write_json_file(const struct nw_tuner *t, const struct nw_cli_json *j)
+static int write_json_file(const struct nw_tuner *t, const struct nw_opt_out *j)
 {
 	json_t *doc = nw_tuner_json(t);
 	int rc = nw_cli_json_write("tune", j, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
@@ -611,15 +549,17 @@ int cmd_tune(int argc, char **argv)
 	struct nw_tune_child child;
 	char err[NW_ERRLEN], ops[256];
 	memset(&child, 0, sizeof(child));
-	int rc = parse(argc, argv, &o);
+	struct nw_opt_res res;
+	enum nw_opt_status st = parse(argc, argv, &o, &res);
+	int rc = st == NW_OPT_OK ? 0 : nw_opt_exit(&nw_spec_tune, st);
 	struct nw_tuner_hooks hooks = {
 		.run_ctx = &child, .note = show_note, .note_ctx = &o, .interrupted = &interrupted,
 	};
 	nw_tuner_init(&t, &o.t, &hooks);
-	if (rc != 0)
+	if (st != NW_OPT_OK)
 		goto out;
 	rc = NW_TUNE_USAGE;
-	if (nw_tune_ops_parse(o.ops, o.ops_name, &o.t.opmask, err, sizeof(err)) != 0)
+	if (nw_tune_ops_parse(o.ops, nw_opt_given(&res, "ops") ? "--ops" : "--op", &o.t.opmask, err, sizeof(err)) != 0)
 		goto fail;
 	nw_tune_ops_list(o.t.opmask, ops, sizeof(ops));
 	int prepared = nw_tuner_prepare(&t, err, sizeof(err));

@@ -14,22 +14,34 @@
 #include "gpu/nccl.h"
 #include "util/util.h"
 
-const char usage_version[] =
-	"usage: ncclwatch version [--nccl-lib PATH] [--json [FILE]]\n"
-	"\n"
-	"Prints the tool version, the NCCL that bench would load (version, path and\n"
-	"why: --nccl-lib, NCCLWATCH_NCCL_LIB, the python3's PyTorch, or the system),\n"
-	"the CUDA driver when there is one, MPI support, and every other libnccl\n"
-	"found on this machine (two NCCLs on one machine is a classic trap).\n"
-	"\n"
-	"  --nccl-lib PATH   load this libnccl.so instead of searching\n"
-	"  --json [FILE]     " NW_CLI_JSON_HELP;
+struct version_opts {
+	const char *nccl_lib;
+	struct nw_opt_out json;
+};
+
+static const struct nw_opt version_options[] = {
+	{ .kind = NW_OPTK_FILE, .lname = "nccl-lib", .off = NW_F_STR(struct version_opts, nccl_lib), .argh = "PATH",
+	  .help = "load this libnccl.so instead of searching" },
+	NW_OPT_JSON(struct version_opts, json, ""),
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_version = {
+	.name = "version",
+	.synopsis = "[--nccl-lib PATH] [--json[=FILE]]",
+	.about = "Prints the tool version, the NCCL that bench would load (version, path and\n"
+	         "why: --nccl-lib, NCCLWATCH_NCCL_LIB, the python3's PyTorch, or the system),\n"
+	         "the CUDA driver when there is one, MPI support, and every other libnccl\n"
+	         "found on this machine (two NCCLs on one machine is a classic trap).\n",
+	.opts = version_options,
+	.width = 20,
+};
 
 /*
  * The JSON form: version, MPI, the NCCL chosen (or why none), the driver,
  * every libnccl; where --json says. 0, or -1 after printing why.
  */
-static int print_json(const struct nw_cli_json *j, const struct nw_nccl *nc, const char *nerr, const struct nw_cu *cu, const char *cerr,
+static int print_json(const struct nw_opt_out *j, const struct nw_nccl *nc, const char *nerr, const struct nw_cu *cu, const char *cerr,
                        const struct nw_nccl_where *all, size_t nall)
 {
 	json_t *o = json_object();
@@ -89,24 +101,14 @@ static void print_text(const struct nw_nccl *nc, const char *nerr, const struct 
 
 int cmd_version(int argc, char **argv)
 {
-	enum { O_NCCL_LIB = NW_OPT_LOCAL };
-	static const struct option longopts[] = {
-		{ "nccl-lib", required_argument, NULL, O_NCCL_LIB },
-		NW_CLI_JSON_LONGOPT,
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *nccl_lib = NULL;
-	struct nw_cli_json json = { 0 };
-	int opt, rc = 0;
-	while ((opt = nw_cli_next("version", argc, argv, "", longopts)) != -1) {
-		switch (opt) {
-		case O_NCCL_LIB: nccl_lib = optarg; break;
-		case NW_OPT_JSON: nw_cli_json_opt(opt, optarg, &json); break;
-		default: return 2;
-		}
-	}
-	if (nw_cli_no_operands("version", argc, argv) || nw_cli_check_output("version", "--json", json.path))
-		return 2;
+	struct version_opts o = { 0 };
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_version, &o, argc, argv, &res);
+	if (st != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_version, st);
+	int rc = 0;
+	const char *nccl_lib = o.nccl_lib;
+	const struct nw_opt_out json = o.json;
 	char nerr[NW_ERRLEN], cerr[NW_ERRLEN];
 	const struct nw_nccl *nc = nw_nccl_load(nccl_lib, nerr, sizeof(nerr));
 	const struct nw_cu *cu = nw_cuda_load(cerr, sizeof(cerr));

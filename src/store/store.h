@@ -13,7 +13,7 @@
  * (PRAGMA user_version) and is migrated forward by a table of steps.
  *
  * Commands that record (bench, check, import, tune) need three calls:
- *   nw_cli_store_opt     in their option loop (cmd/cli.h)
+ *   NW_OPTS_STORE        rows in their option table (cmd/cli.h)
  *   nw_fingerprint_collect once the header is filled
  *   nw_store_record      when the run is complete
  */
@@ -29,14 +29,6 @@ struct nw_store_opts {
 	const char *db_path; /* --db PATH or PostgreSQL URI; NULL: NCCLWATCH_DB, then the default */
 	int disabled;        /* --no-history */
 };
-
-/* Usage lines for the history options, for a command's usage text. */
-#define NW_STORE_USAGE \
-	"  --db PATH            history database (default $NCCLWATCH_DB, else\n" \
-	"                       $XDG_DATA_HOME/ncclwatch/history.db)\n" \
-	"  --no-history         do not record this run\n" \
-	"  --lock-timeout S     wait at most S for another process's lock on the\n" \
-	"                       database (default 15 s, or $NCCLWATCH_LOCK_TIMEOUT)\n"
 
 /*
  * Fill run->h.extra["fingerprint"] from the header and this process's

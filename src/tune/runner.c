@@ -199,8 +199,7 @@ static void child_argv(const struct nw_tune_child *c, const struct nw_tune_reque
 		sv_push(args, nw_strdup(*p));
 	sv_push(args, nw_strdup("-c"));
 	sv_push(args, nw_strdup(rq->check ? "1" : "0"));
-	sv_push(args, nw_strdup("--json"));
-	sv_push(args, nw_strdup(json));
+	sv_push(args, nw_asprintf("--json=%s", json));
 	sv_push(args, nw_strdup("--no-history"));
 }
 

@@ -41,6 +41,18 @@ void nw_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void nw_bug(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fprintf(stderr, "ncclwatch: BUG at %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
 int nw_seterr(char *err, size_t len, const char *fmt, ...)
 {
 	if (err && len) {

@@ -22,6 +22,14 @@ void nw_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Format into err[len] (when err is not NULL); returns -1. */
 int nw_seterr(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/*
+ * An invariant that cannot fail unless the code is wrong (a fixed limit,
+ * a table's shape): NW_BUG says where and what on stderr and aborts.
+ */
+_Noreturn void nw_bug(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define NW_BUG(...) nw_bug(__FILE__, __LINE__, __VA_ARGS__)
+#define NW_ASSERT(cond) ((cond) ? (void)0 : nw_bug(__FILE__, __LINE__, "assertion failed: %s", #cond))
+
 /* Allocation that cannot return NULL (dies with a message instead). */
 void *nw_malloc(size_t n);
 void *nw_calloc(size_t n, size_t size);

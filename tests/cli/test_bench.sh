@@ -27,7 +27,7 @@ expect_out "help lists -G" "cudagraph"
 # The MPI host backend: the same pipeline, for real, on CPUs.
 # Open MPI leaks at exit by design; leak checking covers our code in the other tests.
 mpi() { ASAN_OPTIONS=detect_leaks=0 mpirun -np "$1" "$NW" bench --backend mpi --no-history "${@:2}"; }
-run mpi 2 --op all -b 8 -e 256K -f 4 -c 1 --json "$TMP/r2.json"
+run mpi 2 --op all -b 8 -e 256K -f 4 -c 1 --json="$TMP/r2.json"
 expect_rc "mpi np=2 all ops: exit 0" 0
 expect_out "mpi np=2: nccl-tests header" "^#       size         count      type   redop    root     time   algbw   busbw  #wrong"
 expect_out "mpi np=2: footer" "^# Avg bus bandwidth    : [0-9.]+ $"
@@ -57,12 +57,12 @@ PY
 }
 expect_true "mpi np=2: busbw formulas, zero wrong, every op" check_json "$TMP/r2.json" 2
 
-run mpi 4 --op all -b 8 -e 64K -f 8 -d int8,int32,uint64,double -o sum,prod,min,max,avg -r all --json "$TMP/r4.json"
+run mpi 4 --op all -b 8 -e 64K -f 8 -d int8,int32,uint64,double -o sum,prod,min,max,avg -r all --json="$TMP/r4.json"
 expect_rc "mpi np=4 all ops, types, redops, roots: exit 0" 0
 expect_true "mpi np=4: busbw formulas, zero wrong" check_json "$TMP/r4.json" 4
 expect_out "mpi np=4: root 3 rows" "^ +[0-9]+ +[0-9]+ +int8 +none +3 "
 
-run mpi 4 --op all_reduce,sendrecv -b 1K -e 64K -f 4 --per-rank --csv "$TMP/r4.csv" --json "$TMP/r4p.json"
+run mpi 4 --op all_reduce,sendrecv -b 1K -e 64K -f 4 --per-rank --csv="$TMP/r4.csv" --json="$TMP/r4p.json"
 expect_rc "mpi np=4 per-rank: exit 0" 0
 expect_out "per-rank: slowest rank named" "^#   out-of-place ranks: 0@.*slowest rank [0-3] .*spread"
 expect_true "per-rank: CSV has 4 rank lines per row" bash -c "[ \$(grep -c ',1,$(hostname),-1$' '$TMP/r4.csv') -gt 0 ] && [ \$(grep -c ',all,,$' '$TMP/r4.csv') -eq \$(grep -c ',3,$(hostname),-1$' '$TMP/r4.csv') ]"
@@ -79,12 +79,12 @@ expect_rc "mpi: -t 2 refused (usage: exit 2)" 2
 expect_err "mpi: -t names the backend it needs" "-t 2 \(threads\) needs the NCCL backend"
 
 # Table written to a file and JSON to stdout: no table mixed in.
-run mpi 2 -b 1K -e 4K --json -
+run mpi 2 -b 1K -e 4K --json
 expect_rc "json to stdout: exit 0" 0
 expect_true "json to stdout parses" python3 -c "import json,sys; json.load(open('$OUT'))"
 
 # Pairwise mode: every pair measured, verified, named when slow.
-run mpi 4 --pairs -e 256K --json "$TMP/pairs.json"
+run mpi 4 --pairs -e 256K --json="$TMP/pairs.json"
 expect_rc "pairs np=4: exit 0" 0
 expect_out "pairs: matrix header" "^# ncclwatch pairs: send/recv of 256K both ways"
 expect_out "pairs: median line" "^# median pair [0-9.]+ GB/s"
@@ -105,7 +105,7 @@ expect_out "history lists the bench run once" "^ +1 .* bench +all_reduce"
 expect_no_out "history: no second run" "^ +2 "
 
 # --pairs with --op: the pairs first, then the sweep, in one run.
-run mpi 2 --pairs --op all_reduce -b 1K -e 16K --json "$TMP/pairs_ops.json"
+run mpi 2 --pairs --op all_reduce -b 1K -e 16K --json="$TMP/pairs_ops.json"
 expect_rc "pairs + ops: exit 0" 0
 expect_out "pairs + ops: the matrix" "^# ncclwatch pairs:"
 expect_out "pairs + ops: the all_reduce table" "Collective test starting: all_reduce_perf"
@@ -116,7 +116,7 @@ assert d['run']['extra']['pairs']['pairs'] and {r['op'] for r in d['results']}==
 # -J: nccl-tests' own JSON, read by a reader written from nccl-tests' field list, shaped as the
 # reference file nccl-tests wrote; its rows are the table's, and import reads it back to the same rows.
 REF=${REFDIR:-}/h200x1-formats
-run mpi 2 -b 8 -e 1M -f 4 -J "$TMP/nt.json" --json "$TMP/ours.json"
+run mpi 2 -b 8 -e 1M -f 4 -J "$TMP/nt.json" --json="$TMP/ours.json"
 expect_rc "-J: exit 0" 0
 expect_out "-J: says where, as nccl-tests does" "^# Writing JSON output to $TMP/nt.json$"
 cp "$OUT" "$TMP/nt_table.txt"
@@ -161,7 +161,7 @@ expect_rc "-J a directory: refused" 2
 expect_err "-J a directory: named" "-J '$TMP' is a directory"
 
 # -I 1 / -K: every iteration timed; nccl-tests' per-iteration columns and header, its JSON, ours, history.
-run mpi 2 -b 8 -e 1M -f 4 -n 20 -I 1 -K 2 -J "$TMP/nti.json" --json "$TMP/oursi.json"
+run mpi 2 -b 8 -e 1M -f 4 -n 20 -I 1 -K 2 -J "$TMP/nti.json" --json="$TMP/oursi.json"
 expect_rc "-I 1 -K 2: exit 0" 0
 expect_out "-I 1: nccl-tests' report line" '^# Per-Iteration Report: host clock timing; i_\* uses max over process rows; summary skips first 2 iterations $'
 expect_true "-I 1: rows of 21 columns" sh -c "test \$(grep -E '^ +[0-9]' '$OUT' | awk '{print NF}' | sort -u) = 21"
@@ -237,7 +237,7 @@ done
 for f in D V; do
 	run "$NW" bench --backend mpi --no-history -$f 1
 	expect_rc "-$f 1: refused" 2
-	expect_err "-$f 1: named, with what to do" "-$f \\(nccl-tests' device API, .*\\) needs device code .*use nccl-tests"
+	expect_err "-$f 1: named, with what to do" "-$f \\(--device_[a-z_]+\\) is nccl-tests' device API: it needs device code .*use nccl-tests"
 done
 run "$NW" help bench
 expect_out "help bench: -D and -V not here" '^not here: -D, -V'

@@ -117,7 +117,7 @@ expect_err "mpi: -r 5 named" "-r 5: root must be below the number of ranks \(2\)
 run env RANK=x WORLD_SIZE=2 "$NW" bench --no-history
 expect_rc "RANK=x refused (usage: exit 2)" 2
 expect_err "RANK=x named" "RANK='x' is not a whole number"
-run "$NW" bench --no-history --json /nonexistent/x.json
+run "$NW" bench --no-history --json=/nonexistent/x.json
 expect_rc "--json in a missing directory: refused before the run (exit 2)" 2
 expect_err "--json in a missing directory: named as typed" "bench: --json '/nonexistent/x.json': the directory '/nonexistent' does not exist"
 expect_no_out "--json in a missing directory: nothing measured" "Collective test starting"

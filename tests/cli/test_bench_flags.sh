@@ -22,7 +22,7 @@ for bad in "-N -1:--run_cycles" "-N x:--run_cycles" "-R 3:--local_register" "-u 
 	args=${bad%%:*} long=${bad##*:}
 	run bench $args
 	expect_rc "refused: $args" 2
-	expect_err "refused: $args names $long" "^ncclwatch: error: bench: -[A-Za-z] \\($long"
+	expect_err "refused: $args names $long" "^ncclwatch: error: -[A-Za-z] \\($long"
 done
 run bench --run_cycles=-1
 expect_rc "refused: --run_cycles=-1" 2
@@ -48,7 +48,7 @@ if have_ref; then
 	expect_true "header: the nThread line's fields as nccl-tests'" test \
 		"$(grep '^# nThread' "$REF/nt_ar_NSM.txt" | sed -E 's/[0-9]+//g')" = "$(grep '^# nThread' "$TMP/nsm.txt" | sed -E 's/[0-9]+//g')"
 fi
-run bench -g 2 -b 1K -e 4K -f 2 -N 3 --json "$TMP/n3.json"
+run bench -g 2 -b 1K -e 4K -f 2 -N 3 --json="$TMP/n3.json"
 expect_rc "-N 3, 2 GPUs: exit 0" 0
 expect_true "-N 3: --json has every cycle's rows and extra.cycles" python3 -c "
 import json; d = json.load(open('$TMP/n3.json'))
@@ -57,7 +57,7 @@ c = d['run']['extra']['cycles']; assert c == {'asked': 3, 'completed': 3, 'stopp
 
 # -N 0 until Ctrl-C: stops after the current cycle, keeps every finished one (table, JSON, history).
 DB=$TMP/n0.db
-"$NW" bench --db "$DB" --nccl-lib "$FAKE/libnccl.so.2" -g 2 -b 1K -e 16K -f 2 -N 0 --json "$TMP/n0.json" \
+"$NW" bench --db "$DB" --nccl-lib "$FAKE/libnccl.so.2" -g 2 -b 1K -e 16K -f 2 -N 0 --json="$TMP/n0.json" \
 	>"$TMP/n0.out" 2>"$TMP/n0.err" &
 pid=$!
 for _ in $(seq 100); do
@@ -139,7 +139,7 @@ if command -v mpirun >/dev/null; then
 	fi
 	# -N 0 over MPI: Ctrl-C to rank 0 alone stops every rank after the same cycle
 	ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi --no-history -b 1K -e 16K -N 0 \
-		--json "$TMP/mn0.json" >"$TMP/mn0.out" 2>"$TMP/mn0.err" &
+		--json="$TMP/mn0.json" >"$TMP/mn0.out" 2>"$TMP/mn0.err" &
 	mp=$!
 	for _ in $(seq 300); do
 		[ "$(grep -cE '^ +16384 ' "$TMP/mn0.out" 2>/dev/null)" -ge 2 ] && break

@@ -73,7 +73,7 @@ expect_rc "-m 4 (aggregated in a group): exit 0" 0
 run bench -g 2 -z 1 -b 8 -e 1K -f 4
 expect_rc "-z 1 (blocking): exit 0" 0
 
-run bench -g 4 --op all_reduce,alltoall,gather -d half,int32 -b 64 -e 4K -f 4 --json "$TMP/r.json" --csv "$TMP/r.csv"
+run bench -g 4 --op all_reduce,alltoall,gather -d half,int32 -b 64 -e 4K -f 4 --json="$TMP/r.json" --csv="$TMP/r.csv"
 expect_rc "--json --csv: exit 0" 0
 check_json() {
 	python3 - "$1" "$2" <<'PY'

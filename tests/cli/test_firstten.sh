@@ -86,7 +86,7 @@ run "$NW" exporter --listen 1.2.3.4.5:9850 --once
 expect_rc "bad --listen with --once: exit 2" 2
 run "$NW" import --csv --json "$NT"
 expect_rc "import --csv --json: refused" 2
-expect_err "import --csv --json: says they conflict" "--csv and --json exclude each other"
+expect_err "import --csv --json: says they conflict" "--csv and --json both ask for standard output"
 for c in doctor topo check; do
 	run "$NW" $c --sysroot /nonexistent
 	# check's usage errors are its "cannot check" status (3), so a prolog never drains on them

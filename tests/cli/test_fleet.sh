@@ -44,7 +44,7 @@ run "$NW" fleet --db "$DB" --threshold=95%
 expect_rc "--threshold=95%: the same host" 1
 run "$NW" fleet --db "$DB" --threshold 0
 expect_rc "--threshold 0: usage error" 2
-expect_err "names the option" "--threshold '0' is out of range"
+expect_err "names the option" "--threshold: '0' is out of range"
 run "$NW" fleet --db "$DB" --threshold much
 expect_rc "--threshold much: usage error" 2
 run "$NW" fleet --db "$DB" node-0001

@@ -51,7 +51,7 @@ PY
 
 # The NCCL backend on the fake GPUs.
 D=$TMP/nccl; mkdir -p "$D"
-"$NW" bench --nccl-lib "$FAKE/libnccl.so.2" --db "$D/h.db" "${LONG[@]}" --json "$D/r.json" --csv "$D/r.csv" \
+"$NW" bench --nccl-lib "$FAKE/libnccl.so.2" --db "$D/h.db" "${LONG[@]}" --json="$D/r.json" --csv="$D/r.csv" \
 	>"$D/out" 2>"$D/err" &
 pid=$!
 wait_rows "$D/out" 3
@@ -67,7 +67,7 @@ check_interrupted "fake NCCL" "$D" SIGINT
 # the ranks (Open MPI kills them 1 s later; the test gives them 10 s).
 D=$TMP/mpi; mkdir -p "$D"
 ASAN_OPTIONS=detect_leaks=0 mpirun --mca odls_base_sigkill_timeout 10 -np 2 "$NW" bench --backend mpi --db "$D/h.db" \
-	"${LONG[@]}" --json "$D/r.json" --csv "$D/r.csv" >"$D/out" 2>"$D/err" &
+	"${LONG[@]}" --json="$D/r.json" --csv="$D/r.csv" >"$D/out" 2>"$D/err" &
 pid=$!
 wait_rows "$D/out" 3
 kill -INT "$pid"
@@ -78,7 +78,7 @@ check_interrupted "mpirun" "$D" SIGTERM
 # A second Ctrl-C ends it at once: nothing written, nothing recorded.
 D=$TMP/twice; mkdir -p "$D"
 # sizes of seconds each on the fakes, so the second comes while the first waits for one
-"$NW" bench --nccl-lib "$FAKE/libnccl.so.2" --db "$D/h.db" -b 64M -e 1G -f 4 -n 20 -w 1 --json "$D/r.json" \
+"$NW" bench --nccl-lib "$FAKE/libnccl.so.2" --db "$D/h.db" -b 64M -e 1G -f 4 -n 20 -w 1 --json="$D/r.json" \
 	>"$D/out" 2>"$D/err" &
 pid=$!
 wait_rows "$D/out" 1
@@ -107,7 +107,7 @@ fi
 # tune: the run in progress is ended, the finished runs stand (JSON marked), exit 130.
 D=$TMP/tune; mkdir -p "$D"
 FAKE_SLEEP=0.3 "$NW" tune --bench-cmd "$NW_TESTS/fake_bench" --op all_reduce -b 8 -e 1K -f 8 --no-history \
-	--json "$D/t.json" >"$D/out" 2>"$D/err" &
+	--json="$D/t.json" >"$D/out" 2>"$D/err" &
 interrupt_when $! "$D" '\[4/'
 expect_rc "tune: Ctrl-C exits 130" 130
 expect_err "tune: one line says where it stopped and what is kept" \

@@ -80,7 +80,7 @@ run "$NW" check --iters=abc
 expect_rc "check: a bad --iters=abc exits 3" 3
 expect_err "check: names --iters as given" "^ncclwatch: error: --iters: 'abc' is not a whole number"
 run "$NW" check -nabc
-expect_err "check: names -n as given" "^ncclwatch: error: -n: 'abc' is not a whole number"
+expect_err "check: names -n as given" "^ncclwatch: error: -n \\(--iters\\): 'abc' is not a whole number"
 USAGE_RC=3 bad_options check --baseline
 
 # top
@@ -132,5 +132,5 @@ expect_err "version: and names it" "unexpected argument 'stray'"
 bad_options version --nccl-lib
 run "$NW" bench --iters=abc
 expect_rc "bench: a bad --iters=abc exits 2" 2
-expect_err "bench: names --iters as given" "--iters \(iterations\): 'abc' is not a whole number"
+expect_err "bench: names --iters as given" "^ncclwatch: error: --iters: 'abc' is not a whole number"
 bad_options bench -n

@@ -135,7 +135,7 @@ expect_true "prune: --prune-after 0 keeps it" test "$(grep -c 'NCCL_PROTO=LL128'
 
 # --- budget: 0.2 s per run, 3 s for 16 variants: repeats kept, variants dropped and named
 rm -f "$LOG"
-FAKE_SLEEP=0.2 run "$NW" "${T[@]}" --budget 3s --json "$TMP/budget.json"
+FAKE_SLEEP=0.2 run "$NW" "${T[@]}" --budget 3s --json="$TMP/budget.json"
 expect_rc "budget: exit 0" 0
 expect_out "budget: says what was skipped" "skipped, left out for lack of time"
 expect_out "budget: the header shows the budget" "\(budget 3s\)"
@@ -158,7 +158,7 @@ expect_no_out "no verdict: no defaults-best claim" "defaults are best"
 expect_true "no verdict: env file says so" grep -q "no verdict" "$TMP/few.env"
 
 # --- JSON
-run "$NW" "${T[@]}" --settings proto --repeats 3 --json "$TMP/t.json" -q
+run "$NW" "${T[@]}" --settings proto --repeats 3 --json="$TMP/t.json" -q
 expect_rc "json: exit 0" 0
 expect_true "json: valid, with schema, cells and recommendation" python3 -c "
 import json,sys
@@ -168,8 +168,8 @@ assert len(d['variants'])==4 and d['variants'][0]['label']=='default'
 assert len(d['cells'])==6 and len(d['cells'][0]['default_samples_us'])==3
 assert d['recommendation']['defaults_best'] is True
 "
-run "$NW" "${T[@]}" --settings proto --repeats 3 --json - -q
-expect_true "json -: stdout is only JSON" python3 -c "import json; json.load(open('$OUT'))"
+run "$NW" "${T[@]}" --settings proto --repeats 3 --json -q
+expect_true "bare --json: stdout is only JSON" python3 -c "import json; json.load(open('$OUT'))"
 
 # --- --save-runs keeps each child's results
 run "$NW" "${T[@]}" --settings none --var NCCL_PROTO=LL --repeats 3 --save-runs "$TMP/runs" -q
@@ -234,7 +234,7 @@ if command -v mpirun >/dev/null 2>&1 && "$NW" help bench | grep -q -- '--backend
 	# Open MPI's own allocations at exit are not ours to chase under LeakSanitizer.
 	ASAN_OPTIONS=detect_leaks=0 run "$NW" tune --launcher "mpirun -np 2 --oversubscribe" --backend mpi --op all_reduce,all_gather \
 		-b 8 -e 256K -f 8 -n 10 -w 2 --settings none --var NW_TUNE_HARMLESS=1,2 --repeats 3 --budget 40s \
-		--no-history --env-out "$TMP/mpi.env" --json "$TMP/mpi.json"
+		--no-history --env-out "$TMP/mpi.env" --json="$TMP/mpi.json"
 	expect_rc "mpi: exit 0" 0
 	expect_out "mpi: two ranks" "2 ranks .*backend mpi"
 	expect_out "mpi: a table row per op and band" "^all_gather +medium \(64K-16M\) "
