@@ -1,3 +1,10 @@
+/*
+ * bench_cli: bench's command line (nccl-tests' flags and ours) into struct
+ * nw_bench_opts, and the run: the nccl-tests text table printed as rows
+ * come, progress, the summary, the JSON, CSV and -J files, and SIGINT and
+ * SIGTERM (the run ends after the size or cycle running, with what it
+ * measured).
+ */
 #include "cmd/bench_cli.h"
 
 #include <fcntl.h>
