@@ -4,19 +4,19 @@
  * host clock, from before the first launch to the streams' completion,
  * divided by -n; warm-up over every size first; buffers shifted between
  * iterations), verified against patterns computed on the host.
+ *
+ * This file walks the sweep (sizes, placements, cycles, stops) and opens
+ * and checks the backend; timing is in bench_time.c, patterns and
+ * verification in bench_check.c, --pairs in bench_pairs.c.
  */
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bench.h"
+#include "bench/bench_int.h"
 #include "bench/hostmem.h"
-#include "bench/pattern.h"
-#include "comm/backend.h"
-#include "comm/group.h"
 #include "util/util.h"
 
 void nw_bench_opts_default(struct nw_bench_opts *o)
@@ -75,386 +75,6 @@ static uint64_t *sizes(const struct nw_bench_opts *o, size_t *n)
 	return v;
 }
 
-struct ctx {
-	const struct nw_bench_opts *o;
-	struct nw_backend *be;
-	struct nw_group *g;
-	struct nw_run *run;
-	nw_bench_row_fn row_fn;
-	void *arg;
-	size_t buf_bytes;
-	int pattern_key; /* dtype*2+prod of the pattern in the send buffers, -1 none */
-	int nthreads;
-	int64_t pairs_wrong;
-	int cycles_done;   /* -N: cycles finished by the (op, dtype, redop, root) running or run last */
-	int stopped;       /* the sweep ends here: a stop after a cycle (-N) or after a size (o->stop) */
-	char *err;
-	size_t errlen;
-};
-
-/* --- host-side pattern work, split over threads --- */
-
-struct job {
-	const struct nw_pattern *p;
-	int rank;
-	uint64_t first, n;
-	char *buf;
-	uint64_t wrong[64];
-	int verify;
-};
-
-static void job_part(void *v, int i, int n)
-{
-	struct job *j = v;
-	uint64_t per = (j->n + (uint64_t)n - 1) / (uint64_t)n;
-	uint64_t a = per * (uint64_t)i, b = a + per;
-	if (b > j->n)
-		b = j->n;
-	if (a >= b)
-		return;
-	size_t es = nw_dtype_size(j->p->dtype);
-	if (j->verify)
-		j->wrong[i] = nw_pattern_verify(j->p, j->rank, j->first + a, b - a, j->buf + a * es);
-	else
-		nw_pattern_fill(j->p, j->rank, j->first + a, b - a, j->buf + a * es);
-}
-
-/*
- * Move a local rank's data through the host staging buffer in 64 MiB
- * chunks: with verify, read count elements of recv at byte offset off and
- * add the wrong ones to *wrong; without, write the rank's input pattern
- * (elements [0, count)) into its send buffer at byte offset off.
- */
-static int staged(struct ctx *x, const struct nw_pattern *p, int local, size_t off, uint64_t count,
-                  int verify, uint64_t *wrong)
-{
-	size_t es = nw_dtype_size(p->dtype);
-	size_t chunk_elems = (64u << 20) / es;
-	char *stage = x->be->ops->host_alloc(x->be, 0);
-	if (!stage)
-		return nw_seterr(x->err, x->errlen, "cannot allocate a host staging buffer");
-	for (uint64_t done = 0; done < count; done += chunk_elems) {
-		uint64_t k = count - done < chunk_elems ? count - done : chunk_elems;
-		struct job j = { .p = p, .rank = x->be->rank0 + local, .first = done, .n = k, .buf = stage, .verify = verify };
-		if (verify && x->be->ops->read(x->be, local, NW_BUF_RECV, off + done * es, stage, k * es, x->err, x->errlen))
-			return -1;
-		nw_parallel(x->nthreads, job_part, &j);
-		if (!verify && x->be->ops->write(x->be, local, NW_BUF_SEND, off + done * es, stage, k * es, x->err, x->errlen))
-			return -1;
-		for (int t = 0; verify && t < 64; t++)
-			*wrong += j.wrong[t];
-	}
-	return 0;
-}
-
-static void describe(char *buf, size_t len, const struct nw_call *c, uint64_t size)
-{
-	char sz[32];
-	nw_format_size(size, sz, sizeof(sz));
-	snprintf(buf, len, "%s of %s (%s%s%s, %s)", nw_coll_get(c->op)->name, sz,
-	         nw_dtype_name(c->dtype), nw_coll_get(c->op)->has_redop ? " " : "",
-	         nw_coll_get(c->op)->has_redop ? nw_redop_name(c->redop) : "",
-	         c->inplace ? "in-place" : "out-of-place");
-}
-
-/* Capture the -n launches of a batch (buffers shifted as in time_batch) as one graph per local rank (-G). 0 or -1. */
-static int capture_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, int agg)
-{
-	struct nw_backend *be = x->be;
-	if (be->ops->graph_begin(be, x->err, x->errlen))
-		return -1;
-	for (int it = 0; it < x->o->iters; it++) {
-		c->shift = total_bytes * (it % steps);
-		if (be->ops->launch(be, c, agg, x->err, x->errlen)) {
-			be->ops->graph_end(be, NULL, 0);
-			return -1;
-		}
-	}
-	return be->ops->graph_end(be, x->err, x->errlen);
-}
-
-/*
- * -I 1: every iteration timed on its own on the host clock, from its
- * launch to its completion (each one waited for), into times (o->iters
- * entries, us per operation); *usec gets their mean.
- */
-static int time_iters(struct ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, const char *what,
-                      double *times, double *usec)
-{
-	const struct nw_bench_opts *o = x->o;
-	struct nw_backend *be = x->be;
-	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
-	double sum = 0;
-	for (int it = 0; it < o->iters; it++) {
-		c->shift = total_bytes * (it % steps);
-		double t0 = nw_now();
-		if (be->ops->launch(be, c, agg, x->err, x->errlen))
-			return -1;
-		double t_launched = nw_now();
-		if (be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
-			return -1;
-		times[it] = ((o->cputime ? t_launched : nw_now()) - t0) / agg * 1e6;
-		sum += times[it];
-	}
-	*usec = sum / o->iters;
-	c->shift = 0;
-	return 0;
-}
-
-/*
- * -z 1..3, nccl-tests' blocking modes: 1 waits for each collective of a
- * launch (-m) and then joins every rank at a barrier, 2 waits without the
- * barrier, 3 waits for each launch of -m collectives and joins at a
- * barrier, leaving the barrier out of the time. *usec: time per operation.
- */
-static int time_blocking(struct ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, const char *what,
-                         double *usec)
-{
-	const struct nw_bench_opts *o = x->o;
-	struct nw_backend *be = x->be;
-	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
-	int inner = o->blocking == 3 ? 1 : agg, per = o->blocking == 3 ? agg : 1;
-	double t0 = nw_now(), barrier_s = 0;
-	for (int it = 0; it < o->iters; it++) {
-		c->shift = total_bytes * (it % steps);
-		for (int k = 0; k < inner; k++) {
-			if (be->ops->launch(be, c, per, x->err, x->errlen) ||
-			    be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
-				return -1;
-			if (o->blocking == 2)
-				continue;
-			double b0 = nw_now();
-			if (nw_group_barrier(x->g, x->err, x->errlen))
-				return -1;
-			if (o->blocking == 3)
-				barrier_s += nw_now() - b0;
-		}
-	}
-	*usec = (nw_now() - t0 - barrier_s) / ((double)o->iters * agg) * 1e6;
-	c->shift = 0;
-	return 0;
-}
-
-/* One timed batch; *usec gets this process's time per operation (with -I 1, times gets each iteration's). */
-static int time_batch(struct ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, double *usec,
-                      double *times)
-{
-	const struct nw_bench_opts *o = x->o;
-	struct nw_backend *be = x->be;
-	char what[128];
-	describe(what, sizeof(what), c, size);
-	size_t steps = total_bytes ? x->buf_bytes / total_bytes : 1;
-	if (steps < 1)
-		steps = 1;
-	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
-	/* one synchronising launch first, then every rank starts together */
-	c->shift = 0;
-	if (be->ops->launch(be, c, 1, x->err, x->errlen) || be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
-		return -1;
-	if (nw_group_barrier(x->g, x->err, x->errlen))
-		return -1;
-	if (times)
-		return time_iters(x, c, total_bytes, steps, what, times, usec);
-	double t0, t_launched;
-	int graph = o->graph_launches > 0 && be->graphs;
-	if (graph) {
-		if (capture_batch(x, c, total_bytes, steps, agg) || nw_group_barrier(x->g, x->err, x->errlen))
-			return -1;
-		t0 = nw_now();
-		if (be->ops->graph_launch(be, o->graph_launches, x->err, x->errlen))
-			return -1;
-	} else if (be->ops->launch_many && !o->blocking) {
-		/* the backend loops (with -t, every thread its own loop, as nccl-tests) */
-		t0 = nw_now();
-		if (be->ops->launch_many(be, c, agg, o->iters, total_bytes, steps, x->err, x->errlen))
-			return -1;
-	} else if (o->blocking) {
-		return time_blocking(x, c, total_bytes, steps, what, usec);
-	} else {
-		t0 = nw_now();
-		for (int it = 0; it < o->iters; it++) {
-			c->shift = total_bytes * (it % steps);
-			if (be->ops->launch(be, c, agg, x->err, x->errlen))
-				return -1;
-		}
-	}
-	t_launched = nw_now();
-	if (be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
-		return -1;
-	double t1 = nw_now();
-	double per = (o->cputime ? t_launched - t0 : t1 - t0) / ((double)o->iters * agg);
-	if (graph)
-		per /= o->graph_launches;
-	*usec = per * 1e6;
-	c->shift = 0;
-	return 0;
-}
-
-/* Combine every process's time as -a says; fills per-rank detail when asked. */
-static int combine(struct ctx *x, double mine, struct nw_row *row)
-{
-	struct nw_group *g = x->g;
-	double *all = nw_calloc((size_t)g->size, sizeof(double));
-	if (nw_group_allgather(g, &mine, all, sizeof(double), x->err, x->errlen)) {
-		free(all);
-		return -1;
-	}
-	double v = all[0];
-	if (x->o->average != NW_AVG_RANK0) {
-		double sum = 0, mn = all[0], mx = all[0];
-		for (int i = 0; i < g->size; i++) {
-			sum += all[i];
-			mn = all[i] < mn ? all[i] : mn;
-			mx = all[i] > mx ? all[i] : mx;
-		}
-		v = x->o->average == NW_AVG_MIN ? mn : x->o->average == NW_AVG_MAX ? mx : sum / g->size;
-	}
-	row->time_us = v;
-	if (x->o->per_rank) {
-		int nl = x->be->nlocal;
-		row->nrank_times = g->size * nl;
-		row->rank_times = nw_calloc((size_t)row->nrank_times, sizeof(*row->rank_times));
-		/* hostnames and devices of every rank, gathered once per row (small) */
-		struct { char host[64]; int gpu[64]; } me, *info = nw_calloc((size_t)g->size, sizeof(me));
-		memset(&me, 0, sizeof(me));
-		nw_strlcpy(me.host, g->host, sizeof(me.host));
-		for (int i = 0; i < nl && i < 64; i++)
-			me.gpu[i] = x->be->gpu[i];
-		if (nw_group_allgather(g, &me, info, sizeof(me), x->err, x->errlen)) {
-			free(info);
-			free(all);
-			return -1;
-		}
-		for (int p = 0; p < g->size; p++)
-			for (int i = 0; i < nl; i++) {
-				struct nw_rank_time *t = &row->rank_times[p * nl + i];
-				t->rank = p * nl + i;
-				t->gpu = info[p].gpu[i];
-				nw_strlcpy(t->host, info[p].host, sizeof(t->host));
-				t->time_us = all[p];
-			}
-		free(info);
-	}
-	free(all);
-	return 0;
-}
-
-/*
- * -I 1: each iteration's time of the slowest process (nccl-tests: "i_*
- * uses max over process rows") into the row's iter_us. 0, or -1 with err.
- */
-static int slowest_iters(struct ctx *x, const double *mine, struct nw_row *row)
-{
-	struct nw_group *g = x->g;
-	int n = x->o->iters;
-	double *all = nw_calloc((size_t)g->size * (size_t)n, sizeof(double));
-	if (nw_group_allgather(g, mine, all, (size_t)n * sizeof(double), x->err, x->errlen)) {
-		free(all);
-		return -1;
-	}
-	row->iter_us = nw_calloc((size_t)n, sizeof(double));
-	row->niter = n;
-	row->iter_skip = x->o->per_iter_skip;
-	for (int it = 0; it < n; it++)
-		for (int p = 0; p < g->size; p++)
-			if (all[(size_t)p * (size_t)n + (size_t)it] > row->iter_us[it])
-				row->iter_us[it] = all[(size_t)p * (size_t)n + (size_t)it];
-	free(all);
-	return 0;
-}
-
-/* Verify one placement: fresh inputs, one launch, every element compared. */
-static int check_once(struct ctx *x, struct nw_call *c, const struct nw_pattern *p, int64_t *wrong_out)
-{
-	struct nw_backend *be = x->be;
-	size_t es = nw_dtype_size(c->dtype);
-	uint64_t wrong = 0;
-	char what[128];
-	describe(what, sizeof(what), c, 0);
-	c->shift = 0;
-	for (int i = 0; i < be->nlocal; i++) {
-		int rank = be->rank0 + i;
-		/* poison: a value no pattern produces, so unwritten output is caught */
-		if (be->ops->fill32(be, i, NW_BUF_RECV, 0x7f7f7f7fu, x->err, x->errlen))
-			return -1;
-		if (c->inplace) {
-			size_t soff, roff;
-			nw_call_offsets(c, rank, &soff, &roff);
-			uint64_t in = nw_pattern_input_count(p, rank);
-			if (in && be->ops->copy(be, i, c->unalign, soff, in * es, x->err, x->errlen))
-				return -1;
-		}
-	}
-	if (nw_group_barrier(x->g, x->err, x->errlen))
-		return -1;
-	if (be->ops->launch(be, c, 1, x->err, x->errlen) || be->ops->wait(be, x->o->timeout_s, what, x->err, x->errlen))
-		return -1;
-	for (int i = 0; i < be->nlocal; i++) {
-		int rank = be->rank0 + i;
-		if (!nw_pattern_checks_rank(p, rank))
-			continue;
-		size_t soff, roff;
-		nw_call_offsets(c, rank, &soff, &roff);
-		if (staged(x, p, i, roff, nw_pattern_output_count(p, rank), 1, &wrong))
-			return -1;
-	}
-	int64_t mine = (int64_t)wrong;
-	int64_t *all = nw_calloc((size_t)x->g->size, sizeof(int64_t));
-	if (nw_group_allgather(x->g, &mine, all, sizeof(mine), x->err, x->errlen)) {
-		free(all);
-		return -1;
-	}
-	int64_t sum = 0;
-	for (int k = 0; k < x->g->size; k++)
-		sum += all[k];
-	free(all);
-	*wrong_out = sum;
-	return 0;
-}
-
-/*
- * The input patterns of one (op, dtype, redop, root) in every local send
- * buffer, when -c asks for checks; written once per type (products use
- * their own). 0 or -1.
- */
-static int fill_patterns(struct ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop, int root)
-{
-	int key = dtype * 2 + (redop == NW_PROD && coll->has_redop);
-	if (!x->o->check || key == x->pattern_key)
-		return 0;
-	struct nw_pattern p = { .op = coll->op, .dtype = dtype, .redop = coll->has_redop ? redop : NW_SUM,
-	                        .root = root, .nranks = x->be->nranks, .count = 1 };
-	size_t shift = (size_t)x->o->unalign * nw_dtype_size(dtype); /* -u: inputs start where the pointers do */
-	for (int i = 0; i < x->be->nlocal; i++)
-		if (staged(x, &p, i, shift, x->buf_bytes / nw_dtype_size(dtype), 0, NULL))
-			return -1;
-	x->pattern_key = key;
-	return 0;
-}
-
-/* Warm-up over every size first (doubling from -b to -e), -w launches each, as nccl-tests does. 0 or -1. */
-static int warm_up(struct ctx *x, struct nw_call *c)
-{
-	const struct nw_bench_opts *o = x->o;
-	struct nw_backend *be = x->be;
-	size_t es = nw_dtype_size(c->dtype);
-	for (uint64_t wsz = o->min_bytes; wsz <= o->max_bytes && o->warmup > 0; wsz *= 2) {
-		uint64_t used, count = nw_coll_count(c->op, wsz, es, be->nranks, &used);
-		if (!count)
-			continue;
-		c->count = count;
-		c->inplace = 0;
-		for (int w = 0; w < o->warmup; w++)
-			if (be->ops->launch(be, c, o->agg_iters > 0 ? o->agg_iters : 1, x->err, x->errlen))
-				return -1;
-		char what[128];
-		describe(what, sizeof(what), c, used);
-		if (be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
-			return -1;
-	}
-	return 0;
-}
-
 /* A fresh row for call c (count elements, used bytes) of coll; the numbers come later. */
 static void row_init(struct nw_row *r, const struct nw_coll *coll, const struct nw_call *c, uint64_t used, int nranks)
 {
@@ -475,12 +95,12 @@ static void row_init(struct nw_row *r, const struct nw_coll *coll, const struct 
  * bandwidths and, with -c, verify (out of place always, in place where
  * nccl-tests does). Fills r; 0 or -1.
  */
-static int run_placement(struct ctx *x, const struct nw_coll *coll, struct nw_call *c, uint64_t used, struct nw_row *r)
+static int run_placement(struct bs_ctx *x, const struct nw_coll *coll, struct nw_call *c, uint64_t used, struct nw_row *r)
 {
 	double mine;
 	row_init(r, coll, c, used, x->be->nranks);
 	double *times = x->o->per_iter ? nw_calloc((size_t)x->o->iters, sizeof(double)) : NULL;
-	if (time_batch(x, c, used, used, &mine, times) || combine(x, mine, r) || (times && slowest_iters(x, times, r))) {
+	if (bs_time_batch(x, c, used, used, &mine, times) || bs_combine(x, mine, r) || (times && bs_slowest_iters(x, times, r))) {
 		free(times);
 		nw_row_release(r);
 		return -1;
@@ -490,7 +110,7 @@ static int run_placement(struct ctx *x, const struct nw_coll *coll, struct nw_ca
 	if (x->o->check && (!c->inplace || coll->verify_inplace)) {
 		struct nw_pattern p = { .op = coll->op, .dtype = c->dtype, .redop = coll->has_redop ? c->redop : NW_SUM,
 		                        .root = c->root, .nranks = x->be->nranks, .count = c->count };
-		if (check_once(x, c, &p, &r->wrong)) {
+		if (bs_check_once(x, c, &p, &r->wrong)) {
 			nw_row_release(r);
 			return -1;
 		}
@@ -503,7 +123,7 @@ static int run_placement(struct ctx *x, const struct nw_coll *coll, struct nw_ca
  * added to the run and reported by rank 0. *wrong grows by the wrong
  * elements found. 0 or -1.
  */
-static int run_size(struct ctx *x, const struct nw_coll *coll, struct nw_call *c, uint64_t size, int64_t *wrong)
+static int run_size(struct bs_ctx *x, const struct nw_coll *coll, struct nw_call *c, uint64_t size, int64_t *wrong)
 {
 	const struct nw_bench_opts *o = x->o;
 	uint64_t used, count = nw_coll_count(coll->op, size, nw_dtype_size(c->dtype), x->be->nranks, &used);
@@ -537,7 +157,7 @@ static int run_size(struct ctx *x, const struct nw_coll *coll, struct nw_call *c
  * told to every rank, so that all stop after the same cycle): sets
  * x->stopped. 0, or -1 with err.
  */
-static int cycle_end(struct ctx *x)
+static int cycle_end(struct bs_ctx *x)
 {
 	int stop = x->g->rank == 0 && x->o->stop_asked && x->o->stop_asked();
 	if (nw_group_bcast(x->g, &stop, sizeof(stop), 0, x->err, x->errlen))
@@ -551,7 +171,7 @@ static int cycle_end(struct ctx *x)
  * that they all stop after the same size. Sets x->stopped and marks rank
  * 0's run interrupted. 0, or -1 with x->err.
  */
-static int stop_agreed(struct ctx *x)
+static int stop_agreed(struct bs_ctx *x)
 {
 	if (!x->o->stop || x->stopped)
 		return 0;
@@ -569,7 +189,7 @@ static int stop_agreed(struct ctx *x)
 }
 
 /* Every size of one (op, dtype, redop, root), -N times. Returns -1 on failure, else the wrong-element total. */
-static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop,
+static int64_t sweep_one(struct bs_ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop,
                          int root)
 {
 	size_t nsz;
@@ -577,7 +197,7 @@ static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, enum nw_dtyp
 	int64_t wrong = 0;
 	struct nw_call c = { .op = coll->op, .dtype = dtype, .redop = redop, .root = root,
 	                     .unalign = (size_t)x->o->unalign * nw_dtype_size(dtype) };
-	int rc = fill_patterns(x, coll, dtype, redop, root) || warm_up(x, &c) ? -1 : 0;
+	int rc = bs_fill_patterns(x, coll, dtype, redop, root) || bs_warm_up(x, &c) ? -1 : 0;
 	/* -N: every size again each cycle, after the one warm-up, as nccl-tests does */
 	x->cycles_done = 0;
 	for (int cyc = 0; !rc && !x->stopped && (x->o->cycles == 0 || cyc < x->o->cycles); cyc++) {
@@ -590,126 +210,6 @@ static int64_t sweep_one(struct ctx *x, const struct nw_coll *coll, enum nw_dtyp
 	}
 	free(sz);
 	return rc ? -1 : wrong;
-}
-
-/* The busbw matrix of --pairs, n x n, every cell null until measured; the caller owns it. */
-static json_t *pairs_matrix(int n)
-{
-	json_t *matrix = json_array();
-	for (int a = 0; a < n; a++) {
-		json_t *row = json_array();
-		for (int b = 0; b < n; b++)
-			json_array_append_new(row, json_null());
-		json_array_append_new(matrix, row);
-	}
-	return matrix;
-}
-
-/*
- * Time one pair (a, b): warm-up, the batch, the slower of the two ranks'
- * times in *t (us); with -c, *wrong gets the wrong elements (else -1).
- * all is scratch for every process's time. 0 or -1.
- */
-static int time_pair(struct ctx *x, struct nw_call *c, double *all, double *t, int64_t *wrong)
-{
-	const struct nw_bench_opts *o = x->o;
-	struct nw_backend *be = x->be;
-	uint64_t bytes = c->count * nw_dtype_size(c->dtype);
-	double mine;
-	for (int w = 0; w < o->warmup; w++)
-		if (be->ops->launch(be, c, 1, x->err, x->errlen))
-			return -1;
-	if (be->ops->wait(be, o->timeout_s, "sendrecv pair warm-up", x->err, x->errlen))
-		return -1;
-	if (time_batch(x, c, bytes, bytes, &mine, NULL) ||
-	    nw_group_allgather(x->g, &mine, all, sizeof(double), x->err, x->errlen))
-		return -1;
-	double ta = all[c->pair_a / be->nlocal], tb = all[c->pair_b / be->nlocal];
-	*t = ta > tb ? ta : tb;
-	*wrong = -1;
-	if (o->check) {
-		struct nw_pattern p = { .op = NW_SENDRECV, .dtype = c->dtype, .nranks = be->nranks, .count = c->count,
-		                        .pair = 1, .pair_a = c->pair_a, .pair_b = c->pair_b };
-		if (check_once(x, c, &p, wrong))
-			return -1;
-	}
-	return 0;
-}
-
-/* Record pair (a, b): its busbw in both cells of the matrix and an entry in list. */
-static void pair_record(json_t *matrix, json_t *list, int a, int b, double t, double bw, int64_t wrong)
-{
-	json_array_set_new(json_array_get(matrix, (size_t)a), (size_t)b, json_real(round(bw * 100) / 100));
-	json_array_set_new(json_array_get(matrix, (size_t)b), (size_t)a, json_real(round(bw * 100) / 100));
-	json_t *e = json_object();
-	json_object_set_new(e, "a", json_integer(a));
-	json_object_set_new(e, "b", json_integer(b));
-	json_object_set_new(e, "time_us", json_real(round(t * 1000) / 1000));
-	json_object_set_new(e, "busbw_gbs", json_real(round(bw * 100) / 100));
-	json_object_set_new(e, "wrong", wrong >= 0 ? json_integer(wrong) : json_null());
-	json_array_append_new(list, e);
-}
-
-/* run->h.extra["pairs"]: size, type, the matrix and the list (both taken). */
-static void pairs_store(struct nw_run *run, uint64_t bytes, enum nw_dtype dtype, json_t *matrix, json_t *list)
-{
-	json_t *pairs = json_object();
-	json_object_set_new(pairs, "size_bytes", json_integer((json_int_t)bytes));
-	json_object_set_new(pairs, "dtype", json_string(nw_dtype_name(dtype)));
-	json_object_set_new(pairs, "busbw_gbs", matrix);
-	json_object_set_new(pairs, "pairs", list);
-	if (!run->h.extra)
-		run->h.extra = json_object();
-	json_object_set_new(run->h.extra, "pairs", pairs);
-}
-
-/*
- * Pairwise mode: for every pair of ranks, both send and receive -e bytes
- * at once while the others wait; the matrix of busbw (size / time, per
- * direction) goes to run->h.extra["pairs"].
- */
-static int run_pairs(struct ctx *x)
-{
-	const struct nw_bench_opts *o = x->o;
-	struct nw_backend *be = x->be;
-	int n = be->nranks;
-	enum nw_dtype dtype = o->dtypes[0];
-	size_t es = nw_dtype_size(dtype);
-	uint64_t count = o->max_bytes / es;
-	if (n < 2)
-		return nw_seterr(x->err, x->errlen, "--pairs needs at least 2 ranks (this run has %d)", n);
-	if (!count)
-		return nw_seterr(x->err, x->errlen, "--pairs: -e is smaller than one element");
-	if (o->check) {
-		struct nw_pattern p = { .op = NW_SENDRECV, .dtype = dtype, .nranks = n, .count = 1 };
-		for (int i = 0; i < be->nlocal; i++)
-			if (staged(x, &p, i, 0, count, 0, NULL))
-				return -1;
-	}
-	json_t *matrix = pairs_matrix(n), *list = json_array();
-	double *all = nw_calloc((size_t)x->g->size, sizeof(double));
-	int rc = 0;
-	for (int a = 0; a < n && !rc; a++)
-		for (int b = a + 1; b < n && !rc; b++) {
-			struct nw_call c = { .op = NW_SENDRECV, .dtype = dtype, .count = count, .pair = 1, .pair_a = a,
-			                     .pair_b = b };
-			double t;
-			int64_t wrong;
-			rc = time_pair(x, &c, all, &t, &wrong);
-			if (rc)
-				break;
-			pair_record(matrix, list, a, b, t, nw_algbw(count * es, t), wrong);
-			if (wrong > 0)
-				x->pairs_wrong += wrong;
-		}
-	free(all);
-	if (rc) {
-		json_decref(matrix);
-		json_decref(list);
-		return -1;
-	}
-	pairs_store(x->run, count * es, dtype, matrix, list);
-	return 0;
 }
 
 /* A string every process must agree on: version and what the options ask. */
@@ -807,7 +307,7 @@ static void fill_header(struct nw_run_header *h, const struct nw_bench_opts *o, 
  * ops use it for n chunks), and threads for host-side pattern work shared
  * among the local ranks and the processes on this host, at most 16.
  */
-static void ctx_init(struct ctx *x, const struct nw_bench_opts *o, struct nw_backend *be, struct nw_group *g)
+static void ctx_init(struct bs_ctx *x, const struct nw_bench_opts *o, struct nw_backend *be, struct nw_group *g)
 {
 	uint64_t maxb = o->max_bytes;
 	size_t maxes = 8;
@@ -832,7 +332,7 @@ static void ctx_init(struct ctx *x, const struct nw_bench_opts *o, struct nw_bac
  * wrong-element total. avg on fp8 is skipped with NCCL (which refuses it),
  * or refused when it is all the options ask for.
  */
-static int64_t sweep_op(struct ctx *x, const struct nw_coll *coll)
+static int64_t sweep_op(struct bs_ctx *x, const struct nw_coll *coll)
 {
 	const struct nw_bench_opts *o = x->o;
 	int nred = coll->has_redop ? o->nredops : 1;
@@ -869,7 +369,7 @@ static int64_t sweep_op(struct ctx *x, const struct nw_coll *coll)
  * the kernel overcommits, and its OOM killer would end this run or a
  * neighbour's with no message. 0, or -1 with x->err.
  */
-static int host_memory_fits(struct ctx *x)
+static int host_memory_fits(struct bs_ctx *x)
 {
 	if (x->be->gpu[0] >= 0)
 		return 0;
@@ -893,7 +393,7 @@ static int host_memory_fits(struct ctx *x)
  * memory before them, free0, less after), the most of any local GPU.
  * 0, or -1 with err.
  */
-static int memory_report(struct ctx *x, const int64_t *free0)
+static int memory_report(struct bs_ctx *x, const int64_t *free0)
 {
 	int64_t free1[64], coll = 0;
 	if (x->be->ops->mem_free(x->be, free1, x->err, x->errlen))
@@ -916,7 +416,7 @@ static int memory_report(struct ctx *x, const int64_t *free0)
  * finished by the last (op, dtype, redop, root) that ran, and whether a
  * stop ended the run. The rows of every cycle are in the run, in order.
  */
-static void cycles_record(struct ctx *x)
+static void cycles_record(struct bs_ctx *x)
 {
 	json_t *c = json_object();
 	json_object_set_new(c, "asked", json_integer(x->o->cycles));
@@ -928,7 +428,7 @@ static void cycles_record(struct ctx *x)
 }
 
 /* The sweep on an open backend: --pairs first, then every op. 0, 1 (wrong elements), -1 or -2 (usage) with x->err. */
-static int sweep(struct ctx *x)
+static int sweep(struct bs_ctx *x)
 {
 	const struct nw_bench_opts *o = x->o;
 	int64_t wrong = 0;
@@ -942,7 +442,7 @@ static int sweep(struct ctx *x)
 	if (o->mem_report && x->be->ops->mem_free(x->be, free0, x->err, x->errlen))
 		return -1;
 	/* with other ops asked for too, one rank simply has no pairs */
-	if (o->pairs && (x->be->nranks > 1 || o->nops == 0) && run_pairs(x))
+	if (o->pairs && (x->be->nranks > 1 || o->nops == 0) && bs_run_pairs(x))
 		return -1;
 	for (int i = 0; i < o->nops && !x->stopped; i++) {
 		int64_t w = sweep_op(x, nw_coll_get(o->ops[i]));
@@ -1040,7 +540,7 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 		return -1;
 	}
 	if (!orc && (rc = backend_fits(o, be, err, errlen) * 2) == 0) {
-		struct ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
+		struct bs_ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
 		fill_header(&run->h, o, be, g);
 		rc = -1;
 		if (!gather_devices(run, be, g, err, errlen) && (rc = nw_split_job(o, be, g, run, err, errlen)) == 0) {

@@ -1,3 +1,7 @@
+/*
+ * hostmem: the host memory this process may still take, from
+ * /proc/meminfo and the limits of its cgroup (v1 or v2) and their parents.
+ */
 #include "bench/hostmem.h"
 
 #include <inttypes.h>

@@ -1,3 +1,9 @@
+/*
+ * pattern: each rank's input values and the output each rank must see,
+ * per collective, type and reduction op; conversion to and from every data
+ * type (half, bfloat16 and fp8 included); filling a buffer and counting
+ * the wrong elements of one.
+ */
 #include "bench/pattern.h"
 
 #include "util/util.h"

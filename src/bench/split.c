@@ -1,3 +1,8 @@
+/*
+ * split: NCCL_TESTS_SPLIT and NCCL_TESTS_SPLIT_MASK read into a rule, the
+ * color of a rank, and the job split into its groups (hypercube's
+ * power-of-two rule checked in each).
+ */
 #include "bench/split.h"
 
 #include <ctype.h>

@@ -1,7 +1,9 @@
 /*
  * bench_cli: bench's option table (nccl-tests' flags and ours), its
- * checks of the options together, and its outputs: the nccl-tests table on
- * stdout, JSON, CSV, -J, per-rank lines and the progress line.
+ * checks of the options together, and the run: the nccl-tests text table
+ * printed as rows come, progress, the summary, the JSON, CSV and -J files,
+ * and SIGINT and SIGTERM (the run ends after the size or cycle running,
+ * with what it measured).
  */
 #include "cmd/bench_cli.h"
 

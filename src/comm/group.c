@@ -1,3 +1,9 @@
+/*
+ * group: the processes of one run, over MPI when an MPI launcher started
+ * them (or --backend mpi), else over the env rendezvous bootstrap
+ * (comm/boot.h), else alone; broadcast, allgather, barrier, a roll call
+ * of the ranks still answering, and abort.
+ */
 #include "comm/group.h"
 
 #include <stdint.h>

@@ -7,46 +7,47 @@
  */
 #include "export/gzip.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "util/dl.h"
 #include "util/util.h"
 
 #define GZ_LEVEL 6 /* zlib's default: ~10x smaller metrics text at a few ms per MB */
 
 static struct {
-	int (*compress2)(unsigned char *dst, unsigned long *dstlen, const unsigned char *src, unsigned long srclen,
-	                 int level);
-	unsigned long (*bound)(unsigned long srclen);
-	unsigned long (*crc32)(unsigned long crc, const unsigned char *buf, unsigned len);
+	int (*pfn_compress2)(unsigned char *dst, unsigned long *dstlen, const unsigned char *src,
+	                     unsigned long srclen, int level);
+	unsigned long (*pfn_compressBound)(unsigned long srclen);
+	unsigned long (*pfn_crc32)(unsigned long crc, const unsigned char *buf, unsigned len);
 	int ok;
 	char why[160];
 } z;
 
-static pthread_once_t z_once = PTHREAD_ONCE_INIT;
+static const struct nw_dl_sym syms[] = {
+	{ (void **)(void *)&z.pfn_compress2, { "compress2" }, 1 },
+	{ (void **)(void *)&z.pfn_compressBound, { "compressBound" }, 1 },
+	{ (void **)(void *)&z.pfn_crc32, { "crc32" }, 1 },
+};
 
-/* Open libz.so.1 once; z.ok says whether it can be used, z.why why not. */
-static void z_open(void)
+static const struct nw_dl_lib libz = { NULL, { "libz.so.1" }, 0 };
+static struct nw_dl_once once = NW_DL_ONCE_INIT;
+
+/* Open libz.so.1; z.ok says whether it can be used, z.why why not. Decided once: always 0. */
+static int z_open(const void *arg, char *err, size_t errlen)
 {
-	void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		const char *e = dlerror();
-		nw_seterr(z.why, sizeof(z.why), "cannot open zlib (%s): replies go uncompressed", e ? e : "libz.so.1");
-		return;
-	}
-	*(void **)(void *)&z.compress2 = dlsym(h, "compress2");
-	*(void **)(void *)&z.bound = dlsym(h, "compressBound");
-	*(void **)(void *)&z.crc32 = dlsym(h, "crc32");
-	if (!z.compress2 || !z.bound || !z.crc32) {
-		nw_seterr(z.why, sizeof(z.why), "libz.so.1 lacks compress2, compressBound or crc32");
-		dlclose(h);
-		return;
-	}
-	z.ok = 1;
+	(void)arg;
+	(void)err;
+	(void)errlen;
+	struct nw_dl dl;
+	char why[NW_ERRLEN];
+	if (nw_dl_load(&libz, syms, NW_ARRAY_LEN(syms), &dl, why, sizeof(why)))
+		nw_seterr(z.why, sizeof(z.why), "%s: replies go uncompressed", why);
+	else
+		z.ok = 1;
+	return 0;
 }
 
 /* Little-endian 32-bit v at p. */
@@ -58,15 +59,15 @@ static void put_le32(unsigned char *p, uint32_t v)
 
 char *nw_gzip(const char *in, size_t n, size_t *outlen, char *err, size_t errlen)
 {
-	pthread_once(&z_once, z_open);
+	nw_dl_once(&once, z_open, NULL, NULL, 0);
 	if (!z.ok)
 		return nw_seterr(err, errlen, "%s", z.why), NULL;
 	if (n > UINT32_MAX)
 		return nw_seterr(err, errlen, "reply of %zu bytes is too large to compress", n), NULL;
-	unsigned long zlen = z.bound((unsigned long)n);
+	unsigned long zlen = z.pfn_compressBound((unsigned long)n);
 	/* the zlib stream is written 8 bytes in, so that its 2-byte header ends where the 10-byte gzip header does */
 	unsigned char *buf = nw_malloc(zlen + 16);
-	if (z.compress2(buf + 8, &zlen, (const unsigned char *)in, (unsigned long)n, GZ_LEVEL) != 0 || zlen < 6) {
+	if (z.pfn_compress2(buf + 8, &zlen, (const unsigned char *)in, (unsigned long)n, GZ_LEVEL) != 0 || zlen < 6) {
 		free(buf);
 		return nw_seterr(err, errlen, "zlib failed to compress the reply"), NULL;
 	}
@@ -74,7 +75,7 @@ char *nw_gzip(const char *in, size_t n, size_t *outlen, char *err, size_t errlen
 	memcpy(buf, hdr, sizeof(hdr));
 	size_t deflate_len = zlen - 6; /* less the zlib header and the Adler-32 */
 	unsigned char *tail = buf + 10 + deflate_len;
-	put_le32(tail, (uint32_t)z.crc32(z.crc32(0, NULL, 0), (const unsigned char *)in, (unsigned)n));
+	put_le32(tail, (uint32_t)z.pfn_crc32(z.pfn_crc32(0, NULL, 0), (const unsigned char *)in, (unsigned)n));
 	put_le32(tail + 4, (uint32_t)n);
 	*outlen = 10 + deflate_len + 8;
 	return (char *)buf;

@@ -1,18 +1,15 @@
-/* cuda: the CUDA driver API (libcuda.so.1) opened at run time, its table resolved once (see cuda.h, dl.h). */
+/* cuda: the CUDA driver API (libcuda.so.1) opened at run time, its table resolved once (see cuda.h, util/dl.h). */
 #include "gpu/cuda.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "gpu/dl.h"
+#include "util/dl.h"
 #include "util/util.h"
 
 static struct nw_cu cu;
-static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
-static int loaded; /* under load_mu: cu is resolved and the driver initialised */
+static struct nw_dl_once once = NW_DL_ONCE_INIT; /* cu is resolved and the driver initialised */
+static const struct nw_dl_lib libcuda = { "NCCLWATCH_CUDA_LIB", { "libcuda.so.1" }, 0 };
 
 /* Every entry point used, all required (CUDA 11.4 drivers have them all). */
 static const struct nw_dl_sym syms[] = {
@@ -51,27 +48,21 @@ static const struct nw_dl_sym syms[] = {
 };
 
 /* Open the driver ($NCCLWATCH_CUDA_LIB or libcuda.so.1), resolve the table, cuInit(0). 0, or -1 with err. */
-static int load(char *err, size_t errlen)
+static int load(const void *arg, char *err, size_t errlen)
 {
-	const char *path = getenv("NCCLWATCH_CUDA_LIB");
-	if (!path || !*path)
-		path = "libcuda.so.1";
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!h)
+	(void)arg;
+	struct nw_dl dl;
+	char why[NW_ERRLEN];
+	if (nw_dl_load(&libcuda, syms, NW_ARRAY_LEN(syms), &dl, why, sizeof(why))) {
+		if (dl.missing)
+			return nw_seterr(err, errlen, "%s: the NVIDIA driver is too old for ncclwatch (CUDA 11.4 or newer "
+			                 "driver needed); update the driver", why);
 		return nw_seterr(err, errlen,
-		                 "no NVIDIA driver: cannot open '%s' (%s); on a GPU machine install the NVIDIA driver, "
+		                 "no NVIDIA driver: %s; on a GPU machine install the NVIDIA driver, "
 		                 "or in a container run with the NVIDIA container runtime (--gpus all); "
-		                 "set NCCLWATCH_CUDA_LIB to point at libcuda.so.1 elsewhere",
-		                 path, dlerror());
-	const struct nw_dl_sym *miss = nw_dl_resolve(h, syms, NW_ARRAY_LEN(syms));
-	if (miss) {
-		nw_seterr(err, errlen,
-		          "the NVIDIA driver at '%s' lacks %s: it is too old for ncclwatch "
-		          "(CUDA 11.4 or newer driver needed); update the driver", path, miss->names[0]);
-		dlclose(h);
-		return -1;
+		                 "set NCCLWATCH_CUDA_LIB to point at libcuda.so.1 elsewhere", why);
 	}
-	nw_dl_path((void *)cu.pfn_cuInit, path, cu.path, sizeof(cu.path));
+	nw_strlcpy(cu.path, dl.path, sizeof(cu.path));
 	nw_CUresult r = cu.pfn_cuInit(0);
 	if (r != NW_CUDA_SUCCESS) {
 		char b[128];
@@ -86,12 +77,7 @@ static int load(char *err, size_t errlen)
 
 const struct nw_cu *nw_cuda_load(char *err, size_t errlen)
 {
-	pthread_mutex_lock(&load_mu);
-	if (!loaded)
-		loaded = load(err, errlen) == 0;
-	int ok = loaded;
-	pthread_mutex_unlock(&load_mu);
-	return ok ? &cu : NULL;
+	return nw_dl_once(&once, load, NULL, err, errlen) ? NULL : &cu;
 }
 
 const char *nw_cuda_strerror(const struct nw_cu *c, nw_CUresult r, char *buf, size_t len)

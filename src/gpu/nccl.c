@@ -1,12 +1,10 @@
-/* nccl: which NCCL to load, and the NCCL table opened at run time and resolved once (see nccl.h, dl.h). */
+/* nccl: which NCCL to load, and the NCCL table opened at run time and resolved once (see nccl.h, util/dl.h). */
 #include "gpu/nccl.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpu/dl.h"
+#include "util/dl.h"
 #include "util/util.h"
 
 int nw_nccl_file_version(const char *path, char *ver, size_t len)
@@ -254,8 +252,7 @@ size_t nw_nccl_find_all(struct nw_nccl_where **out)
 }
 
 static struct nw_nccl nccl;
-static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
-static int loaded; /* under load_mu: nccl is resolved */
+static struct nw_dl_once once = NW_DL_ONCE_INIT; /* nccl is resolved */
 
 /* Required since NCCL 2.7; the others are NULL in older NCCLs and checked where used. */
 static const struct nw_dl_sym syms[] = {
@@ -302,31 +299,31 @@ static void version_text(int v, char *out, size_t len)
 
 /*
  * Locate NCCL (nw_nccl_locate; else whatever the system loader finds),
- * dlopen it, resolve the table and ask its version. 0, or -1 with err.
+ * dlopen it, resolve the table and ask its version. arg: the --nccl-lib
+ * path or NULL. 0, or -1 with err.
  */
-static int load(const char *override_path, char *err, size_t errlen)
+static int load(const void *arg, char *err, size_t errlen)
 {
+	const char *override_path = arg;
 	struct nw_nccl_where w;
 	char lerr[NW_ERRLEN];
 	int located = nw_nccl_locate(override_path, &w, lerr, sizeof(lerr)) == 0;
 	if (!located && ((override_path && *override_path) || getenv("NCCLWATCH_NCCL_LIB")))
 		return nw_seterr(err, errlen, "%s", lerr);
-	void *h = dlopen(located ? w.path : "libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
+	const struct nw_dl_lib lib = { NULL, { located ? w.path : "libnccl.so.2" }, 0 };
+	struct nw_dl dl;
+	char why[NW_ERRLEN];
+	if (nw_dl_load(&lib, syms, NW_ARRAY_LEN(syms), &dl, why, sizeof(why))) {
+		if (dl.missing)
+			return nw_seterr(err, errlen, "NCCL %s: it is older than 2.7, which ncclwatch needs; use a newer "
+			                 "NCCL (--nccl-lib PATH)", why);
 		if (located)
-			return nw_seterr(err, errlen, "cannot load NCCL '%s' (%s): %s", w.path, w.how, dlerror());
+			return nw_seterr(err, errlen, "cannot load NCCL '%s' (%s): %s", w.path, w.how, dl.why);
 		return nw_seterr(err, errlen, "%s", lerr);
-	}
-	const struct nw_dl_sym *miss = nw_dl_resolve(h, syms, NW_ARRAY_LEN(syms));
-	if (miss) {
-		nw_seterr(err, errlen, "NCCL '%s' lacks %s: it is older than 2.7, which ncclwatch needs; "
-		          "use a newer NCCL (--nccl-lib PATH)", located ? w.path : "libnccl.so.2", miss->names[0]);
-		dlclose(h);
-		return -1;
 	}
 	if (!located) {
 		memset(&w, 0, sizeof(w));
-		nw_dl_path((void *)nccl.pfn_ncclGetVersion, "", w.path, sizeof(w.path));
+		nw_strlcpy(w.path, dl.path, sizeof(w.path));
 		nw_strlcpy(w.how, "system", sizeof(w.how));
 	}
 	nccl.where = w;
@@ -341,12 +338,7 @@ static int load(const char *override_path, char *err, size_t errlen)
 
 const struct nw_nccl *nw_nccl_load(const char *override_path, char *err, size_t errlen)
 {
-	pthread_mutex_lock(&load_mu);
-	if (!loaded)
-		loaded = load(override_path, err, errlen) == 0;
-	int ok = loaded;
-	pthread_mutex_unlock(&load_mu);
-	return ok ? &nccl : NULL;
+	return nw_dl_once(&once, load, override_path, err, errlen) ? NULL : &nccl;
 }
 
 const char *nw_nccl_strerror(const struct nw_nccl *nc, nw_ncclComm_t comm, nw_ncclResult_t r,

@@ -1,19 +1,17 @@
 /*
  * NVML through dlopen (see nvml.h). Only the entry points used are
  * declared, from NVML's documented ABI, and resolved once into static
- * pfn_ pointers from one table (gpu/dl.h), newest versioned name first.
+ * pfn_ pointers from one table (util/dl.h), newest versioned name first.
  */
 #include "gpu/nvml.h"
 
 #include <ctype.h>
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/dl.h"
+#include "util/dl.h"
 #include "util/util.h"
 
 /* ---- NVML's ABI, as documented in nvml.h (only what is used) ---- */
@@ -136,9 +134,9 @@ static const struct nw_dl_sym syms[] = {
 	  { "nvmlDeviceGetTopologyCommonAncestor" }, 0 },
 };
 
-static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
-static void *nvml_handle;        /* under load_mu: set once the table is resolved */
-static char nvml_lib[1024];      /* the file loaded */
+static struct nw_dl_once once = NW_DL_ONCE_INIT; /* the table is resolved */
+static const struct nw_dl_lib libnvml = { "NCCLWATCH_NVML_LIB", { "libnvidia-ml.so.1" }, 0 };
+static char nvml_lib[1024];      /* under once: the file loaded, "" until loaded */
 static nvmlDevice_t handles[NW_NVML_MAX_GPUS];
 
 void nw_nvml_snap_none(struct nw_nvml_snap *snap, const char *fmt, ...)
@@ -365,44 +363,33 @@ void nw_nvml_snap_init(struct nw_nvml_snap *snap)
 	pairs_clear(snap);
 }
 
-/* dlopen the library ($NCCLWATCH_NVML_LIB or libnvidia-ml.so.1) and resolve the table; 0, or -1 with snap->why set. */
-static int open_nvml(struct nw_nvml_snap *snap)
+/* Open the library ($NCCLWATCH_NVML_LIB or libnvidia-ml.so.1) and resolve the table; 0, or -1 with err. */
+static int open_nvml(const void *arg, char *err, size_t errlen)
 {
-	const char *env = getenv("NCCLWATCH_NVML_LIB");
-	const char *name = env && *env ? env : "libnvidia-ml.so.1";
-	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		const char *e = dlerror();
-		if (!e || strstr(e, "cannot open shared object file"))
-			nw_nvml_snap_none(snap, "no NVIDIA driver (%s not found)", name);
-		else
-			nw_nvml_snap_none(snap, "no NVIDIA driver (%s: %s)", name, e);
-		return -1;
+	(void)arg;
+	struct nw_dl dl;
+	char why[NW_ERRLEN];
+	if (nw_dl_load(&libnvml, syms, NW_ARRAY_LEN(syms), &dl, why, sizeof(why))) {
+		if (dl.missing)
+			return nw_seterr(err, errlen, "%s: the NVIDIA driver is too old or not NVML", why);
+		if (strstr(dl.why, "cannot open shared object file"))
+			return nw_seterr(err, errlen, "no NVIDIA driver (%s not found)", dl.file);
+		return nw_seterr(err, errlen, "no NVIDIA driver (%s: %s)", dl.file, dl.why);
 	}
-	const struct nw_dl_sym *miss = nw_dl_resolve(h, syms, NW_ARRAY_LEN(syms));
-	if (miss) {
-		nw_nvml_snap_none(snap, "'%s' lacks '%s': the NVIDIA driver is too old or not NVML", name,
-		                  miss->names[0]);
-		dlclose(h);
-		return -1;
-	}
-	/* Say which file was loaded: the path of any resolved symbol's object. */
-	nw_dl_path(*syms[0].pfn, name, nvml_lib, sizeof(nvml_lib));
-	nvml_handle = h;
+	nw_strlcpy(nvml_lib, dl.path, sizeof(nvml_lib));
 	return 0;
 }
 
 /* Load NVML once (a failure is tried again next time); 0 with snap->lib set, or -1 with snap->why. */
 static int load(struct nw_nvml_snap *snap)
 {
-	int rc = 0;
-	pthread_mutex_lock(&load_mu);
-	if (!nvml_handle)
-		rc = open_nvml(snap);
-	pthread_mutex_unlock(&load_mu);
-	if (!rc)
-		nw_strlcpy(snap->lib, nvml_lib, sizeof(snap->lib));
-	return rc;
+	char err[NW_ERRLEN];
+	if (nw_dl_once(&once, open_nvml, NULL, err, sizeof(err))) {
+		nw_nvml_snap_none(snap, "%s", err);
+		return -1;
+	}
+	nw_strlcpy(snap->lib, nvml_lib, sizeof(snap->lib));
+	return 0;
 }
 
 /* Peer-to-peer status (read, write, NVLink) and the common ancestor of every ordered pair of GPUs. */
@@ -476,7 +463,7 @@ void nw_nvml_snapshot(struct nw_nvml_snap *snap)
 
 int nw_nvml_reread_errors(struct nw_nvml_snap *snap)
 {
-	if (!nvml_handle || !snap->loaded || strstr(snap->lib, ".json"))
+	if (!nvml_lib[0] || !snap->loaded || strstr(snap->lib, ".json"))
 		return -1;
 	for (int i = 0; i < snap->ngpus; i++)
 		for (int k = 0; k < snap->gpus[i].nlinks; k++)

@@ -1,3 +1,9 @@
+/*
+ * coll: the table of collectives (name, reduction op, root, split buffer,
+ * in-place verification), element counts for a size, algbw and busbw
+ * factors, alltoallv's per-peer counts, and the names of data types and
+ * reduction ops.
+ */
 #include "model/coll.h"
 
 #include <string.h>

@@ -1,3 +1,8 @@
+/*
+ * ntjson: a run written as nccl-tests' own -J JSON document (file version
+ * 3, byte for byte as nccl-tests 2.19 writes it), and the NCCL version
+ * code and local time that document carries.
+ */
 #include "model/ntjson.h"
 
 #include <math.h>

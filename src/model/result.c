@@ -1,3 +1,9 @@
+/*
+ * result: runs and rows of the result model (adding, releasing,
+ * bandwidths, per-iteration statistics, the peak and the average) and
+ * their renderings: nccl-tests' text table, ncclwatch's JSON document (to
+ * and from) and CSV.
+ */
 #include "model/result.h"
 
 #include <inttypes.h>

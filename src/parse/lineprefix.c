@@ -1,3 +1,8 @@
+/*
+ * lineprefix: the prefixes launchers, loggers and terminals put in front
+ * of a line, recognised one by one and taken off (see lineprefix.h for
+ * the list), and where an NCCL log line starts.
+ */
 #include "parse/lineprefix.h"
 
 #include <string.h>

@@ -1,6 +1,9 @@
 /*
- * nt_int: what the nccl-tests reader (nccltests.c) shares with its JSON
- * lines reader (nt_jsonl.c): the streams a file's tables are rebuilt on.
+ * nt_int: internal to the nccl-tests reader, shared by its files and by
+ * nothing else: nccltests.c (entry points), nt_stream.c (streams and their
+ * tables), nt_text.c (text lines and rows), nt_header.c (header and footer
+ * lines), nt_json.c (-J documents) and nt_jsonl.c (rccl-tests' records).
+ * Names carry the prefix nt_.
  */
 #ifndef NW_PARSE_NT_INT_H
 #define NW_PARSE_NT_INT_H
@@ -16,6 +19,14 @@
 #define NT_MAX_SUB 64        /* processes repeating the same table in one stream */
 #define NT_MAX_HOSTS 16
 #define NT_MAX_GPUNAMES 8
+#define NT_MAX_TOKENS 40     /* words of a text line */
+
+/* A word of a line and its column. */
+struct nt_tok {
+	const char *s;
+	size_t n;
+	size_t col;
+};
 
 struct nt_gpu {
 	char name[96];
@@ -74,6 +85,24 @@ struct nt_ctx {
 	char cmd_op[24];     /* the op of the last command line seen ("./build/all_gather_perf -b 8"), for tables after it */
 };
 
+/* Streams and their tables (nt_stream.c). */
+
+/* Forget what a stream said (its tables are released), keeping its tag. */
+void nt_stream_reset(struct nt_stream *st);
+/* Whether a stream's table has rows yet. */
+int nt_stream_has_rows(const struct nt_stream *st);
+/* An NCCL version code ("22809") as a version ("2.28.9") into buf; "" when it is not one. */
+void nt_version_from_code(long code, char *buf, size_t len);
+/* The collective of a program's path ("./build/all_reduce_perf" -> "all_reduce"); unknown names kept as they are. */
+void nt_op_from_program(const char *s, size_t n, char *op, size_t len);
+/* Add host h[0..n) to hosts (NT_MAX_HOSTS at most) unless it is there already. */
+void nt_add_host(char hosts[][64], int *nhosts, const char *h, size_t n);
+/* Count one more GPU named name[0..n) (trailing blanks dropped) on st. */
+void nt_add_gpu(struct nt_stream *st, const char *name, size_t n);
+/* Count a rank of the device list; returns 0 when it was listed already. */
+int nt_note_rank(struct nt_stream *st, long long rank);
+/* s[0..n) into dst (room for len bytes), cut to fit, always terminated. */
+void nt_copy_bounded(char *dst, size_t len, const char *s, size_t n);
 /* The stream of a launcher tag, created empty when new (the first one when there are too many). */
 struct nt_stream *nt_get_stream(struct nt_ctx *c, const char *tag);
 /* End of a stream's run: its tables become runs of c (headers filled), and the stream is emptied for the next. */
@@ -85,6 +114,35 @@ void nt_stream_finish(struct nt_ctx *c, struct nt_stream *st);
  * the rows become the table's. -1 when there are too many tables.
  */
 int nt_add_rows(struct nt_stream *st, const struct nw_row *oop, const struct nw_row *ip, char raw[2][24]);
+
+/* Text lines (nt_text.c). */
+
+/* Split s[0..n) at blanks into at most max words (with their columns); -1 when there are more. */
+int nt_tokenize(const char *s, size_t n, struct nt_tok *t, int max);
+/* Whether a word is w. */
+int nt_tok_is(const struct nt_tok *t, const char *w);
+/* A word as a finite or infinite double (the whole word must be read): 0, or -1. */
+int nt_tok_double(const struct nt_tok *t, double *v);
+/* A word of decimal digits (a leading '-' when allow_sign) as a long long: 0, or -1. */
+int nt_tok_ll(const struct nt_tok *t, long long *v, int allow_sign);
+/* A word into dst (room for len bytes), cut to fit. */
+void nt_tok_copy(const struct nt_tok *t, char *dst, size_t len);
+/* A result row of text into st's tables: 0 when it was one, -1 when not. */
+int nt_parse_row(struct nt_stream *st, const char *s, size_t n);
+/* One line of text output (line[len] is '\0'; the line may be changed). */
+void nt_process_line(struct nt_ctx *c, char *line, size_t len);
+
+/* Header and footer lines (nt_header.c). */
+
+/* A header or footer line (s: after its '#', if it had one). */
+void nt_parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n);
+/* An RCCL banner, or a header or footer line whose '#' was lost: read, and 1; 0 when s is neither. */
+int nt_text_header_line(struct nt_ctx *c, struct nt_stream *st, const char *s, size_t n);
+
+/* -J documents (nt_json.c). */
+
+/* One or more -J documents, or rccl-tests' records, from buf[0..len) into c; returns 0. */
+int nt_parse_json(struct nt_ctx *c, const char *buf, size_t len);
 /* A string member of a JSON object, or NULL. */
 const char *nt_jstr(const json_t *o, const char *k);
 /* A number member of a JSON object, or dflt. */

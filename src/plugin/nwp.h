@@ -10,8 +10,9 @@
  * no event callback ever does.
  *
  * There is no nwp.c: plugin.c implements the entry points, hot paths,
- * clocks and nwp_disable; publish.c the publisher (configuration, stats
- * files, accounting, mask policy, trace dumps); hang.c the progress and
+ * clocks and nwp_disable; publish.c the publisher thread (configuration,
+ * mask policy), statsfile.c the stats files, account.c the accounting of
+ * finished slots, trace.c the trace dumps; hang.c the progress and
  * hang verdict the publisher writes into each header (docs/hang.md);
  * overlap.c the exposed-communication window over CUPTI (docs/plugin.md);
  * logline.c the periodic summary lines in the job's log.
@@ -246,14 +247,35 @@ uint64_t nwp_late_events(void);
 int *nwp_thread_gen(void);
 struct nwp_comm *nwp_comm_at(int i);
 
-/* Publisher (publish.c). */
+#define NWP_MS 1000000ull          /* nanoseconds */
+#define NWP_SEC 1000000000ull
+
+/* Seqlock writer (nwstats.h): make gen odd before writing, even after. */
+static inline void nwp_w_begin(uint64_t *gen)
+{
+	uint64_t g = __atomic_load_n(gen, __ATOMIC_RELAXED);
+	__atomic_store_n(gen, g + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void nwp_w_end(uint64_t *gen)
+{
+	uint64_t g = __atomic_load_n(gen, __ATOMIC_RELAXED);
+	__atomic_store_n(gen, g + 1, __ATOMIC_RELEASE);
+}
+
+/* Publisher thread and configuration (publish.c). */
 int nwp_config(char *err, size_t errlen);
-int nwp_comm_open(struct nwp_comm *c, char *err, size_t errlen);
-void nwp_comm_close(struct nwp_comm *c);
 int nwp_thread_start(void);
 pthread_t nwp_thread_stop(void);
-void nwp_drain(struct nwp_comm *c, uint64_t now_rt, int final);
+/* Stats files (statsfile.c). */
+int nwp_comm_open(struct nwp_comm *c, char *err, size_t errlen);
+void nwp_comm_close(struct nwp_comm *c);
 void nwp_publish_header(struct nwp_comm *c, uint64_t now_rt, uint32_t state);
+/* src into dst (room for len bytes), cut to fit, the rest of dst zeroed; src may be NULL. */
+void nwp_copy_str(char *dst, size_t len, const char *src);
+/* Accounting of finished slots (account.c). */
+void nwp_drain(struct nwp_comm *c, uint64_t now_rt, int final);
 unsigned nwp_slot_op(const struct nwp_comm *c, const struct nwp_slot *s, unsigned *dtype, uint64_t *bytes);
 
 /* Periodic log lines (logline.c): configuration from the environment (never fails the plugin), the publisher's look at c, the line itself. */
@@ -267,6 +289,7 @@ void nwp_note_inflight(struct nwp_comm *c, uint64_t tail, uint64_t head, int pro
 void nwp_hang_check(struct nwp_comm *c, uint64_t now_rt);
 void nwp_dump_inflight(FILE *f, const struct nwp_comm *c, uint64_t now_rt);
 void nwp_dump_progress(FILE *f, const struct nwp_comm *c, int first);
+/* Trace dumps (trace.c). */
 int nwp_dump_all(const char *why);
 void nwp_json_str(FILE *f, const char *s);
 

@@ -1,3 +1,10 @@
+/*
+ * compare: two runs side by side (rows matched by op, dtype, redop, size
+ * and placement, repeats pooled), a verdict per size against a noise
+ * tolerance, the bands of sizes that changed, whether the runs can be
+ * compared at all, the fingerprint differences that may explain a change,
+ * and the whole comparison as JSON.
+ */
 #include "store/compare.h"
 
 #include <fnmatch.h>

@@ -1,3 +1,7 @@
+/*
+ * spool: runs kept as files while their PostgreSQL history is away, and
+ * sending them once it answers again (a file is claimed by renaming it).
+ */
 #include "store/spool.h"
 
 #include <dirent.h>

@@ -1,6 +1,8 @@
 /*
- * store: the run history in SQLite (store.c), and the fingerprint of what a
- * run ran on (fingerprint.c).
+ * store: the run history in SQLite or PostgreSQL (store.c: opening and the
+ * schema; store_run.c: recording and loading a run; store_query.c: listing,
+ * baselines, deleting, content keys and merging), and the fingerprint of
+ * what a run ran on (fingerprint.c).
  *
  * One database file ($XDG_DATA_HOME/ncclwatch/history.db by default,
  * NCCLWATCH_DB or --db PATH to change it) holds every recorded run: its

@@ -1,3 +1,9 @@
+/*
+ * util: messages and error buffers, allocation that aborts on failure,
+ * bounded string copies, parsing of numbers, sizes, percentages and
+ * durations, clocks and time stamps, small file and host facts, and a
+ * pool of threads for one parallel loop.
+ */
 #include "util/util.h"
 
 #include <errno.h>

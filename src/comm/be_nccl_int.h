@@ -1,0 +1,106 @@
+/*
+ * be_nccl_int: internal to the NCCL backend, shared by its three files and
+ * by nothing else: be_nccl.c (opening, the ops table, split, destroy),
+ * be_nccl_mem.c (device and host buffers, -R registration, -M memory) and
+ * be_nccl_run.c (calls, -t launch threads, waiting, CUDA graphs). Names
+ * carry the prefix bn_.
+ */
+#ifndef NW_COMM_BE_NCCL_INT_H
+#define NW_COMM_BE_NCCL_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/backend.h"
+#include "gpu/cuda.h"
+#include "gpu/nccl.h"
+
+#define BN_MAXLOCAL 64
+
+/* The backend's private state (nw_backend.priv). */
+struct bn_priv {
+	const struct nw_cu *cu;
+	const struct nw_nccl *nc;
+	nw_CUdevice dev[BN_MAXLOCAL];
+	nw_CUcontext ctx[BN_MAXLOCAL];
+	nw_CUstream stream[BN_MAXLOCAL];
+	nw_ncclComm_t comm[BN_MAXLOCAL];
+	nw_CUdeviceptr send[BN_MAXLOCAL], recv[BN_MAXLOCAL];
+	nw_CUgraphExec gexec[BN_MAXLOCAL];
+	int reg;                /* -R: 0, 1 local, 2 symmetric; buffers then come from ncclMemAlloc */
+	int parallel_init;      /* -p 1 */
+	void *reg_send[BN_MAXLOCAL], *reg_recv[BN_MAXLOCAL]; /* -R 1: ncclCommRegister's handles, NULL none */
+	nw_ncclWindow_t win_send[BN_MAXLOCAL], win_recv[BN_MAXLOCAL]; /* -R 2: the windows, NULL none */
+	size_t bytes;
+	void *pinned[16];
+	int npinned;
+	int aborted;
+	/* -t: nthreads threads of per ranks each; work is handed over by gen */
+	int nthreads, per;
+	pthread_t th[BN_MAXLOCAL];
+	int nth_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned gen;           /* atomic: bumped for each piece of work (or stop) */
+	int done;               /* atomic: worker threads finished with the current piece */
+	int sleepers;           /* under mu: workers blocked on cv */
+	int stop;
+	struct bn_work {
+		const struct nw_call *c;
+		int agg, iters;
+		size_t stride, steps;
+	} job;
+	int trc[BN_MAXLOCAL];      /* each thread's result for the current piece */
+	char terr[BN_MAXLOCAL][256];
+};
+
+static inline struct bn_priv *bn_p(struct nw_backend *be)
+{
+	return be->priv;
+}
+
+/* be_nccl.c */
+
+/* err: "GPU gpu: what failed: <the driver's message>"; returns -1. */
+int bn_cu_fail(struct bn_priv *p, nw_CUresult r, int gpu, const char *what, char *err, size_t errlen);
+/* err: "what on GPU <dev of local rank local> failed: <NCCL's message>" (local -1: no rank); returns -1. */
+int bn_nccl_fail(struct bn_priv *p, nw_ncclResult_t r, int local, const char *what, char *err, size_t errlen);
+/* Make local rank i's context current. 0, or -1 with err. */
+int bn_set_ctx(struct nw_backend *be, int i, char *err, size_t errlen);
+
+/* be_nccl_mem.c: the ops of the same names (backend.h), and what opening and destroying need. */
+
+int bn_alloc(struct nw_backend *be, size_t bytes, char *err, size_t errlen);
+int bn_write(struct nw_backend *be, int i, enum nw_buf b, size_t off, const void *src, size_t n, char *err,
+             size_t errlen);
+int bn_read(struct nw_backend *be, int i, enum nw_buf b, size_t off, void *dst, size_t n, char *err, size_t errlen);
+int bn_copy(struct nw_backend *be, int i, size_t soff, size_t doff, size_t n, char *err, size_t errlen);
+int bn_fill32(struct nw_backend *be, int i, enum nw_buf b, uint32_t word, char *err, size_t errlen);
+void *bn_host_alloc(struct nw_backend *be, size_t n);
+int bn_mem_free(struct nw_backend *be, int64_t *free_b, char *err, size_t errlen);
+/* bn_mem_free for the backend's own bookkeeping: zeros when the driver does not answer. */
+int bn_mem_snapshot(struct nw_backend *be, int64_t *free_b);
+/* Free the send and receive buffers (deregistered first). */
+void bn_free_buffers(struct nw_backend *be);
+/* Undo -R's registrations (not the memory); nothing for communicators already gone. */
+void bn_deregister_buffers(struct nw_backend *be);
+/* The highest -R the loaded NCCL can do: 0, 1 from 2.19, 2 from 2.27. */
+int bn_reg_max(const struct nw_nccl *nc);
+
+/* be_nccl_run.c: the ops of the same names (backend.h), and the -t launch threads. */
+
+int bn_launch(struct nw_backend *be, const struct nw_call *c, int agg, char *err, size_t errlen);
+int bn_launch_many(struct nw_backend *be, const struct nw_call *c, int agg, int iters, size_t stride, size_t steps,
+                   char *err, size_t errlen);
+int bn_wait(struct nw_backend *be, double timeout_s, const char *what, char *err, size_t errlen);
+int bn_graph_begin(struct nw_backend *be, char *err, size_t errlen);
+int bn_graph_end(struct nw_backend *be, char *err, size_t errlen);
+int bn_graph_launch(struct nw_backend *be, int times, char *err, size_t errlen);
+void bn_graph_free(struct nw_backend *be);
+/* The launch threads of -t beyond this one (thread 0). 0, or -1 with err. */
+int bn_start_workers(struct nw_backend *be, char *err, size_t errlen);
+/* Stop and join the launch threads started. */
+void bn_stop_workers(struct bn_priv *p);
+
+#endif
