@@ -85,7 +85,9 @@ endif
 
 PLUGIN_SRC := $(wildcard src/plugin/*.c)
 APP_SRC    := $(filter-out $(PLUGIN_SRC),$(shell find src -name '*.c' | sort))
-APP_OBJ    := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
+# The check kernels' PTX text goes into the binary as data (src/gpu/verify_ptx.S, .incbin).
+APP_ASM    := $(shell find src -name '*.S' | sort)
+APP_OBJ    := $(APP_SRC:%.c=$(BUILD)/obj/%.o) $(APP_ASM:%.S=$(BUILD)/obj/%.o)
 LIB_OBJ    := $(filter-out $(BUILD)/obj/src/main.o,$(APP_OBJ))
 PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/pic/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
@@ -123,6 +125,11 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/src/gpu/verify_ptx.o: src/gpu/verify_ptx.S src/gpu/verify.ptx
+	@mkdir -p $(dir $@)
+	@echo "  AS      $<"
+	$(Q)$(CC) -c -o $@ $<
 
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -169,13 +176,16 @@ test: all $(UNIT_BIN) $(HELPER_BIN) $(FAKE_LIBS)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_OBJ   := $(filter-out src/main.c,$(APP_SRC))
-FUZZ_OBJ   := $(FUZZ_OBJ:%.c=build-fuzz/obj/%.o)
+FUZZ_OBJ   := $(FUZZ_OBJ:%.c=build-fuzz/obj/%.o) build-fuzz/obj/src/gpu/verify_ptx.o
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 -DNW_MPI_DL=0 -DNW_MHD_DL=0 -DNW_PQ_DL=0 -I/usr/include/postgresql
 fuzz: $(FUZZ_BIN)
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC (fz) $<"
 	$(Q)clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+build-fuzz/obj/src/gpu/verify_ptx.o: src/gpu/verify_ptx.S src/gpu/verify.ptx
+	@mkdir -p $(dir $@)
+	$(Q)clang -c -o $@ $<
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	@echo "  FUZZ    $@"
 	$(Q)clang $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) \

@@ -318,6 +318,7 @@ static void ctx_init(struct bs_ctx *x, const struct nw_bench_opts *o, struct nw_
 	x->g = g;
 	x->buf_bytes = (size_t)maxb;
 	x->pattern_key = -1;
+	x->dev = 0;
 	x->nthreads = nw_ncpus() / (be->nlocal > 0 ? be->nlocal : 1);
 	if (g->local_size > 1)
 		x->nthreads /= g->local_size;

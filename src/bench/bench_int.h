@@ -26,6 +26,7 @@ struct bs_ctx {
 	void *arg;
 	size_t buf_bytes;
 	int pattern_key; /* dtype*2+prod of the pattern in the send buffers, -1 none */
+	int dev;         /* -c on the device: 0 not decided yet, 1 yes, -1 on the host (bench_check.c) */
 	int nthreads;
 	int64_t pairs_wrong;
 	int cycles_done;   /* -N: cycles finished by the (op, dtype, redop, root) running or run last */

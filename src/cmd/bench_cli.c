@@ -360,7 +360,14 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 	cli->wrong_op = 0;
 	cli->bus_sum = 0;
 	cli->bus_n = 0;
-	printf("# ncclwatch %s  NCCL %s  backend %s\n", NW_VERSION, h->nccl_version[0] ? h->nccl_version : "-", h->backend);
+	printf("# ncclwatch %s  NCCL %s  backend %s", NW_VERSION, h->nccl_version[0] ? h->nccl_version : "-", h->backend);
+	/* where -c checks: on the GPU, or on the host and why (said once, in the first header) */
+	const char *where = h->extra ? json_string_value(json_object_get(h->extra, "checks")) : NULL;
+	const char *why = h->extra ? json_string_value(json_object_get(h->extra, "checks_why")) : NULL;
+	if (o->check && where && !cli->checks_said)
+		printf("  checks %s%s%s%s", where, why ? " (" : "", why ? why : "", why ? ")" : "");
+	cli->checks_said = 1;
+	printf("\n");
 	printf("# Collective test starting: %s_perf\n", r->op);
 	char step[32];
 	if (o->step_factor > 1)

@@ -55,6 +55,7 @@ static void be_destroy(struct nw_backend *be)
 					p->nc->pfn_ncclCommDestroy(p->comm[i]);
 				}
 		bn_free_buffers(be);
+		bn_dev_release(be);
 		for (int i = 0; i < p->npinned; i++)
 			p->cu->pfn_cuMemFreeHost(p->pinned[i]);
 		for (int i = 0; i < be->nlocal; i++) {
@@ -130,6 +131,9 @@ static const struct nw_backend_ops nccl_ops = {
 	.destroy = be_destroy,
 	.split = be_split,
 	.mem_free = bn_mem_free,
+	.dev_start = bn_dev_start,
+	.dev_fill = bn_dev_fill,
+	.dev_verify = bn_dev_verify,
 };
 
 /* Which GPUs this process drives: nthreads threads (-t) of per GPUs (-g) each, ordinals first to first + ngpus - 1. */

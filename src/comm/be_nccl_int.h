@@ -1,9 +1,10 @@
 /*
- * be_nccl_int: internal to the NCCL backend, shared by its three files and
- * by nothing else: be_nccl.c (opening, the ops table, split, destroy),
- * be_nccl_mem.c (device and host buffers, -R registration, -M memory) and
- * be_nccl_run.c (calls, -t launch threads, waiting, CUDA graphs). Names
- * carry the prefix bn_.
+ * be_nccl_int: internal to the NCCL backend, shared by its files and by
+ * nothing else: be_nccl.c (opening, the ops table, split, destroy),
+ * be_nccl_mem.c (device and host buffers, -R registration, -M memory),
+ * be_nccl_run.c (calls, -t launch threads, waiting, CUDA graphs) and
+ * be_nccl_dev.c (-c on the GPUs: the check kernels). Names carry the
+ * prefix bn_.
  */
 #ifndef NW_COMM_BE_NCCL_INT_H
 #define NW_COMM_BE_NCCL_INT_H
@@ -14,6 +15,7 @@
 
 #include "comm/backend.h"
 #include "gpu/cuda.h"
+#include "gpu/kern.h"
 #include "gpu/nccl.h"
 
 #define BN_MAXLOCAL 64
@@ -53,6 +55,11 @@ struct bn_priv {
 	} job;
 	int trc[BN_MAXLOCAL];      /* each thread's result for the current piece */
 	char terr[BN_MAXLOCAL][256];
+	/* -c on the GPUs (be_nccl_dev.c): per local rank, the kernels and a scratch area (counter, bitmap) */
+	int dev_state;             /* 0 not tried, 1 ready, -1 refused (the host checks) */
+	char dev_why[256];         /* why refused */
+	struct nw_kern kern[BN_MAXLOCAL];
+	nw_CUdeviceptr scratch[BN_MAXLOCAL];
 };
 
 static inline struct bn_priv *bn_p(struct nw_backend *be)
@@ -77,6 +84,8 @@ int bn_write(struct nw_backend *be, int i, enum nw_buf b, size_t off, const void
 int bn_read(struct nw_backend *be, int i, enum nw_buf b, size_t off, void *dst, size_t n, char *err, size_t errlen);
 int bn_copy(struct nw_backend *be, int i, size_t soff, size_t doff, size_t n, char *err, size_t errlen);
 int bn_fill32(struct nw_backend *be, int i, enum nw_buf b, uint32_t word, char *err, size_t errlen);
+/* Local rank i's send or receive buffer. */
+nw_CUdeviceptr bn_bufptr(struct bn_priv *p, int i, enum nw_buf b);
 void *bn_host_alloc(struct nw_backend *be, size_t n);
 int bn_mem_free(struct nw_backend *be, int64_t *free_b, char *err, size_t errlen);
 /* bn_mem_free for the backend's own bookkeeping: zeros when the driver does not answer. */
@@ -102,5 +111,15 @@ void bn_graph_free(struct nw_backend *be);
 int bn_start_workers(struct nw_backend *be, char *err, size_t errlen);
 /* Stop and join the launch threads started. */
 void bn_stop_workers(struct bn_priv *p);
+
+/* be_nccl_dev.c: the ops of the same names (backend.h), and what destroying needs. */
+
+int bn_dev_start(struct nw_backend *be, char *err, size_t errlen);
+int bn_dev_fill(struct nw_backend *be, int i, enum nw_buf b, size_t off, uint64_t n, unsigned es,
+                const uint64_t tab[NW_DCHECK_PERIOD], char *err, size_t errlen);
+int bn_dev_verify(struct nw_backend *be, int i, size_t off, const struct nw_dcheck *c, uint64_t *wrong, char *err,
+                  size_t errlen);
+/* Unload the kernels and free the scratch areas (the contexts still current-able). */
+void bn_dev_release(struct nw_backend *be);
 
 #endif
