@@ -910,7 +910,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 			fflush(stdout);
 		if (err[0]) /* empty on ranks other than 0 when rank 0 says it for the job */
 			nw_error("%s: %s", cmd, err);
-		status = rc == -2 ? 2 : 3;
+		status = rc == NW_BENCH_USAGE ? 2 : 3;
 	} else {
 		status = rc ? 1 : 0;
 		if (run.h.rank == 0) {

@@ -147,7 +147,7 @@ static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char 
 		                         : scatter_p2p(&x, c->root);
 		break;
 	default:
-		return nw_seterr(err, errlen, "internal: unknown op %d", c->op);
+		NW_BUG("unknown op %d", c->op);
 	}
 	if (rc)
 		return bn_nccl_fail(p, rc, i, nw_coll_get(c->op)->name, err, errlen);
@@ -359,7 +359,7 @@ static void timeout_message(struct nw_backend *be, const char *what, double time
 int bn_wait(struct nw_backend *be, double timeout_s, const char *what, char *err, size_t errlen)
 {
 	struct bn_priv *p = bn_p(be);
-	int done[BN_MAXLOCAL] = { 0 };
+	int done[NW_MAX_LOCAL] = { 0 };
 	int left = be->nlocal;
 	double start = nw_now();
 	unsigned spins = 0;
