@@ -17,6 +17,7 @@
 
 #include "bench/bench_int.h"
 #include "bench/hostmem.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 void nw_bench_opts_default(struct nw_bench_opts *o)
@@ -211,22 +212,19 @@ static int sweep_one(struct bs_ctx *x, const struct nw_coll *coll, enum nw_dtype
 	return rc ? -1 : 0;
 }
 
-/* A string every process must agree on: version and what the options ask. */
-static void fingerprint(const struct nw_bench_opts *o, char *buf, size_t len)
+/* A string every process must agree on, into fp: version and what the options ask. */
+static void fingerprint(const struct nw_bench_opts *o, struct nw_strbuf *fp)
 {
-	size_t u = (size_t)snprintf(buf, len, "ncclwatch %s b=%" PRIu64 " e=%" PRIu64 " f=%g i=%" PRIu64
-	                            " n=%d w=%d m=%d c=%d G=%d g=%d r=%d be=%d ops=",
-	                            NW_VERSION, o->min_bytes, o->max_bytes, o->step_factor, o->step_bytes, o->iters,
-	                            o->warmup, o->agg_iters, o->check, o->graph_launches, o->ngpus, o->root, o->backend);
-	for (int i = 0; i < o->nops && u < len; i++)
-		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : "", nw_coll_get(o->ops[i])->name);
-	for (int i = 0; i < o->ndtypes && u < len; i++)
-		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " d=", nw_dtype_name(o->dtypes[i]));
-	for (int i = 0; i < o->nredops && u < len; i++)
-		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " o=", nw_redop_name(o->redops[i]));
-	if (u < len)
-		snprintf(buf + u, len - u, " N=%d M=%d u=%d p=%d R=%d", o->cycles, o->mem_report, o->unalign, o->parallel_init,
-		         o->reg);
+	nw_strbuf_addf(fp, "ncclwatch %s b=%" PRIu64 " e=%" PRIu64 " f=%g i=%" PRIu64 " n=%d w=%d m=%d c=%d G=%d g=%d "
+	               "r=%d be=%d ops=", NW_VERSION, o->min_bytes, o->max_bytes, o->step_factor, o->step_bytes, o->iters,
+	               o->warmup, o->agg_iters, o->check, o->graph_launches, o->ngpus, o->root, o->backend);
+	for (int i = 0; i < o->nops; i++)
+		nw_strbuf_addf(fp, "%s%s", i ? "," : "", nw_coll_get(o->ops[i])->name);
+	for (int i = 0; i < o->ndtypes; i++)
+		nw_strbuf_addf(fp, "%s%s", i ? "," : " d=", nw_dtype_name(o->dtypes[i]));
+	for (int i = 0; i < o->nredops; i++)
+		nw_strbuf_addf(fp, "%s%s", i ? "," : " o=", nw_redop_name(o->redops[i]));
+	nw_strbuf_addf(fp, " N=%d M=%d u=%d p=%d R=%d", o->cycles, o->mem_report, o->unalign, o->parallel_init, o->reg);
 }
 
 /* Open the backend the options ask for on group g; 0, or -1 with err. */
@@ -533,8 +531,6 @@ enum nw_bench_status nw_bench_run(const struct nw_bench_opts *o, struct nw_run *
 {
 	struct nw_group *g = NULL;
 	struct nw_backend *be = NULL;
-	char fp[1024];
-	fingerprint(o, fp, sizeof(fp));
 	if (o->min_bytes > o->max_bytes) {
 		nw_seterr(err, errlen, "-b %" PRIu64 " is larger than -e %" PRIu64, o->min_bytes, o->max_bytes);
 		return NW_BENCH_FAILED;
@@ -542,7 +538,11 @@ enum nw_bench_status nw_bench_run(const struct nw_bench_opts *o, struct nw_run *
 	double rdzv = o->rdzv_timeout_s;
 	if (rdzv <= 0)
 		rdzv = o->timeout_s > 0 && o->timeout_s < 300 ? o->timeout_s : 300;
-	int grc = nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp, rdzv, err, errlen);
+	struct nw_strbuf fp;
+	nw_strbuf_init(&fp);
+	fingerprint(o, &fp);
+	int grc = nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp.buf, rdzv, err, errlen);
+	nw_strbuf_release(&fp);
 	if (grc)
 		return grc == -2 ? NW_BENCH_USAGE : NW_BENCH_FAILED; /* -2: bad launcher variables (comm/boot.h) */
 	int orc = open_backend(o, g, &be, err, errlen);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "comm/be_nccl_int.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 /* One local rank's side of a call: its buffers, element count and type, communicator and stream. */
@@ -388,12 +389,13 @@ int bn_wait(struct nw_backend *be, double timeout_s, const char *what, char *err
 		if (!left)
 			break;
 		if ((++spins & 1023) == 0 && timeout_s > 0 && nw_now() - start > timeout_s) {
-			char waiting[128] = "";
-			size_t u = 0;
-			for (int i = 0; i < be->nlocal && u < sizeof(waiting) - 8; i++)
+			struct nw_strbuf waiting;
+			nw_strbuf_init(&waiting);
+			for (int i = 0; i < be->nlocal; i++)
 				if (!done[i])
-					u += (size_t)snprintf(waiting + u, sizeof(waiting) - u, "%s%d", u ? "," : "", (int)p->dev[i]);
-			timeout_message(be, what, timeout_s, waiting, err, errlen);
+					nw_strbuf_addf(&waiting, "%s%d", waiting.len ? "," : "", (int)p->dev[i]);
+			timeout_message(be, what, timeout_s, waiting.buf, err, errlen);
+			nw_strbuf_release(&waiting);
 			abort_all(be);
 			return -1;
 		}
