@@ -19,7 +19,7 @@ struct job {
 	int rank;
 	uint64_t first, n;
 	char *buf;
-	uint64_t wrong[64];
+	uint64_t wrong[NW_PARALLEL_MAX]; /* one per thread of nw_parallel */
 	int verify;
 };
 
@@ -61,7 +61,7 @@ int bs_staged(struct bs_ctx *x, const struct nw_pattern *p, int local, size_t of
 		nw_parallel(x->nthreads, job_part, &j);
 		if (!verify && x->be->ops->write(x->be, local, NW_BUF_SEND, off + done * es, stage, k * es, x->err, x->errlen))
 			return -1;
-		for (int t = 0; verify && t < 64; t++)
+		for (int t = 0; verify && t < NW_PARALLEL_MAX; t++)
 			*wrong += j.wrong[t];
 	}
 	return 0;

@@ -185,9 +185,9 @@ const struct nw_opt bench_cli_options[] = {
 	{ .kind = NW_OPTK_GROUP, .help = "checking:" },
 	INT_ROW('c', "check", o.check, 0, 1000000, "N", "verify every element of every result, N > 0 on (default 1)"),
 	{ .kind = NW_OPTK_GROUP, .help = "where:" },
-	INT_ROW('g', "ngpus", o.ngpus, 1, 64, "N", "GPUs driven by this process (default: all visible when alone,\n"
+	INT_ROW('g', "ngpus", o.ngpus, 1, NW_MAX_LOCAL, "N", "GPUs driven by this process (default: all visible when alone,\n"
 	                                                    "1 per process when launched as several)"),
-	INT_ROW('t', "nthreads", o.nthreads, 1, 64, "N",
+	INT_ROW('t', "nthreads", o.nthreads, 1, NW_MAX_LOCAL, "N",
 	        "threads per process, each driving -g GPUs with its own NCCL group"),
 	NW_OPT_BACKEND(BC, o.backend, "nccl (GPUs, default) or mpi (host memory over MPI)"),
 	NW_OPT_NCCL_LIB(BC, o.nccl_lib),
@@ -917,7 +917,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 			fflush(stdout);
 		if (err[0]) /* empty on ranks other than 0 when rank 0 says it for the job */
 			nw_error("%s: %s", cmd, err);
-		status = rc == -2 ? 2 : 3;
+		status = rc == NW_BENCH_USAGE ? 2 : 3;
 	} else {
 		status = rc ? 1 : 0;
 		if (run.h.rank == 0) {

@@ -270,7 +270,7 @@ static int run_bench(const struct check_opts *o, struct nw_run *run, char *err, 
 		fprintf(stderr, "ncclwatch: check: interrupted (%s) during the bench: it stopped after the size "
 		        "running; judging the %zu rows measured (of %d sizes), recorded as interrupted\n",
 		        check_stop == SIGTERM ? "SIGTERM" : "SIGINT", run->nrows, cr.p.total_n);
-	return rc == -2 ? -2 : rc < 0 ? -1 : 0;
+	return rc == NW_BENCH_USAGE ? -2 : rc < 0 ? -1 : 0;
 }
 
 /* This process's rank under a launcher, from the bench run or the environment; 0 alone. */

@@ -115,10 +115,17 @@ struct nw_backend_ops {
 	                  char *err, size_t errlen);
 };
 
+/*
+ * The most ranks (GPUs) one process drives: the NCCL backend refuses more
+ * (-t x -g, by name); arrays of one entry per local rank have this size,
+ * and their users assert nlocal <= NW_MAX_LOCAL.
+ */
+#define NW_MAX_LOCAL 64
+
 struct nw_backend {
 	const struct nw_backend_ops *ops;
 	const char *name;       /* "nccl", "mpi" */
-	int nlocal;             /* ranks driven by this process */
+	int nlocal;             /* ranks driven by this process, 1 to NW_MAX_LOCAL */
 	int rank0;              /* global rank of local rank 0 */
 	int nranks;             /* ranks in all */
 	int dtype_ok[NW_NDTYPES]; /* types this backend can reduce */
@@ -126,7 +133,7 @@ struct nw_backend {
 	struct nw_group *group; /* the process group (for host-side exchange) */
 	double timeout_s;       /* -T: how long a launch of a blocking backend may wait for peers (0: no limit) */
 	/* Description for the run header and per-rank output. */
-	int gpu[64];            /* device ordinal of each local rank, -1 for hosts */
+	int gpu[NW_MAX_LOCAL];  /* device ordinal of each local rank, -1 for hosts */
 	char gpus[512];         /* "2 x NVIDIA H200" */
 	char nccl_version[32];
 	char nccl_path[512];

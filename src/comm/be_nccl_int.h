@@ -18,29 +18,27 @@
 #include "gpu/kern.h"
 #include "gpu/nccl.h"
 
-#define BN_MAXLOCAL 64
-
 /* The backend's private state (nw_backend.priv). */
 struct bn_priv {
 	const struct nw_cu *cu;
 	const struct nw_nccl *nc;
-	nw_CUdevice dev[BN_MAXLOCAL];
-	nw_CUcontext ctx[BN_MAXLOCAL];
-	nw_CUstream stream[BN_MAXLOCAL];
-	nw_ncclComm_t comm[BN_MAXLOCAL];
-	nw_CUdeviceptr send[BN_MAXLOCAL], recv[BN_MAXLOCAL];
-	nw_CUgraphExec gexec[BN_MAXLOCAL];
+	nw_CUdevice dev[NW_MAX_LOCAL];
+	nw_CUcontext ctx[NW_MAX_LOCAL];
+	nw_CUstream stream[NW_MAX_LOCAL];
+	nw_ncclComm_t comm[NW_MAX_LOCAL];
+	nw_CUdeviceptr send[NW_MAX_LOCAL], recv[NW_MAX_LOCAL];
+	nw_CUgraphExec gexec[NW_MAX_LOCAL];
 	int reg;                /* -R: 0, 1 local, 2 symmetric; buffers then come from ncclMemAlloc */
 	int parallel_init;      /* -p 1 */
-	void *reg_send[BN_MAXLOCAL], *reg_recv[BN_MAXLOCAL]; /* -R 1: ncclCommRegister's handles, NULL none */
-	nw_ncclWindow_t win_send[BN_MAXLOCAL], win_recv[BN_MAXLOCAL]; /* -R 2: the windows, NULL none */
+	void *reg_send[NW_MAX_LOCAL], *reg_recv[NW_MAX_LOCAL]; /* -R 1: ncclCommRegister's handles, NULL none */
+	nw_ncclWindow_t win_send[NW_MAX_LOCAL], win_recv[NW_MAX_LOCAL]; /* -R 2: the windows, NULL none */
 	size_t bytes;
 	void *pinned[16];
 	int npinned;
 	int aborted;
 	/* -t: nthreads threads of per ranks each; work is handed over by gen */
 	int nthreads, per;
-	pthread_t th[BN_MAXLOCAL];
+	pthread_t th[NW_MAX_LOCAL];
 	int nth_started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -53,13 +51,13 @@ struct bn_priv {
 		int agg, iters;
 		size_t stride, steps;
 	} job;
-	int trc[BN_MAXLOCAL];      /* each thread's result for the current piece */
-	char terr[BN_MAXLOCAL][256];
+	int trc[NW_MAX_LOCAL];      /* each thread's result for the current piece */
+	char terr[NW_MAX_LOCAL][256];
 	/* -c on the GPUs (be_nccl_dev.c): per local rank, the kernels and a scratch area (counter, bitmap) */
 	int dev_state;             /* 0 not tried, 1 ready, -1 refused (the host checks) */
 	char dev_why[256];         /* why refused */
-	struct nw_kern kern[BN_MAXLOCAL];
-	nw_CUdeviceptr scratch[BN_MAXLOCAL];
+	struct nw_kern kern[NW_MAX_LOCAL];
+	nw_CUdeviceptr scratch[NW_MAX_LOCAL];
 };
 
 static inline struct bn_priv *bn_p(struct nw_backend *be)

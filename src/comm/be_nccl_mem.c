@@ -46,7 +46,7 @@ int bn_alloc(struct nw_backend *be, size_t bytes, char *err, size_t errlen)
 			                 "buffers for -e), %.2f GiB is free of %.2f GiB; lower -e or free the GPU",
 			                 (int)p->dev[i], bytes / 1073741824.0, freeb / 1073741824.0, total / 1073741824.0);
 	}
-	int64_t before[BN_MAXLOCAL], after[BN_MAXLOCAL];
+	int64_t before[NW_MAX_LOCAL], after[NW_MAX_LOCAL];
 	bn_mem_snapshot(be, before);
 	if (p->reg && alloc_registered(be, bytes, err, errlen))
 		return -1;

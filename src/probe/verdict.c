@@ -8,6 +8,7 @@
 
 #include "model/coll.h"
 #include "probe/expect.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 void nw_verdict_opts_default(struct nw_verdict_opts *o)
@@ -77,16 +78,13 @@ void nw_verdict_add_note(struct nw_check_verdict *cv, const char *what, const ch
 /* doctor's warnings and errors, as "id (seen)" list, for a likely cause. */
 static void causes(const struct nw_findings *f, char *buf, size_t len)
 {
-	size_t used = 0;
-	buf[0] = '\0';
-	for (size_t i = 0; f && i < f->n; i++) {
-		if (f->v[i].sev < NW_SEV_WARN)
-			continue;
-		int n = snprintf(buf + used, len - used, "%s%s", used ? "; " : "", f->v[i].seen);
-		if (n < 0 || (size_t)n >= len - used)
-			break;
-		used += (size_t)n;
-	}
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	for (size_t i = 0; f && i < f->n; i++)
+		if (f->v[i].sev >= NW_SEV_WARN)
+			nw_strbuf_addf(&sb, "%s%s", sb.len ? "; " : "", f->v[i].seen);
+	nw_strlcpy(buf, sb.buf, len);
+	nw_strbuf_release(&sb);
 }
 
 /* The row of op at size with the lowest busbw (out-of-place preferred); NULL if none. */
