@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cmd/cli.h"
+#include "comm/backend.h"
 #include "gpu/nvml.h"
 #include "model/ntjson.h"
 #include "probe/expect.h"
