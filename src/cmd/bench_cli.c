@@ -25,6 +25,7 @@
 #include "probe/expect.h"
 #include "probe/topo.h"
 #include "store/store.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 /* Parse a comma list of names with 'all' through a finder; fills ids, returns count or -1. */
@@ -847,17 +848,19 @@ static void print_memory(const struct nw_run *run)
 		return;
 	static const char *const key[] = { "init_bytes", "user_bytes", "collective_bytes" };
 	static const char *const name[] = { "Initialization", "User-Allocated", "Collective" };
-	char line[256] = "", v[32];
+	char v[32];
+	struct nw_strbuf line;
+	nw_strbuf_init(&line);
 	int64_t total = 0;
-	size_t u = 0;
 	for (int i = 0; i < 3; i++) {
 		int64_t b = (int64_t)json_integer_value(json_object_get(m, key[i]));
 		total += b;
 		mem_text(b, v, sizeof(v));
-		u += (size_t)snprintf(line + u, sizeof(line) - u, "%s %s | ", name[i], v);
+		nw_strbuf_addf(&line, "%s %s | ", name[i], v);
 	}
 	mem_text(total, v, sizeof(v));
-	printf("# %-20s : %sTotal  %s\n", "GPU memory usage", line, v);
+	printf("# %-20s : %sTotal  %s\n", "GPU memory usage", line.buf, v);
+	nw_strbuf_release(&line);
 }
 
 /* -N stopped by Ctrl-C: say on stderr how many cycles were kept. */
