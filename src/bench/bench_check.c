@@ -193,7 +193,8 @@ int bs_check_once(struct bs_ctx *x, struct nw_call *c, const struct nw_pattern *
  */
 int bs_fill_patterns(struct bs_ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop, int root)
 {
-	int key = dtype * 2 + (redop == NW_PROD && coll->has_redop);
+	/* the inputs differ by type, and for prod and mulsum (their own values and amplitude) */
+	int key = dtype * 3 + (!coll->has_redop ? 0 : redop == NW_PROD ? 1 : redop == NW_MULSUM ? 2 : 0);
 	if (!x->o->check || key == x->pattern_key)
 		return 0;
 	struct nw_pattern p = { .op = coll->op, .dtype = dtype, .redop = coll->has_redop ? redop : NW_SUM,

@@ -25,7 +25,7 @@ struct bs_ctx {
 	nw_bench_row_fn row_fn;
 	void *arg;
 	size_t buf_bytes;
-	int pattern_key; /* dtype*2+prod of the pattern in the send buffers, -1 none */
+	int pattern_key; /* dtype*3 + (1 prod, 2 mulsum, 0 others) of the pattern in the send buffers, -1 none */
 	int dev;         /* -c on the device: 0 not decided yet, 1 yes, -1 on the host (bench_check.c) */
 	int nthreads;
 	int64_t pairs_wrong;

@@ -38,13 +38,22 @@ static int is_float(int t)
 	       t == NW_FP8E4M3 || t == NW_FP8E5M2;
 }
 
-/* Amplitude of values so that sums over every rank stay exact. */
+/* The sum of mulsum's scalars over n ranks: 1 for each even rank, 2 for each odd one. */
+static int scalar_sum(int n)
+{
+	return n + n / 2;
+}
+
+/* Amplitude of values so that sums over every rank (mulsum's: each times 1 or 2) stay exact. */
 static int64_t amplitude(const struct nw_pattern *p)
 {
 	double lim = exact_limit(p->dtype);
 	int64_t a = 5;
+	int n = p->nranks > 0 ? p->nranks : 1;
+	if (p->redop == NW_MULSUM && nw_coll_get(p->op)->has_redop)
+		n = scalar_sum(n);
 	if (lim > 0) {
-		int64_t m = (int64_t)(lim / (p->nranks > 0 ? p->nranks : 1));
+		int64_t m = (int64_t)(lim / n);
 		if (m < a)
 			a = m;
 	}
@@ -122,16 +131,21 @@ static double wrap_int(int t, int64_t v)
 	}
 }
 
-/* The reduction over every rank of v(r, i). */
+/*
+ * The reduction over every rank of v(r, i); mulsum's is the sum of
+ * scalar(r) v(r, i), exact in every type (the amplitude keeps it so).
+ */
 static double reduced(const struct nw_pattern *p, uint64_t i)
 {
-	int64_t acc = nw_pattern_value(p, 0, i);
+	int mul = p->redop == NW_MULSUM;
+	int64_t acc = nw_pattern_value(p, 0, i) * (mul ? nw_mulsum_scalar(0) : 1);
 	for (int r = 1; r < p->nranks; r++) {
 		int64_t v = nw_pattern_value(p, r, i);
 		switch (p->redop) {
 		case NW_PROD: acc *= v; break;
 		case NW_MAX: acc = v > acc ? v : acc; break;
 		case NW_MIN: acc = v < acc ? v : acc; break;
+		case NW_MULSUM: acc += v * nw_mulsum_scalar(r); break;
 		default: acc += v; break;
 		}
 	}

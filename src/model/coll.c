@@ -163,7 +163,7 @@ int nw_dtype_find(const char *name)
 	return -1;
 }
 
-static const char *const redops[NW_NREDOPS] = { "sum", "prod", "max", "min", "avg" };
+static const char *const redops[NW_NREDOPS] = { "sum", "prod", "max", "min", "avg", "mulsum" };
 
 const char *nw_redop_name(enum nw_redop r)
 {

@@ -33,8 +33,19 @@ enum nw_dtype {
 	NW_NDTYPES
 };
 
-/* Reduction ops, numbered as NCCL numbers them (ncclRedOp_t). */
-enum nw_redop { NW_SUM, NW_PROD, NW_MAX, NW_MIN, NW_AVG, NW_NREDOPS };
+/*
+ * Reduction ops, numbered as NCCL numbers its built-in ones (ncclRedOp_t),
+ * then mulsum: NCCL's pre-multiplied sum, an op each communicator creates
+ * (ncclRedOpCreatePreMulSum) with a scalar per rank, as nccl-tests' -o
+ * mulsum does: 1 on even ranks, 2 on odd ones (nw_mulsum_scalar).
+ */
+enum nw_redop { NW_SUM, NW_PROD, NW_MAX, NW_MIN, NW_AVG, NW_MULSUM, NW_NREDOPS };
+
+/* mulsum's scalar for rank r: nccl-tests' ncclVerifiablePremulScalar. */
+static inline int nw_mulsum_scalar(int r)
+{
+	return r % 2 == 0 ? 1 : 2;
+}
 
 struct nw_coll {
 	enum nw_op op;

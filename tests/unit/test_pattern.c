@@ -109,6 +109,52 @@ static void avg_tolerance_and_prod(void **state)
 	}
 }
 
+/*
+ * mulsum: every rank's input times its scalar (1 on even ranks, 2 on odd,
+ * nccl-tests' ncclVerifiablePremulScalar), summed, is exact in every type
+ * and rank count; the plain sum (a scalar that did not arrive) is caught.
+ */
+static void mulsum_exact_in_every_type(void **state)
+{
+	(void)state;
+	assert_int_equal(nw_redop_find("mulsum"), NW_MULSUM);
+	assert_string_equal(nw_redop_name(NW_MULSUM), "mulsum");
+	for (int t = 0; t < NW_NDTYPES; t++)
+		for (int n = 2; n <= 8; n++) {
+			struct nw_pattern p = { .op = NW_REDUCE_SCATTER, .dtype = (enum nw_dtype)t, .redop = NW_MULSUM,
+			                        .nranks = n, .count = 40 };
+			for (int r = 0; r < n; r++) {
+				double want[40], plain[40];
+				for (int j = 0; j < 40; j++) {
+					double s = 0, u = 0;
+					for (int k = 0; k < n; k++) {
+						double v = (double)nw_pattern_value(&p, k, (uint64_t)r * 40 + (uint64_t)j);
+						s += v * (k % 2 ? 2 : 1);
+						u += v;
+					}
+					/* integer types wrap as the type does */
+					unsigned char b[8];
+					if (t <= NW_UINT64) {
+						int64_t w = (int64_t)s;
+						memcpy(b, &w, 8);
+						want[j] = nw_dtype_load(p.dtype, b);
+						w = (int64_t)u;
+						memcpy(b, &w, 8);
+						plain[j] = nw_dtype_load(p.dtype, b);
+					} else {
+						want[j] = s;
+						plain[j] = u;
+						/* exact: the value survives a round trip through the type */
+						nw_dtype_store(p.dtype, b, s);
+						assert_true(nw_dtype_load(p.dtype, b) == s);
+					}
+				}
+				assert_int_equal(check(&p, r, want, 40), 0);
+				assert_true(check(&p, r, plain, 40) > 0);
+			}
+		}
+}
+
 static void unwritten_output_caught(void **state)
 {
 	(void)state;
@@ -336,6 +382,7 @@ int main(void)
 		cmocka_unit_test(swapped_ranks_caught),
 		cmocka_unit_test(shifted_offset_caught),
 		cmocka_unit_test(avg_tolerance_and_prod),
+		cmocka_unit_test(mulsum_exact_in_every_type),
 		cmocka_unit_test(unwritten_output_caught),
 		cmocka_unit_test(conversions_exact_for_small_ints),
 		cmocka_unit_test(alltoallv_counts_as_nccl_tests),
