@@ -8,7 +8,9 @@
  * work, cuStreamQuery says CUDA_ERROR_NOT_READY (600) while some is
  * pending, cuStreamSynchronize and cuCtxSynchronize wait on a condition
  * variable. While a stream captures, work put on it is recorded into the
- * graph; cuGraphLaunch submits the recorded work again.
+ * graph; cuGraphLaunch submits the recorded work again. Stream 0 (and
+ * CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) is the current context's NULL
+ * stream, one per context, made on first use; it cannot be captured.
  *
  * Environment:
  *   FAKE_GPU_COUNT=N       devices (default 2; 0: cuInit says CUDA_ERROR_NO_DEVICE)
@@ -81,6 +83,7 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d);
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d);
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d);
 EXPORT CUresult cuCtxSetCurrent(CUcontext ctx);
+EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx);
 EXPORT CUresult cuCtxSynchronize(void);
 EXPORT CUresult cuCtxGetDevice(CUdevice *d);
 EXPORT CUresult cuDeviceGetUuid_v2(unsigned char uuid[16], CUdevice d);
@@ -115,6 +118,8 @@ EXPORT CUresult cuGetErrorName(CUresult r, const char **s);
 
 /* A primary context: one per device, with the device's pending-work count. */
 struct fake_ctx {
+	struct fakegpu_ctx pub;  /* first: what the fake NCCL reads of a CUcontext */
+	struct stream *legacy;   /* the NULL stream, made on first use */
 	int dev;
 	int refs;
 	size_t used; /* bytes allocated on the device */
@@ -158,6 +163,7 @@ static struct {
 } g = { .ndev = 2, .name = "Fake H200", .mem = 8ull << 30, .fail_at = 0 };
 
 static struct fake_ctx ctxs[MAXDEV];
+static struct fakegpu_stream *ctx_null_stream(struct fakegpu_ctx *pub);
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local struct fake_ctx *current;
@@ -205,6 +211,8 @@ static void read_env(void)
 		}
 	}
 	for (int i = 0; i < MAXDEV; i++) {
+		ctxs[i].pub.magic = FAKEGPU_CTX_MAGIC;
+		ctxs[i].pub.null_stream = ctx_null_stream;
 		ctxs[i].dev = i;
 		pthread_mutex_init(&ctxs[i].mu, NULL);
 		pthread_cond_init(&ctxs[i].cv, NULL);
@@ -352,6 +360,15 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 	if (ctx && (ctx < &ctxs[0] || ctx >= &ctxs[MAXDEV] || ctx->refs <= 0))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	current = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *ctx)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!ctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*ctx = current;
 	return CUDA_SUCCESS;
 }
 
@@ -577,6 +594,56 @@ static int bad_stream(CUstream s)
 	return !s || s->magic != FAKEGPU_STREAM_MAGIC;
 }
 
+/* A new stream of context c; NULL when out of memory. */
+static struct stream *stream_new(struct fake_ctx *c)
+{
+	struct stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->pub.magic = FAKEGPU_STREAM_MAGIC;
+	s->pub.submit = st_submit;
+	s->pub.begin = st_begin;
+	s->pub.end = st_end;
+	s->ctx = c;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	return s;
+}
+
+/*
+ * The NULL (legacy default) stream of a context, made on first use and
+ * kept for the process. Work on it is ordered like any stream's; the
+ * legacy stream's synchronisation with the context's other blocking
+ * streams is not modelled (ncclwatch's own streams are non-blocking).
+ */
+static struct fakegpu_stream *ctx_null_stream(struct fakegpu_ctx *pub)
+{
+	struct fake_ctx *c = (struct fake_ctx *)pub;
+	pthread_mutex_lock(&c->mu);
+	if (!c->legacy)
+		c->legacy = stream_new(c);
+	struct stream *s = c->legacy;
+	pthread_mutex_unlock(&c->mu);
+	return s ? &s->pub : NULL;
+}
+
+/* CU_STREAM_LEGACY and CU_STREAM_PER_THREAD: handles that name the current context's default stream. */
+#define CU_STREAM_LEGACY ((CUstream)(uintptr_t)0x1)
+#define CU_STREAM_PER_THREAD ((CUstream)(uintptr_t)0x2)
+
+/* A stream argument: 0 (and the two special handles) is the current context's NULL stream; NULL without one. */
+static CUstream resolve(CUstream s)
+{
+	if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
+		return s;
+	return current ? ctx_null_stream(&current->pub) : NULL;
+}
+
+static int is_default(CUstream s)
+{
+	return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
 CUresult cuStreamCreate(CUstream *out, unsigned int flags)
 {
 	FAIL_POINT(CUDA_ERROR_UNKNOWN);
@@ -585,16 +652,9 @@ CUresult cuStreamCreate(CUstream *out, unsigned int flags)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
-	struct stream *s = calloc(1, sizeof(*s));
+	struct stream *s = stream_new(current);
 	if (!s)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	s->pub.magic = FAKEGPU_STREAM_MAGIC;
-	s->pub.submit = st_submit;
-	s->pub.begin = st_begin;
-	s->pub.end = st_end;
-	s->ctx = current;
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
 	*out = &s->pub;
 	return CUDA_SUCCESS;
 }
@@ -615,7 +675,7 @@ static void graph_free(struct fake_graph *gr)
 CUresult cuStreamDestroy_v2(CUstream pub)
 {
 	FAIL_POINT(CUDA_ERROR_UNKNOWN);
-	if (bad_stream(pub))
+	if (is_default(pub) || bad_stream(pub))
 		return CUDA_ERROR_INVALID_HANDLE;
 	struct stream *s = S(pub);
 	s->pub.magic = 0;
@@ -629,6 +689,9 @@ CUresult cuStreamDestroy_v2(CUstream pub)
 CUresult cuStreamQuery(CUstream pub)
 {
 	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (is_default(pub) && !current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pub = resolve(pub);
 	if (bad_stream(pub))
 		return CUDA_ERROR_INVALID_HANDLE;
 	struct stream *s = S(pub);
@@ -643,6 +706,9 @@ CUresult cuStreamQuery(CUstream pub)
 CUresult cuStreamSynchronize(CUstream pub)
 {
 	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (is_default(pub) && !current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pub = resolve(pub);
 	if (bad_stream(pub))
 		return CUDA_ERROR_INVALID_HANDLE;
 	struct stream *s = S(pub);
@@ -657,6 +723,8 @@ CUresult cuStreamSynchronize(CUstream pub)
 CUresult cuStreamBeginCapture_v2(CUstream pub, int mode)
 {
 	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (is_default(pub))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot be captured */
 	if (bad_stream(pub))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (mode < 0 || mode > 2)
@@ -713,6 +781,7 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph gr, unsigned long l
 CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
 {
 	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	s = resolve(s);
 	if (!e || bad_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	for (size_t i = 0; i < e->n; i++) {
@@ -888,6 +957,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 	(void)gy, (void)gz, (void)by, (void)bz, (void)shmem;
 	if (!f || !params || extra || !gx || !bx)
 		return CUDA_ERROR_INVALID_VALUE;
+	s = resolve(s);
 	if (s && bad_stream(s))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (s && S(s)->capture)

@@ -18,9 +18,13 @@
  * Gather, Scatter, Send, Recv (to itself too); CommSplit, CommUserRank,
  * CommCount (see ncclCommSplit below); every NCCL data type (fp8 and half/bfloat16
  * rounded to nearest even) and sum, prod, max, min, avg (avg refused on fp8,
- * as NCCL 2.28 does). Reductions of floating types are computed in double
- * and rounded once; integers wrap as the type does; integer avg is the
- * wrapped sum divided by the rank count, truncating.
+ * as NCCL 2.28 does), and the pre-multiplied sums of
+ * ncclRedOpCreatePreMulSum (each rank's input times its own scalar,
+ * rounded to the type, then summed). Reductions of floating types are
+ * computed in double and rounded once; integers wrap as the type does;
+ * integer avg is the wrapped sum divided by the rank count, truncating.
+ * Stream 0 is the NULL stream of the context that was current when the
+ * communicator was made (through the fake driver's struct fakegpu_ctx).
  *
  * ncclCommInitRank(Config) registers the rank in a shared-memory file
  * named after the unique id and waits (at the outermost ncclGroupEnd when
@@ -54,6 +58,13 @@
  *   FAKE_NCCL_ASYNC_ERROR=RANK:N  after N operations (collectives, sends and
  *                            receives) of RANK, its further work never runs and
  *                            ncclCommGetAsyncError reports ncclRemoteError (6)
+ *   FAKE_NCCL_REPORT_CONFIG=1  ncclCommInitRankConfig says what it read of the
+ *                            config ("fake NCCL: rank R: config size S version V
+ *                            CTAPolicy P|unset"); CTAPolicy is read as NCCL does
+ *                            (from a 2.27+ config, 2 refused below 2.28)
+ *   FAKE_NCCL_REPORT_OPS=1   each ncclRedOpCreatePreMulSum (with its scalar) and
+ *                            ncclRedOpDestroy says so, and a communicator
+ *                            destroyed with ops still made says how many
  *   FAKE_NCCL_REPORT_REG=1   each buffer registration and deregistration says
  *                            so on stderr ("fake NCCL: rank R: ncclCommRegister
  *                            N bytes"), and a communicator destroyed with
@@ -71,11 +82,13 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +123,9 @@ enum {
 };
 enum { T_INT8, T_UINT8, T_INT32, T_UINT32, T_INT64, T_UINT64, T_HALF, T_FLOAT, T_DOUBLE, T_BF16, T_E4M3, T_E5M2, NTYPES };
 enum { R_SUM, R_PROD, R_MAX, R_MIN, R_AVG, NREDOPS };
+/* A call's op once a user op (ncclRedOpCreatePreMulSum, numbered from NREDOPS) is looked up: its scalar is in the call. */
+#define R_PREMUL 100
+enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 };
 #define CU_LAUNCH_FAILED 719
 
 EXPORT ncclResult_t ncclGetVersion(int *v);
@@ -142,6 +158,8 @@ EXPORT ncclResult_t ncclCommRegister(ncclComm_t c, void *buf, size_t bytes, void
 EXPORT ncclResult_t ncclCommDeregister(ncclComm_t c, void *handle);
 EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t c, void *buf, size_t bytes, void **win, int flags);
 EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t c, void *win);
+EXPORT ncclResult_t ncclRedOpCreatePreMulSum(int *op, void *scalar, int t, int residence, ncclComm_t c);
+EXPORT ncclResult_t ncclRedOpDestroy(int op, ncclComm_t c);
 
 enum kind { K_ALLREDUCE, K_ALLGATHER, K_REDUCESCATTER, K_BROADCAST, K_REDUCE, K_ALLTOALL, K_GATHER, K_SCATTER,
             K_SEND, K_RECV };
@@ -152,6 +170,7 @@ static const char *const kind_name[] = { "ncclAllReduce", "ncclAllGather", "nccl
 /* One rank's part of an operation, as put on its stream (copied into stream work). */
 struct call {
 	int kind, dtype, redop, root, peer;
+	unsigned char scalar[8]; /* R_PREMUL: this rank's scalar, as the type */
 	const void *send;
 	void *recv;
 	size_t count;
@@ -183,6 +202,13 @@ struct comm {
 	size_t qh, qn, qcap;
 	int stop;
 	int nreg;           /* registrations and windows still open (under mu) */
+	struct fakegpu_ctx *ctx; /* the context current at init: its NULL stream is the one stream 0 means */
+	int cta_policy;     /* the config's CTAPolicy as NCCL reads it; INT_MIN not set */
+	struct uop {        /* ncclRedOpCreatePreMulSum's ops: op NREDOPS + index */
+		int live, dtype;
+		unsigned char scalar[8];
+	} *uops;
+	int nuops;
 };
 
 enum tag { TAG_COLL, TAG_P2P, TAG_HELD };
@@ -437,12 +463,14 @@ static ncclResult_t wait_joined(struct comm **cs, size_t n)
 
 static ncclResult_t init_all(struct comm **cs, size_t k);
 static ncclResult_t split_finish(void);
+static void *driver_sym(const char *name);
 static void xp_post(struct comm *c, const struct call *call, struct fakegpu_stream *s);
 static void xp_leave(struct comm *c, int abort);
 
 static void comm_free(struct comm *c)
 {
 	if (c) {
+		free(c->uops);
 		free(c->sent);
 		free(c->rcvd);
 		free(c);
@@ -463,7 +491,13 @@ static ncclResult_t init_rank(ncclComm_t *out, int n, const ncclUniqueId *id, in
 	}
 	c->n = n;
 	c->rank = rank;
+	c->cta_policy = INT_MIN;
 	memcpy(c->id, id->internal, sizeof(c->id));
+	/* stream 0 means this context's NULL stream, as NCCL uses the communicator's device */
+	int (*get_ctx)(void **) = (int (*)(void **))driver_sym("cuCtxGetCurrent");
+	void *cx = NULL;
+	if (get_ctx && get_ctx(&cx) == 0 && cx && ((struct fakegpu_ctx *)cx)->magic == FAKEGPU_CTX_MAGIC)
+		c->ctx = cx;
 	if (depth > 0) {
 		/* grouped: joined and waited for at the outermost ncclGroupEnd */
 		if (ginit_n == ginit_cap) {
@@ -495,11 +529,63 @@ ncclResult_t ncclCommInitRank(ncclComm_t *c, int n, ncclUniqueId id, int rank)
 	return init_rank(c, n, &id, rank);
 }
 
+/* ncclConfig_t as of NCCL 2.28 (2.27's ends after nvlsCTAs); the fields this fake reads. */
+struct fake_config {
+	size_t size;
+	unsigned int magic, version;
+	int blocking, cgaClusterSize, minCTAs, maxCTAs;
+	const char *netName;
+	int splitShare, trafficClass;
+	const char *commName;
+	int collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs, nChannelsPerNetPeer, nvlinkCentricSched;
+};
+
+/*
+ * Read a config as NCCL does: at most the bytes it knows of the size the
+ * caller says, the magic checked, CTAPolicy read when the caller's version
+ * is 2.27 or newer and checked against what this NCCL's version accepts
+ * (0 and 1 from 2.27, 2 from 2.28; older versions ignore it). *policy gets
+ * it (INT_MIN not set). FAKE_NCCL_REPORT_CONFIG=1 says what arrived.
+ */
+static ncclResult_t read_config(const void *config, int rank, int *policy)
+{
+	struct fake_config f;
+	memset(&f, 0, sizeof(f));
+	*policy = INT_MIN;
+	if (!config)
+		return ncclSuccess;
+	size_t size;
+	memcpy(&size, config, sizeof(size));
+	memcpy(&f, config, size < sizeof(f) ? size : sizeof(f));
+	if (f.magic != 0xcafebeef)
+		return fail(ncclInvalidArgument, "fake NCCL: ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER");
+	int has_policy = f.version >= 22700 && size > offsetof(struct fake_config, CTAPolicy) && cfg.version >= 22700;
+	if (has_policy && f.CTAPolicy != INT_MIN) {
+		int most = cfg.version >= 22800 ? 2 : 1;
+		if (f.CTAPolicy < 0 || f.CTAPolicy > most)
+			return fail(ncclInvalidArgument, "fake NCCL: invalid config policy attribute value %d", f.CTAPolicy);
+		*policy = f.CTAPolicy;
+	}
+	if (getenv("FAKE_NCCL_REPORT_CONFIG")) {
+		char pol[16] = "unset";
+		if (*policy != INT_MIN)
+			snprintf(pol, sizeof(pol), "%d", *policy);
+		fprintf(stderr, "fake NCCL: rank %d: config size %zu version %u CTAPolicy %s\n", rank, size, f.version, pol);
+	}
+	return ncclSuccess;
+}
+
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *c, int n, ncclUniqueId id, int rank, void *config)
 {
 	FAIL_POINT();
-	(void)config; /* accepted and ignored */
-	return init_rank(c, n, &id, rank);
+	pthread_once(&env_once, read_env);
+	int policy;
+	ncclResult_t r = read_config(config, rank, &policy);
+	if (!r)
+		r = init_rank(c, n, &id, rank);
+	if (!r && *c)
+		(*c)->cta_policy = policy;
+	return r;
 }
 
 /* ---- dropping work ---- */
@@ -539,6 +625,11 @@ ncclResult_t ncclCommDestroy(ncclComm_t c)
 		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL communicator", __func__);
 	if (c->nreg && getenv("FAKE_NCCL_REPORT_REG"))
 		fprintf(stderr, "fake NCCL: rank %d: destroyed with %d registrations still open\n", c->rank, c->nreg);
+	int nops = 0;
+	for (int k = 0; k < c->nuops; k++)
+		nops += c->uops[k].live;
+	if (nops && getenv("FAKE_NCCL_REPORT_OPS"))
+		fprintf(stderr, "fake NCCL: rank %d: destroyed with %d reduction ops still made\n", c->rank, nops);
 	if (c->xp)
 		xp_leave(c, 0);
 	pthread_mutex_lock(&mu);
@@ -796,6 +887,25 @@ static void reduce(int t, int op, int nranks, const unsigned char *const *in, in
 	}
 }
 
+/*
+ * count elements of type t at p multiplied in place by scalar (as the
+ * type), rounded to the type: a pre-multiplied sum's first step, each
+ * rank's input by its own scalar, before the sum.
+ */
+static void premultiply(int t, const unsigned char *scalar, unsigned char *p, size_t count)
+{
+	size_t es = type_size(t);
+	if (is_float(t)) {
+		double k = load_f(t, scalar);
+		for (size_t i = 0; i < count; i++)
+			store_f(t, p + i * es, load_f(t, p + i * es) * k);
+		return;
+	}
+	uint64_t k = load_i(t, scalar);
+	for (size_t i = 0; i < count; i++)
+		store_i(t, p + i * es, load_i(t, p + i * es) * k);
+}
+
 /* Make the first element at p wrong by 7 (FAKE_NCCL_CORRUPT). */
 static void corrupt(int t, unsigned char *p)
 {
@@ -921,6 +1031,8 @@ static int run_coll(struct clique *cl, struct pending *p)
 		ok = snap[r] != NULL;
 		if (ok)
 			memcpy(snap[r], p->parts[r].c.send, b);
+		if (ok && c0->redop == R_PREMUL)
+			premultiply(c0->dtype, p->parts[r].c.scalar, snap[r], b / es);
 	}
 	if (!ok) {
 		set_async(cl, ncclSystemError, "fake NCCL: out of memory running a collective");
@@ -1075,20 +1187,52 @@ static int submit(const struct call *c, struct fakegpu_stream *s)
 	return s->submit(s, &w);
 }
 
-/* Check a call's arguments, then queue it (in a group) or submit it. */
-static ncclResult_t enqueue(const struct call *c, struct fakegpu_stream *s)
+/*
+ * A user op (ncclRedOpCreatePreMulSum's) of c's communicator into c: its
+ * scalar copied and the op marked R_PREMUL. ncclSuccess, or an error when
+ * the op is not a live one of that communicator or of another type.
+ */
+static ncclResult_t use_uop(struct call *c, const char *name)
 {
+	struct comm *cm = c->comm;
+	int k = c->redop - NREDOPS;
+	pthread_mutex_lock(&mu);
+	int ok = k >= 0 && k < cm->nuops && cm->uops[k].live;
+	int dtype = ok ? cm->uops[k].dtype : -1;
+	if (ok)
+		memcpy(c->scalar, cm->uops[k].scalar, sizeof(c->scalar));
+	pthread_mutex_unlock(&mu);
+	if (!ok)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: invalid reduction op %d", name, c->redop);
+	if (dtype != c->dtype)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: reduction op %d was made for type %d, not %d", name,
+		            c->redop, dtype, c->dtype);
+	c->redop = R_PREMUL;
+	return ncclSuccess;
+}
+
+/* Check a call's arguments, then queue it (in a group) or submit it. Stream 0 is the NULL stream of the communicator's context. */
+static ncclResult_t enqueue(const struct call *call, struct fakegpu_stream *s)
+{
+	struct call copy = *call, *c = &copy;
 	const char *name = kind_name[c->kind];
 	struct comm *cm = c->comm;
 	if (!cm || (!cm->cl && !cm->xp))
 		return fail(ncclInvalidArgument, "fake NCCL: %s: no communicator (or one not initialised)", name);
+	if (!s && cm->ctx)
+		s = cm->ctx->null_stream(cm->ctx);
 	if (!s || s->magic != FAKEGPU_STREAM_MAGIC)
 		return fail(ncclInvalidArgument, "fake NCCL: %s: the stream is not one of the fake CUDA driver's",
 		            name);
 	if (c->dtype < 0 || c->dtype >= NTYPES)
 		return fail(ncclInvalidArgument, "fake NCCL: %s: invalid data type %d", name, c->dtype);
-	if (c->redop < 0 || c->redop >= NREDOPS)
+	if (c->redop >= NREDOPS && (c->kind == K_ALLREDUCE || c->kind == K_REDUCE || c->kind == K_REDUCESCATTER)) {
+		ncclResult_t r = use_uop(c, name);
+		if (r)
+			return r;
+	} else if (c->redop < 0 || c->redop >= NREDOPS) {
 		return fail(ncclInvalidArgument, "fake NCCL: %s: invalid reduction op %d", name, c->redop);
+	}
 	if (c->redop == R_AVG && (c->dtype == T_E4M3 || c->dtype == T_E5M2))
 		return fail(ncclInvalidArgument, "fake NCCL: %s: ncclAvg is not supported on fp8 types", name);
 	if (c->root < 0 || c->root >= cm->n || c->peer < 0 || c->peer >= cm->n)
@@ -1508,6 +1652,8 @@ static int xp_run(struct comm *c, const struct call *call)
 		if (!rc) {
 			if (bytes)
 				memcpy(xp_slot_data(h, k, rank), call->send, bytes);
+			if (bytes && call->redop == R_PREMUL)
+				premultiply(call->dtype, call->scalar, xp_slot_data(h, k, rank), bytes / es);
 			sl->part[rank] = (struct xp_part){ call->kind, call->dtype, call->redop, call->root, call->count };
 			sl->arrived++;
 			xp_wake(h);
@@ -1910,7 +2056,10 @@ static ncclResult_t split_resolve(struct split_wait *w)
 	memcpy(id.internal, c->id, sizeof(id.internal));
 	uint32_t tag[3] = { 0x73706c74u, w->seq, (uint32_t)w->color };
 	memcpy(id.internal + sizeof(id.internal) - sizeof(tag), tag, sizeof(tag));
-	return init_rank(w->out, n, &id, rank);
+	ncclResult_t r = init_rank(w->out, n, &id, rank);
+	if (!r && *w->out)
+		(*w->out)->cta_policy = c->cta_policy; /* a NULL config inherits the parent's */
+	return r;
 }
 
 /* At the outermost ncclGroupEnd: resolve the grouped splits; their new communicators join ginit. */
@@ -2091,4 +2240,72 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t c, void *win)
 {
 	FAIL_POINT();
 	return reg_close(__func__, c, win, 1);
+}
+
+/* ---- pre-multiplied sums (ncclRedOpCreatePreMulSum, NCCL 2.11+) ---- */
+
+/*
+ * A user op of c: the sum of every rank's input times that rank's own
+ * scalar (read now: ncclScalarHostImmediate; a device scalar is not
+ * modelled). Ops are numbered from NREDOPS (ncclNumOps), as NCCL numbers
+ * them; a destroyed op's number is given again. FAKE_NCCL_REPORT_OPS=1
+ * says each creation and destruction, and a communicator destroyed with
+ * ops still made.
+ */
+ncclResult_t ncclRedOpCreatePreMulSum(int *op, void *scalar, int t, int residence, ncclComm_t c)
+{
+	FAIL_POINT();
+	pthread_once(&env_once, read_env);
+	if (!op || !scalar || !c)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL argument", __func__);
+	if (cfg.version < 21100)
+		return fail(ncclInvalidUsage, "fake NCCL: %s is NCCL 2.11+ (FAKE_NCCL_VERSION=%d)", __func__, cfg.version);
+	if (t < 0 || t >= NTYPES)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: invalid data type %d", __func__, t);
+	if (residence != ncclScalarHostImmediate)
+		return fail(ncclInvalidUsage, "fake NCCL: %s: only ncclScalarHostImmediate is modelled", __func__);
+	pthread_mutex_lock(&mu);
+	int k = 0;
+	while (k < c->nuops && c->uops[k].live)
+		k++;
+	if (k == c->nuops) {
+		struct uop *g = realloc(c->uops, (size_t)(c->nuops + 1) * sizeof(*g));
+		if (!g) {
+			pthread_mutex_unlock(&mu);
+			return fail(ncclSystemError, "fake NCCL: %s: out of memory", __func__);
+		}
+		c->uops = g;
+		c->nuops++;
+	}
+	c->uops[k].live = 1;
+	c->uops[k].dtype = t;
+	memset(c->uops[k].scalar, 0, sizeof(c->uops[k].scalar));
+	memcpy(c->uops[k].scalar, scalar, type_size(t));
+	pthread_mutex_unlock(&mu);
+	*op = NREDOPS + k;
+	if (getenv("FAKE_NCCL_REPORT_OPS")) {
+		unsigned char v[8] = { 0 };
+		memcpy(v, scalar, type_size(t));
+		fprintf(stderr, "fake NCCL: rank %d: ncclRedOpCreatePreMulSum type %d scalar %g -> op %d\n", c->rank, t,
+		        is_float(t) ? load_f(t, v) : (double)load_i(t, v), *op);
+	}
+	return ncclSuccess;
+}
+
+ncclResult_t ncclRedOpDestroy(int op, ncclComm_t c)
+{
+	FAIL_POINT();
+	if (!c)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: NULL communicator", __func__);
+	int k = op - NREDOPS;
+	pthread_mutex_lock(&mu);
+	int ok = k >= 0 && k < c->nuops && c->uops[k].live;
+	if (ok)
+		c->uops[k].live = 0;
+	pthread_mutex_unlock(&mu);
+	if (!ok)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: op %d is not one this communicator made", __func__, op);
+	if (getenv("FAKE_NCCL_REPORT_OPS"))
+		fprintf(stderr, "fake NCCL: rank %d: ncclRedOpDestroy op %d\n", c->rank, op);
+	return ncclSuccess;
 }

@@ -5,7 +5,8 @@
  * CUstream handed to the fake NCCL points at a struct fakegpu_stream,
  * whose first fields are this small interface, so NCCL work can be put
  * on a stream (or recorded into a graph while the stream captures)
- * without either library naming the other's symbols.
+ * without either library naming the other's symbols. A CUcontext points
+ * at a struct fakegpu_ctx the same way (for the NULL stream).
  */
 #ifndef FAKEGPU_H
 #define FAKEGPU_H
@@ -34,6 +35,20 @@ struct fakegpu_stream {
 	void (*begin)(struct fakegpu_stream *s);
 	/* One piece finished; cu_err != 0 sticks to the stream (cuStreamQuery returns it). */
 	void (*end)(struct fakegpu_stream *s, int cu_err);
+};
+
+/*
+ * A CUcontext of the fake driver points at a struct whose first field is
+ * this: the fake NCCL finds the NULL (legacy default) stream of a
+ * communicator's context through it, as real NCCL launches on the NULL
+ * stream of the communicator's device when handed stream 0.
+ */
+#define FAKEGPU_CTX_MAGIC 0x66616b6563747831ull /* "fakectx1" */
+
+struct fakegpu_ctx {
+	uint64_t magic; /* FAKEGPU_CTX_MAGIC */
+	/* The context's NULL stream (made on first use); NULL when out of memory. */
+	struct fakegpu_stream *(*null_stream)(struct fakegpu_ctx *c);
 };
 
 #endif
