@@ -129,17 +129,24 @@ struct nw_backend {
 	int rank0;              /* global rank of local rank 0 */
 	int nranks;             /* ranks in all */
 	int dtype_ok[NW_NDTYPES]; /* types this backend can reduce */
+	int redop_ok[NW_NREDOPS]; /* reductions it can do (mulsum: NCCL 2.11+ only) */
 	int graphs;             /* graph_* usable */
 	struct nw_group *group; /* the process group (for host-side exchange) */
 	double timeout_s;       /* -T: how long a launch of a blocking backend may wait for peers (0: no limit) */
 	/* Description for the run header and per-rank output. */
 	int gpu[NW_MAX_LOCAL];  /* device ordinal of each local rank, -1 for hosts */
+	/* each local rank's device as nccl-tests' device lines name it: PCI "0000:00:06" ("-" for hosts), model */
+	struct nw_dev_desc {
+		char pci[16];
+		char name[64];
+	} dev[NW_MAX_LOCAL];
 	char gpus[512];         /* "2 x NVIDIA H200" */
 	char nccl_version[32];
 	char nccl_path[512];
 	char driver[32];
 	char cuda_driver[16];
 	int reg_max;            /* -R: the highest registration mode this backend can do (0 none, 1 local, 2 symmetric) */
+	int cta_max;            /* -x: the highest CTA policy it can set (-1 none, 1 from NCCL 2.27, 2 from 2.28) */
 	int64_t mem_init, mem_user; /* -M: device memory communicator set-up and the buffers took (most of any local GPU) */
 	void *priv;
 };
@@ -170,6 +177,8 @@ struct nw_nccl_open_opts {
 	int nthreads;         /* -t: threads, each with its own GPUs and NCCL group (0 or 1: one) */
 	int reg;              /* -R: 0 none, 1 ncclCommRegister, 2 ncclCommWindowRegister (symmetric) */
 	int parallel_init;    /* -p 1: each -t thread creates its own communicators, at the same time */
+	int stream_null;      /* -y 1: every rank's work on the NULL (legacy default) stream of its context */
+	int cta_policy;       /* -x: ncclConfig_t.CTAPolicy for the communicators; -1 not set */
 };
 
 /*

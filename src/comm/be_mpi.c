@@ -387,11 +387,17 @@ int nw_backend_mpi_open(struct nw_backend **out, struct nw_group *g, char *err, 
 	static const int ok[] = { NW_INT8, NW_UINT8, NW_INT32, NW_UINT32, NW_INT64, NW_UINT64, NW_FLOAT, NW_DOUBLE };
 	for (size_t i = 0; i < NW_ARRAY_LEN(ok); i++)
 		be->dtype_ok[ok[i]] = 1;
+	/* MPI's own reductions, avg divided here; NCCL's pre-multiplied sum has no MPI counterpart */
+	for (int r = 0; r < NW_NREDOPS; r++)
+		be->redop_ok[r] = r != NW_MULSUM;
+	be->cta_max = -1;
 	int len = 0;
 	char lib[MPI_MAX_LIBRARY_VERSION_STRING];
 	MPI_Get_library_version(lib, &len);
 	lib[strcspn(lib, ",\n")] = '\0';
 	snprintf(be->gpus, sizeof(be->gpus), "%d x host (%s)", g->size, lib);
+	nw_strlcpy(be->dev[0].pci, "-", sizeof(be->dev[0].pci));
+	snprintf(be->dev[0].name, sizeof(be->dev[0].name), "host (%.55s)", lib);
 	*out = be;
 	return 0;
 }

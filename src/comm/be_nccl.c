@@ -49,6 +49,8 @@ static void be_destroy(struct nw_backend *be)
 		bn_graph_free(be);
 		bn_deregister_buffers(be); /* while the communicators live */
 		if (!p->aborted)
+			bn_premul_release(be);
+		if (!p->aborted)
 			for (int i = 0; i < be->nlocal; i++)
 				if (p->comm[i]) {
 					p->cu->pfn_cuCtxSetCurrent(p->ctx[i]);
@@ -105,6 +107,7 @@ static int be_split(struct nw_backend *be, int color, char *err, size_t errlen)
 				nc->pfn_ncclCommDestroy(sub[i]);
 		return bn_nccl_fail(p, rc ? rc : end, 0, "ncclCommSplit (NCCL_TESTS_SPLIT)", err, errlen);
 	}
+	bn_premul_release(be);
 	for (int i = 0; i < be->nlocal; i++) {
 		nc->pfn_ncclCommDestroy(p->comm[i]);
 		p->comm[i] = sub[i];
@@ -203,6 +206,12 @@ static struct nw_backend *backend_new(struct nw_group *g, const struct nw_cu *cu
 	pthread_cond_init(&p->cv, NULL);
 	for (int t = 0; t < NW_NDTYPES; t++)
 		be->dtype_ok[t] = 1;
+	for (int r = 0; r < NW_NREDOPS; r++)
+		be->redop_ok[r] = r != NW_MULSUM ||
+		                  (nc->pfn_ncclRedOpCreatePreMulSum && nc->pfn_ncclRedOpDestroy && nc->version_code >= 21100);
+	/* ncclConfig_t.CTAPolicy came with 2.27 (0 and 1), NCCL_CTA_POLICY_ZERO (2) with 2.28 */
+	be->cta_max = !nc->pfn_ncclCommInitRankConfig ? -1 : nc->version_code >= 22800 ? 2
+	            : nc->version_code >= 22700 ? 1 : -1;
 	nw_strlcpy(be->nccl_version, nc->version, sizeof(be->nccl_version));
 	nw_strlcpy(be->nccl_path, nc->where.path, sizeof(be->nccl_path));
 	snprintf(be->cuda_driver, sizeof(be->cuda_driver), "%d.%d", cu->driver_version / 1000,
@@ -220,7 +229,8 @@ static struct nw_backend *backend_new(struct nw_group *g, const struct nw_cu *cu
 /*
  * Each local rank's GPU (ordinals from first): what it can reduce (fp8
  * from compute capability 9.0, bfloat16 from 8.0), its primary context and
- * a non-blocking stream. 0, or -1 with err.
+ * a non-blocking stream (none with -y 1: the context's NULL stream, as
+ * nccl-tests' streams[i] = NULL). 0, or -1 with err.
  */
 static int open_devices(struct nw_backend *be, int first, char *err, size_t errlen)
 {
@@ -238,12 +248,15 @@ static int open_devices(struct nw_backend *be, int first, char *err, size_t errl
 			be->dtype_ok[NW_BFLOAT16] = 0;
 		if (i == 0)
 			snprintf(be->gpus, sizeof(be->gpus), "%d x %s", be->nranks, info.name);
+		/* nccl-tests' [%04x:%02x:%02x]: domain, bus, device (the bus id without its function) */
+		snprintf(be->dev[i].pci, sizeof(be->dev[i].pci), "%.10s", info.bus_id);
+		nw_strlcpy(be->dev[i].name, info.name, sizeof(be->dev[i].name));
 		nw_CUresult r = cu->pfn_cuDeviceGet(&p->dev[i], ord);
 		if (!r)
 			r = cu->pfn_cuDevicePrimaryCtxRetain(&p->ctx[i], p->dev[i]);
 		if (!r)
 			r = cu->pfn_cuCtxSetCurrent(p->ctx[i]);
-		if (!r)
+		if (!r && !p->stream_null)
 			r = cu->pfn_cuStreamCreate(&p->stream[i], NW_CU_STREAM_NON_BLOCKING);
 		if (r)
 			return bn_cu_fail(p, r, ord, "creating a context and stream", err, errlen);
@@ -251,17 +264,29 @@ static int open_devices(struct nw_backend *be, int first, char *err, size_t errl
 	return 0;
 }
 
-/* ncclConfig_t as nccl-tests 2.19.6 makes it: NCCL's defaults, with nvlinkCentricSched on 2.28+. */
-static void default_config(const struct nw_nccl *nc, struct nw_ncclConfig *cfg)
+/*
+ * ncclConfig_t as nccl-tests 2.19.6 makes it: NCCL's defaults, with
+ * nvlinkCentricSched on 2.28+ and -x's CTAPolicy when given. On 2.27 the
+ * struct is that version's (ending after nvlsCTAs), with its version code.
+ * Returns whether the communicators are made with it: on 2.28+ always (as
+ * nccl-tests), on 2.27 when -x asks for a CTA policy.
+ */
+static int make_config(const struct nw_nccl *nc, int cta_policy, struct nw_ncclConfig *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->size = sizeof(*cfg);
+	cfg->size = nc->version_code >= 22800 ? sizeof(*cfg) : NW_NCCL_CONFIG_SIZE_2_27;
 	cfg->magic = 0xcafebeef;
 	cfg->version = (unsigned)(nc->version_code < 22809 ? nc->version_code : 22809);
 	cfg->blocking = cfg->cgaClusterSize = cfg->minCTAs = cfg->maxCTAs = INT_MIN;
 	cfg->splitShare = cfg->trafficClass = cfg->collnetEnable = cfg->CTAPolicy = INT_MIN;
 	cfg->shrinkShare = cfg->nvlsCTAs = cfg->nChannelsPerNetPeer = INT_MIN;
-	cfg->nvlinkCentricSched = 1; /* as nccl-tests does on 2.28+ */
+	if (cta_policy >= 0)
+		cfg->CTAPolicy = cta_policy;
+	if (nc->version_code >= 22800)
+		cfg->nvlinkCentricSched = 1; /* as nccl-tests does on 2.28+ */
+	if (!nc->pfn_ncclCommInitRankConfig)
+		return 0;
+	return nc->version_code >= 22800 || (cta_policy >= 0 && nc->version_code >= 22700);
 }
 
 /*
@@ -273,8 +298,7 @@ static int init_range(struct nw_backend *be, int first, int n, const nw_ncclUniq
 	struct bn_priv *p = bn_p(be);
 	const struct nw_nccl *nc = p->nc;
 	struct nw_ncclConfig cfg;
-	default_config(nc, &cfg);
-	int use_cfg = nc->pfn_ncclCommInitRankConfig && nc->version_code >= 22800;
+	int use_cfg = make_config(nc, p->cta_policy <= be->cta_max ? p->cta_policy : -1, &cfg);
 	if (n > 1)
 		nc->pfn_ncclGroupStart();
 	for (int i = first; i < first + n; i++) {
@@ -438,6 +462,8 @@ int nw_backend_nccl_open(struct nw_backend **out, struct nw_group *g, const stru
 	be->reg_max = bn_reg_max(nc);
 	bn_p(be)->reg = o->reg <= be->reg_max ? o->reg : 0; /* more than it can do: refused by the sweep, by name */
 	bn_p(be)->parallel_init = o->parallel_init;
+	bn_p(be)->stream_null = o->stream_null;
+	bn_p(be)->cta_policy = o->cta_policy; /* more than this NCCL can set: refused by the sweep, by name */
 	if (open_devices(be, pl.first, err, errlen) || init_comms_measured(be, err, errlen) ||
 	    bn_start_workers(be, err, errlen)) {
 		be_destroy(be);

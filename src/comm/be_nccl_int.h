@@ -29,6 +29,11 @@ struct bn_priv {
 	nw_CUdeviceptr send[NW_MAX_LOCAL], recv[NW_MAX_LOCAL];
 	nw_CUgraphExec gexec[NW_MAX_LOCAL];
 	int reg;                /* -R: 0, 1 local, 2 symmetric; buffers then come from ncclMemAlloc */
+	int stream_null;        /* -y 1: stream[] are all NULL, each local rank's legacy stream of its context */
+	int cta_policy;         /* -x: the communicators' CTAPolicy; -1 not set */
+	/* -o mulsum: the pre-multiplied sum each communicator made per type, made when first used; 0 none yet */
+	int premul[NW_MAX_LOCAL][NW_NDTYPES];
+	unsigned char have_premul[NW_MAX_LOCAL][NW_NDTYPES];
 	int parallel_init;      /* -p 1 */
 	void *reg_send[NW_MAX_LOCAL], *reg_recv[NW_MAX_LOCAL]; /* -R 1: ncclCommRegister's handles, NULL none */
 	nw_ncclWindow_t win_send[NW_MAX_LOCAL], win_recv[NW_MAX_LOCAL]; /* -R 2: the windows, NULL none */
@@ -73,6 +78,8 @@ int bn_cu_fail(struct bn_priv *p, nw_CUresult r, int gpu, const char *what, char
 int bn_nccl_fail(struct bn_priv *p, nw_ncclResult_t r, int local, const char *what, char *err, size_t errlen);
 /* Make local rank i's context current. 0, or -1 with err. */
 int bn_set_ctx(struct nw_backend *be, int i, char *err, size_t errlen);
+/* Destroy the mulsum ops made on the communicators (before the communicators go). */
+void bn_premul_release(struct nw_backend *be);
 
 /* be_nccl_mem.c: the ops of the same names (backend.h), and what opening and destroying need. */
 

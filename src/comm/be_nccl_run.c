@@ -114,11 +114,72 @@ static nw_ncclResult_t alltoallv_p2p(const struct side *x)
 	return rc;
 }
 
+/* The bytes of the value v (1 or 2) as type t, for ncclRedOpCreatePreMulSum's host scalar. */
+static void scalar_bytes(enum nw_dtype t, int v, unsigned char out[8])
+{
+	memset(out, 0, 8);
+	uint64_t u = (uint64_t)v;
+	float f = (float)v;
+	double d = v;
+	switch (t) {
+	case NW_HALF: u = v == 2 ? 0x4000 : 0x3c00; break;
+	case NW_BFLOAT16: u = v == 2 ? 0x4000 : 0x3f80; break;
+	case NW_FP8E4M3: u = v == 2 ? 0x40 : 0x38; break;
+	case NW_FP8E5M2: u = v == 2 ? 0x40 : 0x3c; break;
+	case NW_FLOAT: memcpy(out, &f, sizeof(f)); return;
+	case NW_DOUBLE: memcpy(out, &d, sizeof(d)); return;
+	default: break; /* integers: v in the low bytes (little-endian) */
+	}
+	for (int k = 0; k < 8; k++)
+		out[k] = (unsigned char)(u >> (8 * k));
+}
+
+/*
+ * The NCCL reduction op of call c on local rank i: the built-in one, or
+ * for mulsum the rank's pre-multiplied sum for c's type, made on its
+ * communicator the first time it is needed (scalar 1 on even ranks, 2 on
+ * odd ones, as nccl-tests) and kept until the communicator goes. 0, or -1
+ * with err.
+ */
+static int redop_of(struct nw_backend *be, int i, const struct nw_call *c, int *op, char *err, size_t errlen)
+{
+	struct bn_priv *p = bn_p(be);
+	*op = (int)c->redop;
+	if (c->redop != NW_MULSUM || !nw_coll_get(c->op)->has_redop)
+		return 0;
+	if (!p->have_premul[i][c->dtype]) {
+		unsigned char scalar[8];
+		scalar_bytes(c->dtype, nw_mulsum_scalar(be->rank0 + i), scalar);
+		nw_ncclResult_t rc = p->nc->pfn_ncclRedOpCreatePreMulSum(&p->premul[i][c->dtype], scalar, c->dtype,
+		                                                          NW_NCCL_SCALAR_HOST_IMMEDIATE, p->comm[i]);
+		if (rc)
+			return bn_nccl_fail(p, rc, i, "ncclRedOpCreatePreMulSum (-o mulsum)", err, errlen);
+		p->have_premul[i][c->dtype] = 1;
+	}
+	*op = p->premul[i][c->dtype];
+	return 0;
+}
+
+void bn_premul_release(struct nw_backend *be)
+{
+	struct bn_priv *p = bn_p(be);
+	for (int i = 0; i < be->nlocal; i++)
+		for (int t = 0; t < NW_NDTYPES; t++)
+			if (p->have_premul[i][t]) {
+				if (p->comm[i])
+					p->nc->pfn_ncclRedOpDestroy(p->premul[i][t], p->comm[i]);
+				p->have_premul[i][t] = 0;
+			}
+}
+
 /* Enqueue call c for local rank i on its stream. 0, or -1 with err naming the collective. */
 static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char *err, size_t errlen)
 {
 	struct bn_priv *p = bn_p(be);
 	const struct nw_nccl *nc = p->nc;
+	int op;
+	if (redop_of(be, i, c, &op, err, errlen))
+		return -1;
 	size_t soff, roff;
 	struct side x = { .nc = nc, .cnt = (size_t)c->count, .es = nw_dtype_size(c->dtype), .t = c->dtype,
 	                  .rank = be->rank0 + i, .n = be->nranks, .comm = p->comm[i], .st = p->stream[i] };
@@ -127,11 +188,11 @@ static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char 
 	x.r = (char *)(uintptr_t)p->recv[i] + roff;
 	nw_ncclResult_t rc;
 	switch (c->op) {
-	case NW_ALL_REDUCE: rc = nc->pfn_ncclAllReduce(x.s, x.r, x.cnt, x.t, c->redop, x.comm, x.st); break;
+	case NW_ALL_REDUCE: rc = nc->pfn_ncclAllReduce(x.s, x.r, x.cnt, x.t, op, x.comm, x.st); break;
 	case NW_ALL_GATHER: rc = nc->pfn_ncclAllGather(x.s, x.r, x.cnt, x.t, x.comm, x.st); break;
-	case NW_REDUCE_SCATTER: rc = nc->pfn_ncclReduceScatter(x.s, x.r, x.cnt, x.t, c->redop, x.comm, x.st); break;
+	case NW_REDUCE_SCATTER: rc = nc->pfn_ncclReduceScatter(x.s, x.r, x.cnt, x.t, op, x.comm, x.st); break;
 	case NW_BROADCAST: rc = nc->pfn_ncclBroadcast(x.s, x.r, x.cnt, x.t, c->root, x.comm, x.st); break;
-	case NW_REDUCE: rc = nc->pfn_ncclReduce(x.s, x.r, x.cnt, x.t, c->redop, c->root, x.comm, x.st); break;
+	case NW_REDUCE: rc = nc->pfn_ncclReduce(x.s, x.r, x.cnt, x.t, op, c->root, x.comm, x.st); break;
 	case NW_SENDRECV: rc = sendrecv(&x, c); break;
 	case NW_ALLTOALLV: rc = alltoallv_p2p(&x); break;
 	/* alltoall, gather and scatter came with NCCL 2.28; before, grouped send/recv do the same */
@@ -368,6 +429,9 @@ int bn_wait(struct nw_backend *be, double timeout_s, const char *what, char *err
 		for (int i = 0; i < be->nlocal; i++) {
 			if (done[i])
 				continue;
+			/* -y 1: the NULL stream is the current context's */
+			if (p->stream_null && bn_set_ctx(be, i, err, errlen))
+				return -1;
 			nw_CUresult r = p->cu->pfn_cuStreamQuery(p->stream[i]);
 			if (r == NW_CUDA_SUCCESS) {
 				done[i] = 1;

@@ -286,6 +286,8 @@ static const struct nw_dl_sym syms[] = {
 	{ (void **)&nccl.pfn_ncclCommDeregister, { "ncclCommDeregister" }, 0 },
 	{ (void **)&nccl.pfn_ncclCommWindowRegister, { "ncclCommWindowRegister" }, 0 },
 	{ (void **)&nccl.pfn_ncclCommWindowDeregister, { "ncclCommWindowDeregister" }, 0 },
+	{ (void **)&nccl.pfn_ncclRedOpCreatePreMulSum, { "ncclRedOpCreatePreMulSum" }, 0 },
+	{ (void **)&nccl.pfn_ncclRedOpDestroy, { "ncclRedOpDestroy" }, 0 },
 };
 
 /* ncclGetVersion's code as text: 22809 -> "2.28.9" (2.8 and older: 2708 -> "2.7.8"). */

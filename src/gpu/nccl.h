@@ -48,7 +48,11 @@ typedef struct nw_ncclWindow *nw_ncclWindow_t;
 /* ncclCommWindowRegister's flag: a window every rank registers alike, for symmetric kernels (nccl.h 2.27) */
 #define NW_NCCL_WIN_COLL_SYMMETRIC 0x01
 
-/* ncclConfig_t as of NCCL 2.28 (its size and version tell NCCL which fields we know). */
+/*
+ * ncclConfig_t as of NCCL 2.28 (its size and version tell NCCL which
+ * fields we know). NCCL 2.27's ncclConfig_v22700 is the same struct ending
+ * after nvlsCTAs (NW_NCCL_CONFIG_SIZE_2_27).
+ */
 struct nw_ncclConfig {
 	size_t size;
 	unsigned int magic;
@@ -59,6 +63,8 @@ struct nw_ncclConfig {
 	const char *commName;
 	int collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs, nChannelsPerNetPeer, nvlinkCentricSched;
 };
+#define NW_NCCL_CONFIG_SIZE_2_27 offsetof(struct nw_ncclConfig, nChannelsPerNetPeer)
+#define NW_NCCL_SCALAR_HOST_IMMEDIATE 1
 
 struct nw_nccl {
 	nw_ncclResult_t (*pfn_ncclGetVersion)(int *v);
@@ -96,6 +102,9 @@ struct nw_nccl {
 	nw_ncclResult_t (*pfn_ncclCommWindowRegister)(nw_ncclComm_t c, void *buf, size_t bytes, nw_ncclWindow_t *win,
 	                                               int flags); /* 2.27+ */
 	nw_ncclResult_t (*pfn_ncclCommWindowDeregister)(nw_ncclComm_t c, nw_ncclWindow_t win);
+	/* -o mulsum: the pre-multiplied sum, NCCL 2.11+ (NULL before); residence 1 is ncclScalarHostImmediate */
+	nw_ncclResult_t (*pfn_ncclRedOpCreatePreMulSum)(int *op, void *scalar, int t, int residence, nw_ncclComm_t c);
+	nw_ncclResult_t (*pfn_ncclRedOpDestroy)(int op, nw_ncclComm_t c);
 	int version_code;            /* 22809 */
 	char version[32];            /* "2.28.9" */
 	struct nw_nccl_where where;  /* the file loaded and why */
