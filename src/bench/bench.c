@@ -36,7 +36,7 @@ void nw_bench_opts_default(struct nw_bench_opts *o)
 	o->step_bytes = 1ULL << 20;
 	o->step_factor = 2;
 	o->iters = 20;
-	o->warmup = 5;
+	o->warmup = 1; /* nccl-tests 2.19.6's warmup_iters */
 	o->agg_iters = 1;
 	o->check = 1;
 	o->average = NW_AVG_MEAN;
@@ -44,6 +44,7 @@ void nw_bench_opts_default(struct nw_bench_opts *o)
 	o->timeout_s = 600; /* a hung peer never hangs the run for ever; -T 0 waits without limit */
 	o->rdzv_timeout_s = 0; /* 0: -T, at most 300 s */
 	o->cycles = 1;
+	o->cta_policy = -1;
 }
 
 uint64_t nw_bench_next_size(const struct nw_bench_opts *o, uint64_t s)
@@ -224,7 +225,8 @@ static void fingerprint(const struct nw_bench_opts *o, struct nw_strbuf *fp)
 		nw_strbuf_addf(fp, "%s%s", i ? "," : " d=", nw_dtype_name(o->dtypes[i]));
 	for (int i = 0; i < o->nredops; i++)
 		nw_strbuf_addf(fp, "%s%s", i ? "," : " o=", nw_redop_name(o->redops[i]));
-	nw_strbuf_addf(fp, " N=%d M=%d u=%d p=%d R=%d", o->cycles, o->mem_report, o->unalign, o->parallel_init, o->reg);
+	nw_strbuf_addf(fp, " N=%d M=%d u=%d p=%d R=%d y=%d x=%d", o->cycles, o->mem_report, o->unalign, o->parallel_init,
+	               o->reg, o->stream_null, o->cta_policy);
 }
 
 /* Open the backend the options ask for on group g; 0, or -1 with err. */
@@ -238,14 +240,15 @@ static int open_backend(const struct nw_bench_opts *o, struct nw_group *g, struc
 		return 0;
 	}
 	struct nw_nccl_open_opts no = { .nccl_lib = o->nccl_lib, .ngpus = o->ngpus, .nthreads = o->nthreads,
-	                                .reg = o->reg, .parallel_init = o->parallel_init };
+	                                .reg = o->reg, .parallel_init = o->parallel_init, .stream_null = o->stream_null,
+	                                .cta_policy = o->cta_policy };
 	return nw_backend_nccl_open(be, g, &no, err, errlen);
 }
 
 /*
- * -M and -R on a backend that cannot do them: GPU-only flags on a host
- * backend, or a registration the loaded NCCL is too old for (named with
- * its version). 0, or -1 with err.
+ * -M, -R, -x and -y on a backend that cannot do them: GPU-only flags on a
+ * host backend, or a registration or CTA policy the loaded NCCL is too old
+ * for (named with its version and path). 0, or -1 with err.
  */
 static int gpu_flags_fit(const struct nw_bench_opts *o, const struct nw_backend *be, char *err, size_t errlen)
 {
@@ -256,15 +259,49 @@ static int gpu_flags_fit(const struct nw_bench_opts *o, const struct nw_backend 
 	if (o->reg && !gpu)
 		return nw_seterr(err, errlen, "-R %d (--local_register) registers GPU buffers with NCCL; the %s backend has "
 		                 "none: leave -R out", o->reg, be->name);
+	if (o->stream_null && !gpu)
+		return nw_seterr(err, errlen, "-y 1 (--stream_null) runs NCCL on the NULL CUDA stream; the %s backend has no "
+		                 "stream: leave -y out", be->name);
+	if (o->cta_policy >= 0 && !gpu)
+		return nw_seterr(err, errlen, "-x %d (--cta_policy) sets NCCL's CTA policy; the %s backend has no NCCL "
+		                 "communicator: leave -x out", o->cta_policy, be->name);
 	if (o->reg > be->reg_max)
 		return nw_seterr(err, errlen, "-R %d (--local_register, %s) needs NCCL %s or newer (%s); the NCCL loaded is "
 		                 "%s (%s): use a newer NCCL (--nccl-lib PATH)%s", o->reg, o->reg == 2 ? "symmetric" : "local",
 		                 o->reg == 2 ? "2.27" : "2.19", o->reg == 2 ? "ncclCommWindowRegister" : "ncclCommRegister",
 		                 be->nccl_version, be->nccl_path, o->reg == 2 && be->reg_max == 1 ? " or -R 1" : "");
+	if (o->cta_policy > be->cta_max)
+		return nw_seterr(err, errlen, "-x %d (--cta_policy, %s) needs NCCL %s or newer (ncclConfig_t.CTAPolicy); the "
+		                 "NCCL loaded is %s (%s): use a newer NCCL (--nccl-lib PATH)%s", o->cta_policy,
+		                 o->cta_policy == 2 ? "zero" : o->cta_policy == 1 ? "efficiency" : "default",
+		                 o->cta_policy == 2 ? "2.28" : "2.27", be->nccl_version, be->nccl_path,
+		                 o->cta_policy == 2 && be->cta_max == 1 ? " or -x 0|1" : "");
 	return 0;
 }
 
-/* Refuse what the options ask of a backend that cannot do it (a type, -G, -t); 0 or -1 with err. */
+/* A reduction asked by name that the backend cannot do (-o all skips those instead). 0, or -1 with err. */
+static int redops_fit(const struct nw_bench_opts *o, const struct nw_backend *be, char *err, size_t errlen)
+{
+	for (int i = 0; i < o->nredops && !o->redops_all; i++) {
+		enum nw_redop r = o->redops[i];
+		if (be->redop_ok[r])
+			continue;
+		if (r == NW_MULSUM && !strcmp(be->name, "nccl"))
+			return nw_seterr(err, errlen, "-o mulsum needs ncclRedOpCreatePreMulSum (NCCL 2.11+); the NCCL loaded "
+			                 "is %s (%s): use a newer NCCL (--nccl-lib PATH) or another reduction",
+			                 be->nccl_version, be->nccl_path);
+		return nw_seterr(err, errlen, "-o %s is %s; the %s backend has no such reduction: choose sum, prod, min, max "
+		                 "or avg (-o all leaves it out)", nw_redop_name(r),
+		                 r == NW_MULSUM ? "NCCL's pre-multiplied sum (ncclRedOpCreatePreMulSum)" : "not available",
+		                 be->name);
+	}
+	return 0;
+}
+
+/*
+ * Refuse what the options ask of a backend that cannot do it (a type, a
+ * reduction named on its own, -G, -t, -g); 0 or -1 with err.
+ */
 static int backend_fits(const struct nw_bench_opts *o, const struct nw_backend *be, char *err, size_t errlen)
 {
 	int gpu = !strcmp(be->name, "nccl");
@@ -274,11 +311,16 @@ static int backend_fits(const struct nw_bench_opts *o, const struct nw_backend *
 			                 "data type '%s' is not supported by the %s backend%s; choose another with -d",
 			                 nw_dtype_name(o->dtypes[i]), be->name,
 			                 gpu ? " on this GPU (fp8 needs compute capability 9.0, bfloat16 8.0)" : "");
+	if (redops_fit(o, be, err, errlen))
+		return -1;
 	if (o->graph_launches > 0 && !be->graphs)
 		return nw_seterr(err, errlen, "-G (CUDA graphs) needs the NCCL backend");
 	if (o->nthreads > 1 && !be->ops->launch_many)
 		return nw_seterr(err, errlen, "-t %d (threads) needs the NCCL backend; the %s backend runs one rank per "
 		                 "process (start more processes instead)", o->nthreads, be->name);
+	if (o->ngpus > 1 && !gpu)
+		return nw_seterr(err, errlen, "-g %d (GPUs per process) needs the NCCL backend; the %s backend runs one rank "
+		                 "per process (start one process per rank instead: mpirun -np N)", o->ngpus, be->name);
 	return gpu_flags_fit(o, be, err, errlen);
 }
 
@@ -328,8 +370,10 @@ static void ctx_init(struct bs_ctx *x, const struct nw_bench_opts *o, struct nw_
 /*
  * Every (dtype, redop, root) of one op; *wrong grows by the wrong elements
  * found. avg on fp8 is skipped with NCCL (which refuses it), or refused
- * when it is all the options ask for. NW_BENCH_OK, or NW_BENCH_FAILED or
- * NW_BENCH_USAGE with err.
+ * when it is all the options ask for; a reduction the backend cannot do
+ * at all (mulsum on MPI) is left out of -o all (backend_fits refused it
+ * asked by name). NW_BENCH_OK, or NW_BENCH_FAILED or NW_BENCH_USAGE with
+ * err.
  */
 static enum nw_bench_status sweep_op(struct bs_ctx *x, const struct nw_coll *coll, int64_t *wrong)
 {
@@ -345,6 +389,8 @@ static enum nw_bench_status sweep_op(struct bs_ctx *x, const struct nw_coll *col
 		for (int k = 0; k < nred && !x->stopped; k++)
 			for (int root = r0; root <= r1 && !x->stopped; root++) {
 				enum nw_redop redop = coll->has_redop ? o->redops[k] : NW_SUM;
+				if (!x->be->redop_ok[redop])
+					continue;
 				int fp8 = o->dtypes[d] == NW_FP8E4M3 || o->dtypes[d] == NW_FP8E5M2;
 				if (coll->has_redop && redop == NW_AVG && fp8 && !strcmp(x->be->name, "nccl")) {
 					/* NCCL refuses avg on fp8 (ncclInvalidArgument, 2.28.9 on an H200) */
@@ -458,24 +504,26 @@ static enum nw_bench_status sweep(struct bs_ctx *x)
 
 /*
  * Every process's host, pid and devices, gathered once: rank 0 keeps them
- * in the header's extra as "devices" [{rank, host, pid, device}] (what
- * nccl-tests' "Using devices" lists). 0, or -1 with err.
+ * in the header's extra as "devices" [{rank, host, pid, device, pci,
+ * name}] (what nccl-tests' "Using devices" lists). 0, or -1 with err.
  */
 static int gather_devices(struct nw_run *run, const struct nw_backend *be, struct nw_group *g, char *err,
                           size_t errlen)
 {
-	struct { char host[64]; int pid, n, gpu[NW_MAX_LOCAL]; } me, *all = nw_calloc((size_t)g->size, sizeof(me));
-	memset(&me, 0, sizeof(me));
-	nw_strlcpy(me.host, g->host, sizeof(me.host));
-	me.pid = (int)getpid();
-	me.n = be->nlocal;
-	for (int i = 0; i < me.n; i++)
-		me.gpu[i] = be->gpu[i];
-	if (nw_group_allgather(g, &me, all, sizeof(me), err, errlen)) {
-		free(all);
-		return -1;
+	struct proc_devs {
+		char host[64];
+		int pid, n, gpu[NW_MAX_LOCAL];
+		struct nw_dev_desc dev[NW_MAX_LOCAL];
+	} *me = nw_calloc(1, sizeof(*me)), *all = nw_calloc((size_t)g->size, sizeof(*me));
+	nw_strlcpy(me->host, g->host, sizeof(me->host));
+	me->pid = (int)getpid();
+	me->n = be->nlocal;
+	for (int i = 0; i < me->n; i++) {
+		me->gpu[i] = be->gpu[i];
+		me->dev[i] = be->dev[i];
 	}
-	if (g->rank == 0) {
+	int rc = nw_group_allgather(g, me, all, sizeof(*me), err, errlen);
+	if (!rc && g->rank == 0) {
 		json_t *list = json_array();
 		for (int p = 0, rank = 0; p < g->size; p++)
 			for (int i = 0; i < all[p].n; i++) {
@@ -484,14 +532,17 @@ static int gather_devices(struct nw_run *run, const struct nw_backend *be, struc
 				json_object_set_new(d, "host", json_string(all[p].host));
 				json_object_set_new(d, "pid", json_integer(all[p].pid));
 				json_object_set_new(d, "device", json_integer(all[p].gpu[i]));
+				json_object_set_new(d, "pci", json_string(all[p].dev[i].pci));
+				json_object_set_new(d, "name", json_string(all[p].dev[i].name));
 				json_array_append_new(list, d);
 			}
 		if (!run->h.extra)
 			run->h.extra = json_object();
 		json_object_set_new(run->h.extra, "devices", list);
 	}
+	free(me);
 	free(all);
-	return 0;
+	return rc;
 }
 
 /* Put "rank R on HOST: " before the message in err, so that the rank that failed is named. */

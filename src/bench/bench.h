@@ -56,6 +56,9 @@ struct nw_bench_opts {
 	int unalign;                /* -u: pointers moved by this many elements (misaligned buffers) */
 	int parallel_init;          /* -p 1: each -t thread creates its own communicators at the same time */
 	int reg;                    /* -R: 0 none, 1 local (ncclCommRegister), 2 symmetric (ncclCommWindowRegister) */
+	int stream_null;            /* -y 1: collectives on the NULL (legacy default) stream, as nccl-tests' -y 1 */
+	int cta_policy;             /* -x: ncclConfig_t.CTAPolicy (0 default, 1 efficiency, 2 zero); -1 not set */
+	int redops_all;             /* -o all: the reductions the backend cannot do are skipped, not refused */
 	int (*stop_asked)(void);    /* with -N other than 1: non-zero on rank 0 ends the run after the current cycle */
 	/*
 	 * Set (by the command's signal handler) to end the sweep early: every

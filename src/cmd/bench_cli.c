@@ -79,6 +79,7 @@ static int redop_opt(void *opts, const char *arg, const char *name, char *err, s
 	for (int i = 0; i < n; i++)
 		o->redops[i] = (enum nw_redop)ids[i];
 	o->nredops = n > 0 ? n : o->nredops;
+	o->redops_all = !strcmp(arg, "all");
 	return n < 0 ? -1 : 0;
 }
 
@@ -130,6 +131,10 @@ static const char *const *root_words(void)
 	return w;
 }
 
+static const struct nw_opt_choice cta_policies[] = {
+	{ "0", 0 }, { "1", 1 }, { "2", 2 }, { NULL, 0 },
+};
+
 static const struct nw_opt_choice average_modes[] = {
 	{ "0", NW_AVG_RANK0 }, { "1", NW_AVG_MEAN }, { "2", NW_AVG_MIN }, { "3", NW_AVG_MAX }, { NULL, 0 },
 };
@@ -152,7 +157,8 @@ const struct nw_opt bench_cli_options[] = {
 	          "f8e4m3 f8e5m2, a comma list, or 'all' (default float)" },
 	{ .kind = NW_OPTK_CALL, .sname = 'o', .lname = "redop", .argh = "OP", .call = redop_opt,
 	  .values = nw_cli_redop_names, .flags = NW_OPTF_LIST,
-	  .help = "sum prod min max avg, a comma list, or 'all' (default sum)" },
+	  .help = "sum prod min max avg mulsum, a comma list, or 'all' (default sum);\n"
+	          "mulsum: NCCL's pre-multiplied sum (ncclRedOpCreatePreMulSum), NCCL only" },
 	{ .kind = NW_OPTK_CALL, .sname = 'r', .lname = "root", .argh = "N", .call = root_opt, .values = root_words,
 	  .help = "root rank for broadcast/reduce/gather/scatter, or 'all' (default 0)" },
 	{ .kind = NW_OPTK_GROUP, .help = "sizes (K, M, G suffixes are 1024-based):" },
@@ -166,7 +172,7 @@ const struct nw_opt bench_cli_options[] = {
 	  .help = "add S each step instead (with -f 1)" },
 	{ .kind = NW_OPTK_GROUP, .help = "timing:" },
 	INT_ROW('n', "iters", o.iters, 1, 100000000, "N", "timed launches per size (default 20)"),
-	INT_ROW('w', "warmup_iters", o.warmup, 0, 100000000, "N", "warm-up launches per size, all sizes first (default 5)"),
+	INT_ROW('w', "warmup_iters", o.warmup, 0, 100000000, "N", "warm-up launches per size, all sizes first (default 1)"),
 	INT_ROW('m', "agg_iters", o.agg_iters, 1, 1024, "N", "collectives aggregated in one group per launch (default 1)"),
 	INT_ROW('G', "cudagraph", o.graph_launches, 0, 1000000, "N", "capture the -n launches as a CUDA graph, replay it N times"),
 	{ .kind = NW_OPTK_CHOICE, .sname = 'a', .lname = "average", .off = NW_F_ENUM(BC, o.average), .argh = "N",
@@ -196,6 +202,14 @@ const struct nw_opt bench_cli_options[] = {
 	INT_ROW('p', "parallel_init", o.parallel_init, 0, 1, "0|1",
 	        "with -t, each thread creates its own communicators at once\n"
 	        "(with --backend mpi: one rank per process, nothing to do)"),
+	INT_ROW('y', "stream_null", o.stream_null, 0, 1, "0|1",
+	        "run the collectives on the NULL (legacy default) stream, as\n"
+	        "nccl-tests' -y 1 (not with -G: a graph cannot capture it)"),
+	{ .kind = NW_OPTK_CHOICE, .sname = 'x', .lname = "cta_policy", .off = NW_F_INT(BC, o.cta_policy), .argh = "0|1|2",
+	  .choices = cta_policies,
+	  .help = "NCCL's CTA policy for the communicators (ncclConfig_t.CTAPolicy):\n"
+	          "0 default, 1 efficiency (NCCL 2.27+), 2 zero (2.28+); unset\n"
+	          "unless given; refused on an older NCCL and with --backend mpi" },
 	{ .kind = NW_OPTK_GROUP, .help = "buffers:" },
 	INT_ROW('u', "unalign", o.unalign, 0, 1048576, "N", "move send and receive pointers N elements off their alignment"),
 	INT_ROW('R', "local_register", o.reg, 0, 2, "0|1|2",
@@ -246,6 +260,9 @@ static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
 	if (o->blocking == 3 && o->graph_launches > 0)
 		return nw_error("%s: -z 3 waits and joins the ranks after each launch; -G replays them as one graph: use one "
 		                "or the other", cmd), 2;
+	if (o->stream_null && o->graph_launches > 0)
+		return nw_error("%s: -y 1 runs on the NULL (legacy) stream, which a CUDA graph cannot capture; -G captures "
+		                "the launches as a graph: use one or the other", cmd), 2;
 	if (o->per_iter && o->graph_launches > 0)
 		return nw_error("%s: -I 1 times each iteration on its own; -G replays them as one graph: use one or the other",
 		                cmd), 2;
@@ -332,23 +349,30 @@ static void section_end(struct bench_cli *cli, int last)
 }
 
 /*
- * Under NCCL_TESTS_SPLIT, nccl-tests' device lines with their Group column,
- * "#  Rank  0 Group  0 Pid    643 on         vm device  0", one per rank,
- * then "#": which ranks run together (rows are per group, times averaged
- * over every rank of the job, as nccl-tests does).
+ * nccl-tests' device list, one line per rank in rank order:
+ * "#  Rank  0 Group  0 Pid    643 on         vm device  0 [0000:00:06] NVIDIA H200"
+ * (Group: NCCL_TESTS_SPLIT's color, 0 without a split; a host rank of
+ * --backend mpi is "device -1 [-] host (MPI library)"). Under a split, a
+ * line first says how the ranks were grouped (rows are per group, times
+ * averaged over every rank of the job, as nccl-tests does).
  */
-static void group_lines(const struct nw_run_header *h)
+static void device_lines(const struct nw_run_header *h)
 {
 	json_t *devs = h->extra ? json_object_get(h->extra, "devices") : NULL;
-	if (!h->extra || !json_object_get(h->extra, "split"))
-		return;
-	printf("# %s\n", json_string_value(json_object_get(h->extra, "split")));
+	const char *split = h->extra ? json_string_value(json_object_get(h->extra, "split")) : NULL;
+	if (split)
+		printf("# %s\n", split);
+	printf("# Using devices\n");
+	if (!json_array_size(devs)) /* not gathered: what the header knows */
+		printf("#  %s on %s%s (%d ranks)\n", h->gpus, h->host, h->nhosts > 1 ? " and others" : "", h->nranks);
 	for (size_t i = 0; i < json_array_size(devs); i++) {
 		json_t *d = json_array_get(devs, i);
-		printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d\n",
+		const char *pci = json_string_value(json_object_get(d, "pci"));
+		const char *name = json_string_value(json_object_get(d, "name"));
+		printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n",
 		       (int)json_integer_value(json_object_get(d, "rank")), (int)json_integer_value(json_object_get(d, "group")),
 		       (int)json_integer_value(json_object_get(d, "pid")), json_string_value(json_object_get(d, "host")),
-		       (int)json_integer_value(json_object_get(d, "device")));
+		       (int)json_integer_value(json_object_get(d, "device")), pci ? pci : "-", name ? name : h->gpus);
 	}
 	printf("#\n");
 }
@@ -393,9 +417,8 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 			printf("; summary skips first %d iterations", o->per_iter_skip);
 		printf(" \n");
 	}
-	printf("#\n# Using devices: %s on %s%s (%d ranks)\n#\n", h->gpus, h->host, h->nhosts > 1 ? " and others" : "",
-	       h->nranks);
-	group_lines(h);
+	printf("#\n");
+	device_lines(h);
 	nw_nt_print_header(stdout, o->per_iter, o->timestamps, o->cputime);
 }
 

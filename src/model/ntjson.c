@@ -107,8 +107,10 @@ static void put_config(FILE *f, const struct nw_run *run, const struct nw_nt_con
 		        (int)json_integer_value(json_object_get(d, "pid")));
 		kv_str(f, "hostname", json_is_string(host) ? json_string_value(host) : "", 0);
 		fprintf(f, ",\"device\":%d", (int)json_integer_value(json_object_get(d, "device")));
-		kv_str(f, "device_hex", "", 0);
-		kv_str(f, "device_info", name, 0);
+		/* the PCI address and model of the device line (runs recorded before they were gathered: "" and the run's model) */
+		const char *pci = json_string_value(json_object_get(d, "pci")), *model = json_string_value(json_object_get(d, "name"));
+		kv_str(f, "device_hex", pci && strcmp(pci, "-") ? pci : "", 0);
+		kv_str(f, "device_info", model ? model : name, 0);
 		fputc('}', f);
 	}
 	fputs("]}", f);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench's -N (run cycles), -M (memory report), -u (unaligned buffers),
-# -p (parallel init) and -R (buffer registration): on the fake CUDA and NCCL
+# -p (parallel init), -R (buffer registration), -y (the NULL stream), -x
+# (CTA policy), -o mulsum and the -w default: on the fake CUDA and NCCL
 # (tests/fakegpu/) and on the MPI host backend, line shapes compared with
 # nccl-tests 2.19.6's own output (reference h200x1-formats/nt_ar_NSM.txt,
 # nt_ar_R1.txt, nt_ar_R2.txt).
@@ -9,7 +10,8 @@ FAKE=$NW_TESTS/fakegpu
 REF=${REFDIR:-}/h200x1-formats
 export NCCLWATCH_CUDA_LIB=$FAKE/libcuda.so.1
 unset NCCLWATCH_NCCL_LIB FAKE_GPU_MEM FAKE_CUDA_FAIL FAKE_NCCL_FAIL FAKE_NCCL_CORRUPT FAKE_NCCL_HANG \
-	FAKE_NCCL_ASYNC_ERROR FAKE_NCCL_VERSION FAKE_INIT_TIMEOUT_S FAKE_NCCL_REPORT_REG
+	FAKE_NCCL_ASYNC_ERROR FAKE_NCCL_VERSION FAKE_INIT_TIMEOUT_S FAKE_NCCL_REPORT_REG FAKE_NCCL_REPORT_CONFIG \
+	FAKE_NCCL_REPORT_OPS
 export FAKE_GPU_COUNT=4
 bench() { "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" "$@"; }
 have_ref() { [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; }
@@ -18,7 +20,7 @@ shapes() { grep -E '^ +[0-9]' "$1" | sed -E 's/[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]
 
 # Bad values: exit 2, the option named by its long name too.
 for bad in "-N -1:--run_cycles" "-N x:--run_cycles" "-R 3:--local_register" "-u x:--unalign" "-u -2:--unalign" \
-	"-M 2:--memory" "-p 2:--parallel_init"; do
+	"-M 2:--memory" "-p 2:--parallel_init" "-y 2:--stream_null" "-x 3:--cta_policy" "-x -1:--cta_policy"; do
 	args=${bad%%:*} long=${bad##*:}
 	run bench $args
 	expect_rc "refused: $args" 2
@@ -124,7 +126,77 @@ expect_out "-p 1 -t 2 -g 2: 4 ranks" '^# nThread 2 nGpus 2 '
 run bench -p 1 -b 1K -e 4K
 expect_rc "fake NCCL -p 1 alone: exit 0" 0
 
-# The MPI host backend: -N, -u and -p apply; -M and -R are GPU-only, refused by name.
+# -w: nccl-tests 2.19.6's default, one warm-up launch per size
+run bench -g 1 -b 1K -e 1K
+expect_out "default -w: 1, as nccl-tests 2.19.6" '^# nThread 1 nGpus 1 .* warmup iters: 1 iters: 20 '
+
+# -y 1: every collective on each context's NULL stream (nccl-tests' streams[i] = NULL), verified.
+run bench -g 2 --op all -y 1 -b 8 -e 16K -f 4 -c 1
+expect_rc "-y 1, every op: exit 0" 0
+cp "$OUT" "$TMP/y1.txt"
+expect_true "-y 1: zero wrong, busbw formulas" check_table "$TMP/y1.txt" 2
+run bench -t 2 -g 2 -y 1 -b 1K -e 64K -f 8 -c 1 -z 1
+expect_rc "-y 1 -t 2 -g 2 -z 1: exit 0, verified" 0
+run bench -g 2 -y 1 -G 2
+expect_rc "-y 1 -G 2: refused, exit 2" 2
+expect_err "-y 1 -G 2: says a graph cannot capture the NULL stream" "-y 1 runs on the NULL \(legacy\) stream, which a CUDA graph cannot capture"
+
+# -x: ncclConfig_t.CTAPolicy reaches NCCL as the fake reads it (2.28's config; 2.27's, smaller, on 2.27).
+run env FAKE_NCCL_REPORT_CONFIG=1 "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" -g 2 -b 1K -e 1K
+expect_err "no -x: the 2.28 config, CTAPolicy unset" "^fake NCCL: rank 1: config size 80 version 22809 CTAPolicy unset$"
+for x in 0 1 2; do
+	run env FAKE_NCCL_REPORT_CONFIG=1 "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" -g 2 -b 1K -e 1K -x $x
+	expect_rc "-x $x on 2.28: exit 0" 0
+	expect_true "-x $x: both ranks' communicators got CTAPolicy $x" \
+		test "$(grep -c "^fake NCCL: rank [01]: config size 80 version 22809 CTAPolicy $x$" "$ERR")" = 2
+done
+run env FAKE_NCCL_VERSION=22703 FAKE_NCCL_REPORT_CONFIG=1 "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" \
+	-g 2 -b 1K -e 1K -x 1
+expect_rc "-x 1 on 2.27: exit 0" 0
+expect_err "-x 1 on 2.27: 2.27's config (ending after nvlsCTAs), its version, CTAPolicy 1" \
+	"^fake NCCL: rank 0: config size 72 version 22703 CTAPolicy 1$"
+run env FAKE_NCCL_VERSION=22703 FAKE_NCCL_REPORT_CONFIG=1 "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" \
+	-g 2 -b 1K -e 1K
+expect_no_err() { if grep -Eq -- "$2" "$ERR"; then notok "$1" "stderr has /$2/"; else ok "$1"; fi; }
+expect_no_err "no -x on 2.27: ncclCommInitRank, as before" "config size"
+run env FAKE_NCCL_VERSION=22703 "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" -g 2 -x 2
+expect_rc "-x 2 on 2.27: refused, exit 2" 2
+expect_err "-x 2 on 2.27: names 2.28, the NCCL's version and path" "-x 2 \(--cta_policy, zero\) needs NCCL 2\.28 .* is 2\.27\.3 \(.*libnccl\.so\.2\)"
+run env FAKE_NCCL_VERSION=22605 "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" -g 2 -x 0
+expect_rc "-x 0 on 2.26: refused, exit 2" 2
+expect_err "-x 0 on 2.26: needs 2.27" "-x 0 \(--cta_policy, default\) needs NCCL 2\.27 or newer"
+
+# -o mulsum: each rank's communicator makes its pre-multiplied sum per type (scalar 1 on even ranks, 2 on odd),
+# verified on every type and root, destroyed before the communicators; with graphs and threads too.
+run env FAKE_NCCL_REPORT_OPS=1 "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" -g 4 \
+	--op all_reduce,reduce_scatter,reduce -d all -o mulsum -r all -b 8 -e 2K -f 16 -n 2
+expect_rc "-o mulsum, every type and root: exit 0" 0
+cp "$OUT" "$TMP/ms.txt"
+expect_true "-o mulsum: zero wrong, busbw formulas" check_table "$TMP/ms.txt" 4
+expect_out "-o mulsum: rows say mulsum, as nccl-tests" "^ +[0-9]+ +[0-9]+ +f8e5m2 +mulsum +3 "
+expect_true "-o mulsum: one op per communicator and type (3 collectives share it): scalar 1 on ranks 0 and 2, 2 on 1 and 3" \
+	test "$(grep -c 'rank [02]: ncclRedOpCreatePreMulSum type [0-9]* scalar 1 ' "$ERR") $(grep -c 'rank [13]: ncclRedOpCreatePreMulSum type [0-9]* scalar 2 ' "$ERR")" = "$((12 * 2)) $((12 * 2))"
+expect_true "-o mulsum: every op made is destroyed" test \
+	"$(grep -c 'ncclRedOpCreatePreMulSum' "$ERR")" = "$(grep -c 'ncclRedOpDestroy' "$ERR")"
+expect_no_err "-o mulsum: no communicator destroyed with an op still made" "still made"
+run bench -g 2 -o mulsum -d float,int8 -b 8 -e 64K -f 8 -G 3
+expect_rc "-o mulsum -G 3: exit 0" 0
+cp "$OUT" "$TMP/msg.txt"
+expect_true "-o mulsum -G 3: verified" check_table "$TMP/msg.txt" 2
+run bench -t 2 -g 2 -o sum,mulsum -b 1K -e 16K -f 4
+expect_rc "-o sum,mulsum -t 2 -g 2: exit 0" 0
+cp "$OUT" "$TMP/mst.txt"
+expect_true "-o sum,mulsum -t 2 -g 2: verified, 4 ranks" check_table "$TMP/mst.txt" 4
+run env FAKE_NCCL_VERSION=21003 "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" -g 2 -o mulsum
+expect_rc "-o mulsum on NCCL 2.10: refused, exit 2" 2
+expect_err "-o mulsum on 2.10: names what it needs and the NCCL loaded" "-o mulsum needs ncclRedOpCreatePreMulSum \(NCCL 2\.11\+\); the NCCL loaded is 2\.10\.3"
+run env FAKE_NCCL_VERSION=21003 "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" -g 2 -o all -b 1K -e 1K
+expect_rc "-o all on NCCL 2.10: exit 0" 0
+expect_true "-o all on NCCL 2.10: the five built-in reductions, no mulsum" test "$(grep -E '^ +[0-9]' "$OUT" | awk '{print $4}' | tr '\n' ' ')" = "sum prod max min avg "
+run bench -g 2 -o all -b 1K -e 1K
+expect_true "-o all: nccl-tests' six, mulsum last" test "$(grep -E '^ +[0-9]' "$OUT" | awk '{print $4}' | tr '\n' ' ')" = "sum prod max min avg mulsum "
+
+# The MPI host backend: -N, -u and -p apply; -M, -R, -y, -x and -g are GPU-only, refused by name; mulsum is NCCL's.
 if command -v mpirun >/dev/null; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 	mpi() { ASAN_OPTIONS=detect_leaks=0 mpirun -np "$1" "$NW" bench --backend mpi --no-history "${@:2}"; }
@@ -167,9 +239,24 @@ assert c['stopped'] and c['completed'] >= 2 and c['completed'] * 5 == rows == le
 		expect_rc "mpi ${f%%:*}: refused, exit 2" 2
 		expect_err "mpi ${f%%:*}: named as GPU-only" "${f%%:*} \(${f##*:}\) .* the mpi backend has none"
 	done
+	for f in "-y 1:--stream_null:has no stream" "-x 1:--cta_policy:has no NCCL communicator" \
+		"-g 2:GPUs per process:runs one rank per process"; do
+		IFS=: read -r flag name why <<<"$f"
+		ASAN_OPTIONS=detect_leaks=0 run "$NW" bench --backend mpi --no-history $flag
+		expect_rc "mpi $flag: refused, exit 2 (never ignored)" 2
+		expect_err "mpi $flag: says why" "$flag \($name.* the mpi backend $why"
+	done
+	ASAN_OPTIONS=detect_leaks=0 run "$NW" bench --backend mpi --no-history -o mulsum
+	expect_rc "mpi -o mulsum: refused, exit 2" 2
+	expect_err "mpi -o mulsum: named as NCCL's" "-o mulsum is NCCL's pre-multiplied sum .*; the mpi backend has no such reduction"
+	run mpi 2 -o all -b 1K -e 4K -f 4
+	expect_rc "mpi -o all: exit 0" 0
+	expect_true "mpi -o all: mulsum left out, as avg on fp8 with NCCL" test \
+		"$(grep -E '^ +[0-9]' "$OUT" | awk '{print $4}' | sort -u | tr '\n' ' ')" = "avg max min prod sum "
 fi
 
 run "$NW" help bench
-for f in "-N, --run_cycles" "-M, --memory" "-u, --unalign" "-p, --parallel_init" "-R, --local_register"; do
+for f in "-N, --run_cycles" "-M, --memory" "-u, --unalign" "-p, --parallel_init" "-R, --local_register" \
+	"-y, --stream_null" "-x, --cta_policy"; do
 	expect_out "help bench: $f" "^  $f "
 done

@@ -22,7 +22,11 @@ expect_out "version: the fake driver is CUDA 13.0" "^CUDA driver API 13\.0 "
 for g in 2 4; do
 	run bench -g $g --op all -b 8 -e 64K -f 4 -c 1
 	expect_rc "-g $g all ops: exit 0" 0
-	expect_out "-g $g: devices named" "^# Using devices: $g x Fake H200"
+	expect_out "-g $g: nccl-tests' device list follows 'Using devices'" "^# Using devices$"
+	expect_out "-g $g: the last rank's line as nccl-tests prints it (pid, host, device, PCI bus, name)" \
+		"^#  Rank +$((g - 1)) Group  0 Pid +[0-9]+ on +[^ ]+ device +$((g - 1)) \[0000:[0-9a-f]{2}:00\] Fake H200\$"
+	expect_true "-g $g: one device line per rank and section (9 sections)" \
+		test "$(grep -c '^#  Rank ' "$OUT")" = $((9 * g))
 	for op in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter; do
 		expect_out "-g $g: $op section" "Collective test starting: ${op}_perf"
 	done
@@ -156,7 +160,8 @@ if command -v mpirun >/dev/null && [ -w /dev/shm ]; then
 	mpi() { ASAN_OPTIONS=detect_leaks=0 mpirun -np "$1" "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" "${@:2}"; }
 	run mpi 2 --op all -b 8 -e 64K -f 4
 	expect_rc "mpirun -np 2 all ops: exit 0" 0
-	expect_out "mpirun -np 2: 2 ranks" "^# Using devices: 2 x Fake H200 .*\(2 ranks\)"
+	expect_out "mpirun -np 2: rank 1 listed with its own pid and GPU" "^#  Rank  1 Group  0 Pid +[0-9]+ on .* device  1 \[0000:19:00\] Fake H200\$"
+	expect_true "mpirun -np 2: the two ranks' pids differ" test "$(grep -m2 '^#  Rank ' "$OUT" | awk '{print $7}' | sort -u | wc -l)" = 2
 	cp "$OUT" "$TMP/m2.txt"
 	expect_true "mpirun -np 2: zero wrong, busbw formulas" check_table "$TMP/m2.txt" 2
 	run mpi 2 -g 2 --op all -G 2 -b 8 -e 16K -f 4
