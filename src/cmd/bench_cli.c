@@ -447,41 +447,28 @@ static void per_rank_line(const struct nw_row *r)
 }
 
 /*
- * The progress line's total: every (op, dtype, redop, root) sweeps every
- * size, each weighing its bytes plus a latency floor. Known once the
- * first row tells the number of ranks (for -r all).
+ * The progress line and its plan: every (op, dtype, redop, root) sweeps
+ * every size (nw_progress_plan_bench), planned again when the first row
+ * tells the number of ranks (sizes too small for an op, -r all's roots).
  */
 static void progress_start(struct bench_cli *cli, int nranks)
 {
 	struct nw_progress *p = &cli->prog;
 	const struct nw_bench_opts *o = &cli->o;
-	double wsizes = 0;
-	int nsizes = 0;
-	for (uint64_t s = o->min_bytes; s && s <= o->max_bytes && nsizes < NW_BENCH_MAX_SIZES; nsizes++) {
-		wsizes += (double)s + 65536.0;
-		s = nw_bench_next_size(o, s);
-	}
-	int combos = 0;
-	for (int i = 0; i < o->nops; i++) {
-		const struct nw_coll *c = nw_coll_get(o->ops[i]);
-		int nroots = c && c->has_root && o->root < 0 ? nranks : 1;
-		combos += o->ndtypes * (c && c->has_redop ? o->nredops : 1) * (nroots > 0 ? nroots : 1);
-	}
 	if (!p->t0) {
-		nw_progress_init(p, nw_progress_wanted(cli->progress_mode), 0, 0);
+		nw_progress_init(p, nw_progress_wanted(cli->progress_mode), 0);
 		snprintf(p->what, sizeof(p->what), "%s: %s", cli->cmd, o->nops ? nw_coll_get(o->ops[0])->name : "pairs");
 	}
-	/* -N: every cycle sweeps again; -N 0 has no end to count down to (the line then says only where it is) */
-	p->total_n = combos * nsizes * o->cycles;
-	p->total_w = combos * wsizes * o->cycles;
+	/* -N 0 has no end to count down to (the line then says only where it is) */
+	nw_progress_plan_bench(p, o, nranks);
 }
 
 /* One size done: advance the progress line to the size after it. */
 static void progress_row(struct bench_cli *cli, const struct nw_row *r)
 {
 	const struct nw_bench_opts *o = &cli->o;
-	if (!cli->prog.done_n && cli->o.root < 0)
-		progress_start(cli, r->nranks); /* -r all: one sweep per root */
+	if (!cli->prog.done_n)
+		progress_start(cli, r->nranks);
 	uint64_t next = nw_bench_next_size(o, r->size_bytes);
 	char what[96], sz[32];
 	nw_format_size(next, sz, sizeof(sz));
@@ -490,7 +477,7 @@ static void progress_row(struct bench_cli *cli, const struct nw_row *r)
 	else
 		snprintf(what, sizeof(what), "%s: %s %s done", cli->cmd, r->op, r->dtype);
 	nw_strlcpy(cli->prog.what, what, sizeof(cli->prog.what));
-	nw_progress_done(&cli->prog, (double)r->size_bytes + 65536.0);
+	nw_progress_done(&cli->prog);
 }
 
 /* A size's rows into the table (and the sums of its footer). */
@@ -990,6 +977,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 		clearerr(stdout);
 	}
 	catch_interrupt(0, NULL, NULL);
+	nw_progress_release(&cli->prog);
 	nw_run_release(&run);
 	return status;
 }

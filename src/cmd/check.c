@@ -175,6 +175,7 @@ static enum nw_opt_status parse_args(int argc, char **argv, struct check_opts *o
 /* The bench's row callback state: the options, and the progress line on a terminal. */
 struct check_rows {
 	const struct check_opts *o;
+	const struct nw_bench_opts *b;
 	struct nw_progress p;
 };
 
@@ -191,9 +192,11 @@ static void row_done(const struct nw_row *oop, const struct nw_row *ip, void *ar
 	char sz[32], what[96];
 	nw_format_size(r->size_bytes, sz, sizeof(sz));
 	if (cr->p.on) {
+		if (!cr->p.done_n) /* the plan again, now that the rank count is known */
+			nw_progress_plan_bench(&cr->p, cr->b, r->nranks);
 		snprintf(what, sizeof(what), "check: %s %s %.1f GB/s busbw", r->op, sz, r->busbw_gbs);
 		nw_strlcpy(cr->p.what, what, sizeof(cr->p.what));
-		nw_progress_done(&cr->p, 1);
+		nw_progress_done(&cr->p);
 	} else {
 		fprintf(stderr, "ncclwatch check: %s %s %.1f GB/s busbw\n", r->op, sz, r->busbw_gbs);
 	}
@@ -257,15 +260,15 @@ static int run_bench(const struct check_opts *o, struct nw_run *run, char *err, 
 	struct nw_bench_opts b;
 	bench_opts(o, &b);
 	b.pairs = o->pairs;
-	struct check_rows cr = { .o = o };
-	int nsizes = (int)nw_bench_nsizes(&b);
-	nw_progress_init(&cr.p, nw_cli_json_text(&o->json) && nw_progress_wanted(o->progress), b.nops * nsizes,
-	                 b.nops * nsizes);
+	struct check_rows cr = { .o = o, .b = &b };
+	nw_progress_init(&cr.p, nw_cli_json_text(&o->json) && nw_progress_wanted(o->progress), 0);
+	nw_progress_plan_bench(&cr.p, &b, 1);
 	nw_strlcpy(cr.p.what, "check: bench", sizeof(cr.p.what));
 	b.stop = &check_stop;
 	catch_check_signals(1);
 	int rc = nw_bench_run(&b, run, row_done, &cr, err, errlen);
 	nw_progress_clear(&cr.p);
+	nw_progress_release(&cr.p);
 	if (check_stop && rc >= 0 && run->h.rank == 0)
 		fprintf(stderr, "ncclwatch: check: interrupted (%s) during the bench: it stopped after the size "
 		        "running; judging the %zu rows measured (of %d sizes), recorded as interrupted\n",

@@ -578,7 +578,7 @@ int cmd_tune(int argc, char **argv)
 	if (rc != NW_TUNE_OK)
 		goto fail;
 	say_start(&o, &t, ops);
-	nw_progress_init(&o.prog, !o.quiet ? nw_progress_wanted(o.progress) : o.progress == NW_PROGRESS_ON, 0, 0);
+	nw_progress_init(&o.prog, !o.quiet ? nw_progress_wanted(o.progress) : o.progress == NW_PROGRESS_ON, 0);
 	rc = measure_caught(&t, err, sizeof(err));
 	nw_progress_clear(&o.prog);
 	if (interrupted)

@@ -27,6 +27,7 @@ expect_rc "progress: pipe run exit 0" 0
 if grep -q 'done)' "$ERR"; then notok "progress: none in a pipe"; else ok "progress: none in a pipe"; fi
 run "$NW" bench $SWEEP --progress
 if grep -aq $'\rbench: .*done' "$ERR"; then ok "progress: --progress forces it in a pipe"; else notok "progress: --progress forces it in a pipe"; fi
+if grep -aq '(1/14 done, about' "$ERR"; then notok "progress: no time left told after the first size (it holds the set-up and warm-up)"; else ok "progress: no time left told after the first size (it holds the set-up and warm-up)"; fi
 run "$NW" bench $SWEEP --progress --quiet
 if grep -aq 'done' "$ERR"; then ok "progress: --progress wins over --quiet"; else notok "progress: --progress wins over --quiet"; fi
 

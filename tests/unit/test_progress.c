@@ -1,4 +1,7 @@
-/* The cross-rank diagnosis and merging of progress views (model/progress). */
+/*
+ * The cross-rank diagnosis and merging of progress views (model/progress),
+ * and the progress line's time left in a sweep (cmd/progress: nw_eta).
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "bench/bench.h"
+#include "cmd/progress.h"
 #include "model/progress.h"
 
 #define S 1000000000ull
@@ -200,6 +205,158 @@ static void rank_get_keeps_order(void **state)
 	assert_string_equal(nw_prog_verdict_name(NW_PROG_HUNG), "hung");
 }
 
+/* ---- the time left in a sweep ---- */
+
+/*
+ * all_reduce on 2 H200s, nccl-tests 2.19.6 (reference h200x2/nt_all_reduce.txt):
+ * out-of-place us per launch for 8 B, 16 B, ... 8 GiB.
+ */
+static const double h200_us[] = {
+	11.81, 11.55, 11.51, 12.31, 12.48, 12.52, 11.68, 12.08, 12.57, 11.97, 11.61, 11.59, 11.99, 11.97,
+	13.51, 13.46, 14.09, 15.11, 29.78, 35.62, 49.73, 78.52, 145.33, 259.11, 475.58, 895.79, 1723.04,
+	3305.38, 6444.64, 12644.1, 25005.9,
+};
+
+/* A deterministic factor in [lo, hi): a loaded machine's noise. */
+static double noise(unsigned *seed, double lo, double hi)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return lo + (hi - lo) * (double)((*seed >> 8) & 0xffff) / 65536.0;
+}
+
+/*
+ * Feed a sweep's steps (took[i] seconds for the planned step i) and check,
+ * after each, the estimate against the truth (the sum of what is left):
+ * nothing before the `quiet` first steps, and when something is shown,
+ * within a factor of 2. *shown_at gets the first step after which it was.
+ */
+static void feed(struct nw_eta *e, const double *took, int quiet, int *shown_at)
+{
+	*shown_at = -1;
+	for (int i = 0; i < e->n; i++) {
+		nw_eta_took(e, took[i]);
+		double truth = 0, left = nw_eta_left(e);
+		for (int k = i + 1; k < e->n; k++)
+			truth += took[k];
+		if (i < quiet)
+			assert_true(left < 0);
+		if (left < 0)
+			continue;
+		if (*shown_at < 0)
+			*shown_at = i;
+		if (!(left >= truth / 2 && left <= truth * 2))
+			fail_msg("step %d of %d: %.3f s shown, %.3f s true", i + 1, e->n, left, truth);
+	}
+}
+
+/*
+ * Two H200s, -b 8 -e 8G -f 2, two types one after the other: each step is
+ * both placements of -n 20 and a synchronising launch, checked on the GPU
+ * and gathered (300 us); the first step also holds the communicators'
+ * set-up (3 s) and the warm-up over every size, the second sweep's first
+ * its own warm-up. Nothing is said at step 1 (where the old estimate,
+ * elapsed time scaled by bytes, said hours), and every estimate shown is
+ * within a factor of 2.
+ */
+static void eta_gpu_sweep_is_within_a_factor(void **state)
+{
+	(void)state;
+	int nsz = (int)(sizeof(h200_us) / sizeof(h200_us[0]));
+	struct nw_eta e;
+	nw_eta_init(&e);
+	e.warm_share = 1.0 / 42;
+	double took[2 * 64], warm = 0, total = 0;
+	for (int k = 0; k < nsz; k++)
+		warm += h200_us[k] * 1e-6;
+	for (int sweep = 0; sweep < 2; sweep++)
+		for (int k = 0; k < nsz; k++) {
+			uint64_t s = 8ull << k;
+			nw_eta_add(&e, s, k == 0);
+			double t = 42 * h200_us[k] * 1e-6 + 2 * (double)s / 5e11 + 300e-6;
+			if (k == 0)
+				t += warm + (sweep == 0 ? 3.0 : 0);
+			took[sweep * nsz + k] = t;
+			total += t;
+		}
+	int shown;
+	feed(&e, took, 3, &shown);
+	/* shown once the bytes are seen (4 MiB: the 20th size), long before the time that matters has gone */
+	double elapsed = 0;
+	for (int i = 0; i <= shown; i++)
+		elapsed += took[i];
+	assert_true(shown >= 3 && shown < nsz);
+	assert_true(elapsed < 0.5 * total);
+	nw_eta_release(&e);
+}
+
+/*
+ * The run of the report: --backend mpi on a loaded 2-core host, -b 8 -e
+ * 32M (23 sizes), each size's time 25 us + bytes at 3 GB/s per launch, the
+ * host's check and fill at 0.5 GB/s, 2 ms of exchanges, every step off by
+ * -30% to +50% (other work on the cores), the first step holding MPI's
+ * start (1.5 s) and the warm-up. It said "about 116m26s left" at step 1
+ * of a 29.5 s run; now nothing until it can tell, then within 2x.
+ */
+static void eta_loaded_mpi_host_is_within_a_factor(void **state)
+{
+	(void)state;
+	unsigned seed = 7;
+	for (int run = 0; run < 20; run++) {
+		struct nw_eta e;
+		nw_eta_init(&e);
+		e.warm_share = 5.0 / 42;
+		double took[64], warm = 0;
+		for (int k = 0; k < 23; k++)
+			warm += 5 * (25e-6 + (double)(8ull << k) / 3e9);
+		for (int k = 0; k < 23; k++) {
+			uint64_t s = 8ull << k;
+			nw_eta_add(&e, s, k == 0);
+			double t = 42 * (25e-6 + (double)s / 3e9) + 4 * (double)s / 5e8 + 2e-3;
+			took[k] = t * noise(&seed, 0.7, 1.5) + (k == 0 ? 1.5 + warm : 0);
+		}
+		int shown;
+		feed(&e, took, 3, &shown);
+		assert_true(shown > 0);
+		nw_eta_release(&e);
+	}
+}
+
+/* Only latency-bound sizes measured and large ones ahead: nothing is said; sizes planned again keep their times. */
+static void eta_silent_until_bytes_are_seen(void **state)
+{
+	(void)state;
+	struct nw_eta e;
+	nw_eta_init(&e);
+	for (int k = 0; k < 30; k++)
+		nw_eta_add(&e, 8ull << k, k == 0);
+	for (int k = 0; k < 12; k++) {
+		nw_eta_took(&e, k == 0 ? 2.0 : 0.001);
+		assert_true(nw_eta_left(&e) < 0);
+	}
+	/* the same plan made again (bench re-plans once the rank count is known): the times stay */
+	struct nw_progress p;
+	nw_progress_init(&p, 0, 0);
+	struct nw_bench_opts o;
+	nw_bench_opts_default(&o);
+	o.min_bytes = 8;
+	o.max_bytes = 1024;
+	o.step_factor = 2;
+	o.nops = 2;
+	o.ops[1] = NW_ALL_GATHER;
+	nw_progress_plan_bench(&p, &o, 1);
+	assert_int_equal(p.total_n, 2 * 8);
+	nw_progress_done(&p);
+	nw_progress_plan_bench(&p, &o, 4); /* all_gather of 8 bytes of float over 4 ranks: no element each */
+	assert_int_equal(p.total_n, 8 + 7);
+	assert_int_equal(p.eta.done, 1);
+	assert_true(p.eta.first[0] && p.eta.first[8] && !p.eta.first[1]);
+	o.cycles = 0;
+	nw_progress_plan_bench(&p, &o, 4);
+	assert_int_equal(p.total_n, 0);
+	nw_progress_release(&p);
+	nw_eta_release(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -209,6 +366,9 @@ int main(void)
 		cmocka_unit_test(unseen_ranks_and_blind_completion),
 		cmocka_unit_test(merge_takes_the_newest_view),
 		cmocka_unit_test(rank_get_keeps_order),
+		cmocka_unit_test(eta_gpu_sweep_is_within_a_factor),
+		cmocka_unit_test(eta_loaded_mpi_host_is_within_a_factor),
+		cmocka_unit_test(eta_silent_until_bytes_are_seen),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
