@@ -58,6 +58,12 @@
  *   FAKE_NCCL_ASYNC_ERROR=RANK:N  after N operations (collectives, sends and
  *                            receives) of RANK, its further work never runs and
  *                            ncclCommGetAsyncError reports ncclRemoteError (6)
+ *   FAKE_NCCL_LINK=LAT_US:GBPS[:nodata]  every operation lasts LAT_US plus its
+ *                            bytes (a rank's input; a message's) at GBPS GB/s: the
+ *                            thread that runs it sleeps until then, so times follow
+ *                            sizes as on a GPU; with ":nodata" (in-process cliques)
+ *                            it moves nothing, so only the sleep and the host's
+ *                            scheduling make the time (timing tests, bench -c 0)
  *   FAKE_NCCL_REPORT_CONFIG=1  ncclCommInitRankConfig says what it read of the
  *                            config ("fake NCCL: rank R: config size S version V
  *                            CTAPolicy P|unset"); CTAPolicy is read as NCCL does
@@ -251,6 +257,8 @@ static struct {
 	long fail_at, fail_calls;
 	int corrupt, hang, async_rank;
 	uint64_t async_after;
+	double link_lat_s, link_bps; /* FAKE_NCCL_LINK: an operation lasts lat + bytes / bps; bps 0: as fast as it runs */
+	int link_nodata;             /* FAKE_NCCL_LINK's ":nodata": operations move nothing (timing only, bench -c 0) */
 } cfg;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
@@ -296,6 +304,14 @@ static void read_env(void)
 	}
 	cfg.corrupt = (int)env_long("FAKE_NCCL_CORRUPT", -1);
 	cfg.hang = (int)env_long("FAKE_NCCL_HANG", -1);
+	v = getenv("FAKE_NCCL_LINK");
+	double lat_us, gbps;
+	char what[16] = "";
+	if (v && sscanf(v, "%lf:%lf:%15s", &lat_us, &gbps, what) >= 2 && lat_us >= 0 && gbps > 0) {
+		cfg.link_lat_s = lat_us * 1e-6;
+		cfg.link_bps = gbps * 1e9;
+		cfg.link_nodata = !strcmp(what, "nodata");
+	}
 	cfg.async_rank = -1;
 	v = getenv("FAKE_NCCL_ASYNC_ERROR");
 	if (v && *v) {
@@ -464,6 +480,8 @@ static ncclResult_t wait_joined(struct comm **cs, size_t n)
 static ncclResult_t init_all(struct comm **cs, size_t k);
 static ncclResult_t split_finish(void);
 static void *driver_sym(const char *name);
+static double link_start(void);
+static void link_wait(double t0, const struct call *c, int n);
 static void xp_post(struct comm *c, const struct call *call, struct fakegpu_stream *s);
 static void xp_leave(struct comm *c, int abort);
 
@@ -1152,10 +1170,14 @@ static void post(const struct call *c, struct fakegpu_stream *s)
 	p->parts[slot].s = s;
 	if (held || ++p->arrived < p->nparts)
 		return;
-	if (p->tag == TAG_P2P)
+	double t0 = link_start();
+	if (cfg.link_nodata)
+		; /* timing only */
+	else if (p->tag == TAG_P2P)
 		run_p2p(cl, p);
 	else if (run_coll(cl, p))
 		p->dead = 1;
+	link_wait(t0, &p->parts[0].c, cl->n);
 	if (p->dead)
 		return; /* stays until abort or destroy drops it */
 	unlink_entry(cl, p);
@@ -1165,6 +1187,42 @@ static void post(const struct call *c, struct fakegpu_stream *s)
 		p->parts[i].s->end(p->parts[i].s, 0);
 	}
 	free(p);
+}
+
+/* ---- FAKE_NCCL_LINK: operations that take the time a link would ---- */
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* When an operation starts running (0 without FAKE_NCCL_LINK). */
+static double link_start(void)
+{
+	return cfg.link_bps > 0 ? mono_now() : 0;
+}
+
+/*
+ * With FAKE_NCCL_LINK=LAT_US:GBPS, sleep until the operation c (on n
+ * ranks) started at t0 has lasted LAT_US + its bytes (a rank's input; a
+ * message's for sends) at GBPS GB/s, as a GPU's would over a link: times
+ * then follow sizes as a real system's do, with the host's scheduling
+ * noise on top, which tests of compare need. Nothing without it. In one
+ * process it sleeps holding the fake's lock: operations run one at a time.
+ */
+static void link_wait(double t0, const struct call *c, int n)
+{
+	if (!(cfg.link_bps > 0))
+		return;
+	size_t items = c->kind == K_SEND || c->kind == K_RECV ? c->count : in_count(c, c->root, n);
+	double end = t0 + cfg.link_lat_s + (double)(items * type_size(c->dtype)) / cfg.link_bps;
+	struct timespec ts;
+	ts.tv_sec = (time_t)end;
+	ts.tv_nsec = (long)((end - (double)ts.tv_sec) * 1e9);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 }
 
 /* Stream work: one rank's part (the struct call in w->arg). */
@@ -1613,6 +1671,7 @@ static int xp_run(struct comm *c, const struct call *call)
 		return -1;
 	}
 	int rc = 0;
+	double t0 = link_start();
 	xp_lock(h);
 	if (call->kind == K_SEND) {
 		uint64_t k = c->sent[call->peer]++;
@@ -1692,6 +1751,8 @@ static int xp_run(struct comm *c, const struct call *call)
 	}
 	xp_wake(h);
 	pthread_mutex_unlock(&h->mu);
+	if (!rc)
+		link_wait(t0, call, n);
 	return rc;
 }
 
