@@ -109,6 +109,10 @@ static int run_placement(struct bs_ctx *x, const struct nw_coll *coll, struct nw
 	}
 	free(times);
 	nw_row_compute_bw(r);
+	if (bs_noise(x, c, used, r)) {
+		nw_row_release(r);
+		return -1;
+	}
 	if (x->o->check && (!c->inplace || coll->verify_inplace)) {
 		struct nw_pattern p = { .op = coll->op, .dtype = c->dtype, .redop = coll->has_redop ? c->redop : NW_SUM,
 		                        .root = c->root, .nranks = x->be->nranks, .count = c->count };

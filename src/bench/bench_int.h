@@ -49,6 +49,15 @@ int bs_time_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, uin
 int bs_combine(struct bs_ctx *x, double mine, struct nw_row *row);
 /* -I 1: each iteration's time of the slowest process into the row's iter_us. 0, or -1 with err. */
 int bs_slowest_iters(struct bs_ctx *x, const double *mine, struct nw_row *row);
+/*
+ * The row's noise (compare's): when its batch took under 50 ms (the
+ * combined time, so every rank decides alike), two more batches of the
+ * same launches, each timed and combined as the first, one after the
+ * other; row->noise gets (max - min) / mean of the three. The row's time
+ * stays the first batch's, nccl-tests' number. Not with -I 1 (every
+ * iteration is kept then) or -G. 0, or -1 with err.
+ */
+int bs_noise(struct bs_ctx *x, struct nw_call *c, uint64_t used, struct nw_row *row);
 
 /* bench_check.c */
 

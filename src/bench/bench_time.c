@@ -2,7 +2,7 @@
  * bench_time: how a size is timed, as nccl-tests times it: a batch of -n
  * launches on a host clock (or captured once as CUDA graphs, -G), each
  * iteration alone (-I 1), or blocking (-z); warm-up over every size first;
- * every process's time combined as -a says.
+ * every process's time combined as -a says; the noise of a quick batch.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +151,41 @@ int bs_time_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, uin
 		per /= o->graph_launches;
 	*usec = per * 1e6;
 	c->shift = 0;
+	return 0;
+}
+
+/* A batch that took less than this (combined over ranks) is timed twice more for the row's noise. */
+#define NOISE_BATCH_S 0.05
+
+int bs_noise(struct bs_ctx *x, struct nw_call *c, uint64_t used, struct nw_row *row)
+{
+	const struct nw_bench_opts *o = x->o;
+	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
+	/* -I 1 keeps every iteration (compare's noise then); a graph would be captured again for each batch */
+	if (o->per_iter || (o->graph_launches > 0 && x->be->graphs) || !(row->time_us > 0))
+		return 0;
+	if (row->time_us * 1e-6 * o->iters * agg >= NOISE_BATCH_S) /* the combined time: every rank decides alike */
+		return 0;
+	double t[3] = { row->time_us, 0, 0 };
+	for (int k = 1; k < 3; k++) {
+		struct nw_row again;
+		double mine;
+		memset(&again, 0, sizeof(again));
+		int rc = bs_time_batch(x, c, used, used, &mine, NULL) || bs_combine(x, mine, &again);
+		t[k] = again.time_us;
+		nw_row_release(&again);
+		if (rc)
+			return -1;
+	}
+	double lo = t[0], hi = t[0], sum = 0;
+	for (int k = 0; k < 3; k++) {
+		lo = t[k] < lo ? t[k] : lo;
+		hi = t[k] > hi ? t[k] : hi;
+		sum += t[k];
+	}
+	row->noise = sum > 0 ? (hi - lo) / (sum / 3) : 0;
+	if (row->noise < 1e-6)
+		row->noise = 1e-6; /* measured, and below anything a clock tells apart */
 	return 0;
 }
 

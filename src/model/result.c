@@ -317,6 +317,8 @@ static json_t *row_to_json(const struct nw_row *r, int per_rank)
 	}
 	if (r->niter > 0)
 		json_object_set_new(o, "per_iter", nw_row_iters_to_json(r));
+	if (r->noise > 0)
+		json_object_set_new(o, "noise", jnum(r->noise, 1e6));
 	return o;
 }
 
@@ -438,6 +440,8 @@ int nw_run_from_json(const json_t *doc, struct nw_run *run, char *err, size_t er
 			}
 		}
 		nw_row_iters_from_json(json_object_get(o, "per_iter"), &r);
+		double noise = get_num(o, "noise", 0);
+		r.noise = noise > 0 && isfinite(noise) ? noise : 0;
 		nw_run_add(run, &r);
 	}
 	return 0;

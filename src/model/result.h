@@ -38,6 +38,13 @@ struct nw_row {
 	int niter;         /* per-iteration times recorded (-I 1), 0 when none */
 	int iter_skip;     /* leading iterations the summary leaves out (-K) */
 	double *iter_us;   /* niter times in us, slowest rank per iteration; owned by the row */
+	/*
+	 * How much the time moves with nothing changed: the relative spread
+	 * (max - min) / mean of the times of three batches of the same
+	 * launches, timed one after the other (bench, where a batch takes
+	 * under 50 ms); compare's noise. 0 when not measured.
+	 */
+	double noise;
 };
 
 /* nccl-tests' per-iteration summary (-I 1) of times[skip..n). */

@@ -129,6 +129,8 @@ static const struct migration migrations[] = {
 	  "CREATE INDEX runs_source_host_time ON runs(source, host, time);", NULL },
 	{ 4, "ALTER TABLE results ADD COLUMN per_iter TEXT;", NULL },
 	{ 5, v5_sqlite, v5_pg },
+	/* noise: the relative spread of a row's repeated batches (bench), compare's noise; NULL not measured */
+	{ 6, "ALTER TABLE results ADD COLUMN noise REAL;", "ALTER TABLE results ADD COLUMN IF NOT EXISTS noise REAL;" },
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == NW_STORE_SCHEMA_VERSION,

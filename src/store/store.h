@@ -71,7 +71,7 @@ int nw_store_path(const struct nw_store_opts *o, char *buf, size_t len, char *er
 int nw_store_sync(const struct nw_store_opts *o, size_t *sent, size_t *left, char *err, size_t errlen);
 
 /* The schema version this code writes (PRAGMA user_version). */
-#define NW_STORE_SCHEMA_VERSION 5
+#define NW_STORE_SCHEMA_VERSION 6
 /* PRAGMA application_id of our files: "NCWH". */
 #define NW_STORE_APP_ID 0x4e435748
 

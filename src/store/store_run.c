@@ -101,11 +101,11 @@ static int insert_rows(struct nw_store *s, long long id, const struct nw_run *ru
 			NW_DB_INT((long long)r->count), r->nranks > 0 ? NW_DB_INT(r->nranks) : NW_DB_NULL, NW_DB_INT(r->inplace),
 			NW_DB_REAL(r->time_us), NW_DB_REAL(r->algbw_gbs), NW_DB_REAL(r->busbw_gbs),
 			r->wrong >= 0 ? NW_DB_INT(r->wrong) : NW_DB_NULL, ranks ? NW_DB_TEXT(ranks) : NW_DB_NULL,
-			iters ? NW_DB_TEXT(iters) : NW_DB_NULL,
+			iters ? NW_DB_TEXT(iters) : NW_DB_NULL, r->noise > 0 ? NW_DB_REAL(r->noise) : NW_DB_NULL,
 		};
 		int rc = st_run_sql(s->db, "INSERT INTO results(run_id, seq, op, dtype, redop, root, size_bytes, count,"
-		                        " nranks, inplace, time_us, algbw_gbs, busbw_gbs, wrong, ranks, per_iter)"
-		                        " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)",
+		                        " nranks, inplace, time_us, algbw_gbs, busbw_gbs, wrong, ranks, per_iter, noise)"
+		                        " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)",
 		                 p, (int)NW_ARRAY_LEN(p));
 		free(ranks);
 		free(iters);
@@ -344,6 +344,9 @@ static void load_row(struct nw_db_rows *r, const struct nw_db_driver *d, struct 
 	nw_row_iters_from_json(pi, row);
 	if (pi)
 		json_decref(pi);
+	row->noise = d->text(r, 14) ? d->real(r, 14) : 0; /* NULL: not measured */
+	if (!(row->noise > 0))
+		row->noise = 0;
 }
 
 /* Every results row of run id, in recorded order, appended to run. -1 with err. */
@@ -353,7 +356,7 @@ static int load_rows(struct nw_store *s, long long id, struct nw_run *run, char 
 	struct nw_db_rows *r;
 	struct nw_db_param p = NW_DB_INT(id);
 	if (d->query(s->db, "SELECT op, dtype, redop, root, size_bytes, count, nranks, inplace, time_us,"
-	                    " algbw_gbs, busbw_gbs, wrong, ranks, per_iter FROM results WHERE run_id = $1 ORDER BY seq",
+	                    " algbw_gbs, busbw_gbs, wrong, ranks, per_iter, noise FROM results WHERE run_id = $1 ORDER BY seq",
 	             &p, 1, &r))
 		return st_db_err(s, "reading results", err, errlen);
 	int step;
