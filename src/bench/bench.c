@@ -102,7 +102,7 @@ static int run_placement(struct bs_ctx *x, const struct nw_coll *coll, struct nw
 	double mine;
 	row_init(r, coll, c, used, x->be->nranks);
 	double *times = x->o->per_iter ? nw_calloc((size_t)x->o->iters, sizeof(double)) : NULL;
-	if (bs_time_batch(x, c, used, used, &mine, times) || bs_combine(x, mine, r) || (times && bs_slowest_iters(x, times, r))) {
+	if (bs_time_batch(x, c, used, used, x->o->iters, &mine, times) || bs_combine(x, mine, r) || (times && bs_slowest_iters(x, times, r))) {
 		free(times);
 		nw_row_release(r);
 		return -1;

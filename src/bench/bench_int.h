@@ -42,20 +42,27 @@ struct bs_ctx {
 void bs_describe(char *buf, size_t len, const struct nw_call *c, uint64_t size);
 /* Warm-up over every size first (doubling from -b to -e), -w launches each, as nccl-tests does. 0 or -1. */
 int bs_warm_up(struct bs_ctx *x, struct nw_call *c);
-/* One timed batch; *usec gets this process's time per operation (with -I 1, times gets each iteration's). 0 or -1. */
-int bs_time_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, double *usec,
+/*
+ * One timed batch of iters launches (-n for the row's own); *usec gets
+ * this process's time per operation (with -I 1, times gets each
+ * iteration's, iters of them). 0 or -1.
+ */
+int bs_time_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, int iters, double *usec,
                   double *times);
 /* Combine every process's time as -a says into row->time_us; fills per-rank detail when asked. 0 or -1. */
 int bs_combine(struct bs_ctx *x, double mine, struct nw_row *row);
 /* -I 1: each iteration's time of the slowest process into the row's iter_us. 0, or -1 with err. */
 int bs_slowest_iters(struct bs_ctx *x, const double *mine, struct nw_row *row);
 /*
- * The row's noise (compare's): when its batch took under 50 ms (the
- * combined time, so every rank decides alike), two more batches of the
- * same launches, each timed and combined as the first, one after the
- * other; row->noise gets (max - min) / mean of the three. The row's time
- * stays the first batch's, nccl-tests' number. Not with -I 1 (every
- * iteration is kept then) or -G. 0, or -1 with err.
+ * The row's noise (compare's): two more batches of the same launches, one
+ * after the other, each timed and combined as the first; row->noise gets
+ * (max - min) / mean of the three times per launch. A batch that took
+ * over 25 ms is repeated with as many launches as fill 25 ms (at least
+ * one), so a size costs at most 50 ms more, and a batch a burst of other
+ * work made long is still repeated. Decided from the combined time, so
+ * every rank decides alike. The row's time stays the first batch's,
+ * nccl-tests' number. Not with -I 1 (every iteration is kept then) or -G.
+ * 0, or -1 with err.
  */
 int bs_noise(struct bs_ctx *x, struct nw_call *c, uint64_t used, struct nw_row *row);
 

@@ -36,7 +36,7 @@ static int time_pair(struct bs_ctx *x, struct nw_call *c, double *all, double *t
 			return -1;
 	if (be->ops->wait(be, o->timeout_s, "sendrecv pair warm-up", x->err, x->errlen))
 		return -1;
-	if (bs_time_batch(x, c, bytes, bytes, &mine, NULL) ||
+	if (bs_time_batch(x, c, bytes, bytes, x->o->iters, &mine, NULL) ||
 	    nw_group_allgather(x->g, &mine, all, sizeof(double), x->err, x->errlen))
 		return -1;
 	double ta = all[c->pair_a / be->nlocal], tb = all[c->pair_b / be->nlocal];

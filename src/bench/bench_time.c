@@ -22,12 +22,12 @@ void bs_describe(char *buf, size_t len, const struct nw_call *c, uint64_t size)
 }
 
 /* Capture the -n launches of a batch (buffers shifted as in time_batch) as one graph per local rank (-G). 0 or -1. */
-static int capture_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, int agg)
+static int capture_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, int agg, int iters)
 {
 	struct nw_backend *be = x->be;
 	if (be->ops->graph_begin(be, x->err, x->errlen))
 		return -1;
-	for (int it = 0; it < x->o->iters; it++) {
+	for (int it = 0; it < iters; it++) {
 		c->shift = total_bytes * (it % steps);
 		if (be->ops->launch(be, c, agg, x->err, x->errlen)) {
 			be->ops->graph_end(be, NULL, 0);
@@ -39,17 +39,17 @@ static int capture_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_byt
 
 /*
  * -I 1: every iteration timed on its own on the host clock, from its
- * launch to its completion (each one waited for), into times (o->iters
+ * launch to its completion (each one waited for), into times (iters
  * entries, us per operation); *usec gets their mean.
  */
 static int time_iters(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, const char *what,
-                      double *times, double *usec)
+                      int iters, double *times, double *usec)
 {
 	const struct nw_bench_opts *o = x->o;
 	struct nw_backend *be = x->be;
 	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
 	double sum = 0;
-	for (int it = 0; it < o->iters; it++) {
+	for (int it = 0; it < iters; it++) {
 		c->shift = total_bytes * (it % steps);
 		double t0 = nw_now();
 		if (be->ops->launch(be, c, agg, x->err, x->errlen))
@@ -60,7 +60,7 @@ static int time_iters(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes,
 		times[it] = ((o->cputime ? t_launched : nw_now()) - t0) / agg * 1e6;
 		sum += times[it];
 	}
-	*usec = sum / o->iters;
+	*usec = sum / iters;
 	c->shift = 0;
 	return 0;
 }
@@ -72,14 +72,14 @@ static int time_iters(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes,
  * barrier, leaving the barrier out of the time. *usec: time per operation.
  */
 static int time_blocking(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, size_t steps, const char *what,
-                         double *usec)
+                         int iters, double *usec)
 {
 	const struct nw_bench_opts *o = x->o;
 	struct nw_backend *be = x->be;
 	int agg = o->agg_iters > 0 ? o->agg_iters : 1;
 	int inner = o->blocking == 3 ? 1 : agg, per = o->blocking == 3 ? agg : 1;
 	double t0 = nw_now(), barrier_s = 0;
-	for (int it = 0; it < o->iters; it++) {
+	for (int it = 0; it < iters; it++) {
 		c->shift = total_bytes * (it % steps);
 		for (int k = 0; k < inner; k++) {
 			if (be->ops->launch(be, c, per, x->err, x->errlen) ||
@@ -94,14 +94,14 @@ static int time_blocking(struct bs_ctx *x, struct nw_call *c, uint64_t total_byt
 				barrier_s += nw_now() - b0;
 		}
 	}
-	*usec = (nw_now() - t0 - barrier_s) / ((double)o->iters * agg) * 1e6;
+	*usec = (nw_now() - t0 - barrier_s) / ((double)iters * agg) * 1e6;
 	c->shift = 0;
 	return 0;
 }
 
 /* One timed batch; *usec gets this process's time per operation (with -I 1, times gets each iteration's). */
-int bs_time_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, double *usec,
-                      double *times)
+int bs_time_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, uint64_t size, int iters, double *usec,
+                  double *times)
 {
 	const struct nw_bench_opts *o = x->o;
 	struct nw_backend *be = x->be;
@@ -118,11 +118,11 @@ int bs_time_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, uin
 	if (nw_group_barrier(x->g, x->err, x->errlen))
 		return -1;
 	if (times)
-		return time_iters(x, c, total_bytes, steps, what, times, usec);
+		return time_iters(x, c, total_bytes, steps, what, iters, times, usec);
 	double t0, t_launched;
 	int graph = o->graph_launches > 0 && be->graphs;
 	if (graph) {
-		if (capture_batch(x, c, total_bytes, steps, agg) || nw_group_barrier(x->g, x->err, x->errlen))
+		if (capture_batch(x, c, total_bytes, steps, agg, iters) || nw_group_barrier(x->g, x->err, x->errlen))
 			return -1;
 		t0 = nw_now();
 		if (be->ops->graph_launch(be, o->graph_launches, x->err, x->errlen))
@@ -130,13 +130,13 @@ int bs_time_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, uin
 	} else if (be->ops->launch_many && !o->blocking) {
 		/* the backend loops (with -t, every thread its own loop, as nccl-tests) */
 		t0 = nw_now();
-		if (be->ops->launch_many(be, c, agg, o->iters, total_bytes, steps, x->err, x->errlen))
+		if (be->ops->launch_many(be, c, agg, iters, total_bytes, steps, x->err, x->errlen))
 			return -1;
 	} else if (o->blocking) {
-		return time_blocking(x, c, total_bytes, steps, what, usec);
+		return time_blocking(x, c, total_bytes, steps, what, iters, usec);
 	} else {
 		t0 = nw_now();
-		for (int it = 0; it < o->iters; it++) {
+		for (int it = 0; it < iters; it++) {
 			c->shift = total_bytes * (it % steps);
 			if (be->ops->launch(be, c, agg, x->err, x->errlen))
 				return -1;
@@ -146,7 +146,7 @@ int bs_time_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, uin
 	if (be->ops->wait(be, o->timeout_s, what, x->err, x->errlen))
 		return -1;
 	double t1 = nw_now();
-	double per = (o->cputime ? t_launched - t0 : t1 - t0) / ((double)o->iters * agg);
+	double per = (o->cputime ? t_launched - t0 : t1 - t0) / ((double)iters * agg);
 	if (graph)
 		per /= o->graph_launches;
 	*usec = per * 1e6;
@@ -154,8 +154,11 @@ int bs_time_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, uin
 	return 0;
 }
 
-/* A batch that took less than this (combined over ranks) is timed twice more for the row's noise. */
-#define NOISE_BATCH_S 0.05
+/*
+ * The noise's two more batches take at most this long each (combined over
+ * ranks): a batch that took longer is repeated with fewer launches.
+ */
+#define NOISE_BATCH_S 0.025
 
 int bs_noise(struct bs_ctx *x, struct nw_call *c, uint64_t used, struct nw_row *row)
 {
@@ -164,14 +167,17 @@ int bs_noise(struct bs_ctx *x, struct nw_call *c, uint64_t used, struct nw_row *
 	/* -I 1 keeps every iteration (compare's noise then); a graph would be captured again for each batch */
 	if (o->per_iter || (o->graph_launches > 0 && x->be->graphs) || !(row->time_us > 0))
 		return 0;
-	if (row->time_us * 1e-6 * o->iters * agg >= NOISE_BATCH_S) /* the combined time: every rank decides alike */
-		return 0;
+	/* from the combined time, so that every rank decides alike */
+	double launch_s = row->time_us * 1e-6 * agg;
+	int n = o->iters;
+	if (launch_s * n > NOISE_BATCH_S)
+		n = launch_s >= NOISE_BATCH_S ? 1 : (int)(NOISE_BATCH_S / launch_s);
 	double t[3] = { row->time_us, 0, 0 };
 	for (int k = 1; k < 3; k++) {
 		struct nw_row again;
 		double mine;
 		memset(&again, 0, sizeof(again));
-		int rc = bs_time_batch(x, c, used, used, &mine, NULL) || bs_combine(x, mine, &again);
+		int rc = bs_time_batch(x, c, used, used, n, &mine, NULL) || bs_combine(x, mine, &again);
 		t[k] = again.time_us;
 		nw_row_release(&again);
 		if (rc)

@@ -40,9 +40,9 @@ struct nw_row {
 	double *iter_us;   /* niter times in us, slowest rank per iteration; owned by the row */
 	/*
 	 * How much the time moves with nothing changed: the relative spread
-	 * (max - min) / mean of the times of three batches of the same
-	 * launches, timed one after the other (bench, where a batch takes
-	 * under 50 ms); compare's noise. 0 when not measured.
+	 * (max - min) / mean of the per-launch times of three batches of the
+	 * same launches, timed one after the other (bench; the two repeats at
+	 * most 25 ms each); compare's noise. 0 when not measured.
 	 */
 	double noise;
 };
