@@ -60,8 +60,10 @@ static void print_rows(const struct nw_cmp *c)
 		}
 		printf("%10s %10s %10s %10s %10s %13s  %s", size, ba, bb, ta, tb, ch, nw_cmp_verdict_name(r->verdict));
 		if (r->verdict == NW_V_SAME || r->verdict == NW_V_SLOWER || r->verdict == NW_V_FASTER)
-			printf(" (%s, +-%.0f%%%s)", r->by_time ? "time" : "busbw", r->threshold * 100,
-			       r->from_iters ? " from per-iteration spread" : r->from_repeats ? " from repeats" : "");
+			printf(" (%s, +-%.0f%%%s%s)", r->by_time ? "time" : "busbw", r->threshold * 100,
+			       r->from_noise ? " from batch spread" : r->from_iters ? " from per-iteration spread"
+			       : r->from_repeats ? " from repeats" : "",
+			       r->alone ? "; alone among unchanged sizes, not counted" : "");
 		putchar('\n');
 	}
 }
@@ -121,7 +123,9 @@ static void print_text(const struct nw_cmp *c, const struct nw_cmp_opts *o, int 
 	describe("A", la, a);
 	describe("B", lb, b);
 	printf("tolerance: busbw +-%g%% at %s and above, time +-%g%% below %s; the spread of repeats where a run repeats a size,\n"
-	       "  or of one iteration where both runs timed every iteration (bench -I 1), when larger\n",
+	       "  of one iteration where both runs timed every iteration (bench -I 1), or of a size's batches\n"
+	       "  (bench times quick ones three times), when larger; a change of one or a few sizes among\n"
+	       "  unchanged neighbours counts only well beyond it\n",
 	       o->tolerance * 100, lat, o->lat_tolerance * 100, lat);
 	if (o->min_size) {
 		char ms[32];
@@ -198,10 +202,15 @@ const struct nw_cmd_spec nw_spec_compare = {
 	         "\n"
 	         "Sizes at or above --latency-below are compared on busbw with --tolerance;\n"
 	         "smaller (latency-bound) sizes on time with --latency-tolerance. Where a run\n"
-	         "holds repeats of the same size, the spread of the repeats is the tolerance.\n",
+	         "holds repeats of the same size, the spread of the repeats is the tolerance;\n"
+	         "where bench measured a size's noise (three batches), the tolerance is at\n"
+	         "least that. A change of one or a few sizes among unchanged neighbours\n"
+	         "counts only when it is well beyond its tolerance, and one latency-bound\n"
+	         "size alone not at all (docs/history.md).\n",
 	.opts = compare_options,
 	.footer = "A size whose difference is inside the measured noise (the spread of\n"
-	          "repeats, or less than 2 us of time) is \"within noise\". Changes beyond\n"
+	          "repeats, iterations or batches, or less than 2 us of time) is \"within\n"
+	          "noise\". Changes beyond\n"
 	          "twice as fast or slow read as \"3.0x slower\", not as a percentage.\n"
 	          "\n"
 	          "exit status: 0 no regression, 1 something got slower beyond tolerance,\n"

@@ -46,6 +46,8 @@ struct side {
 	double time_sum, time_min, time_max;
 	int niter_rows;        /* rows with per-iteration times (-I 1) */
 	double iter_cv;        /* the largest per-iteration coefficient of variation among them, a fraction */
+	int nnoise_rows;       /* rows with a measured noise (bench's repeated batches) */
+	double noise;          /* the largest of those, a fraction */
 };
 
 struct acc {
@@ -73,6 +75,10 @@ static void side_add(struct side *s, const struct nw_row *r)
 	s->bus_max = fmax(s->bus_max, r->busbw_gbs);
 	s->time_min = fmin(s->time_min, r->time_us);
 	s->time_max = fmax(s->time_max, r->time_us);
+	if (r->noise > 0) {
+		s->nnoise_rows++;
+		s->noise = fmax(s->noise, r->noise);
+	}
 	struct nw_iter_stats st;
 	if (!nw_row_iter_stats(r, &st) && st.n > 1) {
 		s->niter_rows++;
@@ -194,8 +200,19 @@ static void judge(struct acc *x, const struct nw_cmp_opts *o)
 			c->from_iters = 1;
 		}
 	}
-	/* inside the spread of repeats or of iterations, or a time difference below the floor: noise */
-	c->within_noise = ((c->from_repeats || c->from_iters) && fabs(c->change) <= c->threshold) ||
+	/*
+	 * The rows' measured noise (bench times a quick size's batch three
+	 * times; the spread of the three): what a batch's time moves by with
+	 * nothing changed, on either side.
+	 */
+	double batch = fmax(x->s[0].noise, x->s[1].noise);
+	if ((x->s[0].nnoise_rows || x->s[1].nnoise_rows) && batch > c->threshold) {
+		c->threshold = batch;
+		c->from_noise = 1;
+		c->from_iters = 0;
+	}
+	/* inside the spread of repeats, of iterations or of batches, or a time difference below the floor: noise */
+	c->within_noise = ((c->from_repeats || c->from_iters || c->from_noise) && fabs(c->change) <= c->threshold) ||
 	                  (time_ok && fabs(c->time_b - c->time_a) < o->noise_floor_us);
 	if (c->within_noise)
 		c->verdict = NW_V_SAME;
@@ -254,6 +271,66 @@ static void find_bands(struct nw_cmp *c)
 		cur->mean_change /= cur->nsizes;
 }
 
+static int banded(enum nw_cmp_verdict v)
+{
+	return v == NW_V_SLOWER || v == NW_V_FASTER;
+}
+
+static int compared(enum nw_cmp_verdict v)
+{
+	return v == NW_V_SAME || banded(v);
+}
+
+/*
+ * Changes of too few sizes, among unchanged neighbours, do not count.
+ * Within one op, type, reduction, root and placement, a run of k adjacent
+ * sizes changed the same way (each beyond its threshold) counts only when
+ * the mean of |change| / threshold over it is at least 2 / sqrt(k): a lone
+ * size needs twice its threshold, two sizes 1.41 times theirs, three 1.15,
+ * four or more just theirs; and a lone latency-bound size (compared on
+ * time) never counts on its own, however far it moved. On a busy host one
+ * size's batches are often off by more than their threshold alone (another
+ * process took a core for milliseconds, sometimes across all three
+ * batches), but several neighbours seldom are, and a real change (another
+ * protocol or algorithm, a slower link) moves a band of sizes, or a large
+ * size, whose time no burst of that kind moves much, by far. A run with no
+ * compared neighbour (the only sizes measured) always counts. Those that
+ * do not are marked alone and judged same.
+ */
+static void demote_alone(struct nw_cmp_row *rows, size_t n)
+{
+	for (size_t g = 0; g < n;) {
+		size_t ge = g + 1; /* the group: [g, ge) */
+		while (ge < n && same_group(&rows[ge], &rows[g]))
+			ge++;
+		int ncompared = 0;
+		for (size_t i = g; i < ge; i++)
+			ncompared += compared(rows[i].verdict);
+		for (size_t i = g; i < ge;) {
+			if (!banded(rows[i].verdict)) {
+				i++;
+				continue;
+			}
+			size_t e = i + 1;
+			double ratio = 0;
+			while (e < ge && rows[e].verdict == rows[i].verdict)
+				e++;
+			for (size_t k = i; k < e; k++)
+				ratio += rows[k].threshold > 0 ? fabs(rows[k].change) / rows[k].threshold : 2;
+			int k = (int)(e - i);
+			/* a lone latency-bound size never counts on its own: see above */
+			int weak = ratio / k < 2 / sqrt((double)k) || (k == 1 && rows[i].by_time);
+			if (ncompared > k && weak)
+				for (size_t j = i; j < e; j++) {
+					rows[j].verdict = NW_V_SAME;
+					rows[j].alone = 1;
+				}
+			i = e;
+		}
+		g = ge;
+	}
+}
+
 int nw_compare(const struct nw_run *a, const struct nw_run *b, const struct nw_cmp_opts *o,
                struct nw_cmp *out, char *err, size_t errlen)
 {
@@ -264,7 +341,10 @@ int nw_compare(const struct nw_run *a, const struct nw_run *b, const struct nw_c
 	for (size_t i = 0; i < n; i++) {
 		judge(&v[i], o);
 		out->rows[i] = v[i].row;
-		switch (v[i].row.verdict) {
+	}
+	demote_alone(out->rows, n);
+	for (size_t i = 0; i < n; i++) {
+		switch (out->rows[i].verdict) {
 		case NW_V_SLOWER: out->nslower++; break;
 		case NW_V_FASTER: out->nfaster++; break;
 		case NW_V_SAME: out->nsame++; break;
@@ -647,8 +727,10 @@ static json_t *row_json(const struct nw_cmp_row *r)
 	json_object_set_new(x, "change", num_or_null(r->change));
 	json_object_set_new(x, "tolerance", num_or_null(r->threshold));
 	json_object_set_new(x, "tolerance_from",
-	                    json_string(r->from_iters ? "per_iter" : r->from_repeats ? "repeats" : "option"));
+	                    json_string(r->from_noise ? "noise" : r->from_iters ? "per_iter"
+	                                : r->from_repeats ? "repeats" : "option"));
 	json_object_set_new(x, "within_noise", json_boolean(r->within_noise));
+	json_object_set_new(x, "alone", json_boolean(r->alone));
 	json_object_set_new(x, "verdict", json_string(nw_cmp_verdict_name(r->verdict)));
 	return x;
 }

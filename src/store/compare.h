@@ -44,7 +44,13 @@ struct nw_cmp_row {
 	double threshold;      /* relative tolerance applied */
 	int from_repeats;      /* threshold from the spread of repeats, not the stated tolerance */
 	int from_iters;        /* threshold from the per-iteration spread (-I 1 on both sides), larger than the others */
+	int from_noise;        /* threshold from the rows' measured noise (bench's repeated batches), larger than the others */
 	int within_noise;      /* the difference is inside the measured noise (repeats or the floor) */
+	/*
+	 * Beyond its threshold, but one of too few sizes among unchanged
+	 * neighbours to count (see nw_compare): verdict is then same.
+	 */
+	int alone;
 	enum nw_cmp_verdict verdict;
 };
 

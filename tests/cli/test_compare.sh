@@ -102,6 +102,40 @@ expect_err "names the file" "cannot read '$TMP/absent/x.txt'"
 run "$NW" compare --db "$TMP/none.db" "$FIX/nt_all_reduce.txt" 7
 expect_rc "run id without a database" 2
 expect_err "says there is no database" 'no history database'
+# The planted slowdowns of the noise issue: 20% at every size from 1M is a band; 20% at 64M alone
+# (four times the 5% tolerance) counts; 30% at one latency-bound size among unchanged ones does not.
+plant "$FIX/nt_all_reduce.txt" 1048576 99999999999 1.25 >"$TMP/ar_from1M.txt"
+run "$NW" compare "$FIX/nt_all_reduce.txt" "$TMP/ar_from1M.txt"
+expect_rc "20% slower from 1M: exit 1" 1
+expect_out "20% slower from 1M: one band to the end" '^  all_reduce float sum, out-of-place, 1M-8G \(14 sizes\): busbw -20\.0% on average'
+plant "$FIX/nt_all_reduce.txt" 67108864 67108864 1.25 >"$TMP/ar_64M.txt"
+run "$NW" compare "$FIX/nt_all_reduce.txt" "$TMP/ar_64M.txt"
+expect_rc "20% slower at 64M alone: exit 1" 1
+expect_out "20% slower at 64M alone: found" '^  all_reduce float sum, out-of-place, 64M \(1 size\): busbw -20\.0%'
+plant "$FIX/nt_all_reduce.txt" 8192 8192 1.30 >"$TMP/ar_8K.txt"
+run "$NW" compare "$FIX/nt_all_reduce.txt" "$TMP/ar_8K.txt"
+expect_rc "30% longer at 8K alone: no regression, exit 0" 0
+expect_out "30% longer at 8K alone: said, not counted" '^ +8K .* -23\.1%  same \(time, \+-20%; alone among unchanged sizes, not counted\)$'
+
+# bench measures each quick size's noise (three batches) into history and JSON; compare uses it.
+run "$NW" bench --backend mpi --db "$TMP/n.db" -b 8 -e 1K -f 8 -n 5 --json="$TMP/n.json"
+expect_rc "bench (MPI, one rank): exit 0" 0
+expect_true "bench --json: every row's noise" python3 -c "
+import json; d = json.load(open('$TMP/n.json')); assert all(r['noise'] > 0 for r in d['results']), d['results']"
+run "$NW" history export 1 --db "$TMP/n.db" --json
+expect_true "history keeps the noise" python3 -c "
+import json, sys; d = json.load(open('$OUT')); assert all(r['noise'] > 0 for r in d['results']), d['results']"
+python3 - "$TMP/n.json" "$TMP/n2.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["results"]:
+    r["noise"] = 0.5; r["time_us"] *= 1.3
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+run "$NW" compare "$TMP/n.json" "$TMP/n2.json"
+expect_rc "30% longer inside a 50% batch spread: exit 0" 0
+expect_out "the tolerance comes from the batches" '\(time, \+-50% from batch spread\)$'
+
 run "$NW" compare --db "$TMP/none.db" "$FIX/nt_all_reduce.txt" no-such-name
 expect_rc "unknown baseline name" 2
 expect_err "says what was looked for" "'no-such-name' is not a run id, a file, or a baseline name"

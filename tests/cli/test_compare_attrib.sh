@@ -62,16 +62,20 @@ expect_true "--force compares (0 or 1)" test "$RC" -le 1
 expect_out "--force still warns" '^NOT COMPARABLE: .*compared anyway'
 
 # A planted 33% drop with a planted topology change: the drop is found and
-# the topology is the first difference.
-"$NW" history export "$base" --db "$DB" --json >"$TMP/a.json"
-python3 - "$TMP/a.json" "$TMP/b.json" <<'EOF'
+# the topology is the first difference. (The fake's noise on a busy test
+# machine is not what this is about: the rows' measured noise is dropped.)
+"$NW" history export "$base" --db "$DB" --json >"$TMP/a0.json"
+python3 - "$TMP/a0.json" "$TMP/a.json" "$TMP/b.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
+for r in d["results"]:
+    r.pop("noise", None)
+json.dump(d, open(sys.argv[2], "w"))
 d["run"]["extra"]["fingerprint"]["topology_hash"] = "0123456789abcdef"
 for r in d["results"]:
     if r["size_bytes"] >= 16384:
         r["time_us"] *= 1.5; r["algbw_gbs"] /= 1.5; r["busbw_gbs"] /= 1.5
-json.dump(d, open(sys.argv[2], "w"))
+json.dump(d, open(sys.argv[3], "w"))
 EOF
 run "$NW" compare "$TMP/a.json" "$TMP/b.json" --noise-floor 0
 expect_rc "planted drop: regression" 1
@@ -88,7 +92,8 @@ expect_rc "an outlier in repeats is no regression" 0
 expect_out "8 B within noise" '^ +8 +[0-9.]+ +[0-9.]+ +[0-9.]+us +[0-9.]+us +within noise  same'
 expect_no_out "no absurd percentage" '[0-9]{5,}\.[0-9]%'
 run "$NW" compare "$FIX/nt_all_reduce.txt" "$TMP/outlier.txt"
-expect_out "a 30x jump reads as a time ratio" '^ +8 .* +3[0-9]x slower  slower'
+expect_out "a 30x jump reads as a time ratio (one latency-bound size alone: not counted)" \
+	'^ +8 .* +3[0-9]x slower  same \(time, \+-20%; alone among unchanged sizes, not counted\)$'
 
 # Host memory against GPUs: not comparable.
 if command -v mpirun >/dev/null; then

@@ -229,6 +229,118 @@ static void iter_spread(void **state)
 	nw_run_release(&b);
 }
 
+/*
+ * bench's measured noise (the spread of a size's three batches) is the
+ * threshold where it is larger than the stated one, and it survives the
+ * results JSON.
+ */
+static void batch_noise(void **state)
+{
+	(void)state;
+	struct nw_run a, b, back;
+	struct nw_cmp c;
+	struct nw_cmp_opts o = defaults();
+	nw_run_init(&a);
+	nw_run_init(&b);
+	add(&a, "all_reduce", 8192, 10.0, 0);
+	add(&b, "all_reduce", 8192, 15.0, 0); /* 50% longer: -33% */
+	a.rows[0].noise = 0.10;
+	b.rows[0].noise = 0.45;
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_true(c.rows[0].from_noise && c.rows[0].within_noise);
+	assert_true(c.rows[0].threshold > 0.449 && c.rows[0].threshold < 0.451);
+	assert_int_equal(c.rows[0].verdict, NW_V_SAME);
+	json_t *j = nw_cmp_to_json(&c, &o, "A", "B");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "rows"), 0),
+	                                                      "tolerance_from")), "noise");
+	json_decref(j);
+	nw_cmp_release(&c);
+	/* a quiet B: the stated 20% stands, and a lone size with nothing around it still counts */
+	b.rows[0].noise = 0.05;
+	assert_int_equal(nw_compare(&a, &b, &o, &c, NULL, 0), 0);
+	assert_false(c.rows[0].from_noise);
+	assert_int_equal(c.rows[0].verdict, NW_V_SLOWER);
+	nw_cmp_release(&c);
+	/* the results JSON keeps it (and leaves it out when not measured) */
+	json_t *doc = nw_run_to_json(&b, 0);
+	assert_true(json_real_value(json_object_get(json_array_get(json_object_get(doc, "results"), 0), "noise")) == 0.05);
+	char err[128];
+	assert_int_equal(nw_run_from_json(doc, &back, err, sizeof(err)), 0);
+	assert_true(back.rows[0].noise == 0.05);
+	json_decref(doc);
+	nw_run_release(&back);
+	a.rows[0].noise = 0;
+	doc = nw_run_to_json(&a, 0);
+	assert_null(json_object_get(json_array_get(json_object_get(doc, "results"), 0), "noise"));
+	json_decref(doc);
+	nw_run_release(&a);
+	nw_run_release(&b);
+}
+
+/* B of the reference with the sizes of [lo, hi] `factor` times as long; the verdicts of A vs it. */
+static int slower_sizes(struct nw_cmp *c, uint64_t lo, uint64_t hi, double factor)
+{
+	struct nw_run a, b;
+	struct nw_cmp_opts o = defaults();
+	make(&a, 0, 0, 1);
+	make(&b, lo, hi, factor);
+	assert_int_equal(nw_compare(&a, &b, &o, c, NULL, 0), 0);
+	nw_run_release(&a);
+	nw_run_release(&b);
+	return c->nslower;
+}
+
+/*
+ * One or a few sizes changed among unchanged neighbours count only well
+ * beyond their threshold (2 / sqrt(k) times it, for k sizes), and a lone
+ * latency-bound size not at all, so that a busy host's one-off does not
+ * read as a regression; a band of sizes, or one large size well beyond the
+ * stated 5%, still do.
+ */
+static void alone_among_neighbours(void **state)
+{
+	(void)state;
+	struct nw_cmp c;
+	/* 512K 30% longer (-23%, beyond 20% but not twice it): alone, same */
+	assert_int_equal(slower_sizes(&c, 512 << 10, 512 << 10, 1.30), 0);
+	assert_true(c.rows[3].alone);
+	assert_int_equal(c.rows[3].verdict, NW_V_SAME);
+	assert_false(nw_cmp_regressed(&c));
+	assert_int_equal(c.nbands, 0);
+	json_t *j = nw_cmp_to_json(&c, &(struct nw_cmp_opts){ 0 }, "A", "B");
+	assert_true(json_is_true(json_object_get(json_array_get(json_object_get(j, "rows"), 3), "alone")));
+	json_decref(j);
+	nw_cmp_release(&c);
+	/* even ten times as long: one latency-bound size alone never counts (a busy host does that) */
+	assert_int_equal(slower_sizes(&c, 512 << 10, 512 << 10, 10.0), 0);
+	assert_true(c.rows[3].alone);
+	nw_cmp_release(&c);
+	/* a bandwidth-bound size twice as long (-50%, 10 times 5%) counts */
+	assert_int_equal(slower_sizes(&c, 4 << 20, 4 << 20, 2.0), 1);
+	assert_false(c.rows[5].alone);
+	nw_cmp_release(&c);
+	/* two neighbours 30% longer: 1.15 times their threshold, below 1.41: alone */
+	assert_int_equal(slower_sizes(&c, 64 << 10, 512 << 10, 1.30), 0);
+	assert_true(c.rows[2].alone && c.rows[3].alone);
+	nw_cmp_release(&c);
+	/* three 35% longer (1.30 times, above 1.15): a band */
+	assert_int_equal(slower_sizes(&c, 1024, 512 << 10, 1.35), 3);
+	assert_int_equal(c.nbands, 1);
+	nw_cmp_release(&c);
+	/* the planted slowdowns: 20% at every size from 1M, and at 64M alone (4 times the 5%) */
+	assert_int_equal(slower_sizes(&c, 1 << 20, UINT64_MAX, 1 / 0.8), 8);
+	assert_true(nw_cmp_regressed(&c));
+	nw_cmp_release(&c);
+	assert_int_equal(slower_sizes(&c, 64ULL << 20, 64ULL << 20, 1 / 0.8), 1);
+	assert_int_equal(c.rows[7].verdict, NW_V_SLOWER);
+	assert_false(c.rows[7].alone);
+	nw_cmp_release(&c);
+	/* but 8% at 64M alone (1.6 times 5%) is alone */
+	assert_int_equal(slower_sizes(&c, 64ULL << 20, 64ULL << 20, 1 / 0.92), 0);
+	assert_true(c.rows[7].alone);
+	nw_cmp_release(&c);
+}
+
 /* Sizes in only one run are listed, not judged; no shared size is an error. */
 static void unmatched(void **state)
 {
@@ -389,6 +501,7 @@ int main(void)
 		cmocka_unit_test(identical_runs), cmocka_unit_test(planted_band), cmocka_unit_test(latency_band),
 		cmocka_unit_test(repeats_spread), cmocka_unit_test(iter_spread), cmocka_unit_test(unmatched),    cmocka_unit_test(attribution),
 		cmocka_unit_test(change_text),  cmocka_unit_test(noise_floor),  cmocka_unit_test(incomparable),
+		cmocka_unit_test(batch_noise),  cmocka_unit_test(alone_among_neighbours),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
