@@ -1,6 +1,9 @@
 # Helpers for CLI tests: each check prints "ok - name" or "not ok - name".
-# Source it; $NW is the binary under test, $REFDIR the reference outputs.
+# Source it; $NW is the binary under test, $SRCDIR the source tree, $REFDIR
+# nccl-tests' own outputs that bench and import are compared with (in the
+# repository: tests/fixtures/reference/README.md says where they come from).
 set -u
+REFDIR=$SRCDIR/tests/fixtures/reference
 TMP=$(mktemp -d /tmp/nwcli.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 OUT=$TMP/out ERR=$TMP/err

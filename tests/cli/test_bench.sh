@@ -115,20 +115,14 @@ assert d['run']['extra']['pairs']['pairs'] and {r['op'] for r in d['results']}==
 
 # -J: nccl-tests' own JSON, read by a reader written from nccl-tests' field list, shaped as the
 # reference file nccl-tests wrote; its rows are the table's, and import reads it back to the same rows.
-REF=${REFDIR:-}/h200x1-formats
+REF=$REFDIR/h200x1-formats
 run mpi 2 -b 8 -e 1M -f 4 -J "$TMP/nt.json" --json="$TMP/ours.json"
 expect_rc "-J: exit 0" 0
 expect_out "-J: says where, as nccl-tests does" "^# Writing JSON output to $TMP/nt.json$"
 cp "$OUT" "$TMP/nt_table.txt"
 expect_true "-J: every field as nccl-tests' field list says" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$TMP/nt.json"
 # like_ref NAME OURS REFFILE: OURS has the structure of the reference recording REFFILE, key for key.
-like_ref() {
-	if [ -n "${REFDIR:-}" ] && [ -f "$REF/$3" ]; then
-		expect_true "$1" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$2" --like "$REF/$3"
-	else
-		skip "$1" "no $REF/$3"
-	fi
-}
+like_ref() { expect_true "$1" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$2" --like "$REF/$3"; }
 like_ref "-J: the reference nt_ar.json's structure, key for key" "$TMP/nt.json" nt_ar.json
 expect_true "-J: two ranks listed, the table's rows and figures" python3 - "$TMP/nt.json" "$TMP/ours.json" <<'PY'
 import json, sys
@@ -166,13 +160,9 @@ expect_rc "-I 1 -K 2: exit 0" 0
 expect_out "-I 1: nccl-tests' report line" '^# Per-Iteration Report: host clock timing; i_\* uses max over process rows; summary skips first 2 iterations $'
 expect_true "-I 1: rows of 21 columns" sh -c "test \$(grep -E '^ +[0-9]' '$OUT' | awk '{print NF}' | sort -u) = 21"
 like_ref "-I 1 -J: the reference nt_ar_I.json's structure" "$TMP/nti.json" nt_ar_I.json
-if [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
-	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/nt_ar_I.txt" >"$TMP/want"
-	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
-	expect_true "-I 1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
-else
-	skip "-I 1 against the reference" "no $REF"
-fi
+sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/nt_ar_I.txt" >"$TMP/want"
+sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
+expect_true "-I 1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
 expect_true "-I 1: 20 times per row, summary of the last 18, in both JSONs" python3 - "$TMP/nti.json" "$TMP/oursi.json" <<'PY'
 import json, sys
 nt, ours = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
@@ -202,7 +192,6 @@ expect_err "-K >= -n named" '-K 5 skips every iteration of -n 5'
 
 # like_ref NAME FILE: $OUT's three header lines are the reference FILE's byte for byte, its 1024 row as long.
 like_ref() {
-	[ -n "${REFDIR:-}" ] && [ -d "$REF" ] || return 0
 	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/$2" >"$TMP/want"
 	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
 	expect_true "$1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
@@ -223,7 +212,7 @@ like_ref "-C 1" nt_sr_C.txt
 for z in 1 2 3; do
 	run mpi 2 -b 1K -e 64K -f 4 -z "$z" -c 1
 	expect_rc "-z $z: exit 0, verified" 0
-	if [ "$z" != 1 ] && [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
+	if [ "$z" != 1 ]; then
 		expect_true "-z $z: nccl-tests' blocking line" grep -qxF "$(grep '^# Blocking' "$REF/nt_ar_z$z.txt")" "$OUT"
 	fi
 	[ "$z" != 1 ] || expect_out "-z 1: its line" '^# Blocking Enabled: wait and barrier after each inner iteration \(-m\) $'

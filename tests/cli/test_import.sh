@@ -126,23 +126,22 @@ expect_true "table without footer: history marks it incomplete" \
 
 # nccl-tests' own -J files (reference recordings): they read as nccl-tests' field list says, and
 # import gives the same rows as the text tables nccl-tests printed in the same runs (-I 1 columns too).
-REF=${REFDIR:-}/h200x1-formats
-if [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
-	for pair in nt_ar.json:nt_ar_J.txt nt_a2a.json:nt_a2a.txt nt_ar_I.json:nt_ar_I.txt; do
-		j=${pair%%:*} t=${pair##*:}
-		expect_true "reference $j reads by nccl-tests' field list" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$REF/$j"
-		run "$NW" import --table --no-history "$REF/$j"
-		expect_rc "import --table $j exits 0" 0
-		grep -E '^ +[0-9]' "$REF/$t" >"$TMP/want"
-		grep -E '^ +[0-9]' "$OUT" >"$TMP/got"
-		expect_true "import of $j: the rows of $t, byte for byte" cmp -s "$TMP/want" "$TMP/got"
-	done
-	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/nt_ar_I.txt" >"$TMP/want"
-	run "$NW" import --table --no-history "$REF/nt_ar_I.json"
-	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
-	expect_true "import of nt_ar_I.json: nccl-tests' per-iteration header" cmp -s "$TMP/want" "$TMP/got"
-	run "$NW" import --json --no-history "$REF/nt_ar_I.json"
-	expect_true "import of nt_ar_I.json keeps every per-iteration time and the skip" python3 - "$OUT" "$REF/nt_ar_I.json" <<'PY'
+REF=$REFDIR/h200x1-formats
+for pair in nt_ar.json:nt_ar_J.txt nt_a2a.json:nt_a2a.txt nt_ar_I.json:nt_ar_I.txt; do
+	j=${pair%%:*} t=${pair##*:}
+	expect_true "reference $j reads by nccl-tests' field list" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$REF/$j"
+	run "$NW" import --table --no-history "$REF/$j"
+	expect_rc "import --table $j exits 0" 0
+	grep -E '^ +[0-9]' "$REF/$t" >"$TMP/want"
+	grep -E '^ +[0-9]' "$OUT" >"$TMP/got"
+	expect_true "import of $j: the rows of $t, byte for byte" cmp -s "$TMP/want" "$TMP/got"
+done
+sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/nt_ar_I.txt" >"$TMP/want"
+run "$NW" import --table --no-history "$REF/nt_ar_I.json"
+sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
+expect_true "import of nt_ar_I.json: nccl-tests' per-iteration header" cmp -s "$TMP/want" "$TMP/got"
+run "$NW" import --json --no-history "$REF/nt_ar_I.json"
+expect_true "import of nt_ar_I.json keeps every per-iteration time and the skip" python3 - "$OUT" "$REF/nt_ar_I.json" <<'PY'
 import json, sys
 ours, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 want = []
@@ -157,9 +156,6 @@ for w, g in zip(want, got):
     assert all(abs(a - b) < 1e-3 for a, b in zip(w[4:], g[4:])), (w, g)
 assert len(want) == len(got) == 18, (len(want), len(got))
 PY
-else
-	skip "reference -J files" "no $REF"
-fi
 
 # Issue 14, item 6: import keeps what the file says, and only that.
 AR=$FX/nt_all_reduce.txt

@@ -27,7 +27,7 @@ expect_out "the PostgreSQL round trip ran" "OK \] pg_round_trip"
 sql nw "DROP SCHEMA public CASCADE; CREATE SCHEMA public" >/dev/null 2>&1
 
 # Every command that records or reads history, unchanged on PostgreSQL.
-A=$REFDIR/h200x2/nt_all_reduce.txt
+A=$SRCDIR/tests/fixtures/nccltests/nt_all_reduce.txt
 run "$NW" import --db "$URI" "$A"
 expect_rc "import into PostgreSQL" 0
 run "$NW" import --db "$URI" "$A"
