@@ -2,7 +2,6 @@
 # bench as a user runs it: flags refused by name, no GPU named as such,
 # and the whole pipeline for real over MPI with 2 and 4 processes.
 . "$(dirname "$0")/lib.sh"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export NCCLWATCH_CUDA_LIB=/nonexistent/libcuda.so.1
 
 run "$NW" bench --no-history
@@ -26,7 +25,7 @@ expect_out "help lists -G" "cudagraph"
 
 # The MPI host backend: the same pipeline, for real, on CPUs.
 # Open MPI leaks at exit by design; leak checking covers our code in the other tests.
-mpi() { ASAN_OPTIONS=detect_leaks=0 mpirun -np "$1" "$NW" bench --backend mpi --no-history "${@:2}"; }
+mpi() { ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np "$1" "$NW" bench --backend mpi --no-history "${@:2}"; }
 run mpi 2 --op all -b 8 -e 256K -f 4 -c 1 --json="$TMP/r2.json"
 expect_rc "mpi np=2 all ops: exit 0" 0
 expect_out "mpi np=2: nccl-tests header" "^#       size         count      type   redop    root     time   algbw   busbw  #wrong"
@@ -70,11 +69,11 @@ expect_true "per-rank: JSON ranks arrays of 4" python3 -c "
 import json; d=json.load(open('$TMP/r4p.json'))
 assert all(len(r['ranks'])==4 and sorted(x['rank'] for x in r['ranks'])==[0,1,2,3] for r in d['results'])"
 
-run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi --no-history -d half
+run env ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 2 "$NW" bench --backend mpi --no-history -d half
 expect_rc "mpi: half refused (usage: exit 2)" 2
 expect_err "mpi: half named" "'half' is not supported by the mpi backend"
 
-run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi --no-history -t 2
+run env ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 2 "$NW" bench --backend mpi --no-history -t 2
 expect_rc "mpi: -t 2 refused (usage: exit 2)" 2
 expect_err "mpi: -t names the backend it needs" "-t 2 \(threads\) needs the NCCL backend"
 
@@ -92,12 +91,12 @@ expect_true "pairs: 6 pairs, all verified" python3 -c "
 import json; p=json.load(open('$TMP/pairs.json'))['run']['extra']['pairs']
 assert len(p['pairs'])==6 and all(e['wrong']==0 for e in p['pairs']), p
 assert len(p['busbw_gbs'])==4 and p['busbw_gbs'][1][0]==p['busbw_gbs'][0][1]"
-run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 1 "$NW" bench --backend mpi --no-history --pairs
+run env ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 1 "$NW" bench --backend mpi --no-history --pairs
 expect_rc "pairs with one rank refused (a usage error)" 2
 expect_err "pairs: says why" "needs at least 2 ranks"
 
 # Every bench is recorded in history (rank 0 records the whole run once).
-run env NCCLWATCH_DB="$TMP/h.db" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi -b 1K -e 4K
+run env NCCLWATCH_DB="$TMP/h.db" ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 2 "$NW" bench --backend mpi -b 1K -e 4K
 expect_rc "recorded bench: exit 0" 0
 expect_err "recorded bench: says the run id" "recorded as run 1"
 run env NCCLWATCH_DB="$TMP/h.db" "$NW" history
@@ -180,7 +179,7 @@ run "$NW" import --table --no-history "$TMP/nti.json"
 grep -E '^ +[0-9]' "$OUT" | cut -c1-80 >"$TMP/got"
 expect_true "-I 1 -J: import reads it back (per-iteration columns too)" \
 	sh -c "test \$(grep -E '^ +[0-9]' '$OUT' | awk '{print NF}' | sort -u) = 21 && test \$(wc -l <'$TMP/got') = 9"
-run env NCCLWATCH_DB="$TMP/hi.db" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi -b 1K -e 4K -n 10 -I 1
+run env NCCLWATCH_DB="$TMP/hi.db" ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 2 "$NW" bench --backend mpi -b 1K -e 4K -n 10 -I 1
 run "$NW" history show --db "$TMP/hi.db" 1
 expect_out "-I 1: history keeps the per-iteration times" 'i_min    i_max    i_p99    i_cv%'
 for bad in "-I 2" "-I 1 -G 2" "-n 5 -K 5" "-K x"; do
