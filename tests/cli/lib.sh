@@ -6,7 +6,8 @@ set -u
 REFDIR=$SRCDIR/tests/fixtures/reference
 TMP=$(mktemp -d /tmp/nwcli.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-OUT=$TMP/out ERR=$TMP/err
+OUT=$TMP/out ERR=$TMP/err RC=0
+: >"$OUT"; : >"$ERR"
 
 # MPIRUN: mpirun as every test starts it, an array: "${MPIRUN[@]}" -np 2 "$NW" ...
 # (inside a string, "${MPIRUN[*]}"). Open MPI refuses to run as root unless
