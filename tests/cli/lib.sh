@@ -37,6 +37,13 @@ expect_true() { local n=$1; shift; if "$@"; then ok "$n"; else notok "$n" "faile
 skip() {
 	if [ "${NW_TEST_ALL:-0}" = 1 ]; then RC=1; notok "$1" "skipped, but NW_TEST_ALL=1: $2"; else echo "ok - $1 # skip: $2"; fi
 }
+# skip_root NAME WHY: a check that needs root (chown to another user, a mount
+# or PID namespace, a cgroup, chroot). For an ordinary user it is a skip that
+# says "not root", NW_TEST_ALL=1 or not: the run as root checks it. As root,
+# WHY is something else missing, and it is a skip like any other.
+skip_root() {
+	if [ "$(id -u)" -ne 0 ]; then echo "ok - $1 # skip: not root: $2"; else skip "$1" "$2"; fi
+}
 # late_rank_files DIR: stats files from the real plugin driven through its ABI
 # by the harness, 4 rank processes, 10 ops each, rank 2 arriving 10 ms late.
 # What was fed goes to $TMP/fed; without the harness or when it fails, the

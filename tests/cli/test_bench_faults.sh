@@ -107,7 +107,7 @@ if mkdir "$cg" 2>/dev/null && echo 300M >"$cg/$lim"; then
 	sleep 0.5; rmdir "$cg"
 else
 	rmdir "$cg" 2>/dev/null
-	skip "mpi -e 256M under a 300 MiB cgroup" "no writable memory cgroup"
+	skip_root "mpi -e 256M under a 300 MiB cgroup" "no writable memory cgroup"
 fi
 
 # Item 15: usage errors exit 2, before the run, naming the option typed.

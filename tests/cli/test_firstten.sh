@@ -153,7 +153,7 @@ if chown 65534:65534 "$SD" "$SD/pod.nws" 2>/dev/null && chmod 2770 "$SD" && chmo
 	run env NCCLWATCH_GROUP=65534 "$NW" top --once --dir "$SD"
 	expect_err "NCCLWATCH_GROUP: a file others can write is still skipped" "pod\.nws.*owned by uid 65534"
 else
-	skip "NCCLWATCH_GROUP" "cannot chown (not root)"
+	skip_root "NCCLWATCH_GROUP" "cannot chown a file to another user"
 fi
 
 # top: a SIZE column in human units, a reversible sort, '?' help, the

@@ -22,7 +22,7 @@ if unshare -m true 2>/dev/null; then
 	expect_err "full disk: said, with the path" "history database '$TMP/full/h.db': .*disk full"
 	expect_no_out "full disk: no empty database left behind" "^h\.db$"
 else
-	skip "read-only directory and full disk" "unshare -m is not permitted here"
+	skip_root "read-only directory and full disk" "unshare -m is not permitted here"
 fi
 
 # Item 9: a lock held by another process is waited for no longer than the
