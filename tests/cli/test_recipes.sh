@@ -27,9 +27,10 @@ recipe_names() {
 put() {
 	local f=$W/$1
 	cp "$f" "$TMP/before"
-	awk -v from="$2" -v at="$3" -v text="$4" '
-		!done && $0 ~ from {seen = 1}
-		!done && seen && $0 ~ at {print text; done = 1}
+	# (through the environment: awk -v would read backslashes as escapes)
+	PUT_FROM=$2 PUT_AT=$3 PUT_TEXT=$4 awk '
+		!done && $0 ~ ENVIRON["PUT_FROM"] {seen = 1}
+		!done && seen && $0 ~ ENVIRON["PUT_AT"] {print ENVIRON["PUT_TEXT"]; done = 1}
 		{print}' "$TMP/before" >"$f"
 	expect_true "recipe edit: $1 has /$3/ after /$2/" sh -c "! cmp -s '$TMP/before' '$f'"
 }
