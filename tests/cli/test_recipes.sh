@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 DOC=$SRCDIR/docs/hacking.md
 W=$TMP/tree
-RECIPES=(doctor_check logscan_rule)
+RECIPES=(command doctor_check logscan_rule)
 
 # recipe_text TITLE: the recipe "**TITLE**" of docs/hacking.md, to the next one.
 recipe_text() { awk -v t="**$1**" 'index($0, t) == 1 {on = 1; print; next} on && /^(\*\*|## )/ {exit} on' "$DOC"; }
@@ -33,6 +33,66 @@ put() {
 		!done && seen && $0 ~ ENVIRON["PUT_AT"] {print ENVIRON["PUT_TEXT"]; done = 1}
 		{print}' "$TMP/before" >"$f"
 	expect_true "recipe edit: $1 has /$3/ after /$2/" sh -c "! cmp -s '$TMP/before' '$f'"
+}
+
+# A command: its file with an option table and a spec, one row in NW_COMMANDS.
+recipe_command() {
+	recipe_names "A command" src/cmd/cmd.h test_shared_flags.sh docs-options
+	expect_true "recipe 'A command' names nw_opt_parse and the spec" \
+		sh -c 'grep -q nw_opt_parse "$1" && grep -q nw_cmd_spec "$1"' sh "$TMP/recipe"
+	cat >"$W/src/cmd/recipedemo.c" <<'EOF'
+/* recipedemo: a command added as docs/hacking.md says. */
+#include <stdio.h>
+
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+
+struct recipedemo_opts {
+	int times;
+	struct nw_opt_out json;
+};
+
+static const struct nw_opt recipedemo_options[] = {
+	{ .kind = NW_OPTK_INT, .sname = 'n', .lname = "times", .off = NW_F_INT(struct recipedemo_opts, times),
+	  .argh = "N", .min = 1, .max = 9, .def = "1", .help = "say it N times" },
+	NW_OPT_JSON(struct recipedemo_opts, json, ""),
+	{ 0 },
+};
+
+const struct nw_cmd_spec nw_spec_recipedemo = {
+	.name = "recipedemo",
+	.about = "A command added as docs/hacking.md says.\n",
+	.opts = recipedemo_options,
+};
+
+int cmd_recipedemo(int argc, char **argv)
+{
+	struct recipedemo_opts o = { 0 };
+	struct nw_opt_res res;
+	enum nw_opt_status st = nw_opt_parse(&nw_spec_recipedemo, &o, argc, argv, &res);
+	if (st != NW_OPT_OK)
+		return nw_opt_exit(&nw_spec_recipedemo, st);
+	for (int i = 0; i < o.times; i++)
+		printf("recipe demo\n");
+	return 0;
+}
+EOF
+	put src/cmd/cmd.h '^#define NW_COMMANDS' 'X\(version,' '	X(recipedemo, "a command added as docs/hacking.md says") \'
+}
+check_command() {
+	run "$W/build/ncclwatch" recipedemo -n 2
+	expect_rc "new command: runs" 0
+	[ "$(grep -c '^recipe demo$' "$OUT")" = 2 ]; RC=$?; expect_rc "new command: its option read (-n 2)" 0
+	run "$W/build/ncclwatch" --help
+	expect_out "new command: in the command list" '^  recipedemo +a command added'
+	run "$W/build/ncclwatch" help recipedemo
+	expect_out "new command: its help from the table" '^  -n, --times N +say it N times \(default 1\)$'
+	run "$W/build/ncclwatch" recipedemo --times 10
+	expect_rc "new command: its range checked (exit 2)" 2
+	run "$W/build/ncclwatch" __complete recipedemo --t
+	expect_out "new command: completion offers its option" '^--times$'
+	run "$W/build/ncclwatch" help --man recipedemo
+	expect_out "new command: a man page" '^\.TH NCCLWATCH\\-RECIPEDEMO 1'
 }
 
 # A doctor check: a function in its group's file, its prototype, a row in the table.
