@@ -137,7 +137,9 @@ NWP_HOT void op_interval(const struct nwp_comm *c, struct nwp_slot *s, struct do
 /* Add the op to its (op, bucket) record under the seqlock; returns the record's mean kernel time (0: none). */
 NWP_HOT uint64_t record_add(struct nwp_comm *c, const struct done_op *d)
 {
-	struct nws_record *r = &c->rec[d->op * NWS_NBUCKETS + d->bucket];
+	unsigned i = d->op * NWS_NBUCKETS + d->bucket;
+	struct nws_record *r = &c->rec[i];
+	c->fs.rec_dirty[i / 64] |= 1ull << (i % 64);
 	nwp_w_begin(&r->gen);
 	r->count++;
 	r->bytes += d->bytes;

@@ -113,15 +113,31 @@ struct nwp_comm {
 	int64_t off_min;           /* atomic: min(realtime - GPU clock) seen in this window */
 	int64_t off_prev;          /* publisher: the same over the previous window */
 	uint64_t off_window;       /* publisher: index of the current 10 s window */
-	/* publisher-only state */
-	int fd;
-	void *map;
-	size_t map_len;
+	/*
+	 * publisher-only state. The stats file is never mapped: the figures
+	 * live in a private image of it (hdr, rec and ring point into img) and
+	 * nwp_sync copies what changed into the file with pwrite, so nothing
+	 * done to the file from outside can fault this process (statsfile.c).
+	 */
+	int fd;                    /* the stats file, -1 while there is none */
+	void *img;                 /* private image of the whole file, img_len bytes */
+	size_t img_len;
 	struct nws_header *hdr;
 	struct nws_record *rec;    /* [NWS_NOPS][NWS_NBUCKETS] */
 	struct nws_opent *ring;
 	uint32_t ring_len;
 	uint64_t ring_head;
+	struct nwp_filesync {      /* what the file holds of the image (statsfile.c) */
+		uint64_t rec_dirty[(NWS_NOPS * NWS_NBUCKETS + 63) / 64]; /* records changed since the last sync */
+		uint64_t ring_synced;  /* ring entries up to this idx are in the file */
+		uint64_t sync_ns;      /* monotonic time of the last sync */
+		uint64_t hdr_ns;       /* ... of the last header write */
+		uint64_t retry_ns;     /* no file, or writes failed: try again from then */
+		int64_t mtime_ns;      /* the file's mtime after our last write */
+		int rewrite;           /* the whole image must be written again */
+		uint64_t repairs;      /* times the file was found damaged from outside */
+		struct nws_header *pub;/* the header as last written */
+	} fs;
 	uint64_t last_end_ns;      /* busy-time union: end of the last busy interval */
 	uint64_t busy_sec_start;   /* second of busy_slot[0] */
 	uint64_t busy_k[64], busy_e[64];
@@ -183,7 +199,7 @@ struct nwp_global {
 	int disabled;              /* atomic */
 	int logged;                /* atomic: the one log line was written */
 	nwp_logfn_t logfn;
-	int *mask_ptr;             /* NCCL's activation mask (one int per process) */
+	int *mask_ptr;             /* atomic: NCCL's activation mask (one int per process); see nwp_mask_ptr */
 	int mask;                  /* last value stored (publisher) */
 	int base_mask;             /* Coll|P2p(|ProxyOp) */
 	int kernel_on;             /* policy state */
@@ -241,6 +257,23 @@ uint64_t nwp_mono_ns(void);
 /* Disable the plugin for good: mask 0, one log line through NCCL's logger. */
 void nwp_disable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* NCCL's log levels as the plugin uses them. */
+#define NWP_LOG_WARN 2
+#define NWP_LOG_INFO 3
+/*
+ * One line through NCCL's logger (subsystem INIT); with no logger (profiler
+ * v1 to v3 give none) WARN lines go to stderr, and INFO lines too when
+ * NCCL_DEBUG is INFO or TRACE. Never blocks: a stderr that cannot take
+ * the line now loses it.
+ */
+void nwp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* NCCL's activation mask int (NULL before the first init): read and written with atomics only. */
+static inline int *nwp_mask_ptr(void)
+{
+	return __atomic_load_n(&nwp_g.mask_ptr, __ATOMIC_ACQUIRE);
+}
+
 /* Hot-path counters and tables kept in plugin.c, for the publisher. */
 uint64_t nwp_bad_events(void);
 uint64_t nwp_late_events(void);
@@ -268,10 +301,20 @@ static inline void nwp_w_end(uint64_t *gen)
 int nwp_config(char *err, size_t errlen);
 int nwp_thread_start(void);
 pthread_t nwp_thread_stop(void);
-/* Stats files (statsfile.c). */
+/*
+ * Stats files (statsfile.c; callers hold nwp_g.lock). nwp_comm_open makes
+ * c's private image and its file (-1 with err when it cannot); the figures
+ * go into the image, and nwp_sync copies what changed into the file under
+ * the seqlocks (at most every 50 ms, the header at least every second;
+ * force: now, as at finalize). nwp_sync never fails the plugin: a file
+ * damaged from outside (truncated, overwritten, removed) is written again
+ * whole, with one WARN line per process, and a file that cannot be written
+ * is tried again every second.
+ */
 int nwp_comm_open(struct nwp_comm *c, char *err, size_t errlen);
 void nwp_comm_close(struct nwp_comm *c);
 void nwp_publish_header(struct nwp_comm *c, uint64_t now_rt, uint32_t state);
+void nwp_sync(struct nwp_comm *c, int force);
 /* src into dst (room for len bytes), cut to fit, the rest of dst zeroed; src may be NULL. */
 void nwp_copy_str(char *dst, size_t len, const char *src);
 /* Accounting of finished slots (account.c). */

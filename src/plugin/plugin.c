@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <strings.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,17 +168,48 @@ void nwp_disable(const char *fmt, ...)
 {
 	if (__atomic_exchange_n(&nwp_g.disabled, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (nwp_g.mask_ptr)
-		__atomic_store_n(nwp_g.mask_ptr, 0, __ATOMIC_RELAXED);
+	int *mp = nwp_mask_ptr();
+	if (mp)
+		__atomic_store_n(mp, 0, __ATOMIC_RELAXED);
 	char msg[128];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	memcpy(nwp_g.disabled_reason, msg, sizeof(msg));
-	if (!__atomic_exchange_n(&nwp_g.logged, 1, __ATOMIC_ACQ_REL) && nwp_g.logfn)
-		nwp_g.logfn(2 /* NCCL_LOG_WARN */, 1 /* NCCL_INIT */, __FILE__, __LINE__,
-		            "ncclwatch profiler disabled: %s", msg);
+	if (!__atomic_exchange_n(&nwp_g.logged, 1, __ATOMIC_ACQ_REL))
+		nwp_log(NWP_LOG_WARN, "ncclwatch profiler disabled: %s", msg);
+}
+
+/* NCCL_DEBUG asks for INFO lines (INFO or TRACE)? */
+static int debug_info(void)
+{
+	const char *d = getenv("NCCL_DEBUG");
+	return d && (!strcasecmp(d, "INFO") || !strcasecmp(d, "TRACE"));
+}
+
+void nwp_log(int level, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	nwp_logfn_t fn = __atomic_load_n(&nwp_g.logfn, __ATOMIC_ACQUIRE);
+	if (fn) {
+		fn(level, 1 /* NCCL_INIT */, __FILE__, __LINE__, "%s", msg);
+		return;
+	}
+	if (level != NWP_LOG_WARN && !debug_info())
+		return;
+	char line[700];
+	int n = snprintf(line, sizeof(line), "%s:%d:%d ncclwatch %s %s\n", nwp_g.host[0] ? nwp_g.host : "-",
+	                 (int)getpid(), (int)gettid(), level == NWP_LOG_WARN ? "WARN" : "INFO", msg);
+	if (n > (int)sizeof(line) - 1)
+		n = (int)sizeof(line) - 1;
+	struct pollfd pfd = { 2, POLLOUT, 0 };
+	if (n > 0 && poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLOUT))
+		(void)!write(2, line, (size_t)n);
 }
 
 /*
@@ -241,7 +274,8 @@ static void *op_start(struct nwp_comm *c, int kind, const union d_body *u)
 	struct nwp_slot *s = slot_take(c);
 	if (!s)
 		return NULL;
-	int mask = nwp_g.mask_ptr ? __atomic_load_n(nwp_g.mask_ptr, __ATOMIC_RELAXED) : 0;
+	int *mp = nwp_mask_ptr();
+	int mask = mp ? __atomic_load_n(mp, __ATOMIC_RELAXED) : 0;
 	s->kind = (uint8_t)(kind == NWP_KIND_CE ? NWP_KIND_COLL : kind);
 	s->expect_kch = kind != NWP_KIND_CE && (mask & NWP_EV_KERNELCH) != 0;
 	if (kind == NWP_KIND_CE) {
@@ -289,8 +323,8 @@ static void *op_start(struct nwp_comm *c, int kind, const union d_body *u)
 	__atomic_store_n(&c->last_event_ns, s->enq_ns, __ATOMIC_RELAXED);
 	/* a KernelCh sample burst ends after a fixed number of ops */
 	if (__atomic_load_n(&nwp_g.burst_left, __ATOMIC_RELAXED) > 0 &&
-	    __atomic_sub_fetch(&nwp_g.burst_left, 1, __ATOMIC_ACQ_REL) == 0 && nwp_g.mask_ptr)
-		__atomic_store_n(nwp_g.mask_ptr, __atomic_load_n(&nwp_g.base_mask, __ATOMIC_RELAXED),
+	    __atomic_sub_fetch(&nwp_g.burst_left, 1, __ATOMIC_ACQ_REL) == 0 && mp)
+		__atomic_store_n(mp, __atomic_load_n(&nwp_g.base_mask, __ATOMIC_RELAXED),
 		                 __ATOMIC_RELAXED);
 	__atomic_store_n(&s->state, NWP_ACTIVE, __ATOMIC_RELEASE);
 	return s;
@@ -573,10 +607,10 @@ struct comm_id {
 static int init_without_pointers(void **context, int *mask, nwp_logfn_t logfn)
 {
 	if (logfn && !nwp_g.logfn)
-		nwp_g.logfn = logfn;
+		__atomic_store_n(&nwp_g.logfn, logfn, __ATOMIC_RELEASE);
 	nwp_disable("init called without %s", !context ? "a context pointer" : "an activation mask");
 	if (mask)
-		*mask = 0;
+		__atomic_store_n(mask, 0, __ATOMIC_RELAXED);
 	if (context)
 		*context = &unmonitored_ctx;
 	return 0;
@@ -640,12 +674,12 @@ static int comm_register(int abi, const struct comm_id *id, void **context, int 
 			logfn(3 /* INFO */, 1, __FILE__, __LINE__,
 			      "ncclwatch: more than %d communicators in this process; communicator %s (%016llx) is not watched (raise NCCLWATCH_MAX_COMMS)",
 			      nwp_g.max_comms, id->name && *id->name ? id->name : "-", (unsigned long long)id->hash);
-		*mask = nwp_g.mask;
+		__atomic_store_n(mask, nwp_g.mask, __ATOMIC_RELAXED);
 		return 0;
 	}
 	if (nwp_comm_open(c, err, errlen) != 0)
 		return -1;
-	*mask = comm_mask(id->nnodes);
+	__atomic_store_n(mask, comm_mask(id->nnodes), __ATOMIC_RELAXED);
 	__atomic_store_n(&c->alive, 1, __ATOMIC_RELEASE);
 	nwp_g.ncomms_alive++;
 	*context = c;
@@ -679,8 +713,8 @@ static int plugin_init(int abi, void **context, uint64_t comm_hash, int *mask, c
 	*context = &unmonitored_ctx;
 	pthread_mutex_lock(&nwp_g.lock);
 	if (!nwp_g.logfn)
-		nwp_g.logfn = logfn;
-	nwp_g.mask_ptr = mask;
+		__atomic_store_n(&nwp_g.logfn, logfn, __ATOMIC_RELEASE);
+	__atomic_store_n(&nwp_g.mask_ptr, mask, __ATOMIC_RELEASE);
 	int rc = 0;
 	if (!setup_done) {
 		setup_done = 1;
@@ -688,7 +722,7 @@ static int plugin_init(int abi, void **context, uint64_t comm_hash, int *mask, c
 		rc = global_setup(err, sizeof(err));
 	}
 	if (rc == 0 && __atomic_load_n(&nwp_g.disabled, __ATOMIC_RELAXED)) {
-		*mask = 0;
+		__atomic_store_n(mask, 0, __ATOMIC_RELAXED);
 	} else if (rc == 0) {
 		const struct comm_id id = { comm_hash, name, nnodes, nranks, rank };
 		rc = comm_register(abi, &id, context, mask, logfn, err, sizeof(err));
@@ -696,7 +730,7 @@ static int plugin_init(int abi, void **context, uint64_t comm_hash, int *mask, c
 	pthread_mutex_unlock(&nwp_g.lock);
 	if (rc != 0) {
 		nwp_disable("%s", err);
-		*mask = 0;
+		__atomic_store_n(mask, 0, __ATOMIC_RELAXED);
 	}
 	return 0;
 }
@@ -718,6 +752,7 @@ static int plugin_finalize(void *context)
 		} else {
 			nwp_publish_header(c, now, NWS_STATE_DISABLED);
 		}
+		nwp_sync(c, 1);
 		nwp_comm_close(c);
 		nwp_g.ncomms_alive--;
 		if (nwp_g.ncomms_alive == 0 && nwp_g.thread_running) {

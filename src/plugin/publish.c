@@ -150,12 +150,13 @@ int nwp_config(char *err, size_t errlen)
 
 static void set_mask(int m)
 {
-	if (!nwp_g.mask_ptr)
+	int *mp = nwp_mask_ptr();
+	if (!mp)
 		return;
-	int cur = __atomic_load_n(nwp_g.mask_ptr, __ATOMIC_RELAXED);
+	int cur = __atomic_load_n(mp, __ATOMIC_RELAXED);
 	if (cur == m)
 		return;
-	__atomic_store_n(nwp_g.mask_ptr, m, __ATOMIC_RELAXED);
+	__atomic_store_n(mp, m, __ATOMIC_RELAXED);
 	nwp_g.mask_switches++;
 }
 
@@ -238,8 +239,10 @@ static void dumps(uint64_t now)
 		nwp_dump_all("hang");
 		for (int i = 0; i < nwp_g.max_comms; i++) {
 			struct nwp_comm *c = nwp_comm_at(i);
-			if (c && __atomic_load_n(&c->alive, __ATOMIC_ACQUIRE))
+			if (c && __atomic_load_n(&c->alive, __ATOMIC_ACQUIRE)) {
 				nwp_publish_header(c, now, NWS_STATE_RUNNING);
+				nwp_sync(c, 1);
+			}
 		}
 	} else if (req) {
 		nwp_dump_all(req == 2 ? "slow operation" : "requested");
@@ -267,6 +270,7 @@ static void *thread_main(void *arg)
 			if (disabled) {
 				if (!disabled_seen)
 					nwp_publish_header(c, now, NWS_STATE_DISABLED);
+				nwp_sync(c, !disabled_seen);
 				continue;
 			}
 			nwp_drain(c, now, 0);
@@ -278,6 +282,7 @@ static void *thread_main(void *arg)
 				c->off_prev = __atomic_exchange_n(&c->off_min, INT64_MAX, __ATOMIC_RELAXED);
 			}
 			nwp_publish_header(c, now, NWS_STATE_RUNNING);
+			nwp_sync(c, 0);
 			nwp_logline_tick(c, now);
 		}
 		if (disabled) {
