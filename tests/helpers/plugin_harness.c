@@ -136,6 +136,8 @@ struct shared {
 	int arrived;            /* barrier */
 	int sense;
 	uint64_t release_ns;    /* time the last rank reached the barrier */
+	uint64_t deadline_ns;   /* --seconds: feed rounds until then */
+	int go;                 /* --seconds: rank 0's word on another round */
 	int warn_lines[MAXR];   /* WARN lines each rank's logger got */
 	int final_mask[MAXR];
 	int disabled_ok[MAXR];
@@ -153,6 +155,8 @@ struct opts {
 	int late;
 	long late_us;
 	int check;
+	long seconds;        /* normal scenario: feed rounds for this long instead of --ops rounds */
+	int expect_damage;   /* the files are damaged from outside meanwhile: one WARN line per rank expected */
 	long hold_ms;
 	const char *kernel;
 	const char *cuda;   /* a CUDA driver to load and make a context current in, as NCCL would */
@@ -457,7 +461,25 @@ static int cuda_current(const char *path, int rank)
 	return 0;
 }
 
-/* The normal run of one rank: two communicators, every op kind, -o ops each. */
+/*
+ * With --seconds: whether every rank feeds one more round (rank 0 decides,
+ * so all ranks feed the same collectives), 1 ms apart.
+ */
+static int another_round(const struct opts *o, int rank)
+{
+	if (o->nranks == 1)
+		return now_ns() < sh->deadline_ns;
+	sleep_us(1000);
+	if (rank == 0)
+		__atomic_store_n(&sh->go, now_ns() < sh->deadline_ns, __ATOMIC_RELAXED);
+	if (barrier() != 0) {
+		fprintf(stderr, "rank %d: barrier timed out (another rank died?)\n", rank);
+		exit(3);
+	}
+	return __atomic_load_n(&sh->go, __ATOMIC_RELAXED);
+}
+
+/* The normal run of one rank: two communicators, every op kind, -o ops each (or rounds for --seconds). */
 static int rank_normal(const struct opts *o, int rank)
 {
 	void *lib;
@@ -478,7 +500,7 @@ static int rank_normal(const struct opts *o, int rank)
 	}
 	uint64_t seq[NWS_NOPS] = { 0 };
 	int k = 0;
-	for (int i = 0; i < o->ops; i++) {
+	for (int i = 0; o->seconds ? another_round(o, rank) : i < o->ops; i++) {
 		for (size_t j = 0; j < NW_ARRAY_LEN(comm0_ops); j++) {
 			const struct opdef *op = &comm0_ops[j];
 			uint64_t dur = 5000 + op_bytes(op, o->nranks) / 100;
@@ -967,8 +989,13 @@ static int check_all(const struct opts *o)
 					fail("%s: %u calls marked as captured into graphs, fed %llu", who, g->hdr.graph_ops,
 					     (unsigned long long)gf);
 			}
-			if (sh->warn_lines[r])
+			if (o->expect_damage && (sh->warn_lines[r] != 1 || !strstr(sh->last_warn[r], "from outside")))
+				fail("rank %d: %d warning lines from the plugin, wanted one saying its file was damaged (last: %s)",
+				     r, sh->warn_lines[r], sh->last_warn[r]);
+			else if (!o->expect_damage && sh->warn_lines[r])
 				fail("rank %d: %d warning lines from the plugin (last: %s)", r, sh->warn_lines[r], sh->last_warn[r]);
+			else if (o->expect_damage)
+				printf("damage rank=%d said: %s\n", r, sh->last_warn[r]);
 		}
 		if (o->nranks > 1 && o->late >= 0) {
 			struct nw_sf_late late[MAXR];
@@ -1062,6 +1089,9 @@ static void usage(FILE *f)
 	        "                       bad-type, null-handle,\n"
 	        "                       bad-handle, misaligned-handle, bad-context (default normal)\n"
 	        "  --hold-ms MS         keep the communicators open MS ms after feeding (files live)\n"
+	        "  --seconds S          normal scenario: feed rounds for S seconds, 1 ms apart, instead of --ops\n"
+	        "  --expect-damage      the files are damaged from outside meanwhile: --check wants one WARN\n"
+	        "                       line per rank saying so (and the counts still exact)\n"
 	        "  --cuda LIB           load this CUDA driver and make device (rank %% 2) current first\n"
 	        "  --check              read the stats files back and compare (exit 1 on mismatch)\n"
 	        "  -v                   show the plugin's INFO log lines\n",
@@ -1075,7 +1105,8 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "plugin", 1, 0, 'p' }, { "dir", 1, 0, 'd' }, { "abi", 1, 0, 'a' }, { "ranks", 1, 0, 'r' },
 		{ "ops", 1, 0, 'n' }, { "late", 1, 0, 'l' }, { "late-us", 1, 0, 'u' }, { "kernel", 1, 0, 'k' },
-		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "cuda", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "seconds", 1, 0, 'S' },
+		{ "expect-damage", 0, 0, 'D' }, { "cuda", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	char err[NW_ERRLEN];
 	long v;
@@ -1114,6 +1145,12 @@ int main(int argc, char **argv)
 				goto bad;
 			o.hold_ms = v;
 			break;
+		case 'S':
+			if (nw_parse_long(optarg, 0, 86400, &v, "--seconds", err, sizeof(err)))
+				goto bad;
+			o.seconds = v;
+			break;
+		case 'D': o.expect_damage = 1; break;
 		case 'k': o.kernel = optarg; break;
 		case 'C': o.cuda = optarg; break;
 		case 's': o.scenario = optarg; break;
@@ -1165,6 +1202,7 @@ int main(int argc, char **argv)
 	}
 	memset(sh, 0, sizeof(*sh));
 	sh->nranks = o.nranks;
+	sh->deadline_ns = now_ns() + (uint64_t)o.seconds * 1000000000ull;
 	fflush(NULL);
 	pid_t pids[MAXR];
 	for (int r = 0; r < o.nranks; r++) {
