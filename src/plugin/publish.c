@@ -255,6 +255,7 @@ static void *thread_main(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL); /* the job's signals go to the job's threads */
+	pthread_setname_np(pthread_self(), "ncclwatch"); /* what top -H and /proc/PID/task/TID/comm show */
 	int disabled_seen = 0;
 	nwp_g.trigger_mtime = trigger_mtime();
 	while (__atomic_load_n(nwp_thread_gen(), __ATOMIC_ACQUIRE) == gen) {

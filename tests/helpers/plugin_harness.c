@@ -138,6 +138,8 @@ struct shared {
 	uint64_t release_ns;    /* time the last rank reached the barrier */
 	uint64_t deadline_ns;   /* --seconds: feed rounds until then */
 	int go;                 /* --seconds: rank 0's word on another round */
+	uint64_t pub_cpu_ns;    /* hotpath --rate: CPU time of the plugin's publisher thread */
+	uint64_t paced_ns;      /* ... over this much wall time */
 	int warn_lines[MAXR];   /* WARN lines each rank's logger got */
 	int final_mask[MAXR];
 	int disabled_ok[MAXR];
@@ -156,6 +158,7 @@ struct opts {
 	long late_us;
 	int check;
 	long seconds;        /* normal scenario: feed rounds for this long instead of --ops rounds */
+	long rate;           /* hotpath: feed this many ops per second (0: as fast as possible) */
 	int expect_damage;   /* the files are damaged from outside meanwhile: one WARN line per rank expected */
 	long hold_ms;
 	const char *kernel;
@@ -815,6 +818,42 @@ static int null_stop(void *h) { (void)h; return 0; }
  * timestamps off (Group start, Coll start, Coll stop, Group stop), timed
  * against the same loop calling do-nothing functions. Prints figures only.
  */
+/* Sleep until op i of a run that started at t0 is due at rate ops per second. */
+static void pace(uint64_t t0, int i, long rate)
+{
+	uint64_t due = t0 + (uint64_t)i * 1000000000ull / (uint64_t)rate, now = now_ns();
+	if (due > now)
+		sleep_us((long)((due - now) / 1000));
+}
+
+/*
+ * CPU time (ns) of this process's other threads (the harness has one: what
+ * runs beside it is the plugin's publisher), from /proc's schedstat.
+ */
+static uint64_t publisher_cpu_ns(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	uint64_t ns = 0;
+	char self[32];
+	snprintf(self, sizeof(self), "%d", (int)gettid());
+	while (d && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, self))
+			continue;
+		char p[300];
+		snprintf(p, sizeof(p), "/proc/self/task/%s/schedstat", e->d_name);
+		FILE *f = fopen(p, "r");
+		unsigned long long v = 0;
+		if (f && fscanf(f, "%llu", &v) == 1)
+			ns += v;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return ns;
+}
+
 static int rank_hotpath(const struct opts *o, int rank)
 {
 	void *lib;
@@ -833,10 +872,12 @@ static int rank_hotpath(const struct opts *o, int rank)
 	nd.abi = 5;
 	nd.t5 = &nulltab;
 	double ns[2];
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = o->rate ? 1 : 0; pass < 2; pass++) {
 		struct drv *dv = pass == 0 ? &nd : &d;
 		uint64_t t0 = now_ns();
 		for (int i = 0; i < o->ops; i++) {
+			if (o->rate && i % 64 == 0)
+				pace(t0, i, o->rate);
 			void *group = NULL, *h = NULL;
 			memset(gbuf, 0, 32);
 			if (dv->abi == 4)
@@ -857,8 +898,16 @@ static int rank_hotpath(const struct opts *o, int rank)
 		}
 		ns[pass] = (double)(now_ns() - t0) / o->ops;
 	}
-	printf("hotpath abi=%d ops=%d plugin_ns_per_op=%.1f null_ns_per_op=%.1f added_ns_per_op=%.1f\n", o->abi,
-	       o->ops, ns[1], ns[0], ns[1] - ns[0]);
+	if (o->rate) {
+		/* paced: what the plugin's own thread spent accounting and publishing those ops */
+		sleep_us(300000); /* the last ops are accounted and published */
+		sh->paced_ns = (uint64_t)(ns[1] * o->ops) + 300000000ull;
+		sh->pub_cpu_ns = publisher_cpu_ns();
+		printf("paced abi=%d ops=%d rate=%ld\n", o->abi, o->ops, o->rate);
+	} else {
+		printf("hotpath abi=%d ops=%d plugin_ns_per_op=%.1f null_ns_per_op=%.1f added_ns_per_op=%.1f\n", o->abi,
+		       o->ops, ns[1], ns[0], ns[1] - ns[0]);
+	}
 	drv_fini(&d, ctx);
 	return 0;
 }
@@ -1038,6 +1087,11 @@ static int check_all(const struct opts *o)
 			fail("accounted %llu + dropped %llu != fed %llu", (unsigned long long)f->hdr.ops_total,
 			     (unsigned long long)f->hdr.ops_dropped,
 			     (unsigned long long)sh->fed[0][0][NWS_OP_ALL_REDUCE].count);
+		else if (o->rate && f->hdr.ops_total)
+			printf("paced accounted=%llu dropped=%llu publisher_cpu_ns_per_op=%.1f publisher_core_pct=%.3f\n",
+			       (unsigned long long)f->hdr.ops_total, (unsigned long long)f->hdr.ops_dropped,
+			       (double)sh->pub_cpu_ns / (double)f->hdr.ops_total,
+			       100.0 * (double)sh->pub_cpu_ns / (double)sh->paced_ns);
 		else
 			printf("hotpath accounted=%llu dropped=%llu\n", (unsigned long long)f->hdr.ops_total,
 			       (unsigned long long)f->hdr.ops_dropped);
@@ -1090,6 +1144,8 @@ static void usage(FILE *f)
 	        "                       bad-handle, misaligned-handle, bad-context (default normal)\n"
 	        "  --hold-ms MS         keep the communicators open MS ms after feeding (files live)\n"
 	        "  --seconds S          normal scenario: feed rounds for S seconds, 1 ms apart, instead of --ops\n"
+	        "  --rate N             hotpath: feed N ops per second and report (with --check) the CPU time\n"
+	        "                       the plugin's publisher thread spent per op\n"
 	        "  --expect-damage      the files are damaged from outside meanwhile: --check wants one WARN\n"
 	        "                       line per rank saying so (and the counts still exact)\n"
 	        "  --cuda LIB           load this CUDA driver and make device (rank %% 2) current first\n"
@@ -1106,7 +1162,7 @@ int main(int argc, char **argv)
 		{ "plugin", 1, 0, 'p' }, { "dir", 1, 0, 'd' }, { "abi", 1, 0, 'a' }, { "ranks", 1, 0, 'r' },
 		{ "ops", 1, 0, 'n' }, { "late", 1, 0, 'l' }, { "late-us", 1, 0, 'u' }, { "kernel", 1, 0, 'k' },
 		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "seconds", 1, 0, 'S' },
-		{ "expect-damage", 0, 0, 'D' }, { "cuda", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "expect-damage", 0, 0, 'D' }, { "rate", 1, 0, 'R' }, { "cuda", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	char err[NW_ERRLEN];
 	long v;
@@ -1151,6 +1207,11 @@ int main(int argc, char **argv)
 			o.seconds = v;
 			break;
 		case 'D': o.expect_damage = 1; break;
+		case 'R':
+			if (nw_parse_long(optarg, 0, 100000000, &v, "--rate", err, sizeof(err)))
+				goto bad;
+			o.rate = v;
+			break;
 		case 'k': o.kernel = optarg; break;
 		case 'C': o.cuda = optarg; break;
 		case 's': o.scenario = optarg; break;
