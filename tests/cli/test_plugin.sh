@@ -123,3 +123,10 @@ run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario hotpath --kernel off --ops 
 expect_rc "hot path: every op accounted or counted as dropped" 0
 expect_out "hot path: prints ns per op" "^hotpath abi=5 ops=20000 plugin_ns_per_op=[0-9.]+ null_ns_per_op=[0-9.]+ added_ns_per_op="
 grep '^hotpath abi' "$OUT" | sed 's/^/# /'
+
+# NCCL's threads at once (launching, proxy, init/finalize): counts exact. Under
+# ThreadSanitizer this is what `make TSAN=1 tsan` runs (scripts/tsan-plugin).
+d=$TMP/threads; mkdir -p "$d"
+run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario threads --kernel auto --ops 200 --check
+expect_rc "launching, proxy and init threads at once: counts exact" 0
+expect_out "threads: check ok" "^check ok scenario=threads"

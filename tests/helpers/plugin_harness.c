@@ -17,6 +17,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -58,6 +59,7 @@ struct p2p_v5 {
 	void *parentGroup;
 };
 struct kernelch { uint8_t channelId; uint64_t pTimer; };
+struct proxyop { pid_t pid; uint8_t channelId; int peer; int nSteps; int chunkSize; int isSend; };
 struct collapi_v5 { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; };
 struct cecoll_v6 {
 	uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; size_t count; int root;
@@ -67,12 +69,12 @@ struct cecoll_v6 {
 
 struct descr_v4 {
 	uint8_t type; void *parentObj; int rank;
-	union { struct coll_v4 coll; struct p2p_v4 p2p; struct kernelch kernelCh; };
+	union { struct coll_v4 coll; struct p2p_v4 p2p; struct kernelch kernelCh; struct proxyop proxyOp; };
 };
 /* v6 extends v5's union with CE members (largest: ceColl, 13 words); same prefix. */
 struct descr_v5 {
 	uint64_t type; void *parentObj; int rank;
-	union { struct coll_v5 coll; struct p2p_v5 p2p; struct kernelch kernelCh; struct cecoll_v6 ceColl;
+	union { struct coll_v5 coll; struct p2p_v5 p2p; struct kernelch kernelCh; struct proxyop proxyOp; struct cecoll_v6 ceColl;
 		struct collapi_v5 collApi; uint64_t v6room[13]; };
 };
 union state_args { struct { size_t transSize; } proxyStep; struct { uint64_t pTimer; } kernelCh; };
@@ -234,11 +236,17 @@ struct drv {
 	int *mask;
 };
 
-static int drv_init(struct drv *d, void **ctx, uint64_t hash, int *mask, const char *name, int nranks, int rank)
+static int drv_init_nodes(struct drv *d, void **ctx, uint64_t hash, int *mask, const char *name, int nnodes,
+                          int nranks, int rank)
 {
 	if (d->abi == 4)
-		return d->t4->init(ctx, mask, name, hash, 1, nranks, rank, fake_log);
-	return d->t5->init(ctx, hash, mask, name, 1, nranks, rank, fake_log);
+		return d->t4->init(ctx, mask, name, hash, nnodes, nranks, rank, fake_log);
+	return d->t5->init(ctx, hash, mask, name, nnodes, nranks, rank, fake_log);
+}
+
+static int drv_init(struct drv *d, void **ctx, uint64_t hash, int *mask, const char *name, int nranks, int rank)
+{
+	return drv_init_nodes(d, ctx, hash, mask, name, 1, nranks, rank);
 }
 
 static int drv_start(struct drv *d, void *ctx, void **h, void *descr)
@@ -572,6 +580,139 @@ static int rank_fsdp(const struct opts *o, int rank)
 		sleep_us(o->hold_ms * 1000);
 	for (int c = 3; c >= 0; c--)
 		drv_fini(&d, ctx[c]);
+	return 0;
+}
+
+/* ---- threads: NCCL's threads, as NCCL runs them (for ThreadSanitizer) ---- */
+
+/* Ops handed by the launching thread to the proxy thread, as NCCL's proxy gets them. */
+static struct {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	void *h[256];
+	unsigned head, tail;
+	int done;
+} tq = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { 0 }, 0, 0, 0 };
+
+struct thr_arg {
+	struct drv *d;
+	void *ctx;
+	int ops;
+};
+
+static void tq_push(void *h)
+{
+	pthread_mutex_lock(&tq.m);
+	while (tq.head - tq.tail == NW_ARRAY_LEN(tq.h))
+		pthread_cond_wait(&tq.c, &tq.m);
+	tq.h[tq.head++ % NW_ARRAY_LEN(tq.h)] = h;
+	pthread_cond_broadcast(&tq.c);
+	pthread_mutex_unlock(&tq.m);
+}
+
+/* NCCL's proxy thread: a ProxyOp and the kernel channels of every op it is handed. */
+static void *proxy_main(void *p)
+{
+	struct thr_arg *a = p;
+	for (;;) {
+		pthread_mutex_lock(&tq.m);
+		while (tq.head == tq.tail && !tq.done)
+			pthread_cond_wait(&tq.c, &tq.m);
+		if (tq.head == tq.tail) {
+			pthread_mutex_unlock(&tq.m);
+			return NULL;
+		}
+		void *h = tq.h[tq.tail++ % NW_ARRAY_LEN(tq.h)];
+		pthread_cond_broadcast(&tq.c);
+		pthread_mutex_unlock(&tq.m);
+		unsigned char buf[256];
+		memset(buf, 0, sizeof(buf));
+		struct descr_v5 *e5 = (struct descr_v5 *)buf;
+		struct descr_v4 *e4 = (struct descr_v4 *)buf;
+		void *ph = NULL;
+		struct proxyop po = { getpid(), 0, 1, 4, 1 << 17, 1 };
+		if (a->d->abi == 4) {
+			e4->type = ev_proxyop;
+			e4->parentObj = h;
+			e4->proxyOp = po;
+		} else {
+			e5->type = ev_proxyop;
+			e5->parentObj = h;
+			e5->proxyOp = po;
+		}
+		if (__atomic_load_n(a->d->mask, __ATOMIC_RELAXED) & ev_proxyop)
+			drv_start(a->d, a->ctx, &ph, buf);
+		uint64_t t = now_ns();
+		feed_kernel(a->d, h, 2, t, t + 20000);
+		if (ph)
+			drv_stop(a->d, ph);
+	}
+}
+
+/* NCCL's launching thread: Group, Coll (handed to the proxy when KernelCh is on), stop, stop. */
+static void *launch_main(void *p)
+{
+	struct thr_arg *a = p;
+	for (int i = 0; i < a->ops; i++) {
+		const struct opdef *o = &comm0_ops[i % 3]; /* all_reduces of three sizes */
+		int mask = __atomic_load_n(a->d->mask, __ATOMIC_RELAXED);
+		unsigned char gbuf[256], buf[256];
+		memset(gbuf, 0, sizeof(gbuf));
+		((struct descr_v5 *)gbuf)->type = ev_group; /* the same byte in every layout */
+		if (a->d->abi == 4)
+			((struct descr_v4 *)gbuf)->type = ev_group;
+		void *group = NULL, *h = NULL;
+		drv_start(a->d, a->ctx, &group, gbuf);
+		drv_start(a->d, a->ctx, &h, make_descr(a->d, buf, o, (uint64_t)i, 0, 2, group));
+		if (h && (mask & (ev_kernelch | ev_proxyop)))
+			tq_push(h);
+		if (h)
+			drv_stop(a->d, h);
+		if (group)
+			drv_stop(a->d, group);
+		sh->fed[0][0][o->op].count++;
+		sh->fed[0][0][o->op].bytes += op_bytes(o, 2);
+	}
+	return NULL;
+}
+
+/*
+ * The plugin driven from NCCL's threads at once: a launching thread runs
+ * ops on a two-node communicator while a proxy thread sends their ProxyOp
+ * and KernelCh events, and the main thread (another rank's init thread, a
+ * second launching thread) makes, uses and finalizes communicators all
+ * along; kernel timestamps on the auto policy with 1 s samples, so the
+ * mask changes under the launching thread. For ThreadSanitizer (make
+ * TSAN=1 tsan); the check is comm 0's counts.
+ */
+static int rank_threads(const struct opts *o, int rank)
+{
+	void *lib;
+	struct drv d;
+	if (drv_open(o, &d, &lib) != 0)
+		return 2;
+	void *ctx0 = NULL;
+	drv_init_nodes(&d, &ctx0, HASH0, d.mask, "threads", 2, 2, rank);
+	struct thr_arg a = { &d, ctx0, o->ops * 10 };
+	pthread_t launch, proxy;
+	if (pthread_create(&proxy, NULL, proxy_main, &a) != 0 || pthread_create(&launch, NULL, launch_main, &a) != 0) {
+		fprintf(stderr, "cannot start threads\n");
+		return 2;
+	}
+	for (int j = 0; j < o->ops; j++) {
+		void *ctx = NULL;
+		drv_init(&d, &ctx, HASH1 + 100 + (uint64_t)j, d.mask, "churn", 1, 0);
+		for (int i = 0; i < 3; i++)
+			feed_op(&d, ctx, &comm1_ops[0], (uint64_t)i, 0, 1, 20000, 0, 0, 0, 1, 0);
+		drv_fini(&d, ctx);
+	}
+	pthread_join(launch, NULL);
+	pthread_mutex_lock(&tq.m);
+	tq.done = 1;
+	pthread_cond_broadcast(&tq.c);
+	pthread_mutex_unlock(&tq.m);
+	pthread_join(proxy, NULL);
+	drv_fini(&d, ctx0);
 	return 0;
 }
 
@@ -1061,6 +1202,14 @@ static int check_all(const struct opts *o)
 					fail("late rank's mean lateness %.1f us, it was %ld us late", late[0].mean_late_us, o->late_us);
 			}
 		}
+	} else if (!strcmp(sc, "threads")) {
+		const struct nw_sf_rank *f = find_rank(&set, HASH0, 0);
+		if (!f)
+			fail("no stats file");
+		else
+			check_counts(f, sh->fed[0][0], 0, "comm=threads");
+		if (sh->warn_lines[0])
+			fail("%d warning lines from the plugin (last: %s)", sh->warn_lines[0], sh->last_warn[0]);
 	} else if (!strcmp(sc, "pool")) {
 		const struct nw_sf_rank *f = find_rank(&set, HASH0, 0);
 		if (!f)
@@ -1137,6 +1286,7 @@ static void usage(FILE *f)
 	        "  --late-us U          how late, microseconds (default 2000)\n"
 	        "  --kernel on|off|auto NCCLWATCH_KERNEL for the plugin (default on)\n"
 	        "  --scenario S         normal, fsdp (4 comms x 6 ops x 12 sizes), pool, slow, trigger,\n"
+	        "                       threads (launching, proxy and init threads at once: for TSan),\n"
 	        "                       hotpath (prints ns per op), null-descr,\n"
 	        "                       hang-missing, hang-inside, hang-idle, hang-straggler (--late is the rank),\n"
 	        "                       logline (--ops all_reduces of 1 MiB, 100 us each, on one comm),\n"
@@ -1229,7 +1379,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "plugin_harness: --late %d is not a rank of %d\n", o.late, o.nranks);
 		return 2;
 	}
-	static const char *const scen[] = { "normal", "fsdp", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
+	static const char *const scen[] = { "normal", "fsdp", "threads", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
 	                                    "null-handle", "bad-handle", "misaligned-handle",
 	                                    "bad-context", "hang-missing", "hang-inside", "hang-idle",
 	                                    "hang-straggler", "logline" };
@@ -1240,7 +1390,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "plugin_harness: unknown --scenario '%s'\n", o.scenario);
 		return 2;
 	}
-	int normal = !strcmp(o.scenario, "normal"), fsdp = !strcmp(o.scenario, "fsdp");
+	int normal = !strcmp(o.scenario, "normal"), fsdp = !strcmp(o.scenario, "fsdp"), threads = !strcmp(o.scenario, "threads");
 	int hang = !strncmp(o.scenario, "hang-", 5), logline = !strcmp(o.scenario, "logline");
 	if (!normal && !fsdp && !hang && !logline)
 		o.nranks = 1;
@@ -1255,6 +1405,10 @@ int main(int argc, char **argv)
 		setenv("NCCLWATCH_POOL", "64", 1);
 	if (!strcmp(o.scenario, "slow") || !strcmp(o.scenario, "trigger"))
 		setenv("NCCLWATCH_DUMP_MIN_S", "0", 1);
+	if (threads) {
+		setenv("NCCLWATCH_SAMPLE_S", "1", 1);
+		setenv("NCCLWATCH_PERIOD_MS", "1", 1);
+	}
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED) {
@@ -1279,6 +1433,8 @@ int main(int argc, char **argv)
 				rc = rank_normal(&o, r);
 			else if (fsdp)
 				rc = rank_fsdp(&o, r);
+			else if (threads)
+				rc = rank_threads(&o, r);
 			else if (!strcmp(o.scenario, "pool"))
 				rc = rank_pool(&o, r);
 			else if (!strcmp(o.scenario, "slow") || !strcmp(o.scenario, "trigger"))
