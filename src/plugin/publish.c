@@ -268,6 +268,9 @@ static void *thread_main(void *arg)
 			struct nwp_comm *c = nwp_comm_at(i);
 			if (!c || !__atomic_load_n(&c->alive, __ATOMIC_ACQUIRE))
 				continue;
+			if (nwp_comm_ready(c) != 0)
+				continue; /* v1 to v3: no op has named it yet */
+			nwp_learned(c);
 			if (disabled) {
 				if (!disabled_seen)
 					nwp_publish_header(c, now, NWS_STATE_DISABLED);

@@ -104,6 +104,8 @@ static void header_init(struct nwp_comm *c, uint64_t size, uint64_t off_records,
 	h->state = NWS_STATE_RUNNING;
 	h->kernel_mode = (uint32_t)nwp_g.kmode;
 	h->busy_window_ns = 0;
+	h->mode.blind = nwp_blind(nwp_g.abi, c->nranks > 0);
+	h->mode.nranks = c->nranks;
 	nwp_ident_fill(&h->ident);
 	h->magic = NWS_MAGIC;
 }
@@ -292,6 +294,9 @@ void nwp_publish_header(struct nwp_comm *c, uint64_t now, uint32_t state)
 	nwp_copy_str(h->disabled_reason, sizeof(h->disabled_reason), nwp_g.disabled_reason);
 	h->prog = c->prog;
 	nwp_overlap_fill(&h->ovl);
+	h->mode.blind = nwp_blind(nwp_g.abi, c->nranks > 0);
+	h->mode.nranks = c->nranks;
+	h->mode.repairs = c->fs.repairs;
 	nwp_w_end(&h->live_gen);
 }
 

@@ -32,70 +32,14 @@
 #include <unistd.h>
 
 #include "export/statsfile.h"
+#include "fakegpu/profiler_abi.h"
 #include "util/util.h"
 
-/* ---- NCCL's profiler ABI (profiler_v4.h / profiler_v5.h / profiler_v6.h) ---- */
+/* ---- NCCL's profiler ABI: tests/fakegpu/profiler_abi.h (v1 to v6, declared apart from the plugin's) ---- */
 
 enum {
-	ev_group = 1 << 0, ev_coll = 1 << 1, ev_p2p = 1 << 2, ev_proxyop = 1 << 3,
-	ev_kernelch = 1 << 6, ev_collapi = 1 << 9, ev_cecoll = 1 << 12
-};
-#define KERNELCH_STOP 22
-
-typedef void (*logfn_t)(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
-
-struct coll_v4 {
-	uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; size_t count;
-	int root; const char *datatype; uint8_t nChannels; uint8_t nWarps; const char *algo; const char *proto;
-};
-struct coll_v5 {
-	uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; size_t count;
-	int root; const char *datatype; uint8_t nChannels; uint8_t nWarps; const char *algo; const char *proto;
-	void *parentGroup;
-};
-struct p2p_v4 { const char *func; void *buff; const char *datatype; size_t count; int peer; uint8_t nChannels; };
-struct p2p_v5 {
-	const char *func; void *buff; const char *datatype; size_t count; int peer; uint8_t nChannels;
-	void *parentGroup;
-};
-struct kernelch { uint8_t channelId; uint64_t pTimer; };
-struct proxyop { pid_t pid; uint8_t channelId; int peer; int nSteps; int chunkSize; int isSend; };
-struct collapi_v5 { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; };
-struct cecoll_v6 {
-	uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; size_t count; int root;
-	const char *datatype; const char *syncStrategy; bool intraBatchSync; uint32_t batchSize;
-	uint32_t numBatches; uint32_t ceSeqNum; void *stream;
-};
-
-struct descr_v4 {
-	uint8_t type; void *parentObj; int rank;
-	union { struct coll_v4 coll; struct p2p_v4 p2p; struct kernelch kernelCh; struct proxyop proxyOp; };
-};
-/* v6 extends v5's union with CE members (largest: ceColl, 13 words); same prefix. */
-struct descr_v5 {
-	uint64_t type; void *parentObj; int rank;
-	union { struct coll_v5 coll; struct p2p_v5 p2p; struct kernelch kernelCh; struct proxyop proxyOp; struct cecoll_v6 ceColl;
-		struct collapi_v5 collApi; uint64_t v6room[13]; };
-};
-union state_args { struct { size_t transSize; } proxyStep; struct { uint64_t pTimer; } kernelCh; };
-
-struct table_v4 {
-	const char *name;
-	int (*init)(void **ctx, int *mask, const char *commName, uint64_t commHash, int nNodes, int nranks,
-	            int rank, logfn_t logfn);
-	int (*startEvent)(void *ctx, void **h, void *d);
-	int (*stopEvent)(void *h);
-	int (*recordEventState)(void *h, int state, void *args);
-	int (*finalize)(void *ctx);
-};
-struct table_v5 {
-	const char *name;
-	int (*init)(void **ctx, uint64_t commId, int *mask, const char *commName, int nNodes, int nranks,
-	            int rank, logfn_t logfn);
-	int (*startEvent)(void *ctx, void **h, void *d);
-	int (*stopEvent)(void *h);
-	int (*recordEventState)(void *h, int state, void *args);
-	int (*finalize)(void *ctx);
+	ev_group = NP_GROUP, ev_coll = NP_COLL, ev_p2p = NP_P2P, ev_proxyop = NP_PROXYOP,
+	ev_kernelch = NP_KERNELCH, ev_collapi = NP_COLLAPI, ev_cecoll = NP_CECOLL
 };
 
 /* ---- what the harness feeds ---- */
@@ -209,6 +153,51 @@ static void fake_log(int level, unsigned long flags, const char *file, int line,
 		fprintf(stderr, "[rank %d logfn level %d %s:%d] %s\n", my_rank, level, file, line, msg);
 }
 
+/*
+ * v1 to v3 give the plugin no logger: its lines go to stderr. A rank's
+ * stderr is kept in a file meanwhile and read back at its end, so WARN
+ * lines count as the logger's do (and pass on to the real stderr).
+ */
+static int cap_fd = -1, cap_saved = -1;
+
+static void capture_begin(void)
+{
+	char path[] = "/tmp/nwharness.XXXXXX";
+	fflush(stderr);
+	cap_fd = mkstemp(path);
+	if (cap_fd < 0)
+		return;
+	unlink(path);
+	cap_saved = dup(2);
+	dup2(cap_fd, 2);
+}
+
+static void capture_end(void)
+{
+	if (cap_fd < 0)
+		return;
+	fflush(stderr);
+	dup2(cap_saved, 2);
+	lseek(cap_fd, 0, SEEK_SET);
+	FILE *f = fdopen(cap_fd, "r");
+	char line[700];
+	while (f && fgets(line, sizeof(line), f)) {
+		fputs(line, stderr);
+		line[strcspn(line, "\n")] = '\0';
+		const char *w = strstr(line, " ncclwatch WARN ");
+		const char *nl = strstr(line, "NCCLWATCH v=");
+		if (nl && !w) {
+			printf("logfn rank=%d %s\n", my_rank, nl);
+		} else if (w && !strstr(w, "exposed communication off:")) {
+			sh->warn_lines[my_rank]++;
+			snprintf(sh->last_warn[my_rank], sizeof(sh->last_warn[my_rank]), "%s", w + strlen(" ncclwatch WARN "));
+		}
+	}
+	if (f)
+		fclose(f);
+	cap_fd = -1;
+}
+
 /* Sense-reversing barrier across rank processes; -1 after 20 s (a rank died). */
 static int barrier(void)
 {
@@ -231,17 +220,41 @@ static int barrier(void)
 /* One rank's view of the loaded plugin, whatever its ABI. */
 struct drv {
 	int abi;
-	const struct table_v4 *t4;
-	const struct table_v5 *t5;
+	struct np_plugin p;
 	int *mask;
 };
+
+/*
+ * The communicators this process made, by context: v1 to v3 name the
+ * communicator in every op (init does not), so the descriptors need it.
+ * A context the plugin hands out again replaces its entry.
+ */
+static struct comm_reg { void *ctx; uint64_t hash; const char *name; int nranks; } comm_reg[512];
+
+static void reg_add(void *ctx, uint64_t hash, const char *name, int nranks)
+{
+	size_t i, n = NW_ARRAY_LEN(comm_reg);
+	for (i = 0; i < n && comm_reg[i].ctx && comm_reg[i].ctx != ctx; i++)
+		;
+	if (i < n)
+		comm_reg[i] = (struct comm_reg){ ctx, hash, name, nranks };
+}
+
+static const struct comm_reg *reg_find(const void *ctx)
+{
+	static const struct comm_reg none = { NULL, 0, NULL, 0 };
+	for (size_t i = 0; i < NW_ARRAY_LEN(comm_reg) && comm_reg[i].ctx; i++)
+		if (comm_reg[i].ctx == ctx)
+			return &comm_reg[i];
+	return &none;
+}
 
 static int drv_init_nodes(struct drv *d, void **ctx, uint64_t hash, int *mask, const char *name, int nnodes,
                           int nranks, int rank)
 {
-	if (d->abi == 4)
-		return d->t4->init(ctx, mask, name, hash, nnodes, nranks, rank, fake_log);
-	return d->t5->init(ctx, hash, mask, name, nnodes, nranks, rank, fake_log);
+	int rc = np_init(&d->p, ctx, mask, hash, name, nnodes, nranks, rank, fake_log);
+	reg_add(*ctx, hash, name, nranks);
+	return rc;
 }
 
 static int drv_init(struct drv *d, void **ctx, uint64_t hash, int *mask, const char *name, int nranks, int rank)
@@ -249,58 +262,27 @@ static int drv_init(struct drv *d, void **ctx, uint64_t hash, int *mask, const c
 	return drv_init_nodes(d, ctx, hash, mask, name, 1, nranks, rank);
 }
 
-static int drv_start(struct drv *d, void *ctx, void **h, void *descr)
+static int drv_start(struct drv *d, void *ctx, void **h, void *descr) { return np_start(&d->p, ctx, h, descr); }
+static int drv_stop(struct drv *d, void *h) { return np_stop(&d->p, h); }
+static int drv_record(struct drv *d, void *h, int st, void *a) { return np_record(&d->p, h, st, a); }
+static int drv_fini(struct drv *d, void *ctx) { return np_fini(&d->p, ctx); }
+
+/* A Group descriptor in d's layout, in buf. */
+static void *group_descr(struct drv *d, void *buf)
 {
-	return d->abi == 4 ? d->t4->startEvent(ctx, h, descr) : d->t5->startEvent(ctx, h, descr);
+	np_head(&d->p, buf, ev_group, NULL, 0);
+	return buf;
 }
 
-static int drv_stop(struct drv *d, void *h)
+/* Build the descriptor of one op of the communicator behind ctx in the layout of d->abi, in buf. */
+static void *make_descr(struct drv *d, void *ctx, void *buf, const struct opdef *o, uint64_t seq, int rank,
+                        int nranks, void *group)
 {
-	return d->abi == 4 ? d->t4->stopEvent(h) : d->t5->stopEvent(h);
-}
-
-static int drv_record(struct drv *d, void *h, int st, void *a)
-{
-	return d->abi == 4 ? d->t4->recordEventState(h, st, a) : d->t5->recordEventState(h, st, a);
-}
-
-static int drv_fini(struct drv *d, void *ctx)
-{
-	return d->abi == 4 ? d->t4->finalize(ctx) : d->t5->finalize(ctx);
-}
-
-/* Build the descriptor of one op in the layout of d->abi (buf is zeroed). */
-static void *make_descr(struct drv *d, void *buf, const struct opdef *o, uint64_t seq, int rank, int nranks,
-                        void *group)
-{
-	memset(buf, 0, 256);
-	if (d->abi == 4) {
-		struct descr_v4 *e = buf;
-		e->type = o->coll ? ev_coll : ev_p2p;
-		e->parentObj = group;
-		e->rank = rank;
-		if (o->coll) {
-			e->coll = (struct coll_v4){ seq, o->func, buf, buf, o->count, o->root, o->dtype, 2, 8, "Ring", "LL", };
-		} else {
-			int peer = o->op == NWS_OP_SEND ? (rank + 1) % nranks : (rank + nranks - 1) % nranks;
-			e->p2p = (struct p2p_v4){ o->func, buf, o->dtype, o->count, peer, 0xCC /* v4: never filled */ };
-		}
-		return e;
-	}
-	struct descr_v5 *e = buf;
-	e->type = o->ce ? ev_cecoll : o->coll ? ev_coll : ev_p2p;
-	e->parentObj = NULL; /* the CollApi event: not asked for */
-	e->rank = rank;
-	if (o->ce) {
-		e->ceColl = (struct cecoll_v6){ seq, o->func, buf, buf, o->count, o->root, o->dtype, "ucMemcpy", false,
-		                                1, 1, (uint32_t)seq, NULL };
-	} else if (o->coll) {
-		e->coll = (struct coll_v5){ seq, o->func, buf, buf, o->count, o->root, o->dtype, 2, 8, "Ring", "LL", group };
-	} else {
-		int peer = o->op == NWS_OP_SEND ? (rank + 1) % nranks : (rank + nranks - 1) % nranks;
-		e->p2p = (struct p2p_v5){ o->func, buf, o->dtype, o->count, peer, 1, group };
-	}
-	return e;
+	const struct comm_reg *c = reg_find(ctx);
+	struct np_op op = { o->coll, o->ce, o->func, o->dtype, "RING", "LL", 1, 0, seq, o->count, o->tsize,
+	                    o->coll ? o->root : o->op == NWS_OP_SEND ? (rank + 1) % nranks : (rank + nranks - 1) % nranks,
+	                    o->coll ? 2 : 1, o->coll ? 8 : 0, c->hash, c->name, nranks, buf };
+	return np_op_descr(&d->p, buf, &op, group, rank);
 }
 
 static uint64_t op_bytes(const struct opdef *o, int nranks)
@@ -312,34 +294,15 @@ static uint64_t op_bytes(const struct opdef *o, int nranks)
 	return b;
 }
 
-/* Kernel channel events of one op, as NCCL's proxy thread would send them. */
+/* Kernel channel events of one op, as NCCL's proxy thread would send them (none before v3). */
 static void feed_kernel(struct drv *d, void *h, int nch, uint64_t kstart, uint64_t kend)
 {
-	for (int ch = 0; ch < nch; ch++) {
-		unsigned char buf[256];
-		memset(buf, 0, sizeof(buf));
+	for (int ch = 0; d->abi >= 3 && ch < nch; ch++) {
+		union np_descr buf;
 		void *kh = NULL;
-		if (d->abi == 4) {
-			struct descr_v4 *e = (struct descr_v4 *)buf;
-			e->type = ev_kernelch;
-			e->parentObj = h;
-			e->kernelCh.channelId = (uint8_t)ch;
-			e->kernelCh.pTimer = kstart + (uint64_t)ch * 100;
-		} else {
-			struct descr_v5 *e = (struct descr_v5 *)buf;
-			e->type = ev_kernelch;
-			e->parentObj = h;
-			e->kernelCh.channelId = (uint8_t)ch;
-			e->kernelCh.pTimer = kstart + (uint64_t)ch * 100;
-		}
-		drv_start(d, NULL, &kh, buf);
-		if (!kh)
-			continue;
-		union state_args a;
-		memset(&a, 0, sizeof(a));
-		a.kernelCh.pTimer = kend - (uint64_t)ch * 100;
-		drv_record(d, kh, KERNELCH_STOP, &a);
-		drv_stop(d, kh);
+		drv_start(d, NULL, &kh, np_kernelch_descr(&d->p, &buf, h, ch, kstart + (uint64_t)ch * 100));
+		if (kh)
+			np_kernelch_end(&d->p, kh, kend - (uint64_t)ch * 100);
 	}
 }
 
@@ -357,6 +320,8 @@ static void feed_op(struct drv *d, void *ctx, const struct opdef *o, uint64_t se
 		return;
 	if (o->ce && (d->abi < 6 || !(mask & ev_cecoll)))
 		return; /* NCCL before 2.29 has no copy-engine collectives */
+	if (d->abi <= 4 && (o->op == NWS_OP_ALLTOALL || o->op == NWS_OP_GATHER || o->op == NWS_OP_SCATTER))
+		return; /* ... and before 2.28 no alltoall, gather or scatter collectives (v1 has no number for them) */
 	if (synced) {
 		if (barrier() != 0) {
 			fprintf(stderr, "rank %d: barrier timed out (another rank died?)\n", rank);
@@ -365,29 +330,21 @@ static void feed_op(struct drv *d, void *ctx, const struct opdef *o, uint64_t se
 		if (is_late)
 			sleep_us(late_us);
 	}
-	unsigned char gbuf[256], buf[256];
-	memset(gbuf, 0, sizeof(gbuf));
+	union np_descr gbuf, buf;
 	void *group = NULL, *h = NULL;
-	if (d->abi == 4)
-		((struct descr_v4 *)gbuf)->type = ev_group;
-	else
-		((struct descr_v5 *)gbuf)->type = ev_group;
 	if (d->abi >= 5 && comm == 1 && o->coll) {
 		/* v5+: NCCL sends the API call first; the solo comm's calls are "captured into a graph" */
-		unsigned char abuf[256];
-		memset(abuf, 0, sizeof(abuf));
-		struct descr_v5 *ae = (struct descr_v5 *)abuf;
-		ae->type = ev_collapi;
-		ae->collApi = (struct collapi_v5){ o->func, o->count, o->dtype, o->root, NULL, true };
+		union np_descr abuf;
+		struct np_op api = { .func = o->func, .dtype = o->dtype, .count = o->count, .root = o->root };
 		void *ah = NULL;
-		drv_start(d, ctx, &ah, abuf);
+		drv_start(d, ctx, &ah, np_collapi_descr(&d->p, &abuf, &api, true));
 		if (ah)
 			drv_stop(d, ah);
 		sh->fed[my_rank][comm][o->op].graph++;
 	}
 	if (!o->ce) /* a CeColl's parent is the CollApi event, not a Group */
-		drv_start(d, ctx, &group, gbuf);
-	void *descr = make_descr(d, buf, o, seq, rank, nranks, group);
+		drv_start(d, ctx, &group, group_descr(d, &gbuf));
+	void *descr = make_descr(d, ctx, &buf, o, seq, rank, nranks, group);
 	uint64_t enq = now_ns();
 	drv_start(d, ctx, &h, descr);
 	uint64_t kstart = enq + 5000;
@@ -424,20 +381,15 @@ static int load_plugin(const struct opts *o, struct drv *d, void **lib)
 		fprintf(stderr, "plugin_harness: cannot load '%s': %s\n", o->plugin, dlerror());
 		return -1;
 	}
-	d->abi = o->abi;
-	const char *sym = o->abi == 4 ? "ncclProfiler_v4" : o->abi == 5 ? "ncclProfiler_v5" : "ncclProfiler_v6";
-	void *t = dlsym(*lib, sym);
-	if (!t) {
-		fprintf(stderr, "plugin_harness: '%s' does not export %s\n", o->plugin, sym);
+	/* as NCCL would whose newest interface is --abi: the plugin exports every one, so it is that one */
+	if (np_take(&d->p, *lib, o->abi) != 0 || d->p.abi != o->abi) {
+		fprintf(stderr, "plugin_harness: '%s' does not export ncclProfiler_v%d\n", o->plugin, o->abi);
 		return -1;
 	}
-	if (o->abi == 4)
-		d->t4 = t;
-	else
-		d->t5 = t;
-	const char *name = o->abi == 4 ? d->t4->name : d->t5->name;
-	if (!name || strcmp(name, "ncclwatch") != 0) {
-		fprintf(stderr, "plugin_harness: %s.name is '%s', wanted 'ncclwatch'\n", sym, name ? name : "(null)");
+	d->abi = o->abi;
+	if (!d->p.name || strcmp(d->p.name, "ncclwatch") != 0) {
+		fprintf(stderr, "plugin_harness: ncclProfiler_v%d.name is '%s', wanted 'ncclwatch'\n", o->abi,
+		        d->p.name ? d->p.name : "(null)");
 		return -1;
 	}
 	return 0;
@@ -625,23 +577,11 @@ static void *proxy_main(void *p)
 		void *h = tq.h[tq.tail++ % NW_ARRAY_LEN(tq.h)];
 		pthread_cond_broadcast(&tq.c);
 		pthread_mutex_unlock(&tq.m);
-		unsigned char buf[256];
-		memset(buf, 0, sizeof(buf));
-		struct descr_v5 *e5 = (struct descr_v5 *)buf;
-		struct descr_v4 *e4 = (struct descr_v4 *)buf;
+		union np_descr buf;
 		void *ph = NULL;
-		struct proxyop po = { getpid(), 0, 1, 4, 1 << 17, 1 };
-		if (a->d->abi == 4) {
-			e4->type = ev_proxyop;
-			e4->parentObj = h;
-			e4->proxyOp = po;
-		} else {
-			e5->type = ev_proxyop;
-			e5->parentObj = h;
-			e5->proxyOp = po;
-		}
+		np_proxyop_descr(&a->d->p, &buf, h, 0, getpid(), 0, 1, 1);
 		if (__atomic_load_n(a->d->mask, __ATOMIC_RELAXED) & ev_proxyop)
-			drv_start(a->d, a->ctx, &ph, buf);
+			drv_start(a->d, a->ctx, &ph, &buf);
 		uint64_t t = now_ns();
 		feed_kernel(a->d, h, 2, t, t + 20000);
 		if (ph)
@@ -656,14 +596,10 @@ static void *launch_main(void *p)
 	for (int i = 0; i < a->ops; i++) {
 		const struct opdef *o = &comm0_ops[i % 3]; /* all_reduces of three sizes */
 		int mask = __atomic_load_n(a->d->mask, __ATOMIC_RELAXED);
-		unsigned char gbuf[256], buf[256];
-		memset(gbuf, 0, sizeof(gbuf));
-		((struct descr_v5 *)gbuf)->type = ev_group; /* the same byte in every layout */
-		if (a->d->abi == 4)
-			((struct descr_v4 *)gbuf)->type = ev_group;
+		union np_descr gbuf, buf;
 		void *group = NULL, *h = NULL;
-		drv_start(a->d, a->ctx, &group, gbuf);
-		drv_start(a->d, a->ctx, &h, make_descr(a->d, buf, o, (uint64_t)i, 0, 2, group));
+		drv_start(a->d, a->ctx, &group, group_descr(a->d, &gbuf));
+		drv_start(a->d, a->ctx, &h, make_descr(a->d, a->ctx, &buf, o, (uint64_t)i, 0, 2, group));
 		if (h && (mask & (ev_kernelch | ev_proxyop)))
 			tq_push(h);
 		if (h)
@@ -732,44 +668,42 @@ static int rank_bad(const struct opts *o, int rank)
 	/* a few good ops first */
 	for (int i = 0; i < 5; i++)
 		feed_op(&d, ctx, op, (uint64_t)i, rank, 1, 10000, 0, 0, 0, 0, 0);
-	unsigned char buf[256];
-	memset(buf, 0, sizeof(buf));
+	union np_descr buf;
+	memset(&buf, 0, sizeof(buf));
 	void *h = (void *)0x1;
 	if (!strcmp(o->scenario, "null-descr")) {
 		drv_start(&d, ctx, &h, NULL);
 	} else if (!strcmp(o->scenario, "bad-type")) {
-		if (d.abi == 4)
-			((struct descr_v4 *)buf)->type = 0x03; /* two kinds at once: no such event */
-		else
-			((struct descr_v5 *)buf)->type = 1ull << 40;
-		drv_start(&d, ctx, &h, buf);
+		/* up to v4 two kinds at once (no such event), from v5 a bit no version defines */
+		np_head(&d.p, &buf, d.abi <= 4 ? 0x03 : 1ull << 40, NULL, 0);
+		drv_start(&d, ctx, &h, &buf);
 	} else if (!strcmp(o->scenario, "null-handle")) {
-		make_descr(&d, buf, op, 99, 0, 1, NULL);
-		drv_start(&d, ctx, NULL, buf);
+		make_descr(&d, ctx, &buf, op, 99, 0, 1, NULL);
+		drv_start(&d, ctx, NULL, &buf);
 	} else if (!strcmp(o->scenario, "bad-handle")) {
 		static char junk[64];
 		drv_stop(&d, junk + 8);
 	} else if (!strcmp(o->scenario, "misaligned-handle")) {
 		/* inside the pool but not at a slot start, tagged as a kernel channel */
 		void *oh = NULL;
-		make_descr(&d, buf, op, 98, 0, 1, NULL);
-		drv_start(&d, ctx, &oh, buf);
-		union state_args a;
+		make_descr(&d, ctx, &buf, op, 98, 0, 1, NULL);
+		drv_start(&d, ctx, &oh, &buf);
+		union np_state_args a;
 		memset(&a, 0, sizeof(a));
 		if (oh)
-			drv_record(&d, (char *)oh + 64 + 1, KERNELCH_STOP, &a);
+			drv_record(&d, (char *)oh + 64 + 1, NP_KERNELCH_STOP, &a);
 	} else if (!strcmp(o->scenario, "bad-context")) {
 		static char junk[64];
-		make_descr(&d, buf, op, 99, 0, 1, NULL);
-		drv_start(&d, junk, &h, buf);
+		make_descr(&d, ctx, &buf, op, 99, 0, 1, NULL);
+		drv_start(&d, junk, &h, &buf);
 	}
 	int after_mask = nccl_mask;
 	/* more events after the bad one: all ignored, none may crash */
 	for (int i = 0; i < 5; i++)
 		feed_op(&d, ctx, op, (uint64_t)(10 + i), rank, 1, 10000, 0, 0, 0, 0, 0);
 	h = (void *)0x1;
-	make_descr(&d, buf, op, 50, 0, 1, NULL);
-	drv_start(&d, ctx, &h, buf);
+	make_descr(&d, ctx, &buf, op, 50, 0, 1, NULL);
+	drv_start(&d, ctx, &h, &buf);
 	sh->disabled_ok[rank] = after_mask == 0 && h == NULL;
 	drv_fini(&d, ctx);
 	sh->final_mask[rank] = nccl_mask;
@@ -789,11 +723,11 @@ static int rank_pool(const struct opts *o, int rank)
 	void *ctx = NULL;
 	drv_init(&d, &ctx, HASH0, &nccl_mask, "pool", 1, 0);
 	const struct opdef *op = &comm0_ops[0];
-	unsigned char buf[256];
+	union np_descr buf;
 	for (int i = 0; i < o->ops; i++) {
 		void *h = NULL;
-		make_descr(&d, buf, op, (uint64_t)i, 0, 1, NULL);
-		drv_start(&d, ctx, &h, buf);
+		make_descr(&d, ctx, &buf, op, (uint64_t)i, 0, 1, NULL);
+		drv_start(&d, ctx, &h, &buf);
 		if (h)
 			drv_stop(&d, h);
 		/* no KernelCh: as if the GPU never ran them */
@@ -845,27 +779,15 @@ static int rank_dump(const struct opts *o, int rank)
  */
 static void feed_stuck(struct drv *d, void *ctx, const struct opdef *o, uint64_t seq, int rank, int nranks)
 {
-	unsigned char buf[256], kbuf[256];
+	union np_descr buf, kbuf;
 	void *h = NULL;
-	drv_start(d, ctx, &h, make_descr(d, buf, o, seq, rank, nranks, NULL));
+	drv_start(d, ctx, &h, make_descr(d, ctx, &buf, o, seq, rank, nranks, NULL));
 	if (!h)
 		return;
 	drv_stop(d, h);
-	for (int ch = 0; ch < 2; ch++) {
-		memset(kbuf, 0, sizeof(kbuf));
+	for (int ch = 0; d->abi >= 3 && ch < 2; ch++) {
 		void *kh = NULL;
-		if (d->abi == 4) {
-			struct descr_v4 *e = (struct descr_v4 *)kbuf;
-			e->type = ev_kernelch;
-			e->parentObj = h;
-			e->kernelCh = (struct kernelch){ (uint8_t)ch, now_ns() };
-		} else {
-			struct descr_v5 *e = (struct descr_v5 *)kbuf;
-			e->type = ev_kernelch;
-			e->parentObj = h;
-			e->kernelCh = (struct kernelch){ (uint8_t)ch, now_ns() };
-		}
-		drv_start(d, NULL, &kh, kbuf);
+		drv_start(d, NULL, &kh, np_kernelch_descr(&d->p, &kbuf, h, ch, now_ns()));
 	}
 	sh->fed[my_rank][0][o->op].count++;
 	sh->fed[my_rank][0][o->op].bytes += op_bytes(o, nranks);
@@ -954,11 +876,6 @@ static int rank_logline(const struct opts *o, int rank)
 static int null_start(void *ctx, void **h, void *d) { (void)ctx; (void)d; *h = NULL; return 0; }
 static int null_stop(void *h) { (void)h; return 0; }
 
-/*
- * Hot-path cost on this CPU: ops fed as NCCL feeds them with kernel
- * timestamps off (Group start, Coll start, Coll stop, Group stop), timed
- * against the same loop calling do-nothing functions. Prints figures only.
- */
 /* Sleep until op i of a run that started at t0 is due at rate ops per second. */
 static void pace(uint64_t t0, int i, long rate)
 {
@@ -995,6 +912,12 @@ static uint64_t publisher_cpu_ns(void)
 	return ns;
 }
 
+/*
+ * Hot-path cost on this CPU: ops fed as NCCL feeds them with kernel
+ * timestamps off (Group start, Coll start, Coll stop, Group stop), timed
+ * against the same loop calling do-nothing functions. Prints figures only.
+ * With --rate: paced, and the publisher's CPU time is kept for the check.
+ */
 static int rank_hotpath(const struct opts *o, int rank)
 {
 	void *lib;
@@ -1007,11 +930,14 @@ static int rank_hotpath(const struct opts *o, int rank)
 	void *ctx = NULL;
 	drv_init(&d, &ctx, HASH0, &nccl_mask, "hotpath", 1, 0);
 	const struct opdef *op = &comm0_ops[0];
-	unsigned char gbuf[256], buf[256];
-	struct table_v5 nulltab = { "null", NULL, null_start, null_stop, NULL, NULL };
-	struct drv nd = d;
-	nd.abi = 5;
-	nd.t5 = &nulltab;
+	union np_descr gbuf, buf;
+	struct np_table_v1 null1 = { "null", NULL, null_start, null_stop, NULL, NULL };
+	struct np_table_v4 null4 = { "null", NULL, null_start, null_stop, NULL, NULL };
+	struct np_table_v5 null5 = { "null", NULL, null_start, null_stop, NULL, NULL };
+	struct drv nd = d; /* the same layouts into do-nothing callbacks */
+	nd.p.t1 = &null1;
+	nd.p.t4 = &null4;
+	nd.p.t5 = &null5;
 	double ns[2];
 	for (int pass = o->rate ? 1 : 0; pass < 2; pass++) {
 		struct drv *dv = pass == 0 ? &nd : &d;
@@ -1020,14 +946,9 @@ static int rank_hotpath(const struct opts *o, int rank)
 			if (o->rate && i % 64 == 0)
 				pace(t0, i, o->rate);
 			void *group = NULL, *h = NULL;
-			memset(gbuf, 0, 32);
-			if (dv->abi == 4)
-				((struct descr_v4 *)gbuf)->type = ev_group;
-			else
-				((struct descr_v5 *)gbuf)->type = ev_group;
-			drv_start(dv, ctx, &group, gbuf);
-			make_descr(dv, buf, op, (uint64_t)i, 0, 1, group);
-			drv_start(dv, ctx, &h, buf);
+			drv_start(dv, ctx, &group, group_descr(dv, &gbuf));
+			make_descr(dv, ctx, &buf, op, (uint64_t)i, 0, 1, group);
+			drv_start(dv, ctx, &h, &buf);
 			if (h)
 				drv_stop(dv, h);
 			if (group)
@@ -1077,20 +998,26 @@ static const struct nw_sf_rank *find_rank(const struct nw_sf_set *set, uint64_t 
 	return NULL;
 }
 
-/* Compare one rank file's per-op counts and bytes with what was fed. */
-static void check_counts(const struct nw_sf_rank *r, const struct fed *fed, int want_kernel, const char *who)
+/*
+ * Compare one rank file's per-op counts and bytes with what was fed. split:
+ * what an all_gather's or reduce_scatter's bytes are divided by in the file
+ * (v3: the communicator size is never told, the file has one rank's part).
+ */
+static void check_counts(const struct nw_sf_rank *r, const struct fed *fed, int want_kernel, int split, const char *who)
 {
 	for (int op = 0; op < NWS_NOPS; op++) {
-		uint64_t c = 0, b = 0, k = 0;
+		uint64_t c = 0, b = 0, k = 0, want_b = fed[op].bytes;
+		if (op == NWS_OP_ALL_GATHER || op == NWS_OP_REDUCE_SCATTER)
+			want_b /= (uint64_t)split;
 		for (int bk = 0; bk < NWS_NBUCKETS; bk++) {
 			c += r->rec[op][bk].count;
 			b += r->rec[op][bk].bytes;
 			k += r->rec[op][bk].t[NWS_SRC_KERNEL].count;
 		}
-		if (c != fed[op].count || b != fed[op].bytes)
+		if (c != fed[op].count || b != want_b)
 			fail("%s op=%s count=%llu bytes=%llu, fed count=%llu bytes=%llu", who, nws_op_name((unsigned)op),
 			     (unsigned long long)c, (unsigned long long)b, (unsigned long long)fed[op].count,
-			     (unsigned long long)fed[op].bytes);
+			     (unsigned long long)want_b);
 		if (want_kernel && k != c - fed[op].ce)
 			fail("%s op=%s %llu of %llu ops timed by kernel timestamps", who, nws_op_name((unsigned)op),
 			     (unsigned long long)k, (unsigned long long)c);
@@ -1137,6 +1064,30 @@ static int check_dumps(const char *dir)
 	return n;
 }
 
+/*
+ * What the file of a communicator of nranks must say under interface abi:
+ * its size (v1, v2 learn it from an all_gather or reduce_scatter when one
+ * ran: learns; v3 never) and what the interface cannot give (NWS_BLIND_*,
+ * written out here from docs/plugin.md, not taken from the plugin).
+ */
+static int want_nranks(int abi, int nranks, int learns)
+{
+	return abi >= 4 || (abi <= 2 && learns) ? nranks : 0;
+}
+
+static uint32_t want_blind(int abi)
+{
+	static const uint32_t b[7] = {
+		0,
+		NWS_BLIND_KERNEL | NWS_BLIND_NRANKS | NWS_BLIND_NNODES | NWS_BLIND_IDLE | NWS_BLIND_GRAPH,
+		NWS_BLIND_KERNEL | NWS_BLIND_NRANKS | NWS_BLIND_NNODES | NWS_BLIND_IDLE | NWS_BLIND_GRAPH,
+		NWS_BLIND_GPUCLOCK | NWS_BLIND_SPLIT_BYTES | NWS_BLIND_NRANKS | NWS_BLIND_NNODES | NWS_BLIND_IDLE |
+			NWS_BLIND_GRAPH,
+		NWS_BLIND_GRAPH, 0, 0
+	};
+	return abi >= 1 && abi <= 6 ? b[abi] : 0;
+}
+
 static int check_all(const struct opts *o)
 {
 	struct nw_sf_set set;
@@ -1147,7 +1098,8 @@ static int check_all(const struct opts *o)
 	}
 	for (size_t i = 0; i < set.nbad; i++)
 		fail("bad stats file '%s': %s", set.bad[i].path, set.bad[i].why);
-	int want_kernel = o->kernel && !strcmp(o->kernel, "on");
+	int want_kernel = o->kernel && !strcmp(o->kernel, "on") && o->abi >= 3; /* no KernelCh before v3 */
+	int split = o->abi == 3 ? o->nranks : 1;
 	const char *sc = o->scenario;
 	if (!strcmp(sc, "normal")) {
 		for (int r = 0; r < o->nranks; r++) {
@@ -1160,18 +1112,22 @@ static int check_all(const struct opts *o)
 			}
 			if (f->live != NW_SF_FINISHED)
 				fail("%s: state %s, wanted finished", who, nw_sf_live_name(f->live));
-			if (f->hdr.nranks != o->nranks || (int)f->hdr.abi != o->abi)
-				fail("%s: nranks %d abi %u, wanted %d and %d", who, f->hdr.nranks, f->hdr.abi, o->nranks, o->abi);
+			if (f->hdr.nranks != want_nranks(o->abi, o->nranks, 1) || (int)f->hdr.abi != o->abi)
+				fail("%s: nranks %d abi %u, wanted %d and %d", who, f->hdr.nranks, f->hdr.abi,
+				     want_nranks(o->abi, o->nranks, 1), o->abi);
+			if (f->hdr.mode.blind != want_blind(o->abi))
+				fail("%s: the file says profiler v%d cannot give 0x%x, wanted 0x%x", who, o->abi, f->hdr.mode.blind,
+				     want_blind(o->abi));
 			if (f->hdr.ops_dropped || f->hdr.events_bad)
 				fail("%s: %llu dropped, %llu bad events", who, (unsigned long long)f->hdr.ops_dropped,
 				     (unsigned long long)f->hdr.events_bad);
-			check_counts(f, sh->fed[r][0], want_kernel, who);
+			check_counts(f, sh->fed[r][0], want_kernel, split, who);
 			const struct nw_sf_rank *g = find_rank(&set, HASH1 + (uint64_t)r, 0);
 			snprintf(who, sizeof(who), "comm=solo(rank %d's)", r);
 			if (!g)
 				fail("%s: no stats file", who);
 			else {
-				check_counts(g, sh->fed[r][1], want_kernel, who);
+				check_counts(g, sh->fed[r][1], want_kernel, 1, who);
 				uint64_t gf = 0;
 				for (int op = 0; op < NWS_NOPS; op++)
 					gf += sh->fed[r][1][op].graph;
@@ -1207,7 +1163,7 @@ static int check_all(const struct opts *o)
 		if (!f)
 			fail("no stats file");
 		else
-			check_counts(f, sh->fed[0][0], 0, "comm=threads");
+			check_counts(f, sh->fed[0][0], 0, 1, "comm=threads");
 		if (sh->warn_lines[0])
 			fail("%d warning lines from the plugin (last: %s)", sh->warn_lines[0], sh->last_warn[0]);
 	} else if (!strcmp(sc, "pool")) {
@@ -1279,7 +1235,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: plugin_harness --plugin PATH --dir DIR [options]\n"
-	        "  --abi 4|5|6          profiler interface to drive (default 5)\n"
+	        "  --abi 1..6           profiler interface to drive, as NCCL 2.23, 2.24-2.25, 2.26, 2.27, 2.28\n"
+	        "                       and 2.29+ drive theirs (default 5)\n"
 	        "  --ranks N            rank processes (default 4, at most %d)\n"
 	        "  --ops N              rounds of every op kind per rank (default 20)\n"
 	        "  --late R             rank that arrives late at every collective (default -1: none)\n"
@@ -1322,7 +1279,7 @@ int main(int argc, char **argv)
 		case 'p': o.plugin = optarg; break;
 		case 'd': o.dir = optarg; break;
 		case 'a':
-			if (nw_parse_long(optarg, 4, 6, &v, "--abi", err, sizeof(err)))
+			if (nw_parse_long(optarg, 1, 6, &v, "--abi", err, sizeof(err)))
 				goto bad;
 			o.abi = (int)v;
 			break;
@@ -1429,6 +1386,8 @@ int main(int argc, char **argv)
 		if (pids[r] == 0) {
 			my_rank = r;
 			int rc;
+			if (o.abi <= 3)
+				capture_begin();
 			if (normal)
 				rc = rank_normal(&o, r);
 			else if (fsdp)
@@ -1447,6 +1406,7 @@ int main(int argc, char **argv)
 				rc = rank_logline(&o, r);
 			else
 				rc = rank_bad(&o, r);
+			capture_end();
 			fflush(NULL);
 			_exit(rc);
 		}
