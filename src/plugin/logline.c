@@ -274,6 +274,8 @@ static void top_ops(const struct nwp_comm *c, const struct nwp_logsnap *cur, con
 		if (!ns || !by)
 			continue;
 		double gbs = (double)by / (double)ns * nws_busbw_factor(op, c->nranks);
+		if (isnan(gbs))
+			continue; /* the communicator's size is not known (profiler v1 to v3): no busbw */
 		int at = ns > best[0] ? 0 : ns > best[1] ? 1 : 2;
 		if (at == 2)
 			continue;

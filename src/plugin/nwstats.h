@@ -48,6 +48,7 @@
 #ifndef NW_NWSTATS_H
 #define NW_NWSTATS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -336,8 +337,8 @@ static inline const char *nws_blind_text(unsigned i)
 {
 	static const char *const text[NWS_NBLIND] = {
 		"no kernel execution times (times only from network proxy ops), no busy time",
-		"kernel times seen by NCCL's proxy thread, not GPU timestamps (a few us late)",
-		"no communicator size from NCCL (learned from an all_gather or reduce_scatter; no busbw until then)",
+		"kernel times are when NCCL's proxy thread saw each channel start and end, not GPU timestamps",
+		"no communicator size from NCCL, so no busbw (v1 and v2 learn it from the first all_gather or reduce_scatter)",
 		"all_gather and reduce_scatter bytes are one rank's part (communicator size unknown)",
 		"no node count",
 		"calls captured into CUDA graphs are not seen",
@@ -435,10 +436,14 @@ static inline uint64_t nws_bin_hi_us(unsigned i)
 /*
  * busbw factor for nranks (nccl-tests' rules): all_reduce 2(n-1)/n;
  * all_gather, reduce_scatter, alltoall, gather, scatter (n-1)/n; the rest 1.
+ * NAN where it depends on a size that is not known (nranks 0: profiler v1
+ * to v3, mode.blind NWS_BLIND_NRANKS): such a busbw is absent, never 0.
  */
 static inline double nws_busbw_factor(unsigned op, int nranks)
 {
-	double n = nranks > 0 ? (double)nranks : 1.0;
+	double n = (double)nranks;
+	if (nranks <= 0)
+		return op == NWS_OP_BROADCAST || op == NWS_OP_REDUCE || op >= NWS_OP_SEND ? 1.0 : NAN;
 	switch (op) {
 	case NWS_OP_ALL_REDUCE:
 		return 2.0 * (n - 1.0) / n;

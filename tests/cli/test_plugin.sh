@@ -49,6 +49,25 @@ for abi in 1 2 3 4 5 6; do
 done
 expect_out "harness prints what it fed, per comm/rank/op" \
 	"^fed comm=5eed000000c0ffee name=world rank=3 nranks=4 op=all_gather count=15 bytes=245760$"
+# What top, the exporter and hang say of files from interfaces that give less.
+run "$NW" top --once --dir "$TMP/abi3"
+expect_out "top: says what profiler v3 cannot see" \
+	"^note: profiler v3 \(NCCL 2.26\), 8 files, cannot see: kernel times are when NCCL's proxy thread saw each channel"
+expect_out "top: kernel-timed, but no busbw where the size is unknown (-, not 0)" \
+	"^5eed000000c0ffee world +finished +[0-3]\*? all_reduce +[^ ]+ +45 +[0-9]+ +[0-9.]+ MiB +[0-9.]+ +- +[0-9.]+[mun]?s .* kernel "
+run "$NW" top --once --dir "$TMP/abi2"
+expect_out "top: says what profiler v2 cannot see" "^note: profiler v2 \(NCCL 2.24-2.25\), 8 files, cannot see: no kernel execution times"
+run "$NW" exporter --once --dir "$TMP/abi3"
+expect_out "exporter: rank_info names what the interface cannot give" \
+	'^ncclwatch_rank_info\{.*profiler_abi="3".*cannot_see="gpu_timestamps,comm_size,split_bytes,node_count,graph_captures,idle_comms"\} 1$'
+expect_no_out "exporter: no all_reduce busbw without the size" '^ncclwatch_coll_busbw_bytes_per_second\{.*op="all_reduce"'
+expect_out "exporter: broadcast busbw needs no size" '^ncclwatch_coll_busbw_bytes_per_second\{.*op="broadcast"'
+run "$NW" exporter --once --dir "$TMP/abi5"
+expect_out "exporter: nothing missing with profiler v5" '^ncclwatch_rank_info\{.*profiler_abi="5".*cannot_see=""\} 1$'
+run "$NW" hang --dir "$TMP/abi3"
+expect_out "hang: a communicator of unknown size says so" '^comm 5eed000000c0ffee "world", size unknown: '
+expect_out "hang: says what profiler v3 cannot see" "^note: profiler v3 \(NCCL 2.26\), 8 files, cannot see: "
+
 # NCCL 2.23 to 2.26 give no logger: the plugin's lines go to stderr (INFO only with NCCL_DEBUG=INFO).
 d=$TMP/v2info; mkdir -p "$d"
 NCCL_DEBUG=INFO run "$H" --plugin "$NW_PLUGIN" --dir "$d" --abi 2 --ranks 1 --ops 2 --check
