@@ -159,10 +159,12 @@ $(FAKE_DIR)/libcuda.so.1: tests/fakegpu/fake_cuda.c tests/fakegpu/fakegpu.h
 	@echo "  FAKE    $@"
 	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 
-$(FAKE_DIR)/libnccl.so.2: tests/fakegpu/fake_nccl.c tests/fakegpu/fakegpu.h
+$(FAKE_DIR)/libnccl.so.2: tests/fakegpu/fake_nccl.c tests/fakegpu/fake_nccl_prof.c tests/fakegpu/fake_nccl_prof.h \
+                          tests/fakegpu/profiler_abi.h tests/fakegpu/fakegpu.h
 	@mkdir -p $(dir $@)
 	@echo "  FAKE    $@"
-	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< -lpthread -lm -ldl
+	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ tests/fakegpu/fake_nccl.c tests/fakegpu/fake_nccl_prof.c \
+	  -lpthread -lm -ldl
 
 # The fake CUPTI (NCCLWATCH_CUPTI_LIB) for the plugin's exposed-communication window.
 $(FAKE_DIR)/libcupti.so.13: tests/fakegpu/fake_cupti.c src/plugin/cupti_abi.h
