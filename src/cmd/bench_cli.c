@@ -19,11 +19,13 @@
 #include <unistd.h>
 
 #include "cmd/cli.h"
+#include "comm/backend.h"
 #include "gpu/nvml.h"
 #include "model/ntjson.h"
 #include "probe/expect.h"
 #include "probe/topo.h"
 #include "store/store.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 /* Parse a comma list of names with 'all' through a finder; fills ids, returns count or -1. */
@@ -185,9 +187,9 @@ const struct nw_opt bench_cli_options[] = {
 	{ .kind = NW_OPTK_GROUP, .help = "checking:" },
 	INT_ROW('c', "check", o.check, 0, 1000000, "N", "verify every element of every result, N > 0 on (default 1)"),
 	{ .kind = NW_OPTK_GROUP, .help = "where:" },
-	INT_ROW('g', "ngpus", o.ngpus, 1, 64, "N", "GPUs driven by this process (default: all visible when alone,\n"
+	INT_ROW('g', "ngpus", o.ngpus, 1, NW_MAX_LOCAL, "N", "GPUs driven by this process (default: all visible when alone,\n"
 	                                                    "1 per process when launched as several)"),
-	INT_ROW('t', "nthreads", o.nthreads, 1, 64, "N",
+	INT_ROW('t', "nthreads", o.nthreads, 1, NW_MAX_LOCAL, "N",
 	        "threads per process, each driving -g GPUs with its own NCCL group"),
 	NW_OPT_BACKEND(BC, o.backend, "nccl (GPUs, default) or mpi (host memory over MPI)"),
 	NW_OPT_NCCL_LIB(BC, o.nccl_lib),
@@ -360,7 +362,14 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 	cli->wrong_op = 0;
 	cli->bus_sum = 0;
 	cli->bus_n = 0;
-	printf("# ncclwatch %s  NCCL %s  backend %s\n", NW_VERSION, h->nccl_version[0] ? h->nccl_version : "-", h->backend);
+	printf("# ncclwatch %s  NCCL %s  backend %s", NW_VERSION, h->nccl_version[0] ? h->nccl_version : "-", h->backend);
+	/* where -c checks: on the GPU, or on the host and why (said once, in the first header) */
+	const char *where = h->extra ? json_string_value(json_object_get(h->extra, "checks")) : NULL;
+	const char *why = h->extra ? json_string_value(json_object_get(h->extra, "checks_why")) : NULL;
+	if (o->check && where && !cli->checks_said)
+		printf("  checks %s%s%s%s", where, why ? " (" : "", why ? why : "", why ? ")" : "");
+	cli->checks_said = 1;
+	printf("\n");
 	printf("# Collective test starting: %s_perf\n", r->op);
 	char step[32];
 	if (o->step_factor > 1)
@@ -839,17 +848,19 @@ static void print_memory(const struct nw_run *run)
 		return;
 	static const char *const key[] = { "init_bytes", "user_bytes", "collective_bytes" };
 	static const char *const name[] = { "Initialization", "User-Allocated", "Collective" };
-	char line[256] = "", v[32];
+	char v[32];
+	struct nw_strbuf line;
+	nw_strbuf_init(&line);
 	int64_t total = 0;
-	size_t u = 0;
 	for (int i = 0; i < 3; i++) {
 		int64_t b = (int64_t)json_integer_value(json_object_get(m, key[i]));
 		total += b;
 		mem_text(b, v, sizeof(v));
-		u += (size_t)snprintf(line + u, sizeof(line) - u, "%s %s | ", name[i], v);
+		nw_strbuf_addf(&line, "%s %s | ", name[i], v);
 	}
 	mem_text(total, v, sizeof(v));
-	printf("# %-20s : %sTotal  %s\n", "GPU memory usage", line, v);
+	printf("# %-20s : %sTotal  %s\n", "GPU memory usage", line.buf, v);
+	nw_strbuf_release(&line);
 }
 
 /* -N stopped by Ctrl-C: say on stderr how many cycles were kept. */
@@ -910,7 +921,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 			fflush(stdout);
 		if (err[0]) /* empty on ranks other than 0 when rank 0 says it for the job */
 			nw_error("%s: %s", cmd, err);
-		status = rc == -2 ? 2 : 3;
+		status = rc == NW_BENCH_USAGE ? 2 : 3;
 	} else {
 		status = rc ? 1 : 0;
 		if (run.h.rank == 0) {

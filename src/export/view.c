@@ -9,6 +9,7 @@
 #include "export/hangsrc.h"
 #include "export/hist.h"
 #include "export/view.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 static const char *const sort_names[NW_VIEW_NSORT] = { "comm", "busbw", "rate", "time", "busy" };
@@ -217,23 +218,26 @@ static void add_rank_rows(struct nw_view *v, size_t *cap, const struct nw_sf_ran
 /* The line that names a hung communicator, where it stopped and who has not arrived. */
 static void hang_text(char *buf, size_t len, const struct nw_prog_comm *c, const struct nw_prog_diag *d)
 {
-	size_t at = (size_t)snprintf(buf, len, "HUNG: communicator %016" PRIx64 "%s%s%s", c->comm_hash,
-	                             c->name[0] ? " (" : "", c->name, c->name[0] ? ")" : "");
-	if (d->op >= 0 && at < len)
-		at += (size_t)snprintf(buf + at, len - at, " at %s seq %" PRIu64, nws_op_name((unsigned)d->op), d->seq);
-	if (d->quiet_ns != NW_PROG_UNKNOWN && at < len)
-		at += (size_t)snprintf(buf + at, len - at, ", no NCCL event for %.0f s", (double)d->quiet_ns / 1e9);
-	for (size_t k = 0; k < d->nmissing && at < len; k++) {
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	nw_strbuf_addf(&sb, "HUNG: communicator %016" PRIx64 "%s%s%s", c->comm_hash, c->name[0] ? " (" : "", c->name,
+	               c->name[0] ? ")" : "");
+	if (d->op >= 0)
+		nw_strbuf_addf(&sb, " at %s seq %" PRIu64, nws_op_name((unsigned)d->op), d->seq);
+	if (d->quiet_ns != NW_PROG_UNKNOWN)
+		nw_strbuf_addf(&sb, ", no NCCL event for %.0f s", (double)d->quiet_ns / 1e9);
+	for (size_t k = 0; k < d->nmissing; k++) {
 		const struct nw_prog_rank *r = &c->ranks[d->missing[k]];
-		at += (size_t)snprintf(buf + at, len - at, "%s %d", k ? "," : "; not arrived: rank", r->rank);
-		if (r->last_op >= 0 && at < len)
-			at += (size_t)snprintf(buf + at, len - at, " (last %s seq %" PRIu64 ")",
-			                       nws_op_name((unsigned)r->last_op), r->last_seq);
+		nw_strbuf_addf(&sb, "%s %d", k ? "," : "; not arrived: rank", r->rank);
+		if (r->last_op >= 0)
+			nw_strbuf_addf(&sb, " (last %s seq %" PRIu64 ")", nws_op_name((unsigned)r->last_op), r->last_seq);
 	}
-	for (size_t k = 0; k < d->ninside && at < len; k++)
-		at += (size_t)snprintf(buf + at, len - at, "%s %d", k ? "" : "; inside:", c->ranks[d->inside[k]].rank);
-	if (d->nunseen && at < len)
-		snprintf(buf + at, len - at, "; %zu rank%s not on this node", d->nunseen, d->nunseen == 1 ? "" : "s");
+	for (size_t k = 0; k < d->ninside; k++)
+		nw_strbuf_addf(&sb, "%s %d", k ? "" : "; inside:", c->ranks[d->inside[k]].rank);
+	if (d->nunseen)
+		nw_strbuf_addf(&sb, "; %zu rank%s not on this node", d->nunseen, d->nunseen == 1 ? "" : "s");
+	nw_strlcpy(buf, sb.buf, len);
+	nw_strbuf_release(&sb);
 }
 
 /* How long without events makes waiting a hang for c: what its plugins use (NCCLWATCH_HANG_S), else 120 s. */

@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 struct lite {
@@ -369,13 +370,16 @@ static int check_magic(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* "file:PATH?immutable=1", PATH escaped as a URI wants. */
-static void immutable_uri(const char *path, char *out, size_t outlen)
+/* "file:PATH?immutable=1" into uri, PATH escaped as a URI wants. */
+static void immutable_uri(const char *path, struct nw_strbuf *uri)
 {
-	size_t n = (size_t)snprintf(out, outlen, "file:");
-	for (const unsigned char *p = (const unsigned char *)path; *p && n + 4 < outlen; p++)
-		n += (size_t)snprintf(out + n, outlen - n, strchr("%?#", *p) || *p < 0x21 || *p > 0x7e ? "%%%02X" : "%c", *p);
-	snprintf(out + n, outlen - n, "?immutable=1");
+	nw_strbuf_addstr(uri, "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		if (strchr("%?#", *p) || *p < 0x21 || *p > 0x7e)
+			nw_strbuf_addf(uri, "%%%02X", *p);
+		else
+			nw_strbuf_addch(uri, (char)*p);
+	nw_strbuf_addstr(uri, "?immutable=1");
 }
 
 /* Is path's directory (or the file) one this process cannot write? Then a reader opens read-only. */
@@ -425,18 +429,22 @@ int nw_db_sqlite_open(const char *path, int create, double lock_wait_s, struct n
 	db->created = created;
 	nw_strlcpy(db->name, path, sizeof(db->name));
 	int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-	char uri[PATH_MAX * 3 + 32];
+	struct nw_strbuf uri;
+	nw_strbuf_init(&uri);
 	const char *target = path;
 	if (!create && read_only_place(path)) {
 		/* WAL needs side files it cannot create here; nobody can change the file through this directory */
-		immutable_uri(path, uri, sizeof(uri));
-		target = uri;
+		immutable_uri(path, &uri);
+		target = uri.buf;
 		flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
 		db->readonly = 1;
 	}
-	if (sqlite3_open_v2(target, &l->db, flags, NULL) != SQLITE_OK) {
+	int opened = sqlite3_open_v2(target, &l->db, flags, NULL) == SQLITE_OK;
+	if (!opened)
 		nw_seterr(err, errlen, "cannot open history database '%s': %s", target,
 		          l->db ? sqlite3_errmsg(l->db) : "out of memory");
+	nw_strbuf_release(&uri);
+	if (!opened) {
 		nw_db_close(db);
 		if (created)
 			unlink(path);

@@ -104,8 +104,12 @@ import sys
 t=open(sys.argv[1]).read()
 assert "ncclwatch_check_exit_status 2\n" in t, t
 assert "ncclwatch_check_verdict{verdict=\"FAIL\"} 1\n" in t and "ncclwatch_check_verdict{verdict=\"PASS\"} 0\n" in t
-assert "ncclwatch_check_busbw_gbs{item=\"all_reduce 4G\"} 21." in t, t
-assert "ncclwatch_check_expected_busbw_gbs{item=\"all_reduce 4G\"} 339.6" in t, t
+import re
+m = re.search(r"^ncclwatch_check_busbw_bytes_per_second\{op=\"all_reduce\",size_bytes=\"4294967296\"\} (\S+)$", t, re.M)
+assert m and 21.0e9 < float(m.group(1)) < 21.5e9, t
+m = re.search(r"^ncclwatch_check_expected_busbw_bytes_per_second\{op=\"all_reduce\",size_bytes=\"4294967296\"\} (\S+)$", t, re.M)
+assert m and 339.6e9 < float(m.group(1)) < 339.7e9, t
+assert "_gbs" not in t and "item=" not in t, t
 ' "$TMP/nw.prom"
 expect_true "textfile: no temporary file left" sh -c '[ "$(ls "$1" | grep -c tmp)" = 0 ]' sh "$TMP"
 if command -v promtool >/dev/null 2>&1; then
