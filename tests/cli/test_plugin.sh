@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The profiler plugin, driven through its real ABI by tests/helpers/plugin_harness
-# (several rank processes, NCCL's v4/v5/v6 descriptor layouts, a late rank),
+# (several rank processes, NCCL's v1 to v6 descriptor layouts, a late rank),
 # with the stats files read back through the statsfile reader.
 source "$(dirname "$0")/lib.sh"
 H=$NW_TESTS/plugin_harness
