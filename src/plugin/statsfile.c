@@ -339,7 +339,10 @@ static void odd_gens(unsigned char *buf, const unsigned char *img, size_t n, siz
  * the file holds with odd generations, then the image's bodies with odd
  * generations, then the image. A part that did not change goes odd and
  * back to its value with the same body, which a reader can only retry.
+ * 0; -1 with errno when a write failed; SYNC_SHORT when the file turned
+ * out shorter than it should be (damaged since it was looked at).
  */
+#define SYNC_SHORT (-2)
 static int sync_span(int fd, const void *img, size_t n, size_t part, uint64_t off)
 {
 	const unsigned char *src = (const unsigned char *)img + off;
@@ -347,10 +350,8 @@ static int sync_span(int fd, const void *img, size_t n, size_t part, uint64_t of
 	if (n == 1)
 		return sync_part(fd, img, part, off);
 	ssize_t got = pread(fd, stage, len, (off_t)off);
-	if (got != (ssize_t)len) {
-		errno = got < 0 ? errno : EIO;
-		return -1; /* shorter than it should be: found as damage at the next sync */
-	}
+	if (got != (ssize_t)len)
+		return got < 0 ? -1 : SYNC_SHORT;
 	odd_gens(stage, src, n, part);
 	if (put(fd, stage, len, off) != 0)
 		return -1;
@@ -378,8 +379,9 @@ static int sync_records(struct nwp_comm *c)
 				last = j;
 		for (size_t j = first; j <= last; j++)
 			bits[j / 64] &= ~(1ull << (j % 64));
-		if (sync_span(c->fd, c->img, last - first + 1, part, base + first * part) != 0)
-			return -1;
+		int rc = sync_span(c->fd, c->img, last - first + 1, part, base + first * part);
+		if (rc != 0)
+			return rc;
 		i = last + 1;
 	}
 	return 0;
@@ -398,8 +400,9 @@ static int sync_ring(struct nwp_comm *c)
 			n = c->ring_len - slot;
 		if (n > maxn)
 			n = maxn;
-		if (sync_span(c->fd, c->img, n, part, c->hdr->off_ring + slot * part) != 0)
-			return -1;
+		int rc = sync_span(c->fd, c->img, n, part, c->hdr->off_ring + slot * part);
+		if (rc != 0)
+			return rc;
 		from += n;
 	}
 	c->fs.ring_synced = to;
@@ -493,15 +496,24 @@ void nwp_sync(struct nwp_comm *c, int force)
 	int wrote = c->fs.ring_synced != c->ring_head;
 	for (size_t i = 0; i < sizeof(c->fs.rec_dirty) / sizeof(c->fs.rec_dirty[0]); i++)
 		wrote |= c->fs.rec_dirty[i] != 0;
-	int bad = sync_records(c) != 0 || sync_ring(c) != 0;
+	int bad = sync_records(c);
+	if (!bad)
+		bad = sync_ring(c);
 	if (!bad && (force || wrote || now - c->fs.hdr_ns >= HEARTBEAT_NS || header_changed(c))) {
 		const uint64_t live = offsetof(struct nws_header, live_gen);
-		bad = sync_part(c->fd, c->img, c->hdr->header_size - live, live) != 0;
+		bad = sync_part(c->fd, c->img, c->hdr->header_size - live, live);
 		if (!bad) {
 			memcpy(c->fs.pub, c->hdr, sizeof(*c->hdr));
 			c->fs.hdr_ns = now;
 			wrote = 1;
 		}
+	}
+	if (bad == SYNC_SHORT) {
+		/* shortened between the look and the writes: damage, written whole at the next sync */
+		say_damage(c, "truncated");
+		c->fs.repairs++;
+		c->fs.rewrite = 1;
+		return;
 	}
 	if (bad) {
 		char err[600];
