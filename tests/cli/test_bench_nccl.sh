@@ -33,6 +33,17 @@ for g in 2 4; do
 	cp "$OUT" "$TMP/t$g.txt"
 	expect_true "-g $g: zero wrong, algbw and busbw by the nccl-tests formulas" check_table "$TMP/t$g.txt" $g
 done
+# The device lines are read back as nccl-tests' are: import counts the ranks and names the GPUs from them,
+# and scripts/compare-nccl-tests pairs the rows with nccl-tests' own output.
+run "$NW" import --no-history --json "$TMP/t4.txt"
+expect_true "import of the table: 4 ranks of 4 x Fake H200 in each of the 9 sections" python3 -c "
+import json, sys; d = json.load(open('$OUT'))
+assert len(d) == 9 and all(r['run']['nranks'] == 4 and r['run']['gpus'] == '4 x Fake H200' for r in d), d[0]['run']"
+if [ -f "$SRCDIR/tests/fixtures/nccltests/nt_all_reduce.txt" ]; then
+	run python3 "$SRCDIR/scripts/compare-nccl-tests" "$SRCDIR/tests/fixtures/nccltests/nt_all_reduce.txt" "$TMP/t2.txt"
+	expect_true "compare-nccl-tests pairs our rows with nccl-tests' (8 B to 64 KiB, every 4x)" \
+		test "$(grep -cE '^(all_reduce|None) +[0-9]+ ' "$OUT")" -ge 5
+fi
 
 # Every type and reduction, every root (in-place and out-of-place rows both checked).
 run bench -g 4 --op all -d all -o all -r all -b 8 -e 2K -f 16 -c 1 -n 2 -w 1
