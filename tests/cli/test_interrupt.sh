@@ -98,7 +98,8 @@ if command -v script >/dev/null; then
 	pkill_pid=$(pgrep -f -n "^$NW bench --nccl-lib $FAKE/libnccl.so.2 --no-history")
 	[ -n "$pkill_pid" ] && kill -INT "$pkill_pid"
 	wait
-	expect_true "terminal: the progress line was drawn" grep -q 'done, about' "$D/typescript"
+	# (no time left on it yet: the sizes measured are latency-bound, 4M is ahead, so nothing sound to say)
+	expect_true "terminal: the progress line was drawn" grep -qE '\([0-9]+/[0-9]+ done\)' "$D/typescript"
 	expect_true "terminal: cleared before the message" grep -qaP '\r\x1b\[Kncclwatch: bench: interrupted \(SIGINT\)' "$D/typescript"
 else
 	skip "terminal: the progress line is cleared before the message" "script(1) is missing (bsdutils)"
