@@ -158,7 +158,7 @@ int bs_time_batch(struct bs_ctx *x, struct nw_call *c, uint64_t total_bytes, uin
  * The noise's two more batches take at most this long each (combined over
  * ranks): a batch that took longer is repeated with fewer launches.
  */
-#define NOISE_BATCH_S 0.025
+#define NOISE_BATCH_S 0.005
 
 int bs_noise(struct bs_ctx *x, struct nw_call *c, uint64_t used, struct nw_row *row)
 {
