@@ -249,27 +249,18 @@ void nw_fleet_analyze(struct nw_fleet *f, const struct nw_run *runs, const long 
 
 int nw_fleet_build(struct nw_store *s, double threshold, struct nw_fleet *f, char *err, size_t errlen)
 {
-	struct nw_store_latest *l;
+	struct nw_run *runs;
+	long long *ids;
 	size_t n;
 	memset(f, 0, sizeof(*f));
-	if (nw_store_latest_checks(s, &l, &n, err, errlen))
+	if (nw_store_latest_check_runs(s, &runs, &ids, &n, err, errlen))
 		return -1;
-	struct nw_run *runs = nw_calloc(n ? n : 1, sizeof(*runs));
-	long long *ids = nw_calloc(n ? n : 1, sizeof(*ids));
-	size_t loaded = 0;
-	int rc = 0;
-	for (; loaded < n && !rc; loaded++) {
-		ids[loaded] = l[loaded].id;
-		rc = nw_store_load(s, l[loaded].id, &runs[loaded], err, errlen);
-	}
-	if (!rc)
-		nw_fleet_analyze(f, runs, ids, n, threshold);
-	for (size_t i = 0; i < loaded - (rc != 0); i++)
+	nw_fleet_analyze(f, runs, ids, n, threshold);
+	for (size_t i = 0; i < n; i++)
 		nw_run_release(&runs[i]);
 	free(runs);
 	free(ids);
-	free(l);
-	return rc;
+	return 0;
 }
 
 void nw_fleet_release(struct nw_fleet *f)

@@ -181,20 +181,16 @@ int nw_store_has_key(struct nw_store *s, const char *key, char *err, size_t errl
  */
 int nw_store_fill_keys(struct nw_store *s, size_t *n, char *err, size_t errlen);
 
-/* One host's latest check run. */
-struct nw_store_latest {
-	long long id;
-	char host[256];
-	char time[32];
-};
-
 /*
  * The latest run of source "check" of every host (the highest id where one
- * host has two at the same time), by host name; *out is the caller's to
- * free(). Uses the index runs(source, host, time).
+ * host has two at the same time), read in one statement: *runs (by host
+ * name) get their header, fingerprint and rows, though not the header's
+ * command line and input nor the rows' per-rank and per-iteration times;
+ * *ids their ids. The caller releases each run (nw_run_release) and frees
+ * both arrays. Uses the index runs(source, host, time).
  */
-int nw_store_latest_checks(struct nw_store *s, struct nw_store_latest **out, size_t *n, char *err,
-                           size_t errlen);
+int nw_store_latest_check_runs(struct nw_store *s, struct nw_run **runs, long long **ids, size_t *n, char *err,
+                               size_t errlen);
 
 /*
  * Copy every run of src into dst that dst does not hold yet (by content

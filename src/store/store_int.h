@@ -29,4 +29,13 @@ int st_query_int(struct nw_db *db, const char *sql, struct nw_db_param p, long l
 /* Text column k at the cursor into dst ("" for NULL). */
 void st_col_text(struct nw_db_rows *r, const struct nw_db_driver *d, int k, char *dst, size_t len);
 
+/*
+ * One results row from the cursor's columns c to c + 13 into row (zeroed
+ * first; its per-rank and per-iteration arrays allocated, freed with the
+ * run), the columns being those of results in this order: op, dtype,
+ * redop, root, size_bytes, count, nranks, inplace, time_us, algbw_gbs,
+ * busbw_gbs, wrong, ranks, per_iter.
+ */
+void st_load_row(struct nw_db_rows *r, const struct nw_db_driver *d, int c, struct nw_row *row);
+
 #endif

@@ -326,43 +326,132 @@ int nw_store_fill_keys(struct nw_store *s, size_t *n, char *err, size_t errlen)
 	return 0;
 }
 
-int nw_store_latest_checks(struct nw_store *s, struct nw_store_latest **out, size_t *n, char *err,
-                           size_t errlen)
+/*
+ * The latest check of every host with its rows, in one statement: one
+ * round trip to a server, and one snapshot of a database that others write
+ * meanwhile (a host's newer check is either wholly there or not at all).
+ * The newest time of each host comes from the index runs(source, host,
+ * time), the rows by the primary key of results. Each row carries its
+ * run's short header columns; the run's extra (the fingerprint, the
+ * largest column) only on its first row, so a server sends it once. The
+ * per-rank and per-iteration times are not read (NULL columns 28, 29).
+ */
+static const char latest_sql[] =
+	"SELECT r.id, r.time, r.host, r.source, r.backend, r.tool_version, r.nccl_version, r.nccl_path,"
+	" r.driver, r.cuda_driver, r.gpus, r.nranks, r.nhosts, r.link_gbs,"
+	" CASE WHEN res.seq IS NULL OR res.seq = 0 THEN r.extra END, res.seq,"
+	" res.op, res.dtype, res.redop, res.root, res.size_bytes, res.count, res.nranks, res.inplace,"
+	" res.time_us, res.algbw_gbs, res.busbw_gbs, res.wrong, NULL, NULL"
+	" FROM runs r"
+	" JOIN (SELECT host, max(time) AS t FROM runs WHERE source = 'check' GROUP BY host) m"
+	" ON r.host = m.host AND r.time = m.t"
+	" LEFT JOIN results res ON res.run_id = r.id"
+	" WHERE r.source = 'check' ORDER BY r.host, r.id DESC, res.seq";
+
+enum { LATEST_EXTRA = 14, LATEST_SEQ = 15, LATEST_ROW = 16 };
+
+/* The header columns of latest_sql (1 to 14) into run->h (initialised). */
+static void latest_header(struct nw_db_rows *r, const struct nw_db_driver *d, struct nw_run *run)
+{
+	struct nw_run_header *h = &run->h;
+	struct { char *dst; size_t len; } cols[] = {
+		{ h->time, sizeof(h->time) }, { h->host, sizeof(h->host) }, { h->source, sizeof(h->source) },
+		{ h->backend, sizeof(h->backend) }, { h->tool_version, sizeof(h->tool_version) },
+		{ h->nccl_version, sizeof(h->nccl_version) }, { h->nccl_path, sizeof(h->nccl_path) },
+		{ h->driver, sizeof(h->driver) }, { h->cuda_driver, sizeof(h->cuda_driver) }, { h->gpus, sizeof(h->gpus) },
+	};
+	for (int k = 0; k < (int)NW_ARRAY_LEN(cols); k++)
+		st_col_text(r, d, 1 + k, cols[k].dst, cols[k].len);
+	h->nranks = (int)d->integer(r, 11);
+	h->nhosts = (int)d->integer(r, 12);
+	h->link_gbs = d->real(r, 13);
+	const char *extra = d->text(r, LATEST_EXTRA);
+	json_t *x = extra ? json_loads(extra, 0, NULL) : NULL;
+	if (json_is_object(x))
+		h->extra = x;
+	else if (x)
+		json_decref(x);
+}
+
+/* Frees runs[0..n) and the arrays; returns -1. */
+static int latest_fail(struct nw_run **runs, long long **ids, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		nw_run_release(&(*runs)[i]);
+	free(*runs);
+	free(*ids);
+	*runs = NULL;
+	*ids = NULL;
+	*n = 0;
+	return -1;
+}
+
+/*
+ * Runs whose first row is not numbered 0 (never one ncclwatch stored: it
+ * numbers rows from 0) came without their extra: loaded again, whole, by id.
+ */
+static int latest_refetch(struct nw_store *s, struct nw_run *runs, const long long *ids, const char *again,
+                          size_t n, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!again[i])
+			continue;
+		nw_run_release(&runs[i]);
+		if (nw_store_load(s, ids[i], &runs[i], err, errlen)) {
+			nw_run_init(&runs[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int nw_store_latest_check_runs(struct nw_store *s, struct nw_run **runs, long long **ids, size_t *n, char *err,
+                               size_t errlen)
 {
 	const struct nw_db_driver *d = s->db->drv;
 	struct nw_db_rows *r;
-	*out = NULL;
+	*runs = NULL;
+	*ids = NULL;
 	*n = 0;
-	if (d->query(s->db,
-	             "SELECT r.id, r.host, r.time FROM runs r"
-	             " JOIN (SELECT host, max(time) AS t FROM runs WHERE source = 'check' GROUP BY host) m"
-	             " ON r.host = m.host AND r.time = m.t"
-	             " WHERE r.source = 'check' ORDER BY r.host, r.id DESC",
-	             NULL, 0, &r))
-		return st_db_err(s, "finding the latest checks", err, errlen);
+	if (d->query(s->db, latest_sql, NULL, 0, &r))
+		return st_db_err(s, "reading the latest checks", err, errlen);
 	size_t cap = 0;
-	int step;
+	char *again = NULL;
+	long long cur = 0;
+	int skip = 0, step;
 	while ((step = d->next(r)) == 1) {
-		const char *host = d->text(r, 1);
-		if (*n && host && !strcmp((*out)[*n - 1].host, host))
-			continue; /* the same host at the same time: the highest id came first */
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			*out = nw_realloc(*out, cap * sizeof(**out));
+		long long id = d->integer(r, 0);
+		if (id != cur || !*n) {
+			cur = id;
+			const char *host = d->text(r, 2);
+			/* the same host twice at its latest time: the highest id came first and is the one kept */
+			skip = *n && !strcmp((*runs)[*n - 1].h.host, host ? host : "");
+			if (skip)
+				continue;
+			if (*n == cap) {
+				cap = cap ? cap * 2 : 256;
+				*runs = nw_realloc(*runs, cap * sizeof(**runs));
+				*ids = nw_realloc(*ids, cap * sizeof(**ids));
+				again = nw_realloc(again, cap);
+			}
+			nw_run_init(&(*runs)[*n]);
+			latest_header(r, d, &(*runs)[*n]);
+			(*ids)[*n] = id;
+			again[*n] = d->text(r, LATEST_SEQ) && d->integer(r, LATEST_SEQ) != 0;
+			(*n)++;
 		}
-		struct nw_store_latest *l = &(*out)[(*n)++];
-		l->id = d->integer(r, 0);
-		st_col_text(r, d, 1, l->host, sizeof(l->host));
-		st_col_text(r, d, 2, l->time, sizeof(l->time));
+		if (skip || !d->text(r, LATEST_SEQ))
+			continue; /* a NULL seq: a run without rows */
+		struct nw_row row;
+		st_load_row(r, d, LATEST_ROW, &row);
+		nw_run_add(&(*runs)[*n - 1], &row);
 	}
 	d->done(r);
-	if (step != 0) {
-		free(*out);
-		*out = NULL;
-		*n = 0;
-		return st_db_err(s, "finding the latest checks", err, errlen);
-	}
-	return 0;
+	int rc = step == 0 ? 0 : st_db_err(s, "reading the latest checks", err, errlen);
+	if (!rc)
+		rc = latest_refetch(s, *runs, *ids, again, *n, err, errlen);
+	free(again);
+	return rc ? latest_fail(runs, ids, n) : 0;
 }
 
 int nw_store_merge(struct nw_store *dst, struct nw_store *src, size_t *added, size_t *skipped,

@@ -321,25 +321,24 @@ static void load_rank_times(const unsigned char *text, struct nw_row *r)
 		json_decref(a);
 }
 
-/* One results row at the cursor into row (zeroed first). */
-static void load_row(struct nw_db_rows *r, const struct nw_db_driver *d, struct nw_row *row)
+void st_load_row(struct nw_db_rows *r, const struct nw_db_driver *d, int c, struct nw_row *row)
 {
 	memset(row, 0, sizeof(*row));
-	st_col_text(r, d, 0, row->op, sizeof(row->op));
-	st_col_text(r, d, 1, row->dtype, sizeof(row->dtype));
-	st_col_text(r, d, 2, row->redop, sizeof(row->redop));
-	row->root = (int)d->integer(r, 3);
-	long long sz = d->integer(r, 4), cnt = d->integer(r, 5);
+	st_col_text(r, d, c, row->op, sizeof(row->op));
+	st_col_text(r, d, c + 1, row->dtype, sizeof(row->dtype));
+	st_col_text(r, d, c + 2, row->redop, sizeof(row->redop));
+	row->root = (int)d->integer(r, c + 3);
+	long long sz = d->integer(r, c + 4), cnt = d->integer(r, c + 5);
 	row->size_bytes = sz > 0 ? (uint64_t)sz : 0;
 	row->count = cnt > 0 ? (uint64_t)cnt : 0;
-	row->nranks = (int)d->integer(r, 6); /* NULL (unknown) reads as 0 */
-	row->inplace = d->integer(r, 7) != 0;
-	row->time_us = d->real(r, 8);
-	row->algbw_gbs = d->real(r, 9);
-	row->busbw_gbs = d->real(r, 10);
-	row->wrong = d->text(r, 11) ? d->integer(r, 11) : -1;
-	load_rank_times((const unsigned char *)d->text(r, 12), row);
-	const char *iters = d->text(r, 13);
+	row->nranks = (int)d->integer(r, c + 6); /* NULL (unknown) reads as 0 */
+	row->inplace = d->integer(r, c + 7) != 0;
+	row->time_us = d->real(r, c + 8);
+	row->algbw_gbs = d->real(r, c + 9);
+	row->busbw_gbs = d->real(r, c + 10);
+	row->wrong = d->text(r, c + 11) ? d->integer(r, c + 11) : -1;
+	load_rank_times((const unsigned char *)d->text(r, c + 12), row);
+	const char *iters = d->text(r, c + 13);
 	json_t *pi = iters ? json_loads(iters, 0, NULL) : NULL;
 	nw_row_iters_from_json(pi, row);
 	if (pi)
@@ -362,7 +361,7 @@ static int load_rows(struct nw_store *s, long long id, struct nw_run *run, char 
 	int step;
 	while ((step = d->next(r)) == 1) {
 		struct nw_row row;
-		load_row(r, d, &row);
+		st_load_row(r, d, 0, &row);
 		nw_run_add(run, &row);
 	}
 	d->done(r);

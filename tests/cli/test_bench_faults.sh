@@ -9,22 +9,31 @@ export NCCLWATCH_CUDA_LIB=/nonexistent/libcuda.so.1
 export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
 
 # Starts an mpirun bench of $1 ranks in the background (the rest: bench options;
-# STOP_ENV: variables for the ranks), stops rank 1 once it is in the sweep, and
-# waits: RC, $OUT, $ERR and ELAPSED (s).
+# STOP_ENV: variables for the ranks), sends FAULT_SIG (default STOP) to rank
+# FAULT_RANK (default 1) once it is in the sweep (2 s after it started, or with
+# FAULT_AT_ROW=1 once rank 0 printed a row of the table), and waits: RC, $OUT,
+# $ERR and ELAPSED (s).
 STOP_ENV=()
 stop_one_rank() {
 	local np=$1; shift
 	timeout 120 "${MPIRUN[@]}" -np "$np" env NW_FAULT_MARK=$$ "${STOP_ENV[@]}" "$NW" bench --no-history "$@" >"$OUT" 2>"$ERR" &
 	local job=$! pid="" t
-	for t in $(seq 100); do
+	for t in $(seq 300); do
 		pid=$(grep -l "NW_FAULT_MARK=$$" /proc/[0-9]*/environ 2>/dev/null | while read -r f; do
-			d=${f%/environ}; tr '\0' '\n' <"$d/environ" | grep -qx "OMPI_COMM_WORLD_RANK=1" && echo "${d#/proc/}"; done | head -1)
+			d=${f%/environ}; tr '\0' '\n' <"$d/environ" | grep -qx "OMPI_COMM_WORLD_RANK=${FAULT_RANK:-1}" && echo "${d#/proc/}"; done | head -1)
 		[ -n "$pid" ] && break
 		sleep 0.1
 	done
-	sleep 2 # past MPI's start, inside the sweep
+	if [ "${FAULT_AT_ROW:-0}" = 1 ]; then
+		for t in $(seq 600); do
+			grep -qE '^ +[0-9]+ +[0-9]+ +float' "$OUT" && break
+			sleep 0.1
+		done
+	else
+		sleep 2 # past MPI's start, inside the sweep
+	fi
 	local start=$SECONDS
-	kill -STOP "$pid"
+	kill "-${FAULT_SIG:-STOP}" "$pid"
 	wait "$job"; RC=$?
 	ELAPSED=$((SECONDS - start))
 	kill -CONT "$pid" 2>/dev/null; kill -KILL "$pid" 2>/dev/null
@@ -38,6 +47,43 @@ for np in 2 3; do
 	# any rank still running may say it first (with 3 ranks, rank 2's abort can end rank 0 before it prints)
 	expect_err "mpi np=$np, rank 1 stopped: named by the others" "rank [02] on [^:]+: MPI all_reduce not done within 5 s \(-T\): rank 1 did not answer"
 done
+
+# Issue 34: eight ranks (oversubscribed on a small machine) run every op and
+# every root with every element verified; a stopped rank and a killed rank
+# each end the job within -T + 5 s, named (the stopped one by the ranks' roll
+# call, the killed one by mpirun, which ends the job as soon as a rank dies).
+# scripts/bench-mpi32 does the same with 32 ranks and prints the figures.
+run mpirun -np 8 "$NW" bench --backend mpi --no-history --op all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,sendrecv,gather,scatter,alltoallv,hypercube \
+	-r all -b 8 -e 4K -f 8 -n 2 -w 1 \
+	--json="$TMP/np8.json"
+expect_rc "mpi np=8: every op and root" 0
+run python3 - "$TMP/np8.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+ops = sorted({r["op"] for r in rows})
+roots = {op: len({r["root"] for r in rows if r["op"] == op}) for op in ops}
+print("ops", " ".join(ops))
+print("ranks", sorted({r["nranks"] for r in rows}))
+checked = [r for r in rows if r["wrong"] is not None]
+print("wrong", sum(r["wrong"] for r in checked), "in", len(checked), "checked rows of", len(rows))
+print("checked ops", " ".join(sorted({r["op"] for r in checked})))
+print("unchecked", ", ".join(sorted({r["op"] + (" in-place" if r["inplace"] else "") for r in rows if r["wrong"] is None})))
+print("roots", " ".join("%s:%d" % (op, roots[op]) for op in ("broadcast", "reduce", "gather", "scatter")))
+PY
+expect_out "mpi np=8: every op ran" '^ops all_gather all_reduce alltoall alltoallv broadcast gather hypercube reduce reduce_scatter scatter sendrecv$'
+expect_out "mpi np=8: on 8 ranks" '^ranks \[8\]$'
+expect_out "mpi np=8: no wrong element in any row" '^wrong 0 in [0-9]+ checked rows of [0-9]+$'
+expect_out "mpi np=8: every op checked" '^checked ops all_gather all_reduce alltoall alltoallv broadcast gather hypercube reduce reduce_scatter scatter sendrecv$'
+expect_out "mpi np=8: only what nccl-tests leaves unchecked is" '^unchecked alltoall in-place, alltoallv in-place, sendrecv in-place$'
+expect_out "mpi np=8: every root of the rooted ops" '^roots broadcast:8 reduce:8 gather:8 scatter:8$'
+FAULT_RANK=5 FAULT_AT_ROW=1 stop_one_rank 8 --backend mpi -b 8 -e 64K -f 2 -n 500 -w 1 -N 0 -T 5
+expect_rc "mpi np=8, rank 5 stopped: exit 3" 3
+expect_true "mpi np=8, rank 5 stopped: ends within -T + 5 s (took ${ELAPSED}s)" test "$ELAPSED" -le 10
+expect_err "mpi np=8, rank 5 stopped: named by the others" "rank [0-7] on [^:]+: MPI [a-z_]+ not done within 5 s \(-T\): rank 5 did not answer"
+FAULT_RANK=5 FAULT_AT_ROW=1 FAULT_SIG=KILL stop_one_rank 8 --backend mpi -b 8 -e 64K -f 2 -n 500 -w 1 -N 0 -T 5 2>/dev/null
+expect_true "mpi np=8, rank 5 killed: non-zero exit ($RC)" test "$RC" -ne 0 -a "$RC" -ne 124
+expect_true "mpi np=8, rank 5 killed: ends within -T + 5 s (took ${ELAPSED}s)" test "$ELAPSED" -le 10
+expect_err "mpi np=8, rank 5 killed: named by mpirun" "process rank 5 .*exited on signal 9"
 
 # Item 3 on the NCCL path (the fake NCCL, one rank per process): the ranks
 # still running time out together and a roll call names the stopped one.

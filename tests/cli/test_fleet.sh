@@ -107,6 +107,57 @@ else
 	expect_out "near-median cells on screen" '^f7f7f7 yes$'
 fi
 
+# The same fleet in PostgreSQL (a throwaway server of the test's own), written
+# by four writers at once: the same answer as from SQLite, in a few statements
+# for all 200 hosts (not two per host); then 64 writers record one more day,
+# each run with its own connection as every node's check does, while fleet
+# runs: every answer has every host, every run is stored once.
+if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+	skip "fleet on PostgreSQL" "PostgreSQL is not installed (Debian: postgresql)"
+else
+	PGS=$SRCDIR/tests/helpers/pg-server
+	PGD=$(mktemp -d /tmp/nwpg.XXXXXX)
+	trap '"$PGS" stop "$PGD"; rm -rf "$PGD" "$TMP"' EXIT
+	URI=$("$PGS" start "$PGD") || { RC=1; notok "a throwaway PostgreSQL server starts"; exit 1; }
+	export PGPASSWORD; PGPASSWORD=$(cat "$PGD/password")
+	psql_nw() { "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/psql" -qAt -h "$PGD/sock" -p "$(cat "$PGD/port")" -U nw -d nw -c "$1"; }
+	pids=()
+	for k in 0 1 2 3; do "$REC" "$URI" 200 3 117 --part "$k/4" 2>"$TMP/pgrec$k.err" & pids+=($!); done
+	failed=0
+	for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
+	RC=$failed; expect_rc "the fleet recorded into PostgreSQL by four writers" 0
+	"$NW" fleet --db "$DB" >"$TMP/fleet.sqlite.txt"
+	psql_nw "ALTER SYSTEM SET log_statement = 'all'" && psql_nw "SELECT pg_reload_conf()" >/dev/null
+	sleep 0.5
+	before=$(wc -l <"$PGD/server.log")
+	run "$NW" fleet --db "$URI"
+	expect_rc "PostgreSQL: the outlier, exit 1" 1
+	expect_true "PostgreSQL: the same answer as SQLite's, line for line" cmp -s "$OUT" "$TMP/fleet.sqlite.txt"
+	n=$(tail -n +$((before + 1)) "$PGD/server.log" | grep -Ec 'LOG: +(statement|execute)'); RC=$n
+	expect_true "PostgreSQL: a few statements for 200 hosts ($n), not two per host" test "$n" -ge 1 -a "$n" -le 12
+	psql_nw "ALTER SYSTEM RESET log_statement" && psql_nw "SELECT pg_reload_conf()" >/dev/null
+	run "$NW" report --fleet -o "$TMP/fleet-pg.html" --db "$URI"
+	expect_rc "PostgreSQL: report --fleet" 0
+	expect_true "PostgreSQL: the same heatmap rows" test "$(grep -c '^<tr' "$TMP/fleet-pg.html")" = "$(grep -c '^<tr' "$TMP/fleet.html")"
+
+	pids=()
+	for k in $(seq 0 63); do "$REC" "$URI" 200 4 117 --part "$k/64" --from-day 3 --each 2>"$TMP/pgw$k.err" & pids+=($!); done
+	answers=0 wrong=0
+	while [ -n "$(jobs -rp)" ] || [ "$answers" -eq 0 ]; do
+		rc=0; "$NW" fleet --db "$URI" >"$TMP/during.txt" 2>&1 || rc=$?
+		answers=$((answers + 1))
+		{ [ "$rc" -le 1 ] && head -1 "$TMP/during.txt" | grep -q '^fleet: 200 hosts,'; } || { wrong=$((wrong + 1)); cp "$TMP/during.txt" "$TMP/wrong.txt"; }
+	done
+	failed=0
+	for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
+	RC=$failed; expect_rc "64 writers at once, each run on its own connection: all succeed" 0
+	expect_true "fleet answered for all 200 hosts every time while they wrote ($answers answers, $wrong wrong)" test "$wrong" -eq 0
+	expect_true "the writers' 200 runs are stored, each once" \
+		test "$(psql_nw "SELECT count(*) || ' ' || count(DISTINCT host) FROM runs WHERE time LIKE '2026-01-04%'")" = "200 200"
+	run "$NW" fleet --db "$URI"
+	expect_out "after them, each host's latest check is the new day's" '^  node-0117 +pass +2026-01-04T02:01:57Z +89\.[0-9]%'
+fi
+
 # history merge: another node's file, twice; stored once
 "$REC" "$TMP/a.db" 10 2 >/dev/null 2>&1
 run "$NW" history merge "$TMP/a.db" --db "$TMP/m.db"

@@ -395,8 +395,10 @@ static int load_plugin(const struct opts *o, struct drv *d, void **lib)
 	return 0;
 }
 
-#define HASH0 0x5eed000000c0ffeeull
-#define HASH1 0x5eed0000000007a1ull
+/* Communicator ids; --job J moves them all by J << 32, so several jobs can share one directory. */
+static uint64_t job_salt;
+#define HASH0 (0x5eed000000c0ffeeull + job_salt)
+#define HASH1 (0x5eed0000000007a1ull + job_salt)
 
 /*
  * What NCCL's init thread has when it calls the profiler: the CUDA driver
@@ -1250,6 +1252,7 @@ static void usage(FILE *f)
 	        "  --ops N              rounds of every op kind per rank (default 20)\n"
 	        "  --late R             rank that arrives late at every collective (default -1: none)\n"
 	        "  --late-us U          how late, microseconds (default 2000)\n"
+	        "  --job J              communicator ids of job J (0 to 65535, default 0): jobs apart in one --dir\n"
 	        "  --kernel on|off|auto NCCLWATCH_KERNEL for the plugin (default on)\n"
 	        "  --scenario S         normal, fsdp (4 comms x 6 ops x 12 sizes), pool, slow, trigger,\n"
 	        "                       threads (launching, proxy and init threads at once: for TSan),\n"
@@ -1278,7 +1281,8 @@ int main(int argc, char **argv)
 		{ "plugin", 1, 0, 'p' }, { "dir", 1, 0, 'd' }, { "abi", 1, 0, 'a' }, { "ranks", 1, 0, 'r' },
 		{ "ops", 1, 0, 'n' }, { "late", 1, 0, 'l' }, { "late-us", 1, 0, 'u' }, { "kernel", 1, 0, 'k' },
 		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "seconds", 1, 0, 'S' },
-		{ "expect-damage", 0, 0, 'D' }, { "rate", 1, 0, 'R' }, { "cuda", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "expect-damage", 0, 0, 'D' }, { "rate", 1, 0, 'R' }, { "cuda", 1, 0, 'C' }, { "job", 1, 0, 'j' },
+		{ "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	char err[NW_ERRLEN];
 	long v;
@@ -1327,6 +1331,11 @@ int main(int argc, char **argv)
 			if (nw_parse_long(optarg, 0, 100000000, &v, "--rate", err, sizeof(err)))
 				goto bad;
 			o.rate = v;
+			break;
+		case 'j':
+			if (nw_parse_long(optarg, 0, 65535, &v, "--job", err, sizeof(err)))
+				goto bad;
+			job_salt = (uint64_t)v << 32;
 			break;
 		case 'k': o.kernel = optarg; break;
 		case 'C': o.cuda = optarg; break;

@@ -1,14 +1,20 @@
 /*
- * record_fleet DB HOSTS DAYS [SLOW]: a simulated fleet's history. Writes
- * HOSTS x DAYS check runs (one a day per host, the way a Slurm prolog
- * records them) into DB through one open store. Hosts are node-0000 ...;
- * every 25th is a 4 x H100 node, the rest 8 x H200 nodes. Each run has
+ * record_fleet DB HOSTS DAYS [SLOW] [--part K/N] [--from-day D] [--each]:
+ * a simulated fleet's history. Writes HOSTS x DAYS check runs (one a day
+ * per host, the way a Slurm prolog records them) into DB (a file or a
+ * PostgreSQL URI) through one open store. Hosts are node-0000 ...; every
+ * 25th is a 4 x H100 node, the rest 8 x H200 nodes. Each run has
  * all_reduce and all_gather at 64M, 128M and 256M, both placements, with
  * busbw a few tenths of a percent apart from host to host and day to day.
  * Host number SLOW (when given) runs 10% slower on its latest day and has
- * driver 550.54.15 where its peers have 560.35.03. Exit 0 when all runs
- * were stored.
+ * driver 550.54.15 where its peers have 560.35.03.
+ *   --part K/N     only the hosts whose number is K modulo N (N writers at once)
+ *   --from-day D   only days D to DAYS-1 (a day added to a history already written)
+ *   --each         open the database for every run and close it after, as
+ *                  every node's own check does (nw_store_record)
+ * Exit 0 when all runs were stored.
  */
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,32 +88,89 @@ static void make_run(struct nw_run *run, long h, long d, long days, long slow)
 	hd->extra = json_pack("{s:o,s:s}", "fingerprint", fp, "check_verdict", "pass");
 }
 
+struct plan {
+	long hosts, days, slow, part, nparts, from_day;
+	int each;
+};
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: record_fleet DB HOSTS DAYS [SLOW] [--part K/N] [--from-day D] [--each]\n");
+	return 2;
+}
+
+/* "K/N" with 0 <= K < N <= 4096 into p. */
+static int parse_part(const char *s, struct plan *p, char *err, size_t errlen)
+{
+	char k[32];
+	const char *slash = strchr(s, '/');
+	if (!slash || (size_t)(slash - s) >= sizeof(k))
+		return nw_seterr(err, errlen, "--part '%s': give K/N, as in 3/8", s);
+	memcpy(k, s, (size_t)(slash - s));
+	k[slash - s] = '\0';
+	if (nw_parse_long(slash + 1, 1, 4096, &p->nparts, "--part N", err, errlen) ||
+	    nw_parse_long(k, 0, p->nparts - 1, &p->part, "--part K", err, errlen))
+		return -1;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct plan *p, char *err, size_t errlen)
+{
+	static const struct option lo[] = {
+		{ "part", 1, 0, 'p' }, { "from-day", 1, 0, 'd' }, { "each", 0, 0, 'e' }, { 0, 0, 0, 0 },
+	};
+	const char *part = NULL, *from = NULL;
+	int c;
+	*p = (struct plan){ .slow = -1, .nparts = 1 };
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		if (c == 'p')
+			part = optarg;
+		else if (c == 'd')
+			from = optarg;
+		else if (c == 'e')
+			p->each = 1;
+		else
+			return 1;
+	}
+	int nargs = argc - optind;
+	if (nargs != 3 && nargs != 4)
+		return 1;
+	char **a = argv + optind;
+	if (nw_parse_long(a[1], 1, 100000, &p->hosts, "HOSTS", err, errlen) ||
+	    nw_parse_long(a[2], 1, 1000, &p->days, "DAYS", err, errlen) ||
+	    (nargs == 4 && nw_parse_long(a[3], 0, p->hosts - 1, &p->slow, "SLOW", err, errlen)) ||
+	    (part && parse_part(part, p, err, errlen)) ||
+	    (from && nw_parse_long(from, 0, p->days - 1, &p->from_day, "--from-day", err, errlen)))
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 4 && argc != 5) {
-		fprintf(stderr, "usage: record_fleet DB HOSTS DAYS [SLOW]\n");
-		return 2;
-	}
-	long hosts, days, slow = -1;
+	struct plan p;
 	char err[NW_ERRLEN];
-	if (nw_parse_long(argv[2], 1, 100000, &hosts, "HOSTS", err, sizeof(err)) ||
-	    nw_parse_long(argv[3], 1, 1000, &days, "DAYS", err, sizeof(err)) ||
-	    (argc == 5 && nw_parse_long(argv[4], 0, hosts - 1, &slow, "SLOW", err, sizeof(err)))) {
+	int bad = parse_args(argc, argv, &p, err, sizeof(err));
+	if (bad > 0)
+		return usage();
+	if (bad < 0) {
 		fprintf(stderr, "record_fleet: %s\n", err);
 		return 2;
 	}
-	struct nw_store *s;
-	if (nw_store_open(argv[1], NW_STORE_WRITE, &s, err, sizeof(err))) {
+	const char *db = argv[optind];
+	struct nw_store *s = NULL;
+	if (!p.each && nw_store_open(db, NW_STORE_WRITE, &s, err, sizeof(err))) {
 		fprintf(stderr, "record_fleet: %s\n", err);
 		return 1;
 	}
+	const struct nw_store_opts o = { .db_path = db };
 	int rc = 0;
-	for (long d = 0; d < days && !rc; d++)
-		for (long h = 0; h < hosts && !rc; h++) {
+	for (long d = p.from_day; d < p.days && !rc; d++)
+		for (long h = p.part; h < p.hosts && !rc; h += p.nparts) {
 			struct nw_run run;
 			nw_run_init(&run);
-			make_run(&run, h, d, days, slow);
-			rc = nw_store_insert(s, &run, NULL, err, sizeof(err));
+			make_run(&run, h, d, p.days, p.slow);
+			rc = p.each ? nw_store_record(&o, &run, NULL, err, sizeof(err))
+			            : nw_store_insert(s, &run, NULL, err, sizeof(err));
 			nw_run_release(&run);
 		}
 	nw_store_close(s);
