@@ -275,6 +275,7 @@ int lg_info_comm(struct nw_log *lg, const struct lg_from *from, const char *s, s
 	if (from->proc == UINT32_MAX) {
 		/* its host was cut in pasting: the communicator's size and nodes, no rank of a process */
 		comm_counts(&lg->comms[ci], s, n);
+		lg->comms[ci].hostless = 1;
 		lg_note_rank(lg, cl.rank);
 		return 1;
 	}

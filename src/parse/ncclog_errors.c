@@ -246,6 +246,8 @@ void lg_warn_line(struct nw_log *lg, uint32_t host, const char *msg, size_t n)
  */
 int lg_libfabric_line(struct nw_log *lg, const char *s, size_t n)
 {
+	while (n && (*s == ' ' || *s == '\t'))
+		s++, n--;
 	if (!starts(s, n, "libfabric:"))
 		return 0;
 	const char *lt = memchr(s, '<', n < 200 ? n : 200), *gt;

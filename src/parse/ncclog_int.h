@@ -119,6 +119,7 @@ struct lg_comm {
 	char first_line[LG_QUOTE]; /* its first init or rank line (evidence) */
 	char start_line[LG_QUOTE]; /* an "Init START" line of a rank that has not logged Init COMPLETE (rank_init) */
 	int start_rank;
+	uint8_t hostless;          /* lines of it came without their host: which ranks the log shows is not known */
 };
 
 struct lg_pair {

@@ -843,7 +843,7 @@ static int r_ranks_missing(const struct rule_ctx *x, char *msg, size_t len)
 	const struct nw_log *lg = x->lg;
 	for (size_t i = 0; i < lg->ncomms; i++) {
 		const struct lg_comm *c = &lg->comms[i];
-		if (c->has_id && c->ranks_seen < c->nranks) {
+		if (c->has_id && c->ranks_seen < c->nranks && !c->hostless) {
 			ev_add(x, c->first_line, UINT32_MAX);
 			snprintf(msg, len, "communicator 0x%" PRIx64 " has %d ranks but only %d appear in the log", c->id,
 			         c->nranks, c->ranks_seen);
