@@ -219,20 +219,21 @@ static const char *line_text(struct nw_log *lg, char *line, size_t len, size_t *
 
 static void level_line(struct nw_log *lg, const struct lg_from *from, const char *m, size_t mn);
 
+/* Whether m[0..n) holds "] NCCL ": the end of another NCCL prefix glued into this line (memchr is faster than memmem here). */
+static int glued_mark(const char *m, size_t n)
+{
+	const char *p = m, *e = m + n;
+	while ((p = memchr(p, ']', (size_t)(e - p))) && e - p >= 7) {
+		if (!memcmp(p, "] NCCL ", 7))
+			return 1;
+		p++;
+	}
+	return 0;
+}
+
 /* A line with NCCL's prefix "host:pid:tid [dev] " (pl bytes): where it came from, then its level. */
 static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 {
-	/* two NCCL lines glued when pasted ("...<0>h100-node:1747:1747 [1] NCCL INFO ..."): each read alone */
-	if (n > pl + 20 && memmem(s + pl, n - pl, "] NCCL ", 7)) {
-		host_get(lg, s, (size_t)((const char *)memchr(s, ':', pl) - s), 1); /* known, so the glued one's host is told apart */
-		size_t g = glued_nccl_line(lg, s + pl, n - pl);
-		if (g) {
-			size_t pl2 = nw_lp_nccl_prefix(s + pl + g, n - pl - g);
-			nccl_line(lg, s, pl + g, pl);
-			nccl_line(lg, s + pl + g, n - pl - g, pl2);
-			return;
-		}
-	}
 	lg->nccl_lines++;
 	const char *c1 = memchr(s, ':', pl);
 	struct lg_from from;
@@ -249,6 +250,29 @@ static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 	if (lg->npending_banners && from.proc != UINT32_MAX)
 		lg_take_banner(lg, from.proc);
 	level_line(lg, &from, s + pl, n - pl);
+}
+
+/*
+ * NCCL lines glued into one when pasted ("...<0>h100-node:1747:1747 [1]
+ * NCCL INFO ..."): each read alone. Returns 1 when s held more than one.
+ */
+static int nccl_glued(struct nw_log *lg, const char *s, size_t n, size_t pl)
+{
+	int split = 0;
+	while (n > pl + 20 && glued_mark(s + pl, n - pl)) {
+		host_get(lg, s, (size_t)((const char *)memchr(s, ':', pl) - s), 1); /* known, so the glued one's host is told apart */
+		size_t g = glued_nccl_line(lg, s + pl, n - pl);
+		if (!g)
+			break;
+		nccl_line(lg, s, pl + g, pl);
+		s += pl + g;
+		n -= pl + g;
+		pl = nw_lp_nccl_prefix(s, n);
+		split = 1;
+	}
+	if (split)
+		nccl_line(lg, s, n, pl);
+	return split;
 }
 
 /* Length of a "file.cc:123 " source place before a level word (0 when s has none). */
@@ -337,7 +361,8 @@ void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 		return;
 	}
 	if (pl) {
-		nccl_line(lg, s, n, pl);
+		if (!nccl_glued(lg, s, n, pl))
+			nccl_line(lg, s, n, pl);
 		return;
 	}
 	if (find(s, n, "NCCL INFO") || find(s, n, "NCCL WARN")) {

@@ -294,8 +294,8 @@ static int info_ofi(struct nw_log *lg, const struct lg_from *from, const char *s
 /* "NET/Plugin: Loaded net plugin Libfabric (v10)": the NET plugin's name and interface version. */
 static int info_net_plugin(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
 {
-	const char *p = find(s, n, "Loaded net plugin ");
-	if (!starts(s, n, "NET/Plugin") || !p)
+	const char *p;
+	if (!starts(s, n, "NET/Plugin") || !(p = find(s, n, "Loaded net plugin ")))
 		return 0;
 	if (from->host != UINT32_MAX && !lg->hosts[from->host].net_plugin[0])
 		copy_str(lg->hosts[from->host].net_plugin, sizeof(lg->hosts[0].net_plugin), p + 18, (size_t)(s + n - p - 18));

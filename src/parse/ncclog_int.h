@@ -48,6 +48,7 @@
 #define LG_MAX_DUPS     16
 #define LG_NAME         64
 #define LG_QUOTE        320  /* a line kept as the evidence of a fact */
+#define LG_QUOTE_COMM   160  /* a communicator's lines kept as evidence (a table of up to LG_MAX_COMMS) */
 #define LG_MAX_EVIDENCE 4    /* lines quoted by one diagnosis */
 
 /* ---- storage (ncclog_tables.c): a capped open-addressing map from two 64-bit keys to a 32-bit value, arrays ---- */
@@ -116,8 +117,8 @@ struct lg_comm {
 	int nchannels, ring_lines, tree_lines;
 	char ring[96];
 	char tree[96];   /* the first "Trees [0] ..." line's first channel */
-	char first_line[LG_QUOTE]; /* its first init or rank line (evidence) */
-	char start_line[LG_QUOTE]; /* an "Init START" line of a rank that has not logged Init COMPLETE (rank_init) */
+	char first_line[LG_QUOTE_COMM]; /* its first init or rank line (evidence) */
+	char start_line[LG_QUOTE_COMM]; /* an "Init START" line of a rank that has not logged Init COMPLETE (rank_init) */
 	int start_rank;
 	uint8_t hostless;          /* lines of it came without their host: which ranks the log shows is not known */
 };
