@@ -259,6 +259,9 @@ static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 static int nccl_glued(struct nw_log *lg, const char *s, size_t n, size_t pl)
 {
 	int split = 0;
+	/* connection lines, most of a log, are not looked into: a paste that glues lines glues others too */
+	if (n >= pl + 18 && !memcmp(s + pl, "NCCL INFO Channel ", 18))
+		return 0;
 	while (n > pl + 20 && glued_mark(s + pl, n - pl)) {
 		host_get(lg, s, (size_t)((const char *)memchr(s, ':', pl) - s), 1); /* known, so the glued one's host is told apart */
 		size_t g = glued_nccl_line(lg, s + pl, n - pl);

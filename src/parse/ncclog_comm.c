@@ -100,8 +100,8 @@ static void comm_counts(struct lg_comm *c, const char *s, size_t n)
  */
 static struct lg_pending *pending_get(struct nw_log *lg, const struct lg_from *from, int create)
 {
-	if (from->proc == UINT32_MAX)
-		return NULL;
+	if (from->proc == UINT32_MAX || (create && lg->ncomms == LG_MAX_COMMS))
+		return NULL; /* no communicator can be recorded any more to take it */
 	int created;
 	uint32_t *v = lg_ht_get(&lg->pend_idx, from->proc, (uint64_t)(uint32_t)from->dev, create, &created);
 	if (!v)
