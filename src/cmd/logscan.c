@@ -103,6 +103,10 @@ static void print_versions(const json_t *doc)
 	json_array_foreach(json_object_get(doc, "versions"), i, o) {
 		if (s_of(o, "source")[0])
 			continue; /* PyTorch's: printed below */
+		if (i_of(o, "processes") == 0) {
+			printf("  %-24s a banner without a process before or after it\n", s_of(o, "version"));
+			continue;
+		}
 		printf("  %-24s %" JSON_INTEGER_FORMAT " process%s on", s_of(o, "version"), i_of(o, "processes"),
 		       i_of(o, "processes") == 1 ? "" : "es");
 		size_t k;
@@ -140,6 +144,23 @@ static void print_comms(const json_t *doc)
 			printf(", tree %s", s_of(o, "tree"));
 		printf("\n");
 	}
+}
+
+/* One host's network: what NCCL used, aws-ofi-nccl's provider and plugin, the IB devices and socket interfaces. */
+static void print_network(const json_t *o)
+{
+	printf("  network on %s:", s_of(o, "host")[0] ? s_of(o, "host") : "(host not in the lines)");
+	if (s_of(o, "network")[0])
+		printf(" using %s;", s_of(o, "network"));
+	if (s_of(o, "ofi_provider")[0])
+		printf(" libfabric provider %s", s_of(o, "ofi_provider"));
+	if (s_of(o, "ofi_provider")[0] && i_of(o, "ofi_nics") >= 0)
+		printf(" (%" JSON_INTEGER_FORMAT " NICs)", i_of(o, "ofi_nics"));
+	if (s_of(o, "ofi_provider")[0])
+		printf(";");
+	if (s_of(o, "net_plugin")[0])
+		printf(" plugin %s;", s_of(o, "net_plugin"));
+	printf(" IB %s; sockets %s\n", s_of(o, "ib")[0] ? s_of(o, "ib") : "-", s_of(o, "socket")[0] ? s_of(o, "socket") : "-");
 }
 
 /* The transport of every connected peer pair, NVLS, CollNet and the networks. */
@@ -196,10 +217,8 @@ static void print_transports(const json_t *doc)
 		       json_is_true(json_object_get(ct, "nvls_available")) ? "available" : "not reported", i_of(ct, "nvls_channels"));
 	if (json_is_true(json_object_get(ct, "collnet_connected")))
 		printf("  CollNet: connected\n");
-	json_array_foreach(json_object_get(doc, "networks"), i, o) {
-		printf("  network on %s: IB %s; sockets %s\n", s_of(o, "host"), s_of(o, "ib")[0] ? s_of(o, "ib") : "-",
-		       s_of(o, "socket")[0] ? s_of(o, "socket") : "-");
-	}
+	json_array_foreach(json_object_get(doc, "networks"), i, o) print_network(o);
+	json_array_foreach(json_object_get(doc, "notes"), i, o) printf("  %s\n", json_string_value(o));
 }
 
 /* Graphs, algorithms and protocols when logged, and the NCCL_* environment. */
@@ -293,7 +312,13 @@ static void print_problems(const json_t *doc)
 	if (!json_array_size(json_object_get(doc, "diagnoses")))
 		printf("  nothing wrong found\n");
 	json_array_foreach(json_object_get(doc, "diagnoses"), i, o) {
-		printf("  %-7s %s: %s\n          fix: %s\n", s_of(o, "severity"), s_of(o, "id"), s_of(o, "message"), s_of(o, "fix"));
+		printf("  %-7s %s: %s\n", s_of(o, "severity"), s_of(o, "id"), s_of(o, "message"));
+		size_t k;
+		const json_t *e;
+		json_array_foreach(json_object_get(o, "evidence"), k, e)
+			printf("          line: %s%s%s%s\n", s_of(e, "line"), s_of(e, "host")[0] ? " (on " : "", s_of(e, "host"),
+			       s_of(e, "host")[0] ? ")" : "");
+		printf("          fix: %s\n", s_of(o, "fix"));
 	}
 }
 

@@ -30,6 +30,39 @@ static int is_nccl_host_char(char c)
 	return is_host_char(c) || c == '<' || c == '>' || c == '@' || c == '[' || c == ']';
 }
 
+/*
+ * Length of a colour sequence pasted as text at s: "ESC[36m" (as a pager
+ * shows it) or a Windows console's "\u2190[36m"; 0 when s starts with none.
+ */
+static size_t text_ansi(const char *s, size_t len)
+{
+	size_t i;
+	if (len >= 4 && !memcmp(s, "ESC[", 4))
+		i = 4;
+	else if (len >= 4 && !memcmp(s, "\xe2\x86\x90[", 4))
+		i = 4;
+	else
+		return 0;
+	while (i < len && (is_digit(s[i]) || s[i] == ';') && i < 16)
+		i++;
+	return i < len && s[i] == 'm' ? i + 1 : 0;
+}
+
+/* Remove colour sequences pasted as text (text_ansi) in place. */
+static size_t strip_text_ansi(char *s, size_t len)
+{
+	size_t r = 0, w = 0;
+	while (r < len) {
+		size_t k = (s[r] == 'E' || s[r] == '\xe2') ? text_ansi(s + r, len - r) : 0;
+		if (k) {
+			r += k;
+			continue;
+		}
+		s[w++] = s[r++];
+	}
+	return w;
+}
+
 /* Remove ANSI escape sequences (CSI "ESC [ ... final" and two-byte ESC x) in place. */
 static size_t strip_ansi(char *s, size_t len)
 {
@@ -311,6 +344,88 @@ static size_t bracket_host_pid(const char *s, size_t len, struct nw_lp *lp)
 	return i + 2;
 }
 
+/* Length of the ISO timestamp at s ("2025-05-16T16:39:51.208-07:00", "2024-11-28T07:42:11.527Z"), 0 when none. */
+static size_t iso_time(const char *s, size_t len)
+{
+	if (len < 19)
+		return 0;
+	const char *p = s;
+	if (!(is_digit(p[0]) && is_digit(p[1]) && is_digit(p[2]) && is_digit(p[3]) && p[4] == '-' && is_digit(p[5]) &&
+	      is_digit(p[6]) && p[7] == '-' && is_digit(p[8]) && is_digit(p[9]) && (p[10] == 'T' || p[10] == ' ') &&
+	      is_digit(p[11]) && is_digit(p[12]) && p[13] == ':' && is_digit(p[14]) && is_digit(p[15]) && p[16] == ':' &&
+	      is_digit(p[17]) && is_digit(p[18])))
+		return 0;
+	size_t i = 19;
+	while (i < len && (is_digit(s[i]) || s[i] == '.' || s[i] == ',' || s[i] == 'Z' || s[i] == '+' || s[i] == ':' ||
+	                   (s[i] == '-' && i + 1 < len && is_digit(s[i + 1]))))
+		i++;
+	return i;
+}
+
+/*
+ * A row of a table copied from AWS CloudWatch: "  | 2025-05-16T16:39:51.208-07:00 | ".
+ * Some rows lose the cell's end and repeat their text: "  | <time><text> | <text>";
+ * then *glued is set (the caller drops the repeat). Returns the cell's length or 0.
+ */
+static size_t cloudwatch_cell(const char *s, size_t len, int *glued)
+{
+	size_t i = 0;
+	while (i < len && i < 16 && (s[i] == ' ' || s[i] == '\t'))
+		i++;
+	if (i + 2 >= len || s[i] != '|' || s[i + 1] != ' ')
+		return 0;
+	i += 2;
+	size_t k = iso_time(s + i, len - i);
+	if (!k)
+		return 0;
+	i += k;
+	*glued = 0;
+	if (i + 2 < len && s[i] == ' ' && s[i + 1] == '|' && s[i + 2] == ' ')
+		return i + 3;
+	if (i + 1 < len && s[i] == ' ' && s[i + 1] == '|')
+		return len; /* an empty cell at the end */
+	if (i == len)
+		return len;
+	*glued = 1;
+	return i;
+}
+
+/* The length of s without a repeat "X | X" of itself (CloudWatch's glued rows), else len. */
+static size_t drop_repeat(const char *s, size_t len)
+{
+	if (len < 5 || (len - 3) % 2)
+		return len;
+	size_t h = (len - 3) / 2;
+	return !memcmp(s + h, " | ", 3) && !memcmp(s, s + h + 3, h) ? h : len;
+}
+
+/*
+ * Ray's log deduplication at the end of a line: " [repeated 40x across
+ * cluster]", perhaps followed by Ray's note "(Ray deduplicates logs by
+ * default. ...)". Returns the line's length without it and sets *count; len
+ * and 0 when there is none.
+ */
+static size_t ray_tail(const char *s, size_t len, long *count)
+{
+	size_t from = len > 400 ? len - 400 : 0;
+	const char *p = memmem(s + from, len - from, "[repeated ", 10);
+	*count = 0;
+	if (!p)
+		return len;
+	size_t i = (size_t)(p - s) + 10;
+	long v = 0;
+	size_t d = i;
+	while (i < len && is_digit(s[i]) && i - d < 9)
+		v = v * 10 + (s[i++] - '0');
+	if (i == d || len - i < 17 || memcmp(s + i, "x across cluster]", 17))
+		return len;
+	size_t end = (size_t)(p - s);
+	while (end && (s[end - 1] == ' ' || s[end - 1] == '\t'))
+		end--;
+	*count = v;
+	return end;
+}
+
 size_t nw_lp_nccl_prefix(const char *s, size_t len)
 {
 	size_t i = 0;
@@ -393,17 +508,26 @@ size_t nw_lp_strip(char *line, size_t len, size_t *newlen, struct nw_lp *lp)
 		lp->tag[0] = '\0';
 		lp->host[0] = '\0';
 		lp->pid = 0;
+		lp->repeated = 0;
 	}
 	if (memchr(line, '\x1b', len))
 		len = strip_ansi(line, len);
+	if (memmem(line, len, "ESC[", 4) || memmem(line, len, "\xe2\x86\x90[", 4))
+		len = strip_text_ansi(line, len);
 	size_t off = 0;
-	int after_stamp = 0;
+	int after_stamp = 0, glued = 0;
 	for (int round = 0; round < 6; round++) {
 		const char *s = line + off;
 		size_t n = len - off, k;
 		int stamp = 0;
-		if (n && s[0] != '[' && s[0] != '(' && !is_digit(s[0]) && !is_host_char(s[0]) && s[0] != ' ')
+		if (n && s[0] != '[' && s[0] != '(' && !is_digit(s[0]) && !is_host_char(s[0]) && s[0] != ' ' && s[0] != '|')
 			break;
+		if ((k = cloudwatch_cell(s, n, &glued))) {
+			off += k;
+			if (glued)
+				len = off + drop_repeat(line + off, len - off);
+			continue;
+		}
 		if (nw_lp_nccl_prefix(s, n))
 			break;
 		for (k = 0; k < n && k < 64 && (s[k] == ' ' || s[k] == '\t'); k++)
@@ -426,6 +550,10 @@ size_t nw_lp_strip(char *line, size_t len, size_t *newlen, struct nw_lp *lp)
 		}
 		after_stamp = stamp;
 	}
-	*newlen = len - off;
+	long repeated;
+	size_t cut = ray_tail(line + off, len - off, &repeated);
+	if (repeated && lp)
+		lp->repeated = repeated;
+	*newlen = cut;
 	return off;
 }

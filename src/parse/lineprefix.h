@@ -9,7 +9,11 @@
  * reports), and leading timestamps: ISO ("2026-11-30T11:39:33.123Z ",
  * "[2026-11-30 11:39:33] "), ctime ("Fri Aug 11 12:31:45 2023", Open MPI's
  * --timestamp-output) and syslog ("Aug 11 12:31:45 host prog[pid]: ", also after
- * an ISO timestamp as journald writes it).
+ * an ISO timestamp as journald writes it), the cells of a table copied from
+ * AWS CloudWatch ("  | 2025-05-16T16:39:51.208-07:00 | "), and at the line's
+ * end Ray's log deduplication ("[repeated 40x across cluster]"). Colour
+ * sequences pasted as text ("ESC[36m", or a Windows console's arrow) go
+ * like the real ones.
  */
 #ifndef NW_LINEPREFIX_H
 #define NW_LINEPREFIX_H
@@ -20,6 +24,7 @@ struct nw_lp {
 	char tag[48];   /* launcher's stream name ("1,3", "rank3", "node7", a pod, a syslog host); "" when none */
 	char host[64];  /* the writer's host, where the prefix names it ("[host:pid]" of Open MPI and UCX); "" */
 	long pid;       /* and its pid; 0 unknown */
+	long repeated;  /* Ray's "[repeated 40x across cluster]" cut from the line's end: 40; 0 none */
 };
 
 /*

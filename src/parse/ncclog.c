@@ -26,7 +26,10 @@ struct nw_log *nw_log_new(void)
 	lg_ht_init(&lg->gpu_idx, LG_MAX_RANKS);
 	lg_ht_init(&lg->pair_idx, LG_MAX_PAIRS);
 	lg_ht_init(&lg->group_idx, LG_MAX_GROUPS);
+	lg_ht_init(&lg->pend_idx, LG_MAX_PENDING);
 	lg->last_proc = UINT32_MAX;
+	lg->ib_status = -1;
+	lg->hostless_nics = -1;
 	return lg;
 }
 
@@ -53,6 +56,8 @@ void nw_log_free(struct nw_log *lg)
 	lg_ht_release(&lg->pair_idx);
 	free(lg->groups);
 	lg_ht_release(&lg->group_idx);
+	lg_ht_release(&lg->pend_idx);
+	free(lg->pend);
 	lg_nw_release(lg);
 	free(lg);
 }
@@ -81,6 +86,7 @@ static uint32_t host_get(struct nw_log *lg, const char *s, size_t n, int create)
 		lg->hosts = lg_grow(lg->hosts, &lg->cap_hosts, lg->nhosts, sizeof(*lg->hosts));
 		*v = (uint32_t)lg->nhosts++;
 		copy_str(lg->hosts[*v].name, LG_NAME, s, n);
+		lg->hosts[*v].ofi_nics = -1;
 	}
 	if (create) {
 		memcpy(lg->cached_host_name, s, n);
@@ -187,6 +193,10 @@ static const char *line_text(struct nw_log *lg, char *line, size_t len, size_t *
 	size_t off = nw_lp_strip(line, len, n, &lp);
 	const char *s = line + off;
 	nw_strlcpy(lg->tag, lp.tag, sizeof(lg->tag));
+	if (lp.repeated) {
+		lg->ray_dedup_lines++;
+		lg->ray_folded_lines += (uint64_t)lp.repeated;
+	}
 	if (lp.host[0]) {
 		/* a crash report's "[host:pid]": that process ran there, even if it printed no NCCL line */
 		uint32_t h = host_get(lg, lp.host, strlen(lp.host), 1);
@@ -209,6 +219,18 @@ static const char *line_text(struct nw_log *lg, char *line, size_t len, size_t *
 
 static void level_line(struct nw_log *lg, const struct lg_from *from, const char *m, size_t mn);
 
+/* Whether m[0..n) holds "] NCCL ": the end of another NCCL prefix glued into this line (memchr is faster than memmem here). */
+static int glued_mark(const char *m, size_t n)
+{
+	const char *p = m, *e = m + n;
+	while ((p = memchr(p, ']', (size_t)(e - p))) && e - p >= 7) {
+		if (!memcmp(p, "] NCCL ", 7))
+			return 1;
+		p++;
+	}
+	return 0;
+}
+
 /* A line with NCCL's prefix "host:pid:tid [dev] " (pl bytes): where it came from, then its level. */
 static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 {
@@ -225,7 +247,35 @@ static void nccl_line(struct nw_log *lg, const char *s, size_t n, size_t pl)
 		lg->procs[from.proc].devs |= 1ull << from.dev;
 	if (lg->tag[0] && from.proc != UINT32_MAX)
 		lg_tag_proc(lg, from.proc);
+	if (lg->npending_banners && from.proc != UINT32_MAX)
+		lg_take_banner(lg, from.proc);
 	level_line(lg, &from, s + pl, n - pl);
+}
+
+/*
+ * NCCL lines glued into one when pasted ("...<0>h100-node:1747:1747 [1]
+ * NCCL INFO ..."): each read alone. Returns 1 when s held more than one.
+ */
+static int nccl_glued(struct nw_log *lg, const char *s, size_t n, size_t pl)
+{
+	int split = 0;
+	/* connection lines, most of a log, are not looked into: a paste that glues lines glues others too */
+	if (n >= pl + 18 && !memcmp(s + pl, "NCCL INFO Channel ", 18))
+		return 0;
+	while (n > pl + 20 && glued_mark(s + pl, n - pl)) {
+		host_get(lg, s, (size_t)((const char *)memchr(s, ':', pl) - s), 1); /* known, so the glued one's host is told apart */
+		size_t g = glued_nccl_line(lg, s + pl, n - pl);
+		if (!g)
+			break;
+		nccl_line(lg, s, pl + g, pl);
+		s += pl + g;
+		n -= pl + g;
+		pl = nw_lp_nccl_prefix(s, n);
+		split = 1;
+	}
+	if (split)
+		nccl_line(lg, s, n, pl);
+	return split;
 }
 
 /* Length of a "file.cc:123 " source place before a level word (0 when s has none). */
@@ -243,9 +293,13 @@ static int hostless_line(struct nw_log *lg, const char *s, size_t n)
 {
 	struct lg_from from = { UINT32_MAX, UINT32_MAX, 0 };
 	size_t i = 0, used = 0;
-	if (n > 3 && s[0] == '[') {
-		from.dev = (int)parse_ll(s + 1, n - 1, &used);
-		i = 1 + used;
+	/* a prefix masked by the poster, "[Node-A]:[PID]:[Thread] [0] NCCL WARN ...": read from its "[0]" on */
+	const char *sp = memchr(s, ' ', n < 128 ? n : 128);
+	if (sp && sp + 2 < s + n && sp[1] == '[' && memchr(s, ':', (size_t)(sp - s)) && !starts(s, n, "NCCL "))
+		i = (size_t)(sp + 1 - s);
+	if (n > i + 3 && s[i] == '[') {
+		from.dev = (int)parse_ll(s + i + 1, n - i - 1, &used);
+		i += 1 + used;
 		if (!used || i + 2 > n || s[i] != ']' || s[i + 1] != ' ')
 			return 0;
 		i += 2;
@@ -278,7 +332,7 @@ static void level_line(struct nw_log *lg, const struct lg_from *from, const char
 	const char *w = find(m, mn < 200 ? mn : 200, "NCCL WARN ");
 	if (w) {
 		if (find(m, (size_t)(w - m), "nvls.cc"))
-			lg->nvls_fail_lines++; /* "transport/nvls.cc:152 NCCL WARN Cuda failure ..." */
+			lg_fact(lg, F_NVLS_FAIL, from->host, m, mn); /* "transport/nvls.cc:152 NCCL WARN Cuda failure ..." */
 		lg_warn_line(lg, from->host, w + 10, (size_t)(m + mn - (w + 10)));
 		return;
 	}
@@ -310,7 +364,8 @@ void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 		return;
 	}
 	if (pl) {
-		nccl_line(lg, s, n, pl);
+		if (!nccl_glued(lg, s, n, pl))
+			nccl_line(lg, s, n, pl);
 		return;
 	}
 	if (find(s, n, "NCCL INFO") || find(s, n, "NCCL WARN")) {

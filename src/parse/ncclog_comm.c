@@ -4,6 +4,7 @@
 
 #include "parse/ncclog_int.h"
 #include "parse/ncclog_text.h"
+#include "util/util.h"
 
 /* What rank_flags records per rank, so that repeated lines count once. */
 enum { RANK_INIT_START = 1, RANK_INIT_COMPLETE = 2, RANK_BUS = 4 };
@@ -91,6 +92,48 @@ static void comm_counts(struct lg_comm *c, const char *s, size_t n)
 		c->local_ranks = (int)local;
 }
 
+/*
+ * What a process said of a device before any communicator line named it
+ * (NCCL 2.9 prints "comm 0x.. - Init COMPLETE" after the ring order and
+ * trees): kept per process and device, given to the communicator when its
+ * line comes. NULL when the table is full or there is no process.
+ */
+static struct lg_pending *pending_get(struct nw_log *lg, const struct lg_from *from, int create)
+{
+	if (from->proc == UINT32_MAX || (create && lg->ncomms == LG_MAX_COMMS))
+		return NULL; /* no communicator can be recorded any more to take it */
+	int created;
+	uint32_t *v = lg_ht_get(&lg->pend_idx, from->proc, (uint64_t)(uint32_t)from->dev, create, &created);
+	if (!v)
+		return NULL;
+	if (created) {
+		lg->pend = lg_grow(lg->pend, &lg->cap_pend, lg->npend, sizeof(*lg->pend));
+		*v = (uint32_t)lg->npend++;
+		lg->pend[*v].proc = from->proc;
+		lg->pend[*v].dev = from->dev;
+	}
+	return *v == UINT32_MAX ? NULL : &lg->pend[*v];
+}
+
+/* Give communicator c what its process said of the device before (pending_get), once. */
+static void pending_take(struct nw_log *lg, const struct lg_from *from, struct lg_comm *c)
+{
+	if (!lg->npend)
+		return;
+	struct lg_pending *p = pending_get(lg, from, 0);
+	if (!p || (!p->nchannels && !p->tree_lines))
+		return;
+	if (!c->ring[0])
+		nw_strlcpy(c->ring, p->ring, sizeof(c->ring));
+	if (p->nchannels > c->nchannels)
+		c->nchannels = p->nchannels;
+	if (!c->tree[0])
+		nw_strlcpy(c->tree, p->tree, sizeof(c->tree));
+	c->tree_lines += p->tree_lines;
+	p->nchannels = p->tree_lines = 0;
+	p->ring[0] = p->tree[0] = '\0';
+}
+
 /* Remember communicator ci as the one at this address and on this device of the process; note its node counts. */
 static void comm_note(struct nw_log *lg, const struct lg_from *from, uint32_t ci, const struct comm_line *cl,
                       const char *s, size_t n)
@@ -102,9 +145,12 @@ static void comm_note(struct nw_log *lg, const struct lg_from *from, uint32_t ci
 	slot = lg_ht_get(&lg->comm_dev, from->proc, (uint64_t)(uint32_t)from->dev, 1, NULL);
 	if (slot)
 		*slot = ci;
-	if (cl->nranks == 1)
+	if (cl->nranks == 1) {
 		lg->procs[from->proc].size1 = 1;
+		lg_fact(lg, F_SIZE1, from->host, s, n);
+	}
 	comm_counts(c, s, n);
+	pending_take(lg, from, c);
 }
 
 /* The slot of rank in communicator ci (created, on the process's host, when new); UINT32_MAX when the table is full. */
@@ -144,21 +190,35 @@ static void rank_bus(struct nw_log *lg, uint32_t ci, uint32_t ri, uint32_t proc,
 	uint32_t *gv = lg_ht_get(&lg->gpu_idx, ((uint64_t)ci << 32) | host, bus, 1, &created);
 	if (gv && created)
 		*gv = (uint32_t)rank;
-	else if (gv && *gv != (uint32_t)rank && lg->ndups < LG_MAX_DUPS)
-		lg->dups[lg->ndups++] = (struct lg_dup){ ci, (int)*gv, (int)rank, host, bus };
+	else if (gv && *gv != (uint32_t)rank && lg->ndups < LG_MAX_DUPS) {
+		struct lg_dup *d = &lg->dups[lg->ndups++];
+		*d = (struct lg_dup){ ci, (int)*gv, (int)rank, host, bus, "" };
+		copy_str(d->line, sizeof(d->line), s, n);
+	}
 }
 
-/* "Init START" and "Init COMPLETE", once per rank. */
-static void rank_init(struct nw_log *lg, uint32_t ci, uint32_t ri, const char *s, size_t n)
+/*
+ * "Init START" and "Init COMPLETE", once per rank. The communicator keeps
+ * an "Init START" line of a rank that has not completed yet (its evidence
+ * of an init that did not finish): the first, or a later one once the
+ * kept rank completed.
+ */
+static void rank_init(struct nw_log *lg, uint32_t ci, uint32_t ri, long long rank, const char *s, size_t n)
 {
 	struct lg_comm *c = &lg->comms[ci];
 	if (find(s, n, "Init START") && !(lg->rank_flags[ri] & RANK_INIT_START)) {
 		lg->rank_flags[ri] |= RANK_INIT_START;
 		c->init_started++;
+		if (!c->start_line[0]) {
+			copy_str(c->start_line, sizeof(c->start_line), s, n);
+			c->start_rank = (int)rank;
+		}
 	}
 	if (find(s, n, "Init COMPLETE") && !(lg->rank_flags[ri] & RANK_INIT_COMPLETE)) {
 		lg->rank_flags[ri] |= RANK_INIT_COMPLETE;
 		c->init_completed++;
+		if (c->start_line[0] && c->start_rank == rank)
+			c->start_line[0] = '\0';
 	}
 }
 
@@ -167,19 +227,59 @@ static void rank_init(struct nw_log *lg, uint32_t ci, uint32_t ri, const char *s
  * "comm 0x.. rank R nranks N cudaDev D busId B - Init COMPLETE" (older, no commId)
  * "comm 0x.. rank R nRanks N nNodes X localRanks L localRank l MNNVL m"
  */
+/*
+ * "comm 0x55aa rank 1 nranks 4 cudaDev 1 busId 41000 - Abort COMPLETE": a
+ * communicator aborted (ncclCommAbort), with the error line read last
+ * before the first abort. Returns 1 when the line was one.
+ */
+static int comm_abort(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	size_t e = n;
+	while (e && (s[e - 1] == ' ' || s[e - 1] == '\r'))
+		e--;
+	/* the line ends so: a tail test, not a search of every communicator line */
+	if (!(e >= 14 && !memcmp(s + e - 14, "Abort COMPLETE", 14)) && !(e >= 11 && !memcmp(s + e - 11, "Abort START", 11)))
+		return 0;
+	long long rank = key_ll(s, n, "rank", -1), nranks = key_ll(s, n, "nranks", -1);
+	if (nranks > 0)
+		lg_note_rank(lg, nranks - 1);
+	for (size_t k = 0; k < lg->nabort_ranks; k++)
+		if (lg->abort_ranks[k] == rank)
+			return 1;
+	if (!lg->facts[F_ABORT].n)
+		nw_strlcpy(lg->abort_after, lg->last_error_line, sizeof(lg->abort_after));
+	lg_fact(lg, F_ABORT, from->host, s, n);
+	if (lg->nabort_ranks < NW_ARRAY_LEN(lg->abort_ranks))
+		lg->abort_ranks[lg->nabort_ranks++] = rank >= 0 && rank < (1 << 24) ? (int)rank : -1;
+	return 1;
+}
+
+/* Note that process proc ran a communicator on device dev (its lines before that, on "[0]", are not a rank). */
+static void dev_used(struct nw_log *lg, const struct lg_from *from)
+{
+	if (from->proc != UINT32_MAX && from->dev >= 0 && from->dev < 64)
+		lg->procs[from->proc].devs_used |= 1ull << from->dev;
+}
+
 int lg_info_comm(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
 {
 	if (!starts(s, n, "comm 0x") && !starts(s, n, "ncclComm"))
 		return 0;
+	if (comm_abort(lg, from, s, n))
+		return 1;
 	struct comm_line cl;
 	if (!comm_line_parse(s, n, &cl))
 		return 1;
 	uint32_t ci = comm_find(lg, from->proc, &cl);
 	if (ci == UINT32_MAX)
 		return 1;
+	if (!lg->comms[ci].first_line[0])
+		copy_str(lg->comms[ci].first_line, sizeof(lg->comms[ci].first_line), s, n);
+	dev_used(lg, from);
 	if (from->proc == UINT32_MAX) {
 		/* its host was cut in pasting: the communicator's size and nodes, no rank of a process */
 		comm_counts(&lg->comms[ci], s, n);
+		lg->comms[ci].hostless = 1;
 		lg_note_rank(lg, cl.rank);
 		return 1;
 	}
@@ -188,7 +288,7 @@ int lg_info_comm(struct nw_log *lg, const struct lg_from *from, const char *s, s
 	if (ri == UINT32_MAX)
 		return 1;
 	rank_bus(lg, ci, ri, from->proc, cl.rank, s, n);
-	rank_init(lg, ci, ri, s, n);
+	rank_init(lg, ci, ri, cl.rank, s, n);
 	return 1;
 }
 
@@ -289,8 +389,27 @@ static uint32_t connection_transport(struct nw_log *lg, const char *s, size_t n,
 	return transport_get(lg, name, nn);
 }
 
-/* One more connection of pair (src, dst) of communicator ci (dst -1: the collective network) over transport ti. */
-static void pair_add(struct nw_log *lg, uint32_t ci, int src, int dst, uint32_t ti, uint64_t nic)
+/* Keep line s as a sample of transport ti for the pair (ci, src, dst), among its first LG_TR_SAMPLES pairs. */
+static void transport_sample(struct nw_log *lg, uint32_t ti, uint32_t ci, int src, int dst, const char *s, size_t n)
+{
+	if (ti == UINT32_MAX)
+		return;
+	struct lg_transport *t = &lg->transports[ti];
+	if (t->nsamples == LG_TR_SAMPLES)
+		return;
+	t->samples[t->nsamples].comm = ci;
+	t->samples[t->nsamples].src = src;
+	t->samples[t->nsamples].dst = dst;
+	copy_str(t->samples[t->nsamples].line, LG_QUOTE, s, n);
+	t->nsamples++;
+}
+
+/*
+ * One more connection of pair (src, dst) of communicator ci (dst -1: the
+ * collective network) over transport ti, said by line s (kept as a sample
+ * of the transport when the pair is new).
+ */
+static void pair_add(struct nw_log *lg, uint32_t ci, int src, int dst, uint32_t ti, uint64_t nic, const char *s, size_t n)
 {
 	int created;
 	uint32_t *v = lg_ht_get(&lg->pair_idx, ci, ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst, 1, &created);
@@ -302,6 +421,7 @@ static void pair_add(struct nw_log *lg, uint32_t ci, int src, int dst, uint32_t 
 		lg->pairs = lg_grow(lg->pairs, &lg->cap_pairs, lg->npairs, sizeof(*lg->pairs));
 		*v = (uint32_t)lg->npairs++;
 		lg->pairs[*v] = (struct lg_pair){ ci, src, dst, ti, 0, 0 };
+		transport_sample(lg, ti, ci, src, dst, s, n);
 	}
 	lg->pairs[*v].connections++;
 	lg->pairs[*v].nics |= nic;
@@ -330,15 +450,16 @@ static void info_connection(struct nw_log *lg, const struct lg_from *from, const
 	uint32_t *own = lg_ht_get(&lg->conn_host, ci, (uint64_t)(find(s, n, "[receive]") ? dst : src), 1, NULL);
 	if (own && *own == UINT32_MAX)
 		*own = lg->procs[from->proc].host;
-	pair_add(lg, ci, (int)src, (int)dst, ti, nic);
+	dev_used(lg, from);
+	pair_add(lg, ci, (int)src, (int)dst, ti, nic, s, n);
 }
 
 /* "Channel 00/24 : 0 1" (ring order, 2.5+) or "Ring 00 : 0 1 2 3" (older). */
 static void info_ring_order(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
 {
 	const char *slash = memchr(s, '/', n), *colon = memchr(s, ':', n);
-	if (!colon)
-		return;
+	if (!colon || memchr(colon, '[', (size_t)(s + n - colon)))
+		return; /* "Channel 00/0 : 6[" is a connection line cut short (by Ray), not a ring */
 	for (const char *p = colon + 1; p < s + n;) {
 		size_t used;
 		long long r = parse_ll(p, (size_t)(s + n - p), &used);
@@ -346,36 +467,41 @@ static void info_ring_order(struct nw_log *lg, const struct lg_from *from, const
 			lg_note_rank(lg, r);
 		p += used ? used : 1;
 	}
+	dev_used(lg, from);
+	/* the communicator of the device, or, before its line (NCCL 2.9), the device's pending record */
 	struct lg_comm *c = comm_of_dev(lg, from->proc, from->dev, NULL);
-	if (!c)
+	struct lg_pending *pd = c ? NULL : pending_get(lg, from, 1);
+	int *nch = c ? &c->nchannels : pd ? &pd->nchannels : NULL;
+	char *ring = c ? c->ring : pd ? pd->ring : NULL;
+	if (!nch)
 		return;
 	if (slash && slash < colon) {
 		size_t used;
 		long long total = parse_ll(slash + 1, (size_t)(colon - slash - 1), &used);
-		if (used && total > c->nchannels && total < 4096)
-			c->nchannels = (int)total;
+		if (used && total > *nch && total < 4096)
+			*nch = (int)total;
 	} else {
 		size_t used;
 		long long ch = parse_ll(s + 5, n > 5 ? n - 5 : 0, &used);
-		if (used && ch + 1 > c->nchannels && ch < 4096)
-			c->nchannels = (int)ch + 1;
+		if (used && ch + 1 > *nch && ch < 4096)
+			*nch = (int)ch + 1;
 	}
-	if (!c->ring[0]) {
+	if (!ring[0]) {
 		const char *p = colon + 1, *e = s + n;
-		size_t w = 0;
+		size_t w = 0, cap = sizeof(c->ring);
 		int space = 0;
-		while (p < e && w + 2 < sizeof(c->ring)) {
+		while (p < e && w + 2 < cap) {
 			if (*p == ' ') {
 				space = w > 0;
 			} else {
 				if (space)
-					c->ring[w++] = ' ';
+					ring[w++] = ' ';
 				space = 0;
-				c->ring[w++] = (unsigned char)*p < 0x20 ? '?' : *p;
+				ring[w++] = (unsigned char)*p < 0x20 ? '?' : *p;
 			}
 			p++;
 		}
-		c->ring[w] = '\0';
+		ring[w] = '\0';
 	}
 }
 
@@ -421,7 +547,8 @@ int lg_info_collnet_channel(struct nw_log *lg, const struct lg_from *from, const
 	uint32_t ti = connection_transport(lg, s, n, via, &nic);
 	uint32_t ci = UINT32_MAX;
 	comm_of_dev(lg, from->proc, from->dev, &ci);
-	pair_add(lg, ci, (int)rank, -1, ti, nic);
+	dev_used(lg, from);
+	pair_add(lg, ci, (int)rank, -1, ti, nic, s, n);
 	return 1;
 }
 
@@ -448,10 +575,16 @@ int lg_info_tree(struct nw_log *lg, const struct lg_from *from, const char *s, s
 	if (!starts(s, n, "Tree ") && !starts(s, n, "Trees "))
 		return 0;
 	struct lg_comm *c = comm_of_dev(lg, from->proc, from->dev, NULL);
-	if (!c)
+	struct lg_pending *pd = c ? NULL : pending_get(lg, from, 1);
+	if (!c && !pd)
 		return 1;
-	c->tree_lines++;
-	if (!c->tree[0] && starts(s, n, "Trees ")) {
+	char *tree = c ? c->tree : pd->tree;
+	if (c)
+		c->tree_lines++;
+	else
+		pd->tree_lines++;
+	dev_used(lg, from);
+	if (!tree[0] && starts(s, n, "Trees ")) {
 		/* "Trees [0] -1/-1/-1->1->0 [1] ...": keep channel 0's */
 		const char *e = s + 6;
 		while (e < s + n && *e != ' ')
@@ -460,7 +593,7 @@ int lg_info_tree(struct nw_log *lg, const struct lg_from *from, const char *s, s
 			e++;
 		while (e < s + n && *e != ' ')
 			e++;
-		copy_str(c->tree, sizeof(c->tree), s + 6, (size_t)(e - (s + 6)));
+		copy_str(tree, sizeof(c->tree), s + 6, (size_t)(e - (s + 6)));
 	}
 	return 1;
 }

@@ -1,4 +1,4 @@
-/* WARN and error lines of the log analyser: grouped by cause, and what their text tells the diagnosis rules. */
+/* WARN and error lines of the log analyser: grouped by cause, and the facts their text gives the diagnosis rules. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,7 +27,26 @@ static size_t normalize(const char *s, size_t n, char *out, size_t len)
 	return w;
 }
 
-void lg_add_group(struct nw_log *lg, enum lg_group_kind kind, uint32_t host, const char *msg, size_t n)
+/*
+ * The WARN lines NCCL and libfabric print on healthy machines (no
+ * InfiniBand library, no MSCCL++, a topology search falling back, the
+ * GPUDirect RDMA probe of a machine without InfiniBand, aws-ofi-nccl
+ * turning libfabric's shared memory off): not errors of the job.
+ */
+int lg_benign(const char *cause)
+{
+	static const char *const benign[] = {
+		"Failed to open libibverbs", "lib wrapper not initialized", "Cannot enable MSCCL",
+		"Could not find a path for pattern", "NET/IB : No device found", "net_ib/gdr.cc",
+		"FI_OPT_SHARED_MEMORY_PERMITTED set to false",
+	};
+	for (size_t k = 0; k < NW_ARRAY_LEN(benign); k++)
+		if (strstr(cause, benign[k]))
+			return 1;
+	return 0;
+}
+
+struct lg_group *lg_add_group(struct nw_log *lg, enum lg_group_kind kind, uint32_t host, const char *msg, size_t n)
 {
 	char key[160];
 	size_t kn = normalize(msg, n, key, sizeof(key));
@@ -35,7 +54,7 @@ void lg_add_group(struct nw_log *lg, enum lg_group_kind kind, uint32_t host, con
 	uint32_t *v = lg_ht_get(&lg->group_idx, lg_hash_str(key, kn), (uint64_t)kind, 1, &created);
 	if (!v) {
 		lg->groups_overflow++;
-		return;
+		return NULL;
 	}
 	if (created) {
 		lg->groups = lg_grow(lg->groups, &lg->cap_groups, lg->ngroups, sizeof(*lg->groups));
@@ -52,6 +71,18 @@ void lg_add_group(struct nw_log *lg, enum lg_group_kind kind, uint32_t host, con
 	g->count++;
 	if (host != g->first_host_idx)
 		g->several_hosts = 1;
+	if (!lg_benign(g->cause))
+		copy_str(lg->last_error_line, sizeof(lg->last_error_line), msg, n);
+	return g;
+}
+
+void lg_fact(struct nw_log *lg, enum lg_fact f, uint32_t host, const char *s, size_t n)
+{
+	struct lg_fact_rec *r = &lg->facts[f];
+	if (!r->n++) {
+		r->host = host;
+		copy_str(r->line, sizeof(r->line), s, n);
+	}
 }
 
 const char *const lg_nccl_results[8] = {
@@ -59,66 +90,103 @@ const char *const lg_nccl_results[8] = {
 	"ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress",
 };
 
+/* "... with status=12 ..." / "... with error 12, ...": an IB work completion's status. */
+static void ib_completion(struct nw_log *lg, uint32_t host, const char *s, size_t n)
+{
+	const char *p = find(s, n, "with status=");
+	size_t off = p ? 12 : 11;
+	if (!p)
+		p = find(s, n, "with error ");
+	if (!p || !find(s, n, "completion"))
+		return;
+	size_t used, at = (size_t)(p - s) + off;
+	long long st = parse_ll(s + at, n - at, &used);
+	if (!used)
+		return;
+	if (!lg->facts[F_IB_STATUS].n)
+		lg->ib_status = (int)st;
+	lg_fact(lg, F_IB_STATUS, host, s, n);
+}
+
+/*
+ * aws-ofi-nccl's NET/OFI errors: a completion that failed ("Request 0x..
+ * completed with error. RC: 113. Error: 2 (UNDELIVERABLE)"), no usable
+ * libfabric provider, endpoints or address vectors that could not be set up.
+ */
+static void ofi_error(struct nw_log *lg, uint32_t host, const char *s, size_t n)
+{
+	const char *p;
+	if (!find(s, n, "NET/OFI"))
+		return;
+	if (find(s, n, "completed with error")) {
+		if (!lg->facts[F_OFI_COMPLETION].n && (p = find(s, n, "RC: "))) {
+			const char *e = find(p, (size_t)(s + n - p), ". Completed");
+			copy_str(lg->ofi_error, sizeof(lg->ofi_error), p, e ? (size_t)(e - p) : (size_t)(s + n - p));
+		}
+		lg_fact(lg, F_OFI_COMPLETION, host, s, n);
+	} else if (find(s, n, "fi_getinfo() call failed") || find(s, n, "Couldn't find any optimal provider") ||
+	           find(s, n, "Only EFA provider is supported")) {
+		lg_fact(lg, F_OFI_NO_PROVIDER, host, s, n);
+	} else if (find(s, n, "Couldn't open AV") || find(s, n, "address vector") || find(s, n, "Creating new endpoint") ||
+	           find(s, n, "fabric access domain") || find(s, n, "Couldn't open a fabric")) {
+		lg_fact(lg, F_OFI_SETUP, host, s, n);
+	}
+}
+
+/* "GPU Direct RDMA Disabled for GPU g / HCA h (distance d > l)" or "... Disabled for HCA 0 'mlx5_0'". */
+static void gdr_off(struct nw_log *lg, uint32_t host, const char *s, size_t n)
+{
+	if (!find(s, n, "GPU Direct RDMA Disabled") && !find(s, n, "GDR is disabled") && !find(s, n, "GDRDMA disabled"))
+		return;
+	if (starts(s, n, "NET/Socket"))
+		return; /* sockets never use GPUDirect RDMA: NCCL says so for every interface */
+	lg_fact(lg, find(s, n, "(distance ") ? F_GDR_DISTANCE : F_GDR_HCA, host, s, n);
+}
+
 /*
  * Root causes that an error text names: crashes, GPU memory, IB completion
  * status, socket connects, NVLS, sysfs, a peer that closed the connection.
  */
-static void lg_classify_cause(struct nw_log *lg, const char *s, size_t n)
+static void lg_classify_cause(struct nw_log *lg, uint32_t host, const char *s, size_t n)
 {
-	const char *p;
 	if (find(s, n, "Bus error") || find(s, n, "signal 7 "))
-		lg->bus_error_lines++;
+		lg_fact(lg, F_BUS_ERROR, host, s, n);
 	if (find(s, n, "Segmentation fault") || find(s, n, "SIGSEGV") || find(s, n, "signal 11 "))
-		lg->segv_lines++;
+		lg_fact(lg, F_SEGV, host, s, n);
 	if (find(s, n, "out of memory") || find(s, n, "Failed to CUDA calloc") || find(s, n, "CUDA_ERROR_OUT_OF_MEMORY"))
-		lg->oom_lines++;
-	if ((p = find(s, n, "with status=")) || (p = find(s, n, "with error "))) {
-		size_t off = (size_t)(p - s) + (p[5] == 's' ? 12 : 11), used;
-		long long st = parse_ll(s + off, n - off, &used);
-		if (used && find(s, n, "completion") && !lg->ib_status_lines++)
-			lg->ib_status = (int)st;
-	}
+		lg_fact(lg, F_OOM, host, s, n);
+	ib_completion(lg, host, s, n);
 	if ((find(s, n, "socketStartConnect") || find(s, n, "Connect to ") || find(s, n, "connect failed")) &&
 	    (find(s, n, "failed") || find(s, n, "refused") || find(s, n, "abort") || find(s, n, "timed out"))) {
-		lg->sock_connect_lines++;
+		lg_fact(lg, F_SOCK_CONNECT, host, s, n);
 		if (find(s, n, "to 127.") || find(s, n, "to ::1<") || find(s, n, "to [::1]"))
-			lg->sock_loopback_lines++;
+			lg_fact(lg, F_SOCK_LOOPBACK, host, s, n);
 	}
 	if (find(s, n, "collective mismatch error"))
-		lg->coll_mismatch_lines++;
+		lg_fact(lg, F_COLL_MISMATCH, host, s, n);
 	if (find(s, n, "driver version is insufficient") || find(s, n, "CUDA_ERROR_INSUFFICIENT_DRIVER"))
-		lg->driver_old_lines++;
+		lg_fact(lg, F_DRIVER_OLD, host, s, n);
 	if (find(s, n, "SHARP group create") || find(s, n, "Failed to lock SAT tree") || find(s, n, "CollNet setup failed"))
-		lg->collnet_fail_lines++;
+		lg_fact(lg, F_COLLNET_FAIL, host, s, n);
 	if (find(s, n, "does not loop back to start"))
-		lg->ring_loop_lines++;
+		lg_fact(lg, F_RING_LOOP, host, s, n);
 	if (find(s, n, "nvls.cc") || find(s, n, "NVLS"))
-		lg->nvls_fail_lines++;
+		lg_fact(lg, F_NVLS_FAIL, host, s, n);
 	if (find(s, n, "Could not find real path of /sys"))
-		lg->sysfs_lines++;
+		lg_fact(lg, F_SYSFS, host, s, n);
+	/* PyTorch's "remote process exited or there was a network error" names ncclRemoteError, not a closed connection */
 	if (find(s, n, "Connection closed by remote peer") || find(s, n, "Connection reset by peer") ||
-	    find(s, n, "remote process exited"))
-		lg->peer_closed_lines++;
+	    (find(s, n, "remote process exited") && !find(s, n, "remote process exited or there was a network error")))
+		lg_fact(lg, F_PEER_CLOSED, host, s, n);
+	ofi_error(lg, host, s, n);
 }
 
-/* Facts that the diagnosis rules need, from any error or warning text. */
-void lg_classify(struct nw_log *lg, const char *s, size_t n)
+/* "N/M clients joined" of c10d's store timeout. */
+static void rendezvous(struct nw_log *lg, uint32_t host, const char *s, size_t n)
 {
-	if (find(s, n, "no socket interface found") || find(s, n, "no interface found") ||
-	    find(s, n, "No usable listening interface") || find(s, n, "no usable interface"))
-		lg->no_iface_lines++;
-	if (find(s, n, "/dev/shm") || find(s, n, "shm_open") || find(s, n, "shared memory") || find(s, n, "posix_fallocate") ||
-	    find(s, n, "Shared memory") || find(s, n, "ShmSegment"))
-		lg->shm_fail_lines++;
-	if (find(s, n, "Duplicate GPU detected"))
-		lg->dup_gpu_warn_lines++;
-	if (find(s, n, "GPU Direct RDMA Disabled") || find(s, n, "GDR is disabled") || find(s, n, "GDRDMA disabled")) {
-		if (!lg->gdr_off_lines++)
-			copy_str(lg->gdr_detail, sizeof(lg->gdr_detail), s, n);
-	}
 	if (find(s, n, "DistStoreError") || find(s, n, "waiting for clients") || find(s, n, "clients joined") ||
 	    (find(s, n, "Socket Timeout") && find(s, n, "store")))
-		lg->rendezvous_lines++;
+		lg_fact(lg, F_RENDEZVOUS, host, s, n);
 	const char *w = find(s, n, "waiting for clients. ");
 	if (w) {
 		size_t off = (size_t)(w - s) + strlen("waiting for clients. "), u1, u2 = 0;
@@ -128,10 +196,14 @@ void lg_classify(struct nw_log *lg, const char *s, size_t n)
 		if (u2 && joined >= 0 && expected > joined && find(s, n, "clients joined"))
 			lg->rdv_joined = joined, lg->rdv_expected = expected;
 	}
-	lg_classify_cause(lg, s, n);
+}
+
+/* ncclResult_t names in the text, or NCCL's own words for them after "NCCL error". */
+static void error_codes(struct nw_log *lg, uint32_t host, const char *s, size_t n)
+{
 	for (int i = 1; i < 8; i++)
 		if (find(s, n, lg_nccl_results[i]))
-			lg->err_codes[i]++;
+			lg_fact(lg, (enum lg_fact)(F_ERR + i), host, s, n);
 	static const struct { const char *text; int code; } texts[] = {
 		{ "unhandled cuda error", 1 }, { "unhandled system error", 2 }, { "internal error", 3 },
 		{ "invalid argument", 4 }, { "invalid usage", 5 }, { "remote process exited or there was a network error", 6 },
@@ -139,46 +211,68 @@ void lg_classify(struct nw_log *lg, const char *s, size_t n)
 	if (find(s, n, "NCCL error") || find(s, n, "NCCL failure") || find(s, n, "NCCL Error"))
 		for (size_t i = 0; i < NW_ARRAY_LEN(texts); i++)
 			if (find(s, n, texts[i].text))
-				lg->err_codes[texts[i].code]++;
+				lg_fact(lg, (enum lg_fact)(F_ERR + texts[i].code), host, s, n);
 }
 
-/* The root-cause counters whose first host is remembered (at most NW_ARRAY_LEN(nw_log.cause_host)). */
-static const size_t lg_cause_counters[] = {
-	offsetof(struct nw_log, bus_error_lines), offsetof(struct nw_log, segv_lines), offsetof(struct nw_log, oom_lines),
-	offsetof(struct nw_log, sock_connect_lines), offsetof(struct nw_log, nvls_fail_lines),
-	offsetof(struct nw_log, sysfs_lines), offsetof(struct nw_log, peer_closed_lines),
-	offsetof(struct nw_log, shm_fail_lines), offsetof(struct nw_log, no_iface_lines),
-	offsetof(struct nw_log, sock_loopback_lines), offsetof(struct nw_log, coll_mismatch_lines),
-	offsetof(struct nw_log, driver_old_lines), offsetof(struct nw_log, collnet_fail_lines),
-	offsetof(struct nw_log, ring_loop_lines), offsetof(struct nw_log, smem_exceed_lines),
-};
-_Static_assert(NW_ARRAY_LEN(lg_cause_counters) <= NW_ARRAY_LEN(((struct nw_log *)0)->cause_host),
-               "cause_host too small");
-
-static uint64_t counter_at(const struct nw_log *lg, size_t k)
+void lg_classify(struct nw_log *lg, uint32_t host, const char *s, size_t n)
 {
-	uint64_t v;
-	memcpy(&v, (const char *)lg + lg_cause_counters[k], sizeof(v));
-	return v;
-}
-
-const char *lg_cause_host(const struct nw_log *lg, const uint64_t *counter)
-{
-	for (size_t k = 0; k < NW_ARRAY_LEN(lg_cause_counters); k++)
-		if ((const char *)lg + lg_cause_counters[k] == (const char *)counter && lg->cause_host[k])
-			return lg->hosts[lg->cause_host[k] - 1].name;
-	return NULL;
+	if (find(s, n, "no socket interface found") || find(s, n, "no interface found") ||
+	    find(s, n, "No usable listening interface") || find(s, n, "no usable interface"))
+		lg_fact(lg, F_NO_IFACE, host, s, n);
+	if (find(s, n, "/dev/shm") || find(s, n, "shm_open") || find(s, n, "shared memory") || find(s, n, "posix_fallocate") ||
+	    find(s, n, "Shared memory") || find(s, n, "ShmSegment"))
+		if (!find(s, n, "NET/OFI")) /* "NET/OFI Disabling shared memory failed" is libfabric's, not /dev/shm */
+			lg_fact(lg, F_SHM_FAIL, host, s, n);
+	if (find(s, n, "Duplicate GPU detected"))
+		lg_fact(lg, F_DUP_GPU_WARN, host, s, n);
+	gdr_off(lg, host, s, n);
+	rendezvous(lg, host, s, n);
+	lg_classify_cause(lg, host, s, n);
+	error_codes(lg, host, s, n);
 }
 
 void lg_warn_line(struct nw_log *lg, uint32_t host, const char *msg, size_t n)
 {
-	uint64_t before[NW_ARRAY_LEN(lg_cause_counters)];
-	for (size_t k = 0; k < NW_ARRAY_LEN(before); k++)
-		before[k] = counter_at(lg, k);
-	lg_classify(lg, msg, n);
-	if (host != UINT32_MAX)
-		for (size_t k = 0; k < NW_ARRAY_LEN(before); k++)
-			if (!before[k] && counter_at(lg, k) && !lg->cause_host[k])
-				lg->cause_host[k] = host + 1;
+	lg_classify(lg, host, msg, n);
 	lg_add_group(lg, G_NCCL_WARN, host, msg, n);
+}
+
+/*
+ * libfabric's own log lines, "libfabric:PID:TIME:PROV:SUBSYS:FUNC():LINE<LEVEL> text"
+ * (older: one ':' less). Warnings and errors are grouped; what they say of
+ * the provider goes to the facts: a provider with no usable device
+ * ("fi_getinfo: provider efa output empty list"), a CXI NIC without a VNI
+ * for the job.
+ */
+int lg_libfabric_line(struct nw_log *lg, const char *s, size_t n)
+{
+	while (n && (*s == ' ' || *s == '\t'))
+		s++, n--;
+	if (!starts(s, n, "libfabric:"))
+		return 0;
+	const char *lt = memchr(s, '<', n < 200 ? n : 200), *gt;
+	if (!lt || !(gt = memchr(lt, '>', (size_t)(s + n - lt))))
+		return 1;
+	size_t ln = (size_t)(gt - lt - 1);
+	int bad = (ln == 4 && !memcmp(lt + 1, "warn", 4)) || (ln == 5 && !memcmp(lt + 1, "error", 5));
+	if (!bad)
+		return 1; /* <info>, <debug>, <trace> */
+	const char *m = gt + 1;
+	while (m < s + n && *m == ' ')
+		m++;
+	size_t mn = (size_t)(s + n - m);
+	const char *p;
+	if ((p = find(m, mn, "provider ")) && find(m, mn, "output empty list")) {
+		lg_fact(lg, F_OFI_NO_PROVIDER, UINT32_MAX, s, n);
+		const char *e = p + 9;
+		while (e < s + n && *e != ' ')
+			e++;
+		copy_str(lg->ofi_empty_provider, sizeof(lg->ofi_empty_provider), p + 9, (size_t)(e - p - 9));
+	} else if (find(m, mn, "valid default rgroup and vni")) {
+		lg_fact(lg, F_OFI_NO_PROVIDER, UINT32_MAX, s, n);
+	} else if (find(m, mn, "FI_HMEM capability requires RDMA")) {
+		lg_fact(lg, F_GDR_HCA, UINT32_MAX, s, n);
+	}
+	lg_add_group(lg, G_LIBFABRIC, UINT32_MAX, m, mn);
+	return 1;
 }

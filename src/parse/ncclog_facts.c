@@ -47,11 +47,19 @@ int lg_pair_same_node(const struct nw_log *lg, const struct lg_pair *p)
 	uint32_t a = rank_host(lg, p->comm, p->src), b = rank_host(lg, p->comm, p->dst);
 	if (a != UINT32_MAX && b != UINT32_MAX)
 		return a == b;
-	/* else: P2P, SHM and NVLS connect GPUs of one node only, so the transport says it */
+	/*
+	 * else the transport says it: P2P, SHM and NVLS connect GPUs of one node
+	 * only; NCCL takes the network between two GPUs of one node only when
+	 * shared memory is off too, so a NET pair is between nodes unless the log
+	 * shows NCCL_SHM_DISABLE set (or the communicator has one node)
+	 */
 	if (p->transport != UINT32_MAX && p->dst >= 0) {
 		enum lg_tclass k = lg_transport_class(lg->transports[p->transport].name);
 		if (k == T_P2P || k == T_SHM || k == T_NVLS)
 			return 1;
+		const struct lg_env *shm = lg_env_find(lg, "NCCL_SHM_DISABLE");
+		if ((k == T_SOCKET || k == T_IB || k == T_NET_OTHER) && !(shm && strcmp(shm->value, "0")))
+			return 0;
 	}
 	return -1;
 }

@@ -147,6 +147,35 @@ size_t lg_file_line(const char *s, size_t n)
 	return used ? i + 1 + used : 0;
 }
 
+/*
+ * Note the place "file.cc:N" (s[0..n)) of a trace in its group g: a group
+ * holds one file and code, and its first line lists every place seen
+ * ("group.cc:64, :418, :95 -> 1 (ncclUnhandledCudaError)"), so three
+ * places are never shown as three times the first.
+ */
+static void trace_site(struct lg_group *g, const char *s, size_t n, long long code)
+{
+	const char *colon = memchr(s, ':', n);
+	size_t used;
+	long long line = colon ? parse_ll(colon + 1, (size_t)(s + n - colon - 1), &used) : -1;
+	if (line < 0 || line > 65535)
+		return;
+	for (uint8_t k = 0; k < g->nsites; k++)
+		if (g->sites[k] == (uint16_t)line)
+			return;
+	if (g->nsites == NW_ARRAY_LEN(g->sites))
+		return;
+	g->sites[g->nsites++] = (uint16_t)line;
+	if (g->nsites == 1)
+		return;
+	size_t w = (size_t)snprintf(g->first, sizeof(g->first), "%.*s", (int)(colon - s + 1), s);
+	for (uint8_t k = 0; k < g->nsites && w < sizeof(g->first); k++)
+		w += (size_t)snprintf(g->first + w, sizeof(g->first) - w, "%s%u", k ? ", :" : "", g->sites[k]);
+	if (w < sizeof(g->first))
+		snprintf(g->first + w, sizeof(g->first) - w, " -> %lld (%s; %u places)", code,
+		         code > 0 && code < 8 ? lg_nccl_results[code] : "unknown", g->nsites);
+}
+
 /* "init.cc:1234 -> 2": NCCL's trace of an error code on its way up. */
 static int info_trace(struct nw_log *lg, uint32_t host, const char *s, size_t n)
 {
@@ -164,12 +193,14 @@ static int info_trace(struct nw_log *lg, uint32_t host, const char *s, size_t n)
 	int probe = find(s, (size_t)(p - s), "ibvwrap.") || find(s, (size_t)(p - s), "gdr.cc") ||
 	            find(s, (size_t)(p - s), "gdrwrap.");
 	if (code > 0 && code < 8 && !probe)
-		lg->err_codes[code]++;
-	/* group by file and code, keeping line numbers: they name the place */
+		lg_fact(lg, (enum lg_fact)(F_ERR + code), host, s, n);
+	/* one group per file and code; the places ("file.cc:N") it holds are said in its first line */
 	char key[160];
 	int kn = snprintf(key, sizeof(key), "%.*s -> %lld (%s)", (int)(p - s), s, code,
 	                  code > 0 && code < 8 ? lg_nccl_results[code] : "unknown");
-	lg_add_group(lg, G_NCCL_TRACE, host, key, kn > 0 ? (size_t)kn : 0);
+	struct lg_group *g = lg_add_group(lg, G_NCCL_TRACE, host, key, kn > 0 ? (size_t)kn : 0);
+	if (g)
+		trace_site(g, s, (size_t)(p - s), code);
 	return 1;
 }
 
@@ -200,13 +231,87 @@ static int info_cuda_driver(struct nw_log *lg, const struct lg_from *from, const
 	return 1;
 }
 
+/* The word after "Using network " up to the end ("IB", "Socket", "AWS Libfabric"), into dst. */
+static void network_name(char *dst, size_t len, const char *v, const char *e)
+{
+	while (e > v && (e[-1] == ' ' || e[-1] == '.'))
+		e--;
+	copy_str(dst, len, v, (size_t)(e - v));
+}
+
+/* "Using network Libfabric": the network NCCL uses on this host (or, host cut, for the log). */
+static int info_using_network(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	if (!starts(s, n, "Using network "))
+		return 0;
+	struct lg_host *h = from->host != UINT32_MAX ? &lg->hosts[from->host] : NULL;
+	char *dst = h ? h->network : lg->hostless_net;
+	size_t len = h ? sizeof(h->network) : sizeof(lg->hostless_net);
+	if (!dst[0])
+		network_name(dst, len, s + 14, s + n);
+	if (h && starts(s + 14, n - 14, "Socket")) {
+		h->socket_net = 1;
+		copy_str(h->net_line, sizeof(h->net_line), s, n);
+	} else if (h && !h->net_line[0]) {
+		copy_str(h->net_line, sizeof(h->net_line), s, n);
+	}
+	return 1;
+}
+
+/*
+ * aws-ofi-nccl's lines about itself: "NET/OFI Selected Provider is efa
+ * (found 16 nics)" (libfabric's tcp provider there is noted: no EFA),
+ * "NET/OFI Using aws-ofi-nccl 1.3.0aws", "NET/OFI Initializing aws-ofi-nccl 1.12.1-aws".
+ */
+static int info_ofi(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	if (!starts(s, n, "NET/OFI "))
+		return 0;
+	struct lg_host *h = from->host != UINT32_MAX ? &lg->hosts[from->host] : NULL;
+	const char *p;
+	if ((p = find(s, n, "Selected Provider is "))) {
+		const char *v = p + 21, *e = v;
+		while (e < s + n && *e != ' ' && *e != ',')
+			e++;
+		char *dst = h ? h->ofi_provider : lg->hostless_provider;
+		size_t len = h ? sizeof(h->ofi_provider) : sizeof(lg->hostless_provider);
+		int *nics = h ? &h->ofi_nics : &lg->hostless_nics;
+		if (!dst[0])
+			copy_str(dst, len, v, (size_t)(e - v));
+		const char *f = find(s, n, "(found ");
+		size_t used;
+		long long k = f ? parse_ll(f + 7, (size_t)(s + n - f - 7), &used) : -1;
+		if (f && used && k >= 0 && k < 4096 && *nics < 0)
+			*nics = (int)k;
+		if ((size_t)(e - v) == 3 && !memcmp(v, "tcp", 3))
+			lg_fact(lg, F_OFI_TCP, from->host, s, n);
+	} else if (h && !h->net_plugin[0] && (p = find(s, n, "aws-ofi-nccl "))) {
+		copy_str(h->net_plugin, sizeof(h->net_plugin), p, (size_t)(s + n - p));
+	}
+	return 1;
+}
+
+/* "NET/Plugin: Loaded net plugin Libfabric (v10)": the NET plugin's name and interface version. */
+static int info_net_plugin(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	const char *p;
+	if (!starts(s, n, "NET/Plugin") || !(p = find(s, n, "Loaded net plugin ")))
+		return 0;
+	if (from->host != UINT32_MAX && !lg->hosts[from->host].net_plugin[0])
+		copy_str(lg->hosts[from->host].net_plugin, sizeof(lg->hosts[0].net_plugin), p + 18, (size_t)(s + n - p - 18));
+	return 1;
+}
+
 /* "NET/IB : No device found.", "NET/IB : Using [0]mlx5_0:1/IB ...", "NET/Socket : Using [0]eth0:10.0.0.1<0>", GDR disabled. */
 static int info_net(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
 {
 	struct lg_host *h = from->host != UINT32_MAX ? &lg->hosts[from->host] : NULL;
 	if (starts(s, n, "NET/IB : No device found")) {
-		if (h)
+		if (h) {
 			h->ib_absent = 1;
+			if (!h->net_line[0])
+				copy_str(h->net_line, sizeof(h->net_line), s, n);
+		}
 		return 1;
 	}
 	if (starts(s, n, "NET/IB : Using [") && n > 16 && is_digit(s[16])) {
@@ -219,13 +324,13 @@ static int info_net(struct nw_log *lg, const struct lg_from *from, const char *s
 			copy_str(h->socket_ifs, sizeof(h->socket_ifs), s + 19, n - 19);
 		return 1;
 	}
-	if ((starts(s, n, "NET/IB") || starts(s, n, "GPU Direct RDMA")) && find(s, n, "GPU Direct RDMA Disabled")) {
+	if ((starts(s, n, "NET/IB") || starts(s, n, "NET/Socket") || starts(s, n, "GPU Direct RDMA")) &&
+	    find(s, n, "GPU Direct RDMA Disabled")) {
 		/* "GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 5 > 4)" */
-		if (!lg->gdr_off_lines++)
-			copy_str(lg->gdr_detail, sizeof(lg->gdr_detail), s, n);
+		lg_classify(lg, from->host, s, n);
 		return 1;
 	}
-	return 0;
+	return info_ofi(lg, from, s, n) || info_net_plugin(lg, from, s, n);
 }
 
 /* "NVLS multicast support is available on dev 0" */
@@ -253,6 +358,19 @@ static int info_nvls_channels(struct nw_log *lg, const char *s, size_t n)
 	return 1;
 }
 
+/* The SHARP plugin's "Sharp rank 1/2 initialized on mlx5_5:1": a rank of a communicator of that size. */
+static int info_sharp_rank(struct nw_log *lg, const char *s, size_t n)
+{
+	if (!starts(s, n, "Sharp rank "))
+		return 0;
+	size_t used;
+	const char *slash = memchr(s, '/', n);
+	long long size = slash ? parse_ll(slash + 1, (size_t)(s + n - slash - 1), &used) : -1;
+	if (slash && used && size > 0)
+		lg_note_rank(lg, size - 1);
+	return 1;
+}
+
 /* "Connected all CollNet ..." */
 static int info_collnet(struct nw_log *lg, const char *s, size_t n)
 {
@@ -273,12 +391,107 @@ static int info_pattern_line(struct nw_log *lg, const struct lg_from *from, cons
 	return 1;
 }
 
-/* The topology dump ("GPU/0 ...", "+ NVL[...]", indented links): only whether it shows NVLink. */
+/* The number after "key " in s ("maxBw 48.0"), as a float; -1 when absent. */
+static float key_float(const char *s, size_t n, const char *key)
+{
+	const char *v;
+	size_t vn = after_key(s, n, key, &v), used;
+	if (!vn)
+		return -1;
+	long long whole = parse_ll(v, vn, &used);
+	if (!used)
+		return -1;
+	float f = (float)whole;
+	if (used < vn && v[used] == '.') {
+		float scale = 0.1f;
+		for (size_t i = used + 1; i < vn && is_digit(v[i]); i++, scale /= 10)
+			f += (float)(v[i] - '0') * scale;
+	}
+	return f;
+}
+
+/* "=== System : maxBw 48.0 totalBw 370.8 ===" (older: maxWidth, totalWidth): the start of a host's first dump. */
+static int info_topology_start(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	if (!starts(s, n, "=== System"))
+		return starts(s, n, "====");
+	struct lg_topo *t = from->host != UINT32_MAX ? &lg->hosts[from->host].topo : NULL;
+	if (!t || t->state)
+		return 1;
+	t->state = 1;
+	t->proc = from->proc;
+	t->max_bw = key_float(s, n, "maxBw");
+	if (t->max_bw < 0)
+		t->max_bw = key_float(s, n, "maxWidth");
+	t->total_bw = key_float(s, n, "totalBw");
+	if (t->total_bw < 0)
+		t->total_bw = key_float(s, n, "totalWidth");
+	return 1;
+}
+
+/*
+ * One link of the dump, "+ NVL[370.8] - NVS/0-0", "+ PCI[48.0] - GPU/0-68000 (8)":
+ * a GPU with its rank (PCI link bandwidth kept), an NVLink to a GPU or to
+ * an NVSwitch, a NIC, a network port and its bandwidth.
+ */
+static void topo_link(struct lg_topo *t, const char *s, size_t n)
+{
+	const char *lb = memchr(s, '[', n), *dash = find(s, n, "] - ");
+	if (!lb || !dash || dash < lb)
+		return;
+	size_t used;
+	long long whole = parse_ll(lb + 1, (size_t)(dash - lb - 1), &used);
+	float bw = used ? (float)whole : -1;
+	if (used && lb + 2 + used < dash && lb[1 + used] == '.' && is_digit(lb[2 + used]))
+		bw += (float)(lb[2 + used] - '0') / 10;
+	const char *node = dash + 4, *e = s + n;
+	size_t nn = (size_t)(e - node);
+	int nvl = lb - s >= 3 && starts(lb - 3, 3, "NVL");
+	if (starts(node, nn, "GPU/")) {
+		if (memchr(node, '(', nn)) {
+			t->gpus++;
+			if (lb - s >= 3 && starts(lb - 3, 3, "PCI") && bw > t->gpu_pci_bw)
+				t->gpu_pci_bw = bw;
+		} else if (nvl) {
+			t->nvl_peers++;
+			if (bw > t->nvl_bw)
+				t->nvl_bw = bw;
+		}
+	} else if (starts(node, nn, "NVS/")) {
+		t->nvswitch = 1;
+		if (bw > t->nvl_bw)
+			t->nvl_bw = bw;
+	} else if (starts(node, nn, "NIC/")) {
+		t->nics++;
+	} else if (starts(node, nn, "NET/")) {
+		t->nets++;
+		if (bw > t->net_bw)
+			t->net_bw = bw;
+	}
+}
+
+/* A line of the topology dump ("+ NVL[...] - ...", indented links): NVLink seen, and the host's first dump read. */
 static void info_topology(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
 {
 	struct lg_host *h = from->host != UINT32_MAX ? &lg->hosts[from->host] : NULL;
-	if (h && !h->nvlink && (find(s, n, "NVL[") || find(s, n, "/NVL)")))
+	if (!h)
+		return;
+	if (!h->nvlink && (find(s, n, "NVL[") || find(s, n, "/NVL)")))
 		h->nvlink = 1;
+	if (h->topo.state != 1 || h->topo.proc != from->proc)
+		return;
+	while (n && *s == ' ')
+		s++, n--;
+	if (starts(s, n, "+ "))
+		topo_link(&h->topo, s + 2, n - 2);
+}
+
+/* "==========": the end of a dump. */
+static void info_topology_end(struct nw_log *lg, const struct lg_from *from, const char *s, size_t n)
+{
+	struct lg_topo *t = from->host != UINT32_MAX ? &lg->hosts[from->host].topo : NULL;
+	if (t && t->state == 1 && t->proc == from->proc && starts(s, n, "=====") && !starts(s, n, "=== System"))
+		t->state = 2;
 }
 
 /*
@@ -312,6 +525,13 @@ static int info_known_start(struct nw_log *lg, const struct lg_from *from, const
 	case ' ':
 		info_topology(lg, from, s, n);
 		return 1;
+	case '=':
+		info_topology_end(lg, from, s, n);
+		return info_topology_start(lg, from, s, n);
+	case 'U':
+		return info_using_network(lg, from, s, n);
+	case 'S':
+		return info_sharp_rank(lg, s, n);
 	default:
 		return is_digit(s[0]) && info_nvls_channels(lg, s, n);
 	}
@@ -327,7 +547,7 @@ void lg_info_line(struct nw_log *lg, const struct lg_from *from, const char *s, 
 	if (!n || info_known_start(lg, from, s, n))
 		return;
 	if (find(s, n, "exceeds device/fn maxSharedMem")) {
-		lg->smem_exceed_lines++; /* "ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856" */
+		lg_fact(lg, F_SMEM_EXCEED, from->host, s, n); /* "ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856" */
 		return;
 	}
 	if (starts(s, n, "NCCL_") && (at = find(s, n, " set by environment to "))) {

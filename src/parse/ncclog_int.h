@@ -47,6 +47,9 @@
 #define LG_MAX_TIMEOUTS 64
 #define LG_MAX_DUPS     16
 #define LG_NAME         64
+#define LG_QUOTE        320  /* a line kept as the evidence of a fact */
+#define LG_QUOTE_COMM   160  /* a communicator's lines kept as evidence (a table of up to LG_MAX_COMMS) */
+#define LG_MAX_EVIDENCE 4    /* lines quoted by one diagnosis */
 
 /* ---- storage (ncclog_tables.c): a capped open-addressing map from two 64-bit keys to a 32-bit value, arrays ---- */
 
@@ -74,11 +77,26 @@ uint64_t lg_hash_str(const char *s, size_t n);
 
 /* ---- the analysis state ---- */
 
+/* The first topology dump NCCL printed on a host ("=== System : maxBw 48.0 totalBw 370.8 ===", then its tree). */
+struct lg_topo {
+	uint32_t proc;          /* the process whose dump is read (one per host) */
+	uint8_t state;          /* 0 none, 1 reading, 2 done */
+	uint8_t nvswitch;       /* an "NVS/" node */
+	uint16_t gpus, nics, nets, nvl_peers;
+	float max_bw, total_bw, nvl_bw, net_bw, gpu_pci_bw;
+};
+
 struct lg_host {
 	char name[LG_NAME];
-	uint8_t nvlink, ib_absent;
+	uint8_t nvlink, ib_absent, socket_net;
 	char ib_devs[96];
 	char socket_ifs[96];
+	char network[32];       /* "Using network X": IB, Socket, Libfabric, AWS Libfabric, IBext... */
+	char ofi_provider[16];  /* aws-ofi-nccl's "Selected Provider is efa (found 16 nics)" */
+	int ofi_nics;           /* -1 not said */
+	char net_plugin[48];    /* the NET plugin's name and version ("aws-ofi-nccl 1.12.1-aws", "Libfabric (v10)") */
+	char net_line[LG_QUOTE];/* the line that said which network the host uses (or that it found no IB device) */
+	struct lg_topo topo;
 };
 
 struct lg_proc {
@@ -88,6 +106,7 @@ struct lg_proc {
 	long cuda_driver;
 	uint8_t size1;
 	uint64_t devs;      /* the devices ("[3]" of its lines, 0..63) it wrote NCCL lines for */
+	uint64_t devs_used; /* those of them it ran a communicator on (init, rank or connection lines) */
 };
 
 struct lg_comm {
@@ -98,6 +117,10 @@ struct lg_comm {
 	int nchannels, ring_lines, tree_lines;
 	char ring[96];
 	char tree[96];   /* the first "Trees [0] ..." line's first channel */
+	char first_line[LG_QUOTE_COMM]; /* its first init or rank line (evidence) */
+	char start_line[LG_QUOTE_COMM]; /* an "Init START" line of a rank that has not logged Init COMPLETE (rank_init) */
+	int start_rank;
+	uint8_t hostless;          /* lines of it came without their host: which ranks the log shows is not known */
 };
 
 struct lg_pair {
@@ -108,8 +131,12 @@ struct lg_pair {
 	uint64_t nics;      /* NIC indexes (the N of NET/IB/N, 0..63) its connections went through */
 };
 
+#define LG_TR_SAMPLES 4
 struct lg_transport {
 	char name[LG_NAME];
+	/* the first connection lines of distinct pairs, to quote the one a rule rests on */
+	size_t nsamples;
+	struct { uint32_t comm; int src, dst; char line[LG_QUOTE]; } samples[LG_TR_SAMPLES];
 };
 
 struct lg_graph {
@@ -129,7 +156,7 @@ struct lg_env {
 	uint32_t lines;
 };
 
-enum lg_group_kind { G_NCCL_WARN, G_NCCL_TRACE, G_PYTORCH, G_NCCLTESTS, G_OTHER_ERROR, G_NKINDS };
+enum lg_group_kind { G_NCCL_WARN, G_NCCL_TRACE, G_PYTORCH, G_NCCLTESTS, G_OTHER_ERROR, G_LIBFABRIC, G_NKINDS };
 
 struct lg_group {
 	enum lg_group_kind kind;
@@ -140,7 +167,18 @@ struct lg_group {
 	uint64_t count;
 	uint32_t first_host_idx;
 	uint8_t several_hosts;
+	uint8_t nsites;            /* traces: the distinct "file.cc:N" places grouped here (first 8) */
+	uint16_t sites[8];
 };
+
+/* A process's ring order and tree on a device before the communicator's line names it (NCCL 2.9 prints that line last). */
+struct lg_pending {
+	uint32_t proc;
+	int dev;
+	int nchannels, tree_lines;
+	char ring[96], tree[96];
+};
+#define LG_MAX_PENDING 1024
 
 struct lg_timeout {
 	int rank;
@@ -154,6 +192,42 @@ struct lg_dup {
 	int rank_a, rank_b;
 	uint32_t host;
 	uint64_t bus;
+	char line[LG_QUOTE];   /* the line of rank_b that named the GPU rank_a had */
+};
+
+/*
+ * Facts the diagnosis rules rest on, each read from some kind of line: how
+ * many lines said it, the host of the first (when the line named one) and
+ * that first line itself, which the diagnosis quotes. A rule that has no
+ * fact to quote does not fire.
+ */
+enum lg_fact {
+	/* setup and usage errors named by their text */
+	F_NO_IFACE, F_SHM_FAIL, F_DUP_GPU_WARN, F_RENDEZVOUS, F_SOCK_LOOPBACK, F_COLL_MISMATCH, F_DRIVER_OLD,
+	F_COLLNET_FAIL, F_RING_LOOP, F_SMEM_EXCEED,
+	/* root causes named by error text */
+	F_BUS_ERROR, F_SEGV, F_OOM, F_SOCK_CONNECT, F_NVLS_FAIL, F_SYSFS, F_PEER_CLOSED, F_IB_STATUS,
+	/* GPUDirect RDMA off: for a GPU and NIC too far apart, or for a NIC (no way to register GPU memory) */
+	F_GDR_DISTANCE, F_GDR_HCA,
+	/* libfabric and aws-ofi-nccl (NET/OFI) */
+	F_OFI_NO_PROVIDER, F_OFI_COMPLETION, F_OFI_SETUP, F_OFI_TCP,
+	/* communicators, sizes, hangs */
+	F_ABORT, F_SIZE1, F_NT_RANK0, F_WATCHDOG, F_RAS_MISMATCH, F_RAS_MISSING, F_RAS_STATUS, F_PLUGIN_HANG,
+	/* error codes by ncclResult_t (F_ERR + 1 .. F_ERR + 7) */
+	F_ERR, F_ERR_LAST = F_ERR + 7,
+	F_NFACTS
+};
+
+struct lg_fact_rec {
+	uint64_t n;
+	uint32_t host;           /* host of the first line, UINT32_MAX unknown */
+	char line[LG_QUOTE];     /* the first line (its message, as the log printed it) */
+};
+
+/* One line a diagnosis rests on, copied (with its host, "" unknown). */
+struct lg_evidence {
+	size_t n;
+	struct { char line[LG_QUOTE]; char host[LG_NAME]; } e[LG_MAX_EVIDENCE];
 };
 
 /* ---- the ncclwatch plugin's periodic lines (ncclog_nwline.c) ---- */
@@ -265,23 +339,31 @@ struct nw_log {
 	struct lg_dup dups[LG_MAX_DUPS];
 	size_t ndups;
 	/* facts for the diagnosis rules */
-	uint64_t no_iface_lines, shm_fail_lines, dup_gpu_warn_lines, gdr_off_lines, rendezvous_lines;
+	struct lg_fact_rec facts[F_NFACTS];
 	long long rdv_joined, rdv_expected; /* c10d store: "N/M clients joined" (M 0 when not seen) */
-	uint64_t err_codes[8];     /* by ncclResult_t (1..7) */
-	/* root causes named by error text (lg_classify) */
-	uint64_t bus_error_lines, segv_lines, oom_lines, sock_connect_lines, nvls_fail_lines, sysfs_lines, peer_closed_lines;
-	uint64_t ib_status_lines;
-	/* setup and usage errors named by their text */
-	uint64_t sock_loopback_lines, coll_mismatch_lines, driver_old_lines, collnet_fail_lines, ring_loop_lines,
-	         smem_exceed_lines;
-	uint32_t cause_host[16];   /* per counter of lg_cause_counters (ncclog_errors.c): host + 1 of its first WARN; 0 none */
 	int world_hint;            /* the job's size as the launcher says it ("Starting with 2 processes"); 0 unknown */
 	int ras_nodes, ras_gpus;   /* NCCL RAS's job summary: nodes and GPUs in all; 0 unknown */
 	int ras_job_row;           /* the job summary's header was read: its numbers come next */
 	char ras_mismatch[200];    /* NCCL RAS status: "different AllGather operation counts; 30 ranks ... 640; ..." */
-	char gdr_detail[160];      /* the first "GPU Direct RDMA Disabled for GPU g / HCA h (distance d >= l)" */
+	/* NCCL RAS's communicator table and its Errors blocks */
+	int ras_table;             /* 1: after the table's header, 2: after its second header line (rows follow) */
+	int ras_groups, ras_groups_ok;
+	char ras_block[16];        /* the Errors/Warnings block being read ("DEAD", "INCOMPLETE"), "" none */
+	int ras_dead, ras_missing; /* processes RAS names considered dead, or missing its data */
 	int ib_status;             /* the first IB completion status seen (status=N), -1 none */
-	char ib_status_host[LG_NAME];
+	char ofi_error[48];        /* the first NET/OFI completion error: "RC: 113. Error: 2 (UNDELIVERABLE)" */
+	char ofi_empty_provider[16]; /* libfabric's "provider efa output empty list": that provider */
+	/* communicators aborted ("comm 0x.. rank R ... - Abort COMPLETE") */
+	int abort_ranks[8];
+	size_t nabort_ranks;
+	char last_error_line[LG_QUOTE]; /* the last WARN or error line read, "" none */
+	char abort_after[LG_QUOTE];     /* the error line read last before the first abort, "" none */
+	/* Ray's log deduplication: lines that ended "[repeated Nx across cluster]", and the lines they stood for */
+	uint64_t ray_dedup_lines, ray_folded_lines;
+	/* lines the topology dump was read from, and "Using network" lines without a host (pasted cut) */
+	char hostless_net[32];
+	char hostless_provider[16];
+	int hostless_nics;
 	uint64_t tracebacks;
 	int want_last_error;       /* the line before ended with "Last error:" */
 	char last_error_prefix[64];/* what stood before "Last error:" on it ("node1: "), also before the cause */
@@ -304,9 +386,16 @@ struct nw_log {
 	/* the last process seen under each launcher tag ("1,0"), for banners printed without NCCL's prefix */
 	struct { char tag[48]; uint32_t proc; } tag_procs[16];
 	size_t ntag_procs;
-	/* "NCCL version X" banners that no process could be given (no NCCL line before them) */
+	/* "NCCL version X" banners that no process could be given (no NCCL line before them, nor after under their tag) */
 	char banners[8][40];
 	size_t nbanners;
+	/* banners printed before any NCCL line of their tag: the process whose lines follow gets them */
+	struct { char tag[48]; char version[40]; } pending_banners[8];
+	size_t npending_banners;
+	/* what NCCL 2.9-style logs say of a communicator before its only "comm 0x.. - Init COMPLETE" line: per process and device */
+	struct lg_htab pend_idx;
+	struct lg_pending *pend;
+	size_t npend, cap_pend;
 	/* a one-entry cache of the last host and process looked up */
 	uint32_t last_host;
 	int last_pid;
@@ -325,10 +414,22 @@ struct nw_log {
 int lg_banner_line(struct nw_log *lg, const char *s, size_t n);
 /* Length of a leading "file.cc:123" (a source place NCCL prints), 0 when s starts with none. */
 size_t lg_file_line(const char *s, size_t n);
-/* The host whose WARN line first raised the cause counter at *counter (a field of lg), or NULL when unknown. */
-const char *lg_cause_host(const struct nw_log *lg, const uint64_t *counter);
+/*
+ * A line that says fact f (s[0..n): its message; host may be UINT32_MAX):
+ * counted, and kept when it is the first (with its host).
+ */
+void lg_fact(struct nw_log *lg, enum lg_fact f, uint32_t host, const char *s, size_t n);
+/* Lines that said fact f so far. */
+static inline uint64_t lg_nfact(const struct nw_log *lg, enum lg_fact f)
+{
+	return lg->facts[f].n;
+}
 /* Note that process proc printed the line being fed under the current launcher tag. */
 void lg_tag_proc(struct nw_log *lg, uint32_t proc);
+/* Give process proc the banner printed before any NCCL line of the current launcher tag, if there is one. */
+void lg_take_banner(struct nw_log *lg, uint32_t proc);
+/* Banners no process's lines followed: kept as banners without a process. */
+void lg_banners_unclaimed(struct nw_log *lg);
 
 /* Note a host that a line named outside NCCL's prefix (nccl-tests' device list). */
 void lg_host_add(struct nw_log *lg, const char *s, size_t n);
@@ -340,10 +441,18 @@ void lg_note_rank(struct nw_log *lg, long long r);
 
 /* ncclResult_t names by code (0..7). */
 extern const char *const lg_nccl_results[8];
-/* Count msg[0..n) in the group of its cause (numbers and addresses ignored); host may be UINT32_MAX. */
-void lg_add_group(struct nw_log *lg, enum lg_group_kind kind, uint32_t host, const char *msg, size_t n);
-/* Facts that the diagnosis rules need, from any error or warning text. */
-void lg_classify(struct nw_log *lg, const char *s, size_t n);
+/*
+ * Count msg[0..n) in the group of its cause (numbers and addresses
+ * ignored); host may be UINT32_MAX. Returns the group (valid until the next
+ * group is added), NULL when the table is full.
+ */
+struct lg_group *lg_add_group(struct nw_log *lg, enum lg_group_kind kind, uint32_t host, const char *msg, size_t n);
+/* Whether a group's cause is a WARN that NCCL or libfabric print on healthy machines. */
+int lg_benign(const char *cause);
+/* Facts that the diagnosis rules need, from any error or warning text (host: of the line, UINT32_MAX unknown). */
+void lg_classify(struct nw_log *lg, uint32_t host, const char *s, size_t n);
+/* A libfabric line ("libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn> ..."); 1 when s was one. */
+int lg_libfabric_line(struct nw_log *lg, const char *s, size_t n);
 /* The message of an "NCCL WARN" line (after the level), from host (may be UINT32_MAX). */
 void lg_warn_line(struct nw_log *lg, uint32_t host, const char *msg, size_t n);
 
@@ -410,7 +519,8 @@ const struct lg_env *lg_env_find(const struct nw_log *lg, const char *name);
  * it fires, with its message in msg; 0 when it does not (or i is past the
  * table's end). A new rule is one function and one row in that table.
  */
-int lg_rule_check(size_t i, const struct nw_log *lg, const struct lg_facts *f, char *msg, size_t len);
+int lg_rule_check(size_t i, const struct nw_log *lg, const struct lg_facts *f, char *msg, size_t len,
+                  struct lg_evidence *ev);
 /* Rule i's cause keyword for this log (nccl-error's depends on the error codes seen). */
 const char *lg_rule_cause(size_t i, const struct nw_log *lg);
 

@@ -222,6 +222,7 @@ void lg_nw_line(struct nw_log *lg, const char *s, size_t n)
 		if (!se->hung_lines)
 			se->first_hung_t = l.t;
 		se->hung_lines++;
+		lg_fact(lg, F_PLUGIN_HANG, UINT32_MAX, s, n);
 	}
 }
 

@@ -128,8 +128,8 @@ static void nt_device_line(struct nw_log *lg, const char *s, size_t n)
 	long long d = dev ? parse_ll(dev + 8, (size_t)(e - dev - 8), &used) : -1;
 	uint64_t key = lg_hash_str(h, (size_t)(he - h)) ^ (uint64_t)pid;
 	key_add(lg->nt_dev_keys, &lg->nt_ndev, NW_ARRAY_LEN(lg->nt_dev_keys), key * 1000003u + (uint64_t)(d + 1));
-	if (rank == 0)
-		key_add(lg->nt_rank0_keys, &lg->nt_rank0, NW_ARRAY_LEN(lg->nt_rank0_keys), key);
+	if (rank == 0 && key_add(lg->nt_rank0_keys, &lg->nt_rank0, NW_ARRAY_LEN(lg->nt_rank0_keys), key))
+		lg_fact(lg, F_NT_RANK0, UINT32_MAX, s, n);
 }
 
 /* nccl-tests' "# nThread 1 nGpus 8 minBytes ...": one process's nThread x nGpus ranks at least (a device list may be cut). */
@@ -167,6 +167,7 @@ static enum lg_group_kind other_kind(struct nw_log *lg, const char *s, size_t n)
 	const char *p;
 	if (find(s, n, "Watchdog caught collective operation timeout")) {
 		watchdog(lg, s, n);
+		lg_fact(lg, F_WATCHDOG, UINT32_MAX, s, n);
 		return G_PYTORCH;
 	}
 	if (starts(s, n, "Traceback (most recent call last)")) {
@@ -218,6 +219,16 @@ static uint32_t tag_last_proc(const struct nw_log *lg)
 	return UINT32_MAX;
 }
 
+/* Keep version ver among the banners no process could be given (once). */
+static void banner_keep(struct nw_log *lg, const char *ver)
+{
+	for (size_t k = 0; k < lg->nbanners; k++)
+		if (!strcmp(lg->banners[k], ver))
+			return;
+	if (lg->nbanners < NW_ARRAY_LEN(lg->banners))
+		nw_strlcpy(lg->banners[lg->nbanners++], ver, sizeof(lg->banners[0]));
+}
+
 int lg_banner_line(struct nw_log *lg, const char *s, size_t n)
 {
 	const char *v = s + 13, *e;
@@ -234,12 +245,36 @@ int lg_banner_line(struct nw_log *lg, const char *s, size_t n)
 	}
 	if (p != UINT32_MAX && !strcmp(lg->procs[p].version, ver))
 		return 1;
-	for (size_t k = 0; k < lg->nbanners; k++)
-		if (!strcmp(lg->banners[k], ver))
-			return 1;
-	if (lg->nbanners < NW_ARRAY_LEN(lg->banners))
-		nw_strlcpy(lg->banners[lg->nbanners++], ver, sizeof(lg->banners[0]));
+	if (p == UINT32_MAX && lg->npending_banners < NW_ARRAY_LEN(lg->pending_banners)) {
+		/* no NCCL line of this tag yet: the process whose lines follow printed it */
+		nw_strlcpy(lg->pending_banners[lg->npending_banners].tag, lg->tag, sizeof(lg->pending_banners[0].tag));
+		nw_strlcpy(lg->pending_banners[lg->npending_banners].version, ver, sizeof(lg->pending_banners[0].version));
+		lg->npending_banners++;
+		return 1;
+	}
+	banner_keep(lg, ver);
 	return 1;
+}
+
+void lg_banners_unclaimed(struct nw_log *lg)
+{
+	for (size_t k = 0; k < lg->npending_banners; k++)
+		banner_keep(lg, lg->pending_banners[k].version);
+	lg->npending_banners = 0;
+}
+
+void lg_take_banner(struct nw_log *lg, uint32_t proc)
+{
+	for (size_t k = 0; k < lg->npending_banners; k++) {
+		if (strcmp(lg->pending_banners[k].tag, lg->tag))
+			continue;
+		if (!lg->procs[proc].version[0])
+			nw_strlcpy(lg->procs[proc].version, lg->pending_banners[k].version, sizeof(lg->procs[proc].version));
+		else if (strcmp(lg->procs[proc].version, lg->pending_banners[k].version))
+			banner_keep(lg, lg->pending_banners[k].version);
+		lg->pending_banners[k] = lg->pending_banners[--lg->npending_banners];
+		return;
+	}
 }
 
 /*
@@ -252,10 +287,93 @@ static void ras_line(struct nw_log *lg, const char *s, size_t n)
 	while (n && (*s == ' ' || *s == '\t'))
 		s++, n--;
 	size_t used = strlen(lg->ras_mismatch);
-	if (starts(s, n, "Communicator ranks have different ") && !used)
+	if (starts(s, n, "Communicator ranks have different ") && !used) {
 		copy_str(lg->ras_mismatch, sizeof(lg->ras_mismatch), s + 34, n - 34);
+		lg_fact(lg, F_RAS_MISMATCH, UINT32_MAX, s, n);
+	}
 	else if (used && find(s, n, " ranks have launched up to operation ") && used + 3 < sizeof(lg->ras_mismatch))
 		snprintf(lg->ras_mismatch + used, sizeof(lg->ras_mismatch) - used, "; %.*s", (int)n, s);
+}
+
+/*
+ * A row of NCCL RAS's communicator table, "0  1  32  8  256  256  RUNNING  OK"
+ * (group, communicators, nodes, ranks per node, per communicator, in the
+ * group, status, errors); 0 when s is none.
+ */
+static int ras_row(struct nw_log *lg, const char *s, size_t n)
+{
+	size_t i = 0, used;
+	int k = 0;
+	for (; k < 6; k++) {
+		while (i < n && s[i] == ' ')
+			i++;
+		parse_ll(s + i, n - i, &used);
+		if (!used)
+			return 0;
+		i += used;
+		if (k == 3 && i < n && s[i] == '-') /* ranks per node "7-8" */
+			for (i++; i < n && is_digit(s[i]); i++)
+				;
+	}
+	while (i < n && s[i] == ' ')
+		i++;
+	const char *status = s + i;
+	while (i < n && s[i] != ' ')
+		i++;
+	if (status == s + i || status[0] < 'A' || status[0] > 'Z')
+		return 0;
+	while (i < n && s[i] == ' ')
+		i++;
+	lg->ras_groups++;
+	lg->ras_groups_ok += n - i == 2 && !memcmp(s + i, "OK", 2);
+	lg_fact(lg, F_RAS_STATUS, UINT32_MAX, s, n);
+	return 1;
+}
+
+/*
+ * NCCL RAS's status answer beyond its job summary: the communicator table
+ * ("Group  Comms ... Status  Errors", a second header line, then a row per
+ * group) and, in its Errors section, the processes it names: "DEAD" and
+ * "INCOMPLETE" blocks with "Process 3748990 on node node1 managing GPU 3"
+ * (or, per communicator, "Rank 7 -- GPU 3 managed by process ..."). Returns
+ * 1 when the line was one of these.
+ */
+static int ras_table_line(struct nw_log *lg, const char *s, size_t n)
+{
+	while (n && *s == ' ')
+		s++, n--;
+	if (starts(s, n, "Group ") && find(s, n, "Status") && find(s, n, "Errors")) {
+		lg->ras_table = 1;
+		return 1;
+	}
+	if (lg->ras_table == 1 && starts(s, n, "#") && find(s, n, "in group")) {
+		lg->ras_table = 2;
+		return 1;
+	}
+	if (lg->ras_table == 2) {
+		if (ras_row(lg, s, n))
+			return 1;
+		lg->ras_table = 0;
+	}
+	if ((n == 4 && !memcmp(s, "DEAD", 4)) || (n == 10 && !memcmp(s, "INCOMPLETE", 10)) ||
+	    (n == 8 && (!memcmp(s, "Warnings", 8) || !memcmp(s, "MISMATCH", 8)))) {
+		copy_str(lg->ras_block, sizeof(lg->ras_block), s, n);
+		return 1;
+	}
+	if (s[0] == '#' && n > 3 && s[1] >= '0' && s[1] <= '9' && find(s, n, ") ")) {
+		const char *k = find(s, n, ") ") + 2;
+		copy_str(lg->ras_block, sizeof(lg->ras_block), k, (size_t)(s + n - k)); /* "#0-0 (cf264af53edbe986) INCOMPLETE" */
+		return 1;
+	}
+	int dead = !strcmp(lg->ras_block, "DEAD"), incomplete = !strcmp(lg->ras_block, "INCOMPLETE");
+	if ((dead || incomplete) && (starts(s, n, "Process ") || (starts(s, n, "Rank ") && find(s, n, " managed by process ")) ||
+	                             starts(s, n, "The missing rank"))) {
+		if (starts(s, n, "Process "))
+			*(dead ? &lg->ras_dead : &lg->ras_missing) += 1;
+		lg_fact(lg, F_RAS_MISSING, UINT32_MAX, s, n);
+		return 1;
+	}
+	return 0;
 }
 
 /*
@@ -341,7 +459,7 @@ static void last_error(struct nw_log *lg, const char *s, size_t n, int classify)
 	if (i >= n)
 		return;
 	if (classify)
-		lg_classify(lg, s + i, n - i);
+		lg_classify(lg, UINT32_MAX, s + i, n - i);
 	if (lg->ngroups && !lg->groups[lg->ngroups - 1].last_error[0])
 		copy_str(lg->groups[lg->ngroups - 1].last_error, sizeof(lg->groups[0].last_error), s + i, n - i);
 }
@@ -378,7 +496,9 @@ void lg_other_line(struct nw_log *lg, const char *s, size_t n)
 		ras_line(lg, s, n);
 		return;
 	}
-	if (lg_banner_line(lg, s, n) || job_size_line(lg, s, n))
+	if (lg_banner_line(lg, s, n) || job_size_line(lg, s, n) || lg_libfabric_line(lg, s, n) ||
+	    ((s[0] == ' ' || s[0] == 'G' || s[0] == '#' || (s[0] >= 'A' && s[0] <= 'Z') || is_digit(s[0])) &&
+	     ras_table_line(lg, s, n)))
 		return;
 	if (s[0] == '#') {
 		if (find(s, n, "Avg bus bandwidth") || find(s, n, "out-of-place"))
@@ -392,7 +512,7 @@ void lg_other_line(struct nw_log *lg, const char *s, size_t n)
 	enum lg_group_kind kind = other_kind(lg, s, n);
 	if (kind == G_NKINDS)
 		return;
-	lg_classify(lg, s, n);
+	lg_classify(lg, UINT32_MAX, s, n);
 	lg_add_group(lg, kind, UINT32_MAX, s, n);
 	if (le)
 		last_error(lg, le + 11, (size_t)(s + n - (le + 11)), 0);

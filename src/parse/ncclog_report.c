@@ -1,5 +1,6 @@
 /* The log analyser's JSON report (schema ncclwatch.logscan/1, docs/logscan.md). */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,7 +8,7 @@
 #include "parse/ncclog_int.h"
 #include "util/util.h"
 
-static const char *const group_kind_names[G_NKINDS] = { "nccl-warn", "nccl-trace", "pytorch", "nccl-tests", "error" };
+static const char *const group_kind_names[G_NKINDS] = { "nccl-warn", "nccl-trace", "pytorch", "nccl-tests", "error", "libfabric" };
 
 static const char *severity_name(enum nw_log_severity s)
 {
@@ -52,6 +53,10 @@ static json_t *report_input(const struct nw_log *lg)
 	if (lg->nw_lines)
 		json_object_set_new(in, "ncclwatch_lines", jint(lg->nw_lines));
 	json_object_set_new(in, "long_lines", jint(lg->long_lines));
+	if (lg->ray_dedup_lines) {
+		json_object_set_new(in, "ray_dedup_lines", jint(lg->ray_dedup_lines));
+		json_object_set_new(in, "ray_folded_lines", jint(lg->ray_folded_lines));
+	}
 	json_object_set_new(in, "not_recorded", jint(lg->dropped + lg->groups_overflow));
 	return in;
 }
@@ -238,21 +243,67 @@ static json_t *report_collective_transports(const struct nw_log *lg, const struc
 	return nv;
 }
 
-/* The network devices NCCL found on each host (the first 64 hosts that said). */
+/* The network devices NCCL found on each host, and the network it used (the first 64 hosts that said). */
 static json_t *report_networks(const struct nw_log *lg)
 {
 	json_t *nets = json_array();
 	for (size_t i = 0; i < lg->nhosts && json_array_size(nets) < 64; i++) {
 		const struct lg_host *h = &lg->hosts[i];
-		if (!h->ib_devs[0] && !h->socket_ifs[0] && !h->ib_absent)
+		if (!h->ib_devs[0] && !h->socket_ifs[0] && !h->ib_absent && !h->network[0] && !h->ofi_provider[0])
 			continue;
 		json_t *o = json_object();
 		json_object_set_new(o, "host", jstr(h->name));
 		json_object_set_new(o, "ib", jstr(h->ib_devs[0] ? h->ib_devs : h->ib_absent ? "none found" : ""));
 		json_object_set_new(o, "socket", jstr(h->socket_ifs));
+		json_object_set_new(o, "network", jstr(h->network));
+		json_object_set_new(o, "ofi_provider", jstr(h->ofi_provider));
+		json_object_set_new(o, "ofi_nics", h->ofi_nics >= 0 ? json_integer(h->ofi_nics) : json_null());
+		json_object_set_new(o, "net_plugin", jstr(h->net_plugin));
+		json_array_append_new(nets, o);
+	}
+	if (lg->hostless_net[0] || lg->hostless_provider[0]) {
+		json_t *o = json_object();
+		json_object_set_new(o, "host", json_string(""));
+		json_object_set_new(o, "ib", json_string(""));
+		json_object_set_new(o, "socket", json_string(""));
+		json_object_set_new(o, "network", jstr(lg->hostless_net));
+		json_object_set_new(o, "ofi_provider", jstr(lg->hostless_provider));
+		json_object_set_new(o, "ofi_nics", lg->hostless_nics >= 0 ? json_integer(lg->hostless_nics) : json_null());
+		json_object_set_new(o, "net_plugin", json_string(""));
 		json_array_append_new(nets, o);
 	}
 	return nets;
+}
+
+static json_t *jfloat(float v)
+{
+	return v >= 0 ? json_real((double)((long long)(v * 10 + 0.5f)) / 10) : json_null();
+}
+
+/* Each host's first topology dump, summed up (the first 64 hosts that printed one). */
+static json_t *report_topology(const struct nw_log *lg)
+{
+	json_t *topo = json_array();
+	for (size_t i = 0; i < lg->nhosts && json_array_size(topo) < 64; i++) {
+		const struct lg_topo *t = &lg->hosts[i].topo;
+		if (!t->state)
+			continue;
+		json_t *o = json_object();
+		json_object_set_new(o, "host", jstr(lg->hosts[i].name));
+		json_object_set_new(o, "max_bw", jfloat(t->max_bw));
+		json_object_set_new(o, "total_bw", jfloat(t->total_bw));
+		json_object_set_new(o, "gpus", json_integer(t->gpus));
+		json_object_set_new(o, "nvswitch", json_boolean(t->nvswitch));
+		json_object_set_new(o, "nvlink_peers", json_integer(t->nvl_peers));
+		json_object_set_new(o, "nvlink_gbs", jfloat(t->nvl_bw > 0 ? t->nvl_bw : -1));
+		json_object_set_new(o, "gpu_pci_gbs", jfloat(t->gpu_pci_bw > 0 ? t->gpu_pci_bw : -1));
+		json_object_set_new(o, "nics", json_integer(t->nics));
+		json_object_set_new(o, "net_ports", json_integer(t->nets));
+		json_object_set_new(o, "net_gbs", jfloat(t->net_bw > 0 ? t->net_bw : -1));
+		json_object_set_new(o, "complete", json_boolean(t->state == 2));
+		json_array_append_new(topo, o);
+	}
+	return topo;
 }
 
 static json_t *report_graphs(const struct nw_log *lg)
@@ -344,28 +395,27 @@ static int cause_of_warning(const char *c)
 	return !strcmp(c, "gdr_disabled") || !strcmp(c, "no_ib_device") || !strcmp(c, "p2p_not_supported");
 }
 
-/*
- * Whether the log has WARN or error lines beyond those NCCL prints on
- * healthy machines (no InfiniBand library, no MSCCL++, a topology search
- * falling back, the GPUDirect RDMA probe of a machine without InfiniBand
- * returning an error NCCL then ignores): a log with such lines that no rule
- * explains is not healthy.
- */
+/* Whether the log has WARN or error lines beyond those NCCL and libfabric print on healthy machines (lg_benign). */
 static int unexplained_warnings(const struct nw_log *lg)
 {
-	static const char *const benign[] = {
-		"Failed to open libibverbs", "lib wrapper not initialized", "Cannot enable MSCCL",
-		"Could not find a path for pattern", "NET/IB : No device found", "net_ib/gdr.cc",
-	};
-	for (size_t i = 0; i < lg->ngroups; i++) {
-		const char *c = lg->groups[i].cause;
-		size_t k = 0;
-		while (k < NW_ARRAY_LEN(benign) && !strstr(c, benign[k]))
-			k++;
-		if (k == NW_ARRAY_LEN(benign))
+	for (size_t i = 0; i < lg->ngroups; i++)
+		if (!lg_benign(lg->groups[i].cause))
 			return 1;
-	}
 	return 0;
+}
+
+/* The lines a diagnosis rests on: [{"line": ..., "host": ...}]. */
+static json_t *report_evidence(const struct lg_evidence *ev)
+{
+	json_t *a = json_array();
+	for (size_t k = 0; k < ev->n; k++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "line", jstr(ev->e[k].line));
+		if (ev->e[k].host[0])
+			json_object_set_new(o, "host", jstr(ev->e[k].host));
+		json_array_append_new(a, o);
+	}
+	return a;
 }
 
 /*
@@ -384,12 +434,14 @@ static json_t *report_diagnoses(const struct nw_log *lg, const struct lg_facts *
 	*nerrors = 0;
 	for (size_t i = 0; i < nrules; i++) {
 		char msg[1024];
-		if (!lg_rule_check(i, lg, f, msg, sizeof(msg)))
+		struct lg_evidence ev;
+		if (!lg_rule_check(i, lg, f, msg, sizeof(msg), &ev))
 			continue;
 		json_t *o = json_object();
 		json_object_set_new(o, "id", json_string(rules[i].id));
 		json_object_set_new(o, "severity", json_string(severity_name(rules[i].severity)));
 		json_object_set_new(o, "message", jstr(msg));
+		json_object_set_new(o, "evidence", report_evidence(&ev));
 		json_object_set_new(o, "fix", json_string(rules[i].fix));
 		const char *c = lg_rule_cause(i, lg);
 		json_object_set_new(o, "cause", json_string(c));
@@ -428,16 +480,96 @@ static void report_sizes(const struct nw_log *lg, json_t *doc)
 		nranks = lg->world_hint;
 	if (lg->ras_gpus > nranks)
 		nranks = lg->ras_gpus;
-	for (size_t i = 0; i < lg->nprocs; i++)
-		seen += __builtin_popcountll(lg->procs[i].devs);
+	int used = 0;
+	for (size_t i = 0; i < lg->nprocs; i++) {
+		/* a process's lines before it set its device (bootstrap, plugin) say "[0]": count the devices it ran a communicator on */
+		const struct lg_proc *p = &lg->procs[i];
+		seen += __builtin_popcountll(p->devs_used ? p->devs_used : p->devs);
+		used += __builtin_popcountll(p->devs_used);
+	}
+	if (used > nranks)
+		nranks = used; /* each process and device that ran a communicator is a rank of the job */
 	json_object_set_new(doc, "nranks", nranks ? json_integer(nranks) : json_null());
 	json_object_set_new(doc, "ranks_seen", json_integer(seen));
 	json_object_set_new(doc, "nnodes", lg->ras_nodes ? json_integer(lg->ras_nodes) : json_null());
 }
 
+/* Append a formatted sentence to the notes array a. */
+static void note(json_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(json_t *a, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_array_append_new(a, jstr(buf));
+}
+
+/* "3 GPUs, an NVSwitch (NVLink 370.8 GB/s), 3 NICs (ports of 50.0 GB/s)..." for a host's topology dump. */
+static void note_topology(json_t *a, const struct lg_host *h)
+{
+	const struct lg_topo *t = &h->topo;
+	char nv[96] = "no NVLink", net[96] = "no NIC";
+	if (t->nvswitch)
+		snprintf(nv, sizeof(nv), "NVLink to an NVSwitch (%.1f GB/s per GPU)", (double)t->nvl_bw);
+	else if (t->nvl_peers)
+		snprintf(nv, sizeof(nv), "%u NVLink links between GPUs, no NVSwitch (up to %.1f GB/s)", t->nvl_peers, (double)t->nvl_bw);
+	if (t->nics)
+		snprintf(net, sizeof(net), "%u NIC%s (%u network port%s%s%.1f GB/s)", t->nics, t->nics == 1 ? "" : "s", t->nets,
+		         t->nets == 1 ? "" : "s", t->net_bw > 0 ? " of " : ", ", t->net_bw > 0 ? (double)t->net_bw : 0.0);
+	note(a, "topology on %s (its first dump%s): %u GPU%s of the communicator, %s, %s%s; maxBw %.1f, totalBw %.1f GB/s",
+	     h->name, t->state == 2 ? "" : ", cut", t->gpus, t->gpus == 1 ? "" : "s", nv, net,
+	     t->gpu_pci_bw > 0 ? ", PCIe to the GPUs" : "", (double)t->max_bw, (double)t->total_bw);
+}
+
+/*
+ * Sentences for the text report about what the log shows beyond its
+ * tables: each host's topology dump, Ray's folded lines, NCCL RAS's view of
+ * the job, and the network of lines whose host was cut.
+ */
+static json_t *report_notes(const struct nw_log *lg)
+{
+	json_t *a = json_array();
+	for (size_t i = 0, n = 0; i < lg->nhosts && n < 8; i++)
+		if (lg->hosts[i].topo.state)
+			note_topology(a, &lg->hosts[i]), n++;
+	if (lg->hostless_net[0] || lg->hostless_provider[0])
+		note(a, "network (lines without their host): %s%s%s%s", lg->hostless_net[0] ? lg->hostless_net : "not said",
+		     lg->hostless_provider[0] ? ", libfabric provider " : "", lg->hostless_provider,
+		     lg->hostless_nics >= 0 ? " (NICs found as the plugin said)" : "");
+	if (lg->ray_dedup_lines)
+		note(a, "Ray deduplicated the log: %" PRIu64 " line%s end '[repeated Nx across cluster]', standing for %" PRIu64
+		     " lines of other workers that are not in the log (RAY_DEDUP_LOGS=0 keeps them)",
+		     lg->ray_dedup_lines, lg->ray_dedup_lines == 1 ? "" : "s", lg->ray_folded_lines);
+	if (lg->ras_groups)
+		note(a, "NCCL RAS: %d communicator group%s, %d with no error%s%s", lg->ras_groups, lg->ras_groups == 1 ? "" : "s",
+		     lg->ras_groups_ok, lg->ras_dead ? "; processes considered dead" : "",
+		     lg->ras_missing ? "; processes that did not answer" : "");
+	return a;
+}
+
+/* NCCL RAS's answer, when the log holds one: its communicator table and the processes it names; null when none. */
+static json_t *report_ras(const struct nw_log *lg)
+{
+	if (!lg->ras_groups && !lg->ras_nodes && !lg_nfact(lg, F_RAS_MISSING) && !lg_nfact(lg, F_RAS_MISMATCH))
+		return json_null();
+	json_t *o = json_object();
+	json_object_set_new(o, "nodes", lg->ras_nodes ? json_integer(lg->ras_nodes) : json_null());
+	json_object_set_new(o, "gpus", lg->ras_gpus ? json_integer(lg->ras_gpus) : json_null());
+	json_object_set_new(o, "groups", json_integer(lg->ras_groups));
+	json_object_set_new(o, "groups_ok", json_integer(lg->ras_groups_ok));
+	json_object_set_new(o, "dead_processes", json_integer(lg->ras_dead));
+	json_object_set_new(o, "missing_processes", json_integer(lg->ras_missing));
+	json_object_set_new(o, "mismatch", jstr(lg->ras_mismatch));
+	json_object_set_new(o, "status_line", jstr(lg->facts[F_RAS_STATUS].line));
+	return o;
+}
+
 /* The sections in the order of the schema (docs/logscan.md); every WARN/error group counts as an error. */
 json_t *nw_log_report(struct nw_log *lg)
 {
+	lg_banners_unclaimed(lg);
 	struct lg_facts f;
 	lg_compute_facts(lg, &f);
 	json_t *doc = json_object();
@@ -468,6 +600,9 @@ json_t *nw_log_report(struct nw_log *lg)
 	json_object_set_new(doc, "timeouts", report_timeouts(lg));
 	if (lg->nnw)
 		json_object_set_new(doc, "bandwidth", lg_nw_report(lg));
+	json_object_set_new(doc, "topology", report_topology(lg));
+	json_object_set_new(doc, "ras", report_ras(lg));
+	json_object_set_new(doc, "notes", report_notes(lg));
 	int ndiag;
 	const char *cause;
 	json_object_set_new(doc, "diagnoses", report_diagnoses(lg, &f, &ndiag, &cause));

@@ -6,9 +6,11 @@
  */
 #include "parse/nccltests.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "parse/nt_int.h"
 #include "util/util.h"
@@ -230,6 +232,10 @@ int nw_nt_parse_path_seen(const char *path, struct nw_run **runs, size_t *unpars
 {
 	int is_stdin = !strcmp(path, "-");
 	*runs = NULL;
+	struct stat sb;
+	if (!is_stdin && !stat(path, &sb) && S_ISDIR(sb.st_mode))
+		return nw_seterr(err, errlen, "'%s' is a directory: name the nccl-tests outputs in it ('%s/*'), "
+		                 "each is read as a file of its own", path, path);
 	FILE *f = is_stdin ? stdin : fopen(path, "rb");
 	if (!f)
 		return nw_seterr(err, errlen, "cannot read '%s': %s", path, strerror(errno));
@@ -242,4 +248,52 @@ int nw_nt_parse_path_seen(const char *path, struct nw_run **runs, size_t *unpars
 int nw_nt_parse_stream(FILE *f, const char *name, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
 {
 	return nw_nt_parse_stream_seen(f, name, runs, unparsed, NULL, err, errlen);
+}
+
+/* scandir's filter: names that do not start with '.' */
+static int visible(const struct dirent *d)
+{
+	return d->d_name[0] != '.';
+}
+
+int nw_nt_parse_dir(const char *dir, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen)
+{
+	struct dirent **names;
+	*runs = NULL;
+	if (unparsed)
+		*unparsed = 0;
+	int nn = scandir(dir, &names, visible, alphasort);
+	if (nn < 0)
+		return nw_seterr(err, errlen, "cannot read the directory '%s': %s", dir, strerror(errno));
+	size_t total = 0;
+	int rc = 0;
+	for (int i = 0; i < nn; i++) {
+		char *path = nw_asprintf("%s/%s", dir, names[i]->d_name);
+		struct stat sb;
+		struct nw_run *r = NULL;
+		size_t u = 0;
+		int n = 0;
+		if (rc == 0 && !stat(path, &sb) && S_ISREG(sb.st_mode))
+			n = nw_nt_parse_path(path, &r, &u, err, errlen);
+		if (n < 0)
+			rc = -1;
+		for (int k = 0; k < n; k++) {
+			*runs = nw_realloc(*runs, (total + 1) * sizeof(**runs));
+			(*runs)[total++] = r[k];
+		}
+		free(r);
+		if (unparsed)
+			*unparsed += u;
+		free(path);
+		free(names[i]);
+	}
+	free(names);
+	if (rc < 0) {
+		for (size_t k = 0; k < total; k++)
+			nw_run_release(&(*runs)[k]);
+		free(*runs);
+		*runs = NULL;
+		return -1;
+	}
+	return (int)total;
 }

@@ -19,7 +19,15 @@
 
 #include "model/result.h"
 
-/* Parse nccl-tests output (text of any version, or -J JSON) from path ("-" = stdin). Returns the number of runs found (>= 0) and sets *runs to a malloc'ed array the caller frees (nw_run_release on each, then free); -1 with err filled on an I/O error. Unparsed lines are counted in *unparsed (may be NULL). */
+/*
+ * Every regular file of directory dir (not those whose names start with
+ * '.'; no subdirectories), in name order, as nw_nt_parse_path reads each:
+ * their runs one after the other (each run's input is its file) and their
+ * unparsed lines added up. -1 with err naming the file on the first read
+ * error (no run is returned then).
+ */
+int nw_nt_parse_dir(const char *dir, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen);
+/* Parse nccl-tests output (text of any version, or -J JSON) from path ("-" = stdin). A directory is refused, by name (nw_nt_parse_dir reads one). Returns the number of runs found (>= 0) and sets *runs to a malloc'ed array the caller frees (nw_run_release on each, then free); -1 with err filled on an I/O error. Unparsed lines are counted in *unparsed (may be NULL). */
 int nw_nt_parse_path(const char *path, struct nw_run **runs, size_t *unparsed, char *err, size_t errlen);
 /*
  * The same from an open stream (not closed here), read line by line: text

@@ -191,6 +191,8 @@ static int comment_columns(struct nt_stream *st, const char *s, size_t n)
 {
 	struct nt_tok t[NT_MAX_TOKENS];
 	int k = nt_tokenize(s, n, t, NT_MAX_TOKENS);
+	if (!nt_stream_has_rows(st))
+		st->error_column = st->root_column = 0; /* the columns of this table, not of one before it */
 	for (int i = 0; i < k; i++)
 		if (nt_tok_is(&t[i], "error"))
 			st->error_column = 1;
@@ -313,12 +315,16 @@ void nt_parse_comment(struct nt_ctx *c, struct nt_stream *st, const char *s, siz
 	if (k) {
 		if ((k->flags & NT_BEGINS) && nt_stream_has_rows(st))
 			nt_stream_finish(c, st);
+		else if (k->read == comment_columns && st->footer_read)
+			nt_stream_close_table(c, st); /* another table's column header, after a footer */
 		if (k->read && k->read(st, s, n) == 1) {
 			nt_stream_finish(c, st);
 			k->read(st, s, n);
 		}
 		if (k->flags & NT_ENDS)
 			nt_stream_finish(c, st);
+		else if (k->read == comment_avg && st->nsub == 1)
+			st->footer_read = 1; /* the table ends: rows after it are another table's (nt_stream_close_table) */
 	}
 }
 

@@ -61,6 +61,7 @@ struct nt_stream {
 	int64_t oob;
 	int have_avg;
 	double avg;
+	int footer_read;     /* its one table's footer was read: a row now starts another table */
 	char pending[1024];  /* a row cut by NCCL log lines, rebuilt piece by piece */
 	size_t plen;
 	int rccl;            /* rccl-tests, or RCCL/HIP banners */
@@ -103,6 +104,13 @@ void nt_add_gpu(struct nt_stream *st, const char *name, size_t n);
 int nt_note_rank(struct nt_stream *st, long long rank);
 /* s[0..n) into dst (room for len bytes), cut to fit, always terminated. */
 void nt_copy_bounded(char *dst, size_t len, const char *s, size_t n);
+/*
+ * A row after the footer ("Avg bus bandwidth") of the stream's one table:
+ * that table becomes a run now, with its own footer, and the stream keeps
+ * its header for the table the row starts, which has none of its own
+ * (several processes' tables interleaved wait for the end, as before).
+ */
+void nt_stream_close_table(struct nt_ctx *c, struct nt_stream *st);
 /* The stream of a launcher tag, created empty when new (the first one when there are too many). */
 struct nt_stream *nt_get_stream(struct nt_ctx *c, const char *tag);
 /* End of a stream's run: its tables become runs of c (headers filled), and the stream is emptied for the next. */

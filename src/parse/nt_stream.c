@@ -329,6 +329,22 @@ void nt_stream_finish(struct nt_ctx *c, struct nt_stream *st)
 	nt_stream_reset(st);
 }
 
+void nt_stream_close_table(struct nt_ctx *c, struct nt_stream *st)
+{
+	st->footer_read = 0;
+	if (st->nsub != 1 || !st->sub[0].nrows || !st->have_avg || st->plen)
+		return;
+	merge_zero_rows(st);
+	fill_header(c, st, &st->sub[0]);
+	push_run(c, &st->sub[0]);
+	nw_run_release(&st->sub[0]);
+	st->nsub = 0;
+	st->have_avg = st->have_oob = 0;
+	st->avg = 0;
+	st->oob = 0;
+	st->short_rows = 0;
+}
+
 struct nt_stream *nt_get_stream(struct nt_ctx *c, const char *tag)
 {
 	for (int i = 0; i < c->nstreams; i++)

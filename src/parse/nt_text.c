@@ -319,6 +319,63 @@ static int skip_nccl_line(struct nt_ctx *c, const char *s, size_t *n, int *cut)
 	return is_blank(s, *n);
 }
 
+/* Length of a rank tag "[12]" at s (digits only, as MPICH's and Intel MPI's -prepend-rank print it), 0 when none. */
+static size_t rank_tag(const char *s, size_t n)
+{
+	size_t i = 1;
+	if (n < 3 || s[0] != '[')
+		return 0;
+	while (i < n && i < 8 && s[i] >= '0' && s[i] <= '9')
+		i++;
+	return i > 1 && i < n && s[i] == ']' ? i + 1 : 0;
+}
+
+/*
+ * MPICH's and Intel MPI's -prepend-rank: "[0] " before every line, and again
+ * wherever the line was flushed in pieces, inside a row ("... sum  -1[0]
+ * 1626.5 ..."). The leading tag becomes the stream's ("[0]" and "[1]" are
+ * two processes); tags inside the line are cut out. Returns the new length.
+ */
+static size_t rank_tags(char *s, size_t n, char *tag, size_t taglen)
+{
+	size_t k = rank_tag(s, n);
+	if (!k || (k < n && s[k] != ' ' && s[k] != '#'))
+		return n;
+	nt_copy_bounded(tag, taglen, s, k);
+	size_t w = 0;
+	for (size_t r = k < n && s[k] == ' ' ? k + 1 : k; r < n;) {
+		size_t t = s[r] == '[' ? rank_tag(s + r, n - r) : 0;
+		if (t == k && !memcmp(s + r, tag, k)) {
+			r += t;
+			continue;
+		}
+		s[w++] = s[r++];
+	}
+	return w;
+}
+
+/* nccl-tests' own "NCCL version 2.19.4+cuda12.2" (NCCL at WARN level, or older nccl-tests): the run's NCCL, when the header gives no code. */
+static int nccl_banner(struct nt_stream *st, const char *s, size_t n)
+{
+	size_t i = 13, used = 0;
+	long v[3] = { -1, -1, -1 };
+	if (n < 18 || memcmp(s, "NCCL version ", 13) || s[i] < '0' || s[i] > '9')
+		return 0;
+	for (int k = 0; k < 3 && i < n; k++) {
+		long x = 0;
+		for (used = 0; i < n && s[i] >= '0' && s[i] <= '9' && used < 6; i++, used++)
+			x = x * 10 + (s[i] - '0');
+		if (!used)
+			break;
+		v[k] = x;
+		if (i < n && s[i] == '.')
+			i++;
+	}
+	if (v[2] >= 0 && st->nccl_code <= 0)
+		st->nccl_code = v[0] > 2 || v[1] >= 9 ? (int)(v[0] * 10000 + v[1] * 100 + v[2]) : (int)(v[0] * 1000 + v[1] * 100 + v[2]);
+	return 1;
+}
+
 /*
  * One line of text output: launcher prefixes off, NCCL log lines skipped
  * (the part of a row printed before one is kept for later), then header
@@ -330,11 +387,15 @@ void nt_process_line(struct nt_ctx *c, char *line, size_t len)
 	size_t n;
 	size_t off = nw_lp_strip(line, len, &n, &lp);
 	char *s = line + off;
+	if (!lp.tag[0] && n && s[0] == '[')
+		n = rank_tags(s, n, lp.tag, sizeof(lp.tag));
 	while (n && (s[n - 1] == '\r' || s[n - 1] == ' '))
 		n--;
 	if (!n)
 		return;
 	struct nt_stream *st = nt_get_stream(c, lp.tag);
+	if (nccl_banner(st, s, n))
+		return;
 	if (!st->cmd_op[0] && c->cmd_op[0] && !nt_stream_has_rows(st))
 		nw_strlcpy(st->cmd_op, c->cmd_op, sizeof(st->cmd_op));
 	int cut;
@@ -354,6 +415,8 @@ void nt_process_line(struct nt_ctx *c, char *line, size_t len)
 	while (i < n && s[i] == ' ')
 		i++;
 	int rowish = i < n && s[i] >= '0' && s[i] <= '9';
+	if (rowish && st->footer_read)
+		nt_stream_close_table(c, st);
 	if (!rowish && !st->plen && nt_text_header_line(c, st, s + i, n - i))
 		return;
 	if (cut && (rowish || st->plen)) {

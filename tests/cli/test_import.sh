@@ -249,3 +249,21 @@ run "$NW" import --no-history --table "$CORPUS/137-nccl-tests-allgather-4g-oob-f
 expect_out "the table's summary line: an unknown rank count is '?', not 0" '^# nranks \?  '
 run "$NW" import --no-history "$CORPUS/137-nccl-tests-allgather-4g-oob-failed-lost-hash-nccl24.txt"
 expect_out "CSV: an unknown rank count is an empty field, not 0" '^all_gather,float,none,-1,4294967296,134217728,,0,29122.000,'
+# MPICH's and Intel MPI's -prepend-rank ("[0] " on every line and inside rows): every row read
+run "$NW" import --no-history "$SRCDIR/tests/fixtures/nccltests/xf_all_reduce_impi_prepend_rank.txt"
+expect_rc "-prepend-rank tags: exit 0" 0
+expect_out "-prepend-rank tags: rows read past the tag inside them" "^all_reduce,float,sum,-1,8,2,2,"
+expect_true "-prepend-rank tags: nothing left unread" sh -c '! grep -q "not understood" "$1"' _ "$ERR"
+# two tables, no header between them: each its own run with its own footer
+run "$NW" import --no-history --json "$SRCDIR/tests/fixtures/nccltests/xf_two_tables_first_failed_no_header.txt"
+expect_true "two tables without headers: their own footers" jq_py '
+assert len(d) == 2, len(d)
+assert d[0]["run"]["extra"]["out_of_bounds_reported"] == 2 and d[1]["run"]["extra"]["out_of_bounds_reported"] == 0, d
+assert [r["wrong"] for r in d[0]["results"]] == [1, 1] and d[1]["run"]["extra"]["avg_busbw_reported"] == 110.683'
+# NCCL's banner in an nccl-tests output: the run's version
+run "$NW" import --no-history --json "$CORPUS/018-nccl-tests-h800-broadcast-2gpu-warn.txt"
+expect_true "NCCL's banner inside the output: the run's NCCL version" jq_py 'assert d[0]["run"]["nccl_version"] == "2.19.4", d[0]["run"]'
+# a directory: said so, with what to do
+run "$NW" import --no-history "$SRCDIR/tests/fixtures/nccltests"
+expect_rc "a directory: a read error" 2
+expect_err "a directory: said so, and what to give instead" "is a directory: name the nccl-tests outputs in it"

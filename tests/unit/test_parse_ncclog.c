@@ -202,8 +202,14 @@ static void gdr_detail(void **state)
 	json_t *doc = scan("h:1:1 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to PIX\n"
 	                   "h:1:1 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 5 > 4)\n", NULL);
 	const char *m = diag_msg(doc, "gdr-disabled");
-	assert_non_null(strstr(m, "GPU 18000 / HCA 0 (distance 5 > 4)"));
-	assert_non_null(strstr(m, "NCCL_NET_GDR_LEVEL=PIX"));
+	assert_non_null(strstr(m, "the NIC is too far from the GPU: PCIe distance 5, beyond the 4"));
+	assert_non_null(strstr(m, "set by the environment to PIX"));
+	assert_null(strstr(m, "peermem"));
+	const json_t *ev = json_object_get(diag(doc, "gdr-disabled"), "evidence");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ev, 0), "line")),
+	                    "GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 5 > 4)");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ev, 1), "line")),
+	                    "NCCL_NET_GDR_LEVEL set by environment to PIX");
 	json_decref(doc);
 }
 

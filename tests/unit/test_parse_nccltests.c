@@ -388,6 +388,87 @@ static void truncated_and_missing(void **state)
 	free(runs);
 }
 
+/* MPICH's and Intel MPI's -prepend-rank: "[0] " before every line, and again inside each row where it was flushed. */
+static void prepend_rank_tags(void **state)
+{
+	(void)state;
+	struct nw_run *runs;
+	size_t unparsed;
+	int n = parse_fixture("xf_all_reduce_impi_prepend_rank.txt", &runs, &unparsed);
+	assert_int_equal(n, 1);
+	assert_int_equal(unparsed, 0);
+	assert_int_equal(runs[0].nrows, 62);
+	assert_string_equal(runs[0].h.nccl_version, "2.28.9");
+	assert_string_equal(runs[0].rows[0].op, "all_reduce");
+	assert_int_equal(runs[0].rows[0].root, -1);
+	assert_true(runs[0].rows[0].time_us > 11.80 && runs[0].rows[0].time_us < 11.82);
+	free_runs(runs, n);
+}
+
+/* NCCL's own banner inside an nccl-tests output whose header has no nccl-library code: the run's version, understood. */
+static void banner_version(void **state)
+{
+	(void)state;
+	const char *src = getenv("SRCDIR");
+	char *p = nw_asprintf("%s/tests/fixtures/corpus/018-nccl-tests-h800-broadcast-2gpu-warn.txt", src ? src : ".");
+	struct nw_run *runs;
+	size_t unparsed;
+	char err[NW_ERRLEN] = "";
+	int n = nw_nt_parse_path(p, &runs, &unparsed, err, sizeof(err));
+	assert_int_equal(n, 1);
+	assert_string_equal(runs[0].h.nccl_version, "2.19.4");
+	free_runs(runs, n);
+	free(p);
+	/* a header's nccl-library code wins over a banner */
+	const char *text = "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\nNCCL version 2.19.4+cuda12.2\n";
+	n = nw_nt_parse_buf(text, strlen(text), "x", &runs, &unparsed, err, sizeof(err));
+	assert_int_equal(unparsed, 0);
+	free_runs(runs, n);
+}
+
+/* Two tables without headers between them: each keeps its own footer ("Out of bounds values : 2 FAILED" stays with the first). */
+static void tables_keep_their_footers(void **state)
+{
+	(void)state;
+	struct nw_run *runs;
+	size_t unparsed;
+	int n = parse_fixture("xf_two_tables_first_failed_no_header.txt", &runs, &unparsed);
+	assert_int_equal(n, 2);
+	const json_t *x0 = runs[0].h.extra, *x1 = runs[1].h.extra;
+	assert_int_equal(json_integer_value(json_object_get(x0, "out_of_bounds_reported")), 2);
+	assert_true(json_real_value(json_object_get(x0, "avg_busbw_reported")) > 128.9);
+	assert_int_equal(runs[0].nrows, 2);
+	assert_int_equal(runs[0].rows[0].wrong, 1);
+	assert_int_equal(json_integer_value(json_object_get(x1, "out_of_bounds_reported")), 0);
+	assert_true(json_real_value(json_object_get(x1, "avg_busbw_reported")) < 110.7);
+	assert_null(json_object_get(x1, "error_column"));
+	assert_null(json_object_get(x0, "processes_repeating_header"));
+	assert_int_equal(runs[1].nrows, 24);
+	assert_int_equal(runs[1].rows[0].wrong, 0);
+	free_runs(runs, n);
+}
+
+/* A directory is refused by name; nw_nt_parse_dir reads every file in it. */
+static void directory(void **state)
+{
+	(void)state;
+	const char *src = getenv("SRCDIR");
+	char *dir = nw_asprintf("%s/tests/fixtures/nccltests", src ? src : ".");
+	struct nw_run *runs;
+	size_t unparsed;
+	char err[NW_ERRLEN] = "";
+	assert_int_equal(nw_nt_parse_path(dir, &runs, &unparsed, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "is a directory"));
+	int n = nw_nt_parse_dir(dir, &runs, &unparsed, err, sizeof(err));
+	assert_true(n >= 6 + 6);
+	int from_ar = 0;
+	for (int i = 0; i < n; i++)
+		from_ar += strstr(runs[i].h.input, "/nt_all_reduce.txt") != NULL;
+	assert_int_equal(from_ar, 1);
+	free_runs(runs, n);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -402,6 +483,10 @@ int main(void)
 		cmocka_unit_test(json_output),
 		cmocka_unit_test(garbage),
 		cmocka_unit_test(truncated_and_missing),
+		cmocka_unit_test(prepend_rank_tags),
+		cmocka_unit_test(banner_version),
+		cmocka_unit_test(tables_keep_their_footers),
+		cmocka_unit_test(directory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
