@@ -451,11 +451,19 @@ static int do_delete(struct nw_store *s, const struct hopts *o)
 static int do_sync(const struct hopts *o)
 {
 	char err[NW_ERRLEN];
-	size_t sent, left;
-	int rc = nw_store_sync(&o->so, &sent, &left, err, sizeof(err));
-	fprintf(stderr, "%zu spooled run%s sent%s\n", sent, sent == 1 ? "" : "s", left ? ", some left" : "");
+	struct nw_spool_counts c;
+	int rc = nw_store_sync(&o->so, &c, err, sizeof(err));
+	fprintf(stderr, "%zu spooled run%s sent", c.sent, c.sent == 1 ? "" : "s");
+	if (c.dup)
+		fprintf(stderr, ", %zu found stored already", c.dup);
+	if (c.left)
+		fprintf(stderr, ", %zu left in the spool", c.left);
+	fprintf(stderr, "\n");
+	if (c.reclaimed)
+		nw_warn("%zu of them had been claimed by a sync that was killed before it finished; they were taken back",
+		        c.reclaimed);
 	if (rc)
-		return nw_error("%s", err), left ? 1 : 2;
+		return nw_error("%s", err), c.left ? 1 : 2;
 	return 0;
 }
 
@@ -541,7 +549,11 @@ int cmd_history(int argc, char **argv)
 	if (!sc->fn)
 		return do_sync(&o);
 	struct nw_store *s;
-	if (open_db(&o, sc->fn == do_merge ? NW_STORE_WRITE : NW_STORE_READ, &s))
+	/* merge writes (a new history too), delete and baseline change one that exists, the rest only read */
+	enum nw_store_mode mode = sc->fn == do_merge ? NW_STORE_WRITE : NW_STORE_READ;
+	if (sc->fn == do_delete || (sc->fn == do_baseline && (o.del || o.nargs == 3)))
+		mode = NW_STORE_UPDATE;
+	if (open_db(&o, mode, &s))
 		return 2;
 	int rc = 2;
 	o.csv_out = nw_cli_out_open("history", "--csv", &o.csv);

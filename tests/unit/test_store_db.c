@@ -85,12 +85,12 @@ static void round_trip_at(const char *path)
 	setenv("NCCL_PROTO", "Simple", 1);
 	struct nw_run run, back;
 	make_run(&run);
-	struct nw_store_opts o = { path, 0 };
+	struct nw_store_opts o = { .db_path = path };
 	long long id = 0;
 	assert_int_equal(nw_store_record(&o, &run, &id, err, sizeof(err)), 0);
 	assert_true(id > 0);
 	struct nw_store *s;
-	assert_int_equal(nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)), 0);
+	assert_int_equal(nw_store_open(path, NW_STORE_UPDATE, &s, err, sizeof(err)), 0);
 	assert_int_equal(nw_store_load(s, id, &back, err, sizeof(err)), 0);
 	assert_int_equal(back.nrows, 2);
 	assert_string_equal(back.h.nccl_version, "2.28.9");
@@ -180,7 +180,7 @@ static void disabled_records_nothing(void **state)
 	struct nw_run run;
 	make_run(&run);
 	long long id = 7;
-	struct nw_store_opts off = { "/nonexistent/dir/never.db", 1 };
+	struct nw_store_opts off = { .db_path = "/nonexistent/dir/never.db", .disabled = 1 };
 	assert_int_equal(nw_store_record(&off, &run, &id, err, sizeof(err)), 0);
 	assert_int_equal(id, 0);
 	assert_int_equal(access("/nonexistent/dir/never.db", F_OK), -1);
@@ -202,7 +202,7 @@ static void default_path(void **state)
 	setenv("NCCLWATCH_DB", "/env.db", 1);
 	assert_int_equal(nw_store_path(NULL, buf, sizeof(buf), err, sizeof(err)), 0);
 	assert_string_equal(buf, "/env.db");
-	struct nw_store_opts o = { "/opt.db", 0 };
+	struct nw_store_opts o = { .db_path = "/opt.db" };
 	assert_int_equal(nw_store_path(&o, buf, sizeof(buf), err, sizeof(err)), 0);
 	assert_string_equal(buf, "/opt.db");
 	unsetenv("NCCLWATCH_DB");
@@ -245,7 +245,7 @@ static void foreign_files(void **state)
 	fclose(f);
 	struct nw_run run;
 	make_run(&run);
-	struct nw_store_opts o = { path, 0 };
+	struct nw_store_opts o = { .db_path = path };
 	assert_int_equal(nw_store_record(&o, &run, NULL, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "not an SQLite file"));
 	assert_int_equal(file_size(path), (long)strlen("these are my notes, not a database\n"));
@@ -254,7 +254,7 @@ static void foreign_files(void **state)
 	/* Our own file, with its pages overwritten: an error naming the damage, no crash. */
 	path_in(path, sizeof(path), "damaged.db");
 	make_run(&run);
-	struct nw_store_opts d = { path, 0 };
+	struct nw_store_opts d = { .db_path = path };
 	assert_int_equal(nw_store_record(&d, &run, NULL, err, sizeof(err)), 0);
 	assert_int_equal(nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)), 0);
 	nw_store_close(s); /* checkpoints the WAL into the main file */
