@@ -127,6 +127,9 @@ int nw_cli_colour(void);
  */
 void nw_cli_say_waiting(const char *path, double bound_s);
 
+/* Warns that what is read from the history database at path may be stale, and why (for nw_store_on_caveat). */
+void nw_cli_say_caveat(const char *path, const char *why);
+
 /* Whether the command's text goes to stdout: no --json, or --json FILE (not '-'). */
 int nw_cli_json_text(const struct nw_opt_out *j);
 

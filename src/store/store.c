@@ -27,6 +27,13 @@ void nw_store_stop_on(const volatile sig_atomic_t *flag)
 	nw_db_stop = flag;
 }
 
+static void (*caveat_notice)(const char *path, const char *why);
+
+void nw_store_on_caveat(void (*fn)(const char *path, const char *why))
+{
+	caveat_notice = fn;
+}
+
 /*
  * The schema, as a table of forward steps: step k turns a version k-1
  * database into version k. A new version appends a step; existing steps are
@@ -415,6 +422,10 @@ int st_open_store(const char *path, enum nw_store_mode mode, double deadline, st
 	nw_strlcpy(s->path, shown, sizeof(s->path));
 	free(shown);
 	if (settle(s, err, errlen) == 0) {
+		if (db->stale && caveat_notice)
+			caveat_notice(s->path, "its write-ahead log (the -wal file beside it) cannot be read here, so runs "
+			              "recorded since its last checkpoint may be missing; read it where its -wal and -shm "
+			              "files are readable");
 		*out = s;
 		return 0;
 	}
@@ -430,13 +441,6 @@ int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **o
 	return st_open_store(path, mode, 0, out, &cls, err, errlen);
 }
 
-const char *nw_store_caveat(const struct nw_store *s)
-{
-	if (s && s->db->stale)
-		return "its write-ahead log (the -wal file beside it) cannot be read here, so runs recorded since its last "
-		       "checkpoint may be missing; read it where the -wal and -shm files are readable";
-	return NULL;
-}
 
 void nw_store_close(struct nw_store *s)
 {

@@ -144,10 +144,11 @@ int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **o
 void nw_store_close(struct nw_store *s);
 
 /*
- * NULL, or a sentence saying why this reading of s may miss recent runs
- * (an SQLite file whose write-ahead log could not be read here).
+ * fn hears, when a database is opened, why what is read from it may lack
+ * its latest runs (an SQLite file whose write-ahead log cannot be read
+ * here): path as shown, and the sentence. The store itself never prints.
  */
-const char *nw_store_caveat(const struct nw_store *s);
+void nw_store_on_caveat(void (*fn)(const char *path, const char *why));
 
 /*
  * fn hears, once per open database, that a command has waited more than
