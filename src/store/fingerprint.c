@@ -1,11 +1,6 @@
-/* The fingerprint of a run: what it ran on, kept with its results, and what makes it this run. */
-#include <stdint.h>
-#include <stdio.h>
+/* The fingerprint of a run: what it ran on, kept with its results. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "store/store.h"
 #include "util/util.h"
@@ -100,30 +95,6 @@ static void own_cmdline(char *buf, size_t len)
 	free(raw);
 }
 
-void nw_fingerprint_stamp(struct nw_run *run)
-{
-	if (!json_is_object(run->h.extra)) {
-		if (run->h.extra)
-			json_decref(run->h.extra);
-		run->h.extra = json_object();
-	}
-	json_t *fp = json_object_get(run->h.extra, "fingerprint");
-	if (!json_is_object(fp)) {
-		fp = json_object();
-		json_object_set_new(run->h.extra, "fingerprint", fp);
-	}
-	if (json_object_get(fp, "record_id"))
-		return;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	uint32_t r = 0;
-	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
-		r = (uint32_t)ts.tv_nsec ^ (uint32_t)getpid() * 2654435761u;
-	char id[96];
-	snprintf(id, sizeof(id), "%lld.%06ld-%ld-%08x", (long long)ts.tv_sec, ts.tv_nsec / 1000, (long)getpid(), r);
-	json_object_set_new(fp, "record_id", json_string(id));
-}
-
 void nw_fingerprint_collect(struct nw_run *run)
 {
 	struct nw_run_header *h = &run->h;
@@ -179,5 +150,4 @@ void nw_fingerprint_collect(struct nw_run *run)
 		if (v)	/* not valid UTF-8: left out */
 			set_if_absent(env, name, v);
 	}
-	nw_fingerprint_stamp(run);
 }

@@ -107,13 +107,15 @@ void nw_store_stop_on(const volatile sig_atomic_t *flag);
 char *nw_store_redact(const char *text);
 
 /*
- * Give run an identity of its own in its fingerprint ("record_id": this
- * process's time to the microsecond, its id and random bits) unless it has
- * one: two recordings never share a content key, even of the same rows on
- * the same host in the same second. nw_fingerprint_collect and
- * nw_store_record call it.
+ * Give run an identity of its own unless it has one: "record_id" in its
+ * extra (this process's time to the microsecond, its id and random bits),
+ * which its content key covers, so that two recordings never share a key,
+ * even of the same rows on the same host in the same second (16 ranks
+ * importing one output). The fingerprint stays what the run ran on.
+ * nw_store_record calls it; a command inserting new runs itself
+ * (nw_store_insert) calls it first.
  */
-void nw_fingerprint_stamp(struct nw_run *run);
+void nw_store_stamp(struct nw_run *run);
 
 /* The schema version this code writes (PRAGMA user_version). */
 #define NW_STORE_SCHEMA_VERSION 5
@@ -172,6 +174,8 @@ struct nw_store_entry {
 	double peak_busbw;      /* GB/s, highest busbw of any row */
 	int nrows;
 	char baselines[128];    /* baseline names of this run, comma-separated */
+	int incomplete;         /* its extra says "incomplete": an output cut short (nw_run_incomplete) */
+	int interrupted;        /* its extra says "interrupted": stopped by a signal */
 };
 
 /* Filters of a listing; NULL/empty fields do not filter. */
@@ -222,8 +226,10 @@ int nw_store_baseline_list(struct nw_store *s, struct nw_store_baseline **out, s
 /*
  * Fleet queries and merging (schema version 3). A run's content key says
  * what it is wherever it is stored: "TIME HOST SOURCE HASH", HASH being 16
- * hex digits of FNV-1a over its rows and its fingerprint. Two databases
- * holding the same recorded run give it the same key.
+ * hex digits of FNV-1a over its rows, its fingerprint and its record_id
+ * (nw_store_stamp; runs recorded before it have none). Two databases
+ * holding the same recorded run give it the same key; two recordings never
+ * share one.
  */
 #define NW_STORE_KEY_LEN 320
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,7 +40,29 @@ static void run_key(const struct nw_run *run, const char *time, char *out, size_
 	char *fps = fp ? json_dumps(fp, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	h = fnv_add(h, fps ? fps : "null");
 	free(fps);
+	const char *rid = run->h.extra ? json_string_value(json_object_get(run->h.extra, "record_id")) : NULL;
+	if (rid) /* absent from runs recorded before it: their keys stay as they were */
+		h = fnv_add(fnv_add(h, "\nrecord "), rid);
 	snprintf(out, len, "%s %s %s %016" PRIx64, time, run->h.host, run->h.source, h);
+}
+
+void nw_store_stamp(struct nw_run *run)
+{
+	if (!json_is_object(run->h.extra)) {
+		if (run->h.extra)
+			json_decref(run->h.extra);
+		run->h.extra = json_object();
+	}
+	if (json_object_get(run->h.extra, "record_id"))
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint32_t r = 0;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (uint32_t)ts.tv_nsec ^ (uint32_t)getpid() * 2654435761u;
+	char id[96];
+	snprintf(id, sizeof(id), "%lld.%06ld-%ld-%08x", (long long)ts.tv_sec, ts.tv_nsec / 1000, (long)getpid(), r);
+	json_object_set_new(run->h.extra, "record_id", json_string(id));
 }
 
 void nw_store_run_key(const struct nw_run *run, char *out, size_t len)
@@ -297,7 +320,7 @@ int nw_store_record(const struct nw_store_opts *o, struct nw_run *run, long long
 	if (!json_is_object(fp) || !json_object_get(fp, "host"))
 		nw_fingerprint_collect(run);
 	/* what identifies the run, fixed before it is stored or spooled, so every copy of it has one content key */
-	nw_fingerprint_stamp(run);
+	nw_store_stamp(run);
 	if (!run->h.time[0])
 		nw_utc_iso(run->h.time, sizeof(run->h.time));
 	st_redact_run(run);
