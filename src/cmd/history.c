@@ -67,7 +67,8 @@ const struct nw_cmd_spec nw_spec_history = {
 	         "and manages that record.\n"
 	         "\n"
 	         "  list       one line per run: id, time (UTC), host, source, ops, NCCL\n"
-	         "             version, peak busbw, baseline names (the default)\n"
+	         "             version, peak busbw, baseline names, and a note for an\n"
+	         "             incomplete or interrupted run (the default)\n"
 	         "  show ID    a run's header, fingerprint (NCCL_* variables; --env for\n"
 	         "             every recorded one) and results table\n"
 	         "  export     a run (ID) or every run matching the filters (all), as\n"
@@ -78,12 +79,14 @@ const struct nw_cmd_spec nw_spec_history = {
 	         "             the name wherever they take a run; setting a name again moves it\n"
 	         "  baseline   list the names; --delete NAME removes one\n"
 	         "  sync       send the runs kept in the local spool while the PostgreSQL\n"
-	         "             server of --db could not be reached (the next run recorded\n"
-	         "             there sends them too)\n"
+	         "             server of --db could not be reached or did not answer, or\n"
+	         "             that a signal cut off (the next run recorded there sends\n"
+	         "             them too; what a killed sync left is taken back)\n"
 	         "  merge FILE.db\n"
 	         "             copy the runs of another node's history file into this\n"
-	         "             database; a run already here (same host, time, source,\n"
-	         "             rows and fingerprint) is not copied again\n",
+	         "             database; a run already here (same content key: host,\n"
+	         "             time, source, rows, fingerprint, recording) is not copied\n"
+	         "             again; FILE is only read, never changed\n",
 	.opts = history_options,
 	.args = NW_ARGS_WORDS,
 	.subcmds = history_subcmds,
