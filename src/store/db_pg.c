@@ -281,10 +281,15 @@ static int pg_wait(struct nw_db *db, short events, double start, double until, c
 			return nw_db_fail(db, NW_DB_STOPPED, msg);
 		}
 		double now = nw_now(), left = until - now;
-		if (left <= 0 || fd < 0) {
+		if (fd < 0) {
+			drop(db);
+			snprintf(msg, sizeof(msg), "the connection has no socket while %s", doing);
+			return nw_db_fail(db, NW_DB_LOST, msg);
+		}
+		if (left <= 0) {
 			drop(db);
 			snprintf(msg, sizeof(msg), "no answer from the server within %.3g s while %s", now - start, doing);
-			return nw_db_fail(db, fd < 0 ? NW_DB_LOST : NW_DB_TIMEOUT, msg);
+			return nw_db_fail(db, NW_DB_TIMEOUT, msg);
 		}
 		struct pollfd p = { .fd = fd, .events = events };
 		int rc = poll(&p, 1, left > 0.1 ? 100 : (int)(left * 1000) + 1);

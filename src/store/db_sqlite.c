@@ -414,13 +414,26 @@ static int check_file(const char *path, char *err, size_t errlen)
 	return check_magic(path, err, errlen);
 }
 
+/* Whether the file's header says WAL mode (its read and write versions, bytes 18 and 19, are 2). */
+static int wal_mode(const char *path)
+{
+	unsigned char h[20];
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(h, 1, sizeof(h), f) : 0;
+	if (f)
+		fclose(f);
+	return n == sizeof(h) && h[18] == 2 && h[19] == 2;
+}
+
 /*
  * Open for reading without writing or creating anything. A read-only
  * connection to a file in WAL mode makes -wal and -shm files where it can,
- * so a file without a log is read as it is (immutable: nothing is in a log
- * to miss), and one with a log through it (mode=ro, which needs the log and
- * its index readable). Where that fails, the file alone is read and
- * db->stale says that runs still in the log are not seen.
+ * so such a file without a log is read as it is (immutable: nothing is in
+ * a log to miss); one with a log, and a file in rollback mode (whose
+ * readers make nothing, and take the lock a writer's transaction holds),
+ * are read with mode=ro. Where that fails for want of the log or its index,
+ * the file alone is read and db->stale says runs still in the log are not
+ * seen.
  */
 static int open_reader(struct nw_db *db, const char *path, char *err, size_t errlen)
 {
@@ -428,7 +441,7 @@ static int open_reader(struct nw_db *db, const char *path, char *err, size_t err
 	char uri[PATH_MAX * 3 + 32];
 	int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
 	int rc = SQLITE_CANTOPEN;
-	if (side_size(path, "-wal") >= 0) {
+	if (side_size(path, "-wal") >= 0 || !wal_mode(path)) {
 		file_uri(path, "mode=ro", uri, sizeof(uri));
 		rc = sqlite3_open_v2(uri, &l->db, flags, NULL);
 		/* the log's index cannot be made or read here: the open succeeds, the first read fails (a lock is waited for) */

@@ -69,7 +69,10 @@ int nw_spool_keep(const char *db, const struct nw_run *run, char *err, size_t er
 	nw_utc_iso(now, sizeof(now));
 	snprintf(path, sizeof(path), "%s/%s-%ld-%u.json", dir, now, (long)getpid(), seq++);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	json_t *doc = json_pack("{s:s,s:o}", "db", db, "run", nw_run_to_json(run, 1));
+	/* the key as the run is now: the JSON copy rounds figures the key covers */
+	char key[NW_STORE_KEY_LEN];
+	nw_store_run_key(run, key, sizeof(key));
+	json_t *doc = json_pack("{s:s,s:s,s:o}", "db", db, "key", key, "run", nw_run_to_json(run, 1));
 	int rc = doc ? json_dump_file(doc, tmp, JSON_COMPACT) : -1;
 	json_decref(doc);
 	if (rc == 0 && rename(tmp, path) == 0) {
@@ -97,6 +100,9 @@ static int send_one(struct nw_store *s, const char *db, const char *file, const 
 		return 1;
 	}
 	struct nw_run run;
+	char key[NW_STORE_KEY_LEN];
+	nw_strlcpy(key, json_string_value(json_object_get(doc, "key")) ? json_string_value(json_object_get(doc, "key")) : "",
+	           sizeof(key));
 	int rc = nw_run_from_json(json_object_get(doc, "run"), &run, err, errlen);
 	json_decref(doc);
 	if (rc)
@@ -104,14 +110,14 @@ static int send_one(struct nw_store *s, const char *db, const char *file, const 
 	/* kept by an older ncclwatch without its time: the time it was kept, which starts the file's name */
 	if (!run.h.time[0] && strlen(name) > 20 && name[4] == '-' && name[10] == 'T' && name[19] == 'Z')
 		snprintf(run.h.time, sizeof(run.h.time), "%.20s", name);
-	/* sent before, but its file was not removed (the sender died after the commit): stored once */
 	st_redact_run(&run);
-	char key[NW_STORE_KEY_LEN];
-	nw_store_run_key(&run, key, sizeof(key));
+	if (!key[0]) /* kept by an older ncclwatch: the key of what was kept */
+		nw_store_run_key(&run, key, sizeof(key));
+	/* sent before, but its file was not removed (the sender died after the commit), or taken late: stored once */
 	rc = nw_store_has_key(s, key, err, errlen);
 	if (rc == 0) {
 		long long id;
-		rc = nw_store_insert(s, &run, &id, err, errlen);
+		rc = st_insert_keyed(s, &run, key, &id, err, errlen);
 	} else if (rc == 1) {
 		rc = 2;
 	}

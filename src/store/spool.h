@@ -6,8 +6,9 @@
  *
  * One JSON file per run under $NCCLWATCH_SPOOL, else
  * $XDG_DATA_HOME/ncclwatch/spool, else ~/.local/share/ncclwatch/spool:
- * {"db": the --db it was meant for, "run": the run}. A sender claims a file
- * by renaming it, so two senders never send the same run.
+ * {"db": the --db it was meant for, "key": its content key when it was
+ * kept, "run": the run}. A sender claims a file by renaming it, so two
+ * senders never send the same run.
  */
 #ifndef NW_STORE_SPOOL_H
 #define NW_STORE_SPOOL_H

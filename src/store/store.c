@@ -218,8 +218,9 @@ static int pg_open_err(const char *name, enum nw_db_err cls, const char *why, ch
 		return nw_seterr(err, errlen, "cannot reach the PostgreSQL server of '%s' (%s): check that it is up and the "
 		                 "host, port or socket directory in --db", name, msg);
 	if (cls == NW_DB_TIMEOUT)
-		return nw_seterr(err, errlen, "the PostgreSQL server of '%s' did not answer in time (%s; the bound is "
-		                 "--lock-timeout or NCCLWATCH_LOCK_TIMEOUT): check that it is up and not overloaded", name, msg);
+		return nw_seterr(err, errlen, "the PostgreSQL server of '%s' did not answer in time (%s): check that it is "
+		                 "up and not overloaded (--lock-timeout S or NCCLWATCH_LOCK_TIMEOUT sets how long to wait)",
+		                 name, msg);
 	if (cls == NW_DB_STOPPED)
 		return nw_seterr(err, errlen, "connecting to the PostgreSQL server of '%s': stopped by a signal", name);
 	return nw_seterr(err, errlen, "%s", msg);

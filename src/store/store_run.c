@@ -149,7 +149,7 @@ static double run_peak_busbw(const struct nw_run *run)
 }
 
 /* The whole insert, inside a transaction the caller holds. */
-static int insert_run(struct nw_store *s, const struct nw_run *run, long long *id_out, char *err,
+static int insert_run(struct nw_store *s, const struct nw_run *run, const char *key, long long *id_out, char *err,
                       size_t errlen)
 {
 	const struct nw_run_header *h = &run->h;
@@ -163,8 +163,6 @@ static int insert_run(struct nw_store *s, const struct nw_run *run, long long *i
 		t = now;
 	}
 	char *extra = h->extra ? json_dumps(h->extra, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	char key[NW_STORE_KEY_LEN];
-	run_key(run, t, key, sizeof(key));
 	const struct nw_db_param p[] = {
 		NW_DB_TEXT(t), NW_DB_TEXT(h->host), NW_DB_TEXT(h->source), NW_DB_TEXT(h->backend),
 		NW_DB_TEXT(h->tool_version), NW_DB_TEXT(h->nccl_version), NW_DB_TEXT(h->nccl_path),
@@ -222,7 +220,7 @@ static int insert_once(struct nw_store *s, struct nw_run *run, const char *key, 
 		db->drv->rollback(db); /* nothing written; the lock ends with the transaction */
 		return found > 0 ? 0 : -1;
 	}
-	if (insert_run(s, run, id, err, errlen)) {
+	if (insert_run(s, run, key, id, err, errlen)) {
 		db->drv->rollback(db);
 		return -1;
 	}
@@ -272,14 +270,20 @@ static int retryable(const struct nw_store *s)
 int nw_store_insert(struct nw_store *s, struct nw_run *run, long long *id_out, char *err,
                     size_t errlen)
 {
-	long long id = 0;
-	double until = nw_db_until(s->db, nw_now()), pause = 0.02;
-	unsigned seed = (unsigned)getpid() ^ (unsigned)(nw_now() * 1e6);
 	if (!run->h.time[0])
 		nw_utc_iso(run->h.time, sizeof(run->h.time)); /* one time, so every attempt has one content key */
 	st_redact_run(run);
 	char key[NW_STORE_KEY_LEN];
 	run_key(run, run->h.time, key, sizeof(key));
+	return st_insert_keyed(s, run, key, id_out, err, errlen);
+}
+
+int st_insert_keyed(struct nw_store *s, struct nw_run *run, const char *key, long long *id_out, char *err,
+                    size_t errlen)
+{
+	long long id = 0;
+	double until = nw_db_until(s->db, nw_now()), pause = 0.02;
+	unsigned seed = (unsigned)getpid() ^ (unsigned)(nw_now() * 1e6);
 	for (;;) {
 		if (insert_once(s, run, key, &id, err, errlen) == 0)
 			break;
