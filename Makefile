@@ -3,6 +3,7 @@
 #   make test            every test that needs no GPU (unit, CLI, plugin harness);
 #                        T="test_a test_b" runs only those
 #   make SANITIZE=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer (build-san/)
+#   make TSAN=1 tsan     the plugin and its harness under ThreadSanitizer (clang, build-tsan/)
 #   make MPI=0           build without MPI even when mpicc is present
 #   make MPI=dl          no MPI at build or load time: Open MPI's libmpi.so.40 is
 #                        opened when an MPI launcher starts ncclwatch (as in make portable)
@@ -13,22 +14,32 @@
 #                        glibc >= 2.31 at load time (scripts/portable; root, debootstrap)
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
 #   make install         PREFIX=/usr/local DESTDIR=: binary, plugin, man pages, completions,
-#                        deploy examples (INSTALL_FROM=build-portable installs the portable files)
+#                        deploy examples, the exporter's systemd unit and /etc/default/ncclwatch,
+#                        docs (INSTALL_FROM=build-portable installs the portable files)
 #   make deb             build-deb/ncclwatch_VERSION_amd64.deb of the portable files
+#   make image-root      build-image/rootfs: the container image's root (Dockerfile) as a directory
 
 CC       ?= cc
 SANITIZE ?= 0
-MPI      ?= auto
+TSAN     ?= 0
 V        ?= 0
 Q        := $(if $(filter 1,$(V)),,@)
 
-ifeq ($(SANITIZE),1)
+# TSAN=1: ThreadSanitizer (clang, no MPI) in build-tsan/, for the plugin and
+# the harness that drives it from several threads (make TSAN=1 tsan).
+ifeq ($(TSAN),1)
+BUILD    ?= build-tsan
+CC       := clang
+MPI      := 0
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+else ifeq ($(SANITIZE),1)
 BUILD    ?= build-san
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 else
 BUILD    ?= build
 SANFLAGS :=
 endif
+MPI      ?= auto
 
 VERSION  := $(shell cat VERSION)
 WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wvla \
@@ -85,7 +96,9 @@ endif
 
 PLUGIN_SRC := $(wildcard src/plugin/*.c)
 APP_SRC    := $(filter-out $(PLUGIN_SRC),$(shell find src -name '*.c' | sort))
-APP_OBJ    := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
+# The check kernels' PTX text goes into the binary as data (src/gpu/verify_ptx.S, .incbin).
+APP_ASM    := $(shell find src -name '*.S' | sort)
+APP_OBJ    := $(APP_SRC:%.c=$(BUILD)/obj/%.o) $(APP_ASM:%.S=$(BUILD)/obj/%.o)
 LIB_OBJ    := $(filter-out $(BUILD)/obj/src/main.o,$(APP_OBJ))
 PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/pic/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
@@ -102,7 +115,7 @@ FAKE_FLAGS := $(filter-out -MMD -MP $(MPI_CFLAGS),$(CFLAGS)) -fPIC -shared -fvis
 BIN    := $(BUILD)/ncclwatch
 PLUGIN := $(BUILD)/libnccl-profiler-ncclwatch.so
 
-.PHONY: all test clean fuzz mpi-state portable install deb
+.PHONY: all test tsan clean fuzz mpi-state portable install deb image-root
 all: mpi-state $(BIN) $(PLUGIN)
 
 mpi-state:
@@ -117,12 +130,17 @@ $(BIN): $(APP_OBJ)
 # (nodelete): CUPTI may still hold callbacks into it after NCCL closes it.
 $(PLUGIN): $(PLUGIN_OBJ)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/exports.map -Wl,-z,nodelete -o $@ $^ -ldl -lpthread -lm
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/exports.map -Wl,-z,nodelete -o $@ $^ $(LDFLAGS) -ldl -lpthread -lm
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/src/gpu/verify_ptx.o: src/gpu/verify_ptx.S src/gpu/verify.ptx
+	@mkdir -p $(dir $@)
+	@echo "  AS      $<"
+	$(Q)$(CC) -c -o $@ $<
 
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -150,10 +168,12 @@ $(FAKE_DIR)/libcuda.so.1: tests/fakegpu/fake_cuda.c tests/fakegpu/fakegpu.h
 	@echo "  FAKE    $@"
 	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 
-$(FAKE_DIR)/libnccl.so.2: tests/fakegpu/fake_nccl.c tests/fakegpu/fakegpu.h
+$(FAKE_DIR)/libnccl.so.2: tests/fakegpu/fake_nccl.c tests/fakegpu/fake_nccl_prof.c tests/fakegpu/fake_nccl_prof.h \
+                          tests/fakegpu/profiler_abi.h tests/fakegpu/fakegpu.h
 	@mkdir -p $(dir $@)
 	@echo "  FAKE    $@"
-	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< -lpthread -lm -ldl
+	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ tests/fakegpu/fake_nccl.c tests/fakegpu/fake_nccl_prof.c \
+	  -lpthread -lm -ldl
 
 # The fake CUPTI (NCCLWATCH_CUPTI_LIB) for the plugin's exposed-communication window.
 $(FAKE_DIR)/libcupti.so.13: tests/fakegpu/fake_cupti.c src/plugin/cupti_abi.h
@@ -164,18 +184,28 @@ $(FAKE_DIR)/libcupti.so.13: tests/fakegpu/fake_cupti.c src/plugin/cupti_abi.h
 test: all $(UNIT_BIN) $(HELPER_BIN) $(FAKE_LIBS)
 	@BUILD=$(BUILD) tests/run.sh $(T)
 
+# The plugin and its harness under ThreadSanitizer, driven through every
+# profiler ABI from several threads as NCCL drives it (scripts/tsan-plugin).
+tsan:
+	@test "$(TSAN)" = 1 || { echo "run it as: make TSAN=1 tsan" >&2; exit 2; }
+	$(Q)$(MAKE) --no-print-directory TSAN=1 $(PLUGIN) $(BUILD)/tests/plugin_harness
+	scripts/tsan-plugin $(BUILD)
+
 # libFuzzer targets: tests/fuzz/fuzz_<name>.c, linked with every module
 # (compiled once, instrumented, without MPI).
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_OBJ   := $(filter-out src/main.c,$(APP_SRC))
-FUZZ_OBJ   := $(FUZZ_OBJ:%.c=build-fuzz/obj/%.o)
+FUZZ_OBJ   := $(FUZZ_OBJ:%.c=build-fuzz/obj/%.o) build-fuzz/obj/src/gpu/verify_ptx.o
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 -DNW_MPI_DL=0 -DNW_MHD_DL=0 -DNW_PQ_DL=0 -I/usr/include/postgresql
 fuzz: $(FUZZ_BIN)
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC (fz) $<"
 	$(Q)clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+build-fuzz/obj/src/gpu/verify_ptx.o: src/gpu/verify_ptx.S src/gpu/verify.ptx
+	@mkdir -p $(dir $@)
+	$(Q)clang -c -o $@ $<
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	@echo "  FUZZ    $@"
 	$(Q)clang $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) \
@@ -195,12 +225,16 @@ MANDIR       ?= $(PREFIX)/share/man
 DATADIR      ?= $(PREFIX)/share/ncclwatch
 BASHCOMPDIR  ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR   ?= $(PREFIX)/share/zsh/site-functions
+SYSTEMDDIR   ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR   ?= /etc
+DOCDIR       ?= $(PREFIX)/share/doc/ncclwatch
 INSTALL_FROM ?= $(BUILD)
 
 # The man pages come from the installed binary's own help text (scripts/mkman).
 install: $(if $(filter $(BUILD),$(INSTALL_FROM)),all)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(MANDIR)/man1 \
-	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DATADIR)
+	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DATADIR) \
+	  $(DESTDIR)$(SYSTEMDDIR) $(DESTDIR)$(SYSCONFDIR)/default $(DESTDIR)$(DOCDIR)/docs
 	install -m 755 $(INSTALL_FROM)/ncclwatch $(DESTDIR)$(BINDIR)/ncclwatch
 	install -m 644 $(INSTALL_FROM)/libnccl-profiler-ncclwatch.so $(DESTDIR)$(LIBDIR)/
 	rm -rf $(INSTALL_FROM)/man && scripts/mkman $(INSTALL_FROM)/ncclwatch $(INSTALL_FROM)/man
@@ -209,12 +243,24 @@ install: $(if $(filter $(BUILD),$(INSTALL_FROM)),all)
 	install -m 644 completions/_ncclwatch $(DESTDIR)$(ZSHCOMPDIR)/_ncclwatch
 	cp -R deploy $(DESTDIR)$(DATADIR)/
 	chmod -R u=rwX,go=rX $(DESTDIR)$(DATADIR)/deploy
+	sed 's|/usr/bin/ncclwatch|$(BINDIR)/ncclwatch|' packaging/ncclwatch-exporter.service \
+	  >$(DESTDIR)$(SYSTEMDDIR)/ncclwatch-exporter.service
+	chmod 644 $(DESTDIR)$(SYSTEMDDIR)/ncclwatch-exporter.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/default/ncclwatch ] || \
+	  install -m 644 packaging/ncclwatch.default $(DESTDIR)$(SYSCONFDIR)/default/ncclwatch
+	install -m 644 README.md NOTICE $(DESTDIR)$(DOCDIR)/
+	install -m 644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+
+# The container image's root file system as a directory (the Dockerfile makes
+# the same from its own build stage): build-image/rootfs.
+image-root: portable
+	scripts/image-root build-portable build-portable/rootfs build-image/rootfs
 
 # The Debian package of the portable files (packaging/mkdeb).
 deb: portable
 	packaging/mkdeb build-portable build-deb
 
 clean:
-	rm -rf build build-san build-fuzz build-dl build-deb
+	rm -rf build build-san build-tsan build-fuzz build-dl build-deb build-image
 
 -include $(APP_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d)

@@ -17,6 +17,7 @@
 
 #include "bench/bench_int.h"
 #include "bench/hostmem.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 void nw_bench_opts_default(struct nw_bench_opts *o)
@@ -188,13 +189,12 @@ static int stop_agreed(struct bs_ctx *x)
 	return rc;
 }
 
-/* Every size of one (op, dtype, redop, root), -N times. Returns -1 on failure, else the wrong-element total. */
-static int64_t sweep_one(struct bs_ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop,
-                         int root)
+/* Every size of one (op, dtype, redop, root), -N times; *wrong grows by the wrong elements found. 0, or -1 with err. */
+static int sweep_one(struct bs_ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop,
+                     int root, int64_t *wrong)
 {
 	size_t nsz;
 	uint64_t *sz = sizes(x->o, &nsz);
-	int64_t wrong = 0;
 	struct nw_call c = { .op = coll->op, .dtype = dtype, .redop = redop, .root = root,
 	                     .unalign = (size_t)x->o->unalign * nw_dtype_size(dtype) };
 	int rc = bs_fill_patterns(x, coll, dtype, redop, root) || bs_warm_up(x, &c) ? -1 : 0;
@@ -202,32 +202,29 @@ static int64_t sweep_one(struct bs_ctx *x, const struct nw_coll *coll, enum nw_d
 	x->cycles_done = 0;
 	for (int cyc = 0; !rc && !x->stopped && (x->o->cycles == 0 || cyc < x->o->cycles); cyc++) {
 		for (size_t k = 0; k < nsz && !rc && !x->stopped; k++)
-			rc = run_size(x, coll, &c, sz[k], &wrong) || stop_agreed(x);
+			rc = run_size(x, coll, &c, sz[k], wrong) || stop_agreed(x);
 		if (!rc && !x->stopped)
 			x->cycles_done++;
 		if (!rc && !x->stopped && x->o->cycles != 1)
 			rc = cycle_end(x);
 	}
 	free(sz);
-	return rc ? -1 : wrong;
+	return rc ? -1 : 0;
 }
 
-/* A string every process must agree on: version and what the options ask. */
-static void fingerprint(const struct nw_bench_opts *o, char *buf, size_t len)
+/* A string every process must agree on, into fp: version and what the options ask. */
+static void fingerprint(const struct nw_bench_opts *o, struct nw_strbuf *fp)
 {
-	size_t u = (size_t)snprintf(buf, len, "ncclwatch %s b=%" PRIu64 " e=%" PRIu64 " f=%g i=%" PRIu64
-	                            " n=%d w=%d m=%d c=%d G=%d g=%d r=%d be=%d ops=",
-	                            NW_VERSION, o->min_bytes, o->max_bytes, o->step_factor, o->step_bytes, o->iters,
-	                            o->warmup, o->agg_iters, o->check, o->graph_launches, o->ngpus, o->root, o->backend);
-	for (int i = 0; i < o->nops && u < len; i++)
-		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : "", nw_coll_get(o->ops[i])->name);
-	for (int i = 0; i < o->ndtypes && u < len; i++)
-		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " d=", nw_dtype_name(o->dtypes[i]));
-	for (int i = 0; i < o->nredops && u < len; i++)
-		u += (size_t)snprintf(buf + u, len - u, "%s%s", i ? "," : " o=", nw_redop_name(o->redops[i]));
-	if (u < len)
-		snprintf(buf + u, len - u, " N=%d M=%d u=%d p=%d R=%d", o->cycles, o->mem_report, o->unalign, o->parallel_init,
-		         o->reg);
+	nw_strbuf_addf(fp, "ncclwatch %s b=%" PRIu64 " e=%" PRIu64 " f=%g i=%" PRIu64 " n=%d w=%d m=%d c=%d G=%d g=%d "
+	               "r=%d be=%d ops=", NW_VERSION, o->min_bytes, o->max_bytes, o->step_factor, o->step_bytes, o->iters,
+	               o->warmup, o->agg_iters, o->check, o->graph_launches, o->ngpus, o->root, o->backend);
+	for (int i = 0; i < o->nops; i++)
+		nw_strbuf_addf(fp, "%s%s", i ? "," : "", nw_coll_get(o->ops[i])->name);
+	for (int i = 0; i < o->ndtypes; i++)
+		nw_strbuf_addf(fp, "%s%s", i ? "," : " d=", nw_dtype_name(o->dtypes[i]));
+	for (int i = 0; i < o->nredops; i++)
+		nw_strbuf_addf(fp, "%s%s", i ? "," : " o=", nw_redop_name(o->redops[i]));
+	nw_strbuf_addf(fp, " N=%d M=%d u=%d p=%d R=%d", o->cycles, o->mem_report, o->unalign, o->parallel_init, o->reg);
 }
 
 /* Open the backend the options ask for on group g; 0, or -1 with err. */
@@ -318,6 +315,7 @@ static void ctx_init(struct bs_ctx *x, const struct nw_bench_opts *o, struct nw_
 	x->g = g;
 	x->buf_bytes = (size_t)maxb;
 	x->pattern_key = -1;
+	x->dev = 0;
 	x->nthreads = nw_ncpus() / (be->nlocal > 0 ? be->nlocal : 1);
 	if (g->local_size > 1)
 		x->nthreads /= g->local_size;
@@ -328,20 +326,21 @@ static void ctx_init(struct bs_ctx *x, const struct nw_bench_opts *o, struct nw_
 }
 
 /*
- * Every (dtype, redop, root) of one op. Returns -1 on failure, else the
- * wrong-element total. avg on fp8 is skipped with NCCL (which refuses it),
- * or refused when it is all the options ask for.
+ * Every (dtype, redop, root) of one op; *wrong grows by the wrong elements
+ * found. avg on fp8 is skipped with NCCL (which refuses it), or refused
+ * when it is all the options ask for. NW_BENCH_OK, or NW_BENCH_FAILED or
+ * NW_BENCH_USAGE with err.
  */
-static int64_t sweep_op(struct bs_ctx *x, const struct nw_coll *coll)
+static enum nw_bench_status sweep_op(struct bs_ctx *x, const struct nw_coll *coll, int64_t *wrong)
 {
 	const struct nw_bench_opts *o = x->o;
 	int nred = coll->has_redop ? o->nredops : 1;
 	int r0 = coll->has_root ? (o->root < 0 ? 0 : o->root) : -1;
 	int r1 = coll->has_root ? (o->root < 0 ? x->be->nranks - 1 : o->root) : -1;
-	int64_t wrong = 0;
-	if (coll->has_root && r1 >= x->be->nranks)
-		return nw_seterr(x->err, x->errlen, "-r %d: root must be below the number of ranks (%d)", o->root,
-		                 x->be->nranks) * 2;
+	if (coll->has_root && r1 >= x->be->nranks) {
+		nw_seterr(x->err, x->errlen, "-r %d: root must be below the number of ranks (%d)", o->root, x->be->nranks);
+		return NW_BENCH_USAGE;
+	}
 	for (int d = 0; d < o->ndtypes && !x->stopped; d++)
 		for (int k = 0; k < nred && !x->stopped; k++)
 			for (int root = r0; root <= r1 && !x->stopped; root++) {
@@ -349,18 +348,17 @@ static int64_t sweep_op(struct bs_ctx *x, const struct nw_coll *coll)
 				int fp8 = o->dtypes[d] == NW_FP8E4M3 || o->dtypes[d] == NW_FP8E5M2;
 				if (coll->has_redop && redop == NW_AVG && fp8 && !strcmp(x->be->name, "nccl")) {
 					/* NCCL refuses avg on fp8 (ncclInvalidArgument, 2.28.9 on an H200) */
-					if (o->ndtypes == 1 && o->nredops == 1)
-						return nw_seterr(x->err, x->errlen,
-						                 "NCCL does not support -o avg on %s; choose sum, prod, min or max",
-						                 nw_dtype_name(o->dtypes[d]));
+					if (o->ndtypes == 1 && o->nredops == 1) {
+						nw_seterr(x->err, x->errlen, "NCCL does not support -o avg on %s; choose sum, prod, min "
+						          "or max", nw_dtype_name(o->dtypes[d]));
+						return NW_BENCH_FAILED;
+					}
 					continue;
 				}
-				int64_t w = sweep_one(x, coll, o->dtypes[d], redop, root);
-				if (w < 0)
-					return -1;
-				wrong += w;
+				if (sweep_one(x, coll, o->dtypes[d], redop, root, wrong))
+					return NW_BENCH_FAILED;
 			}
-	return wrong;
+	return NW_BENCH_OK;
 }
 
 /*
@@ -403,10 +401,10 @@ static int host_memory_fits(struct bs_ctx *x)
  */
 static int memory_report(struct bs_ctx *x, const int64_t *free0)
 {
-	int64_t free1[64], coll = 0;
+	int64_t free1[NW_MAX_LOCAL], coll = 0;
 	if (x->be->ops->mem_free(x->be, free1, x->err, x->errlen))
 		return -1;
-	for (int i = 0; i < x->be->nlocal && i < 64; i++)
+	for (int i = 0; i < x->be->nlocal; i++)
 		if (free0[i] - free1[i] > coll)
 			coll = free0[i] - free1[i];
 	json_t *m = json_object();
@@ -435,34 +433,35 @@ static void cycles_record(struct bs_ctx *x)
 	json_object_set_new(x->run->h.extra, "cycles", c);
 }
 
-/* The sweep on an open backend: --pairs first, then every op. 0, 1 (wrong elements), -1 or -2 (usage) with x->err. */
-static int sweep(struct bs_ctx *x)
+/* The sweep on an open backend: --pairs first, then every op (err in x->err). */
+static enum nw_bench_status sweep(struct bs_ctx *x)
 {
 	const struct nw_bench_opts *o = x->o;
 	int64_t wrong = 0;
-	if (o->pairs && o->nops == 0 && x->be->nranks < 2)
-		return nw_seterr(x->err, x->errlen, "--pairs needs at least 2 ranks (this run has %d); start it under a "
-		                 "launcher, e.g. mpirun -np 2 ncclwatch bench --pairs", x->be->nranks), -2;
+	if (o->pairs && o->nops == 0 && x->be->nranks < 2) {
+		nw_seterr(x->err, x->errlen, "--pairs needs at least 2 ranks (this run has %d); start it under a "
+		          "launcher, e.g. mpirun -np 2 ncclwatch bench --pairs", x->be->nranks);
+		return NW_BENCH_USAGE;
+	}
 	/* -u: room for the pointers moved by up to 8-byte elements, as nccl-tests pads */
 	if (host_memory_fits(x) || x->be->ops->alloc(x->be, x->buf_bytes + 8 * (size_t)o->unalign, x->err, x->errlen))
-		return -1;
-	int64_t free0[64];
+		return NW_BENCH_FAILED;
+	int64_t free0[NW_MAX_LOCAL];
 	if (o->mem_report && x->be->ops->mem_free(x->be, free0, x->err, x->errlen))
-		return -1;
+		return NW_BENCH_FAILED;
 	/* with other ops asked for too, one rank simply has no pairs */
 	if (o->pairs && (x->be->nranks > 1 || o->nops == 0) && bs_run_pairs(x))
-		return -1;
+		return NW_BENCH_FAILED;
 	for (int i = 0; i < o->nops && !x->stopped; i++) {
-		int64_t w = sweep_op(x, nw_coll_get(o->ops[i]));
-		if (w < 0)
-			return (int)w;
-		wrong += w;
+		enum nw_bench_status rc = sweep_op(x, nw_coll_get(o->ops[i]), &wrong);
+		if (rc != NW_BENCH_OK)
+			return rc;
 	}
 	if (o->mem_report && memory_report(x, free0))
-		return -1;
+		return NW_BENCH_FAILED;
 	if (o->cycles != 1)
 		cycles_record(x);
-	return wrong || x->pairs_wrong ? 1 : 0;
+	return wrong || x->pairs_wrong ? NW_BENCH_WRONG : NW_BENCH_OK;
 }
 
 /*
@@ -473,11 +472,11 @@ static int sweep(struct bs_ctx *x)
 static int gather_devices(struct nw_run *run, const struct nw_backend *be, struct nw_group *g, char *err,
                           size_t errlen)
 {
-	struct { char host[64]; int pid, n, gpu[64]; } me, *all = nw_calloc((size_t)g->size, sizeof(me));
+	struct { char host[64]; int pid, n, gpu[NW_MAX_LOCAL]; } me, *all = nw_calloc((size_t)g->size, sizeof(me));
 	memset(&me, 0, sizeof(me));
 	nw_strlcpy(me.host, g->host, sizeof(me.host));
 	me.pid = (int)getpid();
-	me.n = be->nlocal < 64 ? be->nlocal : 64;
+	me.n = be->nlocal;
 	for (int i = 0; i < me.n; i++)
 		me.gpu[i] = be->gpu[i];
 	if (nw_group_allgather(g, &me, all, sizeof(me), err, errlen)) {
@@ -518,23 +517,43 @@ void nw_bench_on_job_error(void (*fn)(const char *msg))
 	job_error_fn = fn;
 }
 
-int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
-                 void *arg, char *err, size_t errlen)
+/* On an open backend: what it cannot do refused, the run's header and devices, the job split, the sweep. */
+static enum nw_bench_status run_on(const struct nw_bench_opts *o, struct nw_backend *be, struct nw_group *g,
+                                   struct nw_run *run, nw_bench_row_fn row_fn, void *arg, char *err, size_t errlen)
+{
+	NW_ASSERT(be->nlocal >= 1 && be->nlocal <= NW_MAX_LOCAL); /* arrays of one entry per local rank */
+	if (backend_fits(o, be, err, errlen))
+		return NW_BENCH_USAGE; /* what the backend cannot do is the options' fault */
+	fill_header(&run->h, o, be, g);
+	if (gather_devices(run, be, g, err, errlen))
+		return NW_BENCH_FAILED;
+	enum nw_bench_status rc = bs_split_job(o, be, g, run, err, errlen);
+	if (rc != NW_BENCH_OK)
+		return rc;
+	struct bs_ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
+	ctx_init(&x, o, be, g);
+	return sweep(&x);
+}
+
+enum nw_bench_status nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
+                                  void *arg, char *err, size_t errlen)
 {
 	struct nw_group *g = NULL;
 	struct nw_backend *be = NULL;
-	char fp[1024];
-	fingerprint(o, fp, sizeof(fp));
-	if (o->min_bytes > o->max_bytes)
-		return nw_seterr(err, errlen, "-b %" PRIu64 " is larger than -e %" PRIu64, o->min_bytes, o->max_bytes);
+	if (o->min_bytes > o->max_bytes) {
+		nw_seterr(err, errlen, "-b %" PRIu64 " is larger than -e %" PRIu64, o->min_bytes, o->max_bytes);
+		return NW_BENCH_FAILED;
+	}
 	double rdzv = o->rdzv_timeout_s;
 	if (rdzv <= 0)
 		rdzv = o->timeout_s > 0 && o->timeout_s < 300 ? o->timeout_s : 300;
-	int rc = nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp, rdzv, err, errlen);
-	if (rc)
-		return rc;
-	rc = -1;
-	/* what the backend cannot do is the options' fault: -2 */
+	struct nw_strbuf fp;
+	nw_strbuf_init(&fp);
+	fingerprint(o, &fp);
+	int grc = nw_group_open(&g, o->backend == NW_BACKEND_MPI, fp.buf, rdzv, err, errlen);
+	nw_strbuf_release(&fp);
+	if (grc)
+		return grc == -2 ? NW_BENCH_USAGE : NW_BENCH_FAILED; /* -2: bad launcher variables (comm/boot.h) */
 	int orc = open_backend(o, g, &be, err, errlen);
 	if (orc == NW_BACKEND_FAILED_ALL) {
 		/* every rank knows: no abort; rank 0 says it once, before any rank exits */
@@ -545,20 +564,12 @@ int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row
 		char e2[NW_ERRLEN];
 		nw_group_barrier(g, e2, sizeof(e2));
 		nw_group_close(g);
-		return -1;
+		return NW_BENCH_FAILED;
 	}
-	if (!orc && (rc = backend_fits(o, be, err, errlen) * 2) == 0) {
-		struct bs_ctx x = { .run = run, .row_fn = row_fn, .arg = arg, .err = err, .errlen = errlen };
-		fill_header(&run->h, o, be, g);
-		rc = -1;
-		if (!gather_devices(run, be, g, err, errlen) && (rc = nw_split_job(o, be, g, run, err, errlen)) == 0) {
-			ctx_init(&x, o, be, g);
-			rc = sweep(&x);
-		}
-	}
-	if (rc < 0 && g->size > 1) {
+	enum nw_bench_status rc = orc ? NW_BENCH_FAILED : run_on(o, be, g, run, row_fn, arg, err, errlen);
+	if ((rc == NW_BENCH_FAILED || rc == NW_BENCH_USAGE) && g->size > 1) {
 		/* tell the others before they wait on us forever (a usage error stops every rank alike) */
-		if (rc == -1)
+		if (rc == NW_BENCH_FAILED)
 			nw_group_abort(g, err);
 		name_rank(g, err, errlen);
 	}

@@ -80,18 +80,26 @@ size_t nw_bench_nsizes(const struct nw_bench_opts *o);
 /* Called once per finished size (out-of-place row, in-place row; either may be NULL). */
 typedef void (*nw_bench_row_fn)(const struct nw_row *oop, const struct nw_row *ip, void *arg);
 
+/* What a sweep came to; the command turns it into its exit status. */
+enum nw_bench_status {
+	/*
+	 * The options ask what cannot be done (a type or a root the backend
+	 * refuses, bad launcher variables), err filled: every rank finds the
+	 * same and says so, so the others are not aborted.
+	 */
+	NW_BENCH_USAGE = -2,
+	NW_BENCH_FAILED = -1,  /* something failed (no GPU, NCCL error, timeout, a peer that died), err filled */
+	NW_BENCH_OK = 0,
+	NW_BENCH_WRONG = 1,    /* every collective ran, but verification found wrong elements */
+};
+
 /*
  * Run the sweep. Fills run (header and rows; the caller has nw_run_init'ed
  * it and owns it afterwards) and calls row_fn as rows complete (on the
- * rank that reports, rank 0). Returns 0 on success; 1 when every
- * collective ran but verification found wrong elements; -1 with err filled
- * when something failed (no GPU, NCCL error, timeout, a peer that died);
- * -2 with err when the options ask what cannot be done (a type or a root
- * the backend refuses, bad launcher variables): every rank finds the same
- * and says so, so the others are not aborted.
+ * rank that reports, rank 0).
  */
-int nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
-                 void *arg, char *err, size_t errlen);
+enum nw_bench_status nw_bench_run(const struct nw_bench_opts *o, struct nw_run *run, nw_bench_row_fn row_fn,
+                                  void *arg, char *err, size_t errlen);
 
 /*
  * Who says an error that every rank found alike (no GPU, no NCCL on any

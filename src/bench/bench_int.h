@@ -2,8 +2,8 @@
  * bench_int: internal to the sweep, shared by its files and by nothing
  * else: bench.c (the sweep itself and its entry point), bench_time.c
  * (timing a batch and combining the ranks' times), bench_check.c (host-side
- * patterns and verification) and bench_pairs.c (--pairs). Names carry the
- * prefix bs_.
+ * patterns and verification), bench_pairs.c (--pairs) and split.c (the job
+ * split by NCCL_TESTS_SPLIT). Names carry the prefix bs_.
  */
 #ifndef NW_BENCH_BENCH_INT_H
 #define NW_BENCH_BENCH_INT_H
@@ -26,6 +26,7 @@ struct bs_ctx {
 	void *arg;
 	size_t buf_bytes;
 	int pattern_key; /* dtype*2+prod of the pattern in the send buffers, -1 none */
+	int dev;         /* -c on the device: 0 not decided yet, 1 yes, -1 on the host (bench_check.c) */
 	int nthreads;
 	int64_t pairs_wrong;
 	int cycles_done;   /* -N: cycles finished by the (op, dtype, redop, root) running or run last */
@@ -62,6 +63,20 @@ int bs_staged(struct bs_ctx *x, const struct nw_pattern *p, int local, size_t of
 int bs_check_once(struct bs_ctx *x, struct nw_call *c, const struct nw_pattern *p, int64_t *wrong_out);
 /* The input patterns of one (op, dtype, redop, root) in every local send buffer, when -c asks. 0 or -1. */
 int bs_fill_patterns(struct bs_ctx *x, const struct nw_coll *coll, enum nw_dtype dtype, enum nw_redop redop, int root);
+
+/* split.c */
+
+/*
+ * NCCL_TESTS_SPLIT on an open backend: every process learns every
+ * process's color, the backend splits into groups, rank 0 notes the split
+ * and each rank's group in the run's extra ("split", devices[].group),
+ * and the header counts the ranks of one group (busbw is per group, as in
+ * nccl-tests). hypercube's power-of-two rank count is checked per group
+ * (without a split, for the whole run). NW_BENCH_OK, or NW_BENCH_FAILED or
+ * NW_BENCH_USAGE (the same on every rank) with err.
+ */
+enum nw_bench_status bs_split_job(const struct nw_bench_opts *o, struct nw_backend *be, struct nw_group *g,
+                                  struct nw_run *run, char *err, size_t errlen);
 
 /* bench_pairs.c */
 

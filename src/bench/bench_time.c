@@ -179,10 +179,10 @@ int bs_combine(struct bs_ctx *x, double mine, struct nw_row *row)
 		row->nrank_times = g->size * nl;
 		row->rank_times = nw_calloc((size_t)row->nrank_times, sizeof(*row->rank_times));
 		/* hostnames and devices of every rank, gathered once per row (small) */
-		struct { char host[64]; int gpu[64]; } me, *info = nw_calloc((size_t)g->size, sizeof(me));
+		struct { char host[64]; int gpu[NW_MAX_LOCAL]; } me, *info = nw_calloc((size_t)g->size, sizeof(me));
 		memset(&me, 0, sizeof(me));
 		nw_strlcpy(me.host, g->host, sizeof(me.host));
-		for (int i = 0; i < nl && i < 64; i++)
+		for (int i = 0; i < nl; i++)
 			me.gpu[i] = x->be->gpu[i];
 		if (nw_group_allgather(g, &me, info, sizeof(me), x->err, x->errlen)) {
 			free(info);

@@ -9,6 +9,7 @@
 #include "util/util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,7 @@ static int64_t amplitude(const struct nw_pattern *p)
 }
 
 #define PRIME 13u
+_Static_assert(PRIME == NW_DCHECK_PERIOD, "the device checks assume the pattern's period");
 
 int64_t nw_pattern_value(const struct nw_pattern *p, int r, uint64_t i)
 {
@@ -483,4 +485,135 @@ uint64_t nw_pattern_verify(const struct nw_pattern *p, int r, uint64_t first, ui
 		}
 	}
 	return wrong;
+}
+
+/* ---- checks on the device ---- */
+
+/* The encoding of v as the type, zero-extended to 64 bits. */
+static uint64_t encode64(enum nw_dtype t, double v)
+{
+	unsigned char b[8] = { 0 };
+	uint64_t x = 0;
+	nw_dtype_store(t, b, v);
+	for (int i = 7; i >= 0; i--)
+		x = x << 8 | b[i];
+	return x;
+}
+
+void nw_pattern_fill_table(const struct nw_pattern *p, int r, uint64_t first, uint64_t tab[NW_DCHECK_PERIOD])
+{
+	for (unsigned k = 0; k < PRIME; k++)
+		tab[k] = encode64(p->dtype, (double)nw_pattern_value(p, r, first + k));
+}
+
+/* Exact checks: one block per stretch where expected() keeps its period (as verify_exact walks them). */
+static void dcheck_bits(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, struct nw_dcheck *c)
+{
+	size_t cap = 0;
+	for (uint64_t j = first, end = first + n; j < end;) {
+		uint64_t be = block_end(p, r, j);
+		if (be > end)
+			be = end;
+		if (c->nblocks == cap) {
+			cap = cap ? cap * 2 : 8;
+			c->blocks = nw_realloc(c->blocks, cap * sizeof(*c->blocks));
+		}
+		struct nw_dcheck_block *b = &c->blocks[c->nblocks++];
+		memset(b, 0, sizeof(*b));
+		b->start = j - first;
+		b->len = be - j;
+		for (unsigned k = 0; k < PRIME && k < b->len; k++)
+			b->ref[k] = encode64(p->dtype, expected(p, r, j + k));
+		j = be;
+	}
+}
+
+/*
+ * Checks under a tolerance (avg on floating types; ops with a reduction,
+ * whose expected values keep their period over the whole range): 1- and
+ * 2-byte types get the set of accepted codes per period entry, tried with
+ * the host's own test; float and double the test's three operands.
+ */
+/*
+ * The last bitmap made, and what it was made for: a sweep checks the same
+ * type and values at every size, and a 2-byte type's bitmap takes 852K
+ * evaluations of the host's test.
+ */
+static struct {
+	pthread_mutex_t mu;
+	enum nw_dtype dtype;
+	double tol, want[PRIME];
+	uint32_t *map;
+	size_t words;
+} map_cache = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* The accepted codes of each period entry, into c->map (from the cache when it holds them). */
+static void dcheck_map(enum nw_dtype dtype, double tol, const struct nw_dcheck_block *b, struct nw_dcheck *c)
+{
+	size_t ncodes = (size_t)1 << (8 * c->es);
+	c->map_words = PRIME * ncodes / 32;
+	c->map = nw_calloc(c->map_words, sizeof(uint32_t));
+	pthread_mutex_lock(&map_cache.mu);
+	if (map_cache.map && map_cache.dtype == dtype && map_cache.tol == tol && map_cache.words == c->map_words &&
+	    !memcmp(map_cache.want, b->want, sizeof(b->want))) {
+		memcpy(c->map, map_cache.map, c->map_words * sizeof(uint32_t));
+		pthread_mutex_unlock(&map_cache.mu);
+		return;
+	}
+	for (unsigned k = 0; k < PRIME; k++)
+		for (size_t code = 0; code < ncodes; code++) {
+			unsigned char e[2] = { (unsigned char)code, (unsigned char)(code >> 8) };
+			double got = nw_dtype_load(dtype, e);
+			if (fabs(got - b->rep[k]) <= b->ts[k] || fabs(got - b->want[k]) <= b->ts[k])
+				c->map[(k * ncodes + code) / 32] |= 1u << (code % 32);
+		}
+	free(map_cache.map);
+	map_cache.map = nw_malloc(c->map_words * sizeof(uint32_t));
+	memcpy(map_cache.map, c->map, c->map_words * sizeof(uint32_t));
+	map_cache.words = c->map_words;
+	map_cache.dtype = dtype;
+	map_cache.tol = tol;
+	memcpy(map_cache.want, b->want, sizeof(b->want));
+	pthread_mutex_unlock(&map_cache.mu);
+}
+
+static void dcheck_tol(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, double tol, struct nw_dcheck *c)
+{
+	struct nw_dcheck_block *b = nw_calloc(1, sizeof(*b));
+	c->blocks = b;
+	c->nblocks = 1;
+	b->len = n;
+	c->kind = c->es <= 2 ? NW_DCHECK_MAP : NW_DCHECK_TOL;
+	for (unsigned k = 0; k < PRIME; k++) {
+		double want = expected(p, r, first + k);
+		char tmp[8];
+		nw_dtype_store(p->dtype, tmp, want);
+		double rep = nw_dtype_load(p->dtype, tmp);
+		double scale = fabs(want) > 1 ? fabs(want) : 1;
+		b->rep[k] = rep;
+		b->want[k] = want;
+		b->ts[k] = tol * scale;
+	}
+	if (c->kind == NW_DCHECK_MAP)
+		dcheck_map(p->dtype, tol, b, c);
+}
+
+void nw_pattern_dcheck(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, struct nw_dcheck *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->es = (unsigned)nw_dtype_size(p->dtype);
+	double tol = tolerance(p);
+	if (tol == 0) {
+		out->kind = NW_DCHECK_BITS;
+		dcheck_bits(p, r, first, n, out);
+	} else {
+		dcheck_tol(p, r, first, n, tol, out);
+	}
+}
+
+void nw_dcheck_release(struct nw_dcheck *c)
+{
+	free(c->blocks);
+	free(c->map);
+	memset(c, 0, sizeof(*c));
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm/backend.h"
 #include "model/coll.h"
 
 struct nw_pattern {
@@ -45,6 +46,21 @@ void nw_pattern_fill(const struct nw_pattern *p, int r, uint64_t first, uint64_t
  * as dtype) that differ from what the collective must produce.
  */
 uint64_t nw_pattern_verify(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, const void *out);
+
+/*
+ * For checks on the device: the period's encodings of rank r's input from
+ * element first (element first + j holds tab[j mod NW_DCHECK_PERIOD],
+ * zero-extended to 64 bits).
+ */
+void nw_pattern_fill_table(const struct nw_pattern *p, int r, uint64_t first, uint64_t tab[NW_DCHECK_PERIOD]);
+
+/*
+ * The device check that counts exactly what nw_pattern_verify(p, r, first,
+ * n, out) counts (backend.h says what each kind compares). out is filled;
+ * nw_dcheck_release frees what it holds.
+ */
+void nw_pattern_dcheck(const struct nw_pattern *p, int r, uint64_t first, uint64_t n, struct nw_dcheck *out);
+void nw_dcheck_release(struct nw_dcheck *c);
 
 /* Element conversion (exposed for tests): double <-> dtype bits. */
 void nw_dtype_store(enum nw_dtype dtype, void *dst, double v);

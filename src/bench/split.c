@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "bench/bench.h"
+#include "bench/bench_int.h"
 #include "comm/backend.h"
 #include "util/util.h"
 
@@ -103,7 +103,7 @@ static int pow2(int n)
 /*
  * hypercube needs a power-of-two number of ranks in every group (nccl-tests
  * skips it otherwise; here it is refused by name). sizes[k]: ranks of group
- * k, for ngroups groups. 0, or -2 with err (the same on every rank).
+ * k, for ngroups groups. 0, or -1 with err (the same on every rank: a usage error).
  */
 static int hypercube_fits(const struct nw_bench_opts *o, const int *sizes, int ngroups, char *err, size_t errlen)
 {
@@ -115,21 +115,23 @@ static int hypercube_fits(const struct nw_bench_opts *o, const int *sizes, int n
 			return nw_seterr(err, errlen, "hypercube needs a power-of-two number of ranks%s (%s has %d); "
 			                 "start 2, 4, 8 ... ranks%s", ngroups > 1 ? " in every group" : "",
 			                 ngroups > 1 ? "a group" : "this run", sizes[k],
-			                 ngroups > 1 ? " per group (NCCL_TESTS_SPLIT)" : ""), -2;
+			                 ngroups > 1 ? " per group (NCCL_TESTS_SPLIT)" : "");
 	return 0;
 }
 
-/* Colors gathered, groups counted, the backend split; see split.h. */
-int nw_split_job(const struct nw_bench_opts *o, struct nw_backend *be, struct nw_group *g, struct nw_run *run,
-                     char *err, size_t errlen)
+/* Colors gathered, groups counted, the backend split; see bench_int.h. */
+enum nw_bench_status bs_split_job(const struct nw_bench_opts *o, struct nw_backend *be, struct nw_group *g,
+                                  struct nw_run *run, char *err, size_t errlen)
 {
 	if (o->split.kind == NW_SPLIT_NONE)
-		return hypercube_fits(o, &be->nranks, 1, err, errlen);
-	if (!be->ops->split)
-		return nw_seterr(err, errlen, "%s: the %s backend cannot split into groups", o->split.text, be->name), -2;
+		return hypercube_fits(o, &be->nranks, 1, err, errlen) ? NW_BENCH_USAGE : NW_BENCH_OK;
+	if (!be->ops->split) {
+		nw_seterr(err, errlen, "%s: the %s backend cannot split into groups", o->split.text, be->name);
+		return NW_BENCH_USAGE;
+	}
 	int mine = nw_split_color(&o->split, g->rank);
 	int *colors = nw_calloc((size_t)g->size, sizeof(int)), *sizes = nw_calloc((size_t)g->size, sizeof(int));
-	int rc = -1;
+	enum nw_bench_status rc = NW_BENCH_FAILED;
 	if (nw_group_allgather(g, &mine, colors, sizeof(int), err, errlen))
 		goto out;
 	/* group k: the k-th distinct color, in rank order */
@@ -142,8 +144,13 @@ int nw_split_job(const struct nw_bench_opts *o, struct nw_backend *be, struct nw
 		sizes[ids[p]] += be->nlocal;
 	}
 	free(ids);
-	if ((rc = hypercube_fits(o, sizes, ngroups, err, errlen)) || (rc = be->ops->split(be, mine, err, errlen)))
+	if (hypercube_fits(o, sizes, ngroups, err, errlen)) {
+		rc = NW_BENCH_USAGE;
 		goto out;
+	}
+	if (be->ops->split(be, mine, err, errlen))
+		goto out;
+	rc = NW_BENCH_OK;
 	run->h.nranks = be->nranks;
 	json_t *devs = run->h.extra ? json_object_get(run->h.extra, "devices") : NULL;
 	for (size_t i = 0; i < json_array_size(devs); i++)

@@ -33,21 +33,6 @@ int nw_split_parse(const char *split, const char *mask, struct nw_split *s, char
 /* The color (group number) of process 'rank' under s; 0 when none. */
 int nw_split_color(const struct nw_split *s, int rank);
 
-struct nw_bench_opts;
-struct nw_backend;
-struct nw_group;
-struct nw_run;
-
-/*
- * For the sweep (bench.c), on an open backend: every process learns every
- * process's color, the backend splits into groups, rank 0 notes the split
- * and each rank's group in the run's extra ("split", devices[].group),
- * and the header counts the ranks of one group (busbw is per group, as in
- * nccl-tests). hypercube's power-of-two rank count is checked per group
- * (without a split, for the whole run). 0; -1, or -2 (a usage error, the
- * same on every rank), with err.
- */
-int nw_split_job(const struct nw_bench_opts *o, struct nw_backend *be, struct nw_group *g, struct nw_run *run,
-                 char *err, size_t errlen);
+/* Splitting the job itself is the sweep's (bs_split_job, bench_int.h). */
 
 #endif

@@ -19,11 +19,13 @@
 #include <unistd.h>
 
 #include "cmd/cli.h"
+#include "comm/backend.h"
 #include "gpu/nvml.h"
 #include "model/ntjson.h"
 #include "probe/expect.h"
 #include "probe/topo.h"
 #include "store/store.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 /* Parse a comma list of names with 'all' through a finder; fills ids, returns count or -1. */
@@ -185,9 +187,9 @@ const struct nw_opt bench_cli_options[] = {
 	{ .kind = NW_OPTK_GROUP, .help = "checking:" },
 	INT_ROW('c', "check", o.check, 0, 1000000, "N", "verify every element of every result, N > 0 on (default 1)"),
 	{ .kind = NW_OPTK_GROUP, .help = "where:" },
-	INT_ROW('g', "ngpus", o.ngpus, 1, 64, "N", "GPUs driven by this process (default: all visible when alone,\n"
+	INT_ROW('g', "ngpus", o.ngpus, 1, NW_MAX_LOCAL, "N", "GPUs driven by this process (default: all visible when alone,\n"
 	                                                    "1 per process when launched as several)"),
-	INT_ROW('t', "nthreads", o.nthreads, 1, 64, "N",
+	INT_ROW('t', "nthreads", o.nthreads, 1, NW_MAX_LOCAL, "N",
 	        "threads per process, each driving -g GPUs with its own NCCL group"),
 	NW_OPT_BACKEND(BC, o.backend, "nccl (GPUs, default) or mpi (host memory over MPI)"),
 	NW_OPT_NCCL_LIB(BC, o.nccl_lib),
@@ -255,18 +257,6 @@ static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
 	if (nw_bench_nsizes(o) > NW_BENCH_MAX_SIZES)
 		return nw_error("%s: -b %" PRIu64 " to -e %" PRIu64 " is more than %d sizes, the most one sweep runs; "
 		                "raise -f or -i, or narrow -b/-e", cmd, o->min_bytes, o->max_bytes, NW_BENCH_MAX_SIZES), 2;
-	return 0;
-}
-
-/* Started by a launcher as a rank other than 0 (which writes no output files)? */
-static int other_rank(void)
-{
-	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK", "SLURM_PROCID" };
-	for (size_t i = 0; i < NW_ARRAY_LEN(vars); i++) {
-		const char *v = getenv(vars[i]);
-		if (v && *v && strcmp(v, "0") != 0)
-			return 1;
-	}
 	return 0;
 }
 
@@ -360,7 +350,14 @@ static void section_start(struct bench_cli *cli, const struct nw_row *r)
 	cli->wrong_op = 0;
 	cli->bus_sum = 0;
 	cli->bus_n = 0;
-	printf("# ncclwatch %s  NCCL %s  backend %s\n", NW_VERSION, h->nccl_version[0] ? h->nccl_version : "-", h->backend);
+	printf("# ncclwatch %s  NCCL %s  backend %s", NW_VERSION, h->nccl_version[0] ? h->nccl_version : "-", h->backend);
+	/* where -c checks: on the GPU, or on the host and why (said once, in the first header) */
+	const char *where = h->extra ? json_string_value(json_object_get(h->extra, "checks")) : NULL;
+	const char *why = h->extra ? json_string_value(json_object_get(h->extra, "checks_why")) : NULL;
+	if (o->check && where && !cli->checks_said)
+		printf("  checks %s%s%s%s", where, why ? " (" : "", why ? why : "", why ? ")" : "");
+	cli->checks_said = 1;
+	printf("\n");
 	printf("# Collective test starting: %s_perf\n", r->op);
 	char step[32];
 	if (o->step_factor > 1)
@@ -822,7 +819,7 @@ static int stop_asked(void)
 static void catch_stop(struct nw_bench_opts *o)
 {
 	stop_flag = 0;
-	stop_quiet = other_rank();
+	stop_quiet = nw_cli_other_rank();
 	o->stop_asked = stop_asked;
 	signal(SIGINT, on_stop);
 }
@@ -845,17 +842,19 @@ static void print_memory(const struct nw_run *run)
 		return;
 	static const char *const key[] = { "init_bytes", "user_bytes", "collective_bytes" };
 	static const char *const name[] = { "Initialization", "User-Allocated", "Collective" };
-	char line[256] = "", v[32];
+	char v[32];
+	struct nw_strbuf line;
+	nw_strbuf_init(&line);
 	int64_t total = 0;
-	size_t u = 0;
 	for (int i = 0; i < 3; i++) {
 		int64_t b = (int64_t)json_integer_value(json_object_get(m, key[i]));
 		total += b;
 		mem_text(b, v, sizeof(v));
-		u += (size_t)snprintf(line + u, sizeof(line) - u, "%s %s | ", name[i], v);
+		nw_strbuf_addf(&line, "%s %s | ", name[i], v);
 	}
 	mem_text(total, v, sizeof(v));
-	printf("# %-20s : %sTotal  %s\n", "GPU memory usage", line, v);
+	printf("# %-20s : %sTotal  %s\n", "GPU memory usage", line.buf, v);
+	nw_strbuf_release(&line);
 }
 
 /* -N stopped by Ctrl-C: say on stderr how many cycles were kept. */
@@ -910,7 +909,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 	nw_header_fill_local(&run.h, cmd, argc, argv);
 	cli->run = &run;
 	nw_nt_json_now(cli->nt_start, sizeof(cli->nt_start));
-	for (int i = 0; cli->nt_json_path && cli->table && !other_rank() && i < cli->o.nops; i++) {
+	for (int i = 0; cli->nt_json_path && cli->table && !nw_cli_other_rank() && i < cli->o.nops; i++) {
 		char path[4096];
 		nt_json_file(cli, nw_coll_get(cli->o.ops[i])->name, path, sizeof(path));
 		printf("# Writing JSON output to %s\n", path);
@@ -921,7 +920,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 		cli->progress_mode = NW_PROGRESS_OFF;
 	progress_start(cli, 1);
 	sig_stop = 0;
-	catch_interrupt(1, other_rank() ? NULL : &cli->prog, cmd);
+	catch_interrupt(1, nw_cli_other_rank() ? NULL : &cli->prog, cmd);
 	cli->o.stop = &sig_stop;
 	job_cmd = cmd;
 	nw_bench_on_job_error(say_job_error);
@@ -940,7 +939,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 			fflush(stdout);
 		if (err[0]) /* empty on ranks other than 0 when rank 0 says it for the job */
 			nw_error("%s: %s", cmd, err);
-		status = rc == -2 ? 2 : 3;
+		status = rc == NW_BENCH_USAGE ? 2 : 3;
 	} else {
 		status = rc ? 1 : 0;
 		if (run.h.rank == 0) {

@@ -22,6 +22,7 @@ struct bench_cli {
 	struct nw_store_opts so; /* --db, --no-history */
 	/* printing state */
 	int table;           /* print the text table on stdout */
+	int checks_said;     /* the header said where -c checks */
 	const struct nw_coll *cur_op; /* op of the section being printed, NULL none */
 	int64_t wrong_op;
 	double bus_sum;

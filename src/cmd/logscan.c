@@ -12,6 +12,7 @@
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "parse/ncclog.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 struct logscan_opts {
@@ -168,18 +169,16 @@ static void print_transports(const json_t *doc)
 		else
 			snprintf(where, sizeof(where), "%" JSON_INTEGER_FORMAT " in-node, %" JSON_INTEGER_FORMAT " between nodes",
 			         intra, inter);
-		char nics[96] = "";
-		size_t k, used = 0;
+		struct nw_strbuf nics;
+		nw_strbuf_init(&nics);
+		size_t k;
 		const json_t *x;
-		json_array_foreach(json_object_get(o, "nics"), k, x) {
-			int w = snprintf(nics + used, sizeof(nics) - used, "%s%" JSON_INTEGER_FORMAT, k ? "," : "; NIC ",
-			                 json_integer_value(x));
-			if (w < 0 || (size_t)w >= sizeof(nics) - used)
-				break;
-			used += (size_t)w;
-		}
+		json_array_foreach(json_object_get(o, "nics"), k, x)
+			nw_strbuf_addf(&nics, "%s%" JSON_INTEGER_FORMAT, k ? "," : "; NIC ", json_integer_value(x));
 		printf("  %-26s %4" JSON_INTEGER_FORMAT " pair%s (%s), %" JSON_INTEGER_FORMAT " channel connections, e.g. %s%s\n",
-		       s_of(o, "transport"), np, np == 1 ? "" : "s", where, i_of(o, "connections"), s_of(o, "example"), nics);
+		       s_of(o, "transport"), np, np == 1 ? "" : "s", where, i_of(o, "connections"), s_of(o, "example"),
+		       nics.buf);
+		nw_strbuf_release(&nics);
 	}
 	if (i_of(doc, "npairs") > 0 && i_of(doc, "npairs") <= 16) {
 		json_array_foreach(json_object_get(doc, "pairs"), i, o) {
@@ -314,18 +313,20 @@ static void seen_in_header(const json_t *doc, char *buf, size_t len)
 	buf[0] = '\0';
 	if (nranks <= 0 && nhosts <= 0)
 		return;
-	size_t used = (size_t)snprintf(buf, len, "; its header lists %" JSON_INTEGER_FORMAT " rank%s on %" JSON_INTEGER_FORMAT
-	                               " host%s (", nranks > 0 ? nranks : 0, nranks == 1 ? "" : "s", nhosts,
-	                               nhosts == 1 ? "" : "s");
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	nw_strbuf_addf(&sb, "; its header lists %" JSON_INTEGER_FORMAT " rank%s on %" JSON_INTEGER_FORMAT " host%s (",
+	               nranks > 0 ? nranks : 0, nranks == 1 ? "" : "s", nhosts, nhosts == 1 ? "" : "s");
 	size_t i;
 	const json_t *h;
 	json_array_foreach(json_object_get(doc, "hosts"), i, h) {
-		if (used + 1 >= len || i == 8)
+		if (i == 8)
 			break;
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", json_string_value(h));
+		nw_strbuf_addf(&sb, "%s%s", i ? ", " : "", json_string_value(h));
 	}
-	if (used + 1 < len)
-		snprintf(buf + used, len - used, "%s)", i < json_array_size(json_object_get(doc, "hosts")) ? ", ..." : "");
+	nw_strbuf_addf(&sb, "%s)", i < json_array_size(json_object_get(doc, "hosts")) ? ", ..." : "");
+	nw_strlcpy(buf, sb.buf, len);
+	nw_strbuf_release(&sb);
 }
 
 /*

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cmd/cli.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 /* getopt_long's value for long option row i (above any short letter). */
@@ -141,15 +142,18 @@ static int set_int_like(void *opts, const struct nw_opt *o, long v)
 static int read_choice(void *opts, const struct nw_opt *o, const char *arg, const char *name, char *err,
                        size_t errlen)
 {
-	char names[256] = "";
-	size_t used = 0;
+	struct nw_strbuf names;
+	nw_strbuf_init(&names);
 	for (const struct nw_opt_choice *c = o->choices; c && c->name; c++) {
-		if (!strcmp(c->name, arg))
+		if (!strcmp(c->name, arg)) {
+			nw_strbuf_release(&names);
 			return set_int_like(opts, o, c->value);
-		used += (size_t)snprintf(names + used, used < sizeof(names) ? sizeof(names) - used : 0, "%s%s",
-		                         used ? ", " : "", c->name);
+		}
+		nw_strbuf_addf(&names, "%s%s", names.len ? ", " : "", c->name);
 	}
-	return nw_seterr(err, errlen, "%s: '%s' is not one of %s", name, arg, names);
+	nw_seterr(err, errlen, "%s: '%s' is not one of %s", name, arg, names.buf);
+	nw_strbuf_release(&names);
+	return -1;
 }
 
 /* Read arg (NULL for a flag) as row o says into opts; 0, or -1 with err naming the option as typed. */
@@ -238,18 +242,6 @@ static int read_value(void *opts, const struct nw_opt *o, const char *arg, const
 	default:
 		NW_BUG("option row '%s' of kind %d has no reader", name, (int)o->kind);
 	}
-}
-
-/* Started by a launcher as a rank other than 0, which writes no output files? */
-static int other_rank(void)
-{
-	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK", "SLURM_PROCID" };
-	for (size_t i = 0; i < NW_ARRAY_LEN(vars); i++) {
-		const char *v = getenv(vars[i]);
-		if (v && *v && strcmp(v, "0") != 0)
-			return 1;
-	}
-	return 0;
 }
 
 /* Every row's default, read as a given value would be. */
@@ -342,7 +334,7 @@ static int check_exclusive(const struct nw_opt_res *res)
 static int check_outputs(const struct nw_opt_res *res, void *opts)
 {
 	const struct nw_cmd_spec *spec = res->spec;
-	if (other_rank())
+	if (nw_cli_other_rank())
 		return 0;
 	for (size_t i = 0; spec->opts[i].kind != NW_OPTK_END; i++) {
 		const struct nw_opt *o = &spec->opts[i];
@@ -458,20 +450,21 @@ int nw_opt_no_operands(const struct nw_opt_res *res)
 /* "-b, --minbytes SIZE", "--op LIST", "--json[=FILE]" for row o into buf. */
 static void left_column(const struct nw_opt *o, char *buf, size_t len)
 {
-	int used = 0;
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
 	if (o->sname && o->lname)
-		used = snprintf(buf, len, "-%c, --%s", o->sname, o->lname);
+		nw_strbuf_addf(&sb, "-%c, --%s", o->sname, o->lname);
 	else if (o->sname)
-		used = snprintf(buf, len, "-%c", o->sname);
+		nw_strbuf_addf(&sb, "-%c", o->sname);
 	else
-		used = snprintf(buf, len, "--%s", o->lname);
-	if (used < 0 || (size_t)used >= len)
-		return;
+		nw_strbuf_addf(&sb, "--%s", o->lname);
 	int ha = has_arg(o);
 	if (ha == optional_argument)
-		snprintf(buf + used, len - (size_t)used, "[=%s]", o->argh ? o->argh : "FILE");
+		nw_strbuf_addf(&sb, "[=%s]", o->argh ? o->argh : "FILE");
 	else if (ha == required_argument)
-		snprintf(buf + used, len - (size_t)used, " %s", o->argh ? o->argh : "VALUE");
+		nw_strbuf_addf(&sb, " %s", o->argh ? o->argh : "VALUE");
+	nw_strlcpy(buf, sb.buf, len);
+	nw_strbuf_release(&sb);
 }
 
 /* Whether the row appears in help and completion. */

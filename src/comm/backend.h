@@ -37,6 +37,32 @@ static inline int nw_call_pair_peer(const struct nw_call *c, int rank)
 
 enum nw_buf { NW_BUF_SEND, NW_BUF_RECV };
 
+/*
+ * A data check the device can run for bench's -c (made by bench/pattern.c,
+ * nw_pattern_dcheck): every value a pattern uses repeats every
+ * NW_DCHECK_PERIOD elements, so each block of the checked range is
+ * described by one period's worth of what its elements must be.
+ */
+#define NW_DCHECK_PERIOD 13
+enum nw_dcheck_kind {
+	NW_DCHECK_BITS, /* the element's bytes must equal ref[] (exact checks) */
+	NW_DCHECK_MAP,  /* 1- and 2-byte types under a tolerance: the code must be set in map */
+	NW_DCHECK_TOL,  /* float and double under a tolerance: |got - rep| <= ts or |got - want| <= ts */
+};
+struct nw_dcheck_block {
+	uint64_t start, len;                 /* elements, counted from the checked range's first */
+	uint64_t ref[NW_DCHECK_PERIOD];      /* BITS: element start + j must be ref[j mod period] */
+	double rep[NW_DCHECK_PERIOD], want[NW_DCHECK_PERIOD], ts[NW_DCHECK_PERIOD]; /* TOL */
+};
+struct nw_dcheck {
+	enum nw_dcheck_kind kind;
+	unsigned es;                         /* element size in bytes */
+	size_t nblocks;
+	struct nw_dcheck_block *blocks;
+	uint32_t *map;                       /* MAP: period entries of 1 << (8 es) bits each, as 32-bit words */
+	size_t map_words;
+};
+
 struct nw_backend;
 
 struct nw_backend_ops {
@@ -73,12 +99,33 @@ struct nw_backend_ops {
 	int (*split)(struct nw_backend *be, int color, char *err, size_t errlen);
 	/* -M: free device memory of each local rank's GPU into free_b[nlocal]; NULL for host backends. */
 	int (*mem_free)(struct nw_backend *be, int64_t *free_b, char *err, size_t errlen);
+	/*
+	 * -c on the device, without copies through the host (NULL for backends
+	 * that have none). dev_start prepares it (once; 0, or -1 with err
+	 * saying why it cannot be done here: the caller then checks on the
+	 * host). dev_fill writes n elements of es bytes from byte offset off of
+	 * buffer b, element j getting tab[j mod period]; dev_verify adds to
+	 * *wrong the elements of the receive buffer from byte offset off that c
+	 * finds wrong.
+	 */
+	int (*dev_start)(struct nw_backend *be, char *err, size_t errlen);
+	int (*dev_fill)(struct nw_backend *be, int local, enum nw_buf b, size_t off, uint64_t n, unsigned es,
+	                const uint64_t tab[NW_DCHECK_PERIOD], char *err, size_t errlen);
+	int (*dev_verify)(struct nw_backend *be, int local, size_t off, const struct nw_dcheck *c, uint64_t *wrong,
+	                  char *err, size_t errlen);
 };
+
+/*
+ * The most ranks (GPUs) one process drives: the NCCL backend refuses more
+ * (-t x -g, by name); arrays of one entry per local rank have this size,
+ * and their users assert nlocal <= NW_MAX_LOCAL.
+ */
+#define NW_MAX_LOCAL 64
 
 struct nw_backend {
 	const struct nw_backend_ops *ops;
 	const char *name;       /* "nccl", "mpi" */
-	int nlocal;             /* ranks driven by this process */
+	int nlocal;             /* ranks driven by this process, 1 to NW_MAX_LOCAL */
 	int rank0;              /* global rank of local rank 0 */
 	int nranks;             /* ranks in all */
 	int dtype_ok[NW_NDTYPES]; /* types this backend can reduce */
@@ -86,7 +133,7 @@ struct nw_backend {
 	struct nw_group *group; /* the process group (for host-side exchange) */
 	double timeout_s;       /* -T: how long a launch of a blocking backend may wait for peers (0: no limit) */
 	/* Description for the run header and per-rank output. */
-	int gpu[64];            /* device ordinal of each local rank, -1 for hosts */
+	int gpu[NW_MAX_LOCAL];  /* device ordinal of each local rank, -1 for hosts */
 	char gpus[512];         /* "2 x NVIDIA H200" */
 	char nccl_version[32];
 	char nccl_path[512];

@@ -55,6 +55,7 @@ static void be_destroy(struct nw_backend *be)
 					p->nc->pfn_ncclCommDestroy(p->comm[i]);
 				}
 		bn_free_buffers(be);
+		bn_dev_release(be);
 		for (int i = 0; i < p->npinned; i++)
 			p->cu->pfn_cuMemFreeHost(p->pinned[i]);
 		for (int i = 0; i < be->nlocal; i++) {
@@ -83,7 +84,7 @@ static int be_split(struct nw_backend *be, int color, char *err, size_t errlen)
 	if (!nc->pfn_ncclCommSplit || !nc->pfn_ncclCommUserRank || !nc->pfn_ncclCommCount)
 		return nw_seterr(err, errlen, "NCCL_TESTS_SPLIT needs ncclCommSplit, which NCCL %s lacks (it came with "
 		                 "2.18); use a newer NCCL (--nccl-lib PATH) or unset NCCL_TESTS_SPLIT", nc->version);
-	nw_ncclComm_t sub[BN_MAXLOCAL] = { 0 };
+	nw_ncclComm_t sub[NW_MAX_LOCAL] = { 0 };
 	nw_ncclResult_t rc = nc->pfn_ncclGroupStart();
 	for (int i = 0; i < be->nlocal && !rc; i++) {
 		if (bn_set_ctx(be, i, err, errlen)) {
@@ -130,6 +131,9 @@ static const struct nw_backend_ops nccl_ops = {
 	.destroy = be_destroy,
 	.split = be_split,
 	.mem_free = bn_mem_free,
+	.dev_start = bn_dev_start,
+	.dev_fill = bn_dev_fill,
+	.dev_verify = bn_dev_verify,
 };
 
 /* Which GPUs this process drives: nthreads threads (-t) of per GPUs (-g) each, ordinals first to first + ngpus - 1. */
@@ -167,7 +171,7 @@ static int plan_gpus(const struct nw_group *g, const struct nw_nccl_open_opts *o
 	pl->per = o->ngpus > 0 ? o->ngpus : (g->size > 1 || pl->nthreads > 1 ? 1 : visible);
 	pl->ngpus = pl->nthreads * pl->per;
 	pl->first = g->local_rank * pl->ngpus;
-	if (pl->ngpus > BN_MAXLOCAL || pl->first + pl->ngpus > visible)
+	if (pl->ngpus > NW_MAX_LOCAL || pl->first + pl->ngpus > visible)
 		return nw_seterr(err, errlen,
 		                 "this process (local rank %d of %d) needs GPUs %d..%d (%d thread%s x %d GPU%s) but %d "
 		                 "are visible; lower -t or -g, or start fewer processes per node", g->local_rank,
@@ -186,6 +190,7 @@ static struct nw_backend *backend_new(struct nw_group *g, const struct nw_cu *cu
 	be->priv = p;
 	be->name = "nccl";
 	be->group = g;
+	NW_ASSERT(pl->ngpus >= 1 && pl->ngpus <= NW_MAX_LOCAL); /* plan_gpus refused more */
 	be->nlocal = pl->ngpus;
 	be->nranks = g->size * pl->ngpus;
 	be->rank0 = g->rank * pl->ngpus;
@@ -359,7 +364,7 @@ static int init_parallel(struct nw_backend *be, const nw_ncclUniqueId *id, char 
 /* init_comms, and the device memory it took (-M's "Initialization"). */
 static int init_comms_measured(struct nw_backend *be, char *err, size_t errlen)
 {
-	int64_t before[BN_MAXLOCAL], after[BN_MAXLOCAL];
+	int64_t before[NW_MAX_LOCAL], after[NW_MAX_LOCAL];
 	bn_mem_snapshot(be, before);
 	if (init_comms(be, err, errlen))
 		return -1;

@@ -1,9 +1,10 @@
 /*
- * be_nccl_int: internal to the NCCL backend, shared by its three files and
- * by nothing else: be_nccl.c (opening, the ops table, split, destroy),
- * be_nccl_mem.c (device and host buffers, -R registration, -M memory) and
- * be_nccl_run.c (calls, -t launch threads, waiting, CUDA graphs). Names
- * carry the prefix bn_.
+ * be_nccl_int: internal to the NCCL backend, shared by its files and by
+ * nothing else: be_nccl.c (opening, the ops table, split, destroy),
+ * be_nccl_mem.c (device and host buffers, -R registration, -M memory),
+ * be_nccl_run.c (calls, -t launch threads, waiting, CUDA graphs) and
+ * be_nccl_dev.c (-c on the GPUs: the check kernels). Names carry the
+ * prefix bn_.
  */
 #ifndef NW_COMM_BE_NCCL_INT_H
 #define NW_COMM_BE_NCCL_INT_H
@@ -14,31 +15,30 @@
 
 #include "comm/backend.h"
 #include "gpu/cuda.h"
+#include "gpu/kern.h"
 #include "gpu/nccl.h"
-
-#define BN_MAXLOCAL 64
 
 /* The backend's private state (nw_backend.priv). */
 struct bn_priv {
 	const struct nw_cu *cu;
 	const struct nw_nccl *nc;
-	nw_CUdevice dev[BN_MAXLOCAL];
-	nw_CUcontext ctx[BN_MAXLOCAL];
-	nw_CUstream stream[BN_MAXLOCAL];
-	nw_ncclComm_t comm[BN_MAXLOCAL];
-	nw_CUdeviceptr send[BN_MAXLOCAL], recv[BN_MAXLOCAL];
-	nw_CUgraphExec gexec[BN_MAXLOCAL];
+	nw_CUdevice dev[NW_MAX_LOCAL];
+	nw_CUcontext ctx[NW_MAX_LOCAL];
+	nw_CUstream stream[NW_MAX_LOCAL];
+	nw_ncclComm_t comm[NW_MAX_LOCAL];
+	nw_CUdeviceptr send[NW_MAX_LOCAL], recv[NW_MAX_LOCAL];
+	nw_CUgraphExec gexec[NW_MAX_LOCAL];
 	int reg;                /* -R: 0, 1 local, 2 symmetric; buffers then come from ncclMemAlloc */
 	int parallel_init;      /* -p 1 */
-	void *reg_send[BN_MAXLOCAL], *reg_recv[BN_MAXLOCAL]; /* -R 1: ncclCommRegister's handles, NULL none */
-	nw_ncclWindow_t win_send[BN_MAXLOCAL], win_recv[BN_MAXLOCAL]; /* -R 2: the windows, NULL none */
+	void *reg_send[NW_MAX_LOCAL], *reg_recv[NW_MAX_LOCAL]; /* -R 1: ncclCommRegister's handles, NULL none */
+	nw_ncclWindow_t win_send[NW_MAX_LOCAL], win_recv[NW_MAX_LOCAL]; /* -R 2: the windows, NULL none */
 	size_t bytes;
 	void *pinned[16];
 	int npinned;
 	int aborted;
 	/* -t: nthreads threads of per ranks each; work is handed over by gen */
 	int nthreads, per;
-	pthread_t th[BN_MAXLOCAL];
+	pthread_t th[NW_MAX_LOCAL];
 	int nth_started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -51,8 +51,13 @@ struct bn_priv {
 		int agg, iters;
 		size_t stride, steps;
 	} job;
-	int trc[BN_MAXLOCAL];      /* each thread's result for the current piece */
-	char terr[BN_MAXLOCAL][256];
+	int trc[NW_MAX_LOCAL];      /* each thread's result for the current piece */
+	char terr[NW_MAX_LOCAL][256];
+	/* -c on the GPUs (be_nccl_dev.c): per local rank, the kernels and a scratch area (counter, bitmap) */
+	int dev_state;             /* 0 not tried, 1 ready, -1 refused (the host checks) */
+	char dev_why[256];         /* why refused */
+	struct nw_kern kern[NW_MAX_LOCAL];
+	nw_CUdeviceptr scratch[NW_MAX_LOCAL];
 };
 
 static inline struct bn_priv *bn_p(struct nw_backend *be)
@@ -77,6 +82,8 @@ int bn_write(struct nw_backend *be, int i, enum nw_buf b, size_t off, const void
 int bn_read(struct nw_backend *be, int i, enum nw_buf b, size_t off, void *dst, size_t n, char *err, size_t errlen);
 int bn_copy(struct nw_backend *be, int i, size_t soff, size_t doff, size_t n, char *err, size_t errlen);
 int bn_fill32(struct nw_backend *be, int i, enum nw_buf b, uint32_t word, char *err, size_t errlen);
+/* Local rank i's send or receive buffer. */
+nw_CUdeviceptr bn_bufptr(struct bn_priv *p, int i, enum nw_buf b);
 void *bn_host_alloc(struct nw_backend *be, size_t n);
 int bn_mem_free(struct nw_backend *be, int64_t *free_b, char *err, size_t errlen);
 /* bn_mem_free for the backend's own bookkeeping: zeros when the driver does not answer. */
@@ -102,5 +109,15 @@ void bn_graph_free(struct nw_backend *be);
 int bn_start_workers(struct nw_backend *be, char *err, size_t errlen);
 /* Stop and join the launch threads started. */
 void bn_stop_workers(struct bn_priv *p);
+
+/* be_nccl_dev.c: the ops of the same names (backend.h), and what destroying needs. */
+
+int bn_dev_start(struct nw_backend *be, char *err, size_t errlen);
+int bn_dev_fill(struct nw_backend *be, int i, enum nw_buf b, size_t off, uint64_t n, unsigned es,
+                const uint64_t tab[NW_DCHECK_PERIOD], char *err, size_t errlen);
+int bn_dev_verify(struct nw_backend *be, int i, size_t off, const struct nw_dcheck *c, uint64_t *wrong, char *err,
+                  size_t errlen);
+/* Unload the kernels and free the scratch areas (the contexts still current-able). */
+void bn_dev_release(struct nw_backend *be);
 
 #endif

@@ -46,7 +46,7 @@ int bn_alloc(struct nw_backend *be, size_t bytes, char *err, size_t errlen)
 			                 "buffers for -e), %.2f GiB is free of %.2f GiB; lower -e or free the GPU",
 			                 (int)p->dev[i], bytes / 1073741824.0, freeb / 1073741824.0, total / 1073741824.0);
 	}
-	int64_t before[BN_MAXLOCAL], after[BN_MAXLOCAL];
+	int64_t before[NW_MAX_LOCAL], after[NW_MAX_LOCAL];
 	bn_mem_snapshot(be, before);
 	if (p->reg && alloc_registered(be, bytes, err, errlen))
 		return -1;
@@ -74,7 +74,7 @@ int bn_alloc(struct nw_backend *be, size_t bytes, char *err, size_t errlen)
 	return 0;
 }
 
-static nw_CUdeviceptr bufptr(struct bn_priv *p, int i, enum nw_buf b)
+nw_CUdeviceptr bn_bufptr(struct bn_priv *p, int i, enum nw_buf b)
 {
 	return b == NW_BUF_SEND ? p->send[i] : p->recv[i];
 }
@@ -85,7 +85,7 @@ int bn_write(struct nw_backend *be, int i, enum nw_buf b, size_t off, const void
 	struct bn_priv *p = bn_p(be);
 	if (bn_set_ctx(be, i, err, errlen))
 		return -1;
-	nw_CUresult r = p->cu->pfn_cuMemcpyHtoD(bufptr(p, i, b) + off, src, n);
+	nw_CUresult r = p->cu->pfn_cuMemcpyHtoD(bn_bufptr(p, i, b) + off, src, n);
 	return r ? bn_cu_fail(p, r, p->dev[i], "copying to the GPU", err, errlen) : 0;
 }
 
@@ -95,7 +95,7 @@ int bn_read(struct nw_backend *be, int i, enum nw_buf b, size_t off, void *dst, 
 	struct bn_priv *p = bn_p(be);
 	if (bn_set_ctx(be, i, err, errlen))
 		return -1;
-	nw_CUresult r = p->cu->pfn_cuMemcpyDtoH(dst, bufptr(p, i, b) + off, n);
+	nw_CUresult r = p->cu->pfn_cuMemcpyDtoH(dst, bn_bufptr(p, i, b) + off, n);
 	return r ? bn_cu_fail(p, r, p->dev[i], "copying from the GPU", err, errlen) : 0;
 }
 
@@ -115,7 +115,7 @@ int bn_fill32(struct nw_backend *be, int i, enum nw_buf b, uint32_t word, char *
 	struct bn_priv *p = bn_p(be);
 	if (bn_set_ctx(be, i, err, errlen))
 		return -1;
-	nw_CUresult r = p->cu->pfn_cuMemsetD32(bufptr(p, i, b), word, p->bytes / 4);
+	nw_CUresult r = p->cu->pfn_cuMemsetD32(bn_bufptr(p, i, b), word, p->bytes / 4);
 	if (!r)
 		r = p->cu->pfn_cuCtxSynchronize();
 	return r ? bn_cu_fail(p, r, p->dev[i], "filling a buffer", err, errlen) : 0;

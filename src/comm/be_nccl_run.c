@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "comm/be_nccl_int.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 /* One local rank's side of a call: its buffers, element count and type, communicator and stream. */
@@ -147,7 +148,7 @@ static int one_call(struct nw_backend *be, int i, const struct nw_call *c, char 
 		                         : scatter_p2p(&x, c->root);
 		break;
 	default:
-		return nw_seterr(err, errlen, "internal: unknown op %d", c->op);
+		NW_BUG("unknown op %d", c->op);
 	}
 	if (rc)
 		return bn_nccl_fail(p, rc, i, nw_coll_get(c->op)->name, err, errlen);
@@ -359,7 +360,7 @@ static void timeout_message(struct nw_backend *be, const char *what, double time
 int bn_wait(struct nw_backend *be, double timeout_s, const char *what, char *err, size_t errlen)
 {
 	struct bn_priv *p = bn_p(be);
-	int done[BN_MAXLOCAL] = { 0 };
+	int done[NW_MAX_LOCAL] = { 0 };
 	int left = be->nlocal;
 	double start = nw_now();
 	unsigned spins = 0;
@@ -388,12 +389,13 @@ int bn_wait(struct nw_backend *be, double timeout_s, const char *what, char *err
 		if (!left)
 			break;
 		if ((++spins & 1023) == 0 && timeout_s > 0 && nw_now() - start > timeout_s) {
-			char waiting[128] = "";
-			size_t u = 0;
-			for (int i = 0; i < be->nlocal && u < sizeof(waiting) - 8; i++)
+			struct nw_strbuf waiting;
+			nw_strbuf_init(&waiting);
+			for (int i = 0; i < be->nlocal; i++)
 				if (!done[i])
-					u += (size_t)snprintf(waiting + u, sizeof(waiting) - u, "%s%d", u ? "," : "", (int)p->dev[i]);
-			timeout_message(be, what, timeout_s, waiting, err, errlen);
+					nw_strbuf_addf(&waiting, "%s%d", waiting.len ? "," : "", (int)p->dev[i]);
+			timeout_message(be, what, timeout_s, waiting.buf, err, errlen);
+			nw_strbuf_release(&waiting);
 			abort_all(be);
 			return -1;
 		}

@@ -16,6 +16,7 @@
 #endif
 
 #include "comm/boot.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 int nw_group_mpi_launched(void)
@@ -90,11 +91,13 @@ static void roll_call(const struct nw_group *g, char *out, size_t outlen)
 				left--;
 			}
 		}
-	size_t used = 0;
-	out[0] = '\0';
-	for (int p = 0; p < n && used + 16 < outlen; p++)
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	for (int p = 0; p < n && sb.len + 16 < outlen; p++) /* whole numbers only */
 		if (!done[p])
-			used += (size_t)snprintf(out + used, outlen - used, "%s%d", used ? "," : "", p);
+			nw_strbuf_addf(&sb, "%s%d", sb.len ? "," : "", p);
+	nw_strlcpy(out, sb.buf, outlen);
+	nw_strbuf_release(&sb);
 	/* the requests left pending are MPI's until the job is aborted */
 	free(heard);
 	free(done);
@@ -166,18 +169,20 @@ static int mpi_open(struct nw_group *g, const char *fingerprint, char *err, size
 		free(all);
 		return rc != MPI_SUCCESS ? mpi_err(err, errlen, "allgather", rc) : -1;
 	}
-	char bad[256] = "";
-	size_t used = 0;
-	for (int r = 0; r < g->size; r++)
-		if (all[r] != all[0] && used < sizeof(bad) - 16)
-			used += (size_t)snprintf(bad + used, sizeof(bad) - used, "%s%d", used ? "," : "", r);
+	struct nw_strbuf bad; /* the first ranks that differ, so that the message keeps what to do */
+	nw_strbuf_init(&bad);
+	for (int r = 0; r < g->size && bad.len < 240; r++)
+		if (all[r] != all[0])
+			nw_strbuf_addf(&bad, "%s%d", bad.len ? "," : "", r);
 	free(all);
-	if (used)
-		return nw_seterr(err, errlen,
-		                 "ranks %s run a different ncclwatch version or different arguments than rank 0 "
-		                 "(this rank: '%s'); launch every rank with the same binary and arguments",
-		                 bad, fingerprint);
-	return 0;
+	rc = 0;
+	if (bad.len)
+		rc = nw_seterr(err, errlen,
+		               "ranks %s run a different ncclwatch version or different arguments than rank 0 "
+		               "(this rank: '%s'); launch every rank with the same binary and arguments",
+		               bad.buf, fingerprint);
+	nw_strbuf_release(&bad);
+	return rc;
 }
 #endif
 

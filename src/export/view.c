@@ -9,6 +9,7 @@
 #include "export/hangsrc.h"
 #include "export/hist.h"
 #include "export/view.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 static const char *const sort_names[NW_VIEW_NSORT] = { "comm", "busbw", "rate", "time", "busy" };
@@ -217,23 +218,26 @@ static void add_rank_rows(struct nw_view *v, size_t *cap, const struct nw_sf_ran
 /* The line that names a hung communicator, where it stopped and who has not arrived. */
 static void hang_text(char *buf, size_t len, const struct nw_prog_comm *c, const struct nw_prog_diag *d)
 {
-	size_t at = (size_t)snprintf(buf, len, "HUNG: communicator %016" PRIx64 "%s%s%s", c->comm_hash,
-	                             c->name[0] ? " (" : "", c->name, c->name[0] ? ")" : "");
-	if (d->op >= 0 && at < len)
-		at += (size_t)snprintf(buf + at, len - at, " at %s seq %" PRIu64, nws_op_name((unsigned)d->op), d->seq);
-	if (d->quiet_ns != NW_PROG_UNKNOWN && at < len)
-		at += (size_t)snprintf(buf + at, len - at, ", no NCCL event for %.0f s", (double)d->quiet_ns / 1e9);
-	for (size_t k = 0; k < d->nmissing && at < len; k++) {
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	nw_strbuf_addf(&sb, "HUNG: communicator %016" PRIx64 "%s%s%s", c->comm_hash, c->name[0] ? " (" : "", c->name,
+	               c->name[0] ? ")" : "");
+	if (d->op >= 0)
+		nw_strbuf_addf(&sb, " at %s seq %" PRIu64, nws_op_name((unsigned)d->op), d->seq);
+	if (d->quiet_ns != NW_PROG_UNKNOWN)
+		nw_strbuf_addf(&sb, ", no NCCL event for %.0f s", (double)d->quiet_ns / 1e9);
+	for (size_t k = 0; k < d->nmissing; k++) {
 		const struct nw_prog_rank *r = &c->ranks[d->missing[k]];
-		at += (size_t)snprintf(buf + at, len - at, "%s %d", k ? "," : "; not arrived: rank", r->rank);
-		if (r->last_op >= 0 && at < len)
-			at += (size_t)snprintf(buf + at, len - at, " (last %s seq %" PRIu64 ")",
-			                       nws_op_name((unsigned)r->last_op), r->last_seq);
+		nw_strbuf_addf(&sb, "%s %d", k ? "," : "; not arrived: rank", r->rank);
+		if (r->last_op >= 0)
+			nw_strbuf_addf(&sb, " (last %s seq %" PRIu64 ")", nws_op_name((unsigned)r->last_op), r->last_seq);
 	}
-	for (size_t k = 0; k < d->ninside && at < len; k++)
-		at += (size_t)snprintf(buf + at, len - at, "%s %d", k ? "" : "; inside:", c->ranks[d->inside[k]].rank);
-	if (d->nunseen && at < len)
-		snprintf(buf + at, len - at, "; %zu rank%s not on this node", d->nunseen, d->nunseen == 1 ? "" : "s");
+	for (size_t k = 0; k < d->ninside; k++)
+		nw_strbuf_addf(&sb, "%s %d", k ? "" : "; inside:", c->ranks[d->inside[k]].rank);
+	if (d->nunseen)
+		nw_strbuf_addf(&sb, "; %zu rank%s not on this node", d->nunseen, d->nunseen == 1 ? "" : "s");
+	nw_strlcpy(buf, sb.buf, len);
+	nw_strbuf_release(&sb);
 }
 
 /* How long without events makes waiting a hang for c: what its plugins use (NCCLWATCH_HANG_S), else 120 s. */
@@ -332,6 +336,10 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 		if (r->hdr.nranks == 1 && !r->hdr.ops_total)
 			v->nsolo++; /* NCCL sends no events for them: say so, do not look broken */
 		v->ngraph += r->hdr.graph_ops;
+		if (r->hdr.abi < NW_ARRAY_LEN(v->nabi)) {
+			v->nabi[r->hdr.abi]++;
+			v->blind[r->hdr.abi] |= r->hdr.mode.blind;
+		}
 		add_rank_rows(v, &cap, r, now, prev, dt, o, le);
 		add_ovl(v, &ocap, r);
 	}
@@ -372,6 +380,22 @@ void nw_view_format_ovl(char *buf, size_t len, const struct nw_view_ovl *p)
 		         pct(o->compute_ns, o->wall_ns), (double)o->wall_ns / 1e9, (unsigned long long)o->kernels,
 		         o->dropped ? ", records lost: " : "", o->dropped ? "figures low" : "",
 		         (unsigned long long)o->windows, o->windows == 1 ? "" : "s");
+}
+
+int nw_view_mode_note(char *buf, size_t len, unsigned abi, size_t nfiles, uint32_t blind)
+{
+	if (!nfiles || !blind)
+		return 0;
+	size_t n = (size_t)snprintf(buf, len, "profiler v%u (NCCL %s), %zu file%s, cannot see: ", abi, nws_abi_nccl(abi),
+	                            nfiles, nfiles == 1 ? "" : "s");
+	const char *sep = "";
+	for (unsigned b = 0; b < NWS_NBLIND && n < len; b++) {
+		if (!(blind & (1u << b)))
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", sep, nws_blind_text(b));
+		sep = "; ";
+	}
+	return 1;
 }
 
 int nw_view_alone_note(char *buf, size_t len, const struct nw_view_ovl *p)
@@ -442,7 +466,7 @@ static void row_text(const struct nw_view_row *r, struct row_text *t)
 		snprintf(t->rate, sizeof(t->rate), "-");
 	else
 		snprintf(t->rate, sizeof(t->rate), "%.1f", r->calls_per_s);
-	if (r->src >= 0)
+	if (r->src >= 0 && !isnan(r->busbw_gbs)) /* NAN: the communicator's size is not known */
 		snprintf(t->bw, sizeof(t->bw), "%.2f", r->busbw_gbs);
 	else
 		snprintf(t->bw, sizeof(t->bw), "-");

@@ -11,7 +11,7 @@ static struct nw_cu cu;
 static struct nw_dl_once once = NW_DL_ONCE_INIT; /* cu is resolved and the driver initialised */
 static const struct nw_dl_lib libcuda = { "NCCLWATCH_CUDA_LIB", { "libcuda.so.1" }, 0 };
 
-/* Every entry point used, all required (CUDA 11.4 drivers have them all). */
+/* Every entry point used, all required but the JIT's (CUDA 11.4 drivers have them all). */
 static const struct nw_dl_sym syms[] = {
 	{ (void **)&cu.pfn_cuInit, { "cuInit" }, 1 },
 	{ (void **)&cu.pfn_cuDriverGetVersion, { "cuDriverGetVersion" }, 1 },
@@ -43,6 +43,10 @@ static const struct nw_dl_sym syms[] = {
 	{ (void **)&cu.pfn_cuGraphLaunch, { "cuGraphLaunch" }, 1 },
 	{ (void **)&cu.pfn_cuGraphExecDestroy, { "cuGraphExecDestroy" }, 1 },
 	{ (void **)&cu.pfn_cuGraphDestroy, { "cuGraphDestroy" }, 1 },
+	{ (void **)&cu.pfn_cuModuleLoadDataEx, { "cuModuleLoadDataEx" }, 0 },
+	{ (void **)&cu.pfn_cuModuleGetFunction, { "cuModuleGetFunction" }, 0 },
+	{ (void **)&cu.pfn_cuModuleUnload, { "cuModuleUnload" }, 0 },
+	{ (void **)&cu.pfn_cuLaunchKernel, { "cuLaunchKernel" }, 0 },
 	{ (void **)&cu.pfn_cuGetErrorString, { "cuGetErrorString" }, 1 },
 	{ (void **)&cu.pfn_cuGetErrorName, { "cuGetErrorName" }, 1 },
 };

@@ -17,6 +17,8 @@ typedef struct nw_CUctx_st *nw_CUcontext;
 typedef struct nw_CUstream_st *nw_CUstream;
 typedef struct nw_CUgraph_st *nw_CUgraph;
 typedef struct nw_CUgraphExec_st *nw_CUgraphExec;
+typedef struct nw_CUmod_st *nw_CUmodule;
+typedef struct nw_CUfunc_st *nw_CUfunction;
 
 enum {
 	NW_CUDA_SUCCESS = 0,
@@ -30,6 +32,8 @@ enum {
 	NW_CU_CAPTURE_MODE_GLOBAL = 0,
 	NW_CU_CAPTURE_MODE_THREAD_LOCAL = 1,
 	NW_CU_CAPTURE_MODE_RELAXED = 2,
+	NW_CU_JIT_ERROR_LOG_BUFFER = 5,
+	NW_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
 
 struct nw_cu {
@@ -63,6 +67,14 @@ struct nw_cu {
 	nw_CUresult (*pfn_cuGraphLaunch)(nw_CUgraphExec e, nw_CUstream s);
 	nw_CUresult (*pfn_cuGraphExecDestroy)(nw_CUgraphExec e);
 	nw_CUresult (*pfn_cuGraphDestroy)(nw_CUgraph g);
+	/* the JIT of src/gpu/verify.ptx (gpu/kern.c); all in CUDA 11.4 drivers, looked up as optional */
+	nw_CUresult (*pfn_cuModuleLoadDataEx)(nw_CUmodule *m, const void *image, unsigned int nopts, int *opts,
+	                                      void **vals);
+	nw_CUresult (*pfn_cuModuleGetFunction)(nw_CUfunction *f, nw_CUmodule m, const char *name);
+	nw_CUresult (*pfn_cuModuleUnload)(nw_CUmodule m);
+	nw_CUresult (*pfn_cuLaunchKernel)(nw_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+	                                  unsigned by, unsigned bz, unsigned shmem, nw_CUstream s, void **params,
+	                                  void **extra);
 	nw_CUresult (*pfn_cuGetErrorString)(nw_CUresult r, const char **s);
 	nw_CUresult (*pfn_cuGetErrorName)(nw_CUresult r, const char **s);
 	char path[1024]; /* the file loaded */

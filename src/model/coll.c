@@ -101,14 +101,6 @@ uint64_t nw_alltoallv_before(uint64_t chunk, size_t es, int n, int from, int to)
 	return sum;
 }
 
-uint64_t nw_alltoallv_recv_before(uint64_t chunk, size_t es, int n, int from, int to)
-{
-	uint64_t sum = 0;
-	for (int k = 0; k < from; k++)
-		sum += nw_alltoallv_count(chunk, es, n, k, to);
-	return sum;
-}
-
 uint64_t nw_alltoallv_total(uint64_t chunk, size_t es, int n)
 {
 	return nw_alltoallv_before(chunk, es, n, 0, n);

@@ -69,8 +69,6 @@ double nw_algbw_factor(enum nw_op op, int nranks);
 uint64_t nw_alltoallv_count(uint64_t chunk, size_t elem_size, int nranks, int from, int to);
 /* Elements rank 'from' sends to ranks below 'to' (its send offset for 'to'). */
 uint64_t nw_alltoallv_before(uint64_t chunk, size_t elem_size, int nranks, int from, int to);
-/* Elements rank 'to' receives from ranks below 'from' (its recv offset for 'from'). */
-uint64_t nw_alltoallv_recv_before(uint64_t chunk, size_t elem_size, int nranks, int from, int to);
 /* Elements every rank sends (and receives) in all. */
 uint64_t nw_alltoallv_total(uint64_t chunk, size_t elem_size, int nranks);
 

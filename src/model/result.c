@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model/coll.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 void nw_run_init(struct nw_run *run)
@@ -156,29 +157,26 @@ static void nt_float(char *buf, size_t len, double v, int width)
 		snprintf(buf, len, "%*.1e", width, v);
 }
 
-static size_t nt_body(char *buf, size_t len, const struct nw_row *r)
+/* One placement's columns appended to sb: time, algbw, busbw, #wrong, then with -I the iteration statistics. */
+static void nt_body(struct nw_strbuf *sb, const struct nw_row *r)
 {
 	char t[32], a[32], b[32];
 	nt_float(t, sizeof(t), r->time_us, 7);
 	nt_float(a, sizeof(a), r->algbw_gbs, 6);
 	nt_float(b, sizeof(b), r->busbw_gbs, 6);
-	int n;
 	if (r->wrong >= 0)
-		n = snprintf(buf, len, "  %7s  %6s  %6s  %6g", t, a, b, (double)r->wrong);
+		nw_strbuf_addf(sb, "  %7s  %6s  %6s  %6g", t, a, b, (double)r->wrong);
 	else
-		n = snprintf(buf, len, "  %7s  %6s  %6s    N/A", t, a, b);
-	size_t used = n < 0 ? 0 : (size_t)n;
+		nw_strbuf_addf(sb, "  %7s  %6s  %6s    N/A", t, a, b);
 	struct nw_iter_stats st;
-	if (used < len && !nw_row_iter_stats(r, &st)) {
+	if (!nw_row_iter_stats(r, &st)) {
 		char mn[32], mx[32], p99[32], cv[32];
 		nt_float(mn, sizeof(mn), st.min, 7);
 		nt_float(mx, sizeof(mx), st.max, 7);
 		nt_float(p99, sizeof(p99), st.p99, 7);
 		nt_float(cv, sizeof(cv), st.cv_pct, 7);
-		n = snprintf(buf + used, len - used, "  %7s  %7s  %7s  %7s", mn, mx, p99, cv);
-		used += n < 0 ? 0 : (size_t)n;
+		nw_strbuf_addf(sb, "  %7s  %7s  %7s  %7s", mn, mx, p99, cv);
 	}
-	return used < len ? used : len - 1;
 }
 
 void nw_nt_format_row(char *buf, size_t len, const struct nw_row *oop, const struct nw_row *ip)
@@ -191,17 +189,18 @@ void nw_nt_format_row(char *buf, size_t len, const struct nw_row *oop, const str
 		return;
 	/* nccl-tests' sendrecv loops over the reduction ops like the reducing collectives and prints "sum" */
 	const char *redop = !strcmp(r->op, "sendrecv") && !strcmp(r->redop, "none") ? "sum" : r->redop;
-	int n = snprintf(buf, len, "%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i",
-	                 r->size_bytes, r->count, r->dtype, redop, r->root);
-	size_t used = n < 0 ? 0 : (size_t)n;
-	if (used >= len)
-		return;
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	nw_strbuf_addf(&sb, "%12" PRIu64 "  %12" PRIu64 "  %8s  %6s  %6i", r->size_bytes, r->count, r->dtype, redop,
+	               r->root);
 	if (oop)
-		used += nt_body(buf + used, len - used, oop);
+		nt_body(&sb, oop);
 	else
-		used += (size_t)snprintf(buf + used, len - used, "%32s", "");
-	if (used < len && ip)
-		nt_body(buf + used, len - used, ip);
+		nw_strbuf_addf(&sb, "%32s", "");
+	if (ip)
+		nt_body(&sb, ip);
+	nw_strlcpy(buf, sb.buf, len);
+	nw_strbuf_release(&sb);
 }
 
 /*
@@ -516,14 +515,10 @@ void nw_header_fill_local(struct nw_run_header *h, const char *source, int argc,
 	nw_strlcpy(h->source, source, sizeof(h->source));
 	nw_hostname(h->host, sizeof(h->host));
 	nw_utc_iso(h->time, sizeof(h->time));
-	size_t used = 0;
-	h->cmdline[0] = '\0';
-	for (int i = 0; i < argc && used + 2 < sizeof(h->cmdline); i++) {
-		int n = snprintf(h->cmdline + used, sizeof(h->cmdline) - used, "%s%s", i ? " " : "", argv[i]);
-		if (n < 0)
-			break;
-		used += (size_t)n;
-	}
-	if (used >= sizeof(h->cmdline))
-		h->cmdline[sizeof(h->cmdline) - 1] = '\0';
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	for (int i = 0; i < argc; i++)
+		nw_strbuf_addf(&sb, "%s%s", i ? " " : "", argv[i]);
+	nw_strlcpy(h->cmdline, sb.buf, sizeof(h->cmdline));
+	nw_strbuf_release(&sb);
 }

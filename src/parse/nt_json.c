@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "parse/nt_int.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 /* Pull string/number fields out of nccl-tests' -J document. */
@@ -135,15 +136,15 @@ static void json_file_facts(struct nt_stream *st, const json_t *doc)
 	const char *t = nt_jstr(doc, "start_time");
 	if (t)
 		nw_strlcpy(st->start_time, t, sizeof(st->start_time));
-	size_t i, used = 0;
+	size_t i;
 	const json_t *v;
-	json_array_foreach(json_object_get(doc, "args"), i, v) {
-		if (!json_is_string(v) || used + 1 >= sizeof(st->cmdline))
-			continue;
-		int k = snprintf(st->cmdline + used, sizeof(st->cmdline) - used, "%s%s", used ? " " : "", json_string_value(v));
-		if (k > 0)
-			used = used + (size_t)k < sizeof(st->cmdline) ? used + (size_t)k : sizeof(st->cmdline) - 1;
-	}
+	struct nw_strbuf cmd;
+	nw_strbuf_init(&cmd);
+	json_array_foreach(json_object_get(doc, "args"), i, v)
+		if (json_is_string(v))
+			nw_strbuf_addf(&cmd, "%s%s", cmd.len ? " " : "", json_string_value(v));
+	nw_strlcpy(st->cmdline, cmd.buf, sizeof(st->cmdline));
+	nw_strbuf_release(&cmd);
 	if (!json_is_array(json_object_get(doc, "env")))
 		return;
 	st->env = json_object();

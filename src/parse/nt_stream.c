@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "parse/nt_int.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 /* Forget what a stream said (its tables are released), keeping its tag. */
@@ -201,25 +202,16 @@ static void fill_header(struct nt_ctx *c, const struct nt_stream *st, struct nw_
 	if (st->nccl_code > 0)
 		nt_version_from_code(st->nccl_code, h->nccl_version, sizeof(h->nccl_version));
 	nw_strlcpy(h->input, c->name ? c->name : "", sizeof(h->input));
-	size_t used = 0;
-	for (int i = 0; i < st->nhosts && used + 1 < sizeof(h->host); i++) {
-		int n = snprintf(h->host + used, sizeof(h->host) - used, "%s%s", i ? "," : "", st->hosts[i]);
-		if (n < 0)
-			break;
-		used += (size_t)n;
-	}
-	if (used >= sizeof(h->host))
-		h->host[sizeof(h->host) - 1] = '\0';
-	used = 0;
-	for (int i = 0; i < st->ngpunames && used + 1 < sizeof(h->gpus); i++) {
-		int n = snprintf(h->gpus + used, sizeof(h->gpus) - used, "%s%d x %s", i ? ", " : "",
-		                 st->gpus[i].n, st->gpus[i].name);
-		if (n < 0)
-			break;
-		used += (size_t)n;
-	}
-	if (used >= sizeof(h->gpus))
-		h->gpus[sizeof(h->gpus) - 1] = '\0';
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	for (int i = 0; i < st->nhosts; i++)
+		nw_strbuf_addf(&sb, "%s%s", i ? "," : "", st->hosts[i]);
+	nw_strlcpy(h->host, sb.buf, sizeof(h->host));
+	nw_strbuf_reset(&sb);
+	for (int i = 0; i < st->ngpunames; i++)
+		nw_strbuf_addf(&sb, "%s%d x %s", i ? ", " : "", st->gpus[i].n, st->gpus[i].name);
+	nw_strlcpy(h->gpus, sb.buf, sizeof(h->gpus));
+	nw_strbuf_release(&sb);
 	h->nhosts = st->nhosts;
 	if (!h->nhosts && st->nnodes_declared > 0 && st->nnodes_declared <= INT_MAX)
 		h->nhosts = (int)st->nnodes_declared;
@@ -255,14 +247,12 @@ static void tell_header_only(struct nt_ctx *c, const struct nt_stream *st)
 		return;
 	c->seen->nranks = nranks;
 	c->seen->nhosts = st->nhosts;
-	size_t used = 0;
-	c->seen->hosts[0] = '\0';
-	for (int i = 0; i < st->nhosts && used + 1 < sizeof(c->seen->hosts); i++) {
-		int k = snprintf(c->seen->hosts + used, sizeof(c->seen->hosts) - used, "%s%s", i ? ", " : "", st->hosts[i]);
-		if (k < 0)
-			break;
-		used += (size_t)k;
-	}
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	for (int i = 0; i < st->nhosts; i++)
+		nw_strbuf_addf(&sb, "%s%s", i ? ", " : "", st->hosts[i]);
+	nw_strlcpy(c->seen->hosts, sb.buf, sizeof(c->seen->hosts));
+	nw_strbuf_release(&sb);
 }
 
 /* The raw "error" values of merge_zero_rows' tables, in the rows' new order (before their tables are released). */

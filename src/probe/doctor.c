@@ -85,30 +85,6 @@ json_t *nw_findings_to_json(const struct nw_findings *f)
 	return a;
 }
 
-int nw_findings_from_json(const json_t *a, struct nw_findings *f, char *err, size_t errlen)
-{
-	if (!json_is_array(a))
-		return nw_seterr(err, errlen, "findings must be a JSON array");
-	size_t i;
-	json_t *o;
-	json_array_foreach(a, i, o) {
-		const char *id = json_string_value(json_object_get(o, "id"));
-		const char *sev = json_string_value(json_object_get(o, "severity"));
-		const char *seen = json_string_value(json_object_get(o, "seen"));
-		if (!id || !sev || !seen)
-			return nw_seterr(err, errlen, "finding %zu lacks id, severity or seen", i);
-		int s = -1;
-		for (int k = NW_SEV_OK; k <= NW_SEV_ERROR; k++)
-			if (!strcmp(sev, nw_sev_name((enum nw_sev)k)))
-				s = k;
-		if (s < 0)
-			return nw_seterr(err, errlen, "finding %zu: unknown severity '%s'", i, sev);
-		nw_doc_add(f, id, (enum nw_sev)s, json_string_value(json_object_get(o, "why")),
-		           json_string_value(json_object_get(o, "fix")), "%s", seen);
-	}
-	return 0;
-}
-
 int nw_doc_selects(const char *name, const char *id)
 {
 	size_t len = strlen(name);

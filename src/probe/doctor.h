@@ -157,8 +157,6 @@ enum nw_sev nw_findings_worst(const struct nw_findings *f);
 int nw_findings_exit(const struct nw_findings *f);
 const char *nw_sev_name(enum nw_sev s);
 json_t *nw_findings_to_json(const struct nw_findings *f);
-/* Findings back from their JSON (check --doctor-json); -1 with err. */
-int nw_findings_from_json(const json_t *a, struct nw_findings *f, char *err, size_t errlen);
 
 /*
  * Gather every fact under root for the live process: env (NULL: environ),

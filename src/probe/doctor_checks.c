@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/strbuf.h"
 #include "util/util.h"
 
 int nw_doc_has_gpus(const struct nw_doc_ctx *c)
@@ -28,16 +29,16 @@ const char *nw_doc_nvml_why(const struct nw_doc_ctx *c)
 int nw_doc_rdma_active(const struct nw_doc_ctx *c, char *names, size_t len)
 {
 	int n = 0;
-	if (len)
-		names[0] = '\0';
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
 	for (int i = 0; i < c->topo->nnics; i++) {
 		const struct nw_topo_nic *x = &c->topo->nics[i];
-		if (strcmp(x->kind, "eth") && x->up) {
-			size_t used = strlen(names);
-			snprintf(names + used, len - used, "%s%s:%d", n ? "," : "", x->name, x->port);
-			n++;
-		}
+		if (strcmp(x->kind, "eth") && x->up)
+			nw_strbuf_addf(&sb, "%s%s:%d", n++ ? "," : "", x->name, x->port);
 	}
+	if (len)
+		nw_strlcpy(names, sb.buf, len);
+	nw_strbuf_release(&sb);
 	return n;
 }
 

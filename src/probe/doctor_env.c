@@ -5,6 +5,7 @@
 
 #include "probe/doctor_checks.h"
 #include "probe/ncclenv.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 void nw_doc_chk_env_names(const struct nw_doc_ctx *c, struct nw_findings *out)
@@ -50,7 +51,7 @@ void nw_doc_chk_env_names(const struct nw_doc_ctx *c, struct nw_findings *out)
 /* The names of a list variable, sorted by what they match: nothing, something down, something up. */
 struct list_match {
 	int nfound, nmissing, ndown;
-	char missing[256], down[256], found[256]; /* comma-separated */
+	struct nw_strbuf missing, down, found; /* comma-separated; list_match_release frees them */
 };
 
 /* Whether item (a prefix, or with exact the whole name) names an RDMA device (hca) or interface; *up when one it names is up. */
@@ -82,6 +83,9 @@ static int list_item_match(const struct nw_doc_ctx *c, const char *item, int exa
 static void list_classify(const struct nw_doc_ctx *c, const char *p, int exact, int hca, struct list_match *m)
 {
 	memset(m, 0, sizeof(*m));
+	nw_strbuf_init(&m->missing);
+	nw_strbuf_init(&m->down);
+	nw_strbuf_init(&m->found);
 	while (*p) {
 		const char *e = strchr(p, ',');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
@@ -97,9 +101,8 @@ static void list_classify(const struct nw_doc_ctx *c, const char *p, int exact, 
 		}
 		if (item[0]) {
 			int up, match = list_item_match(c, item, exact, hca, &up);
-			char *dst = !match ? m->missing : !up ? m->down : m->found;
-			size_t used = strlen(dst);
-			snprintf(dst + used, 256 - used, "%s%s", used ? "," : "", item);
+			struct nw_strbuf *dst = !match ? &m->missing : !up ? &m->down : &m->found;
+			nw_strbuf_addf(dst, "%s%s", dst->len ? "," : "", item);
 			if (!match)
 				m->nmissing++;
 			else if (!up)
@@ -111,6 +114,13 @@ static void list_classify(const struct nw_doc_ctx *c, const char *p, int exact, 
 			break;
 		p = e + 1;
 	}
+}
+
+static void list_match_release(struct list_match *m)
+{
+	nw_strbuf_release(&m->missing);
+	nw_strbuf_release(&m->down);
+	nw_strbuf_release(&m->found);
 }
 
 /*
@@ -131,31 +141,32 @@ static void check_list_var(const struct nw_doc_ctx *c, struct nw_findings *out, 
 		exclude = 1, p++;
 	if (*p == '=')
 		exact = 1, p++;
-	struct list_match m;
-	list_classify(c, p, exact, hca, &m);
 	if (!hca && c->nifaces < 0) {
 		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "%s=%s: skipped, /sys/class/net could not be read", var, val);
 		return;
 	}
+	struct list_match m;
+	list_classify(c, p, exact, hca, &m);
 	const char *what = hca ? "RDMA device" : "interface";
-	if (exclude) {
-		ADD(out, id, NW_SEV_OK, NULL, NULL, "%s=%s excludes %s", var, val, m.missing[0] || m.found[0] || m.down[0] ? "listed names" : "nothing");
-		return;
-	}
-	if (!m.nfound)
+	if (exclude)
+		ADD(out, id, NW_SEV_OK, NULL, NULL, "%s=%s excludes %s", var, val,
+		    m.missing.len || m.found.len || m.down.len ? "listed names" : "nothing");
+	else if (!m.nfound)
 		ADD(out, id, NW_SEV_ERROR,
 		    hca ? "NCCL finds no usable HCA and falls back to sockets, or fails"
 		        : "NCCL finds no interface to bootstrap on and fails at init (\"no socket interface found\")",
 		    hca ? "name devices listed in /sys/class/infiniband (ibv_devices), or unset it"
 		        : "name an interface listed by 'ip link' (prefix match; '=' for exact, '^' to exclude)",
-		    "%s=%s: no %s matches '%s'%s%s", var, val, what, m.missing[0] ? m.missing : "-",
-		    m.ndown ? "; down: " : "", m.down);
+		    "%s=%s: no %s matches '%s'%s%s", var, val, what, m.missing.len ? m.missing.buf : "-",
+		    m.ndown ? "; down: " : "", m.down.buf);
 	else if (m.nmissing || m.ndown)
 		ADD(out, id, NW_SEV_WARN, "part of the list is unusable: NCCL uses fewer links than you meant",
 		    "fix or drop the missing/down names", "%s=%s: missing %s; down %s; usable %s", var, val,
-		    m.missing[0] ? m.missing : "-", m.down[0] ? m.down : "-", m.found);
+		    m.missing.len ? m.missing.buf : "-", m.down.len ? m.down.buf : "-", m.found.buf);
 	else
-		ADD(out, id, NW_SEV_OK, NULL, NULL, "%s=%s: every %s named exists and is up (%s)", var, val, what, m.found);
+		ADD(out, id, NW_SEV_OK, NULL, NULL, "%s=%s: every %s named exists and is up (%s)", var, val, what,
+		    m.found.buf);
+	list_match_release(&m);
 }
 
 void nw_doc_chk_socket_ifname(const struct nw_doc_ctx *c, struct nw_findings *out)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "probe/doctor_checks.h"
+#include "util/strbuf.h"
 
 /* ---------------- versions ---------------- */
 
@@ -85,15 +86,12 @@ void nw_doc_chk_nccl_many(const struct nw_doc_ctx *c, struct nw_findings *out)
 		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: NCCL was not looked for");
 		return;
 	}
-	char list[600] = "";
-	size_t used = 0;
+	struct nw_strbuf list;
+	nw_strbuf_init(&list);
 	int differ = 0;
 	for (size_t i = 0; i < c->nall; i++) {
 		const struct nw_nccl_where *w = &c->all[i];
-		int n = snprintf(list + used, sizeof(list) - used, "%s%s %s (%s)", i ? "; " : "", w->path,
-		                 w->version[0] ? w->version : "?", w->how);
-		if (n > 0 && (size_t)n < sizeof(list) - used)
-			used += (size_t)n;
+		nw_strbuf_addf(&list, "%s%s %s (%s)", i ? "; " : "", w->path, w->version[0] ? w->version : "?", w->how);
 		if (c->nccl_state == 1 && w->version[0] && c->nccl.version[0] &&
 		    strcmp(w->version, c->nccl.version))
 			differ++;
@@ -113,17 +111,18 @@ void nw_doc_chk_nccl_many(const struct nw_doc_ctx *c, struct nw_findings *out)
 		    "measure PyTorch's NCCL (--nccl-lib PATH, or NCCLWATCH_NCCL_LIB), or make the job load the "
 		    "same library",
 		    "NCCL %s loads (%s, %s) but PyTorch's is another version: %s", c->nccl.version, c->nccl.how,
-		    c->nccl.path, list);
+		    c->nccl.path, list.buf);
 	else if (differ)
 		ADD(out, id, NW_SEV_INFO,
 		    "two NCCLs on one machine: a tool built against the other one (nccl-tests, the system's) "
 		    "measures a different library than the one that loads here",
 		    "compare like with like: give such tools the same libnccl (LD_LIBRARY_PATH), or remove the stale copy",
 		    "%zu libnccl files, versions differ from the one that loads (%s): %s", c->nall,
-		    c->nccl_state == 1 ? c->nccl.version : "?", list);
+		    c->nccl_state == 1 ? c->nccl.version : "?", list.buf);
 	else
 		ADD(out, id, NW_SEV_OK, NULL, NULL, "%zu libnccl file%s, one version: %s", c->nall,
-		    c->nall == 1 ? "" : "s", list);
+		    c->nall == 1 ? "" : "s", list.buf);
+	nw_strbuf_release(&list);
 }
 
 /* ---------------- hardware ---------------- */
@@ -136,20 +135,20 @@ void nw_doc_chk_nvlink(const struct nw_doc_ctx *c, struct nw_findings *out)
 		return;
 	}
 	int total = 0, up = 0, bad = 0;
+	struct nw_strbuf downs; /* one GPU's links that are down */
+	nw_strbuf_init(&downs);
 	static const char *names[] = { "replay", "recovery", "CRC flit", "CRC data" };
 	for (int g = 0; g < c->snap->ngpus; g++) {
 		const struct nw_nvml_gpu *x = &c->snap->gpus[g];
 		int gup = 0;
-		char downs[160] = "";
+		nw_strbuf_reset(&downs);
 		for (int k = 0; k < x->nlinks; k++) {
 			const struct nw_nvml_link *l = &x->links[k];
 			total++;
 			if (l->active == 1)
 				up++, gup++;
-			else {
-				size_t used = strlen(downs);
-				snprintf(downs + used, sizeof(downs) - used, "%s%d", used ? "," : "", l->link);
-			}
+			else
+				nw_strbuf_addf(&downs, "%s%d", downs.len ? "," : "", l->link);
 			for (int e = 0; e < NW_NVL_NERR; e++) {
 				if (l->err_later[e] >= 0 && l->err[e] >= 0 && l->err_later[e] > l->err[e]) {
 					bad++;
@@ -174,9 +173,10 @@ void nw_doc_chk_nvlink(const struct nw_doc_ctx *c, struct nw_findings *out)
 			    "a link that is down cuts this GPU's NVLink bandwidth by its share; NCCL may route around it "
 			    "through PCIe",
 			    "check nvidia-smi nvlink -s; reset the GPU (nvidia-smi -r) or service the board",
-			    "GPU%d: %d of %d NVLinks up; down: %s", x->index, gup, x->nlinks, downs);
+			    "GPU%d: %d of %d NVLinks up; down: %s", x->index, gup, x->nlinks, downs.buf);
 		}
 	}
+	nw_strbuf_release(&downs);
 	if (!total)
 		ADD(out, id, NW_SEV_OK, NULL, NULL, "no NVLink on %d GPU%s", c->snap->ngpus, c->snap->ngpus == 1 ? "" : "s");
 	else if (!bad)
@@ -275,26 +275,26 @@ void nw_doc_chk_persistence(const struct nw_doc_ctx *c, struct nw_findings *out)
 		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: %s", nw_doc_nvml_why(c));
 		return;
 	}
-	char off[128] = "";
+	struct nw_strbuf off;
+	nw_strbuf_init(&off);
 	int n = 0, known = 0;
 	for (int g = 0; g < c->snap->ngpus; g++) {
 		if (c->snap->gpus[g].persistence < 0)
 			continue;
 		known++;
-		if (c->snap->gpus[g].persistence == 0) {
-			size_t used = strlen(off);
-			snprintf(off + used, sizeof(off) - used, "%sGPU%d", n++ ? "," : "", c->snap->gpus[g].index);
-		}
+		if (c->snap->gpus[g].persistence == 0)
+			nw_strbuf_addf(&off, "%sGPU%d", n++ ? "," : "", c->snap->gpus[g].index);
 	}
 	if (n)
 		ADD(out, id, NW_SEV_WARN,
 		    "without persistence the driver tears GPUs down between processes: every start pays seconds of "
 		    "initialisation, and clocks/ECC state reset",
-		    "nvidia-smi -pm 1, or run nvidia-persistenced", "persistence mode off on %s", off);
+		    "nvidia-smi -pm 1, or run nvidia-persistenced", "persistence mode off on %s", off.buf);
 	else if (known)
 		ADD(out, id, NW_SEV_OK, NULL, NULL, "persistence mode on for %d GPU%s", known, known == 1 ? "" : "s");
 	else
 		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: NVML does not report persistence mode");
+	nw_strbuf_release(&off);
 }
 
 void nw_doc_chk_ecc(const struct nw_doc_ctx *c, struct nw_findings *out)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "probe/sysfs.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 /* The kernel log read at most: /dev/kmsg holds the ring buffer, a few MB. */
@@ -220,21 +221,19 @@ static int xid_level(int code)
 	return 1;
 }
 
-/* "79 x2 on 0000:44:00 (GPU has fallen off the bus)" for every Xid at level, into buf; how many. */
-static int xid_list(const struct nw_doc_ctx *c, int level, char *buf, size_t len)
+/* "79 x2 on 0000:44:00 (GPU has fallen off the bus)" for every Xid at level, into list (emptied first); how many. */
+static int xid_list(const struct nw_doc_ctx *c, int level, struct nw_strbuf *list)
 {
 	int n = 0;
-	buf[0] = '\0';
+	nw_strbuf_reset(list);
 	for (int i = 0; i < c->nxids; i++) {
 		const struct nw_doc_xid *x = &c->xids[i];
 		if (xid_level(x->code) != level)
 			continue;
-		size_t used = strlen(buf);
-		char cnt[24] = "";
+		nw_strbuf_addf(list, "%sXid %d", n++ ? "; " : "", x->code);
 		if (x->count > 1)
-			snprintf(cnt, sizeof(cnt), " x%d", x->count);
-		snprintf(buf + used, len - used, "%sXid %d%s on %s (%.60s)", n ? "; " : "", x->code, cnt, x->pci, x->text);
-		n++;
+			nw_strbuf_addf(list, " x%d", x->count);
+		nw_strbuf_addf(list, " on %s (%.60s)", x->pci, x->text);
 	}
 	return n;
 }
@@ -242,7 +241,6 @@ static int xid_list(const struct nw_doc_ctx *c, int level, char *buf, size_t len
 void nw_doc_chk_xid(const struct nw_doc_ctx *c, struct nw_findings *out)
 {
 	const char *id = "node.xid";
-	char list[600];
 	if (c->kmsg_state < 0) {
 		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: the kernel log was not read");
 		return;
@@ -252,16 +250,19 @@ void nw_doc_chk_xid(const struct nw_doc_ctx *c, struct nw_findings *out)
 		return;
 	}
 	int bad = 0;
-	if (xid_list(c, 2, list, sizeof(list)) > 0 && ++bad)
+	struct nw_strbuf list;
+	nw_strbuf_init(&list);
+	if (xid_list(c, 2, &list) > 0 && ++bad)
 		ADD(out, id, NW_SEV_ERROR, "these Xids mean failing GPU memory, NVLink, GSP firmware or a GPU lost from the bus",
 		    "drain the node; reset the GPU (nvidia-smi -r) or reboot, and call the vendor if it returns",
-		    "since boot: %s", list);
-	if (xid_list(c, 1, list, sizeof(list)) > 0 && ++bad)
+		    "since boot: %s", list.buf);
+	if (xid_list(c, 1, &list) > 0 && ++bad)
 		ADD(out, id, NW_SEV_WARN, "an Xid that is not plainly an application's fault: the driver or GPU had trouble",
-		    "look the code up in NVIDIA's Xid catalog; watch whether it repeats", "since boot: %s", list);
-	if (xid_list(c, 0, list, sizeof(list)) > 0 && ++bad)
+		    "look the code up in NVIDIA's Xid catalog; watch whether it repeats", "since boot: %s", list.buf);
+	if (xid_list(c, 0, &list) > 0 && ++bad)
 		ADD(out, id, NW_SEV_INFO, "usually an application's fault (bad memory access, killed context), not the node's",
-		    NULL, "since boot: %s", list);
+		    NULL, "since boot: %s", list.buf);
+	nw_strbuf_release(&list);
 	if (!bad)
 		ADD(out, id, NW_SEV_OK, NULL, NULL, "no GPU Xid in the kernel log since boot");
 }
@@ -273,20 +274,18 @@ void nw_doc_chk_xid(const struct nw_doc_ctx *c, struct nw_findings *out)
 #define CLK_HW_THERMAL 0x40ULL
 #define CLK_HW_POWER_BRAKE 0x80ULL
 
-/* The reasons of mask among bits as words ("HW thermal slowdown, ..."), appended to buf. */
-static void clock_words(unsigned long long mask, char *buf, size_t len)
+/* The reasons of mask among bits as words ("HW thermal slowdown, ..."), into words (emptied first). */
+static void clock_words(unsigned long long mask, struct nw_strbuf *words)
 {
 	static const struct { unsigned long long bit; const char *name; } names[] = {
 		{ CLK_HW_SLOWDOWN, "HW slowdown" }, { CLK_HW_THERMAL, "HW thermal slowdown" },
 		{ CLK_HW_POWER_BRAKE, "HW power brake" }, { CLK_SW_THERMAL, "SW thermal slowdown" },
 		{ CLK_SW_POWER_CAP, "SW power cap" },
 	};
-	int n = 0;
+	nw_strbuf_reset(words);
 	for (size_t i = 0; i < NW_ARRAY_LEN(names); i++)
-		if (mask & names[i].bit) {
-			size_t used = strlen(buf);
-			snprintf(buf + used, len - used, "%s%s", n++ ? ", " : "", names[i].name);
-		}
+		if (mask & names[i].bit)
+			nw_strbuf_addf(words, "%s%s", words->len ? ", " : "", names[i].name);
 }
 
 void nw_doc_chk_clocks(const struct nw_doc_ctx *c, struct nw_findings *out)
@@ -297,29 +296,32 @@ void nw_doc_chk_clocks(const struct nw_doc_ctx *c, struct nw_findings *out)
 		return;
 	}
 	int known = 0, bad = 0;
+	struct nw_strbuf words;
+	nw_strbuf_init(&words);
 	for (int g = 0; g < c->snap->ngpus; g++) {
 		const struct nw_nvml_gpu *x = &c->snap->gpus[g];
 		if (x->clock_reasons < 0)
 			continue;
 		known++;
 		unsigned long long m = (unsigned long long)x->clock_reasons;
-		char words[160] = "";
 		if (m & (CLK_HW_SLOWDOWN | CLK_HW_THERMAL | CLK_HW_POWER_BRAKE)) {
-			clock_words(m, words, sizeof(words));
+			clock_words(m, &words);
 			bad++;
 			ADD(out, id, NW_SEV_ERROR, "the hardware holds the clocks down (overheating, power supply or brake): "
 			    "every collective on this GPU runs slow and the whole job waits for it",
 			    "check cooling, fans and power delivery (nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER); "
-			    "drain the node until it clears", "GPU%d clocks held down: %s (reasons 0x%llx)", x->index, words, m);
+			    "drain the node until it clears", "GPU%d clocks held down: %s (reasons 0x%llx)", x->index, words.buf,
+			    m);
 		} else if (m & (CLK_SW_THERMAL | CLK_SW_POWER_CAP)) {
-			clock_words(m, words, sizeof(words));
+			clock_words(m, &words);
 			bad++;
 			ADD(out, id, m & CLK_SW_THERMAL ? NW_SEV_WARN : NW_SEV_INFO,
 			    m & CLK_SW_THERMAL ? "the driver slows the GPU because it runs hot" : "normal under full load; on an idle GPU the power limit is set low",
 			    m & CLK_SW_THERMAL ? "check cooling and the temperature limits (nvidia-smi -q -d TEMPERATURE)" : NULL,
-			    "GPU%d clocks lowered: %s (reasons 0x%llx)", x->index, words, m);
+			    "GPU%d clocks lowered: %s (reasons 0x%llx)", x->index, words.buf, m);
 		}
 	}
+	nw_strbuf_release(&words);
 	if (!known)
 		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: NVML gave no clocks event reasons");
 	else if (!bad)
@@ -327,11 +329,10 @@ void nw_doc_chk_clocks(const struct nw_doc_ctx *c, struct nw_findings *out)
 }
 
 /* Append "name" (and a detail) to a "; "-separated list. */
-static void list_add(char *buf, size_t len, const char *name, const char *detail)
+static void list_add(struct nw_strbuf *list, const char *name, const char *detail)
 {
-	size_t used = strlen(buf);
-	snprintf(buf + used, len - used, "%s%s%s%s%s", used ? "; " : "", name, detail[0] ? " (" : "", detail,
-	         detail[0] ? ")" : "");
+	nw_strbuf_addf(list, "%s%s%s%s%s", list->len ? "; " : "", name, detail[0] ? " (" : "", detail,
+	               detail[0] ? ")" : "");
 }
 
 /* The fastest rate among the active ports of one link layer, Gb/s. */
@@ -345,48 +346,61 @@ static double best_rate(const struct nw_doc_ctx *c, int ethernet)
 	return best;
 }
 
-/* The non-zero error counters of a port, "link_downed 3, symbol_error 41", into buf; how many. */
-static int port_errors(const struct nw_doc_ibport *p, char *buf, size_t len)
+/* The non-zero error counters of a port, "link_downed 3, symbol_error 41", into list (emptied first); how many. */
+static int port_errors(const struct nw_doc_ibport *p, struct nw_strbuf *list)
 {
 	int n = 0;
-	buf[0] = '\0';
+	nw_strbuf_reset(list);
 	for (int k = 0; k < NW_IBC_N; k++)
-		if (p->cnt[k] > 0) {
-			size_t used = strlen(buf);
-			snprintf(buf + used, len - used, "%s%s %lld", n++ ? ", " : "", ibcnt_files[k], p->cnt[k]);
-		}
+		if (p->cnt[k] > 0)
+			nw_strbuf_addf(list, "%s%s %lld", n++ ? ", " : "", ibcnt_files[k], p->cnt[k]);
 	return n;
 }
 
-/* The ports' problems, sorted into lists by kind. */
+/* The ports' problems, sorted into lists by kind (ib_lists_release frees the lists). */
 struct ib_lists {
-	char down_ib[600], down_eth[600], slow[600], errs[600];
+	struct nw_strbuf down_ib, down_eth, slow, errs;
 	int nib, nib_up, neth, neth_up;
 };
 
 static void sort_ports(const struct nw_doc_ctx *c, struct ib_lists *l)
 {
 	memset(l, 0, sizeof(*l));
+	nw_strbuf_init(&l->down_ib);
+	nw_strbuf_init(&l->down_eth);
+	nw_strbuf_init(&l->slow);
+	nw_strbuf_init(&l->errs);
+	struct nw_strbuf detail;
+	nw_strbuf_init(&detail);
 	for (int i = 0; i < c->nibports; i++) {
 		const struct nw_doc_ibport *p = &c->ibports[i];
-		char detail[160];
 		int up = !strcmp(p->state, "ACTIVE");
 		*(p->ethernet ? &l->neth : &l->nib) += 1;
 		*(p->ethernet ? &l->neth_up : &l->nib_up) += up;
+		nw_strbuf_reset(&detail);
 		if (!up) {
-			snprintf(detail, sizeof(detail), "%s, %s", p->state[0] ? p->state : "state unknown",
-			         p->phys[0] ? p->phys : "physical state unknown");
-			list_add(p->ethernet ? l->down_eth : l->down_ib, sizeof(l->down_ib), p->name, detail);
+			nw_strbuf_addf(&detail, "%s, %s", p->state[0] ? p->state : "state unknown",
+			               p->phys[0] ? p->phys : "physical state unknown");
+			list_add(p->ethernet ? &l->down_eth : &l->down_ib, p->name, detail.buf);
 			continue;
 		}
 		double best = best_rate(c, p->ethernet);
 		if (p->rate_gbps > 0 && p->rate_gbps < best) {
-			snprintf(detail, sizeof(detail), "%s; others at %g Gb/s", p->rate, best);
-			list_add(l->slow, sizeof(l->slow), p->name, detail);
+			nw_strbuf_addf(&detail, "%s; others at %g Gb/s", p->rate, best);
+			list_add(&l->slow, p->name, detail.buf);
 		}
-		if (port_errors(p, detail, sizeof(detail)) > 0)
-			list_add(l->errs, sizeof(l->errs), p->name, detail);
+		if (port_errors(p, &detail) > 0)
+			list_add(&l->errs, p->name, detail.buf);
 	}
+	nw_strbuf_release(&detail);
+}
+
+static void ib_lists_release(struct ib_lists *l)
+{
+	nw_strbuf_release(&l->down_ib);
+	nw_strbuf_release(&l->down_eth);
+	nw_strbuf_release(&l->slow);
+	nw_strbuf_release(&l->errs);
 }
 
 void nw_doc_chk_ib_ports(const struct nw_doc_ctx *c, struct nw_findings *out)
@@ -399,24 +413,25 @@ void nw_doc_chk_ib_ports(const struct nw_doc_ctx *c, struct nw_findings *out)
 	}
 	struct ib_lists l;
 	sort_ports(c, &l);
-	if (l.down_ib[0])
+	if (l.down_ib.len)
 		ADD(out, id, NW_SEV_ERROR, "an InfiniBand port that is not ACTIVE carries no traffic: NCCL uses fewer rails "
 		    "or falls back to sockets, and multi-node bandwidth drops",
 		    "Polling: check the cable and the switch port; INIT/ARMED: the subnet manager has not brought it up; "
-		    "Disabled: enable it (ibportstate)", "not ACTIVE: %s", l.down_ib);
-	if (l.slow[0])
+		    "Disabled: enable it (ibportstate)", "not ACTIVE: %s", l.down_ib.buf);
+	if (l.slow.len)
 		ADD(out, id, NW_SEV_WARN, "a port that trained below its peers (fewer lanes or a lower speed) caps every "
 		    "ring through it", "reseat or replace the cable or transceiver; check the switch port",
-		    "slower than the others: %s", l.slow);
-	if (l.errs[0])
+		    "slower than the others: %s", l.slow.buf);
+	if (l.errs.len)
 		ADD(out, id, NW_SEV_WARN, "link-down and error counts mean a flapping or noisy link: retransmissions "
 		    "and stalls in collectives", "watch whether they grow; replace the cable or transceiver if they do "
 		    "(counters clear with perfquery -x -R or a driver reload)", "errors since the counters were cleared: %s",
-		    l.errs);
-	if (l.down_eth[0])
+		    l.errs.buf);
+	if (l.down_eth.len)
 		ADD(out, id, NW_SEV_INFO, "a RoCE port that is down is fine when nothing uses it (a storage or spare port)",
-		    "if NCCL should use it (NCCL_IB_HCA), bring the link up", "RoCE ports not ACTIVE: %s", l.down_eth);
-	if (!l.down_ib[0] && !l.slow[0] && !l.errs[0])
+		    "if NCCL should use it (NCCL_IB_HCA), bring the link up", "RoCE ports not ACTIVE: %s", l.down_eth.buf);
+	if (!l.down_ib.len && !l.slow.len && !l.errs.len)
 		ADD(out, id, NW_SEV_OK, NULL, NULL, "%d InfiniBand port%s ACTIVE, %d of %d RoCE ports ACTIVE; rates even, "
 		    "no link-down or error counts", l.nib_up, l.nib_up == 1 ? "" : "s", l.neth_up, l.neth);
+	ib_lists_release(&l);
 }

@@ -5,6 +5,7 @@
 
 #include "probe/doctor_checks.h"
 #include "probe/sysfs.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 /* ---------------- container and OS ---------------- */
@@ -137,12 +138,12 @@ void nw_doc_chk_acs(const struct nw_doc_ctx *c, struct nw_findings *out)
 		return;
 	}
 	int on = 0, unread = 0, checked = 0;
-	char unread_list[256] = "";
+	struct nw_strbuf unread_list;
+	nw_strbuf_init(&unread_list);
 	for (int i = 0; i < c->nacs; i++) {
 		const struct nw_doc_acs *a = &c->acs[i];
 		if (!a->readable) {
-			size_t used = strlen(unread_list);
-			snprintf(unread_list + used, sizeof(unread_list) - used, "%s%s", used ? "," : "", a->bdf);
+			nw_strbuf_addf(&unread_list, "%s%s", unread_list.len ? "," : "", a->bdf);
 			unread++;
 			continue;
 		}
@@ -161,7 +162,8 @@ void nw_doc_chk_acs(const struct nw_doc_ctx *c, struct nw_findings *out)
 	if (unread)
 		ADD(out, id, NW_SEV_SKIP, NULL, NULL,
 		    "could not read the ACS control of %d bridge%s (%s): extended config space needs root",
-		    unread, unread == 1 ? "" : "s", unread_list);
+		    unread, unread == 1 ? "" : "s", unread_list.buf);
+	nw_strbuf_release(&unread_list);
 	if (checked && !on)
 		ADD(out, id, NW_SEV_OK, NULL, NULL, "ACS peer redirect off on %d bridge%s above GPUs/NICs", checked,
 		    checked == 1 ? "" : "s");

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util/strbuf.h"
 #include "util/util.h"
 
 const char *nw_sys_root(const char *arg)
@@ -193,9 +194,8 @@ int nw_cpulist_parse(const char *s, unsigned long long *bits, int nbits)
 
 void nw_cpulist_format(const unsigned long long *bits, int nbits, char *buf, size_t len)
 {
-	size_t used = 0;
-	if (len)
-		buf[0] = '\0';
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
 	for (int c = 0; c < nbits;) {
 		if (!(bits[c / 64] & (1ULL << (c % 64)))) {
 			c++;
@@ -204,11 +204,12 @@ void nw_cpulist_format(const unsigned long long *bits, int nbits, char *buf, siz
 		int e = c;
 		while (e + 1 < nbits && (bits[(e + 1) / 64] & (1ULL << ((e + 1) % 64))))
 			e++;
-		int n = e > c ? snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", c, e)
-		              : snprintf(buf + used, len - used, "%s%d", used ? "," : "", c);
-		if (n < 0 || (size_t)n >= len - used)
-			return;
-		used += (size_t)n;
+		nw_strbuf_addf(&sb, "%s%d", sb.len ? "," : "", c);
+		if (e > c)
+			nw_strbuf_addf(&sb, "-%d", e);
 		c = e + 1;
 	}
+	if (len)
+		nw_strlcpy(buf, sb.buf, len);
+	nw_strbuf_release(&sb);
 }

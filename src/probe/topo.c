@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "probe/sysfs.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 const char *nw_path_label(enum nw_path p, int nvlinks, char *buf, size_t len)
@@ -691,16 +692,18 @@ int nw_probe_nvml(struct nw_nvml_snap *s, const char *path, char *err, size_t er
 void nw_topo_summary(const struct nw_topo *t, char *buf, size_t len, char hash[17])
 {
 	char lab[32];
-	size_t u = 0;
-	buf[0] = '\0';
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
 	for (int a = 0; a < t->ngpus; a++)
-		for (int b = a + 1; b < t->ngpus && u + 64 < len; b++) {
+		for (int b = a + 1; b < t->ngpus && sb.len + 64 < len; b++) { /* whole pairs only: the hash reads the text */
 			const struct nw_topo_pair *pr = &t->pairs[a][b];
-			u += (size_t)snprintf(buf + u, len - u, "%sGPU%d-GPU%d %s %.1f GB/s", u ? "; " : "", a, b,
-			                      nw_path_label(pr->path, pr->nvlinks, lab, sizeof(lab)), pr->link_gbs);
+			nw_strbuf_addf(&sb, "%sGPU%d-GPU%d %s %.1f GB/s", sb.len ? "; " : "", a, b,
+			               nw_path_label(pr->path, pr->nvlinks, lab, sizeof(lab)), pr->link_gbs);
 		}
-	if (!buf[0])
-		snprintf(buf, len, "%d GPU", t->ngpus);
+	if (!sb.len)
+		nw_strbuf_addf(&sb, "%d GPU", t->ngpus);
+	nw_strlcpy(buf, sb.buf, len);
+	nw_strbuf_release(&sb);
 	unsigned long long h = 1469598103934665603ULL;
 	for (const char *c = buf; *c; c++)
 		h = (h ^ (unsigned char)*c) * 1099511628211ULL;

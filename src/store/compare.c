@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "store/store.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 void nw_cmp_opts_default(struct nw_cmp_opts *o)
@@ -549,29 +550,22 @@ static void collect_diffs(const json_t *fa, const json_t *fb, struct diffs *d)
 }
 
 /*
- * The first three differences that may be a cause, "; "-separated, and how
- * many more there are, into summary; returns its length. Per-launch
- * identifiers are never named.
+ * The first three differences that may be a cause, "; "-separated (as
+ * many whole ones as fit in room bytes), and how many more there are,
+ * appended to sb. Per-launch identifiers are never named.
  */
-static size_t summary_diffs(const struct diffs *d, char *summary, size_t summarylen)
+static void summary_diffs(const struct diffs *d, struct nw_strbuf *sb, size_t room)
 {
-	size_t used = 0, causes = 0, shown = 0;
-	summary[0] = '\0';
+	size_t causes = 0, shown = 0;
 	for (size_t i = 0; i < d->n; i++)
 		causes += d->v[i].rank != R_IGNORED;
-	for (size_t i = 0; i < causes && shown < 3; i++) {
-		int k = snprintf(summary + used, summarylen - used, "%s%s", shown ? "; " : "", d->v[i].text);
-		if (k < 0 || (size_t)k >= summarylen - used)
+	for (size_t i = 0; i < causes && shown < 3; i++, shown++) {
+		if (sb->len + 2 + strlen(d->v[i].text) >= room)
 			break;
-		used += (size_t)k;
-		shown++;
+		nw_strbuf_addf(sb, "%s%s", shown ? "; " : "", d->v[i].text);
 	}
-	if (shown < causes) {
-		int k = snprintf(summary + used, summarylen - used, "; and %zu more", causes - shown);
-		if (k > 0 && (size_t)k < summarylen - used)
-			used += (size_t)k;
-	}
-	return used;
+	if (shown < causes)
+		nw_strbuf_addf(sb, "; and %zu more", causes - shown);
 }
 
 /* What both fingerprints share ("same NCCL 2.28.9, GPUs and links") into same; "" when nothing. */
@@ -608,15 +602,18 @@ void nw_fingerprint_diff(const struct nw_run *ra, const struct nw_run *rb, struc
 	struct diffs d = { 0 };
 	collect_diffs(fa, fb, &d);
 	/* The one-line summary: what differs that may matter, then what is the same. */
-	size_t used = summary_diffs(&d, summary, summarylen);
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	summary_diffs(&d, &sb, summarylen);
 	char same[256];
 	same_text(fa, fb, same, sizeof(same));
-	if (!used) {
-		snprintf(summary, summarylen, "no recorded difference%s%s: suspect the machine itself (clocks, other jobs, a sick GPU, link or node)",
-		         same[0] ? "; " : "", same);
-	} else if (same[0] && used < summarylen) {
-		snprintf(summary + used, summarylen - used, "; %s", same);
-	}
+	if (!sb.len)
+		nw_strbuf_addf(&sb, "no recorded difference%s%s: suspect the machine itself (clocks, other jobs, a sick "
+		               "GPU, link or node)", same[0] ? "; " : "", same);
+	else if (same[0])
+		nw_strbuf_addf(&sb, "; %s", same);
+	nw_strlcpy(summary, sb.buf, summarylen);
+	nw_strbuf_release(&sb);
 	json_decref(fa);
 	json_decref(fb);
 	*out = d.v;

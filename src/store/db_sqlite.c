@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 struct lite {
@@ -385,13 +386,17 @@ static int check_magic(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* "file:PATH?QUERY", PATH escaped as a URI wants. */
-static void file_uri(const char *path, const char *query, char *out, size_t outlen)
+/* "file:PATH?QUERY" into uri, PATH escaped as a URI wants. */
+static void file_uri(const char *path, const char *query, struct nw_strbuf *uri)
 {
-	size_t n = (size_t)snprintf(out, outlen, "file:");
-	for (const unsigned char *p = (const unsigned char *)path; *p && n + 4 < outlen; p++)
-		n += (size_t)snprintf(out + n, outlen - n, strchr("%?#", *p) || *p < 0x21 || *p > 0x7e ? "%%%02X" : "%c", *p);
-	snprintf(out + n, outlen - n, "?%s", query);
+	nw_strbuf_release(uri);
+	nw_strbuf_addstr(uri, "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		if (strchr("%?#", *p) || *p < 0x21 || *p > 0x7e)
+			nw_strbuf_addf(uri, "%%%02X", *p);
+		else
+			nw_strbuf_addch(uri, (char)*p);
+	nw_strbuf_addf(uri, "?%s", query);
 }
 
 /* The size of path's side file ("-wal"), or -1 when there is none. */
@@ -438,12 +443,13 @@ static int wal_mode(const char *path)
 static int open_reader(struct nw_db *db, const char *path, char *err, size_t errlen)
 {
 	struct lite *l = L(db);
-	char uri[PATH_MAX * 3 + 32];
+	struct nw_strbuf uri;
+	nw_strbuf_init(&uri);
 	int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
 	int rc = SQLITE_CANTOPEN;
 	if (side_size(path, "-wal") >= 0 || !wal_mode(path)) {
-		file_uri(path, "mode=ro", uri, sizeof(uri));
-		rc = sqlite3_open_v2(uri, &l->db, flags, NULL);
+		file_uri(path, "mode=ro", &uri);
+		rc = sqlite3_open_v2(uri.buf, &l->db, flags, NULL);
 		/* the log's index cannot be made or read here: the open succeeds, the first read fails (a lock is waited for) */
 		if (rc == SQLITE_OK) {
 			sqlite3_busy_handler(l->db, busy_wait, db);
@@ -459,9 +465,10 @@ static int open_reader(struct nw_db *db, const char *path, char *err, size_t err
 		sqlite3_close(l->db);
 		l->db = NULL;
 		db->stale = side_size(path, "-wal") > 0;
-		file_uri(path, "immutable=1", uri, sizeof(uri));
-		rc = sqlite3_open_v2(uri, &l->db, flags, NULL);
+		file_uri(path, "immutable=1", &uri);
+		rc = sqlite3_open_v2(uri.buf, &l->db, flags, NULL);
 	}
+	nw_strbuf_release(&uri);
 	if (rc != SQLITE_OK)
 		return nw_seterr(err, errlen, "cannot open history database '%s': %s", path,
 		                 l->db ? sqlite3_errmsg(l->db) : "out of memory");

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "store/store_int.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 /* The spool directory (not created here). */
@@ -56,14 +58,27 @@ static int make_dirs(const char *dir)
 	return 0;
 }
 
+/* More text after what err already says (cut to errlen); returns rc. */
+static int err_append(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int err_append(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	nw_strbuf_addstr(&sb, err);
+	va_list ap;
+	va_start(ap, fmt);
+	nw_strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	nw_strlcpy(err, sb.buf, errlen);
+	nw_strbuf_release(&sb);
+	return rc;
+}
+
 int nw_spool_keep(const char *db, const struct nw_run *run, char *err, size_t errlen)
 {
 	char dir[PATH_MAX], tmp[PATH_MAX + 64], path[PATH_MAX + 64];
-	size_t used = strlen(err);
-	if (spool_dir(dir, sizeof(dir)) || make_dirs(dir)) {
-		snprintf(err + used, errlen - used, "; the run is lost: no spool directory (set NCCLWATCH_SPOOL=DIR)");
-		return -1;
-	}
+	if (spool_dir(dir, sizeof(dir)) || make_dirs(dir))
+		return err_append(err, errlen, -1, "; the run is lost: no spool directory (set NCCLWATCH_SPOOL=DIR)");
 	static unsigned seq;
 	char now[32];
 	nw_utc_iso(now, sizeof(now));
@@ -75,14 +90,12 @@ int nw_spool_keep(const char *db, const struct nw_run *run, char *err, size_t er
 	json_t *doc = json_pack("{s:s,s:s,s:o}", "db", db, "key", key, "run", nw_run_to_json(run, 1));
 	int rc = doc ? json_dump_file(doc, tmp, JSON_COMPACT) : -1;
 	json_decref(doc);
-	if (rc == 0 && rename(tmp, path) == 0) {
-		snprintf(err + used, errlen - used, "; the run was kept in %s and 'ncclwatch history sync' (or the next "
-		         "run recorded) sends it", dir);
-		return 0;
-	}
+	if (rc == 0 && rename(tmp, path) == 0)
+		return err_append(err, errlen, 0, "; the run was kept in %s and 'ncclwatch history sync' (or the next "
+		                  "run recorded) sends it", dir);
+	int why = errno; /* before unlink sets its own */
 	unlink(tmp);
-	snprintf(err + used, errlen - used, "; the run is lost: cannot write to the spool %s: %s", dir, strerror(errno));
-	return -1;
+	return err_append(err, errlen, -1, "; the run is lost: cannot write to the spool %s: %s", dir, strerror(why));
 }
 
 /* Send one claimed spool file; 0 sent, 2 stored already, 1 meant for another database, -1 failed (err). */

@@ -13,6 +13,7 @@
 
 #include "store/spool.h"
 #include "store/store_int.h"
+#include "util/strbuf.h"
 #include "util/util.h"
 
 static uint64_t fnv_add(uint64_t h, const char *s)
@@ -70,11 +71,11 @@ void nw_store_run_key(const struct nw_run *run, char *out, size_t len)
 	run_key(run, run->h.time, out, len);
 }
 
-/* Distinct op names of a run, in order of appearance, comma-separated. */
+/* Distinct op names of a run, in order of appearance, comma-separated, as many whole names as fit in len. */
 static void run_ops(const struct nw_run *run, char *buf, size_t len)
 {
-	size_t used = 0;
-	buf[0] = '\0';
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
 	for (size_t i = 0; i < run->nrows; i++) {
 		const char *op = run->rows[i].op;
 		int seen = 0;
@@ -82,13 +83,12 @@ static void run_ops(const struct nw_run *run, char *buf, size_t len)
 			seen = !strcmp(run->rows[j].op, op);
 		if (seen)
 			continue;
-		int n = snprintf(buf + used, len - used, "%s%s", used ? "," : "", op);
-		if (n < 0 || (size_t)n >= len - used) {
-			buf[used] = '\0';
-			return;
-		}
-		used += (size_t)n;
+		if (sb.len + 1 + strlen(op) >= len)
+			break;
+		nw_strbuf_addf(&sb, "%s%s", sb.len ? "," : "", op);
 	}
+	nw_strlcpy(buf, sb.buf, len);
+	nw_strbuf_release(&sb);
 }
 
 /* A row's per-rank times (per_iter 0) or per-iteration times (1) as compact JSON text; NULL when it has none. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/strbuf.h"
 #include "util/util.h"
 
 extern char **environ;
@@ -560,20 +561,18 @@ const char *nw_tune_verdict_name(enum nw_tune_verdict v, int check_env)
  */
 static int unset_entries(const struct nw_tuner *t, int values, char *buf, size_t len)
 {
-	size_t used = 0;
-	int count = 0, full = 0;
-	buf[0] = '\0';
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	int count = 0;
 	for (char **e = environ; *e; e++) {
 		if (!nw_tune_env_unset(t->o->keep, 0, *e))
 			continue;
 		count++;
-		int n = values ? (int)strlen(*e) : (int)strcspn(*e, "=");
-		int w = full ? -1 : snprintf(buf + used, len - used, "%s%.*s", used ? " " : "", n, *e);
-		if (w < 0 || (size_t)w >= len - used)
-			full = 1;
-		else
-			used += (size_t)w;
+		nw_strbuf_addstr(&sb, sb.len ? " " : "");
+		nw_strbuf_add(&sb, *e, values ? strlen(*e) : strcspn(*e, "="));
 	}
+	nw_strlcpy(buf, sb.buf, len);
+	nw_strbuf_release(&sb);
 	return count;
 }
 

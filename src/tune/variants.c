@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/strbuf.h"
 #include "util/util.h"
 
 #define OP(x) (1u << (x))
@@ -191,16 +192,13 @@ int nw_tune_variants_build(struct nw_tune_variants *vs, unsigned groups_mask, un
 /* The ops of mask as a comma list, in enum order; see tune.h. */
 void nw_tune_ops_list(unsigned mask, char *buf, size_t len)
 {
-	size_t used = 0;
-	buf[0] = '\0';
-	for (enum nw_op op = 0; op < NW_NOPS; op++) {
-		if (!(mask & (1u << op)))
-			continue;
-		int n = snprintf(buf + used, len - used, "%s%s", used ? "," : "", nw_coll_get(op)->name);
-		if (n < 0 || (size_t)n >= len - used)
-			break;
-		used += (size_t)n;
-	}
+	struct nw_strbuf sb;
+	nw_strbuf_init(&sb);
+	for (enum nw_op op = 0; op < NW_NOPS; op++)
+		if (mask & (1u << op))
+			nw_strbuf_addf(&sb, "%s%s", sb.len ? "," : "", nw_coll_get(op)->name);
+	nw_strlcpy(buf, sb.buf, len);
+	nw_strbuf_release(&sb);
 }
 
 /* A comma list of collectives into an op mask; see tune.h. */

@@ -330,11 +330,11 @@ void nw_parallel(int nthreads, void (*fn)(void *arg, int i, int n), void *arg)
 {
 	if (nthreads < 1)
 		nthreads = 1;
-	if (nthreads > 64)
-		nthreads = 64;
-	pthread_t tid[64];
-	struct par p[64];
-	int started[64] = { 0 };
+	if (nthreads > NW_PARALLEL_MAX)
+		nthreads = NW_PARALLEL_MAX;
+	pthread_t tid[NW_PARALLEL_MAX];
+	struct par p[NW_PARALLEL_MAX];
+	int started[NW_PARALLEL_MAX] = { 0 };
 	for (int i = 1; i < nthreads; i++) {
 		p[i] = (struct par){ fn, arg, i, nthreads };
 		started[i] = pthread_create(&tid[i], NULL, par_main, &p[i]) == 0;

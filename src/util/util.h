@@ -74,9 +74,11 @@ int nw_finish_stdout(void);
 /* Read a whole small file into a NUL-terminated buffer (caller frees); NULL on error. */
 char *nw_read_file(const char *path, size_t max, size_t *len_out);
 
+/* The most threads nw_parallel runs (n is at most this). */
+#define NW_PARALLEL_MAX 64
 /*
  * Run fn(arg, i, n) for i in [0, n) on up to nthreads threads (the caller's
- * included) and wait for all. Falls back to running inline.
+ * included, NW_PARALLEL_MAX at most) and wait for all. Falls back to running inline.
  */
 void nw_parallel(int nthreads, void (*fn)(void *arg, int i, int n), void *arg);
 /* Online CPUs, at least 1. */

@@ -19,7 +19,16 @@
  *   FAKE_CUDA_FAIL=NAME[:N] the Nth call (default the 1st) of cu function NAME (its
  *                          exported name, e.g. cuMemAlloc_v2) fails: CUDA_ERROR_OUT_OF_MEMORY
  *                          for allocations, CUDA_ERROR_UNKNOWN (999) for the others
+ *   FAKE_CUDA_NO_JIT=1     cuModuleLoadDataEx refuses the PTX (CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+ *                          with a message in the error log), as an old driver would
  * cuDriverGetVersion says 13000.
+ *
+ * Modules: cuModuleLoadDataEx takes PTX text that defines ncclwatch's check
+ * kernels (src/gpu/verify.ptx: nw_fill, nw_verify_bits, nw_verify_map,
+ * nw_verify_tol); cuLaunchKernel runs each one's equivalent, written here
+ * in C from the kernels' documented meaning, on host memory at once (the
+ * caller has waited for the collective; launches while a stream captures
+ * are refused).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -39,6 +48,8 @@ typedef struct fake_ctx *CUcontext;
 typedef struct fakegpu_stream *CUstream;
 typedef struct fake_graph *CUgraph;
 typedef struct fake_graph *CUgraphExec;
+typedef struct fake_module *CUmodule;
+typedef const struct fake_kernel *CUfunction;
 
 enum {
 	CUDA_SUCCESS = 0,
@@ -48,6 +59,9 @@ enum {
 	CUDA_ERROR_NO_DEVICE = 100,
 	CUDA_ERROR_INVALID_DEVICE = 101,
 	CUDA_ERROR_INVALID_CONTEXT = 201,
+	CUDA_ERROR_INVALID_PTX = 218,
+	CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+	CUDA_ERROR_NOT_FOUND = 500,
 	CUDA_ERROR_INVALID_HANDLE = 400,
 	CUDA_ERROR_ILLEGAL_STATE = 401,
 	CUDA_ERROR_NOT_READY = 600,
@@ -90,6 +104,11 @@ EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s);
 EXPORT CUresult cuGraphExecDestroy(CUgraphExec e);
 EXPORT CUresult cuGraphDestroy(CUgraph g);
 EXPORT CUresult cuGetErrorString(CUresult r, const char **s);
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int nopts, int *opts, void **vals);
+EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name);
+EXPORT CUresult cuModuleUnload(CUmodule m);
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shmem, CUstream s, void **params, void **extra);
 EXPORT CUresult cuGetErrorName(CUresult r, const char **s);
 
 #define MAXDEV 64
@@ -718,6 +737,165 @@ CUresult cuGraphDestroy(CUgraph gr)
 	return CUDA_SUCCESS;
 }
 
+/* ---- modules and the check kernels ---- */
+
+#define PERIOD 13 /* the kernels' table length (src/gpu/verify.ptx) */
+#define MODULE_MAGIC 0x66616b656d6f6431ull
+
+struct fake_module {
+	uint64_t magic;
+};
+
+/* One kernel: its name and what it does with the launch's parameters. */
+struct fake_kernel {
+	const char *name;
+	void (*run)(void **params);
+};
+
+/* The element at a of es bytes, zero-extended (little-endian). */
+static uint64_t load_elem(const unsigned char *a, unsigned es)
+{
+	uint64_t v = 0;
+	memcpy(&v, a, es);
+	return v;
+}
+
+static void k_fill(void **params)
+{
+	unsigned char *buf = (unsigned char *)(uintptr_t)*(CUdeviceptr *)params[0];
+	uint64_t n = *(uint64_t *)params[1];
+	unsigned es = *(unsigned *)params[2], k0 = *(unsigned *)params[3];
+	const uint64_t *tab = params[4];
+	for (uint64_t j = 0; j < n; j++)
+		memcpy(buf + j * es, &tab[(k0 + j) % PERIOD], es);
+}
+
+static void k_bits(void **params)
+{
+	const unsigned char *buf = (const unsigned char *)(uintptr_t)*(CUdeviceptr *)params[0];
+	uint64_t n = *(uint64_t *)params[1], wrong = 0;
+	unsigned es = *(unsigned *)params[2], k0 = *(unsigned *)params[3];
+	uint64_t *count = (uint64_t *)(uintptr_t)*(CUdeviceptr *)params[4];
+	const uint64_t *ref = params[5];
+	for (uint64_t j = 0; j < n; j++)
+		wrong += load_elem(buf + j * es, es) != ref[(k0 + j) % PERIOD];
+	__atomic_add_fetch(count, wrong, __ATOMIC_RELAXED);
+}
+
+static void k_map(void **params)
+{
+	const unsigned char *buf = (const unsigned char *)(uintptr_t)*(CUdeviceptr *)params[0];
+	uint64_t n = *(uint64_t *)params[1], wrong = 0;
+	unsigned es = *(unsigned *)params[2], k0 = *(unsigned *)params[3];
+	uint64_t *count = (uint64_t *)(uintptr_t)*(CUdeviceptr *)params[4];
+	const uint32_t *map = (const uint32_t *)(uintptr_t)*(CUdeviceptr *)params[5];
+	uint64_t words = es == 1 ? 8 : 2048;
+	for (uint64_t j = 0; j < n; j++) {
+		uint64_t code = load_elem(buf + j * es, es), k = (k0 + j) % PERIOD;
+		wrong += !((map[k * words + code / 32] >> (code % 32)) & 1);
+	}
+	__atomic_add_fetch(count, wrong, __ATOMIC_RELAXED);
+}
+
+static void k_tol(void **params)
+{
+	const unsigned char *buf = (const unsigned char *)(uintptr_t)*(CUdeviceptr *)params[0];
+	uint64_t n = *(uint64_t *)params[1], wrong = 0;
+	unsigned es = *(unsigned *)params[2], k0 = *(unsigned *)params[3];
+	uint64_t *count = (uint64_t *)(uintptr_t)*(CUdeviceptr *)params[4];
+	const double *rep = params[5], *want = params[6], *ts = params[7];
+	for (uint64_t j = 0; j < n; j++) {
+		double got;
+		if (es == 4) {
+			float f;
+			memcpy(&f, buf + j * 4, 4);
+			got = f;
+		} else {
+			memcpy(&got, buf + j * 8, 8);
+		}
+		uint64_t k = (k0 + j) % PERIOD;
+		double d1 = got - rep[k], d2 = got - want[k];
+		int ok = (d1 < 0 ? -d1 : d1) <= ts[k] || (d2 < 0 ? -d2 : d2) <= ts[k];
+		wrong += !ok;
+	}
+	__atomic_add_fetch(count, wrong, __ATOMIC_RELAXED);
+}
+
+static const struct fake_kernel kernels[] = {
+	{ "nw_fill", k_fill }, { "nw_verify_bits", k_bits }, { "nw_verify_map", k_map }, { "nw_verify_tol", k_tol },
+};
+
+CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int nopts, int *opts, void **vals)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!m || !image)
+		return CUDA_ERROR_INVALID_VALUE;
+	char *log = NULL;
+	size_t loglen = 0;
+	for (unsigned i = 0; i < nopts; i++) {
+		if (opts[i] == 5) /* CU_JIT_ERROR_LOG_BUFFER */
+			log = vals[i];
+		if (opts[i] == 6) /* CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES */
+			loglen = (size_t)(uintptr_t)vals[i];
+	}
+	const char *no_jit = getenv("FAKE_CUDA_NO_JIT");
+	if (no_jit && *no_jit && strcmp(no_jit, "0")) {
+		if (log && loglen)
+			snprintf(log, loglen, "ptxas application ptx input, line 1; fatal   : Unsupported .version (fake driver)");
+		return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+	}
+	const char *text = image;
+	if (!strstr(text, ".version") || !strstr(text, ".target")) {
+		if (log && loglen)
+			snprintf(log, loglen, "not PTX text");
+		return CUDA_ERROR_INVALID_PTX;
+	}
+	struct fake_module *mod = calloc(1, sizeof(*mod));
+	if (!mod)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	mod->magic = MODULE_MAGIC;
+	*m = mod;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+	if (!m || m->magic != MODULE_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
+		if (!strcmp(kernels[i].name, name)) {
+			*f = &kernels[i];
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuModuleUnload(CUmodule m)
+{
+	if (!m || m->magic != MODULE_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	m->magic = 0;
+	free(m);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
+{
+	FAIL_POINT(CUDA_ERROR_LAUNCH_FAILED);
+	(void)gy, (void)gz, (void)by, (void)bz, (void)shmem;
+	if (!f || !params || extra || !gx || !bx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (s && bad_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (s && S(s)->capture)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	f->run(params);
+	return CUDA_SUCCESS;
+}
+
 /* ---- errors ---- */
 
 struct err_ent {
@@ -734,7 +912,10 @@ static const struct err_ent errs[] = {
 	{ 100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected" },
 	{ 101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal" },
 	{ 201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context" },
+	{ 218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed" },
+	{ 222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain." },
 	{ 400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle" },
+	{ 500, "CUDA_ERROR_NOT_FOUND", "named symbol not found" },
 	{ 401, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state" },
 	{ 600, "CUDA_ERROR_NOT_READY", "device not ready" },
 	{ 700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered" },

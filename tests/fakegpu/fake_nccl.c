@@ -40,8 +40,12 @@
  * work still pending drops that work the same way.
  *
  * Environment:
- *   FAKE_NCCL_VERSION=CODE   what ncclGetVersion says (default 22809); the
- *                            file's "NCCL version 2.28.9" string stays
+ *   FAKE_NCCL_VERSION=CODE   what ncclGetVersion says (default 22809, any of
+ *                            2.18.x to 2.30.x); the file's "NCCL version
+ *                            2.28.9" string stays. It also picks how a
+ *                            profiler plugin is loaded and driven
+ *                            (NCCL_PROFILER_PLUGIN; none below 2.23): see
+ *                            fake_nccl_prof.h
  *   FAKE_INIT_TIMEOUT_S=S    see above
  *   FAKE_XP_KIB=N            see above (every process of a clique must agree)
  *   FAKE_NCCL_FAIL=NAME[:N]  the Nth call (default the 1st) of nccl function
@@ -86,6 +90,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_nccl_prof.h"
 #include "fakegpu.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -156,6 +161,7 @@ struct call {
 	void *recv;
 	size_t count;
 	struct comm *comm;
+	uint64_t prof;      /* the profiler plugin's kernel events to raise when it runs (fake_nccl_prof.h); 0 none */
 };
 _Static_assert(sizeof(struct call) <= sizeof(((struct fakegpu_work *)0)->arg), "call fits in stream work");
 
@@ -183,6 +189,7 @@ struct comm {
 	size_t qh, qn, qcap;
 	int stop;
 	int nreg;           /* registrations and windows still open (under mu) */
+	struct fprof_comm prof; /* the profiler plugin's view of it (fake_nccl_prof.h) */
 };
 
 enum tag { TAG_COLL, TAG_P2P, TAG_HELD };
@@ -443,6 +450,7 @@ static void xp_leave(struct comm *c, int abort);
 static void comm_free(struct comm *c)
 {
 	if (c) {
+		fprof_comm_fini(&c->prof);
 		free(c->sent);
 		free(c->rcvd);
 		free(c);
@@ -1050,6 +1058,7 @@ static void post(const struct call *c, struct fakegpu_stream *s)
 	for (int i = 0; i < p->nparts; i++) {
 		struct comm *o = p->parts[i].c.comm;
 		o->done++;
+		fprof_ran(p->parts[i].c.prof);
 		p->parts[i].s->end(p->parts[i].s, 0);
 	}
 	free(p);
@@ -1066,12 +1075,18 @@ static void launch(const struct fakegpu_work *w, struct fakegpu_stream *s)
 	pthread_mutex_unlock(&mu);
 }
 
+/* Launch one call: its profiler events (NCCL raises them at launch, not when a graph replays it), then onto s. */
 static int submit(const struct call *c, struct fakegpu_stream *s)
 {
 	struct fakegpu_work w;
+	struct call pc = *c;
+	int rooted = c->kind == K_BROADCAST || c->kind == K_REDUCE || c->kind == K_GATHER || c->kind == K_SCATTER;
+	int p2p = c->kind == K_SEND || c->kind == K_RECV;
+	pc.prof = fprof_launch(&c->comm->prof, c->kind, kind_name[c->kind] + 4 /* "ncclAllReduce": "AllReduce" */, !p2p,
+	                       c->dtype, c->count, p2p ? c->peer : rooted ? c->root : -1);
 	memset(&w, 0, sizeof(w));
 	w.launch = launch;
-	memcpy(w.arg, c, sizeof(*c));
+	memcpy(w.arg, &pc, sizeof(pc));
 	return s->submit(s, &w);
 }
 
@@ -1246,13 +1261,26 @@ static unsigned char *xp_msg_data(struct xp_hdr *h, int a, int b, uint64_t k)
 	return (unsigned char *)h + base + (((size_t)a * (size_t)h->n + (size_t)b) * XP_PSLOTS + k % XP_PSLOTS) * h->cap;
 }
 
+/*
+ * Whether the clique is aborted: 1 a rank called ncclCommAbort, 2 a process
+ * died holding the lock (read and set without the lock: see xp_lock_for).
+ */
+static int xp_aborted(struct xp_hdr *h)
+{
+	return __atomic_load_n(&h->aborted, __ATOMIC_ACQUIRE);
+}
+
+/* The lock was taken with EOWNERDEAD: a process died holding it, and nothing it was doing can be trusted. */
+static void xp_owner_died(struct xp_hdr *h)
+{
+	__atomic_store_n(&h->aborted, 2, __ATOMIC_RELEASE);
+	pthread_mutex_consistent(&h->mu);
+}
+
 static void xp_lock(struct xp_hdr *h)
 {
-	if (pthread_mutex_lock(&h->mu) == EOWNERDEAD) {
-		/* a process died holding it: nothing it was doing can be trusted */
-		h->aborted = 1;
-		pthread_mutex_consistent(&h->mu);
-	}
+	if (pthread_mutex_lock(&h->mu) == EOWNERDEAD)
+		xp_owner_died(h);
 }
 
 static uint64_t fnv(const unsigned char *p, size_t n, uint64_t seed)
@@ -1398,20 +1426,25 @@ fail:
 	return NULL;
 }
 
-/* Wait on the registry's condition for a while (to look at stop and abort again). */
 /*
- * Wait (lock held) up to 20 ms for a change, through a futex word in the
- * shared file rather than a process-shared condition variable: glibc's
- * condition variable makes a broadcaster wait for its waiters, so a peer
- * stopped (SIGSTOP) inside a wait would block every other process's
+ * Let the lock go and wait up to 20 ms for a change, through a futex word
+ * in the shared file rather than a process-shared condition variable:
+ * glibc's condition variable makes a broadcaster wait for its waiters, so a
+ * peer stopped (SIGSTOP) inside a wait would block every other process's
  * ncclCommAbort; a futex wake never waits for anyone.
  */
-static void xp_nap(struct xp_hdr *h)
+static void xp_sleep(struct xp_hdr *h)
 {
 	uint32_t seen = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&h->mu);
 	struct timespec ts = { 0, 20 * 1000000L };
 	syscall(SYS_futex, &h->wake, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+/* Wait (lock held) for a change, then hold the lock again (init: it has its own deadline). */
+static void xp_nap(struct xp_hdr *h)
+{
+	xp_sleep(h);
 	xp_lock(h);
 }
 
@@ -1424,7 +1457,52 @@ static void xp_wake(struct xp_hdr *h)
 
 static int xp_gone(struct comm *c)
 {
-	return c->xp->h->aborted || __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE);
+	return xp_aborted(c->xp->h) || __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Take the shared file's lock for rank c's worker: 0 when taken, 1 (not
+ * taken) once the clique is aborted or c is going away. It tries 20 ms at a
+ * time and looks at both in between: a peer stopped (SIGSTOP) while holding
+ * the lock never lets it go, and this rank's ncclCommAbort, which joins the
+ * worker, must still return (NCCL's own abort waits for no peer).
+ */
+static int xp_lock_for(struct comm *c)
+{
+	struct xp_hdr *h = c->xp->h;
+	for (;;) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		int e = pthread_mutex_timedlock(&h->mu, &ts);
+		if (e == EOWNERDEAD)
+			xp_owner_died(h);
+		if (e == 0 || e == EOWNERDEAD)
+			return 0;
+		if (xp_gone(c))
+			return 1;
+	}
+}
+
+/*
+ * One wait of xp_run's (lock held): 1 when the clique is gone, so stop
+ * waiting (*locked cleared when the lock could not be taken again); 0 to
+ * look again.
+ */
+static int xp_wait(struct comm *c, int *locked)
+{
+	if (xp_gone(c))
+		return 1;
+	xp_sleep(c->xp->h);
+	if (xp_lock_for(c)) {
+		*locked = 0;
+		return 1;
+	}
+	return 0;
 }
 
 static void xp_async(struct comm *c, int err, const char *text)
@@ -1468,13 +1546,14 @@ static int xp_run(struct comm *c, const struct call *call)
 		xp_async(c, ncclInvalidUsage, text);
 		return -1;
 	}
-	int rc = 0;
-	xp_lock(h);
-	if (call->kind == K_SEND) {
+	int rc = xp_lock_for(c), locked = !rc;
+	if (rc) {
+		/* gone before it started */
+	} else if (call->kind == K_SEND) {
 		uint64_t k = c->sent[call->peer]++;
 		struct xp_msg *m = xp_msg(h, rank, call->peer, k);
-		while ((m->seq != k || m->full) && !(rc = xp_gone(c)))
-			xp_nap(h);
+		while ((m->seq != k || m->full) && !(rc = xp_wait(c, &locked)))
+			continue;
 		if (!rc) {
 			if (bytes)
 				memcpy(xp_msg_data(h, rank, call->peer, k), call->send, bytes);
@@ -1485,8 +1564,8 @@ static int xp_run(struct comm *c, const struct call *call)
 	} else if (call->kind == K_RECV) {
 		uint64_t k = c->rcvd[call->peer]++;
 		struct xp_msg *m = xp_msg(h, call->peer, rank, k);
-		while ((m->seq != k || !m->full) && !(rc = xp_gone(c)))
-			xp_nap(h);
+		while ((m->seq != k || !m->full) && !(rc = xp_wait(c, &locked)))
+			continue;
 		if (!rc && (m->count != call->count || m->dtype != call->dtype)) {
 			xp_async(c, ncclInvalidUsage, "fake NCCL: a send and its receive disagree on count or type");
 			rc = -1;
@@ -1503,8 +1582,8 @@ static int xp_run(struct comm *c, const struct call *call)
 	} else {
 		uint64_t k = c->coll_seq++;
 		struct xp_slot *sl = &h->slots[k % XP_SLOTS];
-		while (sl->seq != k && !(rc = xp_gone(c)))
-			xp_nap(h);
+		while (sl->seq != k && !(rc = xp_wait(c, &locked)))
+			continue;
 		if (!rc) {
 			if (bytes)
 				memcpy(xp_slot_data(h, k, rank), call->send, bytes);
@@ -1512,8 +1591,8 @@ static int xp_run(struct comm *c, const struct call *call)
 			sl->arrived++;
 			xp_wake(h);
 		}
-		while (!rc && sl->arrived < n && !(rc = xp_gone(c)))
-			xp_nap(h);
+		while (!rc && sl->arrived < n && !(rc = xp_wait(c, &locked)))
+			continue;
 		for (int r = 0; r < n && !rc; r++)
 			if (memcmp(&sl->part[r], &sl->part[0], sizeof(sl->part[0])) != 0) {
 				xp_async(c, ncclInvalidUsage, "fake NCCL: ranks called different collectives at the same point");
@@ -1534,18 +1613,21 @@ static int xp_run(struct comm *c, const struct call *call)
 			}
 			free(tmp);
 		}
-		if (rc >= 0 && !xp_gone(c) && ++sl->consumed == n) {
+		if (locked && rc >= 0 && !xp_gone(c) && ++sl->consumed == n) {
 			sl->seq += XP_SLOTS;
 			sl->arrived = sl->consumed = 0;
 		}
 	}
-	if (rc > 0 || h->aborted) {
+	int aborted = xp_aborted(h);
+	if (rc > 0 || aborted) {
 		rc = CU_LAUNCH_FAILED;
-		if (h->aborted)
-			xp_async(c, ncclRemoteError, "fake NCCL: a peer's communicator was aborted");
+		if (aborted)
+			xp_async(c, ncclRemoteError, aborted == 2 ? "fake NCCL: a peer process died in the middle of an operation"
+			                                          : "fake NCCL: a peer's communicator was aborted");
 	}
 	xp_wake(h);
-	pthread_mutex_unlock(&h->mu);
+	if (locked)
+		pthread_mutex_unlock(&h->mu);
 	return rc;
 }
 
@@ -1580,6 +1662,7 @@ static void *xp_thread(void *arg)
 			pthread_mutex_lock(&mu);
 			c->done++;
 			pthread_mutex_unlock(&mu);
+			fprof_ran(it.c.prof);
 		}
 		it.s->end(it.s, rc);
 	}
@@ -1618,10 +1701,9 @@ static void xp_leave(struct comm *c, int abort)
 {
 	struct xp_hdr *h = c->xp->h;
 	if (abort) {
-		xp_lock(h);
-		h->aborted = 1;
+		/* without the lock: a peer stopped while holding it must not hold up the abort */
+		__atomic_store_n(&h->aborted, 1, __ATOMIC_RELEASE);
 		xp_wake(h);
-		pthread_mutex_unlock(&h->mu);
 	}
 	pthread_mutex_lock(&c->qmu);
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
@@ -1725,6 +1807,7 @@ static ncclResult_t init_all(struct comm **cs, size_t k)
 	for (i = 0; i < k; i++) {
 		struct xp_hdr *h = m[i]->h;
 		int here = 1;
+		fprof_comm_init(&cs[i]->prof, cs[i]->id, cs[i]->n, cs[i]->rank, cfg.version);
 		xp_lock(h);
 		for (int q = 0; q < h->n; q++)
 			here &= h->pids[q] == (int)getpid();

@@ -1,4 +1,5 @@
 /* Patterns: exact where promised, and a wrong offset or rank order is caught. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -223,6 +224,111 @@ static void alltoallv_and_hypercube_verified(void **state)
 		}
 }
 
+/*
+ * What the kernels of src/gpu/verify.ptx compute with a device check, done
+ * on the host (as the fake driver does): the wrong elements of out.
+ */
+static uint64_t dcheck_count(const struct nw_dcheck *c, const unsigned char *out)
+{
+	uint64_t wrong = 0;
+	size_t ncodes = c->es <= 2 ? (size_t)1 << (8 * c->es) : 0;
+	for (size_t b = 0; b < c->nblocks; b++) {
+		const struct nw_dcheck_block *bl = &c->blocks[b];
+		for (uint64_t j = 0; j < bl->len; j++) {
+			const unsigned char *e = out + (bl->start + j) * c->es;
+			unsigned k = (unsigned)(j % NW_DCHECK_PERIOD);
+			if (c->kind == NW_DCHECK_BITS) {
+				uint64_t v = 0;
+				memcpy(&v, e, c->es);
+				wrong += v != bl->ref[k];
+			} else if (c->kind == NW_DCHECK_MAP) {
+				size_t code = c->es == 1 ? e[0] : (size_t)(e[0] | e[1] << 8);
+				wrong += !((c->map[(k * ncodes + code) / 32] >> (code % 32)) & 1);
+			} else {
+				float f;
+				double got;
+				if (c->es == 4) {
+					memcpy(&f, e, 4);
+					got = f;
+				} else {
+					memcpy(&got, e, 8);
+				}
+				wrong += !(fabs(got - bl->rep[k]) <= bl->ts[k] || fabs(got - bl->want[k]) <= bl->ts[k]);
+			}
+		}
+	}
+	return wrong;
+}
+
+/*
+ * The device checks count what the host check counts, for every op, type,
+ * reduction and root, on outputs that are right but for planted elements,
+ * on the poison of unwritten output, and on noise; and the fill table
+ * repeats to the host's fill.
+ */
+static void device_checks_count_as_host(void **state)
+{
+	(void)state;
+	unsigned seed = 12345;
+	for (int op = 0; op < NW_NOPS; op++)
+		for (int t = 0; t < NW_NDTYPES; t++)
+			for (int ro = 0; ro < NW_NREDOPS; ro++)
+				for (int n = 2; n <= 3; n++)
+					for (int root = 0; root < n; root += n - 1) {
+						if (ro && !nw_coll_get((enum nw_op)op)->has_redop)
+							continue;
+						struct nw_pattern p = { .op = (enum nw_op)op, .dtype = (enum nw_dtype)t,
+						                        .redop = (enum nw_redop)ro, .root = root, .nranks = n,
+						                        .count = 29, .seed = 3 };
+						size_t es = nw_dtype_size(p.dtype);
+						for (int r = 0; r < n; r++) {
+							uint64_t tab[NW_DCHECK_PERIOD], m = nw_pattern_input_count(&p, r);
+							unsigned char *in = calloc(m + 1, es), *rep = calloc(m + 1, es);
+							nw_pattern_fill(&p, r, 0, m, in);
+							nw_pattern_fill_table(&p, r, 0, tab);
+							for (uint64_t j = 0; j < m; j++)
+								memcpy(rep + j * es, &tab[j % NW_DCHECK_PERIOD], es);
+							assert_memory_equal(in, rep, m * es);
+							free(in);
+							free(rep);
+							m = nw_pattern_output_count(&p, r);
+							if (!m || !nw_pattern_checks_rank(&p, r))
+								continue;
+							struct nw_dcheck c;
+							nw_pattern_dcheck(&p, r, 0, m, &c);
+							unsigned char *out = malloc(m * es);
+							/* right output: each block's period (the tolerance kinds: the value as stored) */
+							for (size_t b = 0; b < c.nblocks; b++)
+								for (uint64_t j = 0; j < c.blocks[b].len; j++) {
+									unsigned k = j % NW_DCHECK_PERIOD;
+									unsigned char *e = out + (c.blocks[b].start + j) * es;
+									if (c.kind == NW_DCHECK_BITS)
+										memcpy(e, &c.blocks[b].ref[k], es);
+									else
+										nw_dtype_store(p.dtype, e, c.blocks[b].rep[k]);
+								}
+							assert_int_equal(nw_pattern_verify(&p, r, 0, m, out), 0);
+							assert_int_equal(dcheck_count(&c, out), 0);
+							/* planted: a few elements' bytes flipped */
+							uint64_t plant[] = { 0, 5, 13, m - 1 };
+							for (size_t i = 0; i < 4; i++)
+								if (plant[i] < m)
+									out[plant[i] * es + es - 1] ^= 0xA5;
+							assert_int_equal(dcheck_count(&c, out), nw_pattern_verify(&p, r, 0, m, out));
+							/* unwritten (the poison) and noise */
+							memset(out, 0x7f, m * es);
+							assert_int_equal(dcheck_count(&c, out), nw_pattern_verify(&p, r, 0, m, out));
+							for (uint64_t j = 0; j < m * es; j++) {
+								seed = seed * 1103515245u + 12345u;
+								out[j] = (unsigned char)(seed >> 16);
+							}
+							assert_int_equal(dcheck_count(&c, out), nw_pattern_verify(&p, r, 0, m, out));
+							free(out);
+							nw_dcheck_release(&c);
+						}
+					}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +340,7 @@ int main(void)
 		cmocka_unit_test(conversions_exact_for_small_ints),
 		cmocka_unit_test(alltoallv_counts_as_nccl_tests),
 		cmocka_unit_test(alltoallv_and_hypercube_verified),
+		cmocka_unit_test(device_checks_count_as_host),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
