@@ -133,6 +133,7 @@ int main(int argc, char **argv)
 	const char *name = argv[1];
 	int rc;
 	nw_store_on_wait(nw_cli_say_waiting);
+	nw_store_on_caveat(nw_cli_say_caveat);
 	if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
 		usage(stdout);
 		rc = 0;

@@ -412,10 +412,11 @@ static enum nw_bench_status sweep_op(struct bs_ctx *x, const struct nw_coll *col
 }
 
 /*
- * A host backend's buffers (send and recv for each process of this host)
- * must fit in the memory that is available now, cgroup limits included:
- * the kernel overcommits, and its OOM killer would end this run or a
- * neighbour's with no message. 0, or -1 with x->err.
+ * What a host backend's sweep takes on this host (nw_host_mem_need: the
+ * buffers, MPI's own for the heaviest op, verification and runtime, for
+ * each process of this host) must fit in the memory available now, cgroup
+ * limits included: the kernel overcommits, and its OOM killer would end
+ * this run or a neighbour's with no message. 0, or -1 with x->err.
  */
 static int host_memory_fits(struct bs_ctx *x)
 {
@@ -424,14 +425,21 @@ static int host_memory_fits(struct bs_ctx *x)
 	char why[64];
 	uint64_t avail = nw_host_mem_available(why, sizeof(why));
 	int procs = x->g->local_size > 0 ? x->g->local_size : 1;
-	uint64_t each = 2 * (((uint64_t)x->buf_bytes + 4095) & ~(uint64_t)4095);
-	uint64_t need = each * (uint64_t)procs;
+	struct nw_host_mem_need each;
+	nw_host_mem_need((uint64_t)x->buf_bytes + 8 * (uint64_t)x->o->unalign, x->o->ops, x->o->nops, x->o->pairs, &each);
+	uint64_t need = each.total * (uint64_t)procs;
 	if (avail == UINT64_MAX || need <= avail)
 		return 0;
-	return nw_seterr(x->err, x->errlen, "-e %" PRIu64 " needs %.2f GiB of host memory on %s (2 buffers of %.2f GiB "
-	                 "for each of %d processes) but only %.2f GiB is available (%s); lower -e or run fewer "
-	                 "processes per host", x->o->max_bytes, need / 1073741824.0, x->g->host, each / 2147483648.0,
-	                 procs, avail / 1073741824.0, why);
+	char lib[96] = "", emax[32];
+	nw_format_size(x->o->max_bytes, emax, sizeof(emax));
+	if (each.library)
+		snprintf(lib, sizeof(lib), ", %.2f GiB that MPI takes for %s", each.library / 1073741824.0,
+		         nw_coll_get(each.heaviest)->name);
+	return nw_seterr(x->err, x->errlen, "-e %s needs %.2f GiB of host memory on %s: %d process%s x %.2f GiB "
+	                 "(2 buffers of %.2f GiB%s, %.2f GiB for verification and the runtime) but only %.2f GiB is "
+	                 "available (%s); lower -e or run fewer processes per host", emax, need / 1073741824.0,
+	                 x->g->host, procs, procs == 1 ? "" : "es", each.total / 1073741824.0, each.buffers / 2147483648.0,
+	                 lib, each.fixed / 1073741824.0, avail / 1073741824.0, why);
 }
 
 /*

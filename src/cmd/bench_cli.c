@@ -699,6 +699,8 @@ static int write_nt_json(const struct bench_cli *cli, const struct nw_run *run, 
 static struct nw_progress *sig_prog;
 static const char *sig_cmd;
 static volatile sig_atomic_t sig_stop; /* the first SIGINT or SIGTERM: its number */
+static volatile sig_atomic_t recording; /* the run is being recorded: a signal ends the database's waits */
+static volatile sig_atomic_t rec_stop;  /* the signal that came while recording */
 
 /* Append s to buf (of len, at *at), without stdio (signal-safe). */
 static void sig_put(char *buf, size_t len, size_t *at, const char *s)
@@ -745,7 +747,11 @@ static void unblock_outputs(void)
  */
 static void on_interrupt(int sig)
 {
-	if (sig_stop) {
+	if (recording && !rec_stop) {
+		rec_stop = sig; /* the store gives up within 0.1 s and spools the run */
+		return;
+	}
+	if (sig_stop || rec_stop) {
 		nw_progress_interrupted(sig_prog, sig_cmd);
 		signal(sig, SIG_DFL);
 		raise(sig);
@@ -874,6 +880,29 @@ static void cycles_note(const struct bench_cli *cli, const struct nw_run *run)
 
 static const char *job_cmd;
 
+/*
+ * Record the run (rank 0). A SIGINT or SIGTERM meanwhile ends the
+ * database's waits within 0.1 s and the run is kept in the spool; the
+ * store says so in its error.
+ */
+static void record(const struct bench_cli *cli, struct nw_run *run, int stopped)
+{
+	long long id = 0;
+	char serr[NW_ERRLEN];
+	nw_fingerprint_collect(run);
+	nw_store_stop_on(&rec_stop);
+	recording = 1;
+	if (sig_stop && !stopped)
+		rec_stop = sig_stop; /* it came after the sweep, before the recording */
+	int rc = nw_store_record(&cli->so, run, &id, serr, sizeof(serr));
+	recording = 0;
+	nw_store_stop_on(NULL);
+	if (rc != 0)
+		nw_warn("%s: the run was not recorded in history: %s", cli->cmd, serr);
+	else if (id > 0 && !cli->o.quiet)
+		nw_cli_say_recorded(cli->cmd, id);
+}
+
 /* An error every rank found alike, said by rank 0 for the job (nw_bench_on_job_error). */
 static void say_job_error(const char *msg)
 {
@@ -911,6 +940,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 	nw_bench_on_job_error(NULL);
 	nw_progress_clear(&cli->prog);
 	int stopped = sig_stop;
+	rec_stop = 0;
 	if (stopped && rc >= 0 && run.h.rank == 0)
 		say_interrupted(cli, &run, stopped);
 	int status;
@@ -946,18 +976,14 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 			for (int i = 0; cli->nt_json_path && i < cli->o.nops; i++)
 				if (write_nt_json(cli, &run, nw_coll_get(cli->o.ops[i])->name, argc, argv))
 					status = 3;
-			long long id = 0;
-			char serr[NW_ERRLEN];
-			nw_fingerprint_collect(&run);
-			if (nw_store_record(&cli->so, &run, &id, serr, sizeof(serr)) != 0)
-				nw_warn("%s: the run was not recorded in history: %s", cmd, serr);
-			else if (id > 0 && !cli->o.quiet)
-				nw_cli_say_recorded(cmd, id);
+			record(cli, &run, stopped);
 		}
 		/* rank 0 says it; another rank exiting non-zero first would have the launcher kill rank 0 mid-write */
 		if (stopped && status < 2)
 			status = run.h.rank == 0 ? 128 + stopped : 0;
 	}
+	if (!stopped && rec_stop && status < 2)
+		stopped = rec_stop, status = 128 + rec_stop;
 	if (stopped) {
 		/* output a torn-down launcher no longer reads was dropped (unblock_outputs): not an error of its own */
 		fflush(stdout);

@@ -225,11 +225,21 @@ static void bench_opts(const struct check_opts *o, struct nw_bench_opts *b)
 }
 
 static volatile sig_atomic_t check_stop; /* the first SIGINT or SIGTERM during the bench: its number */
+static volatile sig_atomic_t recording;  /* the verdict is out and the run is being recorded */
+static volatile sig_atomic_t rec_stop;   /* a signal while recording: the store gives up and spools the run */
 
-/* SIGINT or SIGTERM: the first ends the bench after the size running (judged on what was measured); a second dies. */
+/*
+ * SIGINT or SIGTERM: the first ends the bench after the size running
+ * (judged on what was measured), or, once the verdict is out, ends the
+ * recording (the run is spooled); a second dies.
+ */
 static void on_check_signal(int sig)
 {
-	if (check_stop) {
+	if (recording && !rec_stop) {
+		rec_stop = sig;
+		return;
+	}
+	if (check_stop || rec_stop) {
 		signal(sig, SIG_DFL);
 		raise(sig);
 		return;
@@ -442,7 +452,16 @@ static void print_text(const struct check_state *st, double elapsed, int rank)
 				       cv->items[i].reason);
 }
 
-/* A check that ran its bench is recorded, with its verdict, like a bench. */
+/* The most recording may take after the verdict; what is not stored by then waits in the spool. */
+#define CHECK_RECORD_S 5.0
+
+/*
+ * A check that ran its bench is recorded, with its verdict, like a bench,
+ * once the verdict is out: a database that is slow, away or frozen must
+ * not hold the verdict back (a prolog's timeout would take it for a hung
+ * node). Recording ends within CHECK_RECORD_S (or the lock bound when
+ * shorter), or at a signal, and the run is then spooled.
+ */
 static void record_run(const struct check_opts *o, struct check_state *st)
 {
 	char err[NW_ERRLEN];
@@ -452,7 +471,15 @@ static void record_run(const struct check_opts *o, struct check_state *st)
 		st->run.h.extra = json_object();
 	json_object_set_new(st->run.h.extra, "check_verdict", json_string(nw_check_level_name(st->cv.v)));
 	nw_fingerprint_collect(&st->run);
-	if (nw_store_record(&o->so, &st->run, &id, err, sizeof(err)) != 0)
+	struct nw_store_opts so = o->so;
+	so.record_s = CHECK_RECORD_S;
+	fflush(stdout);
+	nw_store_stop_on(&rec_stop);
+	recording = 1;
+	int rc = nw_store_record(&so, &st->run, &id, err, sizeof(err));
+	recording = 0;
+	nw_store_stop_on(NULL);
+	if (rc != 0)
 		nw_warn("check: the run was not recorded in history: %s", err);
 	else if (id > 0 && nw_cli_json_text(&o->json))
 		nw_cli_say_recorded("check", id);
@@ -568,14 +595,14 @@ static int report(const struct check_opts *o, struct check_state *st, double t0)
 	double elapsed = nw_now() - t0;
 	int rc = check_exit(st);
 	char err[NW_ERRLEN];
-	if (st->have_run && !o->results && rank == 0)
-		record_run(o, st);
 	if (nw_cli_json_text(&o->json))
 		print_text(st, elapsed, rank);
 	if (o->json.on && rank == 0 && print_json(&o->json, st, elapsed))
 		rc = 2;
 	if (o->prom_textfile && rank == 0 && write_textfile(o->prom_textfile, st, rc, elapsed, err, sizeof(err)) < 0)
 		nw_error("--prom-textfile: %s", err);
+	if (st->have_run && !o->results && rank == 0)
+		record_run(o, st);
 	return rc;
 }
 

@@ -90,6 +90,11 @@ void nw_cli_say_waiting(const char *path, double bound_s)
 	        "(giving up after %g s; --lock-timeout S changes that)\n", path, bound_s);
 }
 
+void nw_cli_say_caveat(const char *path, const char *why)
+{
+	nw_warn("history database '%s': %s", path, why);
+}
+
 void nw_cli_say_recorded(const char *cmd, long long id)
 {
 	fprintf(stderr, "ncclwatch: %s: recorded as run %lld (ncclwatch history show %lld)\n", cmd, id, id);

@@ -48,8 +48,8 @@
 	NW_OPT_LOCK_TIMEOUT
 #define NW_OPT_LOCK_TIMEOUT \
 	{ .kind = NW_OPTK_CALL, .lname = "lock-timeout", .argh = "S", .call = nw_cli_lock_timeout, \
-	  .help = "wait at most S for another process's lock on the\ndatabase (default 15 s, or $NCCLWATCH_LOCK_TIMEOUT)" }
-/* --lock-timeout S: sets NCCLWATCH_LOCK_TIMEOUT for the store (the bound of every wait for a lock). */
+	  .help = "wait at most S for the database: another process's\nlock, a server's answer (default 15 s, or\n$NCCLWATCH_LOCK_TIMEOUT; docs/history.md)" }
+/* --lock-timeout S: sets NCCLWATCH_LOCK_TIMEOUT for the store (the bound of every wait on the database). */
 int nw_cli_lock_timeout(void *opts, const char *arg, const char *name, char *err, size_t errlen);
 
 /* --backend nccl|mpi (M: enum nw_backend_kind). */
@@ -126,6 +126,9 @@ int nw_cli_colour(void);
  * nw_store_on_wait).
  */
 void nw_cli_say_waiting(const char *path, double bound_s);
+
+/* Warns that what is read from the history database at path may be stale, and why (for nw_store_on_caveat). */
+void nw_cli_say_caveat(const char *path, const char *why);
 
 /* Whether the command's text goes to stdout: no --json, or --json FILE (not '-'). */
 int nw_cli_json_text(const struct nw_opt_out *j);

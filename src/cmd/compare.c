@@ -12,21 +12,26 @@
 #include "store/compare.h"
 #include "store/input.h"
 #include "store/store.h"
+#include "util/termtext.h"
 #include "util/util.h"
 
+/* A run's line: what it is, and whether it lacks sizes. What a run holds is outside text, shown safe for a terminal. */
 static void describe(const char *tag, const char *label, const struct nw_run *r)
 {
-	printf("%s: %s (", tag, label);
+	printf("%s: %s (", tag, NW_TT(label));
 	const char *sep = "";
 	if (r->h.host[0])
-		printf("%shost %s", sep, r->h.host), sep = ", ";
+		printf("%shost %s", sep, NW_TT(r->h.host)), sep = ", ";
 	if (r->h.time[0])
-		printf("%s%s", sep, r->h.time), sep = ", ";
+		printf("%s%s", sep, NW_TT(r->h.time)), sep = ", ";
 	if (r->h.nccl_version[0])
-		printf("%sNCCL %s", sep, r->h.nccl_version), sep = ", ";
+		printf("%sNCCL %s", sep, NW_TT(r->h.nccl_version)), sep = ", ";
 	if (r->h.gpus[0])
-		printf("%s%s", sep, r->h.gpus), sep = ", ";
-	printf("%s%zu rows%s)\n", sep, r->nrows, nw_run_interrupted(r) ? ", INTERRUPTED: only the sizes before Ctrl-C" : "");
+		printf("%s%s", sep, NW_TT(r->h.gpus)), sep = ", ";
+	printf("%s%zu rows%s", sep, r->nrows, nw_run_interrupted(r) ? ", INTERRUPTED: only the sizes before Ctrl-C" : "");
+	if (nw_run_incomplete(r))
+		printf(", INCOMPLETE: %s", NW_TT(nw_run_incomplete(r)));
+	printf(")\n");
 }
 
 static void print_rows(const struct nw_cmp *c)
@@ -39,7 +44,7 @@ static void print_rows(const struct nw_cmp *c)
 			char root[32] = "";
 			if (r->root >= 0)
 				snprintf(root, sizeof(root), " root %d", r->root);
-			printf("\n%s %s %s%s, %s\n", r->op, r->dtype, r->redop, root,
+			printf("\n%s %s %s%s, %s\n", NW_TT(r->op), NW_TT(r->dtype), NW_TT(r->redop), root,
 			       r->inplace ? "in-place" : "out-of-place");
 			printf("%10s %10s %10s %10s %10s %13s  %s\n", "size", "busbw A", "busbw B", "time A",
 			       "time B", "change", "verdict");
@@ -77,8 +82,8 @@ static void print_bands(const struct nw_cmp *c, enum nw_cmp_verdict v)
 			continue;
 		struct nw_cmp_band_text t;
 		nw_cmp_band_text(b, &t);
-		printf("  %s %s %s, %s, %s%s%s (%d size%s): %s %s on average, %s %s at %s\n", b->op, b->dtype,
-		       b->redop, b->inplace ? "in-place" : "out-of-place", t.from, b->from == b->to ? "" : "-",
+		printf("  %s %s %s, %s, %s%s%s (%d size%s): %s %s on average, %s %s at %s\n", NW_TT(b->op), NW_TT(b->dtype),
+		       NW_TT(b->redop), b->inplace ? "in-place" : "out-of-place", t.from, b->from == b->to ? "" : "-",
 		       b->from == b->to ? "" : t.to, b->nsizes, b->nsizes == 1 ? "" : "s",
 		       b->by_time ? "speed (time)" : "busbw", t.mean, v == NW_V_SLOWER ? "worst" : "best", t.worst,
 		       t.worst_size);
@@ -96,20 +101,20 @@ static void print_diffs(const struct nw_cmp *c, int show_all)
 		printf("  nothing that matters recorded\n");
 	for (size_t i = 0; i < c->ndiffs; i++) {
 		if (!c->diffs[i].ignored)
-			printf("  %s\n", c->diffs[i].text);
+			printf("  %s\n", NW_TT(c->diffs[i].text));
 		else if (show_all)
-			printf("  %s (per-launch, never a cause)\n", c->diffs[i].text);
+			printf("  %s (per-launch, never a cause)\n", NW_TT(c->diffs[i].text));
 	}
 	if (c->nignored && !show_all)
 		printf("  and %zu more (--show-all): per-launch identifiers (job ids, ports, pids), never a cause\n",
 		       c->nignored);
-	printf("in short: %s\n", c->attribution);
+	printf("in short: %s\n", NW_TT(c->attribution));
 }
 
 /* The warning that A and B measure different things. */
 static void print_not_comparable(const struct nw_cmp *c, int force)
 {
-	printf("NOT COMPARABLE: %s%s\n", c->not_comparable,
+	printf("NOT COMPARABLE: %s%s\n", NW_TT(c->not_comparable),
 	       force ? " (compared anyway: --force)" : "; --force compares them anyway");
 }
 
@@ -230,11 +235,11 @@ static int take_runs(struct compare_args *a, const struct nw_opt_res *res)
 {
 	int nspec = res->nargs;
 	if (a->by && nspec)
-		return nw_error("compare --by groups the whole history: it takes no runs ('%s')", res->args[0]);
+		return nw_error("compare --by groups the whole history: it takes no runs ('%s')", NW_TT(res->args[0]));
 	if (a->by)
 		return 0;
 	if (nspec > 2)
-		return nw_error("compare takes two runs, got a third ('%s')", res->args[2]);
+		return nw_error("compare takes two runs, got a third ('%s')", NW_TT(res->args[2]));
 	if (nspec != 2)
 		return nw_error("compare needs two runs: ncclwatch compare A B (run ids, baseline names or result files)");
 	a->spec[0] = res->args[0];
@@ -258,8 +263,8 @@ static void print_by(const struct nw_by_table *t)
 {
 	int wg = (int)strlen(t->by);
 	for (size_t i = 0; i < t->n; i++)
-		if ((int)strlen(t->cells[i].group) > wg)
-			wg = (int)strlen(t->cells[i].group);
+		if ((int)nw_tt_width(NW_TT(t->cells[i].group)) > wg)
+			wg = (int)nw_tt_width(NW_TT(t->cells[i].group));
 	printf("best busbw (GB/s) by %s, per op and size band (the run that measured it):\n", t->by);
 	printf("%-16s %-*s %5s  %-22s %-22s %s\n", "op", wg, t->by, "runs", "latency (<64K)", "middle (64K-64M)",
 	       "bandwidth (>=64M)");
@@ -268,7 +273,10 @@ static void print_by(const struct nw_by_table *t)
 		char b[NW_NBANDS][48];
 		for (int k = 0; k < NW_NBANDS; k++)
 			fmt_best(b[k], sizeof(b[k]), c, k);
-		printf("%-16s %-*s %5d  %-22s %-22s %s\n", c->op, wg, c->group, c->nruns, b[0], b[1], b[2]);
+		char group[NW_TT_BUF];
+		nw_tt(c->group, group);
+		printf("%-16s %-*s %5d  %-22s %-22s %s\n", NW_TT(c->op), wg + (int)(strlen(group) - nw_tt_width(group)), group,
+		       c->nruns, b[0], b[1], b[2]);
 	}
 }
 
@@ -282,13 +290,13 @@ static int run_by(const struct compare_args *a)
 	memset(&f, 0, sizeof(f));
 	if (nw_store_path(&a->so, path, sizeof(path), err, sizeof(err)) ||
 	    nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err))) {
-		nw_error("%s", err);
+		nw_error("%s", NW_TT_MSG(err));
 		return 2;
 	}
 	int rc = nw_cmp_by(s, a->by, &f, &t, err, sizeof(err));
 	nw_store_close(s);
 	if (rc) {
-		nw_error("%s", err);
+		nw_error("%s", NW_TT_MSG(err));
 		return 2;
 	}
 	if (nw_cli_json_text(&a->json))
@@ -325,14 +333,19 @@ int cmd_compare(int argc, char **argv)
 	if (nw_input_load(&a.so, a.spec[0], &ra, la, sizeof(la), err, sizeof(err)) ||
 	    nw_input_load(&a.so, a.spec[1], &rb, lb, sizeof(lb), err, sizeof(err)) ||
 	    nw_compare(&ra, &rb, &a.o, &c, err, sizeof(err))) {
-		nw_error("%s", err);
+		nw_error("%s", NW_TT_MSG(err));
 		goto out;
 	}
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		if (nw_run_interrupted(i ? &rb : &ra))
 			nw_warn("compare: %s (%s) is an interrupted run: it holds only the sizes measured before it was "
-			        "stopped; sizes it lacks are not compared%s", i ? "B" : "A", i ? lb : la,
+			        "stopped; sizes it lacks are not compared%s", i ? "B" : "A", NW_TT(i ? lb : la),
 			        i ? "" : " (a baseline should be a complete run)");
+		if (nw_run_incomplete(i ? &rb : &ra))
+			nw_warn("compare: %s (%s) is an incomplete run (%s): figures it lacks are not compared%s", i ? "B" : "A",
+			        NW_TT(i ? lb : la), NW_TT(nw_run_incomplete(i ? &rb : &ra)),
+			        i ? "" : " (a baseline should be a complete run)");
+	}
 	int text = nw_cli_json_text(&a.json);
 	if (text && c.not_comparable[0] && !a.force) {
 		print_not_comparable(&c, 0);

@@ -7,6 +7,7 @@
 #include "cmd/cmd.h"
 #include "store/fleet.h"
 #include "store/store.h"
+#include "util/termtext.h"
 #include "util/util.h"
 
 struct fleet_args {
@@ -47,30 +48,33 @@ static void worst_text(const struct nw_fleet_host *h, char *buf, size_t len)
 	const struct nw_fleet_cell *c = &h->cells[h->worst_cell];
 	char size[32];
 	nw_format_size(c->size_bytes, size, sizeof(size));
-	snprintf(buf, len, "%s %s: %.2f GB/s, %.1f%% of %.2f", c->op, size, c->busbw, c->ratio * 100, c->median);
+	snprintf(buf, len, "%s %s: %.2f GB/s, %.1f%% of %.2f", NW_TT(c->op), size, c->busbw, c->ratio * 100, c->median);
 }
 
+/* One host's line; what the history holds (host names, versions) is shown safe for a terminal. */
 static void print_host(const struct nw_fleet_host *h, int wh)
 {
-	char worst[160];
+	char worst[160], host[NW_TT_BUF];
 	worst_text(h, worst, sizeof(worst));
-	printf("  %-*s  %-7s  %-20s  %6.1f%%  %s\n", wh, h->host, h->verdict[0] ? h->verdict : "-", h->time,
-	       h->worst * 100, worst);
+	nw_tt(h->host, host);
+	printf("  %-*s  %-7s  %-20s  %6.1f%%  %s\n", wh + (int)(strlen(host) - nw_tt_width(host)), host,
+	       h->verdict[0] ? NW_TT(h->verdict) : "-", NW_TT(h->time), h->worst * 100, worst);
 	if (!h->outlier)
 		return;
 	if (!h->ndiffs)
 		printf("  %-*s  same fingerprint as its peers (driver, NCCL, topology, NCCL_* variables)\n", wh, "");
 	for (size_t k = 0; k < h->ndiffs; k++)
-		printf("  %-*s  differs: %s %s (fleet: %s)\n", wh, "", h->diffs[k].field,
-		       h->diffs[k].value[0] ? h->diffs[k].value : "unset", h->diffs[k].fleet[0] ? h->diffs[k].fleet : "unset");
+		printf("  %-*s  differs: %s %s (fleet: %s)\n", wh, "", NW_TT(h->diffs[k].field),
+		       h->diffs[k].value[0] ? NW_TT(h->diffs[k].value) : "unset",
+		       h->diffs[k].fleet[0] ? NW_TT(h->diffs[k].fleet) : "unset");
 }
 
 static void print_text(const struct nw_fleet *f)
 {
 	int wh = 4;
 	for (size_t i = 0; i < f->nhosts; i++)
-		if ((int)strlen(f->hosts[i].host) > wh)
-			wh = (int)strlen(f->hosts[i].host);
+		if ((int)nw_tt_width(NW_TT(f->hosts[i].host)) > wh)
+			wh = (int)nw_tt_width(NW_TT(f->hosts[i].host));
 	printf("fleet: %zu host%s, latest check each; outlier below %.0f%% of the median of the same GPUs\n",
 	       f->nhosts, f->nhosts == 1 ? "" : "s", f->threshold * 100);
 	printf("  %-*s  %-7s  %-20s  %7s  %s\n", wh, "host", "verdict", "checked (UTC)", "worst", "at (busbw, share of median)");
@@ -97,15 +101,15 @@ int cmd_fleet(int argc, char **argv)
 	struct nw_fleet f;
 	if (nw_store_path(&a.so, path, sizeof(path), err, sizeof(err)) ||
 	    nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)))
-		return nw_error("%s", err), 2;
+		return nw_error("%s", NW_TT_MSG(err)), 2;
 	int rc = nw_fleet_build(s, a.threshold, &f, err, sizeof(err));
 	nw_store_close(s);
 	if (rc)
-		return nw_error("%s", err), 2;
+		return nw_error("%s", NW_TT_MSG(err)), 2;
 	if (!nw_cli_json_text(&a.json)) {
 	} else if (!f.nhosts) {
 		fprintf(stderr, "no check runs in '%s': record one per node with 'ncclwatch check' (into this --db, "
-		        "or merge their files with 'history merge')\n", path);
+		        "or merge their files with 'history merge')\n", NW_TT(path));
 	} else {
 		print_text(&f);
 	}

@@ -13,6 +13,7 @@
 #include "cmd/cmd.h"
 #include "store/compare.h"
 #include "store/store.h"
+#include "util/termtext.h"
 #include "util/util.h"
 
 struct hopts {
@@ -66,7 +67,8 @@ const struct nw_cmd_spec nw_spec_history = {
 	         "and manages that record.\n"
 	         "\n"
 	         "  list       one line per run: id, time (UTC), host, source, ops, NCCL\n"
-	         "             version, peak busbw, baseline names (the default)\n"
+	         "             version, peak busbw, baseline names, and a note for an\n"
+	         "             incomplete or interrupted run (the default)\n"
 	         "  show ID    a run's header, fingerprint (NCCL_* variables; --env for\n"
 	         "             every recorded one) and results table\n"
 	         "  export     a run (ID) or every run matching the filters (all), as\n"
@@ -77,12 +79,14 @@ const struct nw_cmd_spec nw_spec_history = {
 	         "             the name wherever they take a run; setting a name again moves it\n"
 	         "  baseline   list the names; --delete NAME removes one\n"
 	         "  sync       send the runs kept in the local spool while the PostgreSQL\n"
-	         "             server of --db could not be reached (the next run recorded\n"
-	         "             there sends them too)\n"
+	         "             server of --db could not be reached or did not answer, or\n"
+	         "             that a signal cut off (the next run recorded there sends\n"
+	         "             them too; what a killed sync left is taken back)\n"
 	         "  merge FILE.db\n"
 	         "             copy the runs of another node's history file into this\n"
-	         "             database; a run already here (same host, time, source,\n"
-	         "             rows and fingerprint) is not copied again\n",
+	         "             database; a run already here (same content key: host,\n"
+	         "             time, source, rows, fingerprint, recording) is not copied\n"
+	         "             again; FILE is only read, never changed\n",
 	.opts = history_options,
 	.args = NW_ARGS_WORDS,
 	.subcmds = history_subcmds,
@@ -94,7 +98,7 @@ static int take_operands(struct hopts *o, const struct nw_opt_res *res)
 {
 	for (int i = 0; i < res->nargs; i++) {
 		if (o->nargs == 3)
-			return nw_error("too many arguments ('%s'); 'ncclwatch help history' shows the forms", res->args[i]);
+			return nw_error("too many arguments ('%s'); 'ncclwatch help history' shows the forms", NW_TT(res->args[i]));
 		o->args[o->nargs++] = res->args[i];
 	}
 	if (o->json.on && o->csv.on)
@@ -115,7 +119,7 @@ static int parse_id(const char *s, long long *id)
 	if (!s)
 		return nw_error("give a run id; 'ncclwatch history' lists the runs");
 	if (nw_parse_long(s, 1, LONG_MAX, &v, "run id", err, sizeof(err)))
-		return nw_error("bad run id '%s': 'ncclwatch history' lists the runs", s);
+		return nw_error("bad run id '%s': 'ncclwatch history' lists the runs", NW_TT(s));
 	*id = v;
 	return 0;
 }
@@ -125,37 +129,63 @@ static int open_db(const struct hopts *o, enum nw_store_mode mode, struct nw_sto
 	char path[PATH_MAX], err[NW_ERRLEN];
 	if (nw_store_path(&o->so, path, sizeof(path), err, sizeof(err)) ||
 	    nw_store_open(path, mode, s, err, sizeof(err)))
-		return nw_error("%s", err);
+		return nw_error("%s", NW_TT_MSG(err));
 	return 0;
 }
 
-/* The widest of text in column off of every entry, at least min. */
-static int col_width(const struct nw_store_entry *e, size_t n, size_t off, int min)
+/* One listing line's text columns as a terminal shows them (what the database holds may be anything). */
+struct list_cells {
+	char time[NW_TT_BUF], host[NW_TT_BUF], source[NW_TT_BUF], ops[NW_TT_BUF], nccl[NW_TT_BUF], base[NW_TT_BUF];
+};
+
+/* Text width of cell k (0 time, 1 host, 2 source, 3 ops, 4 NCCL, 5 baselines) of c. */
+static int cell_width(const struct list_cells *c, int k)
 {
-	int w = min;
-	for (size_t i = 0; i < n; i++) {
-		int l = (int)strlen((const char *)&e[i] + off);
-		if (l > w)
-			w = l;
-	}
-	return w;
+	const char *cells[] = { c->time, c->host, c->source, c->ops, c->nccl, c->base };
+	return (int)nw_tt_width(cells[k]);
 }
 
-/* The list as a table whose columns fit the widest host and op list. */
+/* printf's width for text of w characters padded to want (multi-byte characters take one column each). */
+static int pad(const char *text, int want)
+{
+	return want + (int)strlen(text) - (int)nw_tt_width(text);
+}
+
+/* What the list says of a run besides its columns: incomplete, interrupted. */
+static const char *list_note(const struct nw_store_entry *e)
+{
+	return e->incomplete && e->interrupted ? "incomplete, interrupted" : e->incomplete ? "incomplete"
+	       : e->interrupted ? "interrupted" : "";
+}
+
+/* The list as a table whose columns fit the widest host and op list; a last column notes incomplete runs. */
 static void print_list(const struct nw_store_entry *e, size_t n)
 {
-	int wh = col_width(e, n, offsetof(struct nw_store_entry, host), 4);
-	int wo = col_width(e, n, offsetof(struct nw_store_entry, ops), 3);
-	int wn = col_width(e, n, offsetof(struct nw_store_entry, nccl_version), 4);
-	printf("%6s  %-20s  %-*s  %-7s  %-*s  %-*s  %14s  %s\n", "id", "time (UTC)", wh, "host", "source", wo, "ops",
-	       wn, "NCCL", "peak busbw", "baseline");
+	struct list_cells *c = nw_calloc(n ? n : 1, sizeof(*c));
+	int w[6] = { 20, 4, 7, 3, 4, 8 };
+	for (size_t i = 0; i < n; i++) {
+		nw_tt(e[i].time, c[i].time);
+		nw_tt(e[i].host, c[i].host);
+		nw_tt(e[i].source, c[i].source);
+		nw_tt(e[i].ops, c[i].ops);
+		nw_tt(e[i].nccl_version[0] ? e[i].nccl_version : "-", c[i].nccl);
+		nw_tt(e[i].baselines, c[i].base);
+		for (int k = 0; k < 6; k++)
+			if (cell_width(&c[i], k) > w[k])
+				w[k] = cell_width(&c[i], k);
+	}
+	printf("%6s  %-*s  %-*s  %-*s  %-*s  %-*s  %14s  %-*s  %s\n", "id", w[0], "time (UTC)", w[1], "host", w[2],
+	       "source", w[3], "ops", w[4], "NCCL", "peak busbw", w[5], "baseline", "note");
 	for (size_t i = 0; i < n; i++) {
 		char peak[32];
 		snprintf(peak, sizeof(peak), "%.2f GB/s", e[i].peak_busbw);
-		printf("%6lld  %-20s  %-*s  %-7s  %-*s  %-*s  %14s  %s\n", e[i].id, e[i].time, wh, e[i].host,
-		       e[i].source, wo, e[i].ops, wn, e[i].nccl_version[0] ? e[i].nccl_version : "-", peak,
-		       e[i].baselines);
+		const char *note = list_note(&e[i]);
+		printf("%6lld  %-*s  %-*s  %-*s  %-*s  %-*s  %14s  %-*s%s%s\n", e[i].id, pad(c[i].time, w[0]), c[i].time,
+		       pad(c[i].host, w[1]), c[i].host, pad(c[i].source, w[2]), c[i].source, pad(c[i].ops, w[3]), c[i].ops,
+		       pad(c[i].nccl, w[4]), c[i].nccl, peak, *note ? pad(c[i].base, w[5]) : 0, c[i].base, *note ? "  " : "",
+		       note);
 	}
+	free(c);
 }
 
 static int do_list(struct nw_store *s, const struct hopts *o)
@@ -169,20 +199,22 @@ static int do_list(struct nw_store *s, const struct hopts *o)
 	if (o->json.on) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < n; i++)
-			json_array_append_new(a, json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:f,s:i,s:s}", "id", (json_int_t)e[i].id,
-			                                   "time", e[i].time, "host", e[i].host, "source", e[i].source,
-			                                   "ops", e[i].ops, "nccl_version", e[i].nccl_version,
-			                                   "peak_busbw_gbs", e[i].peak_busbw, "rows", e[i].nrows,
-			                                   "baselines", e[i].baselines));
+			json_array_append_new(a, json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:f,s:i,s:s,s:b,s:b}", "id",
+			                                   (json_int_t)e[i].id, "time", e[i].time, "host", e[i].host,
+			                                   "source", e[i].source, "ops", e[i].ops, "nccl_version",
+			                                   e[i].nccl_version, "peak_busbw_gbs", e[i].peak_busbw, "rows",
+			                                   e[i].nrows, "baselines", e[i].baselines, "incomplete",
+			                                   e[i].incomplete, "interrupted", e[i].interrupted));
 		rc = nw_cli_json_write("history", &o->json, a, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
 		json_decref(a);
 	}
 	int text = text_out(o);
 	if (o->csv.on) {
-		fprintf(o->csv_out, "id,time,host,source,ops,nccl_version,peak_busbw_gbs,rows,baselines\n");
+		fprintf(o->csv_out, "id,time,host,source,ops,nccl_version,peak_busbw_gbs,rows,baselines,note\n");
 		for (size_t i = 0; i < n; i++)
-			fprintf(o->csv_out, "%lld,%s,%s,%s,\"%s\",%s,%.2f,%d,\"%s\"\n", e[i].id, e[i].time, e[i].host, e[i].source,
-			       e[i].ops, e[i].nccl_version, e[i].peak_busbw, e[i].nrows, e[i].baselines);
+			fprintf(o->csv_out, "%lld,%s,%s,%s,\"%s\",%s,%.2f,%d,\"%s\",\"%s\"\n", e[i].id, e[i].time, e[i].host,
+			        e[i].source, e[i].ops, e[i].nccl_version, e[i].peak_busbw, e[i].nrows, e[i].baselines,
+			        list_note(&e[i]));
 	}
 	if (text && !n) {
 		fprintf(stderr, "no runs recorded%s\n", o->f.host || o->f.op || o->f.since || o->f.until ? " match the filters" : " yet");
@@ -220,7 +252,7 @@ static void print_table(const struct nw_run *run)
 			}
 		if (!op || strcmp(op, r->op)) {
 			op = r->op;
-			printf("#\n# %s\n", op);
+			printf("#\n# %s\n", NW_TT(op));
 			if (nw_run_has_iters(run))
 				nw_nt_print_table_header_iter(stdout);
 			else
@@ -233,10 +265,11 @@ static void print_table(const struct nw_run *run)
 	free(used);
 }
 
+/* One "key value" line of show; the value may come from anywhere, so it is made safe for a terminal. */
 static void print_kv(const char *k, const char *v)
 {
 	if (v && *v)
-		printf("%-14s %s\n", k, v);
+		printf("%-14s %s\n", k, NW_TT(v));
 }
 
 /* The recorded variables: NCCL_* (or all of them with all), and a count of the rest. */
@@ -250,7 +283,7 @@ static void print_env(const json_t *env, int all)
 	size_t rest = 0;
 	json_object_foreach((json_t *)env, k, v) {
 		if (all || !strncmp(k, "NCCL_", 5))
-			printf("  %s=%s\n", k, json_is_string(v) ? json_string_value(v) : "");
+			printf("  %s=%s\n", NW_TT(k), NW_TT(json_is_string(v) ? json_string_value(v) : ""));
 		else
 			rest++;
 	}
@@ -284,6 +317,11 @@ static void print_header(long long id, const struct nw_run *run, int all_env)
 	print_kv("ncclwatch", h->tool_version);
 	if (nw_run_interrupted(run))
 		print_kv("interrupted", "yes: stopped by a signal (Ctrl-C); it holds only the sizes measured before");
+	if (nw_run_incomplete(run)) {
+		char why[600];
+		snprintf(why, sizeof(why), "yes: %s", nw_run_incomplete(run));
+		print_kv("incomplete", why);
+	}
 	json_t *fp = nw_fingerprint_of(run);
 	const json_t *topo = json_object_get(fp, "topology");
 	if (json_is_string(topo))
@@ -395,7 +433,7 @@ static int do_baseline(struct nw_store *s, const struct hopts *o)
 			return nw_error("usage: ncclwatch history baseline --delete NAME");
 		if (nw_store_baseline_delete(s, o->args[1], err, sizeof(err)))
 			return nw_error("%s", err);
-		fprintf(stderr, "baseline '%s' deleted\n", o->args[1]);
+		fprintf(stderr, "baseline '%s' deleted\n", NW_TT(o->args[1]));
 		return 0;
 	}
 	if (o->nargs == 3) {
@@ -404,7 +442,7 @@ static int do_baseline(struct nw_store *s, const struct hopts *o)
 			return -1;
 		if (nw_store_baseline_set(s, o->args[1], id, err, sizeof(err)))
 			return nw_error("%s", err);
-		fprintf(stderr, "baseline '%s' is run %lld\n", o->args[1], id);
+		fprintf(stderr, "baseline '%s' is run %lld\n", NW_TT(o->args[1]), id);
 		return 0;
 	}
 	if (o->nargs != 1)
@@ -429,7 +467,7 @@ static int do_baseline(struct nw_store *s, const struct hopts *o)
 	} else {
 		printf("%-24s %8s  %s\n", "name", "run", "set (UTC)");
 		for (size_t i = 0; i < n; i++)
-			printf("%-24s %8lld  %s\n", b[i].name, b[i].run_id, b[i].set_time);
+			printf("%-24s %8lld  %s\n", NW_TT(b[i].name), b[i].run_id, NW_TT(b[i].set_time));
 	}
 	free(b);
 	return rc;
@@ -451,11 +489,19 @@ static int do_delete(struct nw_store *s, const struct hopts *o)
 static int do_sync(const struct hopts *o)
 {
 	char err[NW_ERRLEN];
-	size_t sent, left;
-	int rc = nw_store_sync(&o->so, &sent, &left, err, sizeof(err));
-	fprintf(stderr, "%zu spooled run%s sent%s\n", sent, sent == 1 ? "" : "s", left ? ", some left" : "");
+	struct nw_spool_counts c;
+	int rc = nw_store_sync(&o->so, &c, err, sizeof(err));
+	fprintf(stderr, "%zu spooled run%s sent", c.sent, c.sent == 1 ? "" : "s");
+	if (c.dup)
+		fprintf(stderr, ", %zu found stored already", c.dup);
+	if (c.left)
+		fprintf(stderr, ", %zu left in the spool", c.left);
+	fprintf(stderr, "\n");
+	if (c.reclaimed)
+		nw_warn("%zu of them had been claimed by a sync that was killed before it finished; they were taken back",
+		        c.reclaimed);
 	if (rc)
-		return nw_error("%s", err), left ? 1 : 2;
+		return nw_error("%s", err), c.left ? 1 : 2;
 	return 0;
 }
 
@@ -474,16 +520,16 @@ static int do_merge(struct nw_store *s, const struct hopts *o)
 	const char *path = o->args[1];
 	char err[NW_ERRLEN];
 	if (same_file(o, path))
-		return nw_error("'%s' is the current history database; give another node's file", path);
+		return nw_error("'%s' is the current history database; give another node's file", NW_TT(path));
 	struct nw_store *src;
 	if (nw_store_open(path, NW_STORE_READ, &src, err, sizeof(err)))
-		return nw_error("%s", err);
+		return nw_error("%s", NW_TT_MSG(err));
 	size_t added, skipped;
 	int rc = nw_store_merge(s, src, &added, &skipped, err, sizeof(err));
 	nw_store_close(src);
 	if (rc)
-		return nw_error("merging '%s': %s (%zu runs were copied before this)", path, err, added);
-	printf("merged %zu run%s from '%s' (%zu already here)\n", added, added == 1 ? "" : "s", path, skipped);
+		return nw_error("merging '%s': %s (%zu runs were copied before this)", NW_TT(path), NW_TT_MSG(err), added);
+	printf("merged %zu run%s from '%s' (%zu already here)\n", added, added == 1 ? "" : "s", NW_TT(path), skipped);
 	return 0;
 }
 
@@ -507,7 +553,7 @@ static int check_form(const char *sub, int max_args, const struct hopts *o)
 {
 	long long id;
 	if (o->nargs > max_args)
-		return nw_error("too many arguments for 'history %s'; 'ncclwatch help history' shows the forms", sub);
+		return nw_error("too many arguments for 'history %s'; 'ncclwatch help history' shows the forms", NW_TT(sub));
 	if (o->del && strcmp(sub, "baseline"))
 		return nw_error("--delete belongs to 'history baseline --delete NAME'; to delete a run: history delete ID");
 	if (!strcmp(sub, "delete") && parse_id(o->args[1], &id))
@@ -515,7 +561,7 @@ static int check_form(const char *sub, int max_args, const struct hopts *o)
 	if (!strcmp(sub, "merge") && (o->nargs < 2 || !o->args[1][0]))
 		return nw_error("'history merge' needs a history file: ncclwatch history merge FILE.db");
 	if ((!strcmp(sub, "show") || !strcmp(sub, "export")) && o->nargs < 2)
-		return nw_error("'history %s' needs a run id%s", sub, strcmp(sub, "export") ? "" : " or 'all'");
+		return nw_error("'history %s' needs a run id%s", NW_TT(sub), strcmp(sub, "export") ? "" : " or 'all'");
 	return 0;
 }
 
@@ -535,13 +581,17 @@ int cmd_history(int argc, char **argv)
 		if (!strcmp(sub, subs[i].name))
 			sc = &subs[i];
 	if (!sc)
-		return nw_error("unknown history command '%s': list, show, export, delete, baseline, sync or merge", sub), 2;
+		return nw_error("unknown history command '%s': list, show, export, delete, baseline, sync or merge", NW_TT(sub)), 2;
 	if (check_form(sub, sc->max_args, &o))
 		return 2;
 	if (!sc->fn)
 		return do_sync(&o);
 	struct nw_store *s;
-	if (open_db(&o, sc->fn == do_merge ? NW_STORE_WRITE : NW_STORE_READ, &s))
+	/* merge writes (a new history too), delete and baseline change one that exists, the rest only read */
+	enum nw_store_mode mode = sc->fn == do_merge ? NW_STORE_WRITE : NW_STORE_READ;
+	if (sc->fn == do_delete || (sc->fn == do_baseline && (o.del || o.nargs == 3)))
+		mode = NW_STORE_UPDATE;
+	if (open_db(&o, mode, &s))
 		return 2;
 	int rc = 2;
 	o.csv_out = nw_cli_out_open("history", "--csv", &o.csv);

@@ -11,6 +11,7 @@
 #include "cmd/cmd.h"
 #include "parse/nccltests.h"
 #include "store/store.h"
+#include "util/termtext.h"
 #include "util/util.h"
 
 enum import_format { IMPORT_CSV, IMPORT_JSON, IMPORT_TABLE };
@@ -57,12 +58,12 @@ static void print_table(const struct nw_run *run)
 {
 	char line[512];
 	int64_t wrong = 0;
-	printf("# Collective test starting: %s_perf\n", run->nrows ? run->rows[0].op : "");
+	printf("# Collective test starting: %s_perf\n", NW_TT(run->nrows ? run->rows[0].op : ""));
 	char nranks[16] = "?"; /* unknown: the output does not say */
 	if (run->h.nranks > 0)
 		snprintf(nranks, sizeof(nranks), "%d", run->h.nranks);
-	printf("# nranks %s  host %s  gpus %s  nccl %s  input %s\n", nranks, run->h.host, run->h.gpus,
-	       run->h.nccl_version, run->h.input);
+	printf("# nranks %s  host %s  gpus %s  nccl %s  input %s\n", nranks, NW_TT(run->h.host), NW_TT(run->h.gpus),
+	       NW_TT(run->h.nccl_version), NW_TT(run->h.input));
 	if (nw_run_has_iters(run))
 		nw_nt_print_table_header_iter(stdout);
 	else
@@ -128,7 +129,7 @@ static int import_run_complete(struct nw_run *run, const struct import_opts *o)
 				nw_strlcpy(run->rows[i].op, o->op, sizeof(run->rows[i].op));
 	const json_t *why = json_object_get(run->h.extra, "incomplete_reason");
 	if (why)
-		nw_warn("'%s': incomplete run imported (%s); it is marked incomplete", run->h.input,
+		nw_warn("'%s': incomplete run imported (%s); it is marked incomplete", NW_TT(run->h.input),
 		        json_string_value(why));
 	char err[NW_ERRLEN];
 	long long id = 0;
@@ -184,20 +185,20 @@ static int import_file(const char *path, const struct import_opts *o, struct nw_
 	struct nw_nt_seen seen;
 	int n = nw_nt_parse_path_seen(path, &runs, &unparsed, &seen, err, sizeof(err));
 	if (n < 0) {
-		nw_error("%s", err);
+		nw_error("%s", NW_TT_MSG(err));
 		return 2;
 	}
 	if (unparsed)
-		nw_warn("'%s': %zu line%s not understood (neither nccl-tests output nor NCCL log)", path, unparsed,
+		nw_warn("'%s': %zu line%s not understood (neither nccl-tests output nor NCCL log)", NW_TT(path), unparsed,
 		        unparsed == 1 ? "" : "s");
 	if (n == 0 && seen.nranks > 0) {
 		nw_error("'%s' holds nccl-tests' header (%d rank%s on %d host%s: %s) but no result table: the output was cut "
-		         "before its first row; import the whole output", path, seen.nranks, seen.nranks == 1 ? "" : "s",
-		         seen.nhosts, seen.nhosts == 1 ? "" : "s", seen.hosts);
+		         "before its first row; import the whole output", NW_TT(path), seen.nranks, seen.nranks == 1 ? "" : "s",
+		         seen.nhosts, seen.nhosts == 1 ? "" : "s", NW_TT(seen.hosts));
 		if (rc == 0)
 			rc = 1;
 	} else if (n == 0) {
-		nw_error("'%s' holds no nccl-tests result table; is it nccl-tests output?", path);
+		nw_error("'%s' holds no nccl-tests result table; is it nccl-tests output?", NW_TT(path));
 		if (rc == 0)
 			rc = 1;
 	}

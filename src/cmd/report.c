@@ -14,6 +14,7 @@
 #include "store/compare.h"
 #include "store/input.h"
 #include "store/store.h"
+#include "util/termtext.h"
 #include "util/util.h"
 
 #define MAX_RUNS 16
@@ -45,7 +46,7 @@ static int write_out(const char *path, const struct page *p)
 	char err[NW_ERRLEN];
 	struct stat st;
 	if (!strcmp(path, "-"))
-		return emit(stdout, p, err, sizeof(err)) ? nw_error("%s", err) : 0;
+		return emit(stdout, p, err, sizeof(err)) ? nw_error("%s", NW_TT_MSG(err)) : 0;
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		/* a device or a pipe (/dev/null, /dev/stdout): written to, never renamed over */
 		FILE *f = fopen(path, "w");
@@ -54,7 +55,7 @@ static int write_out(const char *path, const struct page *p)
 		int rc = emit(f, p, err, sizeof(err));
 		if (fclose(f) != 0 && !rc)
 			rc = nw_seterr(err, sizeof(err), "cannot write '%s': %s", path, strerror(errno));
-		return rc ? nw_error("%s", err) : 0;
+		return rc ? nw_error("%s", NW_TT_MSG(err)) : 0;
 	}
 	char *tmp = nw_asprintf("%s.tmp.%ld", path, (long)getpid());
 	FILE *f = fopen(tmp, "w");
@@ -70,7 +71,7 @@ static int write_out(const char *path, const struct page *p)
 		rc = nw_seterr(err, sizeof(err), "cannot write '%s': %s", path, strerror(errno));
 	if (rc) {
 		unlink(tmp);
-		nw_error("%s", err);
+		nw_error("%s", NW_TT_MSG(err));
 	} else {
 		fprintf(stderr, "wrote %s\n", path);
 	}
@@ -223,11 +224,11 @@ static int fleet_report(const struct report_args *a)
 	struct nw_fleet f;
 	if (nw_store_path(&a->so, path, sizeof(path), err, sizeof(err)) ||
 	    nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)))
-		return nw_error("%s", err), 2;
+		return nw_error("%s", NW_TT_MSG(err)), 2;
 	int rc = nw_fleet_build(s, a->threshold ? a->threshold : NW_FLEET_THRESHOLD, &f, err, sizeof(err));
 	nw_store_close(s);
 	if (rc)
-		return nw_error("%s", err), 2;
+		return nw_error("%s", NW_TT_MSG(err)), 2;
 	struct page p = { 0, NULL, &a->o, NULL, &f };
 	rc = write_out(a->out, &p) ? 2 : 0;
 	nw_fleet_release(&f);
@@ -255,7 +256,7 @@ int cmd_report(int argc, char **argv)
 	int rc = 2;
 	for (size_t k = 0; k < a.nspecs; k++) {
 		if (nw_input_load(&a.so, a.specs[k], &runs[k], labels[k], sizeof(labels[k]), err, sizeof(err))) {
-			nw_error("%s", err);
+			nw_error("%s", NW_TT_MSG(err));
 			goto out;
 		}
 		loaded++;

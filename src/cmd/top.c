@@ -23,6 +23,7 @@
 #include "export/sample.h"
 #include "export/statsfile.h"
 #include "export/view.h"
+#include "util/termtext.h"
 #include "util/util.h"
 
 /* The keys of the live view, for --help and its '?' screen. */
@@ -139,7 +140,7 @@ static void install_signals(void)
 static void summary(char *buf, size_t len, const struct top_opts *o, const struct nw_view *v)
 {
 	snprintf(buf, len, "ncclwatch top: '%s': %zu file%s (%zu live, %zu finished, %zu disabled, %zu stale%s, %zu bad)",
-	         o->dir, v->nfiles, v->nfiles == 1 ? "" : "s", v->nlive, v->nfinished, v->ndisabled,
+	         NW_TT(o->dir), v->nfiles, v->nfiles == 1 ? "" : "s", v->nlive, v->nfinished, v->ndisabled,
 	         v->nstale, v->nhidden ? " hidden: --all shows them" : "", v->nbad);
 }
 
@@ -177,8 +178,8 @@ static size_t straggler_line(char *buf, size_t len, const struct nw_view *v, siz
 		char late[16];
 		nw_view_format_us(r->late_us, late, sizeof(late));
 		snprintf(buf, len, "straggler: communicator %016llx%s%s%s rank %d (pid %d on %s) arrives %s after the earliest rank on average; the others wait for it",
-		         (unsigned long long)r->comm_hash, r->comm_name[0] ? " (" : "", r->comm_name,
-		         r->comm_name[0] ? ")" : "", r->rank, (int)r->pid, r->host, late);
+		         (unsigned long long)r->comm_hash, r->comm_name[0] ? " (" : "", NW_TT(r->comm_name),
+		         r->comm_name[0] ? ")" : "", r->rank, (int)r->pid, NW_TT(r->host), late);
 		return i + 1;
 	}
 	return 0;
@@ -190,9 +191,9 @@ static int print_once(const struct top_opts *o)
 	struct nw_sf_set set;
 	char err[NW_ERRLEN], line[1024];
 	if (nw_sf_load_flags(o->dir, o->view.all ? 0 : NW_SF_HIDE_STALE, &set, err, sizeof(err)) < 0)
-		return nw_error("%s", err), 1;
+		return nw_error("%s", NW_TT_MSG(err)), 1;
 	for (size_t i = 0; i < set.nbad; i++)
-		nw_warn("skipping '%s': %s", set.bad[i].path, set.bad[i].why);
+		nw_warn("skipping '%s': %s", NW_TT(set.bad[i].path), NW_TT(set.bad[i].why));
 	if (set.nremoved)
 		nw_warn("removed %zu old stats file%s of processes that are gone (NCCLWATCH_STALE_KEEP)", set.nremoved,
 		        set.nremoved == 1 ? "" : "s");
@@ -385,7 +386,7 @@ static int live_start(const struct top_opts *o)
 		return nw_error("'top' needs a terminal; use 'ncclwatch top --once' for a plain-text snapshot"), 2;
 	/* fail early and plainly when there is nothing to watch */
 	if (nw_sf_load_flags(o->dir, NW_SF_HIDE_STALE, &set, err, sizeof(err)) < 0)
-		return nw_error("%s", err), 1;
+		return nw_error("%s", NW_TT_MSG(err)), 1;
 	nw_sf_set_release(&set);
 	if (tcgetattr(STDIN_FILENO, &saved_tio) == 0)
 		have_tio = 1;
@@ -419,7 +420,7 @@ static void live_reload(const struct top_opts *o, struct live *l, double t)
 		memset(&l->set, 0, sizeof(l->set));
 	else if (l->set.nbad)
 		snprintf(l->err, sizeof(l->err), "%zu unusable file%s, e.g. '%.200s': %.150s", l->set.nbad,
-		         l->set.nbad == 1 ? "" : "s", l->set.bad[0].path, l->set.bad[0].why);
+		         l->set.nbad == 1 ? "" : "s", NW_TT(l->set.bad[0].path), NW_TT(l->set.bad[0].why));
 	nw_sample_take(&l->set, t, &l->now);
 	nw_view_build(&l->set, &l->now, l->have_prev ? &l->prev : NULL, &o->view, &l->v);
 	nw_sample_move(&l->prev, &l->now);
@@ -533,7 +534,7 @@ static int take_filters(struct top_opts *o)
 		if (!v[i])
 			continue;
 		if (strlen(v[i]) >= sizeof(o->op))
-			return nw_error("%s '%s' is too long", names[i], v[i]);
+			return nw_error("%s '%s' is too long", names[i], NW_TT(v[i]));
 		nw_strlcpy(dst[i], v[i], sizeof(o->op));
 	}
 	return 0;

@@ -111,6 +111,14 @@ int nw_run_interrupted(const struct nw_run *run)
 	return run->h.extra && json_is_true(json_object_get(run->h.extra, "interrupted"));
 }
 
+const char *nw_run_incomplete(const struct nw_run *run)
+{
+	if (!run->h.extra || !json_is_true(json_object_get(run->h.extra, "incomplete")))
+		return NULL;
+	const char *why = json_string_value(json_object_get(run->h.extra, "incomplete_reason"));
+	return why && *why ? why : "the output it came from was cut short";
+}
+
 double nw_run_avg_busbw(const struct nw_run *run)
 {
 	double sum = 0;

@@ -109,6 +109,12 @@ void nw_row_compute_bw(struct nw_row *row);
 double nw_run_avg_busbw(const struct nw_run *run);
 /* Whether run was ended early by a signal (its extra says "interrupted": true): it holds only the sizes before. */
 int nw_run_interrupted(const struct nw_run *run);
+/*
+ * Why run is incomplete (its extra says "incomplete": true: an imported
+ * output cut short, a row without its in-place half), or NULL when it is
+ * not. The text belongs to run.
+ */
+const char *nw_run_incomplete(const struct nw_run *run);
 /* The row of op with the highest busbw (the first of equals), or NULL when the run has none of op. */
 const struct nw_row *nw_run_peak(const struct nw_run *run, const char *op);
 

@@ -57,6 +57,8 @@ struct nt_stream {
 	int error_column;
 	int root_column;     /* the header names a root column: rows without one lack columns */
 	int short_rows;      /* rows that lacked columns, left out */
+	int whole_rows;      /* text rows with both placements */
+	int half_rows;       /* text rows with only their out-of-place half: cut short when the others have both */
 	int have_oob;
 	int64_t oob;
 	int have_avg;

@@ -6,6 +6,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,10 +175,18 @@ static void fill_extra(const struct nt_stream *st, json_t *x)
 		json_object_set_new(x, "error_column", json_true());
 	if (st->nsub > 1 || st->dup_ranks)
 		json_object_set_new(x, "processes_repeating_header", json_integer(st->nsub > 1 ? st->nsub : st->dup_ranks + 1));
-	if ((!st->have_avg && !st->no_footer) || st->short_rows) {
+	char why[160] = "";
+	if (st->short_rows)
+		nw_strlcpy(why, "rows missing columns were left out", sizeof(why));
+	else if (st->whole_rows && st->half_rows) /* a table of both placements with a row cut after the first */
+		snprintf(why, sizeof(why), "%d row%s only %s out-of-place half (cut short): %s in-place figures are missing",
+		         st->half_rows, st->half_rows == 1 ? " has" : "s have", st->half_rows == 1 ? "its" : "their",
+		         st->half_rows == 1 ? "its" : "their");
+	else if (!st->have_avg && !st->no_footer)
+		nw_strlcpy(why, "the table has no footer", sizeof(why));
+	if (why[0]) {
 		json_object_set_new(x, "incomplete", json_true());
-		json_object_set_new(x, "incomplete_reason",
-		                    json_string(st->short_rows ? "rows missing columns were left out" : "the table has no footer"));
+		json_object_set_new(x, "incomplete_reason", json_string(why));
 	}
 }
 

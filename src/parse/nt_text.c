@@ -163,6 +163,7 @@ int nt_parse_row(struct nt_stream *st, const char *s, size_t n)
 		if (parse_body(st, &t[i], &oop, raw[0]) || parse_body(st, &t[i + rest / 2], &ip, raw[1]))
 			return -1;
 		have_oop = have_ip = 1;
+		st->whole_rows++;
 	} else if (rest == 4) {
 		/* one placement: in-place only when it sits in the in-place columns */
 		if (t[i].col >= 80) {
@@ -173,6 +174,7 @@ int nt_parse_row(struct nt_stream *st, const char *s, size_t n)
 			if (parse_body(st, &t[i], &oop, raw[0]))
 				return -1;
 			have_oop = 1;
+			st->half_rows++;
 		}
 	} else {
 		return -1;

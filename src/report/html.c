@@ -10,6 +10,7 @@ static const char css[] =
 	"body{font-family:sans-serif;margin:24px auto;max-width:1100px;color:#222;background:#fff}"
 	"h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}"
 	".meta{color:#666;font-size:13px}"
+	".warn{background:#fff3c4;padding:4px 8px;font-size:13px}"
 	"table{border-collapse:collapse;font-size:13px;margin:8px 0}"
 	"th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}"
 	"th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}"
@@ -55,6 +56,21 @@ static void run_table(FILE *f, const struct nw_report_input *in)
 		        nw_run_avg_busbw(run));
 	}
 	fputs("</table>\n", f);
+	/* a run that lacks figures says so where its figures are read */
+	for (size_t r = 0; r < in->nruns; r++) {
+		const struct nw_run *run = in->runs[r];
+		if (!nw_run_incomplete(run) && !nw_run_interrupted(run))
+			continue;
+		fputs("<p class=\"warn\">", f);
+		esc(f, in->labels[r]);
+		if (nw_run_incomplete(run)) {
+			fputs(" is incomplete: ", f);
+			esc(f, nw_run_incomplete(run));
+		} else {
+			fputs(" was interrupted: it holds only the sizes measured before it was stopped", f);
+		}
+		fputs("; the figures it lacks are not charted or compared.</p>\n", f);
+	}
 }
 
 /* The compared sizes as a table; only_flagged: just the slower and faster ones. */

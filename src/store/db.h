@@ -12,6 +12,7 @@
 #ifndef NW_STORE_DB_H
 #define NW_STORE_DB_H
 
+#include <signal.h>
 #include <stddef.h>
 
 /* What went wrong with the last call on a handle. */
@@ -20,6 +21,8 @@ enum nw_db_err {
 	NW_DB_BUSY,     /* another process held a lock past the wait bound (SQLite) */
 	NW_DB_SERIAL,   /* serialization failure or deadlock: the transaction may be retried */
 	NW_DB_LOST,     /* the server cannot be reached or the connection dropped */
+	NW_DB_TIMEOUT,  /* the server did not answer (connect, statement) before the handle's deadline */
+	NW_DB_STOPPED,  /* a wait was given up because the command was asked to stop (nw_db_stop) */
 	NW_DB_AUTH,     /* the server refused the login */
 	NW_DB_FULL,     /* no space left */
 	NW_DB_DAMAGED,  /* the file is damaged */
@@ -85,32 +88,72 @@ struct nw_db {
 	enum nw_db_err err;  /* class of the last failure */
 	char msg[512];       /* the driver's words for it */
 	char name[1024];     /* path or connection string, as shown in messages */
-	double lock_wait_s;  /* SQLite: longest wait for another process's lock */
-	int readonly;        /* opened for reading only (SQLite in a read-only place) */
-	int created;         /* the file was made by this open (SQLite) */
+	double lock_wait_s;  /* the bound of any one wait: a lock, a connection, a statement's answer */
+	double deadline;     /* nw_now() by which every call gives up (0: none but the bound) */
+	int readonly;        /* SQLite: opened for reading only; nothing is ever written through it */
+	int stale;           /* SQLite: read without the runs its write-ahead log may hold */
+};
+
+/* How nw_db_sqlite_open opens a file. */
+enum nw_db_lite_mode {
+	NW_DB_LITE_READ,   /* must exist; read only, nothing created or written (see below) */
+	NW_DB_LITE_WRITE,  /* must exist (an empty file is a new database); read and written */
 };
 
 /*
- * Open SQLite database path (create: make it and its directories when
- * absent; else it must exist). Refuses a file that is not SQLite without
- * writing to it. 0 with *out (close with nw_db_close); -1 with err.
+ * Open SQLite database path. Refuses a file that is not SQLite without
+ * writing to it. NW_DB_LITE_READ never creates a side file nor writes: a
+ * file with a write-ahead log is read with it (mode=ro); one without is read
+ * as it is (immutable); where the log exists but cannot be read, db->stale
+ * says the view may lack its latest runs. 0 with *out (close with
+ * nw_db_close); -1 with err.
  */
-int nw_db_sqlite_open(const char *path, int create, double lock_wait_s, struct nw_db **out,
+int nw_db_sqlite_open(const char *path, enum nw_db_lite_mode mode, double lock_wait_s, struct nw_db **out,
                       char *err, size_t errlen);
 
 /*
- * Connect to PostgreSQL with a libpq URI or key=value string. Refuses a
- * password in it (the password comes from ~/.pgpass or PGPASSWORD).
- * 0 with *out; -1 with err and, where a handle was made, its class in *cls.
+ * Replace a read-only SQLite handle by a copy of its database in memory,
+ * which can then be migrated without touching the file. 0, or -1 with the
+ * class on the handle.
  */
-int nw_db_pg_open(const char *conninfo, struct nw_db **out, enum nw_db_err *cls, char *err,
-                  size_t errlen);
+int nw_db_sqlite_to_memory(struct nw_db *db);
+
+/* mkdir -p of the directory part of path (mode 0755); 0, or -1 with err. */
+int nw_db_make_parent_dirs(const char *path, char *err, size_t errlen);
+
+/*
+ * Check a PostgreSQL connection string as libpq reads it (PQconninfoParse):
+ * -1 with err when it cannot be read or carries a password however spelled
+ * (user:password@, password=, an %-encoded key, sslpassword, a user name
+ * holding ':'); err never quotes the string. 0 otherwise.
+ */
+int nw_db_pg_check(const char *conninfo, char *err, size_t errlen);
+
+/*
+ * Connect to PostgreSQL with a libpq URI or key=value string (checked by
+ * nw_db_pg_check first). Every wait (the connection, each statement's
+ * answer, a lock on the server) ends after lock_wait_s, or at deadline
+ * (nw_now() time, 0: none) when sooner, or within 0.1 s of a stop
+ * (nw_db_stop). 0 with *out; -1 with err and its class in *cls.
+ */
+int nw_db_pg_open(const char *conninfo, double lock_wait_s, double deadline, struct nw_db **out,
+                  enum nw_db_err *cls, char *err, size_t errlen);
 
 /* Is this --db value a PostgreSQL URI or libpq key=value string (not a file path)? */
 int nw_db_is_pg(const char *name);
 
-/* Reconnect a PostgreSQL handle whose connection dropped; 0 when it is back. */
+/* Reconnect a PostgreSQL handle whose connection dropped or timed out; 0 when it is back. */
 int nw_db_pg_reset(struct nw_db *db);
+
+/*
+ * The flag a command's SIGINT/SIGTERM handler sets (nw_store_stop_on): once
+ * it is non-zero, every wait of every handle gives up with NW_DB_STOPPED.
+ */
+extern const volatile sig_atomic_t *nw_db_stop;
+/* Whether a stop has been asked. */
+int nw_db_stopping(void);
+/* When a wait on db that starts at now must end: its bound from now, or its deadline when sooner. */
+double nw_db_until(const struct nw_db *db, double now);
 
 void nw_db_close(struct nw_db *db);
 

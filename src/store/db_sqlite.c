@@ -31,6 +31,18 @@ struct lite {
 };
 
 void (*nw_db_wait_notice)(const char *path, double bound_s);
+const volatile sig_atomic_t *nw_db_stop;
+
+int nw_db_stopping(void)
+{
+	return nw_db_stop && *nw_db_stop;
+}
+
+double nw_db_until(const struct nw_db *db, double now)
+{
+	double until = now + db->lock_wait_s;
+	return db->deadline > 0 && db->deadline < until ? db->deadline : until;
+}
 
 struct nw_db_rows {
 	struct nw_db *db;
@@ -51,6 +63,8 @@ static int lite_fail(struct nw_db *db, int code)
 	enum nw_db_err cls = NW_DB_OTHER;
 	if (code == SQLITE_FULL || sqlite3_system_errno(h) == ENOSPC)
 		cls = NW_DB_FULL;
+	else if ((code == SQLITE_BUSY || code == SQLITE_LOCKED) && nw_db_stopping())
+		return nw_db_fail(db, NW_DB_STOPPED, "interrupted while waiting for another process's lock");
 	else if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
 		cls = NW_DB_BUSY;
 	else if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
@@ -64,11 +78,12 @@ static void pause_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Has the wait for a lock run out (this statement's, or the retries' in all)? */
+/* Has the wait for a lock run out (this statement's, the retries' in all, the handle's deadline), or a stop come? */
 static int waited_out(struct nw_db *db, double now)
 {
 	struct lite *l = L(db);
-	return now - l->busy_since > db->lock_wait_s || (l->retry_until > 0 && now > l->retry_until);
+	return now - l->busy_since > db->lock_wait_s || (l->retry_until > 0 && now > l->retry_until) ||
+	       (db->deadline > 0 && now > db->deadline) || nw_db_stopping();
 }
 
 /*
@@ -84,7 +99,7 @@ static int busy_wait(void *arg, int count)
 	double now = nw_now();
 	if (count == 0)
 		l->busy_since = now;
-	else if (waited_out(db, now))
+	if (waited_out(db, now))
 		return 0;
 	/* waiting since the retry loop began (its deadline minus the bound), else since this statement's first busy */
 	double since = l->retry_until > 0 ? l->retry_until - db->lock_wait_s : l->busy_since;
@@ -104,10 +119,11 @@ static int busy_wait(void *arg, int count)
 static int exec_retry(struct nw_db *db, const char *sql)
 {
 	struct lite *l = L(db);
-	l->retry_until = nw_now() + db->lock_wait_s;
+	l->retry_until = nw_db_until(db, nw_now());
 	for (int attempt = 0; ; attempt++) {
 		int rc = sqlite3_exec(l->db, sql, NULL, NULL, NULL);
-		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200 || nw_now() > l->retry_until) {
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200 || nw_now() > l->retry_until ||
+		    nw_db_stopping()) {
 			l->retry_until = 0;
 			return rc == SQLITE_OK ? 0 : lite_fail(db, rc);
 		}
@@ -250,7 +266,7 @@ static int query_ints(struct nw_db *db, const char *sql, long long *out, int nou
 	struct lite *l = L(db);
 	sqlite3_stmt *st = NULL;
 	int rc;
-	l->retry_until = nw_now() + db->lock_wait_s;
+	l->retry_until = nw_db_until(db, nw_now());
 	for (int attempt = 0; ; attempt++) {
 		rc = sqlite3_prepare_v2(l->db, sql, -1, &st, NULL);
 		if (rc == SQLITE_OK) {
@@ -261,7 +277,8 @@ static int query_ints(struct nw_db *db, const char *sql, long long *out, int nou
 			sqlite3_finalize(st);
 			st = NULL;
 		}
-		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200 || nw_now() > l->retry_until)
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 200 || nw_now() > l->retry_until ||
+		    nw_db_stopping())
 			break;
 		pause_ms(5 + rand_r(&l->seed) % 50);
 	}
@@ -329,8 +346,7 @@ static const struct nw_db_driver sqlite_driver = {
 	.ready = lite_ready,
 };
 
-/* mkdir -p of the directory part of path. */
-static int make_parent_dirs(const char *path, char *err, size_t errlen)
+int nw_db_make_parent_dirs(const char *path, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
 	if (nw_strlcpy(dir, path, sizeof(dir)) >= sizeof(dir))
@@ -370,90 +386,148 @@ static int check_magic(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* "file:PATH?immutable=1" into uri, PATH escaped as a URI wants. */
-static void immutable_uri(const char *path, struct nw_strbuf *uri)
+/* "file:PATH?QUERY" into uri, PATH escaped as a URI wants. */
+static void file_uri(const char *path, const char *query, struct nw_strbuf *uri)
 {
+	nw_strbuf_release(uri);
 	nw_strbuf_addstr(uri, "file:");
 	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
 		if (strchr("%?#", *p) || *p < 0x21 || *p > 0x7e)
 			nw_strbuf_addf(uri, "%%%02X", *p);
 		else
 			nw_strbuf_addch(uri, (char)*p);
-	nw_strbuf_addstr(uri, "?immutable=1");
+	nw_strbuf_addf(uri, "?%s", query);
 }
 
-/* Is path's directory (or the file) one this process cannot write? Then a reader opens read-only. */
-static int read_only_place(const char *path)
+/* The size of path's side file ("-wal"), or -1 when there is none. */
+static long long side_size(const char *path, const char *suffix)
 {
-	char dir[PATH_MAX];
-	nw_path_dir(path, dir, sizeof(dir));
-	return access(dir, W_OK) != 0 || access(path, W_OK) != 0;
+	char p[PATH_MAX + 16];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s%s", path, suffix);
+	return stat(p, &st) == 0 ? (long long)st.st_size : -1;
 }
 
-/* Checks path and makes it (0600, with its directories) when create asks; *created says so. */
-static int prepare_file(const char *path, int create, int *created, char *err, size_t errlen)
+/* The file must be there, a regular file, and SQLite's or empty. */
+static int check_file(const char *path, char *err, size_t errlen)
 {
 	struct stat st;
-	*created = 0;
-	int exists = stat(path, &st) == 0;
-	if (exists && !S_ISREG(st.st_mode))
-		return nw_seterr(err, errlen, "history database '%s' is not a regular file; give another --db PATH", path);
-	if (!exists && !create)
+	if (stat(path, &st) != 0)
 		return nw_seterr(err, errlen, "no history database at '%s': record a run first (bench, check or import) or give --db PATH", path);
-	if (exists)
-		return check_magic(path, err, errlen);
-	if (make_parent_dirs(path, err, errlen))
-		return -1;
-	/* a new history is the user's alone (SQLite gives its side files the same mode) */
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 && errno != EEXIST)
-		return nw_seterr(err, errlen, "cannot create history database '%s': %s", path, strerror(errno));
-	*created = fd >= 0;
-	if (fd >= 0)
-		close(fd);
+	if (!S_ISREG(st.st_mode))
+		return nw_seterr(err, errlen, "history database '%s' is not a regular file; give another --db PATH", path);
+	return check_magic(path, err, errlen);
+}
+
+/* Whether the file's header says WAL mode (its read and write versions, bytes 18 and 19, are 2). */
+static int wal_mode(const char *path)
+{
+	unsigned char h[20];
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(h, 1, sizeof(h), f) : 0;
+	if (f)
+		fclose(f);
+	return n == sizeof(h) && h[18] == 2 && h[19] == 2;
+}
+
+/*
+ * Open for reading without writing or creating anything. A read-only
+ * connection to a file in WAL mode makes -wal and -shm files where it can,
+ * so such a file without a log is read as it is (immutable: nothing is in
+ * a log to miss); one with a log, and a file in rollback mode (whose
+ * readers make nothing, and take the lock a writer's transaction holds),
+ * are read with mode=ro. Where that fails for want of the log or its index,
+ * the file alone is read and db->stale says runs still in the log are not
+ * seen.
+ */
+static int open_reader(struct nw_db *db, const char *path, char *err, size_t errlen)
+{
+	struct lite *l = L(db);
+	struct nw_strbuf uri;
+	nw_strbuf_init(&uri);
+	int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+	int rc = SQLITE_CANTOPEN;
+	if (side_size(path, "-wal") >= 0 || !wal_mode(path)) {
+		file_uri(path, "mode=ro", &uri);
+		rc = sqlite3_open_v2(uri.buf, &l->db, flags, NULL);
+		/* the log's index cannot be made or read here: the open succeeds, the first read fails (a lock is waited for) */
+		if (rc == SQLITE_OK) {
+			sqlite3_busy_handler(l->db, busy_wait, db);
+			int probe = sqlite3_exec(l->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+			if (probe != SQLITE_OK && probe != SQLITE_BUSY && probe != SQLITE_LOCKED) {
+				sqlite3_close(l->db);
+				l->db = NULL;
+				rc = SQLITE_CANTOPEN;
+			}
+		}
+	}
+	if (rc != SQLITE_OK) {
+		sqlite3_close(l->db);
+		l->db = NULL;
+		db->stale = side_size(path, "-wal") > 0;
+		file_uri(path, "immutable=1", &uri);
+		rc = sqlite3_open_v2(uri.buf, &l->db, flags, NULL);
+	}
+	nw_strbuf_release(&uri);
+	if (rc != SQLITE_OK)
+		return nw_seterr(err, errlen, "cannot open history database '%s': %s", path,
+		                 l->db ? sqlite3_errmsg(l->db) : "out of memory");
 	return 0;
 }
 
-int nw_db_sqlite_open(const char *path, int create, double lock_wait_s, struct nw_db **out,
+int nw_db_sqlite_open(const char *path, enum nw_db_lite_mode mode, double lock_wait_s, struct nw_db **out,
                       char *err, size_t errlen)
 {
 	*out = NULL;
-	int created;
-	if (prepare_file(path, create, &created, err, errlen))
+	if (check_file(path, err, errlen))
 		return -1;
 	struct nw_db *db = nw_calloc(1, sizeof(*db));
 	struct lite *l = nw_calloc(1, sizeof(*l));
 	db->drv = &sqlite_driver;
 	db->h = l;
 	db->lock_wait_s = lock_wait_s;
-	db->created = created;
 	nw_strlcpy(db->name, path, sizeof(db->name));
-	int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-	struct nw_strbuf uri;
-	nw_strbuf_init(&uri);
-	const char *target = path;
-	if (!create && read_only_place(path)) {
-		/* WAL needs side files it cannot create here; nobody can change the file through this directory */
-		immutable_uri(path, &uri);
-		target = uri.buf;
-		flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+	l->seed = (unsigned)getpid() ^ (unsigned)(nw_now() * 1e6);
+	if (mode == NW_DB_LITE_READ) {
 		db->readonly = 1;
-	}
-	int opened = sqlite3_open_v2(target, &l->db, flags, NULL) == SQLITE_OK;
-	if (!opened)
-		nw_seterr(err, errlen, "cannot open history database '%s': %s", target,
+		if (open_reader(db, path, err, errlen)) {
+			nw_db_close(db);
+			return -1;
+		}
+	} else if (sqlite3_open_v2(path, &l->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		nw_seterr(err, errlen, "cannot open history database '%s': %s", path,
 		          l->db ? sqlite3_errmsg(l->db) : "out of memory");
-	nw_strbuf_release(&uri);
-	if (!opened) {
 		nw_db_close(db);
-		if (created)
-			unlink(path);
 		return -1;
 	}
-	l->seed = (unsigned)getpid() ^ (unsigned)(nw_now() * 1e6);
 	sqlite3_busy_handler(l->db, busy_wait, db);
 	sqlite3_extended_result_codes(l->db, 0);
 	*out = db;
+	return 0;
+}
+
+int nw_db_sqlite_to_memory(struct nw_db *db)
+{
+	struct lite *l = L(db);
+	sqlite3 *mem = NULL;
+	if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		sqlite3_close(mem);
+		return nw_db_fail(db, NW_DB_OTHER, "out of memory for a copy of the database");
+	}
+	sqlite3_backup *b = sqlite3_backup_init(mem, "main", l->db, "main");
+	int rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(mem);
+	if (b)
+		sqlite3_backup_finish(b);
+	if (rc != SQLITE_DONE) {
+		int fail = lite_fail(db, rc == SQLITE_OK ? SQLITE_ERROR : rc);
+		sqlite3_close(mem);
+		return fail;
+	}
+	sqlite3_close(l->db);
+	l->db = mem;
+	sqlite3_busy_handler(l->db, busy_wait, db);
+	sqlite3_extended_result_codes(l->db, 0);
+	db->readonly = 0; /* the copy, not the file */
 	return 0;
 }
 

@@ -17,9 +17,12 @@ struct nw_pq_api nw_pq;
 #define FN(f, sym) { (void **)(void *)&nw_pq.f, { sym }, 1 }
 
 static const struct nw_dl_sym syms[] = {
-	FN(connectdb, "PQconnectdb"), FN(status, "PQstatus"), FN(error_message, "PQerrorMessage"),
-	FN(finish, "PQfinish"), FN(reset, "PQreset"), FN(exec, "PQexec"), FN(exec_params, "PQexecParams"),
-	FN(result_status, "PQresultStatus"), FN(result_error_field, "PQresultErrorField"),
+	FN(connect_start, "PQconnectStartParams"), FN(connect_poll, "PQconnectPoll"), FN(socket, "PQsocket"),
+	FN(status, "PQstatus"), FN(error_message, "PQerrorMessage"), FN(finish, "PQfinish"),
+	FN(set_nonblocking, "PQsetnonblocking"), FN(send_query, "PQsendQuery"),
+	FN(send_query_params, "PQsendQueryParams"), FN(flush, "PQflush"), FN(consume_input, "PQconsumeInput"),
+	FN(is_busy, "PQisBusy"), FN(get_result, "PQgetResult"), FN(conninfo_parse, "PQconninfoParse"),
+	FN(conninfo_free, "PQconninfoFree"), FN(freemem, "PQfreemem"), FN(result_status, "PQresultStatus"), FN(result_error_field, "PQresultErrorField"),
 	FN(result_error_message, "PQresultErrorMessage"), FN(ntuples, "PQntuples"), FN(getvalue, "PQgetvalue"),
 	FN(getisnull, "PQgetisnull"), FN(cmd_tuples, "PQcmdTuples"), FN(clear, "PQclear"),
 };
@@ -54,9 +57,10 @@ int nw_pq_load(char *err, size_t errlen)
 	(void)err;
 	(void)errlen;
 	nw_pq = (struct nw_pq_api){
-		PQconnectdb, PQstatus, PQerrorMessage, PQfinish, PQreset, PQexec, PQexecParams,
-		PQresultStatus, PQresultErrorField, PQresultErrorMessage, PQntuples, PQgetvalue,
-		PQgetisnull, PQcmdTuples, PQclear,
+		PQconnectStartParams, PQconnectPoll, PQsocket, PQstatus, PQerrorMessage, PQfinish, PQsetnonblocking,
+		PQsendQuery, PQsendQueryParams, PQflush, PQconsumeInput, PQisBusy, PQgetResult, PQconninfoParse,
+		PQconninfoFree, PQfreemem, PQresultStatus, PQresultErrorField, PQresultErrorMessage, PQntuples,
+		PQgetvalue, PQgetisnull, PQcmdTuples, PQclear,
 	};
 	return 0;
 }

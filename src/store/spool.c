@@ -7,14 +7,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "store/store.h"
+#include "store/store_int.h"
 #include "util/strbuf.h"
 #include "util/util.h"
 
@@ -82,7 +84,10 @@ int nw_spool_keep(const char *db, const struct nw_run *run, char *err, size_t er
 	nw_utc_iso(now, sizeof(now));
 	snprintf(path, sizeof(path), "%s/%s-%ld-%u.json", dir, now, (long)getpid(), seq++);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	json_t *doc = json_pack("{s:s,s:o}", "db", db, "run", nw_run_to_json(run, 1));
+	/* the key as the run is now: the JSON copy rounds figures the key covers */
+	char key[NW_STORE_KEY_LEN];
+	nw_store_run_key(run, key, sizeof(key));
+	json_t *doc = json_pack("{s:s,s:s,s:o}", "db", db, "key", key, "run", nw_run_to_json(run, 1));
 	int rc = doc ? json_dump_file(doc, tmp, JSON_COMPACT) : -1;
 	json_decref(doc);
 	if (rc == 0 && rename(tmp, path) == 0)
@@ -93,8 +98,8 @@ int nw_spool_keep(const char *db, const struct nw_run *run, char *err, size_t er
 	return err_append(err, errlen, -1, "; the run is lost: cannot write to the spool %s: %s", dir, strerror(why));
 }
 
-/* Send one claimed spool file; 0 sent, 1 meant for another database, -1 failed (err). */
-static int send_one(struct nw_store *s, const char *db, const char *file, char *err, size_t errlen)
+/* Send one claimed spool file; 0 sent, 2 stored already, 1 meant for another database, -1 failed (err). */
+static int send_one(struct nw_store *s, const char *db, const char *file, const char *name, char *err, size_t errlen)
 {
 	json_error_t jerr;
 	json_t *doc = json_load_file(file, 0, &jerr);
@@ -108,49 +113,113 @@ static int send_one(struct nw_store *s, const char *db, const char *file, char *
 		return 1;
 	}
 	struct nw_run run;
+	char key[NW_STORE_KEY_LEN];
+	nw_strlcpy(key, json_string_value(json_object_get(doc, "key")) ? json_string_value(json_object_get(doc, "key")) : "",
+	           sizeof(key));
 	int rc = nw_run_from_json(json_object_get(doc, "run"), &run, err, errlen);
 	json_decref(doc);
 	if (rc)
 		return -1;
-	/* sent before, but its file was not removed (the sender died after the commit): stored once */
-	char key[NW_STORE_KEY_LEN];
-	nw_store_run_key(&run, key, sizeof(key));
+	/* kept by an older ncclwatch without its time: the time it was kept, which starts the file's name */
+	if (!run.h.time[0] && strlen(name) > 20 && name[4] == '-' && name[10] == 'T' && name[19] == 'Z')
+		snprintf(run.h.time, sizeof(run.h.time), "%.20s", name);
+	st_redact_run(&run);
+	if (!key[0]) /* kept by an older ncclwatch: the key of what was kept */
+		nw_store_run_key(&run, key, sizeof(key));
+	/* sent before, but its file was not removed (the sender died after the commit), or taken late: stored once */
 	rc = nw_store_has_key(s, key, err, errlen);
 	if (rc == 0) {
 		long long id;
-		rc = nw_store_insert(s, &run, &id, err, errlen);
+		rc = st_insert_keyed(s, &run, key, &id, err, errlen);
+	} else if (rc == 1) {
+		rc = 2;
 	}
 	nw_run_release(&run);
-	return rc < 0 ? -1 : 0;
+	return rc;
 }
 
-int nw_spool_send(struct nw_store *s, const char *db, size_t *sent, size_t *left, char *err,
-                  size_t errlen)
+/* How a claim names its sender: ".sending-PID@HOST" (".sending-PID" from older versions: this host). */
+#define CLAIM ".sending-"
+
+/*
+ * Whether the claim suffix (after ".sending-") was left by a sender that
+ * is gone: on this host, a process that no longer runs; on another (a
+ * spool on a shared home), one older than an hour.
+ */
+static int claim_stale(const char *suffix, const char *path)
 {
-	size_t nsent = 0, nleft = 0;
-	char dir[PATH_MAX];
+	char *end;
+	long pid = strtol(suffix, &end, 10);
+	if (end == suffix || pid <= 0)
+		return 0;
+	char host[256];
+	nw_hostname(host, sizeof(host));
+	if (*end == '\0' || (*end == '@' && !strcmp(end + 1, host)))
+		return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+	struct stat st;
+	return stat(path, &st) == 0 && time(NULL) - st.st_ctime > 3600;
+}
+
+/*
+ * The spool file a directory entry names, ready to claim: "X.json", or a
+ * claim "X.json.sending-..." its sender left when it was killed. *stale
+ * says which. 0 when the entry is neither.
+ */
+static int spool_entry(const char *dir, const char *name, char *file, size_t len, int *stale)
+{
+	const char *claim = strstr(name, ".json" CLAIM);
+	size_t n = strlen(name);
+	*stale = 0;
+	snprintf(file, len, "%s/%s", dir, name);
+	if (!claim)
+		return n > 5 && !strcmp(name + n - 5, ".json");
+	*stale = claim_stale(claim + strlen(".json" CLAIM), file);
+	return *stale;
+}
+
+/* Whether a failure just met means the rest should wait: the server went away or stopped answering, a stop. */
+static int server_away(const struct nw_store *s)
+{
+	enum nw_db_err cls = s->db->err;
+	return cls == NW_DB_LOST || cls == NW_DB_TIMEOUT || cls == NW_DB_STOPPED;
+}
+
+int nw_spool_send(struct nw_store *s, const char *db, struct nw_spool_counts *c, char *err, size_t errlen)
+{
+	struct nw_spool_counts n = { 0, 0, 0, 0 };
+	char dir[PATH_MAX], host[256];
 	DIR *d = spool_dir(dir, sizeof(dir)) ? NULL : opendir(dir);
-	int rc = 0;
+	int rc = 0, away = 0;
 	struct dirent *e;
+	nw_hostname(host, sizeof(host));
 	while (d && (e = readdir(d)) != NULL) {
-		size_t n = strlen(e->d_name);
-		if (n < 6 || strcmp(e->d_name + n - 5, ".json"))
+		char file[PATH_MAX + 300], orig[PATH_MAX + 300], claimed[PATH_MAX + 600];
+		int stale;
+		if (!spool_entry(dir, e->d_name, file, sizeof(file), &stale))
 			continue;
-		char file[PATH_MAX + 300], claimed[PATH_MAX + 340];
-		snprintf(file, sizeof(file), "%s/%s", dir, e->d_name);
-		snprintf(claimed, sizeof(claimed), "%s.sending-%ld", file, (long)getpid());
+		if (away || nw_db_stopping() || (s->db->deadline > 0 && nw_now() > s->db->deadline)) {
+			n.left++; /* for the next sender */
+			continue;
+		}
+		nw_strlcpy(orig, file, sizeof(orig));
+		if (stale)
+			strstr(orig + strlen(dir), ".json" CLAIM)[5] = '\0'; /* the name it had before the claim */
+		snprintf(claimed, sizeof(claimed), "%s" CLAIM "%ld@%s", orig, (long)getpid(), host);
 		if (rename(file, claimed) != 0)
 			continue; /* another sender took it */
 		char why[NW_ERRLEN] = "";
-		int one = send_one(s, db, claimed, why, sizeof(why));
-		if (one == 0) {
+		const char *base = strrchr(orig, '/') + 1;
+		int one = send_one(s, db, claimed, base, why, sizeof(why));
+		if (one == 0 || one == 2) {
 			unlink(claimed);
-			nsent++;
+			*(one == 0 ? &n.sent : &n.dup) += 1;
+			n.reclaimed += stale != 0;
 			continue;
 		}
-		rename(claimed, file);
+		rename(claimed, orig);
 		if (one < 0) {
-			nleft++;
+			n.left++;
+			away = server_away(s);
 			if (!rc && err)
 				nw_seterr(err, errlen, "%s", why);
 			rc = -1;
@@ -158,9 +227,7 @@ int nw_spool_send(struct nw_store *s, const char *db, size_t *sent, size_t *left
 	}
 	if (d)
 		closedir(d);
-	if (sent)
-		*sent = nsent;
-	if (left)
-		*left = nleft;
+	if (c)
+		*c = n;
 	return rc;
 }

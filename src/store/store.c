@@ -5,6 +5,8 @@
  */
 #include "store/store.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,18 @@
 void nw_store_on_wait(void (*fn)(const char *path, double bound_s))
 {
 	nw_db_wait_notice = fn;
+}
+
+void nw_store_stop_on(const volatile sig_atomic_t *flag)
+{
+	nw_db_stop = flag;
+}
+
+static void (*caveat_notice)(const char *path, const char *why);
+
+void nw_store_on_caveat(void (*fn)(const char *path, const char *why))
+{
+	caveat_notice = fn;
 }
 
 /*
@@ -177,6 +191,12 @@ int st_db_err(struct nw_store *s, const char *what, char *err, size_t errlen)
 	case NW_DB_LOST:
 		return nw_seterr(err, errlen, "history database '%s': %s: the connection to the server was lost (%s); "
 		                 "check that the server is up, then 'ncclwatch history sync'", s->path, what, db->msg);
+	case NW_DB_TIMEOUT:
+		return nw_seterr(err, errlen, "history database '%s': %s: the server did not answer in time (%s; the bound "
+		                 "is %g s, --lock-timeout or NCCLWATCH_LOCK_TIMEOUT); check that it is up and not overloaded",
+		                 s->path, what, db->msg, db->lock_wait_s);
+	case NW_DB_STOPPED:
+		return nw_seterr(err, errlen, "history database '%s': %s: stopped by a signal (%s)", s->path, what, db->msg);
 	case NW_DB_SERIAL:
 		return nw_seterr(err, errlen, "history database '%s': %s: too many concurrent writers for %g s (%s); try again",
 		                 s->path, what, db->lock_wait_s, db->msg);
@@ -199,6 +219,12 @@ static int pg_open_err(const char *name, enum nw_db_err cls, const char *why, ch
 	if (cls == NW_DB_LOST)
 		return nw_seterr(err, errlen, "cannot reach the PostgreSQL server of '%s' (%s): check that it is up and the "
 		                 "host, port or socket directory in --db", name, msg);
+	if (cls == NW_DB_TIMEOUT)
+		return nw_seterr(err, errlen, "the PostgreSQL server of '%s' did not answer in time (%s): check that it is "
+		                 "up and not overloaded (--lock-timeout S or NCCLWATCH_LOCK_TIMEOUT sets how long to wait)",
+		                 name, msg);
+	if (cls == NW_DB_STOPPED)
+		return nw_seterr(err, errlen, "connecting to the PostgreSQL server of '%s': stopped by a signal", name);
 	return nw_seterr(err, errlen, "%s", msg);
 }
 
@@ -269,7 +295,11 @@ fail:
 	return -1;
 }
 
-/* Checks ownership and schema of a freshly opened database and migrates it when writable. */
+/*
+ * Checks ownership and schema of a freshly opened database and migrates it
+ * when writable. A file opened to read is never written: an empty one is
+ * refused, an older one read through a migrated copy in memory.
+ */
 static int settle(struct nw_store *s, char *err, size_t errlen)
 {
 	long long version;
@@ -277,10 +307,13 @@ static int settle(struct nw_store *s, char *err, size_t errlen)
 	if (check_usable(s, "reading its header", &own, &version, err, errlen))
 		return -1;
 	if (s->db->readonly) {
-		if (own == NW_DB_EMPTY || version < NW_STORE_SCHEMA_VERSION)
-			return nw_seterr(err, errlen, "history database '%s' needs a schema update that cannot be written here "
-			                 "(read-only); record once where it is writable", s->path);
-		return 0;
+		if (own == NW_DB_EMPTY)
+			return nw_seterr(err, errlen, "history database '%s' is empty: no run was ever recorded in it (it was "
+			                 "left as it is); record a run there first, or give another --db", s->path);
+		if (version == NW_STORE_SCHEMA_VERSION)
+			return 0;
+		if (nw_db_sqlite_to_memory(s->db))
+			return st_db_err(s, "reading it into memory for its schema update", err, errlen);
 	}
 	/* Ours or empty from here on: safe to set the journal mode. */
 	if (s->db->drv->ready(s->db))
@@ -290,8 +323,8 @@ static int settle(struct nw_store *s, char *err, size_t errlen)
 	return 0;
 }
 
-/* The lock and retry bound, NCCLWATCH_LOCK_TIMEOUT or 15 s. */
-static int lock_wait(double *out, char *err, size_t errlen)
+/* The bound of every wait, NCCLWATCH_LOCK_TIMEOUT or 15 s. */
+int st_lock_wait(double *out, char *err, size_t errlen)
 {
 	*out = 15.0;
 	const char *lw = getenv("NCCLWATCH_LOCK_TIMEOUT");
@@ -300,38 +333,107 @@ static int lock_wait(double *out, char *err, size_t errlen)
 	return 0;
 }
 
-/* nw_store_open, saying in *cls why a PostgreSQL server could not be used. */
-int st_open_store(const char *path, enum nw_store_mode mode, struct nw_store **out,
-                      enum nw_db_err *cls, char *err, size_t errlen)
+/* Remove path and the side files SQLite may have left beside it. */
+static void remove_db_files(const char *path)
+{
+	static const char *const side[] = { "", "-journal", "-wal", "-shm" };
+	char p[PATH_MAX + 16];
+	for (size_t i = 0; i < NW_ARRAY_LEN(side); i++) {
+		snprintf(p, sizeof(p), "%s%s", path, side[i]);
+		unlink(p);
+	}
+}
+
+/* Put the finished file tmp at path unless path exists; 0 when path exists now. */
+static int link_into_place(const char *tmp, const char *path, char *err, size_t errlen)
+{
+	if (link(tmp, path) == 0 || errno == EEXIST)
+		return 0;
+	/* a file system without hard links: a rename that does not replace */
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0 || errno == EEXIST)
+		return 0;
+	if (errno == EINVAL && access(path, F_OK) != 0 && rename(tmp, path) == 0)
+		return 0;
+	return nw_seterr(err, errlen, "cannot create history database '%s': %s", path, strerror(errno));
+}
+
+/*
+ * A new SQLite history: built under a temporary name beside path (0600,
+ * its schema committed), then linked into place. A failure (a full disk)
+ * leaves nothing behind, and another process never finds a half-made
+ * file. 0 when path exists now, made here or by a process that won the race.
+ */
+static int create_file(const char *path, double wait, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX + 32];
+	if (nw_db_make_parent_dirs(path, err, errlen))
+		return -1;
+	if (snprintf(tmp, sizeof(tmp), "%s.new-%ld", path, (long)getpid()) >= (int)sizeof(tmp))
+		return nw_seterr(err, errlen, "history database path '%s' is too long", path);
+	remove_db_files(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return nw_seterr(err, errlen, "cannot create history database '%s': %s", path, strerror(errno));
+	close(fd);
+	struct nw_db *db;
+	int rc = nw_db_sqlite_open(tmp, NW_DB_LITE_WRITE, wait, &db, err, errlen);
+	if (rc == 0) {
+		struct nw_store *s = nw_calloc(1, sizeof(*s));
+		s->db = db;
+		nw_strlcpy(s->path, path, sizeof(s->path));
+		rc = migrate(s, err, errlen);
+		nw_store_close(s);
+	}
+	if (rc == 0)
+		rc = link_into_place(tmp, path, err, errlen);
+	remove_db_files(tmp);
+	return rc;
+}
+
+/* nw_store_open, saying in *cls why a PostgreSQL server could not be used; deadline as for nw_db_pg_open. */
+int st_open_store(const char *path, enum nw_store_mode mode, double deadline, struct nw_store **out,
+                  enum nw_db_err *cls, char *err, size_t errlen)
 {
 	*out = NULL;
 	*cls = NW_DB_OTHER;
 	double wait;
-	if (lock_wait(&wait, err, errlen))
+	if (st_lock_wait(&wait, err, errlen))
 		return -1;
 	struct nw_db *db = NULL;
+	char *shown = nw_store_redact(path);
+	int rc;
 	if (nw_db_is_pg(path)) {
 		char why[NW_ERRLEN];
-		if (nw_db_pg_open(path, &db, cls, why, sizeof(why)))
-			return pg_open_err(path, *cls, why, err, errlen);
-		db->lock_wait_s = wait;
-	} else if (nw_db_sqlite_open(path, mode == NW_STORE_WRITE, wait, &db, err, errlen)) {
+		rc = nw_db_pg_open(path, wait, deadline, &db, cls, why, sizeof(why));
+		if (rc)
+			pg_open_err(shown, *cls, why, err, errlen);
+	} else {
+		struct stat st;
+		rc = mode == NW_STORE_WRITE && stat(path, &st) != 0 && errno == ENOENT ? create_file(path, wait, err, errlen) : 0;
+		if (rc == 0)
+			rc = nw_db_sqlite_open(path, mode == NW_STORE_READ ? NW_DB_LITE_READ : NW_DB_LITE_WRITE, wait, &db, err,
+			                       errlen);
+		if (rc == 0)
+			db->deadline = deadline;
+	}
+	if (rc) {
+		free(shown);
 		return -1;
 	}
 	struct nw_store *s = nw_calloc(1, sizeof(*s));
 	s->db = db;
-	nw_strlcpy(s->path, path, sizeof(s->path));
+	nw_strlcpy(s->path, shown, sizeof(s->path));
+	free(shown);
 	if (settle(s, err, errlen) == 0) {
+		if (db->stale && caveat_notice)
+			caveat_notice(s->path, "its write-ahead log (the -wal file beside it) cannot be read here, so runs "
+			              "recorded since its last checkpoint may be missing; read it where its -wal and -shm "
+			              "files are readable");
 		*out = s;
 		return 0;
 	}
-	int created = db->created;
 	*cls = db->err;
 	nw_store_close(s);
-	/* a failed first open leaves no empty file behind for the next run to trip on */
-	struct stat st;
-	if (created && stat(path, &st) == 0 && st.st_size == 0)
-		unlink(path);
 	return -1;
 }
 
@@ -339,8 +441,9 @@ int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **o
                   size_t errlen)
 {
 	enum nw_db_err cls;
-	return st_open_store(path, mode, out, &cls, err, errlen);
+	return st_open_store(path, mode, 0, out, &cls, err, errlen);
 }
+
 
 void nw_store_close(struct nw_store *s)
 {
@@ -378,16 +481,16 @@ void st_col_text(struct nw_db_rows *r, const struct nw_db_driver *d, int k, char
 	nw_strlcpy(dst, v ? v : "", len);
 }
 
-int nw_store_sync(const struct nw_store_opts *o, size_t *sent, size_t *left, char *err, size_t errlen)
+int nw_store_sync(const struct nw_store_opts *o, struct nw_spool_counts *c, char *err, size_t errlen)
 {
-	*sent = *left = 0;
+	memset(c, 0, sizeof(*c));
 	char path[PATH_MAX];
 	if (nw_store_path(o, path, sizeof(path), err, errlen))
 		return -1;
 	struct nw_store *s;
 	if (nw_store_open(path, NW_STORE_WRITE, &s, err, errlen))
 		return -1;
-	int rc = nw_spool_send(s, path, sent, left, err, errlen);
+	int rc = nw_spool_send(s, path, c, err, errlen);
 	nw_store_close(s);
 	return rc;
 }

@@ -22,6 +22,7 @@
 #ifndef NW_STORE_H
 #define NW_STORE_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "model/result.h"
@@ -30,6 +31,7 @@
 struct nw_store_opts {
 	const char *db_path; /* --db PATH or PostgreSQL URI; NULL: NCCLWATCH_DB, then the default */
 	int disabled;        /* --no-history */
+	double record_s;     /* the most recording may take in all (0: the lock bound); what is not stored by then is spooled */
 };
 
 /*
@@ -53,6 +55,16 @@ void nw_fingerprint_fill(json_t *fp, const struct nw_run_header *h);
  * Record a run (results + fingerprint; the fingerprint is collected first
  * when the run has none). *id_out (may be NULL) gets its id, or 0 when
  * history is disabled. Honors opts->disabled and NCCLWATCH_DB.
+ *
+ * Every wait (for a lock, a connection, a statement's answer) ends after
+ * the lock bound (NCCLWATCH_LOCK_TIMEOUT, default 15 s), and recording in
+ * all ends within o->record_s (default: the bound), or within 0.1 s of a
+ * stop (nw_store_stop_on). A run the PostgreSQL server did not take by
+ * then (away, not answering, too busy) or that a stop cut off is kept in
+ * the spool, with its time and identity, for `history sync` or the next
+ * record to send, and -1 says so in err. Before anything is stored or
+ * spooled, passwords are taken out of the run's command lines
+ * (nw_store_redact), and its time is set when it has none.
  */
 int nw_store_record(const struct nw_store_opts *o, struct nw_run *run, long long *id_out,
                     char *err, size_t errlen);
@@ -63,12 +75,47 @@ int nw_store_record(const struct nw_store_opts *o, struct nw_run *run, long long
  */
 int nw_store_path(const struct nw_store_opts *o, char *buf, size_t len, char *err, size_t errlen);
 
+/* What a sending of the spool did. */
+struct nw_spool_counts {
+	size_t sent;       /* stored now */
+	size_t dup;        /* already stored (a sender died after its commit): removed from the spool */
+	size_t left;       /* still in the spool (failed, or the server went away) */
+	size_t reclaimed;  /* of those handled, runs a sender killed before it finished had left claimed */
+};
+
 /*
  * Send the runs spooled for this database (o as for nw_store_record) while
- * its PostgreSQL server could not be reached. *sent and *left get the
- * counts; -1 with err when the database cannot be opened or a run failed.
+ * its server could not be reached or a stop cut their recording off. *c
+ * gets the counts; -1 with err when the database cannot be opened or a run
+ * failed.
  */
-int nw_store_sync(const struct nw_store_opts *o, size_t *sent, size_t *left, char *err, size_t errlen);
+int nw_store_sync(const struct nw_store_opts *o, struct nw_spool_counts *c, char *err, size_t errlen);
+
+/*
+ * A command's SIGINT/SIGTERM handler sets *flag non-zero (flag NULL: none):
+ * from then on every wait on the database gives up within 0.1 s, and
+ * nw_store_record keeps its run in the spool.
+ */
+void nw_store_stop_on(const volatile sig_atomic_t *flag);
+
+/*
+ * text with every password of a PostgreSQL connection string in it masked
+ * as "***" (user:password@, password= in any case, a %-encoded key): for a
+ * --db value in a message, a command line kept in history. The caller
+ * frees the result.
+ */
+char *nw_store_redact(const char *text);
+
+/*
+ * Give run an identity of its own unless it has one: "record_id" in its
+ * extra (this process's time to the microsecond, its id and random bits),
+ * which its content key covers, so that two recordings never share a key,
+ * even of the same rows on the same host in the same second (16 ranks
+ * importing one output). The fingerprint stays what the run ran on.
+ * nw_store_record calls it; a command inserting new runs itself
+ * (nw_store_insert) calls it first.
+ */
+void nw_store_stamp(struct nw_run *run);
 
 /* The schema version this code writes (PRAGMA user_version). */
 #define NW_STORE_SCHEMA_VERSION 6
@@ -79,18 +126,31 @@ int nw_store_sync(const struct nw_store_opts *o, size_t *sent, size_t *left, cha
 struct nw_store;
 
 enum nw_store_mode {
-	NW_STORE_READ,   /* the file must exist; never created */
-	NW_STORE_WRITE,  /* created (with its directory) when absent */
+	NW_STORE_READ,    /* must exist; nothing is ever created or written (SQLite; a server may be migrated) */
+	NW_STORE_UPDATE,  /* must exist; changed (delete, baselines) and migrated */
+	NW_STORE_WRITE,   /* created (with its directory) when absent, migrated */
 };
 
 /*
- * Open (and, for NW_STORE_WRITE, create or migrate) the database at path.
- * Refuses files that are not ours without writing to them. The caller
- * closes *out with nw_store_close.
+ * Open (and, for NW_STORE_UPDATE and NW_STORE_WRITE, create or migrate)
+ * the database at path. Refuses files that are not ours without writing
+ * to them. A new SQLite file is built under a temporary name and linked
+ * into place whole, so a failed first open leaves no file. An SQLite file
+ * opened to read is never changed: one with an older schema is read
+ * through a migrated copy in memory, and an empty one is refused. Every
+ * wait is bounded as for nw_store_record. The caller closes *out with
+ * nw_store_close.
  */
 int nw_store_open(const char *path, enum nw_store_mode mode, struct nw_store **out, char *err,
                   size_t errlen);
 void nw_store_close(struct nw_store *s);
+
+/*
+ * fn hears, when a database is opened, why what is read from it may lack
+ * its latest runs (an SQLite file whose write-ahead log cannot be read
+ * here): path as shown, and the sentence. The store itself never prints.
+ */
+void nw_store_on_caveat(void (*fn)(const char *path, const char *why));
 
 /*
  * fn hears, once per open database, that a command has waited more than
@@ -114,6 +174,8 @@ struct nw_store_entry {
 	double peak_busbw;      /* GB/s, highest busbw of any row */
 	int nrows;
 	char baselines[128];    /* baseline names of this run, comma-separated */
+	int incomplete;         /* its extra says "incomplete": an output cut short (nw_run_incomplete) */
+	int interrupted;        /* its extra says "interrupted": stopped by a signal */
 };
 
 /* Filters of a listing; NULL/empty fields do not filter. */
@@ -164,8 +226,10 @@ int nw_store_baseline_list(struct nw_store *s, struct nw_store_baseline **out, s
 /*
  * Fleet queries and merging (schema version 3). A run's content key says
  * what it is wherever it is stored: "TIME HOST SOURCE HASH", HASH being 16
- * hex digits of FNV-1a over its rows and its fingerprint. Two databases
- * holding the same recorded run give it the same key.
+ * hex digits of FNV-1a over its rows, its fingerprint and its record_id
+ * (nw_store_stamp; runs recorded before it have none). Two databases
+ * holding the same recorded run give it the same key; two recordings never
+ * share one.
  */
 #define NW_STORE_KEY_LEN 320
 

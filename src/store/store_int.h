@@ -17,9 +17,24 @@ struct nw_store {
 	char path[PATH_MAX]; /* file path or connection string, as shown in messages */
 };
 
-/* nw_store_open, saying in *cls why a PostgreSQL server could not be used. */
-int st_open_store(const char *path, enum nw_store_mode mode, struct nw_store **out, enum nw_db_err *cls, char *err,
-                  size_t errlen);
+/*
+ * nw_store_open, saying in *cls why a PostgreSQL server could not be used;
+ * every call on the handle gives up by deadline (a nw_now() time; 0: only
+ * the lock bound applies).
+ */
+int st_open_store(const char *path, enum nw_store_mode mode, double deadline, struct nw_store **out,
+                  enum nw_db_err *cls, char *err, size_t errlen);
+/* The bound of every wait on the database: NCCLWATCH_LOCK_TIMEOUT, else 15 s. 0, or -1 with err. */
+int st_lock_wait(double *out, char *err, size_t errlen);
+/* Passwords of connection strings out of run's command lines, in its header and its fingerprint. */
+void st_redact_run(struct nw_run *run);
+/*
+ * nw_store_insert with the run's content key given: a spooled run keeps
+ * the key it had when it was recorded (its JSON copy rounds figures the
+ * key covers), so a copy the server took late is recognised.
+ */
+int st_insert_keyed(struct nw_store *s, struct nw_run *run, const char *key, long long *id_out, char *err,
+                    size_t errlen);
 /* err from the database's last failure, named by class with what to do; returns -1. */
 int st_db_err(struct nw_store *s, const char *what, char *err, size_t errlen);
 /* Run one statement with no rows wanted; -1 with the class on the handle. */

@@ -42,6 +42,8 @@ static void list_entry(struct nw_db_rows *r, const struct nw_db_driver *d, struc
 	e->peak_busbw = d->real(r, 6);
 	e->nrows = (int)d->integer(r, 7);
 	st_col_text(r, d, 8, e->baselines, sizeof(e->baselines));
+	e->incomplete = d->integer(r, 9) != 0;
+	e->interrupted = d->integer(r, 10) != 0;
 }
 
 int nw_store_list(struct nw_store *s, const struct nw_store_filter *f,
@@ -54,10 +56,13 @@ int nw_store_list(struct nw_store *s, const struct nw_store_filter *f,
 		return -1;
 	if (f && f->until && *f->until && time_bound(f->until, 1, until, sizeof(until), err, errlen))
 		return -1;
-	char sql[1024];
+	char sql[1280];
+	/* extra is compact JSON (store_run.c): its top-level flags read as '"incomplete":true' */
 	snprintf(sql, sizeof(sql),
 	         "SELECT id, time, host, source, ops, nccl_version, peak_busbw, nrows,"
-	         " (SELECT group_concat(name, ',') FROM baselines b WHERE b.run_id = runs.id)"
+	         " (SELECT group_concat(name, ',') FROM baselines b WHERE b.run_id = runs.id),"
+	         " CASE WHEN extra LIKE '%%\"incomplete\":true%%' THEN 1 ELSE 0 END,"
+	         " CASE WHEN extra LIKE '%%\"interrupted\":true%%' THEN 1 ELSE 0 END"
 	         " FROM runs WHERE %s"
 	         " AND ($2 = '' OR EXISTS (SELECT 1 FROM results r WHERE r.run_id = runs.id AND r.op = $2))"
 	         " AND ($3 = '' OR time >= $3) AND ($4 = '' OR time <= $4)"

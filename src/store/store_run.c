@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,7 +41,29 @@ static void run_key(const struct nw_run *run, const char *time, char *out, size_
 	char *fps = fp ? json_dumps(fp, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	h = fnv_add(h, fps ? fps : "null");
 	free(fps);
+	const char *rid = run->h.extra ? json_string_value(json_object_get(run->h.extra, "record_id")) : NULL;
+	if (rid) /* absent from runs recorded before it: their keys stay as they were */
+		h = fnv_add(fnv_add(h, "\nrecord "), rid);
 	snprintf(out, len, "%s %s %s %016" PRIx64, time, run->h.host, run->h.source, h);
+}
+
+void nw_store_stamp(struct nw_run *run)
+{
+	if (!json_is_object(run->h.extra)) {
+		if (run->h.extra)
+			json_decref(run->h.extra);
+		run->h.extra = json_object();
+	}
+	if (json_object_get(run->h.extra, "record_id"))
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint32_t r = 0;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (uint32_t)ts.tv_nsec ^ (uint32_t)getpid() * 2654435761u;
+	char id[96];
+	snprintf(id, sizeof(id), "%lld.%06ld-%ld-%08x", (long long)ts.tv_sec, ts.tv_nsec / 1000, (long)getpid(), r);
+	json_object_set_new(run->h.extra, "record_id", json_string(id));
 }
 
 void nw_store_run_key(const struct nw_run *run, char *out, size_t len)
@@ -126,7 +149,7 @@ static double run_peak_busbw(const struct nw_run *run)
 }
 
 /* The whole insert, inside a transaction the caller holds. */
-static int insert_run(struct nw_store *s, const struct nw_run *run, long long *id_out, char *err,
+static int insert_run(struct nw_store *s, const struct nw_run *run, const char *key, long long *id_out, char *err,
                       size_t errlen)
 {
 	const struct nw_run_header *h = &run->h;
@@ -140,8 +163,6 @@ static int insert_run(struct nw_store *s, const struct nw_run *run, long long *i
 		t = now;
 	}
 	char *extra = h->extra ? json_dumps(h->extra, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	char key[NW_STORE_KEY_LEN];
-	run_key(run, t, key, sizeof(key));
 	const struct nw_db_param p[] = {
 		NW_DB_TEXT(t), NW_DB_TEXT(h->host), NW_DB_TEXT(h->source), NW_DB_TEXT(h->backend),
 		NW_DB_TEXT(h->tool_version), NW_DB_TEXT(h->nccl_version), NW_DB_TEXT(h->nccl_path),
@@ -166,13 +187,40 @@ static int insert_run(struct nw_store *s, const struct nw_run *run, long long *i
 	return 0;
 }
 
+/*
+ * On a server, an earlier attempt at this run may still be going on after
+ * its connection was given up (a deadline during COMMIT): the server
+ * finishes it all the same. So each attempt holds a lock named by the run's
+ * content key for its transaction, which waits for any earlier one to end,
+ * and then looks for the key: found, the run is stored, and *id is its id.
+ * 1 found, 0 not, -1 with err.
+ */
+static int already_in(struct nw_store *s, const char *key, long long *id, char *err, size_t errlen)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	h = fnv_add(h, key);
+	const struct nw_db_param p[] = { NW_DB_INT(NW_STORE_APP_ID), NW_DB_INT((int32_t)(uint32_t)(h ^ (h >> 32))) };
+	if (st_run_sql(s->db, "SELECT pg_advisory_xact_lock(CAST($1 AS int4), CAST($2 AS int4))", p, 2))
+		return st_db_err(s, "waiting for an earlier attempt at this run", err, errlen);
+	int rc = st_query_int(s->db, "SELECT max(id) FROM runs WHERE content_key = $1", NW_DB_TEXT(key), id);
+	if (rc < 0)
+		return st_db_err(s, "looking for an earlier attempt at this run", err, errlen);
+	return rc == 1 && *id > 0;
+}
+
 /* One attempt at the whole run: begin, insert, commit; rolled back on failure. */
-static int insert_once(struct nw_store *s, struct nw_run *run, long long *id, char *err, size_t errlen)
+static int insert_once(struct nw_store *s, struct nw_run *run, const char *key, long long *id, char *err,
+                       size_t errlen)
 {
 	struct nw_db *db = s->db;
 	if (db->drv->begin(db, 0))
 		return st_db_err(s, "cannot lock the database to record", err, errlen);
-	if (insert_run(s, run, id, err, errlen)) {
+	int found = nw_db_is_pg(s->path) ? already_in(s, key, id, err, errlen) : 0;
+	if (found) {
+		db->drv->rollback(db); /* nothing written; the lock ends with the transaction */
+		return found > 0 ? 0 : -1;
+	}
+	if (insert_run(s, run, key, id, err, errlen)) {
 		db->drv->rollback(db);
 		return -1;
 	}
@@ -190,36 +238,76 @@ static void pause_s(double s)
 	nanosleep(&ts, NULL);
 }
 
+/* Passwords of connection strings out of the run's command lines (header and fingerprint). */
+void st_redact_run(struct nw_run *run)
+{
+	char *clean = nw_store_redact(run->h.cmdline);
+	nw_strlcpy(run->h.cmdline, clean, sizeof(run->h.cmdline));
+	free(clean);
+	json_t *fp = run->h.extra ? json_object_get(run->h.extra, "fingerprint") : NULL;
+	const char *cmd = json_string_value(json_object_get(fp, "cmdline"));
+	if (cmd) {
+		clean = nw_store_redact(cmd);
+		json_object_set_new(fp, "cmdline", json_string(clean));
+		free(clean);
+	}
+}
+
+/* Worth another attempt after a pause: a busy server or a dropped connection (PostgreSQL). */
+static int retryable(const struct nw_store *s)
+{
+	enum nw_db_err cls = s->db->err;
+	return nw_db_is_pg(s->path) && (cls == NW_DB_SERIAL || cls == NW_DB_LOST || cls == NW_DB_TIMEOUT);
+}
+
 /*
- * Insert a run, retried on serialization failures and dropped connections
- * (reconnecting) with growing random pauses, for up to the lock bound in all.
+ * Insert a run, retried on serialization failures, timeouts and dropped
+ * connections (reconnecting) with growing random pauses, for up to the lock
+ * bound in all (or the handle's deadline). Each attempt on a server first
+ * waits for any earlier one and looks the run up by its content key
+ * (already_in), which is this run's alone: stored once, whatever was cut.
  */
 int nw_store_insert(struct nw_store *s, struct nw_run *run, long long *id_out, char *err,
                     size_t errlen)
 {
-	long long id = 0;
-	double until = nw_now() + s->db->lock_wait_s, pause = 0.02;
-	unsigned seed = (unsigned)getpid() ^ (unsigned)(nw_now() * 1e6);
 	if (!run->h.time[0])
 		nw_utc_iso(run->h.time, sizeof(run->h.time)); /* one time, so every attempt has one content key */
+	st_redact_run(run);
 	char key[NW_STORE_KEY_LEN];
 	run_key(run, run->h.time, key, sizeof(key));
+	return st_insert_keyed(s, run, key, id_out, err, errlen);
+}
+
+int st_insert_keyed(struct nw_store *s, struct nw_run *run, const char *key, long long *id_out, char *err,
+                    size_t errlen)
+{
+	long long id = 0;
+	double until = nw_db_until(s->db, nw_now()), pause = 0.02;
+	unsigned seed = (unsigned)getpid() ^ (unsigned)(nw_now() * 1e6);
 	for (;;) {
-		if (insert_once(s, run, &id, err, errlen) == 0)
+		if (insert_once(s, run, key, &id, err, errlen) == 0)
 			break;
-		enum nw_db_err cls = s->db->err;
-		if ((cls != NW_DB_SERIAL && cls != NW_DB_LOST) || !nw_db_is_pg(s->path) || nw_now() + pause > until)
+		if (!retryable(s) || nw_now() + pause > until || nw_db_stopping())
 			return -1;
 		pause_s(pause * (0.5 + (double)(rand_r(&seed) % 1000) / 1000.0));
 		pause = pause * 2 > 1.0 ? 1.0 : pause * 2;
-		/* the connection may have dropped after the server committed: then the run is there */
-		if (cls == NW_DB_LOST && !nw_db_pg_reset(s->db) &&
-		    st_query_int(s->db, "SELECT max(id) FROM runs WHERE content_key = $1", NW_DB_TEXT(key), &id) == 1 && id > 0)
-			break;
+		/* a dropped connection: again on a new one (the next attempt finds the run if the server took it) */
+		if (s->db->err != NW_DB_SERIAL)
+			nw_db_pg_reset(s->db);
 	}
 	if (id_out)
 		*id_out = id;
 	return 0;
+}
+
+/* Whether a run that failed to go in with class cls is kept in the spool for later. */
+static int spool_worthy(const char *path, enum nw_db_err cls)
+{
+	/* a server away, restarting, overrun or not answering, or a stop: the run keeps; a wrong database does not */
+	if (cls == NW_DB_STOPPED)
+		return 1;
+	return nw_db_is_pg(path) && (cls == NW_DB_LOST || cls == NW_DB_AUTH || cls == NW_DB_SERIAL ||
+	                             cls == NW_DB_TIMEOUT || cls == NW_DB_BUSY);
 }
 
 int nw_store_record(const struct nw_store_opts *o, struct nw_run *run, long long *id_out,
@@ -235,18 +323,26 @@ int nw_store_record(const struct nw_store_opts *o, struct nw_run *run, long long
 	const json_t *fp = run->h.extra ? json_object_get(run->h.extra, "fingerprint") : NULL;
 	if (!json_is_object(fp) || !json_object_get(fp, "host"))
 		nw_fingerprint_collect(run);
+	/* what identifies the run, fixed before it is stored or spooled, so every copy of it has one content key */
+	nw_store_stamp(run);
+	if (!run->h.time[0])
+		nw_utc_iso(run->h.time, sizeof(run->h.time));
+	st_redact_run(run);
+	double bound;
+	if (st_lock_wait(&bound, err, errlen))
+		return -1;
+	double deadline = nw_now() + (o && o->record_s > 0 ? o->record_s : bound);
 	struct nw_store *s;
 	enum nw_db_err cls;
-	int rc = st_open_store(path, NW_STORE_WRITE, &s, &cls, err, errlen);
+	int rc = st_open_store(path, NW_STORE_WRITE, deadline, &s, &cls, err, errlen);
 	if (rc == 0) {
 		rc = nw_store_insert(s, run, id_out, err, errlen);
 		cls = s->db->err;
-		if (rc == 0 && nw_db_is_pg(path))
-			nw_spool_send(s, path, NULL, NULL, NULL, 0); /* runs kept while the server was away */
+		if (rc == 0 && !nw_db_stopping())
+			nw_spool_send(s, path, NULL, NULL, 0); /* runs kept earlier, as long as the deadline allows */
 		nw_store_close(s);
 	}
-	/* a server away, restarting or overrun keeps the run for later; a wrong database does not */
-	if (rc && nw_db_is_pg(path) && (cls == NW_DB_LOST || cls == NW_DB_AUTH || cls == NW_DB_SERIAL))
+	if (rc && spool_worthy(path, cls))
 		nw_spool_keep(path, run, err, errlen);
 	return rc;
 }

@@ -70,6 +70,7 @@ static void label_run(struct nw_tuner *t, int i, char **saved)
 	json_object_del(run->h.extra, "fingerprint");
 	env_as_child(t->o->keep, saved, v);
 	nw_fingerprint_collect(run);
+	nw_store_stamp(run);
 }
 
 /* Records the runs in history; see driver.h. */

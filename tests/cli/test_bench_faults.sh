@@ -148,13 +148,45 @@ else cg=/sys/fs/cgroup/memory/ncclwatch_test_$$ lim=memory.limit_in_bytes; fi
 if mkdir "$cg" 2>/dev/null && echo 300M >"$cg/$lim"; then
 	run bash -c "echo \$\$ >$cg/cgroup.procs && exec ${MPIRUN[*]} -np 2 $NW bench --backend mpi --no-history -b 256M -e 256M --op all_gather -n 1 -w 0"
 	expect_rc "mpi -e 256M under a 300 MiB cgroup: exit 3" 3
-	expect_err "mpi -e 256M under a 300 MiB cgroup: says why" "needs 1.00 GiB of host memory on [^ ]+ \(2 buffers of 0.25 GiB for each of 2 processes\) but only 0.[0-9]+ GiB is available \(cgroup memory limit\); lower -e"
+	expect_err "mpi -e 256M under a 300 MiB cgroup: says why" "needs 1.19 GiB of host memory on [^ ]+: 2 processes x 0.59 GiB \(2 buffers of 0.25 GiB, 0.09 GiB for verification and the runtime\) but only 0.[0-9]+ GiB is available \(cgroup memory limit\); lower -e"
 	expect_no_crash "mpi -e 256M under a 300 MiB cgroup: not killed"
+	# Issue 28 item 18: the all_reduce Open MPI runs for 2 ranks holds a third
+	# buffer of the message's size (peak RSS 1.58 GiB a rank at -e 512M, 3.16
+	# GiB in all): under a 2.3 GiB limit the run is refused, not OOM-killed.
+	echo $((2300 * 1024 * 1024)) >"$cg/$lim"
+	run bash -c "echo \$\$ >$cg/cgroup.procs && exec ${MPIRUN[*]} -np 2 $NW bench --backend mpi --no-history -b 512M -e 512M --op all_reduce -n 1 -w 0"
+	expect_rc "mpi -e 512M all_reduce under a 2.3 GiB cgroup: refused (exit 3)" 3
+	expect_err "mpi -e 512M all_reduce under a 2.3 GiB cgroup: counts MPI's own buffer" "needs 3.19 GiB of host memory on [^ ]+: 2 processes x 1.59 GiB \(2 buffers of 0.50 GiB, 0.50 GiB that MPI takes for all_reduce, 0.09 GiB for verification and the runtime\) but only 2.[0-9]+ GiB is available \(cgroup memory limit\)"
+	expect_no_crash "mpi -e 512M all_reduce under a 2.3 GiB cgroup: not killed"
 	sleep 0.5; rmdir "$cg"
 else
 	rmdir "$cg" 2>/dev/null
 	skip_root "mpi -e 256M under a 300 MiB cgroup" "no writable memory cgroup"
+	skip_root "mpi -e 512M all_reduce under a 2.3 GiB cgroup" "no writable memory cgroup"
 fi
+
+# Issue 28 item 18, on a made-up machine (NCCLWATCH_SYSROOT: /proc/meminfo,
+# /proc/self/cgroup and the cgroup files under it), v1 and v2: 20 GiB
+# available, a 2.3 GiB limit of which 0.1 is used.
+for v in 1 2; do
+	R=$TMP/root$v
+	mkdir -p "$R/proc/self"
+	printf 'MemTotal:       32000000 kB\nMemAvailable:   20971520 kB\n' >"$R/proc/meminfo"
+	if [ "$v" = 1 ]; then
+		printf '5:cpu:/\n4:memory:/slurm/job7\n0::/\n' >"$R/proc/self/cgroup"
+		d=$R/sys/fs/cgroup/memory/slurm/job7; mkdir -p "$d"
+		echo $((2300 * 1024 * 1024)) >"$d/memory.limit_in_bytes"; echo $((100 * 1024 * 1024)) >"$d/memory.usage_in_bytes"
+	else
+		printf '0::/slurm/job7\n' >"$R/proc/self/cgroup"
+		d=$R/sys/fs/cgroup/slurm/job7; mkdir -p "$d"
+		echo $((2300 * 1024 * 1024)) >"$d/memory.max"; echo $((100 * 1024 * 1024)) >"$d/memory.current"
+	fi
+	run env NCCLWATCH_SYSROOT="$R" "${MPIRUN[@]}" -np 2 -x NCCLWATCH_SYSROOT "$NW" bench --backend mpi --no-history -b 512M -e 512M --op all_reduce -n 1 -w 0
+	expect_rc "cgroup v$v, 2.3 GiB: -e 512M all_reduce x 2 refused before allocating" 3
+	expect_err "cgroup v$v: 3.19 GiB needed, 2.15 available under the limit" "needs 3.19 GiB .* but only 2.15 GiB is available \(cgroup memory limit\)"
+	run env NCCLWATCH_SYSROOT="$R" "${MPIRUN[@]}" -np 2 -x NCCLWATCH_SYSROOT "$NW" bench --backend mpi --no-history -b 64M -e 64M --op all_gather -n 1 -w 0
+	expect_rc "cgroup v$v: -e 64M all_gather x 2 (0.44 GiB) runs" 0
+done
 
 # Item 15: usage errors exit 2, before the run, naming the option typed.
 run "${MPIRUN[@]}" -np 2 "$NW" bench --backend mpi --no-history --op broadcast -r 5 -b 8 -e 64

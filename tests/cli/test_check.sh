@@ -138,3 +138,31 @@ if command -v mpirun >/dev/null 2>&1; then
 else
 	skip "recorded check" "mpirun is not installed (Debian: openmpi-bin)"
 fi
+
+# Issue 28 item 14: recording never holds the verdict back. With a history
+# database that takes connections and never answers, the verdict comes
+# first, recording ends within 5 s of it, SIGTERM while recording ends check
+# within 1 s keeping the verdict's exit status, and the run waits in the spool.
+"$SRCDIR/tests/helpers/blackhole" "$TMP/bh.port" & BH=$!
+for _ in $(seq 50); do [ -s "$TMP/bh.port" ] && break; sleep 0.1; done
+FROZEN="postgresql://nw@127.0.0.1:$(cat "$TMP/bh.port")/nw"
+MPICHECK=("${NOGPU[@]}" --backend mpi -b 1M -e 4M -n 2 -w 1 --db "$FROZEN")
+export NCCLWATCH_SPOOL=$TMP/spool
+export ASAN_OPTIONS=detect_leaks=0 # MPI's own allocations, in the sanitizer build
+t0=$(date +%s%N)
+run "${CLEAN[@]}" "$NODRV" "$NW" check "${MPICHECK[@]}"
+tenths=$((($(date +%s%N) - t0) / 100000000))
+expect_rc "frozen history database: the verdict's exit status" 0
+expect_out "frozen history database: the verdict printed" "^ncclwatch check: PASS"
+expect_true "frozen history database: check ends within its 5 s of recording + 1 after the bench (took ${tenths}/10 s)" test "$tenths" -le 80
+expect_err "frozen history database: the run kept in the spool" "not recorded in history: .*did not answer in time.*the run was kept in"
+"${CLEAN[@]}" "$NODRV" NCCLWATCH_LOCK_TIMEOUT=600 "$NW" check "${MPICHECK[@]}" >"$TMP/chk.out" 2>"$TMP/chk.err" &
+c=$!
+for _ in $(seq 100); do grep -q '^ncclwatch check:' "$TMP/chk.out" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+t0=$(date +%s%N); kill -TERM "$c"; wait "$c"; RC=$?; tenths=$((($(date +%s%N) - t0) / 100000000))
+expect_true "SIGTERM while recording: check ends within 1 s (took ${tenths}/10 s)" test "$tenths" -le 10
+expect_rc "SIGTERM while recording: the verdict's exit status stands" 0
+expect_true "SIGTERM while recording: the run kept in the spool" grep -q 'stopped by a signal.*the run was kept in' "$TMP/chk.err"
+expect_true "two runs in the spool" test "$(ls "$NCCLWATCH_SPOOL" | grep -c '\.json$')" -eq 2
+kill "$BH" 2>/dev/null

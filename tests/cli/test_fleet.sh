@@ -191,3 +191,16 @@ expect_err "names it" "'$TMP/junk.db' is not an ncclwatch history database"
 run "$NW" history merge --db "$TMP/m.db"
 expect_rc "merge without a file: usage" 2
 expect_err "says what to give" "'history merge' needs a history file"
+# Issue 28 item 8: a file given to merge from is only read: a 0-byte one is
+# refused, and neither gets a schema nor side files.
+: >"$TMP/empty.db"
+run "$NW" history merge "$TMP/empty.db" --db "$TMP/m.db"
+expect_rc "merging an empty file: refused" 2
+expect_err "merging an empty file: says it is empty" "history database '$TMP/empty.db' is empty"
+expect_true "merging an empty file: it stays empty, nothing made beside it" \
+	test ! -s "$TMP/empty.db" -a ! -e "$TMP/empty.db-wal" -a ! -e "$TMP/empty.db-shm"
+cp "$TMP/a.db" "$TMP/src.db"
+sum=$(md5sum <"$TMP/src.db")
+run "$NW" history merge "$TMP/src.db" --db "$TMP/m.db"
+expect_true "merging: the source file is left byte for byte, nothing made beside it" \
+	test "$(md5sum <"$TMP/src.db")" = "$sum" -a ! -e "$TMP/src.db-wal" -a ! -e "$TMP/src.db-shm"

@@ -152,3 +152,30 @@ expect_no_out "compare --json: no rank count attributed" 'nranks'
 run "$NW" report --db "$NR" -O "$TMP/nranks.html" 1 2
 expect_true "report: the unknown rank count is '?'" grep -q '<td class="num">?</td>' "$TMP/nranks.html"
 expect_true "report: never 0 ranks" test "$(grep -c '<td class="num">0</td><td class="num">62</td>' "$TMP/nranks.html")" -eq 0
+
+# Issue 28 item 16: a row cut right after its out-of-place half makes the
+# run incomplete, and every view of it says so, not only show --json.
+CUT=$TMP/cut.txt
+awk 'NR == 20 { n = 0; for (i = 1; i <= length($0); i++) { c = substr($0, i, 1)
+	if (c != " " && (i == 1 || substr($0, i - 1, 1) == " ")) n++
+	if (n == 10) { print substr($0, 1, i - 1); next } } } { print }' "$REFDIR/h200x2/nt_all_reduce.txt" >"$CUT"
+expect_true "the cut row ends after its #wrong" grep -Eq '^ +2048 +512 +float +sum +-1 +12\.57 +0\.16 +0\.16 +0 *$' "$CUT"
+ID=$TMP/inc.db
+run "$NW" import --db "$ID" "$CUT"
+expect_err "import: warns of the cut row" "incomplete run imported \(1 row has only its out-of-place half \(cut short\)"
+run "$NW" import --db "$ID" "$REFDIR/h200x2/nt_all_reduce.txt"
+run "$NW" history --db "$ID"
+expect_out "history list: the cut run noted incomplete" "^ +1 .* import +all_reduce .* incomplete$"
+expect_no_out "history list: the whole run not" "^ +2 .*incomplete"
+run "$NW" history --db "$ID" --json
+expect_true "history list --json: incomplete true and false" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [r["incomplete"] for r in d] == [True, False], d' "$OUT"
+run "$NW" history show 1 --db "$ID"
+expect_out "history show: says why it is incomplete" "^incomplete +yes: 1 row has only its out-of-place half"
+run "$NW" compare --db "$ID" 1 2
+expect_out "compare: A is marked incomplete" "^A: run 1 \(.*INCOMPLETE: 1 row has only its out-of-place half"
+expect_err "compare: warns" "A \(run 1\) is an incomplete run"
+run "$NW" report --db "$ID" -O "$TMP/inc.html" 1 2
+expect_true "report: says run 1 is incomplete" grep -q '<p class="warn">run 1 is incomplete: 1 row has only its out-of-place half' "$TMP/inc.html"

@@ -4,6 +4,8 @@
 # with fake `scontrol` and `nhc` on PATH that record their arguments. The
 # prolog drains only on FAIL (and a hung check), with a readable reason;
 # "cannot check" (exit 3), WARN and a missing or broken tool never drain.
+# Both act on the verdict check printed, never on a bare exit status, and a
+# history database that does not answer never holds the verdict back.
 source "$(dirname "$0")/lib.sh"
 FX=$SRCDIR/tests/fixtures
 PROLOG=$SRCDIR/deploy/slurm/prolog-ncclwatch.sh
@@ -44,6 +46,18 @@ FAKE
 chmod +x "$TMP/bin/"*
 # A fake ncclwatch that hangs, for the timeout.
 printf '#!/bin/sh\nsleep 30\n' >"$TMP/bin/hang"; chmod +x "$TMP/bin/hang"
+# One that exits 1 saying nothing (a broken install), one that gives a FAIL
+# verdict with no item, and one that gives its verdict, then ignores SIGTERM.
+printf '#!/bin/sh\nexit 1\n' >"$TMP/bin/broken"
+printf '#!/bin/sh\necho "ncclwatch check: FAIL (0.1 s)"\nexit 2\n' >"$TMP/bin/bare-fail"
+printf '#!/bin/sh\ntrap "" TERM\necho "ncclwatch check: PASS (0.1 s)"\nsleep 60\n' >"$TMP/bin/deaf"
+chmod +x "$TMP/bin/broken" "$TMP/bin/bare-fail" "$TMP/bin/deaf"
+# A PostgreSQL server that takes connections and never answers.
+"$SRCDIR/tests/helpers/blackhole" "$TMP/bh.port" & BH=$!
+trap 'kill "$BH" 2>/dev/null; rm -rf "$TMP"' EXIT
+for _ in $(seq 50); do [ -s "$TMP/bh.port" ] && break; sleep 0.1; done
+FROZEN="postgresql://nw@127.0.0.1:$(cat "$TMP/bh.port")/nw"
+MPICHECK="--sysroot $FX/sysfs/nogpu-vm --backend mpi -b 1M -e 4M -n 2 -w 1"
 
 H200="--sysroot $FX/sysfs/h200x2 --nvml-json $FX/nvml/h200x2.json"
 NOGPU="--sysroot $FX/sysfs/nogpu-vm"
@@ -102,6 +116,42 @@ run "${P[@]}" NCCLWATCH="$TMP/bin/hang" NCCLWATCH_TIMEOUT=1 bash "$PROLOG"
 expect_rc "prolog, hung check: exits 1" 1
 expect_true "prolog, hung check: drained as timed out" grep -qx 'reason=ncclwatch: check timed out after 1 s (a hung collective?)' "$TMP/scontrol.calls"
 
+# Item 15: strict means WARN drains; "cannot check" never does, and a drain always has a reason.
+fresh
+run "${P[@]}" NCCLWATCH="$TMP/bin/broken" NCCLWATCH_PROLOG_STRICT=1 bash "$PROLOG"
+expect_rc "prolog, strict, a broken binary (exit 1, no verdict): the job runs" 0
+expect_true "prolog, strict, broken binary: not drained" test ! -e "$TMP/scontrol.calls"
+expect_true "prolog, strict, broken binary: says there was no verdict" grep -q 'check gave no verdict (exit 1.*not draining' "$TMP/logger.lines"
+fresh
+run "${P[@]}" NCCL_P2P_DISABLE=1 NCCLWATCH_PROLOG_STRICT=1 NCCLWATCH_LOG_DIR=/proc/ncclwatch-cannot-be-made \
+	NCCLWATCH_CHECK_ARGS="$H200 --results $FX/results/h200x2-check.json" bash "$PROLOG"
+expect_rc "prolog, strict, a log directory that cannot be made: check still judged (WARN, exit 1)" 1
+expect_true "prolog, unwritable log directory: drained naming the warning, not an empty reason" \
+	grep -qx 'reason=ncclwatch: WARN doctor env.workarounds NCCL_P2P_DISABLE=1; fix: .*' "$TMP/scontrol.calls"
+expect_true "prolog, unwritable log directory: says where the report went" grep -q 'cannot write reports in /proc/ncclwatch-cannot-be-made' "$TMP/logger.lines"
+fresh
+run "${P[@]}" NCCLWATCH="$TMP/bin/bare-fail" bash "$PROLOG"
+expect_true "prolog, FAIL without an item: the reason says so" grep -qx 'reason=ncclwatch: FAIL (no item in the report)' "$TMP/scontrol.calls"
+
+# Item 14: the verdict is given before recording in history, which ends on
+# its own short deadline; a check that ignores SIGTERM is killed (timeout -k).
+fresh
+start=$SECONDS
+run "${P[@]}" NCCLWATCH="$TMP/bin/deaf" NCCLWATCH_TIMEOUT=1 bash "$PROLOG"
+took=$((SECONDS - start))
+expect_true "prolog, a check ignoring SIGTERM: killed 5 s after the timeout (took ${took}s)" test "$took" -le 9
+expect_rc "prolog, verdict PASS, then stopped at the timeout: the job runs" 0
+expect_true "prolog, verdict then timeout: not drained" test ! -e "$TMP/scontrol.calls"
+fresh
+start=$SECONDS
+run "${P[@]}" NCCLWATCH_SPOOL="$TMP/spool" NCCLWATCH_TIMEOUT=20 NCCLWATCH_CHECK_ARGS="$MPICHECK --db $FROZEN" bash "$PROLOG"
+took=$((SECONDS - start))
+expect_rc "prolog, history database frozen: the job runs" 0
+expect_true "prolog, database frozen: not drained" test ! -e "$TMP/scontrol.calls"
+expect_true "prolog, database frozen: ends at check's recording deadline, not the prolog's timeout (took ${took}s)" test "$took" -le 12
+expect_true "prolog, database frozen: PASS logged" grep -q 'job 4242 on gpu-node-7: PASS (exit 0)' "$TMP/logger.lines"
+expect_true "prolog, database frozen: the run waits in the spool" test "$(ls "$TMP/spool" | grep -c '\.json$')" -eq 1
+
 fresh
 run "${P[@]}" NCCLWATCH=/nonexistent/ncclwatch bash "$PROLOG"
 expect_rc "prolog, ncclwatch not installed: the job runs" 0
@@ -149,6 +199,19 @@ expect_rc "nhc, ncclwatch not installed: node not marked" 0
 expect_true "nhc, not installed: logged" grep -q 'ncclwatch not found at /nonexistent/ncclwatch' "$TMP/nhcrec.log"
 nhc_case hang "" NCCLWATCH="$TMP/bin/hang" NCCLWATCH_TIMEOUT=1
 expect_rc "nhc, hung check: node marked bad" 1
+nhc_case broken "" NCCLWATCH="$TMP/bin/broken" NCCLWATCH_NHC_STRICT=1
+expect_rc "nhc, strict, a broken binary (exit 1, no verdict): node not marked" 0
+expect_true "nhc, strict, broken binary: logged" grep -q 'ncclwatch check gave no verdict (exit 1); skipped' "$TMP/nhcrec.log"
+start=$SECONDS
+nhc_case deaf "" NCCLWATCH="$TMP/bin/deaf" NCCLWATCH_TIMEOUT=1
+took=$((SECONDS - start))
+expect_rc "nhc, verdict PASS, then deaf to SIGTERM: node not marked" 0
+expect_true "nhc, deaf check: killed 5 s after the timeout (took ${took}s)" test "$took" -le 9
+start=$SECONDS
+nhc_case frozen "$MPICHECK --db $FROZEN" NCCLWATCH_SPOOL="$TMP/spool" NCCLWATCH_TIMEOUT=20
+took=$((SECONDS - start))
+expect_rc "nhc, history database frozen: node not marked" 0
+expect_true "nhc, database frozen: ends at check's recording deadline (took ${took}s)" test "$took" -le 12
 
 if command -v shellcheck >/dev/null 2>&1; then
 	run shellcheck -s bash "$PROLOG" "$NHCFILE"

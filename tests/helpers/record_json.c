@@ -15,7 +15,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: record_json DB FILE...\n");
 		return 2;
 	}
-	struct nw_store_opts o = { argv[1], 0 };
+	struct nw_store_opts o = { .db_path = argv[1] };
 	for (int i = 2; i < argc; i++) {
 		char err[NW_ERRLEN];
 		json_error_t je;

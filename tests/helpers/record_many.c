@@ -25,7 +25,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "record_many: %s\n", err);
 		return 2;
 	}
-	struct nw_store_opts o = { argv[1], 0 };
+	struct nw_store_opts o = { .db_path = argv[1] };
 	int failed = 0;
 	for (long i = 0; i < n; i++) {
 		struct nw_run run;

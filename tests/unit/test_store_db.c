@@ -1,4 +1,8 @@
-/* History database: round trip, options, refusal of foreign files, forward migration. */
+/*
+ * History database: round trip, options, refusal of foreign files, forward
+ * migration, files opened to read left as they were, passwords kept out,
+ * a content key of its own for every recording.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,12 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include <sqlite3.h>
 
 #include "model/result.h"
+#include "store/db.h"
+#include "store/spool.h"
 #include "store/store.h"
 #include "util/util.h"
 
@@ -85,12 +92,12 @@ static void round_trip_at(const char *path)
 	setenv("NCCL_PROTO", "Simple", 1);
 	struct nw_run run, back;
 	make_run(&run);
-	struct nw_store_opts o = { path, 0 };
+	struct nw_store_opts o = { .db_path = path };
 	long long id = 0;
 	assert_int_equal(nw_store_record(&o, &run, &id, err, sizeof(err)), 0);
 	assert_true(id > 0);
 	struct nw_store *s;
-	assert_int_equal(nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)), 0);
+	assert_int_equal(nw_store_open(path, NW_STORE_UPDATE, &s, err, sizeof(err)), 0);
 	assert_int_equal(nw_store_load(s, id, &back, err, sizeof(err)), 0);
 	assert_int_equal(back.nrows, 2);
 	assert_string_equal(back.h.nccl_version, "2.28.9");
@@ -180,7 +187,7 @@ static void disabled_records_nothing(void **state)
 	struct nw_run run;
 	make_run(&run);
 	long long id = 7;
-	struct nw_store_opts off = { "/nonexistent/dir/never.db", 1 };
+	struct nw_store_opts off = { .db_path = "/nonexistent/dir/never.db", .disabled = 1 };
 	assert_int_equal(nw_store_record(&off, &run, &id, err, sizeof(err)), 0);
 	assert_int_equal(id, 0);
 	assert_int_equal(access("/nonexistent/dir/never.db", F_OK), -1);
@@ -202,7 +209,7 @@ static void default_path(void **state)
 	setenv("NCCLWATCH_DB", "/env.db", 1);
 	assert_int_equal(nw_store_path(NULL, buf, sizeof(buf), err, sizeof(err)), 0);
 	assert_string_equal(buf, "/env.db");
-	struct nw_store_opts o = { "/opt.db", 0 };
+	struct nw_store_opts o = { .db_path = "/opt.db" };
 	assert_int_equal(nw_store_path(&o, buf, sizeof(buf), err, sizeof(err)), 0);
 	assert_string_equal(buf, "/opt.db");
 	unsetenv("NCCLWATCH_DB");
@@ -245,7 +252,7 @@ static void foreign_files(void **state)
 	fclose(f);
 	struct nw_run run;
 	make_run(&run);
-	struct nw_store_opts o = { path, 0 };
+	struct nw_store_opts o = { .db_path = path };
 	assert_int_equal(nw_store_record(&o, &run, NULL, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "not an SQLite file"));
 	assert_int_equal(file_size(path), (long)strlen("these are my notes, not a database\n"));
@@ -254,7 +261,7 @@ static void foreign_files(void **state)
 	/* Our own file, with its pages overwritten: an error naming the damage, no crash. */
 	path_in(path, sizeof(path), "damaged.db");
 	make_run(&run);
-	struct nw_store_opts d = { path, 0 };
+	struct nw_store_opts d = { .db_path = path };
 	assert_int_equal(nw_store_record(&d, &run, NULL, err, sizeof(err)), 0);
 	assert_int_equal(nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)), 0);
 	nw_store_close(s); /* checkpoints the WAL into the main file */
@@ -465,6 +472,182 @@ static void read_missing(void **state)
 	assert_int_equal(access(path, F_OK), -1);
 }
 
+
+/* Whether path exists. */
+static int exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* Issue 28 item 8: a file given to read is never written, even to migrate it or make its side files. */
+static void read_leaves_file(void **state)
+{
+	(void)state;
+	char path[128], side[160], err[NW_ERRLEN];
+	old_file(path, sizeof(path), "v4-read.db", v4_steps);
+	long before = file_size(path);
+	struct nw_store *s;
+	assert_int_equal(nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)), 0);
+	struct nw_run run;
+	assert_int_equal(nw_store_load(s, 2, &run, err, sizeof(err)), 0); /* read through a migrated copy */
+	assert_int_equal(run.rows[0].nranks, 8);
+	nw_run_release(&run);
+	nw_store_close(s);
+	assert_int_equal(file_size(path), before);
+	snprintf(side, sizeof(side), "%s-wal", path);
+	assert_false(exists(side));
+	snprintf(side, sizeof(side), "%s-shm", path);
+	assert_false(exists(side));
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(lite_int(db, "PRAGMA user_version"), 4);
+	sqlite3_close(db);
+
+	/* an empty file: refused, and still empty */
+	path_in(path, sizeof(path), "empty.db");
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "is empty"));
+	assert_int_equal(file_size(path), 0);
+	snprintf(side, sizeof(side), "%s-wal", path);
+	assert_false(exists(side));
+	/* to change one that is not there: refused, nothing made */
+	path_in(path, sizeof(path), "absent-update.db");
+	assert_int_equal(nw_store_open(path, NW_STORE_UPDATE, &s, err, sizeof(err)), -1);
+	assert_false(exists(path));
+}
+
+/* Issue 28 item 3: the same rows recorded twice in one second are two runs with two keys. */
+static void distinct_keys(void **state)
+{
+	(void)state;
+	char path[128], err[NW_ERRLEN];
+	path_in(path, sizeof(path), "keys.db");
+	struct nw_store_opts o = { .db_path = path };
+	char keys[2][NW_STORE_KEY_LEN];
+	for (int i = 0; i < 2; i++) {
+		struct nw_run run;
+		make_run(&run); /* the same header, time and rows each time */
+		long long id;
+		assert_int_equal(nw_store_record(&o, &run, &id, err, sizeof(err)), 0);
+		nw_store_run_key(&run, keys[i], sizeof(keys[i]));
+		nw_run_release(&run);
+	}
+	assert_string_not_equal(keys[0], keys[1]);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(lite_int(db, "SELECT count(DISTINCT content_key) FROM runs"), 2);
+	sqlite3_close(db);
+}
+
+/*
+ * Issue 28 item 4: a run spooled although the server took it (its answer
+ * never came) is found stored when the spool is sent, and sent twice stays
+ * one run: its key is the one it was recorded with, though the spool's JSON
+ * rounds the figures the key covers.
+ */
+static void spool_sent_once(void **state)
+{
+	(void)state;
+	char path[128], spool[128], err[NW_ERRLEN];
+	path_in(path, sizeof(path), "spooled.db");
+	path_in(spool, sizeof(spool), "spool");
+	setenv("NCCLWATCH_SPOOL", spool, 1);
+	struct nw_store_opts o = { .db_path = path };
+	struct nw_run run;
+	make_run(&run);
+	run.rows[0].busbw_gbs += 1e-9; /* a figure the spool's JSON does not keep to the last digit */
+	long long id;
+	assert_int_equal(nw_store_record(&o, &run, &id, err, sizeof(err)), 0);
+	for (int i = 0; i < 2; i++) {
+		nw_strlcpy(err, "no answer", sizeof(err));
+		assert_int_equal(nw_spool_keep(path, &run, err, sizeof(err)), 0);
+		struct nw_spool_counts c;
+		assert_int_equal(nw_store_sync(&o, &c, err, sizeof(err)), 0);
+		assert_int_equal(c.sent, 0);
+		assert_int_equal(c.dup, 1);
+	}
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(lite_int(db, "SELECT count(*) FROM runs"), 1);
+	sqlite3_close(db);
+	nw_run_release(&run);
+	unsetenv("NCCLWATCH_SPOOL");
+}
+
+/* Issue 28 item 6: passwords masked in any text, however spelled. */
+static void redact(void **state)
+{
+	(void)state;
+	static const struct { const char *in, *out; } cases[] = {
+		{ "postgresql://nw:SECRET@db:5432/nw", "postgresql://nw:***@db:5432/nw" },
+		{ "postgresql://nw%3ASECRET@/nw?host=/s", "postgresql://nw%3A***@/nw?host=/s" },
+		{ "postgresql://nw@/nw?host=/s&pass%77ord=SECRET&port=1", "postgresql://nw@/nw?host=/s&pass%77ord=***&port=1" },
+		{ "postgres://h/nw?password=SECRET", "postgres://h/nw?password=***" },
+		{ "bench --db host=/s PASSWORD=SECRET dbname=nw -e 8", "bench --db host=/s PASSWORD=*** dbname=nw -e 8" },
+		{ "host=/s password = 'SE CRET' user=nw", "host=/s password = *** user=nw" },
+		{ "host=/s sslpassword=SECRET", "host=/s sslpassword=***" },
+		{ "postgresql://nw@[::1]:5432/nw", "postgresql://nw@[::1]:5432/nw" },
+		{ "bench -b 8 -e 64 --db /tmp/h.db", "bench -b 8 -e 64 --db /tmp/h.db" },
+	};
+	for (size_t i = 0; i < NW_ARRAY_LEN(cases); i++) {
+		char *r = nw_store_redact(cases[i].in);
+		assert_string_equal(r, cases[i].out);
+		free(r);
+	}
+}
+
+/* Issue 28 item 6: a run's command line is kept without a password in it. */
+static void record_redacts(void **state)
+{
+	(void)state;
+	char path[128], err[NW_ERRLEN];
+	path_in(path, sizeof(path), "redact.db");
+	struct nw_store_opts o = { .db_path = path };
+	struct nw_run run, back;
+	make_run(&run);
+	nw_strlcpy(run.h.cmdline, "ncclwatch bench --db postgresql://nw@/nw?host=/s&pass%77ord=SECRET", sizeof(run.h.cmdline));
+	long long id;
+	assert_int_equal(nw_store_record(&o, &run, &id, err, sizeof(err)), 0);
+	struct nw_store *s;
+	assert_int_equal(nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)), 0);
+	assert_int_equal(nw_store_load(s, id, &back, err, sizeof(err)), 0);
+	assert_null(strstr(back.h.cmdline, "SECRET"));
+	assert_non_null(strstr(back.h.cmdline, "pass%77ord=***"));
+	const char *fpc = json_string_value(json_object_get(json_object_get(back.h.extra, "fingerprint"), "cmdline"));
+	assert_non_null(fpc);
+	assert_null(strstr(fpc, "SECRET"));
+	nw_store_close(s);
+	nw_run_release(&run);
+	nw_run_release(&back);
+}
+
+/* Issue 28 item 6: libpq's reading of a connection string refuses every spelling of a password, and never quotes it. */
+static void pg_passwords(void **state)
+{
+	(void)state;
+	static const char *const refused[] = {
+		"postgresql://nw@/nw?host=/tmp/s&pass%77ord=SECRET",
+		"postgresql://nw:SECRET@/nw?host=/tmp/s",
+		"postgresql://nw%3ASECRET@/nw?host=/tmp/s",
+		"host=/tmp/s PASSWORD=SECRET dbname=nw",
+		"host=/tmp/s password=SECRET dbname=nw",
+		"host=/tmp/s sslpassword=SECRET dbname=nw",
+		"postgresql://nw@/nw?host=/tmp/s&SECRET",
+	};
+	char err[NW_ERRLEN];
+	for (size_t i = 0; i < NW_ARRAY_LEN(refused); i++) {
+		assert_true(nw_db_is_pg(refused[i]));
+		assert_int_equal(nw_db_pg_check(refused[i], err, sizeof(err)), -1);
+		assert_null(strstr(err, "SECRET"));
+		assert_null(strstr(err, "/tmp/s"));
+	}
+	assert_int_equal(nw_db_pg_check("postgresql://nw@/nw?host=/tmp/s&port=5432", err, sizeof(err)), 0);
+	assert_int_equal(nw_db_pg_check("host=/tmp/s dbname=nw user=nw", err, sizeof(err)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -477,6 +660,12 @@ int main(void)
 		cmocka_unit_test(migrate_v4),
 		cmocka_unit_test(newer_schema),
 		cmocka_unit_test(read_missing),
+		cmocka_unit_test(read_leaves_file),
+		cmocka_unit_test(distinct_keys),
+		cmocka_unit_test(spool_sent_once),
+		cmocka_unit_test(redact),
+		cmocka_unit_test(record_redacts),
+		cmocka_unit_test(pg_passwords),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
