@@ -68,7 +68,7 @@ enum { NWP_KIND_COLL = 1, NWP_KIND_P2P = 2, NWP_KIND_CE = 3 /* op_start only: st
 struct nwp_slot {
 	uint32_t state;          /* atomic: NWP_* */
 	uint8_t kind;            /* NWP_KIND_* */
-	uint8_t expect_kch;      /* KernelCh was in the mask at start */
+	uint8_t expect_kch;      /* atomic: KernelCh was in the mask at start (the interposer: the op is timed; set at its group end) */
 	uint8_t nch;             /* channels NCCL announced (0: unknown) */
 	uint8_t nwarps;
 	int32_t peer;            /* root or peer */

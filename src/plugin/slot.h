@@ -19,8 +19,8 @@ struct nwp_op_in {
 	uint8_t nch, nwarps;
 };
 
-/* Take the next slot of c's pool; NULL (and a drop counted) when it is full. */
-NWP_HOT struct nwp_slot *nwp_slot_take(struct nwp_comm *c)
+/* Take the next slot of c's pool (its running index in *idx); NULL (and a drop counted) when it is full. */
+NWP_HOT struct nwp_slot *nwp_slot_take_at(struct nwp_comm *c, uint64_t *idx)
 {
 	uint64_t h = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 	for (;;) {
@@ -29,9 +29,17 @@ NWP_HOT struct nwp_slot *nwp_slot_take(struct nwp_comm *c)
 			__atomic_fetch_add(&c->dropped, 1, __ATOMIC_RELAXED);
 			return NULL;
 		}
-		if (__atomic_compare_exchange_n(&c->head, &h, h + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		if (__atomic_compare_exchange_n(&c->head, &h, h + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			*idx = h;
 			return &c->slots[h & (nwp_g.pool_size - 1)];
+		}
 	}
+}
+
+NWP_HOT struct nwp_slot *nwp_slot_take(struct nwp_comm *c)
+{
+	uint64_t idx;
+	return nwp_slot_take_at(c, &idx);
 }
 
 /*
@@ -44,7 +52,7 @@ NWP_HOT void nwp_slot_fill(struct nwp_comm *c, struct nwp_slot *s, int kind, con
                            int expect_kch)
 {
 	s->kind = (uint8_t)kind;
-	s->expect_kch = (uint8_t)(expect_kch != 0);
+	__atomic_store_n(&s->expect_kch, (uint8_t)(expect_kch != 0), __ATOMIC_RELAXED);
 	s->seq = in->seq;
 	s->func = in->func;
 	s->count = in->count;

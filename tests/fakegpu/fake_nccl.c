@@ -16,7 +16,11 @@
  * carry the waiting (cuStreamQuery says not ready until the work ran).
  * Ops: AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll,
  * Gather, Scatter, Send, Recv (to itself too); CommSplit, CommUserRank,
- * CommCount (see ncclCommSplit below); every NCCL data type (fp8 and half/bfloat16
+ * CommCount (see ncclCommSplit below); CommInitAll, CommInitRankScalable
+ * (the first id names the clique) and CommFinalize (nothing to flush: work
+ * runs when its ranks arrive). Every API function is exported under its
+ * name and, as NCCL does, under the same name with a leading 'p'
+ * (pncclAllReduce), which interposers call to reach NCCL itself. Every NCCL data type (fp8 and half/bfloat16
  * rounded to nearest even) and sum, prod, max, min, avg (avg refused on fp8,
  * as NCCL 2.28 does). Reductions of floating types are computed in double
  * and rounded once; integers wrap as the type does; integer avg is the
@@ -147,6 +151,9 @@ EXPORT ncclResult_t ncclCommRegister(ncclComm_t c, void *buf, size_t bytes, void
 EXPORT ncclResult_t ncclCommDeregister(ncclComm_t c, void *handle);
 EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t c, void *buf, size_t bytes, void **win, int flags);
 EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t c, void *win);
+EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist);
+EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *c, int n, int rank, int nid, ncclUniqueId *ids, void *config);
+EXPORT ncclResult_t ncclCommFinalize(ncclComm_t c);
 
 enum kind { K_ALLREDUCE, K_ALLGATHER, K_REDUCESCATTER, K_BROADCAST, K_REDUCE, K_ALLTOALL, K_GATHER, K_SCATTER,
             K_SEND, K_RECV };
@@ -508,6 +515,39 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *c, int n, ncclUniqueId id, int r
 	FAIL_POINT();
 	(void)config; /* accepted and ignored */
 	return init_rank(c, n, &id, rank);
+}
+
+ncclResult_t ncclCommInitRankScalable(ncclComm_t *c, int n, int rank, int nid, ncclUniqueId *ids, void *config)
+{
+	FAIL_POINT();
+	(void)config;
+	if (nid < 1 || !ids)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: no unique id", __func__);
+	return init_rank(c, n, &ids[0], rank);
+}
+
+/* Every rank of a new clique in this process, as one group (devlist is not needed: the fake has no devices). */
+ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
+{
+	FAIL_POINT();
+	(void)devlist;
+	if (!comms || ndev < 1)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: bad arguments", __func__);
+	ncclUniqueId id;
+	ncclResult_t r = ncclGetUniqueId(&id);
+	if (r)
+		return r;
+	depth++;
+	for (int i = 0; i < ndev && !r; i++)
+		r = init_rank(&comms[i], ndev, &id, i);
+	ncclResult_t end = ncclGroupEnd();
+	return r ? r : end;
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t c)
+{
+	FAIL_POINT();
+	return c ? ncclSuccess : fail(ncclInvalidArgument, "fake NCCL: %s: NULL communicator", __func__);
 }
 
 /* ---- dropping work ---- */
@@ -2175,3 +2215,14 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t c, void *win)
 	FAIL_POINT();
 	return reg_close(__func__, c, win, 1);
 }
+
+/* NCCL's second name of each API function (pncclX), the one profiling tools call. */
+#define PNAME(f) extern __typeof__(f) p##f __attribute__((alias(#f), visibility("default")));
+PNAME(ncclGetVersion) PNAME(ncclGetUniqueId) PNAME(ncclCommInitRank) PNAME(ncclCommInitRankConfig)
+PNAME(ncclCommInitRankScalable) PNAME(ncclCommInitAll) PNAME(ncclCommFinalize) PNAME(ncclCommDestroy)
+PNAME(ncclCommAbort) PNAME(ncclCommGetAsyncError) PNAME(ncclGetErrorString) PNAME(ncclGetLastError)
+PNAME(ncclGroupStart) PNAME(ncclGroupEnd) PNAME(ncclAllReduce) PNAME(ncclAllGather) PNAME(ncclReduceScatter)
+PNAME(ncclBroadcast) PNAME(ncclReduce) PNAME(ncclAlltoAll) PNAME(ncclGather) PNAME(ncclScatter) PNAME(ncclSend)
+PNAME(ncclRecv) PNAME(ncclCommSplit) PNAME(ncclCommUserRank) PNAME(ncclCommCount) PNAME(ncclMemAlloc)
+PNAME(ncclMemFree) PNAME(ncclCommRegister) PNAME(ncclCommDeregister) PNAME(ncclCommWindowRegister)
+PNAME(ncclCommWindowDeregister)
