@@ -50,7 +50,24 @@ struct group {
 	struct gop op[];
 };
 
+/*
+ * A communicator made inside a group, registered when the group ends: NCCL
+ * initialises it then (and loads its profiler plugin then, which decides
+ * who records), and sets a split's child handle only then.
+ */
+struct gmade {
+	ipo_comm_t k;              /* the handle; NULL: read it from *child */
+	ipo_comm_t *child;
+	uint64_t hash;
+	int rank, nranks;
+	const struct ipo_nccl *nc;
+	void *ctx;                 /* the CUDA context current at the call: its GPU */
+};
+#define GROUP_MADE 64
+
 static IPO_TLS int t_inside;            /* calls of this thread into the real NCCL in progress */
+static IPO_TLS int t_nmade;             /* communicators made in the open group */
+static IPO_TLS struct gmade t_made[GROUP_MADE];
 static IPO_TLS int t_depth;             /* the job's ncclGroupStart depth on this thread */
 static IPO_TLS struct group *t_group;   /* ops of the open group (freed with the thread) */
 static pthread_key_t group_key;
@@ -273,6 +290,22 @@ static void op_end(struct op *o, ipo_res_t rc)
 
 /* --- groups --- */
 
+/* The communicators made in the group just ended (rc): registered now (a nonblocking split's child: at its first op). */
+static void group_made(ipo_res_t rc)
+{
+	for (int i = 0; i < t_nmade && (rc == IPO_SUCCESS || rc == IPO_IN_PROGRESS) && recording(); i++) {
+		const struct gmade *m = &t_made[i];
+		ipo_comm_t k = m->k ? m->k : rc == IPO_SUCCESS ? *m->child : NULL;
+		if (!k)
+			continue;
+		void *was = m->ctx ? ipo_ctx_swap(m->ctx) : NULL;
+		ipo_register(m->nc, k, m->hash, m->rank, m->nranks);
+		if (was)
+			ipo_ctx_swap(was);
+	}
+	t_nmade = 0;
+}
+
 /* Before NCCL's outermost ncclGroupEnd: the group's (communicator, stream) pairs, a start event on each timed one. */
 static int group_pre(struct gpair *p)
 {
@@ -367,6 +400,7 @@ static ipo_res_t group_end(const void *ra, enum ipo_fn fn, void *sim)
 	FORWARD(r, end ? end() : sim_end(sim));
 	t_depth = 0;
 	group_post(p, np, r, fn == IPO_GROUP_END);
+	group_made(fn == IPO_GROUP_END ? r : IPO_INTERNAL_ERROR);
 	return r;
 }
 
@@ -485,10 +519,18 @@ static const struct ipo_nccl *nccl_of(ipo_comm_t k, const void *ra)
 	return e && e->nc ? e->nc : ipo_nccl_caller(ra);
 }
 
-/* A communicator made (r: NCCL's answer): registered when recording. */
-static void made(const struct ipo_nccl *nc, ipo_res_t r, ipo_comm_t *k, uint64_t hash, int rank, int nranks)
+/*
+ * A communicator made (r: NCCL's answer; split: *k is set only when the
+ * call completes): registered when recording, at the group's end inside one.
+ */
+static void made(const struct ipo_nccl *nc, ipo_res_t r, ipo_comm_t *k, int split, uint64_t hash, int rank,
+                 int nranks)
 {
-	if ((r == IPO_SUCCESS || r == IPO_IN_PROGRESS) && k && *k && !t_inside && recording())
+	if ((r != IPO_SUCCESS && r != IPO_IN_PROGRESS) || !k || t_inside || !recording())
+		return;
+	if (t_depth > 0 && t_nmade < GROUP_MADE)
+		t_made[t_nmade++] = (struct gmade){ split ? NULL : *k, k, hash, rank, nranks, nc, ipo_ctx_swap(NULL) };
+	else if (*k)
 		ipo_register(nc, *k, hash, rank, nranks);
 }
 
@@ -498,7 +540,7 @@ IPO_API ipo_res_t ncclCommInitRank(ipo_comm_t *k, int nranks, ipo_uid_t id, int 
 	ipo_res_t (*init)(ipo_comm_t *, int, ipo_uid_t, int) = NULL, r;
 	REAL(nc, IPO_INIT_RANK, init);
 	FORWARD(r, init(k, nranks, id, rank));
-	made(nc, r, k, ipo_hash_id(&id), rank, nranks);
+	made(nc, r, k, 0, ipo_hash_id(&id), rank, nranks);
 	return r;
 }
 
@@ -508,7 +550,7 @@ IPO_API ipo_res_t ncclCommInitRankConfig(ipo_comm_t *k, int nranks, ipo_uid_t id
 	ipo_res_t (*init)(ipo_comm_t *, int, ipo_uid_t, int, void *) = NULL, r;
 	REAL(nc, IPO_INIT_RANK_CONFIG, init);
 	FORWARD(r, init(k, nranks, id, rank, config));
-	made(nc, r, k, ipo_hash_id(&id), rank, nranks);
+	made(nc, r, k, 0, ipo_hash_id(&id), rank, nranks);
 	return r;
 }
 
@@ -520,7 +562,7 @@ IPO_API ipo_res_t ncclCommInitRankScalable(ipo_comm_t *k, int nranks, int rank, 
 	REAL(nc, IPO_INIT_RANK_SCALABLE, init);
 	FORWARD(r, init(k, nranks, rank, nid, ids, config));
 	if (nid >= 1 && ids)
-		made(nc, r, k, ipo_hash_id(&ids[0]), rank, nranks);
+		made(nc, r, k, 0, ipo_hash_id(&ids[0]), rank, nranks);
 	return r;
 }
 
@@ -532,7 +574,7 @@ IPO_API ipo_res_t ncclCommInitAll(ipo_comm_t *ks, int ndev, const int *devlist)
 	FORWARD(r, init(ks, ndev, devlist));
 	uint64_t hash = ipo_hash_local(); /* every rank is in this process */
 	for (int i = 0; ks && i < ndev; i++)
-		made(nc, r, &ks[i], hash, i, ndev);
+		made(nc, r, &ks[i], 0, hash, i, ndev);
 	return r;
 }
 
@@ -545,7 +587,7 @@ IPO_API ipo_res_t ncclCommSplit(ipo_comm_t k, int color, int key, ipo_comm_t *ch
 	if ((r == IPO_SUCCESS || r == IPO_IN_PROGRESS) && !t_inside && recording()) {
 		struct ipo_entry *parent = ipo_lookup(k);
 		uint64_t hash = ipo_hash_split(parent, color); /* counted on every rank, child or not */
-		made(nc, r, child, hash, -1, -1);
+		made(nc, r, child, 1, hash, -1, -1);
 	}
 	return r;
 }

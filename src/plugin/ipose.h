@@ -158,8 +158,15 @@ struct ipo_timer {
 	uint64_t first, last;      /* slot indices (e->c's pool) of the ops it times */
 };
 
-/* Open the driver the process already loaded (once); 0 when timing can be done. */
-int ipo_cuda_open(void);
+/* Open the driver the process already loaded (once); 0 when timing can be done, else -1 with why. */
+int ipo_cuda_open(const char **why);
+/*
+ * The calling thread's current CUDA context, made ctx (when not NULL and
+ * another) on the way: a communicator made inside a group is registered at
+ * the group's end in the context its init was called in (its GPU, its
+ * event pairs), then the job's is put back. NULL when unknown.
+ */
+void *ipo_ctx_swap(void *ctx);
 /* Is stream st being captured into a CUDA graph (1), not (0), or unknown (-1)? */
 int ipo_capturing(ipo_stream_t st);
 /* A free pair for stream st with its start recorded there; NULL when none (untimed). */

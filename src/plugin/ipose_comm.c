@@ -148,7 +148,12 @@ static void in_child(void)
 /* The front end's settings, once recording is decided (NCCL nc): the header's word, the mode, the line. */
 static void front_setup(const struct ipo_nccl *nc)
 {
-	int timing = __atomic_load_n(&ipo_g.timing, __ATOMIC_ACQUIRE) && ipo_cuda_open() == 0;
+	const char *why = "";
+	int timing = __atomic_load_n(&ipo_g.timing, __ATOMIC_ACQUIRE);
+	if (timing && ipo_cuda_open(&why) != 0) {
+		ipo_timing_off("%s", why);
+		timing = 0;
+	}
 	front.abi_word = NWS_ABI_INTERPOSER | ((uint32_t)(nc->version > 0 ? nc->version : 0) << 8);
 	front.kmode = !timing ? NWS_KMODE_OFF : ipo_g.every_ns ? NWS_KMODE_AUTO : NWS_KMODE_ON;
 	if (!timing)

@@ -78,7 +78,7 @@ static void *sym(void *h, const char *a, const char *b)
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static int open_state;                     /* 0 not tried, 1 open, -1 failed */
 
-int ipo_cuda_open(void)
+int ipo_cuda_open(const char **why)
 {
 	pthread_mutex_lock(&open_lock);
 	if (!open_state) {
@@ -87,9 +87,7 @@ int ipo_cuda_open(void)
 		if (!h && alt && *alt)
 			h = dlopen(alt, RTLD_LAZY | RTLD_NOLOAD);
 		open_state = -1;
-		if (!h) {
-			ipo_timing_off("no CUDA driver (libcuda.so.1) is loaded in this process");
-		} else {
+		if (h) {
 			*(void **)(void *)&cu.event_create = sym(h, "cuEventCreate", NULL);
 			*(void **)(void *)&cu.event_record = sym(h, "cuEventRecord", NULL);
 			*(void **)(void *)&cu.event_query = sym(h, "cuEventQuery", NULL);
@@ -104,11 +102,25 @@ int ipo_cuda_open(void)
 			    cu.stream_is_capturing && cu.stream_get_ctx && cu.ctx_set_current && cu.ctx_get_current)
 				open_state = 1;
 			else
-				ipo_timing_off("the CUDA driver lacks the event functions (older than CUDA 10?)");
+				open_state = -2;
 		}
 	}
+	int st = open_state;
 	pthread_mutex_unlock(&open_lock);
-	return open_state == 1 ? 0 : -1;
+	if (why)
+		*why = st == -1 ? "no CUDA driver (libcuda.so.1) is loaded in this process"
+		     : st == -2 ? "the CUDA driver lacks the event functions (older than CUDA 10?)" : "";
+	return st == 1 ? 0 : -1;
+}
+
+void *ipo_ctx_swap(void *ctx)
+{
+	void *cur = NULL;
+	if (ipo_cuda_open(NULL) != 0 || __atomic_load_n(&stopped, __ATOMIC_ACQUIRE) || cu.ctx_get_current(&cur) != 0)
+		return NULL;
+	if (ctx && ctx != cur && cu.ctx_set_current(ctx) != 0)
+		return NULL;
+	return cur;
 }
 
 int ipo_capturing(ipo_stream_t st)

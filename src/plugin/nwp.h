@@ -201,6 +201,7 @@ struct nwp_logfig {
 	double busy_pct;
 	double exposed_pct;
 	int hung;
+	const char *via;           /* "interposer" when it wrote the line; NULL: the profiler plugin */
 };
 
 /* The interposer's value of nwp_global.abi (profiler interfaces are 1 to 6). */
