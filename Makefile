@@ -174,6 +174,13 @@ $(BUILD)/tests/test_overlap_math: tests/unit/test_overlap_math.c $(BUILD)/pic/sr
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $^ -lcmocka
 
+# The interposer's stand-in job links nothing of ncclwatch and not NCCL: the
+# loader binds its NCCL calls to an LD_PRELOADed interposer, as PyTorch's are.
+$(BUILD)/tests/ipose_job: tests/helpers/ipose_job.c
+	@mkdir -p $(dir $@)
+	@echo "  HELPER  $@"
+	$(Q)$(CC) $(filter-out $(MPI_CFLAGS),$(CFLAGS)) -o $@ $< -ldl -lpthread
+
 $(BUILD)/tests/%: tests/helpers/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  HELPER  $@"

@@ -16,7 +16,8 @@
  * carry the waiting (cuStreamQuery says not ready until the work ran).
  * Ops: AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll,
  * Gather, Scatter, Send, Recv (to itself too); CommSplit, CommUserRank,
- * CommCount (see ncclCommSplit below); CommInitAll, CommInitRankScalable
+ * CommCount (see ncclCommSplit below); Bcast (in-place Broadcast, called
+ * through its exported name as NCCL does); CommInitAll, CommInitRankScalable
  * (the first id names the clique) and CommFinalize (nothing to flush: work
  * runs when its ranks arrive). Every API function is exported under its
  * name and, as NCCL does, under the same name with a leading 'p'
@@ -154,6 +155,7 @@ EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t c, void *win);
 EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist);
 EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *c, int n, int rank, int nid, ncclUniqueId *ids, void *config);
 EXPORT ncclResult_t ncclCommFinalize(ncclComm_t c);
+EXPORT ncclResult_t ncclBcast(void *b, size_t n, int t, int root, ncclComm_t c, cudaStream_t st);
 
 enum kind { K_ALLREDUCE, K_ALLGATHER, K_REDUCESCATTER, K_BROADCAST, K_REDUCE, K_ALLTOALL, K_GATHER, K_SCATTER,
             K_SEND, K_RECV };
@@ -1894,6 +1896,12 @@ ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int t, int op, nccl
 	return enqueue(&k, st);
 }
 
+ncclResult_t ncclBcast(void *b, size_t n, int t, int root, ncclComm_t c, cudaStream_t st)
+{
+	FAIL_POINT();
+	return ncclBroadcast(b, b, n, t, root, c, st);
+}
+
 ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int t, ncclComm_t c, cudaStream_t st)
 {
 	FAIL_POINT();
@@ -2222,7 +2230,7 @@ PNAME(ncclGetVersion) PNAME(ncclGetUniqueId) PNAME(ncclCommInitRank) PNAME(ncclC
 PNAME(ncclCommInitRankScalable) PNAME(ncclCommInitAll) PNAME(ncclCommFinalize) PNAME(ncclCommDestroy)
 PNAME(ncclCommAbort) PNAME(ncclCommGetAsyncError) PNAME(ncclGetErrorString) PNAME(ncclGetLastError)
 PNAME(ncclGroupStart) PNAME(ncclGroupEnd) PNAME(ncclAllReduce) PNAME(ncclAllGather) PNAME(ncclReduceScatter)
-PNAME(ncclBroadcast) PNAME(ncclReduce) PNAME(ncclAlltoAll) PNAME(ncclGather) PNAME(ncclScatter) PNAME(ncclSend)
+PNAME(ncclBroadcast) PNAME(ncclBcast) PNAME(ncclReduce) PNAME(ncclAlltoAll) PNAME(ncclGather) PNAME(ncclScatter) PNAME(ncclSend)
 PNAME(ncclRecv) PNAME(ncclCommSplit) PNAME(ncclCommUserRank) PNAME(ncclCommCount) PNAME(ncclMemAlloc)
 PNAME(ncclMemFree) PNAME(ncclCommRegister) PNAME(ncclCommDeregister) PNAME(ncclCommWindowRegister)
 PNAME(ncclCommWindowDeregister)
