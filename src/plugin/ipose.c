@@ -263,8 +263,11 @@ static void op_end(struct op *o, ipo_res_t rc)
 		return;
 	if (!ok && o->kind == NWP_KIND_COLL)
 		__atomic_fetch_sub(&e->seq[o->nws_op], 1, __ATOMIC_RELAXED); /* not issued: its number is the next op's */
-	if (!ipo_enter(e, o->grouped ? 0 : o->gen))
-		return; /* gone while NCCL had the call: its slot and pair belong to the finalize now */
+	if (!ipo_enter(e, o->grouped ? 0 : o->gen)) {
+		if (o->t) /* gone while NCCL had the call (aborted): its slot is the finalize's, its pair never touched */
+			ipo_timer_abandon(o->t);
+		return;
+	}
 	if (o->grouped && ok) {
 		o->gen = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
 		struct nwp_slot *s = op_slot(o, 0);
@@ -352,7 +355,8 @@ static void group_post(struct gpair *p, int np, ipo_res_t rc, int launched)
 		if (!p[j].t)
 			continue;
 		if (!ipo_enter(p[j].e, p[j].gen)) {
-			p[j].t = NULL; /* gone meanwhile: the pair is left alone */
+			ipo_timer_abandon(p[j].t); /* gone meanwhile: the pair is never touched again */
+			p[j].t = NULL;
 			continue;
 		}
 		if (rc != IPO_SUCCESS || !launched)

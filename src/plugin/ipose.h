@@ -155,6 +155,7 @@ struct ipo_timer {
 	struct ipo_timer *next;    /* free list, queue, pending list */
 	struct ipo_entry *e;
 	uint32_t gen;
+	int dead;                  /* its communicator went while it was recorded: never touched again */
 	uint64_t first, last;      /* slot indices (e->c's pool) of the ops it times */
 };
 
@@ -175,6 +176,8 @@ struct ipo_timer *ipo_timer_start(ipo_stream_t st);
 int ipo_timer_stop(struct ipo_timer *t, ipo_stream_t st);
 /* Give a pair back unused (its op failed or is untimed). */
 void ipo_timer_put(struct ipo_timer *t);
+/* A pair whose communicator went (an abort) while it was being recorded: kept, never touched again. */
+void ipo_timer_abandon(struct ipo_timer *t);
 /* Hand a recorded pair to the publisher, for ops first..last of e. */
 void ipo_timer_queue(struct ipo_timer *t, struct ipo_entry *e, uint32_t gen, uint64_t first, uint64_t last);
 /* Make event pairs ready in the calling thread's current context (at registration). */

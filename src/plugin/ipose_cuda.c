@@ -64,6 +64,7 @@ static int nctx;                           /* atomic: entries published */
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER; /* adding entries */
 
 static struct ipo_timer *queued;           /* atomic: pairs handed to the publisher (a stack) */
+static struct ipo_timer *abandoned;        /* publisher: pairs never to be touched again (an aborted comm's, failed ones) */
 static struct ipo_timer *pend, **pend_tail = &pend; /* publisher: pairs being polled, oldest first */
 static int stopped;                        /* atomic: never call the driver again */
 static __thread int relaxed __attribute__((tls_model("initial-exec"))); /* this thread's capture mode is relaxed */
@@ -245,16 +246,30 @@ int ipo_timer_stop(struct ipo_timer *t, ipo_stream_t st)
 	return -1;
 }
 
-void ipo_timer_queue(struct ipo_timer *t, struct ipo_entry *e, uint32_t gen, uint64_t first, uint64_t last)
+/* Hand t to the publisher (a lock-free stack; the publisher takes it whole). */
+static void push(struct ipo_timer *t)
 {
-	t->e = e;
-	t->gen = gen;
-	t->first = first;
-	t->last = last;
 	struct ipo_timer *top = __atomic_load_n(&queued, __ATOMIC_RELAXED);
 	do
 		t->next = top;
 	while (!__atomic_compare_exchange_n(&queued, &top, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+void ipo_timer_queue(struct ipo_timer *t, struct ipo_entry *e, uint32_t gen, uint64_t first, uint64_t last)
+{
+	t->dead = 0;
+	t->e = e;
+	t->gen = gen;
+	t->first = first;
+	t->last = last;
+	push(t);
+}
+
+void ipo_timer_abandon(struct ipo_timer *t)
+{
+	t->dead = 1;
+	t->e = NULL;
+	push(t);
 }
 
 /* Move the queued pairs to the end of the pending list, oldest first (publisher, lock held). */
@@ -340,14 +355,15 @@ static void ctx_aside(struct ipo_ctx *x, int r)
 }
 
 /*
- * Poll pair t once: 1 when it is done with (finished and filled, or
- * failed), 0 while it waits. fill_it: give its ops their times.
+ * Poll pair t once: 1 when it is done with (finished, its ops filled when
+ * fill_it, and back in its pool), 2 when it failed (never to be touched
+ * again), 0 while it waits.
  */
 static int poll_one(struct ipo_timer *t, int fill_it, uint64_t now)
 {
 	struct ipo_ctx *x = t->ctx;
 	if (__atomic_load_n(&x->dead, __ATOMIC_RELAXED))
-		return 1; /* never touched again */
+		return 2;
 	int r = cu.event_query(t->ev[1]);
 	if (r == CU_NOT_READY)
 		return 0;
@@ -357,7 +373,7 @@ static int poll_one(struct ipo_timer *t, int fill_it, uint64_t now)
 	if (r) {
 		if (++x->errors >= CTX_ERRORS)
 			ctx_aside(x, r);
-		return 1;
+		return 2;
 	}
 	x->errors = 0;
 	if (fill_it)
@@ -384,16 +400,20 @@ static void poll_pending(uint64_t now, struct ipo_entry *only, int aborted)
 		struct ipo_timer *t = *pp, *next = t->next; /* a pair done with goes back to its pool, next and all */
 		struct ipo_entry *e = t->e;
 		int done;
-		if (only && e != only) {
+		if (only && (e != only || t->dead)) {
 			pp = &t->next;
 			continue;
 		}
-		if (aborted || (e && __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == IPO_ABORTED))
-			done = 1; /* abandoned, never touched again */
+		if (t->dead || aborted || (e && __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == IPO_ABORTED))
+			done = 2; /* abandoned */
 		else
 			done = poll_one(t, e && __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) == t->gen, now);
 		if (!done && only)
 			t->e = NULL; /* its communicator goes: the pair is recycled once it finishes */
+		if (done == 2) { /* kept where it can be found, never touched */
+			t->next = abandoned;
+			abandoned = t;
+		}
 		if (done)
 			*pp = next;
 		else

@@ -37,7 +37,7 @@ stats() {
 # issued FILE: the same from ipose_job's own counts.
 issued() { awk '/^issued/ && $5 != "calls=0" { gsub(/[a-z]+=/, ""); print $2, $3, $4, $5, $6 }' "$1" | sort; }
 # same A B: files A and B hold the same lines, and A is not empty.
-same() { test -s "$1" && cmp -s "$1" "$2"; }
+same() { cat "$1" >"$TMP/same.a" && cat "$2" >"$TMP/same.b" && test -s "$TMP/same.a" && cmp -s "$TMP/same.a" "$TMP/same.b"; }
 bench() { "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" "$@"; }
 ipo() { env LD_PRELOAD="$IPO" "$@"; }
 
