@@ -11,6 +11,9 @@
 FAKE=$NW_TESTS/fakegpu
 IPO=${NW_IPOSE:-$(dirname "$NW")/libncclwatch-interpose.so}
 JOB=$NW_TESTS/ipose_job
+# Under AddressSanitizer its runtime must come first among preloaded libraries.
+ASANRT=$(ldd "$IPO" 2>/dev/null | awk '/libasan/ { print $3 }')
+PRE="${ASANRT:+$ASANRT }$IPO"
 export NCCLWATCH_CUDA_LIB=$FAKE/libcuda.so.1 FAKE_GPU_COUNT=4
 unset NCCLWATCH_NCCL_LIB FAKE_NCCL_FAIL FAKE_NCCL_CORRUPT FAKE_NCCL_HANG FAKE_NCCL_ASYNC_ERROR FAKE_NCCL_VERSION \
 	NCCL_PROFILER_PLUGIN NCCLWATCH_TIMED_PER_S NCCLWATCH_INTERPOSE NCCL_TESTS_SPLIT NCCLWATCH_LOG_S NCCL_DEBUG
@@ -39,7 +42,7 @@ issued() { awk '/^issued/ && $5 != "calls=0" { gsub(/[a-z]+=/, ""); print $2, $3
 # same A B: files A and B hold the same lines, and A is not empty.
 same() { cat "$1" >"$TMP/same.a" && cat "$2" >"$TMP/same.b" && test -s "$TMP/same.a" && cmp -s "$TMP/same.a" "$TMP/same.b"; }
 bench() { "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" "$@"; }
-ipo() { env LD_PRELOAD="$IPO" "$@"; }
+ipo() { env LD_PRELOAD="$PRE" "$@"; }
 
 # Inert where there is no NCCL; bench routes the calls it wraps through it, as the loader does for PyTorch.
 run ipo sh -c true
@@ -152,7 +155,7 @@ expect_true "split job: three communicators (the world, two halves of 2 ranks)" 
 d=$TMP/xsplit; mkdir -p "$d"
 run env NCCLWATCH_DIR="$d" FAKE_NCCL_VERSION=22105 NCCL_TESTS_SPLIT="MOD 2" ASAN_OPTIONS=detect_leaks=0 \
 	"${MPIRUN[@]}" -np 4 -x NCCLWATCH_DIR -x FAKE_NCCL_VERSION -x NCCL_TESTS_SPLIT -x NCCLWATCH_CUDA_LIB \
-	-x FAKE_GPU_COUNT -x ASAN_OPTIONS -x LD_PRELOAD="$IPO" "$NW" bench --no-history \
+	-x FAKE_GPU_COUNT -x ASAN_OPTIONS -x LD_PRELOAD="$PRE" "$NW" bench --no-history \
 	--nccl-lib "$FAKE/libnccl.so.2" -g 1 --op all_reduce -b 1K -e 4K -n 3 -w 1 -c 1
 expect_rc "4 processes, split in two: runs" 0
 expect_true "4 processes: the world's 4 files and each half's 2 share a name, pids differ" test \
@@ -178,7 +181,7 @@ run "$NW_TESTS/nwstats_dump" "$d"
 expect_true "hung rank: both files finished, hung, after the abort" test "$(grep -Ec '^prog .* hung=1 why=1 ' "$OUT")" = 2
 expect_true "hung rank: a trace dump" test -n "$(ls "$d" | grep '^trace\..*\.json$')"
 d=$TMP/watchdog; mkdir -p "$d"
-(NCCLWATCH_DIR=$d FAKE_NCCL_VERSION=22105 FAKE_NCCL_HANG=0 NCCLWATCH_HANG_S=1 LD_PRELOAD="$IPO" "$JOB" \
+(NCCLWATCH_DIR=$d FAKE_NCCL_VERSION=22105 FAKE_NCCL_HANG=0 NCCLWATCH_HANG_S=1 LD_PRELOAD="$PRE" "$JOB" \
 	--nccl-lib "$FAKE/libnccl.so.2" --threads --abort-ms 4000 >"$TMP/wd.out" 2>"$TMP/wd.err") &
 job=$!
 for _ in $(seq 60); do grep -q 'hung=1' <("$NW_TESTS/nwstats_dump" "$d" 2>/dev/null) && break; sleep 0.1; done
