@@ -1,4 +1,4 @@
-# The ncclwatch image: the portable binary and plugin (glibc 2.31, nothing
+# The ncclwatch image: the portable binary, plugin and interposer (glibc 2.31, nothing
 # else at load time), their glibc, a non-root user, no shell.
 #   docker build -t ncclwatch:0.1.0 .
 # The exporter is the default command (docs/deploy.md); any other command
@@ -21,6 +21,7 @@ COPY scripts/image-root /src/scripts/image-root
 RUN CFLAGS="-O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong" LDFLAGS="-Wl,-z,relro -Wl,-z,now" \
     make -C /src -j"$(nproc)" BUILD=out MPI=dl MHD=dl PQ=dl STATIC=1 all \
  && strip --strip-unneeded --remove-section=.comment /src/out/ncclwatch /src/out/libnccl-profiler-ncclwatch.so \
+      /src/out/libncclwatch-interpose.so \
  && /src/scripts/image-root /src/out / /rootfs
 
 FROM scratch

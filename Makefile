@@ -1,19 +1,20 @@
 # ncclwatch: plain make.
-#   make                 build/ncclwatch and build/libnccl-profiler-ncclwatch.so
+#   make                 build/ncclwatch, build/libnccl-profiler-ncclwatch.so and
+#                        build/libncclwatch-interpose.so (LD_PRELOAD, for NCCL 2.18 to 2.22)
 #   make test            every test that needs no GPU (unit, CLI, plugin harness);
 #                        T="test_a test_b" runs only those
 #   make SANITIZE=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer (build-san/)
-#   make TSAN=1 tsan     the plugin and its harness under ThreadSanitizer (clang, build-tsan/)
+#   make TSAN=1 tsan     the plugin, the interposer and their drivers under ThreadSanitizer (clang, build-tsan/)
 #   make MPI=0           build without MPI even when mpicc is present
 #   make MPI=dl          no MPI at build or load time: Open MPI's libmpi.so.40 is
 #                        opened when an MPI launcher starts ncclwatch (as in make portable)
 #   make MHD=dl          libmicrohttpd opened when the exporter serves HTTP (as in make portable)
 #   make PQ=dl           libpq opened when --db names a PostgreSQL server (as in make portable)
 #   make STATIC=1        jansson, SQLite and ncursesw linked statically
-#   make portable        build-portable/: both files built in a Debian 11 root, needing only
+#   make portable        build-portable/: the three files built in a Debian 11 root, needing only
 #                        glibc >= 2.31 at load time (scripts/portable; root, debootstrap)
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
-#   make install         PREFIX=/usr/local DESTDIR=: binary, plugin, man pages, completions,
+#   make install         PREFIX=/usr/local DESTDIR=: binary, plugin, interposer, man pages, completions,
 #                        deploy examples, the exporter's systemd unit and /etc/default/ncclwatch,
 #                        docs (INSTALL_FROM=build-portable installs the portable files)
 #   make deb             build-deb/ncclwatch_VERSION_amd64.deb of the portable files
@@ -94,13 +95,20 @@ MPI_STATE := MPI support: no (install libopenmpi-dev or set MPI=1 with mpicc on 
 endif
 endif
 
-PLUGIN_SRC := $(wildcard src/plugin/*.c)
-APP_SRC    := $(filter-out $(PLUGIN_SRC),$(shell find src -name '*.c' | sort))
+# src/plugin/ builds two shared libraries from the same recording code (NWP_SRC):
+# the profiler plugin adds NCCL's profiler entry points (plugin.c), the
+# interposer its wrappers of NCCL's API (ipose*.c).
+PLUGIN_ALL := $(wildcard src/plugin/*.c)
+IPOSE_SRC  := $(wildcard src/plugin/ipose*.c)
+NWP_SRC    := $(filter-out src/plugin/plugin.c $(IPOSE_SRC),$(PLUGIN_ALL))
+PLUGIN_SRC := $(NWP_SRC) src/plugin/plugin.c
+APP_SRC    := $(filter-out $(PLUGIN_ALL),$(shell find src -name '*.c' | sort))
 # The check kernels' PTX text goes into the binary as data (src/gpu/verify_ptx.S, .incbin).
 APP_ASM    := $(shell find src -name '*.S' | sort)
 APP_OBJ    := $(APP_SRC:%.c=$(BUILD)/obj/%.o) $(APP_ASM:%.S=$(BUILD)/obj/%.o)
 LIB_OBJ    := $(filter-out $(BUILD)/obj/src/main.o,$(APP_OBJ))
 PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/pic/%.o)
+IPOSE_OBJ  := $(NWP_SRC:%.c=$(BUILD)/pic/%.o) $(IPOSE_SRC:%.c=$(BUILD)/pic/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
@@ -114,9 +122,10 @@ FAKE_FLAGS := $(filter-out -MMD -MP $(MPI_CFLAGS),$(CFLAGS)) -fPIC -shared -fvis
 
 BIN    := $(BUILD)/ncclwatch
 PLUGIN := $(BUILD)/libnccl-profiler-ncclwatch.so
+IPOSE  := $(BUILD)/libncclwatch-interpose.so
 
 .PHONY: all test tsan clean fuzz mpi-state portable install deb image-root
-all: mpi-state $(BIN) $(PLUGIN)
+all: mpi-state $(BIN) $(PLUGIN) $(IPOSE)
 
 mpi-state:
 	@echo "ncclwatch $(VERSION): $(MPI_STATE)"
@@ -131,6 +140,13 @@ $(BIN): $(APP_OBJ)
 $(PLUGIN): $(PLUGIN_OBJ)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/exports.map -Wl,-z,nodelete -o $@ $^ $(LDFLAGS) -ldl -lpthread -lm
+
+# The interposer (LD_PRELOAD) links the same, and exports only the NCCL
+# functions it wraps (src/plugin/interpose.map); tests/cli/test_interpose.sh checks both.
+$(IPOSE): $(IPOSE_OBJ) src/plugin/interpose.map
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/interpose.map -o $@ \
+	  $(IPOSE_OBJ) $(LDFLAGS) -ldl -lpthread -lm
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -157,6 +173,13 @@ $(BUILD)/tests/test_overlap_math: tests/unit/test_overlap_math.c $(BUILD)/pic/sr
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $^ -lcmocka
+
+# The interposer's stand-in job links nothing of ncclwatch and not NCCL: the
+# loader binds its NCCL calls to an LD_PRELOADed interposer, as PyTorch's are.
+$(BUILD)/tests/ipose_job: tests/helpers/ipose_job.c
+	@mkdir -p $(dir $@)
+	@echo "  HELPER  $@"
+	$(Q)$(CC) $(filter-out $(MPI_CFLAGS),$(CFLAGS)) -o $@ $< -ldl -lpthread
 
 $(BUILD)/tests/%: tests/helpers/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -216,7 +239,8 @@ portable:
 	scripts/portable build-portable
 
 # Where make install puts things. The plugin goes on the loader's path, so
-# NCCL_PROFILER_PLUGIN=ncclwatch finds it (docs/plugin.md).
+# NCCL_PROFILER_PLUGIN=ncclwatch finds it (docs/plugin.md); the interposer
+# beside it (LD_PRELOAD=$(LIBDIR)/libncclwatch-interpose.so).
 PREFIX       ?= /usr/local
 DESTDIR      ?=
 BINDIR       ?= $(PREFIX)/bin
@@ -237,6 +261,7 @@ install: $(if $(filter $(BUILD),$(INSTALL_FROM)),all)
 	  $(DESTDIR)$(SYSTEMDDIR) $(DESTDIR)$(SYSCONFDIR)/default $(DESTDIR)$(DOCDIR)/docs
 	install -m 755 $(INSTALL_FROM)/ncclwatch $(DESTDIR)$(BINDIR)/ncclwatch
 	install -m 644 $(INSTALL_FROM)/libnccl-profiler-ncclwatch.so $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(INSTALL_FROM)/libncclwatch-interpose.so $(DESTDIR)$(LIBDIR)/
 	rm -rf $(INSTALL_FROM)/man && scripts/mkman $(INSTALL_FROM)/ncclwatch $(INSTALL_FROM)/man
 	for m in $(INSTALL_FROM)/man/*.1; do gzip -9n <$$m >$(DESTDIR)$(MANDIR)/man1/$${m##*/}.gz; done
 	install -m 644 completions/ncclwatch.bash $(DESTDIR)$(BASHCOMPDIR)/ncclwatch
@@ -263,4 +288,4 @@ deb: portable
 clean:
 	rm -rf build build-san build-tsan build-fuzz build-dl build-deb build-image
 
--include $(APP_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d)
+-include $(APP_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) $(IPOSE_OBJ:.o=.d)

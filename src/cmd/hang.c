@@ -38,8 +38,7 @@ struct hang_read {
 	int ras_asked, ras_ok;
 	size_t ras_comms;
 	char ras_addr[256], ras_version[32], ras_err[NW_ERRLEN];
-	size_t nabi[7];     /* stats files per profiler interface version (1 to 6) */
-	uint32_t blind[7];  /* what each cannot see (NWS_BLIND_*) */
+	struct nw_view_modes modes; /* stats files per writer (profiler interface, interposer) */
 };
 
 /* The default --hang-s: NCCLWATCH_HANG_S as the plugin reads it, else 120. */
@@ -198,13 +197,8 @@ static int gather(const struct hang_args *a, struct nw_prog_set *set, struct han
 			return nw_error("%s (give --dump for trace dumps, or --dir)", err);
 		rd->nfiles = sf.n;
 		rd->nbad = sf.nbad;
-		for (size_t i = 0; i < sf.n; i++) {
-			unsigned abi = sf.ranks[i].hdr.abi;
-			if (abi < NW_ARRAY_LEN(rd->nabi)) {
-				rd->nabi[abi]++;
-				rd->blind[abi] |= sf.ranks[i].hdr.mode.blind;
-			}
-		}
+		for (size_t i = 0; i < sf.n; i++)
+			nw_view_modes_add(&rd->modes, &sf.ranks[i].hdr);
 		int rc = nw_hangsrc_stats(&sf, set, &rd->ndisabled, err, sizeof(err));
 		nw_sf_set_release(&sf);
 		if (rc != 0)
@@ -350,8 +344,8 @@ static void print_read(const struct hang_read *rd, size_t ncomms, double hang_s,
 		printf("left out: %zu file%s of a disabled plugin, %zu unusable\n", rd->ndisabled,
 		       rd->ndisabled == 1 ? "" : "s", rd->nbad);
 	char note[1024];
-	for (unsigned abi = 1; abi < NW_ARRAY_LEN(rd->nabi); abi++)
-		if (nw_view_mode_note(note, sizeof(note), abi, rd->nabi[abi], rd->blind[abi]))
+	for (unsigned i = 1; i < NWS_NMODES; i++)
+		if (nw_view_mode_note(note, sizeof(note), &rd->modes, i))
 			printf("note: %s\n", note);
 }
 

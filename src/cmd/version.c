@@ -52,6 +52,7 @@ static int print_json(const struct nw_opt_out *j, const struct nw_nccl *nc, cons
 		json_object_set_new(n, "version", json_string(nc->version));
 		json_object_set_new(n, "path", json_string(nc->where.path));
 		json_object_set_new(n, "chosen_by", json_string(nc->where.how));
+		json_object_set_new(n, "interposer", nc->interposer[0] ? json_string(nc->interposer) : json_null());
 		json_object_set_new(o, "nccl", n);
 	} else {
 		json_object_set_new(o, "nccl", json_null());
@@ -86,7 +87,8 @@ static void print_text(const struct nw_nccl *nc, const char *nerr, const struct 
 {
 	printf("ncclwatch %s (MPI support: %s)\n", NW_VERSION, NW_HAVE_MPI ? "yes" : "no");
 	if (nc)
-		printf("NCCL %s  %s  (chosen by %s)\n", nc->version, nc->where.path, nc->where.how);
+		printf("NCCL %s  %s  (chosen by %s)%s%s\n", nc->version, nc->where.path, nc->where.how,
+		       nc->interposer[0] ? ", calls through " : "", nc->interposer);
 	else
 		printf("NCCL: none loaded: %s\n", nerr);
 	if (cu)

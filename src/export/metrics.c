@@ -286,7 +286,7 @@ static void info_labels(const struct nw_sf_rank *r, const struct rank_labels *lb
                         char *abi, size_t abilen, char *kmode, size_t kmodelen, char *blind, size_t blindlen)
 {
 	const struct nws_header *h = &r->hdr;
-	snprintf(abi, abilen, "%u", h->abi);
+	snprintf(abi, abilen, nws_abi_interposer(h->abi) ? "interposer" : "%u", h->abi);
 	size_t n = 0;
 	blind[0] = '\0';
 	for (unsigned b = 0; b < NWS_NBLIND && n < blindlen; b++)

@@ -336,10 +336,7 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 		if (r->hdr.nranks == 1 && !r->hdr.ops_total)
 			v->nsolo++; /* NCCL sends no events for them: say so, do not look broken */
 		v->ngraph += r->hdr.graph_ops;
-		if (r->hdr.abi < NW_ARRAY_LEN(v->nabi)) {
-			v->nabi[r->hdr.abi]++;
-			v->blind[r->hdr.abi] |= r->hdr.mode.blind;
-		}
+		nw_view_modes_add(&v->modes, &r->hdr);
 		add_rank_rows(v, &cap, r, now, prev, dt, o, le);
 		add_ovl(v, &ocap, r);
 	}
@@ -382,12 +379,32 @@ void nw_view_format_ovl(char *buf, size_t len, const struct nw_view_ovl *p)
 		         (unsigned long long)o->windows, o->windows == 1 ? "" : "s");
 }
 
-int nw_view_mode_note(char *buf, size_t len, unsigned abi, size_t nfiles, uint32_t blind)
+void nw_view_modes_add(struct nw_view_modes *m, const struct nws_header *h)
 {
-	if (!nfiles || !blind)
+	unsigned i = nws_mode_index(h->abi);
+	if (!i)
+		return;
+	m->n[i]++;
+	m->blind[i] |= h->mode.blind;
+	if (i == NWS_MODE_INTERPOSER)
+		m->nccl[i] = nws_abi_nccl_code(h->abi);
+}
+
+int nw_view_mode_note(char *buf, size_t len, const struct nw_view_modes *m, unsigned i)
+{
+	if (i >= NWS_NMODES || !m->n[i] || !m->blind[i])
 		return 0;
-	size_t n = (size_t)snprintf(buf, len, "profiler v%u (NCCL %s), %zu file%s, cannot see: ", abi, nws_abi_nccl(abi),
-	                            nfiles, nfiles == 1 ? "" : "s");
+	size_t nfiles = m->n[i];
+	uint32_t blind = m->blind[i];
+	unsigned v = m->nccl[i];
+	char who[64];
+	if (i == NWS_MODE_INTERPOSER && v)
+		snprintf(who, sizeof(who), "interposer (NCCL %u.%u.%u)", v / 10000, v / 100 % 100, v % 100);
+	else if (i == NWS_MODE_INTERPOSER)
+		snprintf(who, sizeof(who), "interposer");
+	else
+		snprintf(who, sizeof(who), "profiler v%u (NCCL %s)", i, nws_abi_nccl(i));
+	size_t n = (size_t)snprintf(buf, len, "%s, %zu file%s, cannot see: ", who, nfiles, nfiles == 1 ? "" : "s");
 	const char *sep = "";
 	for (unsigned b = 0; b < NWS_NBLIND && n < len; b++) {
 		if (!(blind & (1u << b)))

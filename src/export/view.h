@@ -66,13 +66,23 @@ struct nw_view_ovl {
 	struct nws_overlap o;     /* copy of the file's figures */
 };
 
+/* Stats files per writer (nws_mode_index: profiler interface 1 to 6, the interposer), and what each cannot give. */
+struct nw_view_modes {
+	size_t n[NWS_NMODES];
+	uint32_t blind[NWS_NMODES];   /* NWS_BLIND_* over its files */
+	unsigned nccl[NWS_NMODES];    /* the interposer's: the NCCL version code it wraps (of the last file) */
+};
+
+/* Count the file whose header is h. */
+void nw_view_modes_add(struct nw_view_modes *m, const struct nws_header *h);
+
 /*
- * The note on what nfiles stats files of profiler interface abi cannot
- * give (blind: NWS_BLIND_* over them): "profiler v3 (NCCL 2.26), 4 files,
- * cannot see: ..."; 0 when they give everything (or there are none).
- * top and hang print it.
+ * The note on what the files of writer mode i cannot give: "profiler v3
+ * (NCCL 2.26), 4 files, cannot see: ...", "interposer (NCCL 2.21.5), 2
+ * files, cannot see: ..."; 0 when they give everything (or there are
+ * none). top and hang print it.
  */
-int nw_view_mode_note(char *buf, size_t len, unsigned abi, size_t nfiles, uint32_t blind);
+int nw_view_mode_note(char *buf, size_t len, const struct nw_view_modes *m, unsigned i);
 
 /* Windows in a row with over 90% of NCCL time exposed before top says "collectives run alone". */
 #define NW_VIEW_ALONE_WINDOWS 3
@@ -83,8 +93,7 @@ struct nw_view {
 	size_t nfiles, nlive, nfinished, ndisabled, nstale, nbad, nhidden;
 	size_t nsolo;             /* shown files of one-rank communicators with no ops */
 	uint64_t ngraph;          /* calls captured into CUDA graphs in the shown files (replays unseen) */
-	size_t nabi[7];           /* shown files per profiler interface version (1 to 6) */
-	uint32_t blind[7];        /* what each cannot give (NWS_BLIND_*, over its files) */
+	struct nw_view_modes modes; /* shown files per writer (profiler interface, interposer) */
 	struct nw_view_hang *hangs; /* hung communicators among the shown ones; owned */
 	size_t nhangs;
 	struct nw_view_ovl *ovl;  /* processes that measure (or tried to measure) exposed communication; owned */

@@ -1,6 +1,7 @@
 /* nccl: which NCCL to load, and the NCCL table opened at run time and resolved once (see nccl.h, util/dl.h). */
 #include "gpu/nccl.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -300,6 +301,29 @@ static void version_text(int v, char *out, size_t len)
 }
 
 /*
+ * With libncclwatch-interpose.so LD_PRELOADed, the calls it wraps go
+ * through it, as the loader binds them for a program linked with NCCL
+ * (PyTorch's extension included): the interposer's definitions come first
+ * in the global scope. The NCCL dlopen()ed here stays local, as PyTorch's
+ * is, and the interposer finds it by itself (docs/plugin.md).
+ */
+static void through_interposer(void)
+{
+	static const char name[] = "libncclwatch-interpose.so";
+	for (size_t i = 0; i < NW_ARRAY_LEN(syms); i++) {
+		void *g = dlsym(RTLD_DEFAULT, syms[i].names[0]);
+		Dl_info di;
+		if (!g || !*syms[i].pfn || !dladdr(g, &di) || !di.dli_fname)
+			continue;
+		const char *base = strrchr(di.dli_fname, '/');
+		if (strcmp(base ? base + 1 : di.dli_fname, name))
+			continue;
+		*syms[i].pfn = g;
+		nw_strlcpy(nccl.interposer, di.dli_fname, sizeof(nccl.interposer));
+	}
+}
+
+/*
  * Locate NCCL (nw_nccl_locate; else whatever the system loader finds),
  * dlopen it, resolve the table and ask its version. arg: the --nccl-lib
  * path or NULL. 0, or -1 with err.
@@ -329,6 +353,7 @@ static int load(const void *arg, char *err, size_t errlen)
 		nw_strlcpy(w.how, "system", sizeof(w.how));
 	}
 	nccl.where = w;
+	through_interposer();
 	int v = 0;
 	nccl.pfn_ncclGetVersion(&v);
 	nccl.version_code = v;

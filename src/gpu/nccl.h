@@ -108,6 +108,7 @@ struct nw_nccl {
 	int version_code;            /* 22809 */
 	char version[32];            /* "2.28.9" */
 	struct nw_nccl_where where;  /* the file loaded and why */
+	char interposer[256];        /* the calls an LD_PRELOADed libncclwatch-interpose.so wraps go through it: its path; "" none */
 };
 
 /*

@@ -341,7 +341,8 @@ static int classify(struct nwp_comm *c, struct nwp_slot *s, uint64_t i, struct d
 	int src = -1;
 	*flags = 0;
 	uint64_t age = dp->now > s->enq_end_ns ? dp->now - s->enq_end_ns : 0;
-	if ((__atomic_load_n(&s->kch_started, __ATOMIC_ACQUIRE) > 0 || s->expect_kch) &&
+	if ((__atomic_load_n(&s->kch_started, __ATOMIC_ACQUIRE) > 0 ||
+	     __atomic_load_n(&s->expect_kch, __ATOMIC_RELAXED)) &&
 	    classify_kernel(c, s, i, dp, &src, flags) != 0)
 		return -1;
 	if (src >= 0)

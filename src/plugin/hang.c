@@ -47,7 +47,8 @@ void nwp_note_enqueued(struct nwp_comm *c, uint64_t head)
 /* Will a completion event tell when slot s ends? */
 static int expects_done(const struct nwp_slot *s, int proxy_on)
 {
-	return s->expect_kch || __atomic_load_n(&s->kch_started, __ATOMIC_ACQUIRE) > 0 ||
+	return __atomic_load_n(&s->expect_kch, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&s->kch_started, __ATOMIC_ACQUIRE) > 0 ||
 	       (proxy_on && __atomic_load_n(&s->px_started, __ATOMIC_ACQUIRE) > 0);
 }
 
@@ -58,7 +59,7 @@ static int seen_done(const struct nwp_slot *s)
 	uint32_t ksp = __atomic_load_n(&s->kch_stopped, __ATOMIC_ACQUIRE);
 	if (kst > 0)
 		return ksp >= kst && (!s->nch || ksp >= s->nch);
-	if (s->expect_kch)
+	if (__atomic_load_n(&s->expect_kch, __ATOMIC_RELAXED))
 		return 0;
 	uint32_t pst = __atomic_load_n(&s->px_started, __ATOMIC_ACQUIRE);
 	return pst > 0 && __atomic_load_n(&s->px_stopped, __ATOMIC_ACQUIRE) >= pst;

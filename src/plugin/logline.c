@@ -10,7 +10,7 @@
  *
  *   NCCLWATCH v=1 t=<unix s.ms> comm=<16 hex> [name=<name>] rank=R nranks=N
  *     interval_s=S ops=N bytes=N [busy_pct=P] [top=op:GB/s[,op:GB/s]]
- *     slow_ops=N [exposed_pct=P] [hung=1]
+ *     slow_ops=N [exposed_pct=P] [hung=1] [via=interposer]
  *
  * The figures are differences of what the publisher already keeps (the
  * records of the stats file, busy time, counters), taken on the publisher
@@ -238,6 +238,10 @@ size_t nwp_logline_format(char *buf, size_t len, const struct nwp_logfig *f)
 	}
 	if (f->hung)
 		put_str(&b, " hung=1");
+	if (f->via) {
+		put_str(&b, " via=");
+		put_str(&b, f->via);
+	}
 	if (len)
 		buf[b.n < len ? b.n : len - 1] = '\0';
 	return b.n;
@@ -314,6 +318,7 @@ static void figures(const struct nwp_comm *c, const struct nwp_logsnap *cur, con
 	double wall_share, nccl_share;
 	f->exposed_pct = nwp_overlap_latest(&wall_share, &nccl_share) ? 100.0 * wall_share : -1;
 	f->hung = c->prog.hang == NWS_HANG_YES;
+	f->via = nwp_g.front ? "interposer" : NULL; /* the profiler plugin's lines stay as they were */
 	top_ops(c, cur, prev, f);
 }
 

@@ -9,8 +9,12 @@
  * policy and writes trace dumps. Registration (init/finalize) takes a mutex;
  * no event callback ever does.
  *
- * There is no nwp.c: plugin.c implements the entry points, hot paths,
- * clocks and nwp_disable; publish.c the publisher thread (configuration,
+ * There is no nwp.c. Two front ends feed the same recording code: the
+ * profiler plugin (plugin.c: NCCL's profiler entry points and event hot
+ * paths) and the interposer (ipose*.c: NCCL's API wrapped, for NCCL
+ * without a profiler interface); each shared library holds one of them.
+ * core.c holds the process-wide state, clocks, nwp_disable and nwp_log;
+ * slot.h the filling of a slot; publish.c the publisher thread (configuration,
  * mask policy), statsfile.c the stats files, account.c the accounting of
  * finished slots, trace.c the trace dumps; hang.c the progress and
  * hang verdict the publisher writes into each header (docs/hang.md);
@@ -64,7 +68,7 @@ enum { NWP_KIND_COLL = 1, NWP_KIND_P2P = 2, NWP_KIND_CE = 3 /* op_start only: st
 struct nwp_slot {
 	uint32_t state;          /* atomic: NWP_* */
 	uint8_t kind;            /* NWP_KIND_* */
-	uint8_t expect_kch;      /* KernelCh was in the mask at start */
+	uint8_t expect_kch;      /* atomic: KernelCh was in the mask at start (the interposer: the op is timed; set at its group end) */
 	uint8_t nch;             /* channels NCCL announced (0: unknown) */
 	uint8_t nwarps;
 	int32_t peer;            /* root or peer */
@@ -197,10 +201,32 @@ struct nwp_logfig {
 	double busy_pct;
 	double exposed_pct;
 	int hung;
+	const char *via;           /* "interposer" when it wrote the line; NULL: the profiler plugin */
+};
+
+/* The interposer's value of nwp_global.abi (profiler interfaces are 1 to 6). */
+#define NWP_ABI_INTERPOSER 255
+
+/*
+ * A front end other than the profiler plugin (the interposer, ipose.c),
+ * set in nwp_g.front before the first nwp_init and never changed: it
+ * decides the kernel-time mode, writes its own word into the header's
+ * abi, and gets a call from the publisher each period (lock held, before
+ * the communicators are drained). The profiler plugin leaves it NULL.
+ */
+struct nwp_front {
+	uint32_t abi_word;         /* the header's abi (NWS_ABI_INTERPOSER | NCCL version code << 8) */
+	int kmode;                 /* enum nws_kmode in force: ON (every op timed), AUTO (sampled), OFF */
+	const char *what;          /* how it times ops, for its INFO line per communicator */
+	void (*tick)(uint64_t now_rt);
 };
 
 /* Process-wide state. */
 struct nwp_global {
+	const struct nwp_front *front; /* NULL: the profiler plugin */
+	uint64_t bad_events;       /* atomic: events we could not use, all comms */
+	uint64_t late_events;      /* atomic */
+	int thread_gen;            /* atomic: the publisher runs while equal to its start value */
 	pthread_mutex_t lock;      /* init/finalize/publisher only */
 	int disabled;              /* atomic */
 	int logged;                /* atomic: the one log line was written */
@@ -211,7 +237,7 @@ struct nwp_global {
 	int kernel_on;             /* policy state */
 	int burst_left;            /* atomic: KernelCh sample ops left */
 	int kmode;                 /* enum nws_kmode (off before v3: no KernelCh events) */
-	int abi;                   /* profiler interface NCCL loaded: 1 to 6 */
+	int abi;                   /* profiler interface NCCL loaded: 1 to 6; NWP_ABI_INTERPOSER */
 	int pid;
 	uint64_t proc_start;
 	char host[64];
@@ -281,7 +307,7 @@ static inline struct nwp_comm *nwp_ctx_comm(void *ctx)
 uint64_t nwp_realtime_ns(void);
 uint64_t nwp_mono_ns(void);
 
-/* Disable the plugin for good: mask 0, one log line through NCCL's logger. */
+/* Disable recording for good: mask 0, one log line through NCCL's logger (or stderr). */
 void nwp_disable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* NCCL's log levels as the plugin uses them. */
@@ -301,7 +327,7 @@ static inline int *nwp_mask_ptr(void)
 	return __atomic_load_n(&nwp_g.mask_ptr, __ATOMIC_ACQUIRE);
 }
 
-/* Hot-path counters and tables kept in plugin.c, for the publisher. */
+/* Hot-path counters and tables kept in core.c, for the publisher. */
 uint64_t nwp_bad_events(void);
 uint64_t nwp_late_events(void);
 int *nwp_thread_gen(void);

@@ -224,7 +224,7 @@ struct nws_header {
 	int32_t rank;
 	int32_t nranks;
 	int32_t nnodes;
-	uint32_t abi;              /* profiler interface NCCL loaded: 1 to 6 (mode.blind says what it cannot give) */
+	uint32_t abi;              /* who wrote it: profiler interface 1 to 6, or the interposer (see NWS_ABI_INTERPOSER) */
 	char hostname[64];
 	char comm_name[64];        /* user-given communicator name, may be "" */
 	char plugin_version[16];
@@ -321,13 +321,15 @@ struct nws_header {
 #define NWS_BLIND_NNODES      0x10u /* init gives no node count (v1-v3): header nnodes 0 */
 #define NWS_BLIND_GRAPH       0x20u /* no API events (v1-v4): calls captured into CUDA graphs are not seen (graph_ops stays 0) */
 #define NWS_BLIND_IDLE        0x40u /* init names no communicator (v1-v3): its file appears at its first operation */
-#define NWS_NBLIND 7
+#define NWS_BLIND_ALGO        0x80u /* no algorithm, protocol or channel count (the interposer: NCCL's API tells none) */
+#define NWS_NBLIND 8
 
 /* Short name of blind bit i (0..NWS_NBLIND-1), as the exporter's label values and top's notes use it. */
 static inline const char *nws_blind_name(unsigned i)
 {
 	static const char *const names[NWS_NBLIND] = {
-		"kernel_times", "gpu_timestamps", "comm_size", "split_bytes", "node_count", "graph_captures", "idle_comms"
+		"kernel_times", "gpu_timestamps", "comm_size", "split_bytes", "node_count", "graph_captures", "idle_comms",
+		"algorithm"
 	};
 	return i < NWS_NBLIND ? names[i] : "unknown";
 }
@@ -342,7 +344,8 @@ static inline const char *nws_blind_text(unsigned i)
 		"all_gather and reduce_scatter bytes are one rank's part (communicator size unknown)",
 		"no node count",
 		"calls captured into CUDA graphs are not seen",
-		"communicators appear at their first operation"
+		"communicators appear at their first operation",
+		"no algorithm, protocol or channel count"
 	};
 	return i < NWS_NBLIND ? text[i] : "unknown";
 }
@@ -352,6 +355,37 @@ static inline const char *nws_abi_nccl(unsigned abi)
 {
 	static const char *const v[7] = { "?", "2.23", "2.24-2.25", "2.26", "2.27", "2.28", "2.29+" };
 	return abi < 7 ? v[abi] : "?";
+}
+
+/*
+ * header.abi of a file written by the interposer (libncclwatch-interpose.so,
+ * LD_PRELOADed: NCCL's API wrapped, for NCCL 2.18 to 2.22, which have no
+ * profiler interface): this value in the low byte, and above it the
+ * version code of the NCCL it wraps as ncclGetVersion says it (22105 for
+ * 2.21.5; 0 when unknown). The profiler plugin writes 1 to 6.
+ */
+#define NWS_ABI_INTERPOSER 0xffu
+
+static inline int nws_abi_interposer(uint32_t abi)
+{
+	return (abi & 0xffu) == NWS_ABI_INTERPOSER;
+}
+
+/* The NCCL version code in an interposer's abi (0: unknown or not the interposer). */
+static inline unsigned nws_abi_nccl_code(uint32_t abi)
+{
+	return nws_abi_interposer(abi) ? abi >> 8 : 0;
+}
+
+/*
+ * Readers count files per mode: index 1 to 6 the profiler interfaces,
+ * NWS_MODE_INTERPOSER the interposer, 0 anything else (a newer writer).
+ */
+#define NWS_MODE_INTERPOSER 7
+#define NWS_NMODES 8
+static inline unsigned nws_mode_index(uint32_t abi)
+{
+	return abi >= 1 && abi <= 6 ? abi : nws_abi_interposer(abi) ? NWS_MODE_INTERPOSER : 0;
 }
 
 /* nws_overlap.state */

@@ -6,101 +6,23 @@
  * The hot paths (startEvent, stopEvent, recordEventState) never lock,
  * never allocate, never call into the C library except clock_gettime (vDSO),
  * and never dereference a handle that does not point into the plugin's own
- * slot arena. Everything slower happens in the publisher thread.
+ * slot arena. Everything slower happens in the publisher thread. What the
+ * interposer shares with it (the process-wide state, clocks, log lines,
+ * filling a slot) is in core.c and slot.h.
  */
-#include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <strings.h>
 #include <sys/types.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "plugin/nccl_abi.h"
 #include "plugin/nwp.h"
+#include "plugin/slot.h"
 
 #define NWP_EXPORT __attribute__((visibility("default")))
 
 /* --- handles: slot pointers tagged in their low bits --- */
 
 enum { TAG_OP = 0, TAG_KCH = 1, TAG_PROXY = 2, TAG_MASK = 63 };
-
-struct nwp_global nwp_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static uint64_t bad_events;             /* atomic: events we could not use, all comms */
-static uint64_t late_events;            /* atomic */
-static int thread_gen;                  /* atomic: publisher runs while equal to its start value */
-
-uint64_t nwp_realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t nwp_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * Disable the plugin for good: clear NCCL's activation mask so no more
- * events come, make every callback return at once, and log one line
- * through the logger NCCL gave to init (only the first call logs).
- */
-void nwp_disable(const char *fmt, ...)
-{
-	if (__atomic_exchange_n(&nwp_g.disabled, 1, __ATOMIC_ACQ_REL))
-		return;
-	int *mp = nwp_mask_ptr();
-	if (mp)
-		__atomic_store_n(mp, 0, __ATOMIC_RELAXED);
-	char msg[128];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	memcpy(nwp_g.disabled_reason, msg, sizeof(msg));
-	if (!__atomic_exchange_n(&nwp_g.logged, 1, __ATOMIC_ACQ_REL))
-		nwp_log(NWP_LOG_WARN, "ncclwatch profiler disabled: %s", msg);
-}
-
-/* NCCL_DEBUG asks for INFO lines (INFO or TRACE)? */
-static int debug_info(void)
-{
-	const char *d = getenv("NCCL_DEBUG");
-	return d && (!strcasecmp(d, "INFO") || !strcasecmp(d, "TRACE"));
-}
-
-void nwp_log(int level, const char *fmt, ...)
-{
-	char msg[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	nwp_logfn_t fn = __atomic_load_n(&nwp_g.logfn, __ATOMIC_ACQUIRE);
-	if (fn) {
-		fn(level, 1 /* NCCL_INIT */, __FILE__, __LINE__, "%s", msg);
-		return;
-	}
-	if (level != NWP_LOG_WARN && !debug_info())
-		return;
-	char line[700];
-	int n = snprintf(line, sizeof(line), "%s:%d:%d ncclwatch %s %s\n", nwp_g.host[0] ? nwp_g.host : "-",
-	                 (int)getpid(), (int)gettid(), level == NWP_LOG_WARN ? "WARN" : "INFO", msg);
-	if (n > (int)sizeof(line) - 1)
-		n = (int)sizeof(line) - 1;
-	struct pollfd pfd = { 2, POLLOUT, 0 };
-	if (n > 0 && poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLOUT))
-		(void)!write(2, line, (size_t)n);
-}
 
 /*
  * The slot a handle points at (any tag), or NULL when it is not ours: it
@@ -124,61 +46,17 @@ static inline struct nwp_comm *slot_comm(const struct nwp_slot *s)
 	return &nwp_comm_table[i];
 }
 
-/* Take the next slot of c's pool; NULL (and a drop counted) when it is full. */
-static inline struct nwp_slot *slot_take(struct nwp_comm *c)
-{
-	uint64_t h = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
-	for (;;) {
-		uint64_t t = __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
-		if (h - t >= nwp_g.pool_size) {
-			__atomic_fetch_add(&c->dropped, 1, __ATOMIC_RELAXED);
-			return NULL;
-		}
-		if (__atomic_compare_exchange_n(&c->head, &h, h + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-			return &c->slots[h & (nwp_g.pool_size - 1)];
-	}
-}
-
-/* An op as every interface version describes it, before it goes into a slot. */
-struct op_in {
-	uint64_t seq;
-	const char *func, *dtype, *algo, *proto;  /* NCCL's static strings, or the plugin's (v1) */
-	size_t count;
-	int peer;                                 /* root, or peer for p2p */
-	uint8_t nch, nwarps;
-};
-
 /* Start a Coll, P2p or CeColl event: fill a slot with plain stores, publish it. */
-NWP_HOT void *op_start(struct nwp_comm *c, int kind, const struct op_in *in)
+NWP_HOT void *op_start(struct nwp_comm *c, int kind, const struct nwp_op_in *in)
 {
-	struct nwp_slot *s = slot_take(c);
+	struct nwp_slot *s = nwp_slot_take(c);
 	if (!s)
 		return NULL;
 	int *mp = nwp_mask_ptr();
 	int mask = mp ? __atomic_load_n(mp, __ATOMIC_RELAXED) : 0;
-	s->kind = (uint8_t)(kind == NWP_KIND_CE ? NWP_KIND_COLL : kind);
 	/* copy engines run a CeColl: no kernel events will come, its time is the launch only */
-	s->expect_kch = kind != NWP_KIND_CE && (mask & NWP_EV_KERNELCH) != 0;
-	s->seq = in->seq;
-	s->func = in->func;
-	s->count = in->count;
-	s->peer = in->peer;
-	s->dtype = in->dtype;
-	s->nch = in->nch;
-	s->nwarps = in->nwarps;
-	s->algo = in->algo;
-	s->proto = in->proto;
-	__atomic_store_n(&s->kch_started, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->kch_stopped, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->kstart_gpu, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->kend_gpu, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->px_started, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->px_stopped, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->px_first_ns, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->px_last_ns, 0, __ATOMIC_RELAXED);
-	s->enq_end_ns = 0;
-	s->enq_ns = nwp_realtime_ns();
-	__atomic_store_n(&c->last_event_ns, s->enq_ns, __ATOMIC_RELAXED);
+	nwp_slot_fill(c, s, kind == NWP_KIND_CE ? NWP_KIND_COLL : kind, in,
+	              kind != NWP_KIND_CE && (mask & NWP_EV_KERNELCH) != 0);
 	/* a KernelCh sample burst ends after a fixed number of ops */
 	if (__atomic_load_n(&nwp_g.burst_left, __ATOMIC_RELAXED) > 0 &&
 	    __atomic_sub_fetch(&nwp_g.burst_left, 1, __ATOMIC_ACQ_REL) == 0 && mp)
@@ -189,16 +67,16 @@ NWP_HOT void *op_start(struct nwp_comm *c, int kind, const struct op_in *in)
 }
 
 /* The op of a v4 to v6 descriptor body (kind: Coll, P2p or CeColl). */
-NWP_HOT void op_in_of(int kind, const union d_body *u, struct op_in *in)
+NWP_HOT void op_in_of(int kind, const union d_body *u, struct nwp_op_in *in)
 {
 	if (kind == NWP_KIND_CE) {
-		*in = (struct op_in){ u->ceColl.seqNumber, u->ceColl.func, u->ceColl.datatype, "CE", NULL,
+		*in = (struct nwp_op_in){ u->ceColl.seqNumber, u->ceColl.func, u->ceColl.datatype, "CE", NULL,
 		                      u->ceColl.count, u->ceColl.root, 0, 0 };
 	} else if (kind == NWP_KIND_COLL) {
-		*in = (struct op_in){ u->coll.seqNumber, u->coll.func, u->coll.datatype, u->coll.algo, u->coll.proto,
+		*in = (struct nwp_op_in){ u->coll.seqNumber, u->coll.func, u->coll.datatype, u->coll.algo, u->coll.proto,
 		                      u->coll.count, u->coll.root, u->coll.nChannels, u->coll.nWarps };
 	} else {
-		*in = (struct op_in){ 0, u->p2p.func, u->p2p.datatype, NULL, NULL, u->p2p.count, u->p2p.peer,
+		*in = (struct nwp_op_in){ 0, u->p2p.func, u->p2p.datatype, NULL, NULL, u->p2p.count, u->p2p.peer,
 		                      (uint8_t)(nwp_g.abi >= 5 ? u->p2p.nChannels : 0), 0 };
 	}
 }
@@ -234,12 +112,12 @@ static struct nwp_slot *child_parent(void *parent)
 	unsigned tag;
 	struct nwp_slot *s = handle_slot(parent, &tag);
 	if (!s || tag != TAG_OP) {
-		__atomic_fetch_add(&bad_events, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&nwp_g.bad_events, 1, __ATOMIC_RELAXED);
 		return NULL;
 	}
 	uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 	if (st != NWP_ACTIVE && st != NWP_STOPPED) {
-		__atomic_fetch_add(&late_events, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&nwp_g.late_events, 1, __ATOMIC_RELAXED);
 		return NULL;
 	}
 	return s;
@@ -275,7 +153,7 @@ NWP_HOT void start_op(void *ctx, void **eHandle, int kind, const union d_body *u
 	struct nwp_comm *c = op_comm(ctx);
 	if (!c)
 		return;
-	struct op_in in;
+	struct nwp_op_in in;
 	op_in_of(kind, u, &in);
 	*eHandle = op_start(c, kind, &in);
 }
@@ -400,7 +278,7 @@ static int stop_event(void *eHandle)
 	switch (tag) {
 	case TAG_OP:
 		if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != NWP_ACTIVE) {
-			__atomic_fetch_add(&bad_events, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&nwp_g.bad_events, 1, __ATOMIC_RELAXED);
 			return 0;
 		}
 		s->enq_end_ns = nwp_realtime_ns();
@@ -441,7 +319,7 @@ static int record_state(void *eHandle, int eState, const union state_args *args)
 	if (tag != TAG_KCH || eState != NWP_STATE_KERNELCH_STOP || nwp_g.abi < 4)
 		return 0; /* before v4 no state is one we read (nor has this number) */
 	if (!args) {
-		__atomic_fetch_add(&bad_events, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&nwp_g.bad_events, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
 	if (args->kernelCh.pTimer)
@@ -450,11 +328,6 @@ static int record_state(void *eHandle, int eState, const union state_args *args)
 	__atomic_fetch_add(&s->kch_stopped, 1, __ATOMIC_RELEASE);
 	return 0;
 }
-
-uint64_t nwp_bad_events(void) { return __atomic_load_n(&bad_events, __ATOMIC_RELAXED); }
-uint64_t nwp_late_events(void) { return __atomic_load_n(&late_events, __ATOMIC_RELAXED); }
-int *nwp_thread_gen(void) { return &thread_gen; }
-struct nwp_comm *nwp_comm_at(int i) { return nwp_comm_table ? &nwp_comm_table[i] : NULL; }
 
 /* --- profiler v1 to v3 (NCCL 2.23 to 2.26): the older layouts into the same slots --- */
 
@@ -517,13 +390,13 @@ static inline int split_name(const char *f)
  * carries; the size learned on the way (v1, v2). Channels are left unknown:
  * these versions give the most a collective may use, not what it uses.
  */
-NWP_HOT void op_in_old(struct nwp_comm *c, int abi, int kind, const union d_body_old *u, struct op_in *in,
+NWP_HOT void op_in_old(struct nwp_comm *c, int abi, int kind, const union d_body_old *u, struct nwp_op_in *in,
                        uint64_t *hash, const char **name)
 {
 	int learn = !__atomic_load_n(&c->nranks_seen, __ATOMIC_RELAXED);
 	if (abi == 1 && kind == NWP_KIND_COLL) {
 		const struct d_coll_v1 *k = &u->coll1;
-		*in = (struct op_in){ k->seqNumber, V1_NAME(v1_func, k->func), V1_NAME(v1_dtype, k->datatype),
+		*in = (struct nwp_op_in){ k->seqNumber, V1_NAME(v1_func, k->func), V1_NAME(v1_dtype, k->datatype),
 		                      V1_NAME(v1_algo, k->algo), V1_NAME(v1_proto, k->proto), k->count, k->root, 0,
 		                      k->nWarps };
 		if (learn && (k->func == 2 || k->func == 3) && k->datatype < sizeof(v1_tsize))
@@ -532,25 +405,25 @@ NWP_HOT void op_in_old(struct nwp_comm *c, int abi, int kind, const union d_body
 		*name = k->name;
 	} else if (abi == 1) {
 		const struct d_p2p_v1 *k = &u->p2p1;
-		*in = (struct op_in){ 0, V1_NAME(v1_func, k->func), V1_NAME(v1_dtype, k->datatype), NULL, NULL, k->count,
+		*in = (struct nwp_op_in){ 0, V1_NAME(v1_func, k->func), V1_NAME(v1_dtype, k->datatype), NULL, NULL, k->count,
 		                      k->peer, 0, 0 };
 		*hash = k->commHash;
 		*name = k->name;
 	} else if (abi == 2 && kind == NWP_KIND_COLL) {
 		const struct d_coll_v2 *k = &u->coll2;
-		*in = (struct op_in){ k->seqNumber, k->func, k->datatype, k->algo, k->proto, k->count, k->root, 0, k->nWarps };
+		*in = (struct nwp_op_in){ k->seqNumber, k->func, k->datatype, k->algo, k->proto, k->count, k->root, 0, k->nWarps };
 		if (learn && split_name(k->func))
 			nranks_learn(c, k->trafficBytes, k->count, 0, k->datatype);
 		*hash = k->commHash;
 		*name = k->name;
 	} else if (kind == NWP_KIND_COLL) {
 		const struct d_coll_v3 *k = &u->coll3;
-		*in = (struct op_in){ k->seqNumber, k->func, k->datatype, k->algo, k->proto, k->count, k->root, 0, k->nWarps };
+		*in = (struct nwp_op_in){ k->seqNumber, k->func, k->datatype, k->algo, k->proto, k->count, k->root, 0, k->nWarps };
 		*hash = k->commHash;
 		*name = k->name;
 	} else {
 		const struct d_p2p_v2 *k = &u->p2p2;
-		*in = (struct op_in){ 0, k->func, k->datatype, NULL, NULL, k->count, k->peer, 0, 0 };
+		*in = (struct nwp_op_in){ 0, k->func, k->datatype, NULL, NULL, k->count, k->peer, 0, 0 };
 		*hash = k->commHash;
 		*name = k->name;
 	}
@@ -598,7 +471,7 @@ static int start_event_old(void *ctx, void **eHandle, const void *descr, int abi
 	struct nwp_comm *c = op_comm(ctx);
 	if (!c)
 		return 0;
-	struct op_in in;
+	struct nwp_op_in in;
 	uint64_t hash;
 	const char *name;
 	op_in_old(c, abi, kind, &d->u, &in, &hash, &name);

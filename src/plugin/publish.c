@@ -264,6 +264,8 @@ static void *thread_main(void *arg)
 		pthread_mutex_lock(&nwp_g.lock);
 		uint64_t now = nwp_realtime_ns();
 		int disabled = __atomic_load_n(&nwp_g.disabled, __ATOMIC_ACQUIRE);
+		if (!disabled && nwp_g.front && nwp_g.front->tick)
+			nwp_g.front->tick(now); /* the interposer's completions, before the drain reads them */
 		for (int i = 0; i < nwp_g.max_comms; i++) {
 			struct nwp_comm *c = nwp_comm_at(i);
 			if (!c || !__atomic_load_n(&c->alive, __ATOMIC_ACQUIRE))
@@ -294,7 +296,8 @@ static void *thread_main(void *arg)
 			pthread_mutex_unlock(&nwp_g.lock);
 			continue;
 		}
-		policy(now);
+		if (!nwp_g.front)
+			policy(now); /* NCCL's activation mask: the profiler plugin's alone */
 		dumps(now);
 		nwp_overlap_tick(nwp_mono_ns());
 		pthread_mutex_unlock(&nwp_g.lock);

@@ -41,6 +41,8 @@ static uint64_t self_start_time(void)
 uint32_t nwp_blind(int abi, int nranks_known)
 {
 	uint32_t b = 0;
+	if (abi == NWP_ABI_INTERPOSER)
+		return NWS_BLIND_NNODES | NWS_BLIND_ALGO; /* NCCL's API tells neither */
 	if (abi <= 2)
 		b |= NWS_BLIND_KERNEL;
 	if (abi == 3)
@@ -55,6 +57,8 @@ uint32_t nwp_blind(int abi, int nranks_known)
 /* Say once, at the first init, what this interface version cannot give. */
 static void say_mode(void)
 {
+	if (nwp_g.front)
+		return; /* the interposer says what it sees itself */
 	uint32_t b = nwp_blind(nwp_g.abi, 0);
 	char what[600] = "";
 	size_t n = 0;
@@ -71,7 +75,9 @@ static int global_setup(char *err, size_t errlen)
 {
 	if (nwp_config(err, errlen) != 0)
 		return -1;
-	if (nwp_g.abi <= 2)
+	if (nwp_g.front)
+		nwp_g.kmode = nwp_g.front->kmode; /* the interposer times with CUDA events, its own way */
+	else if (nwp_g.abi <= 2)
 		nwp_g.kmode = NWS_KMODE_OFF; /* no KernelCh events before v3: nothing to switch */
 	nwp_g.pid = (int)getpid();
 	nwp_g.proc_start = self_start_time();
@@ -171,6 +177,11 @@ static void say_watching(const struct nwp_comm *c)
 	char size[16] = "?";
 	if (c->nranks > 0)
 		snprintf(size, sizeof(size), "%d", c->nranks);
+	if (nwp_g.front) {
+		nwp_log(NWP_LOG_INFO, "ncclwatch: interposer watching comm %016llx rank %d/%s, stats in %s, %s",
+		        (unsigned long long)c->comm_hash, c->rank, size, c->path, nwp_g.front->what);
+		return;
+	}
 	nwp_log(NWP_LOG_INFO, "ncclwatch: profiler v%d watching comm %016llx rank %d/%s, stats in %s, kernel timestamps %s",
 	        nwp_g.abi, (unsigned long long)c->comm_hash, c->rank, size, c->path,
 	        nwp_g.abi <= 2 ? "not available" : nwp_g.kmode == NWS_KMODE_ON ? "always"

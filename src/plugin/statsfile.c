@@ -97,7 +97,7 @@ static void header_init(struct nwp_comm *c, uint64_t size, uint64_t off_records,
 	h->rank = c->rank;
 	h->nranks = c->nranks;
 	h->nnodes = c->nnodes;
-	h->abi = (uint32_t)nwp_g.abi;
+	h->abi = nwp_g.front ? nwp_g.front->abi_word : (uint32_t)nwp_g.abi;
 	nwp_copy_str(h->hostname, sizeof(h->hostname), nwp_g.host);
 	nwp_copy_str(h->comm_name, sizeof(h->comm_name), c->name);
 	nwp_copy_str(h->plugin_version, sizeof(h->plugin_version), NW_VERSION);

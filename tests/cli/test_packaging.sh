@@ -14,7 +14,8 @@ expect_true "the package's copyright is DEP-5 and licensed" sh -c \
 D=$TMP/root
 run make -s install INSTALL_FROM="$BUILD" DESTDIR="$D" PREFIX=/usr/local
 expect_rc "make install into a DESTDIR" 0
-for f in usr/local/bin/ncclwatch usr/local/lib/libnccl-profiler-ncclwatch.so usr/local/share/man/man1/ncclwatch-exporter.1.gz \
+for f in usr/local/bin/ncclwatch usr/local/lib/libnccl-profiler-ncclwatch.so usr/local/lib/libncclwatch-interpose.so \
+	usr/local/share/man/man1/ncclwatch-exporter.1.gz \
 	usr/local/share/bash-completion/completions/ncclwatch usr/local/lib/systemd/system/ncclwatch-exporter.service \
 	etc/default/ncclwatch usr/local/share/doc/ncclwatch/README.md usr/local/share/doc/ncclwatch/NOTICE \
 	usr/local/share/doc/ncclwatch/docs/deploy.md; do

@@ -23,7 +23,7 @@ if [ -z "${NW_PORTABLE:-}" ] && ! make -C "$SRCDIR" -s portable >"$TMP/make.log"
 	exit 0
 fi
 ok "make portable"
-FILES="$P/ncclwatch $P/libnccl-profiler-ncclwatch.so"
+FILES="$P/ncclwatch $P/libnccl-profiler-ncclwatch.so $P/libncclwatch-interpose.so"
 
 # ELF: only glibc's libraries, no symbol version above GLIBC_2.31.
 for f in $FILES; do

@@ -12,6 +12,19 @@
  * CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) is the current context's NULL
  * stream, one per context, made on first use; it cannot be captured.
  *
+ * Events (cuEventCreate/Record/Query/Synchronize/ElapsedTime/Destroy): an
+ * event recorded on a stream completes once as many pieces of work have
+ * completed on that stream as had been submitted when it was recorded (the
+ * fake's streams do not keep their work in order: a send may finish
+ * before an earlier collective), and its time is when that happened
+ * (CLOCK_MONOTONIC), or the record when nothing was pending. Recording on
+ * a stream of another context is CUDA_ERROR_INVALID_HANDLE, and on a
+ * capturing stream CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED with a line on
+ * stderr ("fake CUDA: cuEventRecord on a capturing stream"), so a test
+ * sees a caller that should not have done it. cuStreamIsCapturing,
+ * cuStreamGetCtx, cuCtxGetCurrent and cuThreadExchangeStreamCaptureMode
+ * answer as the driver does.
+ *
  * Environment:
  *   FAKE_GPU_COUNT=N       devices (default 2; 0: cuInit says CUDA_ERROR_NO_DEVICE)
  *   FAKE_GPU_NAME=TEXT     cuDeviceGetName (default "Fake H200"); compute capability 9.0
@@ -38,6 +51,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "fakegpu.h"
 
@@ -52,6 +67,7 @@ typedef struct fake_graph *CUgraph;
 typedef struct fake_graph *CUgraphExec;
 typedef struct fake_module *CUmodule;
 typedef const struct fake_kernel *CUfunction;
+typedef struct fake_event *CUevent;
 
 enum {
 	CUDA_SUCCESS = 0,
@@ -113,8 +129,19 @@ EXPORT CUresult cuModuleUnload(CUmodule m);
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned shmem, CUstream s, void **params, void **extra);
 EXPORT CUresult cuGetErrorName(CUresult r, const char **s);
+EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags);
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s);
+EXPORT CUresult cuEventQuery(CUevent e);
+EXPORT CUresult cuEventSynchronize(CUevent e);
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end);
+EXPORT CUresult cuEventDestroy_v2(CUevent e);
+EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status);
+EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *ctx);
+EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx);
+EXPORT CUresult cuThreadExchangeStreamCaptureMode(int *mode);
 
 #define MAXDEV 64
+#define DONE_RING 4096 /* completion times kept per stream, for the events recorded on it */
 
 /* A primary context: one per device, with the device's pending-work count. */
 struct fake_ctx {
@@ -141,7 +168,24 @@ struct stream {
 	uint64_t submitted, completed;
 	int err;                   /* sticky error from work that failed */
 	struct fake_graph *capture; /* non-NULL while capturing */
+	uint64_t done_ns[DONE_RING]; /* [k % DONE_RING]: when `completed` reached k */
+	struct fake_event *pending; /* events recorded on it and not seen complete (under ev_mu) */
 };
+
+/* An event: complete once its stream has completed `ticket` pieces of work. */
+struct fake_event {
+	uint64_t magic;
+	struct fake_ctx *ctx;
+	unsigned flags;
+	int recorded;
+	struct stream *s;          /* while it waits: the stream, and it is in s->pending */
+	struct fake_event *next;
+	uint64_t ticket;
+	uint64_t rec_ns, done_ns;  /* done_ns 0: not complete yet */
+};
+#define EVENT_MAGIC 0x66616b6565766e31ull
+#define EVENT_DISABLE_TIMING 0x2
+static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER; /* every event, and each stream's pending list */
 
 /* Every allocation carries this header just before the address handed out. */
 struct block {
@@ -167,6 +211,14 @@ static struct fakegpu_stream *ctx_null_stream(struct fakegpu_ctx *pub);
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local struct fake_ctx *current;
+static _Thread_local int capture_mode; /* cuThreadExchangeStreamCaptureMode */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* "8G", "512M", "1000": bytes, or 0 when the text is not a size. */
 static size_t parse_bytes(const char *s)
@@ -579,6 +631,7 @@ static void st_end(struct fakegpu_stream *pub, int cu_err)
 	struct stream *s = S(pub);
 	pthread_mutex_lock(&s->mu);
 	s->completed++;
+	s->done_ns[s->completed % DONE_RING] = mono_ns();
 	if (cu_err && !s->err)
 		s->err = cu_err;
 	pthread_cond_broadcast(&s->cv);
@@ -678,6 +731,14 @@ CUresult cuStreamDestroy_v2(CUstream pub)
 	if (is_default(pub) || bad_stream(pub))
 		return CUDA_ERROR_INVALID_HANDLE;
 	struct stream *s = S(pub);
+	pthread_mutex_lock(&ev_mu);
+	uint64_t now = mono_ns();
+	for (struct fake_event *e = s->pending; e; e = e->next) {
+		e->s = NULL; /* its work was dropped with the communicator: complete now */
+		e->done_ns = now;
+	}
+	s->pending = NULL;
+	pthread_mutex_unlock(&ev_mu);
 	s->pub.magic = 0;
 	graph_free(s->capture);
 	pthread_mutex_destroy(&s->mu);
@@ -803,6 +864,202 @@ CUresult cuGraphDestroy(CUgraph gr)
 {
 	FAIL_POINT(CUDA_ERROR_UNKNOWN);
 	graph_free(gr);
+	return CUDA_SUCCESS;
+}
+
+/* ---- events ---- */
+
+static int bad_event(CUevent e)
+{
+	return !e || e->magic != EVENT_MAGIC;
+}
+
+/* Take e off its stream's pending list (ev_mu held). */
+static void ev_unlink(struct fake_event *e)
+{
+	if (!e->s)
+		return;
+	for (struct fake_event **pp = &e->s->pending; *pp; pp = &(*pp)->next)
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	e->s = NULL;
+}
+
+/* Has e completed? Settles its time when it just did (ev_mu held). */
+static int ev_done(struct fake_event *e)
+{
+	if (e->done_ns)
+		return 1;
+	struct stream *s = e->s;
+	pthread_mutex_lock(&s->mu);
+	int done = s->completed >= e->ticket;
+	uint64_t t = done && s->completed - e->ticket < DONE_RING ? s->done_ns[e->ticket % DONE_RING] : 0;
+	pthread_mutex_unlock(&s->mu);
+	if (!done)
+		return 0;
+	e->done_ns = t > e->rec_ns ? t : e->rec_ns;
+	ev_unlink(e);
+	return 1;
+}
+
+CUresult cuEventCreate(CUevent *out, unsigned int flags)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	struct fake_event *e = calloc(1, sizeof(*e));
+	if (!e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	e->magic = EVENT_MAGIC;
+	e->ctx = current;
+	e->flags = flags;
+	*out = e;
+	return CUDA_SUCCESS;
+}
+
+/* NULL, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2): the context's default streams, idle in the fake. */
+static int default_stream(CUstream s)
+{
+	return (uintptr_t)s <= 2;
+}
+
+CUresult cuEventRecord(CUevent e, CUstream pub)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_event(e) || (!default_stream(pub) && bad_stream(pub)))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct stream *s = default_stream(pub) ? NULL : S(pub);
+	if (s && s->ctx != e->ctx)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&ev_mu);
+	ev_unlink(e);
+	e->recorded = 1;
+	e->rec_ns = mono_ns();
+	e->done_ns = e->rec_ns;
+	CUresult r = CUDA_SUCCESS;
+	if (s) {
+		pthread_mutex_lock(&s->mu);
+		if (s->capture) {
+			r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+			fprintf(stderr, "fake CUDA: cuEventRecord on a capturing stream\n");
+		} else if (s->completed < s->submitted) {
+			e->ticket = s->submitted;
+			e->done_ns = 0;
+			e->s = s;
+			e->next = s->pending;
+			s->pending = e;
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_unlock(&ev_mu);
+	return r;
+}
+
+CUresult cuEventQuery(CUevent e)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_event(e))
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&ev_mu);
+	CUresult r = !e->recorded || ev_done(e) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	pthread_mutex_unlock(&ev_mu);
+	return r;
+}
+
+CUresult cuEventSynchronize(CUevent e)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	CUresult r;
+	while ((r = cuEventQuery(e)) == CUDA_ERROR_NOT_READY)
+		usleep(100);
+	return r;
+}
+
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!ms)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (bad_event(a) || bad_event(b) || ((a->flags | b->flags) & EVENT_DISABLE_TIMING) || a->ctx != b->ctx)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&ev_mu);
+	CUresult r = !a->recorded || !b->recorded ? CUDA_ERROR_INVALID_HANDLE
+	           : !ev_done(a) || !ev_done(b) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	if (!r)
+		*ms = (float)(((double)b->done_ns - (double)a->done_ns) / 1e6);
+	pthread_mutex_unlock(&ev_mu);
+	return r;
+}
+
+CUresult cuEventDestroy_v2(CUevent e)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (bad_event(e))
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&ev_mu);
+	ev_unlink(e);
+	e->magic = 0;
+	pthread_mutex_unlock(&ev_mu);
+	free(e);
+	return CUDA_SUCCESS;
+}
+
+/* CU_STREAM_CAPTURE_STATUS_NONE (0) or _ACTIVE (1). */
+CUresult cuStreamIsCapturing(CUstream pub, int *status)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (default_stream(pub)) {
+		*status = 0;
+		return CUDA_SUCCESS;
+	}
+	if (bad_stream(pub))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct stream *s = S(pub);
+	pthread_mutex_lock(&s->mu);
+	*status = s->capture ? 1 : 0;
+	pthread_mutex_unlock(&s->mu);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetCtx(CUstream pub, CUcontext *ctx)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!ctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (default_stream(pub)) {
+		*ctx = current;
+		return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	}
+	if (bad_stream(pub))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*ctx = S(pub)->ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *ctx)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!ctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*ctx = current;
+	return CUDA_SUCCESS;
+}
+
+/* The calling thread's stream-capture mode, swapped (GLOBAL 0, THREAD_LOCAL 1, RELAXED 2). */
+CUresult cuThreadExchangeStreamCaptureMode(int *mode)
+{
+	FAIL_POINT(CUDA_ERROR_UNKNOWN);
+	if (!mode || *mode < 0 || *mode > 2)
+		return CUDA_ERROR_INVALID_VALUE;
+	int old = capture_mode;
+	capture_mode = *mode;
+	*mode = old;
 	return CUDA_SUCCESS;
 }
 

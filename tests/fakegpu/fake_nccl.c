@@ -16,7 +16,12 @@
  * carry the waiting (cuStreamQuery says not ready until the work ran).
  * Ops: AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll,
  * Gather, Scatter, Send, Recv (to itself too); CommSplit, CommUserRank,
- * CommCount (see ncclCommSplit below); every NCCL data type (fp8 and half/bfloat16
+ * CommCount (see ncclCommSplit below); Bcast (in-place Broadcast, called
+ * through its exported name as NCCL does); CommInitAll, CommInitRankScalable
+ * (the first id names the clique) and CommFinalize (nothing to flush: work
+ * runs when its ranks arrive). Every API function is exported under its
+ * name and, as NCCL does, under the same name with a leading 'p'
+ * (pncclAllReduce), which interposers call to reach NCCL itself. Every NCCL data type (fp8 and half/bfloat16
  * rounded to nearest even) and sum, prod, max, min, avg (avg refused on fp8,
  * as NCCL 2.28 does), and the pre-multiplied sums of
  * ncclRedOpCreatePreMulSum (each rank's input times its own scalar,
@@ -171,6 +176,10 @@ EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t c, void *buf, size_t bytes
 EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t c, void *win);
 EXPORT ncclResult_t ncclRedOpCreatePreMulSum(int *op, void *scalar, int t, int residence, ncclComm_t c);
 EXPORT ncclResult_t ncclRedOpDestroy(int op, ncclComm_t c);
+EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist);
+EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *c, int n, int rank, int nid, ncclUniqueId *ids, void *config);
+EXPORT ncclResult_t ncclCommFinalize(ncclComm_t c);
+EXPORT ncclResult_t ncclBcast(void *b, size_t n, int t, int root, ncclComm_t c, cudaStream_t st);
 
 enum kind { K_ALLREDUCE, K_ALLGATHER, K_REDUCESCATTER, K_BROADCAST, K_REDUCE, K_ALLTOALL, K_GATHER, K_SCATTER,
             K_SEND, K_RECV };
@@ -612,6 +621,39 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *c, int n, ncclUniqueId id, int r
 	if (!r && *c)
 		(*c)->cta_policy = policy;
 	return r;
+}
+
+ncclResult_t ncclCommInitRankScalable(ncclComm_t *c, int n, int rank, int nid, ncclUniqueId *ids, void *config)
+{
+	FAIL_POINT();
+	(void)config;
+	if (nid < 1 || !ids)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: no unique id", __func__);
+	return init_rank(c, n, &ids[0], rank);
+}
+
+/* Every rank of a new clique in this process, as one group (devlist is not needed: the fake has no devices). */
+ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
+{
+	FAIL_POINT();
+	(void)devlist;
+	if (!comms || ndev < 1)
+		return fail(ncclInvalidArgument, "fake NCCL: %s: bad arguments", __func__);
+	ncclUniqueId id;
+	ncclResult_t r = ncclGetUniqueId(&id);
+	if (r)
+		return r;
+	depth++;
+	for (int i = 0; i < ndev && !r; i++)
+		r = init_rank(&comms[i], ndev, &id, i);
+	ncclResult_t end = ncclGroupEnd();
+	return r ? r : end;
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t c)
+{
+	FAIL_POINT();
+	return c ? ncclSuccess : fail(ncclInvalidArgument, "fake NCCL: %s: NULL communicator", __func__);
 }
 
 /* ---- dropping work ---- */
@@ -2061,6 +2103,12 @@ ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int t, int op, nccl
 	return enqueue(&k, st);
 }
 
+ncclResult_t ncclBcast(void *b, size_t n, int t, int root, ncclComm_t c, cudaStream_t st)
+{
+	FAIL_POINT();
+	return ncclBroadcast(b, b, n, t, root, c, st);
+}
+
 ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int t, ncclComm_t c, cudaStream_t st)
 {
 	FAIL_POINT();
@@ -2453,3 +2501,14 @@ ncclResult_t ncclRedOpDestroy(int op, ncclComm_t c)
 		fprintf(stderr, "fake NCCL: rank %d: ncclRedOpDestroy op %d\n", c->rank, op);
 	return ncclSuccess;
 }
+
+/* NCCL's second name of each API function (pncclX), the one profiling tools call. */
+#define PNAME(f) extern __typeof__(f) p##f __attribute__((alias(#f), visibility("default")));
+PNAME(ncclGetVersion) PNAME(ncclGetUniqueId) PNAME(ncclCommInitRank) PNAME(ncclCommInitRankConfig)
+PNAME(ncclCommInitRankScalable) PNAME(ncclCommInitAll) PNAME(ncclCommFinalize) PNAME(ncclCommDestroy)
+PNAME(ncclCommAbort) PNAME(ncclCommGetAsyncError) PNAME(ncclGetErrorString) PNAME(ncclGetLastError)
+PNAME(ncclGroupStart) PNAME(ncclGroupEnd) PNAME(ncclAllReduce) PNAME(ncclAllGather) PNAME(ncclReduceScatter)
+PNAME(ncclBroadcast) PNAME(ncclBcast) PNAME(ncclReduce) PNAME(ncclAlltoAll) PNAME(ncclGather) PNAME(ncclScatter) PNAME(ncclSend)
+PNAME(ncclRecv) PNAME(ncclCommSplit) PNAME(ncclCommUserRank) PNAME(ncclCommCount) PNAME(ncclMemAlloc)
+PNAME(ncclMemFree) PNAME(ncclCommRegister) PNAME(ncclCommDeregister) PNAME(ncclCommWindowRegister)
+PNAME(ncclCommWindowDeregister) PNAME(ncclRedOpCreatePreMulSum) PNAME(ncclRedOpDestroy)
