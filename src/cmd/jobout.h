@@ -29,4 +29,14 @@ struct nw_jobout {
  */
 int nw_jobout_write(const json_t *parts, struct nw_jobout *o, struct nw_job_view *v, char *err, size_t errlen);
 
+struct nw_store_opts;
+
+/*
+ * report --job ID: the parts of job ID (a job directory, ./ncclwatch-job-ID,
+ * or the history's runs of source "job" with that id) merged into one
+ * report at out (default: DIR/report.html, or ./ncclwatch-job-ID.html
+ * when the parts come from the history). Prints; returns the exit status.
+ */
+int nw_jobout_report(const char *id, const char *out, const char *title, const struct nw_store_opts *so);
+
 #endif

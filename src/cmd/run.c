@@ -30,6 +30,8 @@ static const struct nw_opt run_options[] = {
 	  .help = "the job's directory (default ./ncclwatch-job-ID; on a shared\nfilesystem every node's part lands there)" },
 	{ .kind = NW_OPTK_STRING, .lname = "job", .off = NW_F_STR(struct run_opts, job), .argh = "ID",
 	  .help = "the job's id (default $NCCLWATCH_JOB, the launcher's job and\nstep, torchrun's --rdzv-id, or one made up)" },
+	{ .kind = NW_OPTK_STRING, .lname = "node", .off = NW_F_STR(struct run_opts, node), .argh = "NAME",
+	  .help = "this node's name in the job (default its host name; nodes\nwhose host names are alike need one each)" },
 	{ .kind = NW_OPTK_STRING, .lname = "report", .off = NW_F_STR(struct run_opts, report), .argh = "FILE",
 	  .help = "the HTML report (default DIR/report.html); the timeline\n(Chrome trace JSON) goes beside it" },
 	{ .kind = NW_OPTK_FLAG, .lname = "no-report", .off = NW_F_INT(struct run_opts, no_report),
@@ -251,7 +253,10 @@ int cmd_run(int argc, char **argv)
 	if (parse(argc, argv, &c, &rc) != 0)
 		return rc;
 	c.start_ns = run_realtime();
-	nw_hostname(c.host, sizeof(c.host));
+	if (c.o.node)
+		nw_strlcpy(c.host, c.o.node, sizeof(c.host));
+	else
+		nw_hostname(c.host, sizeof(c.host));
 	if (!getcwd(c.cwd, sizeof(c.cwd)))
 		nw_strlcpy(c.cwd, ".", sizeof(c.cwd));
 	c.task = nw_job_task(environ, &c.local, &c.global);

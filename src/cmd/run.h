@@ -20,7 +20,7 @@
 enum run_status_line { RUN_STATUS_AUTO, RUN_STATUS_ON, RUN_STATUS_OFF };
 
 struct run_opts {
-	const char *out, *job, *report, *nccl_lib, *subsys, *title;
+	const char *out, *job, *report, *nccl_lib, *subsys, *title, *node;
 	int no_report, overlap, no_nccl_log, quiet, log_s;
 	enum run_status_line status;
 	double hang_s, sample_s, wait_s;
