@@ -28,7 +28,7 @@ static int parts_from_history(const char *id, const struct nw_store_opts *so, js
 	struct nw_store *s;
 	if (nw_store_path(so, path, sizeof(path), err, errlen) || nw_store_open(path, NW_STORE_READ, &s, err, errlen))
 		return -1;
-	struct nw_store_filter f = { 0 };
+	struct nw_store_filter f = { .source = "job" };
 	struct nw_store_entry *e = NULL;
 	size_t n = 0;
 	if (nw_store_list(s, &f, &e, &n, err, errlen) != 0) {

@@ -150,6 +150,21 @@ done
 expect_true "the report fetches nothing (a policy that loads nothing, no script)" \
 	bash -c 'grep -q "default-src '"'"'none'"'"'" "$1" && ! grep -qi "<script" "$1"' _ "$TMP/j1/report.html"
 
+# ---- exposed communication (--overlap), from the fake CUPTI: a GEMM 0-1000 ms, an all_reduce 800-1400 ms ----
+T0=1764620000000000000
+GEMM=_Z28sm90_xmma_gemm_bf16bf16_bf16f32v
+AR=_Z40ncclDevKernel_AllReduce_Sum_bf16_RING_LL24ncclDevKernelArgsStorageILm4096EE
+printf 'window %s %s\nkernel %s 7 %s %s\nkernel %s 13 %s %s\n' $T0 $((T0 + 2000000000)) $GEMM $T0 $((T0 + 1000000000)) \
+	$AR $((T0 + 800000000)) $((T0 + 1400000000)) >"$TMP/partly.scn"
+run env NCCLWATCH_OVERLAP_PERIOD_S=0.1 NCCLWATCH_OVERLAP_WINDOW_S=0.02 NCCLWATCH_CUPTI_LIB="$FAKE/libcupti.so.13" \
+	NW_FAKE_CUPTI_SCENARIO="$TMP/partly.scn" "$NW" run --no-history --overlap --sample-s 0.1 --out "$TMP/jo" -- sh -c \
+	"$(harness --ranks 2 --ops 5 --hold-ms 1500)"
+expect_rc "--overlap: the job ran" 0
+run python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["overlap_windows"]; print(len(w), w[:1]); sys.exit(not (w and all(x["exposed_ns"] == 400000000 and x["wall_ns"] == 2000000000 for x in w)))' \
+	"$TMP"/jo/nodes/*/part.json
+expect_rc "--overlap: the windows of exposed communication kept, exact (400 of 2000 ms)" 0
+expect_true "--overlap: the report charts it" grep -q "<title>exposed communication" "$TMP/jo/report.html"
+
 # ---- a planted hang: rank 2 never arrives at all_reduce seq 20 ----
 run "$NW" run --no-history --hang-s 1 --sample-s 0.2 --out "$TMP/j2" -- sh -c \
 	"$(harness --ranks 4 --ops 20 --late 2 --scenario hang-missing --hold-ms 3500)"
@@ -267,6 +282,8 @@ mv "$TMP/ca" "$TMP/ca.moved"
 run bash -c "cd '$TMP' && '$NW' report --job cmpA"
 expect_rc "report --job ID from the history (no directory left)" 0
 expect_true "... written" test -s "$TMP/ncclwatch-job-cmpA.html" -a -s "$TMP/ncclwatch-job-cmpA.timeline.json"
+run "$NW" fleet
+expect_out "fleet says why it leaves jobs out" "^note: [0-9]+ runs of source job .* not in this view"
 run "$NW" report --job nope-such-job
 expect_rc "report --job of an unknown job" 2
 expect_err "... says where it looked" "no job 'nope-such-job'"
