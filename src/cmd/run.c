@@ -209,6 +209,11 @@ static void say_start(const struct run_ctx *c)
 		        c->live.why, c->capture ? "; files in " : "", c->capture ? c->jobdir : "");
 	for (int i = 0; i < c->setup.nnotes; i++)
 		fprintf(stderr, "ncclwatch run: %s\n", c->setup.notes[i]);
+	char why[128];
+	if (!c->task && nw_job_spans_nodes(c->cmd, why, sizeof(why)))
+		nw_warn("run: this launch spans several nodes (%s): run reads the ranks of this node only; to keep every "
+		        "node's, run it on each node, as in 'srun ... ncclwatch run -- python train.py' (docs/run.md, "
+		        "\"Many nodes\")", why);
 }
 
 /* Options, checks between them, and the command. 0, or the exit status of a usage error (or 0 after help) in *rc. */

@@ -302,6 +302,13 @@ void nw_job_setup(const struct nw_job_setup_in *in, struct nw_job_setup *out);
 void nw_job_id(char *const *argv, char *const *env, uint64_t now_ns, int pid, char *out, size_t len);
 
 /*
+ * Whether argv launches ranks on several nodes (srun -N 2+, mpirun with
+ * several hosts or a hostfile, torchrun --nnodes above 1, deepspeed
+ * --num_nodes above 1 or a hostfile): 1 with what says so in why.
+ */
+int nw_job_spans_nodes(char *const *argv, char *why, size_t len);
+
+/*
  * Whether a launcher started this process as one of its tasks (srun,
  * mpirun, torchrun's children): 1 with *local (rank on this node) and
  * *global (rank in the launch; -1 unknown), else 0.

@@ -35,6 +35,8 @@ struct jw_file {
 	uint64_t tl_dropped;    /* operations pushed out by the cap */
 	uint64_t said_slow, said_dumps, said_dropped; /* counters already turned into incidents */
 	int said_disabled;
+	int new_dump;            /* wrote a dump since the last tick (said once per communicator and tick) */
+	char last_dump[128];
 	struct nws_progress prog; /* at the last read */
 	uint64_t created_ns, updated_ns;
 };

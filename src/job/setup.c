@@ -207,3 +207,71 @@ int nw_job_task(char *const *env, int *local, int *global)
 	*global = -1;
 	return 0;
 }
+
+/* The value of option name in argv at a (as "--name V" or "--name=V"); NULL when a is not it. */
+static const char *opt_value(char *const *a, const char *name)
+{
+	size_t n = strlen(name);
+	if (!strcmp(*a, name))
+		return a[1];
+	if (!strncmp(*a, name, n) && (*a)[n] == '=')
+		return *a + n + 1;
+	return NULL;
+}
+
+/* Whether a node count ("2", "2-4", "1:4") allows more than one node. */
+static int several(const char *v)
+{
+	if (!v)
+		return 0;
+	const char *last = v + strcspn(v, "-:");
+	long lo = strtol(v, NULL, 10), hi = *last ? strtol(last + 1, NULL, 10) : lo;
+	return lo > 1 || hi > 1;
+}
+
+/* The launcher argv[i] names: 1 srun, 2 mpirun or mpiexec, 3 torchrun, 4 deepspeed; 0 none. */
+static int launcher(const char *a)
+{
+	const char *b = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+	if (!strcmp(b, "srun"))
+		return 1;
+	if (!strcmp(b, "mpirun") || !strcmp(b, "mpiexec") || !strcmp(b, "mpiexec.hydra"))
+		return 2;
+	if (!strcmp(b, "torchrun") || !strcmp(a, "torch.distributed.run"))
+		return 3;
+	return !strcmp(b, "deepspeed") ? 4 : 0;
+}
+
+int nw_job_spans_nodes(char *const *argv, char *why, size_t len)
+{
+	/* per launcher: options that count nodes, options that list hosts (a file, or several names) */
+	static const char *const counts[5][3] = { { NULL }, { "-N", "--nodes", NULL }, { NULL },
+		                                  { "--nnodes", NULL }, { "--num_nodes", "--num-nodes", NULL } };
+	static const char *const lists[5][6] = { { NULL }, { NULL },
+		                                 { "-H", "--host", "-host", "--hostfile", "-hostfile", "--machinefile" },
+		                                 { NULL }, { "--hostfile", "-H", NULL } };
+	int l = 0;
+	for (char *const *a = argv; a && *a; a++) {
+		if (launcher(*a)) {
+			l = launcher(*a);
+			continue;
+		}
+		for (size_t i = 0; i < 3 && counts[l][i]; i++) {
+			const char *v = opt_value(a, counts[l][i]);
+			if (!v && l == 1 && !strcmp(counts[l][i], "-N") && !strncmp(*a, "-N", 2) && (*a)[2] >= '0' && (*a)[2] <= '9')
+				v = *a + 2;
+			if (several(v)) {
+				snprintf(why, len, "%s %s", counts[l][i], v);
+				return 1;
+			}
+		}
+		for (size_t i = 0; i < 6 && lists[l][i]; i++) {
+			const char *v = opt_value(a, lists[l][i]);
+			if (v && (strstr(lists[l][i], "file") || strchr(v, ','))) {
+				snprintf(why, len, "%s %s", lists[l][i], v);
+				return 1;
+			}
+		}
+	}
+	return 0;
+}

@@ -221,10 +221,14 @@ static void add_inc(struct nw_job_view *v, uint64_t t, const char *kind, const c
 	nw_strlcpy(x->text, text, sizeof(x->text));
 }
 
+/* Incidents by time; at the same time a hang or an abort before what came with it (its dumps). */
 static int cmp_inc(const void *a, const void *b)
 {
 	const struct nw_jv_incident *x = a, *y = b;
-	return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns;
+	if (x->t_ns != y->t_ns)
+		return x->t_ns < y->t_ns ? -1 : 1;
+	int px = strcmp(x->kind, "hang") && strcmp(x->kind, "abort"), py = strcmp(y->kind, "hang") && strcmp(y->kind, "abort");
+	return px - py;
 }
 
 /* How a node's job ended, as an incident when it did not end well. */

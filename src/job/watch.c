@@ -193,11 +193,9 @@ static void file_update(struct nw_jobw *w, struct jw_file *f, const struct nw_sf
 		            f->disabled[0] ? f->disabled : "no reason given");
 	}
 	if (f->dumps > f->said_dumps) {
-		char dump[sizeof(h->last_dump)];
-		nw_strlcpy(dump, h->last_dump, sizeof(dump));
-		nw_sf_sanitize(dump);
-		jw_incident(w, now, "dump", "rank %d of communicator %016" PRIx64 " (%s pid %d) wrote a trace dump%s%s "
-		            "(%" PRIu64 " in all)", f->rank, f->comm, f->host, f->pid, dump[0] ? ": " : "", dump, f->dumps);
+		nw_strlcpy(f->last_dump, h->last_dump, sizeof(f->last_dump));
+		nw_sf_sanitize(f->last_dump);
+		f->new_dump = 1;
 		f->said_dumps = f->dumps;
 	}
 	if (f->ops_dropped && !f->said_dropped) {
@@ -205,6 +203,35 @@ static void file_update(struct nw_jobw *w, struct jw_file *f, const struct nw_sf
 		jw_incident(w, now, "dropped", "rank %d of communicator %016" PRIx64 " (%s pid %d) could not record every "
 		            "operation: its in-flight pool was full (%" PRIu64 " dropped so far; NCCLWATCH_POOL)", f->rank,
 		            f->comm, f->host, f->pid, f->ops_dropped);
+	}
+}
+
+/* The dumps written since the last tick: one incident per communicator, its ranks and files named. */
+static void dump_incidents(struct nw_jobw *w, uint64_t now)
+{
+	for (size_t i = 0; i < w->nf; i++) {
+		if (!w->f[i].new_dump)
+			continue;
+		struct nw_strbuf ranks, files;
+		nw_strbuf_init(&ranks);
+		nw_strbuf_init(&files);
+		int n = 0;
+		for (size_t k = i; k < w->nf; k++) {
+			struct jw_file *f = &w->f[k];
+			if (!f->new_dump || f->comm != w->f[i].comm)
+				continue;
+			nw_strbuf_addf(&ranks, "%s%d", n ? ", " : "", f->rank);
+			if (n < 8)
+				nw_strbuf_addf(&files, "%s%s", n ? ", " : "", f->last_dump);
+			n++;
+			f->new_dump = 0;
+		}
+		jw_incident(w, now, "dump", "rank%s %s of communicator %016" PRIx64 "%s%s%s wrote %s trace dump%s (the "
+		            "flight recorder, kept in dumps/): %s%s", n == 1 ? "" : "s", ranks.buf, w->f[i].comm,
+		            w->f[i].name[0] ? " (" : "", w->f[i].name, w->f[i].name[0] ? ")" : "", n == 1 ? "a" : "their",
+		            n == 1 ? "" : "s", files.buf, n > 8 ? ", ..." : "");
+		nw_strbuf_release(&ranks);
+		nw_strbuf_release(&files);
 	}
 }
 
@@ -543,6 +570,7 @@ int nw_jobw_tick(struct nw_jobw *w, uint64_t now_ns, struct nw_jobw_status *st, 
 	w->reads++;
 	for (size_t i = 0; i < set.n; i++)
 		file_update(w, file_get(w, &set.ranks[i]), &set.ranks[i], now_ns);
+	dump_incidents(w, now_ns);
 	struct nw_sample now;
 	nw_sample_take(&set, nw_now(), &now);
 	double dt = w->prev_ns && now_ns > w->prev_ns ? (double)(now_ns - w->prev_ns) / 1e9 : 0;

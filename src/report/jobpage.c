@@ -29,7 +29,7 @@ static const char css[] =
 	"vertical-align:top}th{background:#f4f4f4}td.n{text-align:right;font-variant-numeric:tabular-nums}"
 	".meta{color:#666}.bad{background:#fde2e1}.warn{background:#fff3cd}.ok{color:#1a7f37}"
 	".banner{padding:8px 12px;border:2px solid #c62828;background:#fde2e1;font-weight:600}"
-	"svg{display:block;margin:6px 0 14px}code{background:#f4f4f4;padding:0 3px}";
+	"svg{display:block;margin:6px 0 14px}code{background:#f4f4f4;padding:0 3px}.t{white-space:nowrap}";
 
 static void esc(FILE *f, const char *s)
 {
@@ -87,8 +87,8 @@ static void chart_axes(FILE *f, const struct nw_job_view *v, const struct nw_jv_
 	double span_s = (double)v->bin_ns * (double)v->nbins / 1e9;
 	for (int i = 0; i <= 5; i++) {
 		double x = L + (W - 10 - L) * i / 5.0;
-		fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">%.3gs</text>", x, H - B + 16,
-		        span_s * i / 5);
+		fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"%s\">%.3gs</text>", x, H - B + 16,
+		        i == 0 ? "start" : i == 5 ? "end" : "middle", span_s * i / 5);
 	}
 	fprintf(f, "<text x=\"%d\" y=\"14\" font-size=\"12\" font-weight=\"600\">", L);
 	esc(f, c->title);
@@ -233,7 +233,7 @@ static void incidents(FILE *f, const struct nw_job_view *v)
 		const struct nw_jv_incident *x = &v->inc[i];
 		int bad = !strcmp(x->kind, "hang") || !strcmp(x->kind, "abort") || !strcmp(x->kind, "exit") ||
 		          !strcmp(x->kind, "nccl") || !strcmp(x->kind, "interrupted");
-		fprintf(f, "<tr class=\"%s\" data-kind=\"%s\"><td class=\"n\">+%.1f s</td><td>", bad ? "bad" : "warn",
+		fprintf(f, "<tr class=\"%s\" data-kind=\"%s\"><td class=\"n t\">+%.1f s</td><td>", bad ? "bad" : "warn",
 		        x->kind, x->t_ns > v->start_ns ? (double)(x->t_ns - v->start_ns) / 1e9 : 0.0);
 		esc(f, x->host);
 		fprintf(f, "</td><td>%s</td><td>", x->kind);

@@ -114,6 +114,20 @@ static void job_ids(void **state)
 	char *tr[] = { "torchrun", "--nnodes", "2", "--rdzv-id=exp12", "train.py", NULL };
 	nw_job_id(tr, none, t, 1, id, sizeof(id));
 	assert_string_equal(id, "torchrun-exp12");
+	/* launches that span several nodes */
+	char why[128];
+	assert_int_equal(nw_job_spans_nodes(tr, why, sizeof(why)), 1);
+	assert_string_equal(why, "--nnodes 2");
+	char *s1[] = { "srun", "-N4", "python", "t.py", NULL }, *s2[] = { "srun", "--nodes=1", "python", NULL };
+	char *m1[] = { "mpirun", "-H", "a,b", "-np", "16", "x", NULL }, *m2[] = { "mpirun", "-N", "8", "x", NULL };
+	char *e1[] = { "torchrun", "--nnodes=1:4", "t.py", NULL }, *d1[] = { "deepspeed", "--hostfile=hosts", "t.py", NULL };
+	assert_int_equal(nw_job_spans_nodes(s1, why, sizeof(why)), 1);
+	assert_string_equal(why, "-N 4");
+	assert_int_equal(nw_job_spans_nodes(s2, why, sizeof(why)), 0);
+	assert_int_equal(nw_job_spans_nodes(m1, why, sizeof(why)), 1);
+	assert_int_equal(nw_job_spans_nodes(m2, why, sizeof(why)), 0);
+	assert_int_equal(nw_job_spans_nodes(e1, why, sizeof(why)), 1);
+	assert_int_equal(nw_job_spans_nodes(d1, why, sizeof(why)), 1);
 }
 
 /* A part of one node: ranks of comm 0x5eed with all_reduces whose end times are t_end[seq] on the node's clock. */
