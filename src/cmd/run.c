@@ -89,16 +89,17 @@ const struct nw_cmd_spec nw_spec_run = {
 	         "NCCL_DEBUG_FILE, NCCL_PROFILER_PLUGIN, NCCLWATCH_*) is kept and said.\n"
 	         "What cannot be set up is said, and the job runs anyway.\n",
 	.opts = run_options,
-	.footer = "Many nodes: run it on each node (srun ... ncclwatch run -- python train.py,\n"
-	          "or torchrun on every node): each node's part lands in DIR/nodes/HOST (a\n"
-	          "shared filesystem) and in history; 'ncclwatch report --job ID' merges them.\n"
+	.footer = "Many nodes: run it on each node, under the launcher (srun ... ncclwatch run --\n"
+	          "python train.py), or around torchrun on every node: each node's part lands in\n"
+	          "DIR/nodes/NODE (a shared filesystem) and in history; 'ncclwatch report --job\n"
+	          "ID' merges them.\n"
 	          "\n"
 	          "exit status: the job's (0, 1, 137 ...); 127 when CMD is not found, 126\n"
 	          "when it cannot be run; 2 bad usage (nothing run).\n"
 	          "\n"
 	          "examples:\n"
 	          "  ncclwatch run -- torchrun --nproc-per-node 8 train.py\n"
-	          "  ncclwatch run --overlap --out /shared/jobs/j42 -- srun -N 4 ncclwatch run -- python train.py\n"
+	          "  srun -N 4 --ntasks-per-node 8 ncclwatch run --out /shared/jobs/j42 -- python train.py\n"
 	          "  ncclwatch run -- mpirun -np 8 python train.py\n",
 	.args = NW_ARGS_COMMAND,
 	.width = 20,

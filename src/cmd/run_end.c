@@ -205,8 +205,8 @@ static void summary(const struct run_ctx *c, const struct nw_job_view *v, const 
 		}
 		fprintf(stderr, "ncclwatch run: %d ranks on %zu node%s, watched by the %s: %s\n", v->world, v->nnodes,
 		        v->nnodes == 1 ? "" : "s", nw_live_mode_name(c->live.mode), ops[0] ? ops : "no operation");
-		fprintf(stderr, "ncclwatch run: %zu hang%s, %zu abort%s, %zu other incident%s%s%s\n", nh, nh == 1 ? "" : "s",
-		        na, na == 1 ? "" : "s", nx, nx == 1 ? "" : "s", c->nhangs ? ": the first: " : "", c->first_hang);
+		fprintf(stderr, "ncclwatch run: %zu hang%s, %zu abort%s, %zu other incident%s%s\n", nh, nh == 1 ? "" : "s",
+		        na, na == 1 ? "" : "s", nx, nx == 1 ? "" : "s", v->ninc ? " (the report lists them)" : "");
 	} else if (c->setup.stats)
 		fprintf(stderr, "ncclwatch run: no rank reported statistics (the job's NCCL never loaded the %s, or "
 		                "created no communicator of two ranks or more)\n", nw_live_mode_name(c->live.mode));
