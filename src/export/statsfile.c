@@ -236,10 +236,12 @@ static int validate(const struct nws_header *h, uint64_t fsize, char *err, size_
 {
 	if (h->magic != NWS_MAGIC)
 		return nw_seterr(err, errlen, "not a stats file (bad magic), or still being created");
-	if (h->version != NWS_VERSION && h->version != 2)
-		return nw_seterr(err, errlen, "stats layout version %u, this ncclwatch reads 2 and %u: use the ncclwatch that matches the plugin",
+	if (h->version < 2 || h->version > NWS_VERSION)
+		return nw_seterr(err, errlen, "stats layout version %u, this ncclwatch reads 2 to %u: use the ncclwatch that matches the plugin",
 		                 h->version, NWS_VERSION);
-	if (h->header_size != (h->version == 2 ? NWS_HEADER_V2_SIZE : sizeof(struct nws_header)) || h->nops != NWS_NOPS ||
+	uint32_t hsize = h->version == 2 ? NWS_HEADER_V2_SIZE : h->version == 3 ? NWS_HEADER_V3_SIZE
+	                 : (uint32_t)sizeof(struct nws_header);
+	if (h->header_size != hsize || h->nops != NWS_NOPS ||
 	    h->nbuckets != NWS_NBUCKETS || h->nhist != NWS_NHIST || h->nsrc != NWS_NSRC ||
 	    h->record_size != sizeof(struct nws_record) || h->opent_size != sizeof(struct nws_opent))
 		return nw_seterr(err, errlen, "stats layout sizes differ from version %u's", h->version);
@@ -344,10 +346,12 @@ static int copy_header(struct nw_sf_rank *r, int fd, uint64_t fsize, char *err, 
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (validate(&r->hdr, fsize, err, errlen) != 0)
 		return -1;
-	/* a version-2 header ends before the overlap part: it reads as zeros (NWS_OVL_UNKNOWN) */
-	memset(&r->hdr.ovl, 0, sizeof(r->hdr.ovl));
+	/* older headers end before the overlap part (2) or the mode part (3): those read as zeros */
+	memset((char *)&r->hdr + r->hdr.header_size, 0, sizeof(r->hdr) - r->hdr.header_size);
 	if (seq_read(fd, &r->hdr.live_gen, r->hdr.header_size - live, live) != 0)
 		return nw_seterr(err, errlen, "writer kept the header busy, or the file got shorter; try again");
+	if (r->hdr.nranks <= 0 && r->hdr.mode.nranks > 0)
+		r->hdr.nranks = r->hdr.mode.nranks; /* profiler v1, v2: the size learned from the ops */
 	r->hdr.ovl.reason[sizeof(r->hdr.ovl.reason) - 1] = '\0';
 	nw_sf_sanitize(r->hdr.ovl.reason);
 	struct nws_ident *id = &r->hdr.ident;
