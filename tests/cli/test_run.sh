@@ -235,6 +235,9 @@ p = json.load(open(sys.argv[1]))
 n = {r["rank"]: sum(e[2] for e in r["per_op"] if e[0] == "all_reduce") for r in p["ranks"]}
 print(n); sys.exit(not (sorted(n) == [0, 1, 2, 3] and len(set(n.values())) == 1 and n[0] > 0))' "$TMP"/j5/nodes/*/part.json
 	expect_rc "... the same all_reduces on every rank" 0
+	expect_true "NCCL's debug output captured, one file per rank process" \
+		test "$(grep -l "PROFILER/Plugin: Loaded ncclwatch" "$TMP"/j5/nodes/*/nccl.*.log | wc -l)" -eq 4
+	expect_true "... and none of it in the job's stderr" bash -c '! grep -q "NCCL INFO" "$1"' _ "$ERR"
 else
 	skip "every rank's stats of bench over the fake NCCL" "this fake NCCL does not load profiler plugins"
 fi
