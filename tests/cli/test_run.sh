@@ -319,6 +319,28 @@ run python3 "$TMP/trace.py" "$TMP/split/timeline.json" 760 4
 expect_rc "the merged timeline: every op, one track per rank" 0
 expect_true "the report states the clocks" grep -q "Clocks of the nodes" "$TMP/split/report.html"
 
+# ---- nodes without a shared filesystem: each part in a PostgreSQL history, merged from there ----
+if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+	PGS=$SRCDIR/tests/helpers/pg-server
+	PGD=$(mktemp -d /tmp/nwpg.XXXXXX)
+	if URI=$("$PGS" start "$PGD"); then
+		export PGPASSWORD; PGPASSWORD=$(cat "$PGD/password")
+		run "$NW" run -q --db "$URI" --job pgjob --node nodea --out "$TMP/pga" -- sh -c "$(harness --ranks 4 --ops 10 --hold-ms 300)"
+		expect_rc "node a's part recorded into PostgreSQL" 0
+		run "$NW" run -q --db "$URI" --job pgjob --node nodeb --out "$TMP/pgb" -- true
+		expect_rc "node b's part recorded into PostgreSQL" 0
+		run bash -c "cd '$TMP' && '$NW' report --job pgjob --db '$URI'"
+		expect_rc "report --job from PostgreSQL" 0
+		expect_err "... both nodes' parts merged" "wrote ncclwatch-job-pgjob.html \(2 nodes, 8 stats files\)"
+		"$PGS" stop "$PGD"
+	else
+		RC=1; notok "a throwaway PostgreSQL server starts"
+	fi
+	rm -rf "$PGD"
+else
+	skip "parts in a PostgreSQL history" "PostgreSQL is not installed (Debian: postgresql)"
+fi
+
 # ---- a launcher's tasks: the node's first collects, the others become the job ----
 run env SLURM_JOB_ID=77 SLURM_STEP_ID=0 SLURM_LOCALID=1 SLURM_PROCID=1 "$NW" run --no-history --out "$TMP/t" -- sh -c \
 	'echo "job=$NCCLWATCH_JOB dir=$NCCLWATCH_DIR"'
