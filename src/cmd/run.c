@@ -149,6 +149,9 @@ static void stats_dir(struct run_ctx *c)
 	/* a directory of an earlier run of the same id (not a task of a launcher: nobody else writes it yet) */
 	if (!c->task)
 		nw_job_clear_stats(c->stats_dir), mkdir(c->stats_dir, 0700);
+	if (stat(c->stats_dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(c->stats_dir, W_OK) != 0)
+		nw_warn("run: cannot make the stats directory '%s' (%s): the job runs without live statistics (the "
+		        "plugin turns itself off and says why)", c->stats_dir, strerror(errno));
 }
 
 /* The job's directory and this node's, made; when they cannot be, the job still runs (said). */

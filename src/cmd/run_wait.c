@@ -110,6 +110,7 @@ static void say(struct run_ctx *c, const char *text)
 	draw(c);
 }
 
+/* The status line: the verdict first, so that a narrow terminal cuts the least telling part. */
 static void status_text(struct run_ctx *c, const struct nw_jobw_status *st)
 {
 	char busbw[64] = "", slow[96] = "";
@@ -117,16 +118,17 @@ static void status_text(struct run_ctx *c, const struct nw_jobw_status *st)
 		snprintf(busbw, sizeof(busbw), " | %s %.1f GB/s busbw", st->top_op, st->top_busbw);
 	else if (st->top_op[0])
 		snprintf(busbw, sizeof(busbw), " | %s (not timed)", st->top_op);
-	if (st->slow_rank >= 0 && st->slow_late_us >= 1)
-		snprintf(slow, sizeof(slow), " | slowest rank %d (+%.0f us, comm %.8s)", st->slow_rank, st->slow_late_us,
-		         st->slow_comm);
+	if (st->slow_rank >= 0 && st->slow_late_us >= 1000)
+		snprintf(slow, sizeof(slow), " | slowest rank %d (+%.2f ms)", st->slow_rank, st->slow_late_us / 1e3);
+	else if (st->slow_rank >= 0 && st->slow_late_us >= 1)
+		snprintf(slow, sizeof(slow), " | slowest rank %d (+%.0f us)", st->slow_rank, st->slow_late_us);
 	if (!st->files)
-		snprintf(c->line, sizeof(c->line), "ncclwatch: job %s | no rank has reported yet", c->job_id);
+		snprintf(c->line, sizeof(c->line), "ncclwatch: no rank has reported yet | job %s", c->job_id);
 	else if (st->hung)
 		snprintf(c->line, sizeof(c->line), "ncclwatch: HUNG: %s", st->hang_text);
 	else
-		snprintf(c->line, sizeof(c->line), "ncclwatch: job %s | %d rank%s | %.0f ops/s per rank%s%s | no hang",
-		         c->job_id, st->ranks, st->ranks == 1 ? "" : "s", st->ops_per_s, busbw, slow);
+		snprintf(c->line, sizeof(c->line), "ncclwatch: no hang | %d rank%s | %.0f ops/s per rank%s%s | job %s",
+		         st->ranks, st->ranks == 1 ? "" : "s", st->ops_per_s, busbw, slow, c->job_id);
 }
 
 static void tick(struct run_ctx *c)
