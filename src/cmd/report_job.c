@@ -85,7 +85,6 @@ int nw_jobout_report(const char *id, const char *out, const char *title, const s
 	struct nw_jobout o = { .report = report, .jobdir = dir[0] ? dir : NULL, .title = title };
 	struct nw_job_view v;
 	rc = nw_jobout_write(parts, &o, &v, err, sizeof(err));
-	json_decref(parts);
 	if (rc == 0) {
 		fprintf(stderr, "wrote %s (%zu node%s, %zu stats files); timeline %s%s%s\n", report, v.nnodes,
 		        v.nnodes == 1 ? "" : "s", v.nranks, o.trace, o.results[0] ? "; results " : "", o.results);
@@ -95,5 +94,6 @@ int nw_jobout_report(const char *id, const char *out, const char *title, const s
 	} else
 		nw_error("report --job: %s", err);
 	nw_job_view_release(&v);
+	json_decref(parts);
 	return rc == 0 ? 0 : 2;
 }

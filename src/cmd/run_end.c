@@ -130,21 +130,24 @@ static json_t *all_parts(const struct run_ctx *c, json_t *part, size_t *n)
 	return parts;
 }
 
-/* The report of every part found, written again while more parts arrive (nodes ending together). */
-static int report(struct run_ctx *c, json_t *part, struct nw_job_view *v, struct nw_jobout *o)
+/*
+ * The report of every part found, written again while more parts arrive
+ * (nodes ending together). *parts gets the parts v borrows from (the
+ * caller decrefs it after v).
+ */
+static int report(struct run_ctx *c, json_t *part, struct nw_job_view *v, struct nw_jobout *o, json_t **parts)
 {
 	char err[NW_ERRLEN];
 	size_t n, again;
 	for (int round = 0; round < 3; round++) {
-		json_t *parts = all_parts(c, part, &n);
 		nw_job_view_release(v);
+		json_decref(*parts);
+		*parts = all_parts(c, part, &n);
 		memset(o, 0, sizeof(*o));
 		o->report = c->report;
 		o->jobdir = c->jobdir;
 		o->title = c->o.title;
-		int rc = nw_jobout_write(parts, o, v, err, sizeof(err));
-		json_decref(parts);
-		if (rc != 0) {
+		if (nw_jobout_write(*parts, o, v, err, sizeof(err)) != 0) {
 			nw_warn("run: no report: %s", err);
 			return -1;
 		}
@@ -243,15 +246,17 @@ int run_end(struct run_ctx *c)
 	memset(&o, 0, sizeof(o));
 	long long id = 0;
 	int have = 0;
+	json_t *parts = NULL;
 	if (c->capture) {
 		json_t *part = node_part(c);
 		id = record(c, part);
-		have = !c->o.no_report && report(c, part, &v, &o) == 0;
+		have = !c->o.no_report && report(c, part, &v, &o, &parts) == 0;
 		json_decref(part);
 	}
 	if (c->speaker && !c->o.quiet)
 		summary(c, have ? &v : NULL, have ? &o : NULL, id);
 	nw_job_view_release(&v);
+	json_decref(parts);
 	nw_jobw_free(c->w);
 	nw_job_clear_stats(c->stats_dir);
 	return job_status(c);

@@ -144,8 +144,9 @@ int jv_ranks_from(const json_t *parts, struct nw_job_view *v, char *err, size_t 
 				cap = cap ? cap * 2 : 16;
 				v->ranks = nw_realloc(v->ranks, cap * sizeof(*v->ranks));
 			}
-			if (rank_from(x, (int)n, &v->ranks[v->nranks], err, errlen) != 0)
-				return nw_seterr(err, errlen, "part of '%s', rank %zu: %s", v->nodes[n].host, i, err);
+			char why[NW_ERRLEN];
+			if (rank_from(x, (int)n, &v->ranks[v->nranks], why, sizeof(why)) != 0)
+				return nw_seterr(err, errlen, "part of '%s', rank %zu: %s", v->nodes[n].host, i, why);
 			v->nranks++;
 		}
 	}
