@@ -295,10 +295,9 @@ int cmd_run(int argc, char **argv)
 		nw_error("run: %s", err);
 		c.exit.not_started = 1;
 		c.exit.code = e == ENOENT ? 127 : 126;
-		if (c.child <= 0)
-			return c.exit.code;
 		int st;
-		waitpid(c.child, &st, 0);
+		if (c.child > 0)
+			waitpid(c.child, &st, 0);
 		c.end_ns = run_realtime();
 		nw_jobw_free(c.w);
 		nw_job_clear_stats(c.stats_dir);
