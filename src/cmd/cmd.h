@@ -30,6 +30,8 @@
 	X(top,      "live view of a training job's collectives (profiler plugin)") \
 	X(exporter, "Prometheus /metrics from the profiler plugin's stats") \
 	X(hang,     "is the job hung in NCCL: which collective, which ranks not arrived") \
+	X(run,      "run a training job watched: live status, hangs, a report of its communication") \
+	X(env,      "the lines that make a job watched live: the plugin or the interposer") \
 	X(version,  "tool version, the NCCL that would load, driver, other NCCLs")
 
 #define NW_CMD_DECLARE(name, help) \

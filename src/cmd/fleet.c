@@ -87,6 +87,22 @@ static void print_text(const struct nw_fleet *f)
 	}
 }
 
+/* Runs of source job are counted up to this many (a note says how many the fleet leaves out). */
+#define JOBS_COUNTED 10000
+
+/* How many runs of source job the history holds (at most JOBS_COUNTED); 0 when it cannot say. */
+static long long count_jobs(struct nw_store *s)
+{
+	struct nw_store_filter f = { .source = "job", .limit = JOBS_COUNTED };
+	struct nw_store_entry *e = NULL;
+	size_t n = 0;
+	char err[NW_ERRLEN];
+	if (nw_store_list(s, &f, &e, &n, err, sizeof(err)) != 0)
+		return 0;
+	free(e);
+	return (long long)n;
+}
+
 int cmd_fleet(int argc, char **argv)
 {
 	struct fleet_args a;
@@ -103,6 +119,7 @@ int cmd_fleet(int argc, char **argv)
 	    nw_store_open(path, NW_STORE_READ, &s, err, sizeof(err)))
 		return nw_error("%s", NW_TT_MSG(err)), 2;
 	int rc = nw_fleet_build(s, a.threshold, &f, err, sizeof(err));
+	long long njobs = rc ? 0 : count_jobs(s);
 	nw_store_close(s);
 	if (rc)
 		return nw_error("%s", NW_TT_MSG(err)), 2;
@@ -113,9 +130,15 @@ int cmd_fleet(int argc, char **argv)
 	} else {
 		print_text(&f);
 	}
+	if (njobs && nw_cli_json_text(&a.json))
+		printf("note: %lld%s run%s of source job ('ncclwatch run') not in this view: a job measures the sizes "
+		       "its model sends, not the checks' fixed set, so hosts are not put side by side on them; "
+		       "compare jobs with 'ncclwatch compare' or 'ncclwatch report --job'\n",
+		       njobs, njobs >= JOBS_COUNTED ? " or more" : "", njobs == 1 ? "" : "s");
 	rc = f.noutliers ? 1 : 0;
 	if (a.json.on) {
 		json_t *doc = nw_fleet_to_json(&f);
+		json_object_set_new(doc, "jobs_not_compared", json_integer(njobs));
 		if (nw_cli_json_write("fleet", &a.json, doc, JSON_INDENT(1) | JSON_REAL_PRECISION(10)))
 			rc = 2;
 		json_decref(doc);

@@ -260,6 +260,9 @@ static void apply_defaults(const struct nw_cmd_spec *spec, void *opts)
 static void getopt_tables(const struct nw_cmd_spec *spec, struct option *lo, char *so, size_t solen)
 {
 	size_t nl = 0, ns = 0;
+	/* a command line after the options (run) is the command's own: stop at its first word */
+	if (spec->args == NW_ARGS_COMMAND)
+		so[ns++] = '+';
 	so[ns++] = ':';
 	for (size_t i = 0; spec->opts[i].kind != NW_OPTK_END; i++) {
 		const struct nw_opt *o = &spec->opts[i];

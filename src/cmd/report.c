@@ -10,6 +10,7 @@
 #include "model/result.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
+#include "cmd/jobout.h"
 #include "report/report.h"
 #include "store/compare.h"
 #include "store/input.h"
@@ -87,6 +88,7 @@ struct report_args {
 	size_t nspecs;
 	int fleet;
 	double threshold;
+	const char *job;
 };
 
 /* -o FILE: the old spelling of -O (in bench and tune -o is the reduction, as in nccl-tests). */
@@ -117,6 +119,8 @@ static const struct nw_opt report_options[] = {
 	  .help = "the fleet heatmap of the history (no runs given)" },
 	{ .kind = NW_OPTK_PERCENT, .lname = "threshold", .off = NW_F_DBL(struct report_args, threshold), .argh = "PCT",
 	  .dmin = 0.0001, .dmax = 1, .help = "with --fleet: outlier below PCT% of the median (default 90)" },
+	{ .kind = NW_OPTK_STRING, .lname = "job", .off = NW_F_STR(struct report_args, job), .argh = "ID",
+	  .help = "the report of a job run under 'ncclwatch run', every node's\npart merged: ID is its directory, or its id (read from\n./ncclwatch-job-ID, else from the history)" },
 	NW_OPTS_CMP(struct report_args, o.cmp),
 	NW_OPTS_STORE_READ(struct report_args, so),
 	{ 0 },
@@ -125,7 +129,7 @@ static const struct nw_opt report_options[] = {
 const struct nw_cmd_spec nw_spec_report = {
 	.name = "report",
 	.synopsis = "A [B ...] -O FILE.html [options]\nA [B ...] --svg FILE.svg [--op OP] [options]\n"
-	            "--fleet -O FILE.html [--threshold PCT] [--db PATH]",
+	            "--fleet -O FILE.html [--threshold PCT] [--db PATH]\n--job ID [-O FILE.html] [--db PATH]",
 	.about = "Write one self-contained HTML page (inline SVG and CSS, no script, nothing\n"
 	         "fetched: it opens offline and can be attached to a ticket) with, for each\n"
 	         "op, busbw against message size on a log2 axis, every run overlaid, and the\n"
@@ -133,6 +137,8 @@ const struct nw_cmd_spec nw_spec_report = {
 	         "(as 'ncclwatch compare' does); and the runs' fingerprints side by side.\n"
 	         "With --svg, write only the chart of one op. With --fleet, a heatmap of\n"
 	         "every host's latest check against its peers (see 'ncclwatch fleet').\n"
+	         "With --job, the report of a job run under 'ncclwatch run', its nodes'\n"
+	         "parts merged into one page and one timeline (docs/run.md).\n"
 	         "\n"
 	         "A, B ... are each: a run id from 'ncclwatch history', a baseline name, an\n"
 	         "ncclwatch results JSON file, or an nccl-tests output (text or -J JSON);\n"
@@ -163,6 +169,13 @@ static int take_runs(struct report_args *a, const struct nw_opt_res *res)
 		if (a->nspecs == MAX_RUNS)
 			return nw_error("too many runs (at most %d in one report)", MAX_RUNS);
 		a->specs[a->nspecs++] = res->args[i];
+	}
+	if (a->job) {
+		if (a->nspecs || a->fleet || a->svg || a->op)
+			return nw_error("report --job ID writes the job's page: no runs, --fleet, --svg or --op with it");
+		if (a->out && !strcmp(a->out, "-"))
+			return nw_error("report --job writes a page and its timeline beside it: give -O FILE.html, not '-'");
+		return 0;
 	}
 	if (a->fleet)
 		return fleet_form(a);
@@ -248,6 +261,8 @@ int cmd_report(int argc, char **argv)
 		return nw_opt_exit(&nw_spec_report, st);
 	if (a.fleet)
 		return fleet_report(&a);
+	if (a.job)
+		return nw_jobout_report(a.job, a.out, a.o.title, &a.so);
 	struct nw_run runs[MAX_RUNS];
 	const struct nw_run *rp[MAX_RUNS];
 	char labels[MAX_RUNS][300], err[NW_ERRLEN];

@@ -44,7 +44,7 @@ const char *nw_sf_live_name(enum nw_sf_live l)
 	return "unknown";
 }
 
-/* Start time (field 22 of /proc/<pid>/stat) of pid; 0 when unknown. */
+/* Start time (field 22 of /proc/<pid>/stat) of pid; 0 when unknown, or when pid is dead and not yet reaped (a zombie). */
 static uint64_t proc_start_time(int pid)
 {
 	char path[64], buf[1024];
@@ -58,7 +58,7 @@ static uint64_t proc_start_time(int pid)
 		return 0;
 	buf[n] = '\0';
 	char *p = strrchr(buf, ')');
-	if (!p)
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
 		return 0;
 	/* p is at the end of field 2; each step moves to the space before the next field */
 	for (int field = 2; field < 22 && p; field++)

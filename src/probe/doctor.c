@@ -183,6 +183,7 @@ void nw_doc_ctx_init(struct nw_doc_ctx *c, const struct nw_nvml_snap *snap, cons
 	c->nifaces = -1;
 	c->nccl_state = -1;
 	c->all_state = -1;
+	c->live_state = -1;
 	c->peermem_sysmodule = -1;
 	c->hypervisor = -1;
 	c->shm_bytes = -1;
@@ -453,6 +454,16 @@ static void gather_nccl(struct nw_doc_ctx *c)
 		(void)nw_doc_nccl_cuda(c->nccl.path, c->nccl_cuda, sizeof(c->nccl_cuda));
 	c->nall = nw_nccl_find_all(&c->all);
 	c->all_state = 1;
+	memset(&c->live, 0, sizeof(c->live));
+	c->live.nccl_found = c->nccl_state == 1;
+	nw_strlcpy(c->live.nccl_err, c->nccl_err, sizeof(c->live.nccl_err));
+	if (c->nccl_state == 1) {
+		nw_strlcpy(c->live.nccl_path, c->nccl.path, sizeof(c->live.nccl_path));
+		nw_strlcpy(c->live.nccl_how, c->nccl.how, sizeof(c->live.nccl_how));
+		nw_strlcpy(c->live.nccl_version, c->nccl.version, sizeof(c->live.nccl_version));
+	}
+	nw_live_find_libs(NULL, &c->live);
+	c->live_state = 1;
 }
 
 /* Kernel, modules, virtualisation, logind, limits and IOMMU: the OS and container facts. */

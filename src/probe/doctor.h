@@ -15,6 +15,7 @@
 
 #include "gpu/nccl.h"
 #include "gpu/nvml.h"
+#include "probe/livemode.h"
 #include "probe/topo.h"
 
 enum nw_sev { NW_SEV_OK, NW_SEV_SKIP, NW_SEV_INFO, NW_SEV_WARN, NW_SEV_ERROR };
@@ -96,6 +97,8 @@ struct nw_doc_ctx {
 	struct nw_nccl_where *all;        /* every libnccl found (owned by the caller) */
 	size_t nall;
 	int all_state;                    /* 1 searched, -1 not searched */
+	int live_state;                   /* 1 the live-monitoring libraries were looked for, -1 not */
+	struct nw_live_facts live;        /* the NCCL above and ncclwatch's plugin and interposer (probe/livemode.h) */
 	/* OS and container */
 	char *cmdline;                    /* /proc/cmdline, NULL unknown (owned) */
 	char *modules;                    /* /proc/modules (owned) */

@@ -66,6 +66,7 @@ static const struct nw_doc_check checks[] = {
 	{ "version.nccl", "the NCCL that will be loaded", nw_doc_chk_nccl },
 	{ "version.nccl_cuda", "NCCL built for a CUDA newer than the driver supports", nw_doc_chk_nccl_cuda },
 	{ "version.nccl_many", "other libnccl copies with other versions (PyTorch's vs the system's)", nw_doc_chk_nccl_many },
+	{ "version.live", "how a job's NCCL is watched live here: the plugin, the interposer, or not", nw_doc_chk_live },
 	/* doctor_env.c: environment */
 	{ "env.nccl_names", "NCCL_* variables NCCL does not know (typos)", nw_doc_chk_env_names },
 	{ "env.socket_ifname", "NCCL_SOCKET_IFNAME names interfaces that exist and are up", nw_doc_chk_socket_ifname },

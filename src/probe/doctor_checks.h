@@ -31,6 +31,7 @@ void nw_doc_chk_driver(const struct nw_doc_ctx *c, struct nw_findings *out);
 void nw_doc_chk_nccl(const struct nw_doc_ctx *c, struct nw_findings *out);
 void nw_doc_chk_nccl_cuda(const struct nw_doc_ctx *c, struct nw_findings *out);
 void nw_doc_chk_nccl_many(const struct nw_doc_ctx *c, struct nw_findings *out);
+void nw_doc_chk_live(const struct nw_doc_ctx *c, struct nw_findings *out);
 void nw_doc_chk_nvlink(const struct nw_doc_ctx *c, struct nw_findings *out);
 void nw_doc_chk_pcie(const struct nw_doc_ctx *c, struct nw_findings *out);
 void nw_doc_chk_p2p(const struct nw_doc_ctx *c, struct nw_findings *out);

@@ -56,6 +56,26 @@ void nw_doc_chk_nccl(const struct nw_doc_ctx *c, struct nw_findings *out)
 	    c->nccl_cuda, "", c->nccl.path, c->nccl.how);
 }
 
+/* How a training job's NCCL on this node is watched live: the plugin, the interposer, or not at all. */
+void nw_doc_chk_live(const struct nw_doc_ctx *c, struct nw_findings *out)
+{
+	const char *id = "version.live";
+	if (c->live_state < 0) {
+		ADD(out, id, NW_SEV_SKIP, NULL, NULL, "skipped: the live-monitoring libraries were not looked for");
+		return;
+	}
+	struct nw_live l;
+	nw_live_decide(&c->live, &l);
+	if (l.mode == NW_LIVE_NONE)
+		ADD(out, id, NW_SEV_WARN, "a job here cannot be watched live (top, exporter, hang, 'ncclwatch run' statistics)",
+		    "install ncclwatch with its libraries, or give the job an NCCL of 2.23 or newer (2.18 or newer with "
+		    "the interposer); 'ncclwatch env' prints what to set",
+		    "no live monitoring: %s", l.why);
+	else
+		ADD(out, id, l.version_code ? NW_SEV_OK : NW_SEV_INFO, NULL, NULL,
+		    "a job gets the %s: %s", nw_live_mode_name(l.mode), l.why);
+}
+
 void nw_doc_chk_nccl_cuda(const struct nw_doc_ctx *c, struct nw_findings *out)
 {
 	const char *id = "version.nccl_cuda";

@@ -69,4 +69,23 @@ void nw_xml_escape(FILE *f, const char *s);
  */
 int nw_report_fleet_html(FILE *f, const struct nw_fleet *fl, const char *title, char *err, size_t errlen);
 
+/* The links of a job's page, relative to it: the timeline, and files kept with the job (dumps, logs). */
+struct nw_report_job_links {
+	const char *trace;          /* "timeline.json", or NULL */
+	const char *const *files;   /* paths relative to the page */
+	size_t nfiles;
+};
+
+struct nw_job_view;
+
+/*
+ * The page of one job run under `ncclwatch run` (jobpage.c, jobpage_nccl.c):
+ * how it ran and ended, its hangs, aborts and anomalies, what each
+ * communicator moved, bandwidth, lateness and exposed communication over
+ * time, NCCL's choices, the nodes' clocks, links. title NULL: "ncclwatch
+ * job ID". -1 with err when the view has no part.
+ */
+int nw_report_job_html(FILE *f, const struct nw_job_view *v, const char *title,
+                       const struct nw_report_job_links *links, char *err, size_t errlen);
+
 #endif

@@ -185,6 +185,7 @@ struct nw_store_filter {
 	const char *since;  /* ISO 8601 prefix: "2026-11-30" or "2026-11-30T10:00:00Z" */
 	const char *until;  /* inclusive; a bare date means the whole day */
 	long long limit;    /* 0: all; else the latest `limit` runs */
+	const char *source; /* only runs of this source ("check", "job"); NULL or "": every source */
 };
 
 /* Runs matching f, oldest first; *out is the caller's to free(). */

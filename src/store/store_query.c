@@ -65,14 +65,14 @@ int nw_store_list(struct nw_store *s, const struct nw_store_filter *f,
 	         " CASE WHEN extra LIKE '%%\"interrupted\":true%%' THEN 1 ELSE 0 END"
 	         " FROM runs WHERE %s"
 	         " AND ($2 = '' OR EXISTS (SELECT 1 FROM results r WHERE r.run_id = runs.id AND r.op = $2))"
-	         " AND ($3 = '' OR time >= $3) AND ($4 = '' OR time <= $4)"
+	         " AND ($3 = '' OR time >= $3) AND ($4 = '' OR time <= $4) AND ($5 = '' OR source = $5)"
 	         " ORDER BY id DESC%s%.0lld",
 	         /* a plain "host = $1" lets the database use its index on host */
 	         f && f->host && *f->host ? "host = $1" : "$1 = ''", f && f->limit > 0 ? " LIMIT " : "",
 	         f && f->limit > 0 ? f->limit : 0LL);
 	const struct nw_db_param p[] = {
 		NW_DB_TEXT(f && f->host ? f->host : ""), NW_DB_TEXT(f && f->op ? f->op : ""),
-		NW_DB_TEXT(since), NW_DB_TEXT(until),
+		NW_DB_TEXT(since), NW_DB_TEXT(until), NW_DB_TEXT(f && f->source ? f->source : ""),
 	};
 	const struct nw_db_driver *d = s->db->drv;
 	struct nw_db_rows *r;

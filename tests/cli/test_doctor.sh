@@ -71,7 +71,7 @@ expect_rc "h200x1: exit 0 (one info: the VM)" 0
 expect_true "h200x1: findings as printed live on the H200" python3 -c '
 import json,re,sys
 rep=json.load(open(sys.argv[1])); live=json.load(open(sys.argv[2]))
-local=("version.nccl","version.nccl_many")
+local=("version.nccl","version.nccl_many","version.live")
 def keep(d):
     out=[]
     for f in d["findings"]:

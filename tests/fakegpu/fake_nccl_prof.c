@@ -33,7 +33,43 @@ static int debug_level(void)
 	return !strcasecmp(d, "INFO") || !strcasecmp(d, "TRACE") ? 2 : !strcasecmp(d, "WARN") ? 1 : 0;
 }
 
-/* The logger v4+ plugins get: NCCL's line format on stderr, as NCCL_DEBUG asks. */
+static FILE *debug_file;
+static pthread_once_t debug_once = PTHREAD_ONCE_INIT;
+
+/* NCCL_DEBUG_FILE as NCCL reads it: %h the host, %p the pid; stderr when unset or not writable. */
+static void debug_open(void)
+{
+	const char *pat = getenv("NCCL_DEBUG_FILE");
+	char path[1024], host[256];
+	size_t n = 0;
+	debug_file = stderr;
+	if (!pat || !*pat || gethostname(host, sizeof(host)) != 0)
+		return;
+	host[sizeof(host) - 1] = '\0';
+	for (const char *c = pat; *c && n + 300 < sizeof(path); c++) {
+		if (c[0] == '%' && c[1] == 'h')
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "%s", host), c++;
+		else if (c[0] == '%' && c[1] == 'p')
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", (int)getpid()), c++;
+		else
+			path[n++] = *c;
+	}
+	path[n] = '\0';
+	FILE *f = fopen(path, "a");
+	if (f) {
+		setvbuf(f, NULL, _IOLBF, 0);
+		debug_file = f;
+	}
+}
+
+/* Where NCCL's debug lines go. */
+static FILE *debug_out(void)
+{
+	pthread_once(&debug_once, debug_open);
+	return debug_file;
+}
+
+/* The logger v4+ plugins get: NCCL's line format into NCCL_DEBUG_FILE (else stderr), as NCCL_DEBUG asks. */
 __attribute__((format(printf, 5, 6))) static void fake_logger(int level, unsigned long flags, const char *file,
                                                                 int line, const char *fmt, ...)
 {
@@ -48,7 +84,7 @@ __attribute__((format(printf, 5, 6))) static void fake_logger(int level, unsigne
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "fake:%d:%d [0] NCCL %s %s\n", (int)getpid(), (int)gettid(), level == 2 ? "WARN" : "INFO", msg);
+	fprintf(debug_out(), "fake:%d:%d [0] NCCL %s %s\n", (int)getpid(), (int)gettid(), level == 2 ? "WARN" : "INFO", msg);
 }
 
 /* Open the plugin once, the way NCCL version does (pmu held). */
@@ -58,12 +94,12 @@ static void load(int version)
 	loaded = -1;
 	if (np_open(&plugin, version, getenv("NCCL_PROFILER_PLUGIN"), why, sizeof(why)) != 0) {
 		if (debug_level() == 2 && getenv("NCCL_PROFILER_PLUGIN"))
-			fprintf(stderr, "fake:%d:%d [0] NCCL INFO PROFILER/Plugin: %s\n", (int)getpid(), (int)gettid(), why);
+			fprintf(debug_out(), "fake:%d:%d [0] NCCL INFO PROFILER/Plugin: %s\n", (int)getpid(), (int)gettid(), why);
 		return;
 	}
 	loaded = 1;
 	if (debug_level() == 2)
-		fprintf(stderr, "fake:%d:%d [0] NCCL INFO PROFILER/Plugin: Loaded %s (v%d)\n", (int)getpid(), (int)gettid(),
+		fprintf(debug_out(), "fake:%d:%d [0] NCCL INFO PROFILER/Plugin: Loaded %s (v%d)\n", (int)getpid(), (int)gettid(),
 		        plugin.name ? plugin.name : "?", plugin.abi);
 }
 

@@ -64,6 +64,18 @@ static struct fx *h200(const char *const *env)
 	x->ctx.all[0] = x->ctx.nccl;
 	x->ctx.nall = 1;
 	x->ctx.all_state = 1;
+	/* ncclwatch installed as the Debian package puts it (not what this machine has) */
+	struct nw_live_facts *lf = &x->ctx.live;
+	memset(lf, 0, sizeof(*lf));
+	lf->nccl_found = 1;
+	strcpy(lf->nccl_path, x->ctx.nccl.path);
+	strcpy(lf->nccl_how, x->ctx.nccl.how);
+	strcpy(lf->nccl_version, x->ctx.nccl.version);
+	lf->plugin.found = 1;
+	strcpy(lf->plugin.path, "/usr/lib/x86_64-linux-gnu/libnccl-profiler-ncclwatch.so");
+	lf->plugin.abis = 1u << 4 | 1u << 5 | 1u << 6;
+	strcpy(lf->interpose.looked, "/usr/bin, /usr/lib/x86_64-linux-gnu");
+	x->ctx.live_state = 1;
 	return x;
 }
 
@@ -548,6 +560,35 @@ static void affinity(void **state)
 	done(x);
 }
 
+/* Which way a job here is watched live, from recorded facts: the plugin, the interposer, none. */
+static void live_mode(void **state)
+{
+	(void)state;
+	struct fx *x = h200(NULL);
+	struct nw_live_facts *lf = &x->ctx.live;
+	assert_int_equal(run1(x, "version.live"), NW_SEV_OK);
+	assert_true(seen(x, "a job gets the plugin: NCCL 2.28.9"));
+	assert_true(seen(x, "has profiler interface v5"));
+	/* NCCL 2.23 asks for v1, which this plugin build lacks, and there is no interposer: said, with what it exports. */
+	strcpy(lf->nccl_version, "2.23.4");
+	assert_int_equal(run1(x, "version.live"), NW_SEV_WARN);
+	assert_true(seen(x, "exports no ncclProfiler_v1 (only v4, v5, v6"));
+	assert_true(seen(x, "libncclwatch-interpose.so is not installed (looked in /usr/bin"));
+	/* NCCL 2.21 with the interposer installed. */
+	strcpy(lf->nccl_version, "2.21.5");
+	lf->interpose.found = 1;
+	strcpy(lf->interpose.path, "/usr/lib/x86_64-linux-gnu/libncclwatch-interpose.so");
+	assert_int_equal(run1(x, "version.live"), NW_SEV_OK);
+	assert_true(seen(x, "a job gets the interposer"));
+	/* NCCL 2.17: nothing serves it. */
+	strcpy(lf->nccl_version, "2.17.1");
+	assert_int_equal(run1(x, "version.live"), NW_SEV_WARN);
+	assert_true(seen(x, "older than 2.18"));
+	x->ctx.live_state = -1;
+	assert_int_equal(run1(x, "version.live"), NW_SEV_SKIP);
+	done(x);
+}
+
 static void versions(void **state)
 {
 	(void)state;
@@ -716,6 +757,7 @@ int main(void)
 		cmocka_unit_test(debug_level),
 		cmocka_unit_test(cuda_visible),
 		cmocka_unit_test(master_addr),
+		cmocka_unit_test(live_mode),
 		cmocka_unit_test(shm),
 		cmocka_unit_test(memlock),
 		cmocka_unit_test(removeipc),
