@@ -131,7 +131,10 @@ static int entry_numbers(const json_t *o, struct nw_prog_rank *r, uint64_t *nran
 	    get_u64(o, "now_ns", &r->seen_ns, path, idx, err, errlen) ||
 	    get_counts(o, "enq", enq, path, idx, err, errlen) || get_counts(o, "done", done, path, idx, err, errlen))
 		return -1;
-	if (rank >= (uint64_t)*nranks || *nranks > INT32_MAX)
+	if (*nranks > NW_PROG_MAX_RANKS)
+		return nw_seterr(err, errlen, "'%s': progress entry %zu: %" PRIu64 " ranks is more than the %d a "
+		                 "communicator may have here", path, idx, *nranks, NW_PROG_MAX_RANKS);
+	if (rank >= (uint64_t)*nranks)
 		return nw_seterr(err, errlen, "'%s': progress entry %zu: rank %" PRIu64 " of %" PRIu64 " ranks", path,
 		                 idx, rank, *nranks);
 	r->rank = (int)rank;
