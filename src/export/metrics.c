@@ -20,6 +20,7 @@ void nw_metrics_init(struct nw_metrics *m, const char *dir, int all, double wind
 	m->window_s = window_s;
 	m->late_window = 256;
 	m->hist = NW_HIST_OP;
+	m->cache = nw_sf_cache_new();
 }
 
 int nw_metrics_parse_hist(const char *s, int *mode, char *err, size_t errlen)
@@ -61,6 +62,7 @@ void nw_metrics_release(struct nw_metrics *m)
 	nw_sample_release(&m->base);
 	nw_sample_release(&m->cand);
 	free(m->bl);
+	nw_sf_cache_free(m->cache);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -633,7 +635,8 @@ static void write_exporter(struct nw_prom *out, const struct nw_metrics *m, cons
 		default: count[3]++; break;
 		}
 	}
-	count[4] = set ? set->nbad : 0;
+	count[3] += set ? set->nhidden : 0;
+	count[4] = set ? nw_sf_nbad(set) : 0;
 	nw_prom_family(out, "ncclwatch_stats_files", "gauge",
 	               "stats files in the exporter's directory, by state (stale: the process is gone; bad: unreadable)");
 	for (int s = 0; s < 5; s++) {
@@ -692,13 +695,14 @@ int nw_metrics_scrape(struct nw_metrics *m, double now, struct nw_prom *out, cha
 	char host[256];
 	nw_hostname(host, sizeof(host));
 	m->scrapes++;
-	if (nw_sf_load_flags(m->dir, m->all ? 0 : NW_SF_HIDE_STALE, &set, err, errlen) < 0) {
+	const struct nw_sf_opts o = { .flags = m->all ? 0 : NW_SF_HIDE_STALE, .cache = m->cache, .owner = -1 };
+	if (nw_sf_load_opts(m->dir, &o, &set, err, errlen) < 0) {
 		m->scrape_errors++;
 		write_exporter(out, m, NULL, host);
 		return -1;
 	}
-	if (set.nbad) {
-		m->scrape_errors += set.nbad;
+	if (nw_sf_nbad(&set)) {
+		m->scrape_errors += nw_sf_nbad(&set);
 		nw_seterr(err, errlen, "cannot use '%s': %s", set.bad[0].path, set.bad[0].why);
 	}
 	struct nw_sample cur;

@@ -43,6 +43,7 @@ struct nw_metrics {
 	uint64_t scrapes, scrape_errors;
 	struct nw_baseline *bl;  /* owned */
 	size_t nbl;
+	struct nw_sf_cache *cache; /* hidden files between scrapes; owned */
 };
 
 /* Set up m for dir (copied), histograms per op, no label dropped. */

@@ -48,6 +48,7 @@ static void mkrank(struct nw_sf_rank *r, int rank, int nranks, uint64_t n, uint6
 	h->busy_est_total_ns = 500000000;
 	h->wall_total_ns = 2000000000;
 	h->ops_dropped = 5;
+	r->rec = nw_calloc(NWS_NOPS, sizeof(*r->rec));
 	struct nws_record *rec = &r->rec[NWS_OP_ALL_REDUCE][nws_size_bucket(MB64)];
 	rec->count = n;
 	rec->bytes = n * MB64;
@@ -102,7 +103,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 	for (int i = 0; i < 3; i++)
-		free(f->ranks[i].ring);
+		nw_sf_rank_release(&f->ranks[i]);
 	free(f);
 	return 0;
 }
