@@ -56,6 +56,22 @@ run "$NW" hang --no-local --dump "$TMP/badr.json"
 expect_rc "dump with missing fields" 2
 expect_err "missing field is named" "progress entry 0"
 
+# a FIFO named like a dump, in a dump directory: refused at once with its name, never waited on
+mkdir -p "$TMP/fifodumps"
+mkfifo "$TMP/fifodumps/x.json"
+run timeout 10 "$NW" hang --no-local --dump "$TMP/fifodumps"
+expect_rc "a FIFO in a dump directory does not hang: bad input" 2
+expect_err "the FIFO is named" "x\.json.*not a regular file \(a FIFO\)"
+run timeout 10 "$NW" hang --no-local --dump "$TMP/fifodumps/x.json"
+expect_rc "a FIFO given as a dump: bad input too" 2
+# a dump over 64 MiB is refused before it is parsed (one of 300 MB took 31 s and 5.6 GB)
+printf '{"otherData":{"progress":[' >"$TMP/big.json"
+truncate -s 100M "$TMP/big.json"
+run timeout 10 "$NW" hang --no-local --dump "$TMP/big.json"
+expect_rc "a 100 MB dump is refused" 2
+expect_err "... saying why" "big\.json' is 104857600 bytes, more than the 64 MiB"
+rm -f "$TMP/big.json"
+
 # scenario NAME WANT ARGS: the harness scenario with files live for $HOLD ms (7 s) in $TMP/NAME;
 # poll `hang` until it exits WANT (at most 10 s), then keep top --once,
 # exporter --once and hang --json of that moment in $TMP/NAME.*
