@@ -32,13 +32,19 @@ struct server {
 	char last_err[NW_ERRLEN];
 };
 
-/* Called by the HTTP thread for each GET /metrics; returns malloc'd text. */
-static char *render(void *ctx, size_t *len)
+/*
+ * Called by the server's rendering thread once per cache interval (every
+ * scrape in it shares the text); returns malloc'd text. served counts the
+ * scrapes answered with this rendering included.
+ */
+static char *render(void *ctx, uint64_t served, size_t *len)
 {
 	struct server *s = ctx;
 	struct nw_prom p;
 	char err[NW_ERRLEN] = "";
 	nw_prom_init(&p);
+	s->m.scrapes = served;
+	s->m.renders++;
 	nw_metrics_scrape(&s->m, nw_now(), &p, err, sizeof(err));
 	/* say each new problem once, not at every scrape */
 	if (*err && strcmp(err, s->last_err))
@@ -51,7 +57,7 @@ static char *render(void *ctx, size_t *len)
 struct exporter_args {
 	const char *listen, *dir, *baseline;
 	int once, all;
-	double window;
+	double window, cache;
 	int hist;
 	unsigned drop;
 };
@@ -109,6 +115,10 @@ static const struct nw_opt exporter_options[] = {
 	{ .kind = NW_OPTK_DURATION, .lname = "window", .off = NW_F_DBL(struct exporter_args, window), .argh = "S",
 	  .dmin = 0.001, .dmax = 3600, .def = "10", .help = "busbw gauges cover at least the last S seconds\n"
 	                                                    "(e.g. 500ms, 30s, 1m)" },
+	{ .kind = NW_OPTK_DURATION, .lname = "cache", .off = NW_F_DBL(struct exporter_args, cache), .argh = "S",
+	  .dmin = 0, .dmax = 3600, .def = "1", .help = "serve one rendering to every scrape for S seconds; scrapes\n"
+	                                               "that come while it renders share it (0: render for\n"
+	                                               "every scrape not sharing one)" },
 	{ .kind = NW_OPTK_FILE, .lname = "baseline", .off = NW_F_STR(struct exporter_args, baseline), .argh = "FILE",
 	  .help = "a bench result ('ncclwatch bench --json'): its best\n"
 	          "busbw per op and size becomes\n"
@@ -124,7 +134,7 @@ static const struct nw_opt exporter_options[] = {
 
 const struct nw_cmd_spec nw_spec_exporter = {
 	.name = "exporter",
-	.synopsis = "[--listen ADDR:PORT] [--dir DIR] [--once] [--all]\n[--window S] [--baseline FILE]\n"
+	.synopsis = "[--listen ADDR:PORT] [--dir DIR] [--once] [--all]\n[--window S] [--cache S] [--baseline FILE]\n"
 	            "[--histograms none|op|op,size] [--drop-labels size,source]",
 	.about = "Serve Prometheus metrics (text format 0.0.4) at http://ADDR:PORT/metrics for\n"
 	         "every rank on this host of every job run with NCCL_PROFILER_PLUGIN=ncclwatch:\n"
@@ -148,6 +158,7 @@ static int scrape_once(struct server *s)
 	struct nw_prom p;
 	char err[NW_ERRLEN] = "";
 	nw_prom_init(&p);
+	s->m.scrapes = s->m.renders = 1;
 	if (nw_metrics_scrape(&s->m, nw_now(), &p, err, sizeof(err)) < 0) {
 		nw_error("%s", err);
 		nw_prom_release(&p);
@@ -161,16 +172,13 @@ static int scrape_once(struct server *s)
 }
 
 /* Serve /metrics on listen until SIGINT or SIGTERM; the exit status (1 when it cannot listen). */
-static int serve(struct server *s, const char *listen, const char *dir)
+static int serve(struct server *s, const struct exporter_args *a)
 {
 	char err[NW_ERRLEN];
 	/* a missing or unreadable directory is worth a word now, not a refusal:
-	   the job may start later */
-	struct nw_sf_set probe;
-	if (nw_sf_load_flags(dir, NW_SF_HIDE_STALE, &probe, err, sizeof(err)) < 0)
+	   the job may start later (no file is read: that is the first scrape's work) */
+	if (nw_sf_check_dir(a->dir, err, sizeof(err)) < 0)
 		nw_warn("%s (serving anyway; metrics appear when it does)", err);
-	else
-		nw_sf_set_release(&probe);
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -180,12 +188,13 @@ static int serve(struct server *s, const char *listen, const char *dir)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	struct nw_httpd *h = nw_httpd_start(listen, render, s, err, sizeof(err));
+	const struct nw_httpd_opts ho = { .listen = a->listen, .cache_s = a->cache, .render = render, .ctx = s };
+	struct nw_httpd *h = nw_httpd_start(&ho, err, sizeof(err));
 	if (!h)
 		return nw_error("%s", err), 1;
 	/* the bound port, so that port 0 is usable by scripts */
-	fprintf(stderr, "ncclwatch exporter: serving /metrics on %s (port %u) from '%s'\n", listen, nw_httpd_port(h),
-	        dir);
+	fprintf(stderr, "ncclwatch exporter: serving /metrics on %s (port %u) from '%s'\n", a->listen, nw_httpd_port(h),
+	        a->dir);
 	fflush(stderr);
 	while (!stop_flag) {
 		struct timespec ts = { 0, 100 * 1000 * 1000 };
@@ -215,7 +224,7 @@ int cmd_exporter(int argc, char **argv)
 		nw_error("%s", err);
 		rc = 2;
 	} else {
-		rc = a.once ? scrape_once(s) : serve(s, a.listen, a.dir);
+		rc = a.once ? scrape_once(s) : serve(s, &a);
 	}
 	nw_metrics_release(&s->m);
 	free(s);

@@ -646,6 +646,9 @@ static void write_exporter(struct nw_prom *out, const struct nw_metrics *m, cons
 	struct nw_label hl[1] = { { "host", host } };
 	nw_prom_family(out, "ncclwatch_exporter_scrapes_total", "counter", "scrapes the exporter answered");
 	nw_prom_sample(out, "ncclwatch_exporter_scrapes_total", hl, 1, (double)m->scrapes);
+	nw_prom_family(out, "ncclwatch_exporter_renders_total", "counter",
+	               "renderings of the metrics: one serves every scrape within the exporter's --cache interval");
+	nw_prom_sample(out, "ncclwatch_exporter_renders_total", hl, 1, (double)m->renders);
 	nw_prom_family(out, "ncclwatch_exporter_scrape_errors_total", "counter",
 	               "scrapes that could not read the stats directory, plus stats files that could not be used");
 	nw_prom_sample(out, "ncclwatch_exporter_scrape_errors_total", hl, 1, (double)m->scrape_errors);
@@ -694,7 +697,6 @@ int nw_metrics_scrape(struct nw_metrics *m, double now, struct nw_prom *out, cha
 	struct nw_sf_set set;
 	char host[256];
 	nw_hostname(host, sizeof(host));
-	m->scrapes++;
 	const struct nw_sf_opts o = { .flags = m->all ? 0 : NW_SF_HIDE_STALE, .cache = m->cache, .owner = -1 };
 	if (nw_sf_load_opts(m->dir, &o, &set, err, errlen) < 0) {
 		m->scrape_errors++;

@@ -40,7 +40,9 @@ struct nw_metrics {
 	double window_s;     /* busbw gauges cover at least this many seconds */
 	struct nw_sample base, cand;
 	int have_base, have_cand;
-	uint64_t scrapes, scrape_errors;
+	uint64_t scrapes;        /* scrapes answered, this one included: the caller's count */
+	uint64_t renders;        /* renderings (one serves every scrape of a cache interval): the caller's count */
+	uint64_t scrape_errors;
 	struct nw_baseline *bl;  /* owned */
 	size_t nbl;
 	struct nw_sf_cache *cache; /* hidden files between scrapes; owned */
