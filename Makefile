@@ -14,8 +14,10 @@
 #                        glibc >= 2.31 at load time (scripts/portable; root, debootstrap)
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
 #   make install         PREFIX=/usr/local DESTDIR=: binary, plugin, man pages, completions,
-#                        deploy examples (INSTALL_FROM=build-portable installs the portable files)
+#                        deploy examples, the exporter's systemd unit and /etc/default/ncclwatch,
+#                        docs (INSTALL_FROM=build-portable installs the portable files)
 #   make deb             build-deb/ncclwatch_VERSION_amd64.deb of the portable files
+#   make image-root      build-image/rootfs: the container image's root (Dockerfile) as a directory
 
 CC       ?= cc
 SANITIZE ?= 0
@@ -106,7 +108,7 @@ FAKE_FLAGS := $(filter-out -MMD -MP $(MPI_CFLAGS),$(CFLAGS)) -fPIC -shared -fvis
 BIN    := $(BUILD)/ncclwatch
 PLUGIN := $(BUILD)/libnccl-profiler-ncclwatch.so
 
-.PHONY: all test clean fuzz mpi-state portable install deb
+.PHONY: all test clean fuzz mpi-state portable install deb image-root
 all: mpi-state $(BIN) $(PLUGIN)
 
 mpi-state:
@@ -121,7 +123,7 @@ $(BIN): $(APP_OBJ)
 # (nodelete): CUPTI may still hold callbacks into it after NCCL closes it.
 $(PLUGIN): $(PLUGIN_OBJ)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/exports.map -Wl,-z,nodelete -o $@ $^ -ldl -lpthread -lm
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--version-script=src/plugin/exports.map -Wl,-z,nodelete -o $@ $^ $(LDFLAGS) -ldl -lpthread -lm
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -207,12 +209,16 @@ MANDIR       ?= $(PREFIX)/share/man
 DATADIR      ?= $(PREFIX)/share/ncclwatch
 BASHCOMPDIR  ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR   ?= $(PREFIX)/share/zsh/site-functions
+SYSTEMDDIR   ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR   ?= /etc
+DOCDIR       ?= $(PREFIX)/share/doc/ncclwatch
 INSTALL_FROM ?= $(BUILD)
 
 # The man pages come from the installed binary's own help text (scripts/mkman).
 install: $(if $(filter $(BUILD),$(INSTALL_FROM)),all)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(MANDIR)/man1 \
-	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DATADIR)
+	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DATADIR) \
+	  $(DESTDIR)$(SYSTEMDDIR) $(DESTDIR)$(SYSCONFDIR)/default $(DESTDIR)$(DOCDIR)/docs
 	install -m 755 $(INSTALL_FROM)/ncclwatch $(DESTDIR)$(BINDIR)/ncclwatch
 	install -m 644 $(INSTALL_FROM)/libnccl-profiler-ncclwatch.so $(DESTDIR)$(LIBDIR)/
 	rm -rf $(INSTALL_FROM)/man && scripts/mkman $(INSTALL_FROM)/ncclwatch $(INSTALL_FROM)/man
@@ -221,12 +227,24 @@ install: $(if $(filter $(BUILD),$(INSTALL_FROM)),all)
 	install -m 644 completions/_ncclwatch $(DESTDIR)$(ZSHCOMPDIR)/_ncclwatch
 	cp -R deploy $(DESTDIR)$(DATADIR)/
 	chmod -R u=rwX,go=rX $(DESTDIR)$(DATADIR)/deploy
+	sed 's|/usr/bin/ncclwatch|$(BINDIR)/ncclwatch|' packaging/ncclwatch-exporter.service \
+	  >$(DESTDIR)$(SYSTEMDDIR)/ncclwatch-exporter.service
+	chmod 644 $(DESTDIR)$(SYSTEMDDIR)/ncclwatch-exporter.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/default/ncclwatch ] || \
+	  install -m 644 packaging/ncclwatch.default $(DESTDIR)$(SYSCONFDIR)/default/ncclwatch
+	install -m 644 README.md NOTICE $(DESTDIR)$(DOCDIR)/
+	install -m 644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+
+# The container image's root file system as a directory (the Dockerfile makes
+# the same from its own build stage): build-image/rootfs.
+image-root: portable
+	scripts/image-root build-portable build-portable/rootfs build-image/rootfs
 
 # The Debian package of the portable files (packaging/mkdeb).
 deb: portable
 	packaging/mkdeb build-portable build-deb
 
 clean:
-	rm -rf build build-san build-fuzz build-dl build-deb
+	rm -rf build build-san build-fuzz build-dl build-deb build-image
 
 -include $(APP_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d)

@@ -15,7 +15,6 @@ export NW=${NW:-$PWD/$BUILD/ncclwatch}
 export NW_PLUGIN=${NW_PLUGIN:-$PWD/$BUILD/libnccl-profiler-ncclwatch.so}
 export NW_TESTS=$PWD/$BUILD/tests
 export SRCDIR=$PWD
-export REFDIR=${REFDIR:-$(cd "$PWD/../shared/reference" 2>/dev/null && pwd)}
 pass=0 fail=0 nskip=0 failed=() skipped=()
 logdir=$(mktemp -d /tmp/nwtest.XXXXXX)
 # No test may touch the user's own history or stats.

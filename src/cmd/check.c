@@ -7,6 +7,7 @@
  * (no GPU, no NCCL, bad usage or input: nothing about the node was judged).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -494,17 +495,26 @@ static void prom_text(const struct check_state *st, int rc, double elapsed, stru
 	nw_prom_sample(p, "ncclwatch_check_timestamp_seconds", NULL, 0, (double)time(NULL));
 	nw_prom_family(p, "ncclwatch_check_duration_seconds", "gauge", "How long the last ncclwatch check took.");
 	nw_prom_sample(p, "ncclwatch_check_duration_seconds", NULL, 0, elapsed);
-	nw_prom_family(p, "ncclwatch_check_busbw_gbs", "gauge", "Bus bandwidth each check item measured, GB/s.");
-	for (size_t i = 0; i < st->cv.n; i++) {
-		struct nw_label l = { "item", st->cv.items[i].what };
-		if (st->cv.items[i].measured_gbs > 0)
-			nw_prom_sample(p, "ncclwatch_check_busbw_gbs", &l, 1, st->cv.items[i].measured_gbs);
-	}
-	nw_prom_family(p, "ncclwatch_check_expected_busbw_gbs", "gauge", "Bus bandwidth each check item was compared with, GB/s.");
-	for (size_t i = 0; i < st->cv.n; i++) {
-		struct nw_label l = { "item", st->cv.items[i].what };
-		if (st->cv.items[i].expected_gbs > 0)
-			nw_prom_sample(p, "ncclwatch_check_expected_busbw_gbs", &l, 1, st->cv.items[i].expected_gbs);
+	/* bandwidth items in base units, one label per dimension: op, size_bytes, and a pair's ranks */
+	static const char *const fam[2][2] = {
+		{ "ncclwatch_check_busbw_bytes_per_second", "Bus bandwidth each check item measured, in bytes per second." },
+		{ "ncclwatch_check_expected_busbw_bytes_per_second",
+		  "Bus bandwidth each check item was compared with, in bytes per second." },
+	};
+	for (int f = 0; f < 2; f++) {
+		nw_prom_family(p, fam[f][0], "gauge", fam[f][1]);
+		for (size_t i = 0; i < st->cv.n; i++) {
+			const struct nw_verdict_item *it = &st->cv.items[i];
+			double gbs = f ? it->expected_gbs : it->measured_gbs;
+			if (!it->op[0] || !(gbs > 0))
+				continue;
+			char size[24], a[12], b[12];
+			snprintf(size, sizeof(size), "%" PRIu64, it->size_bytes);
+			snprintf(a, sizeof(a), "%d", it->pair_a);
+			snprintf(b, sizeof(b), "%d", it->pair_b);
+			struct nw_label l[4] = { { "op", it->op }, { "size_bytes", size }, { "rank_a", a }, { "rank_b", b } };
+			nw_prom_sample(p, fam[f][0], l, it->pair_a >= 0 ? 4 : 2, gbs * 1e9);
+		}
 	}
 	nw_prom_family(p, "ncclwatch_check_items", "gauge", "Check items at each level (doctor findings and bench figures).");
 	for (int v = NW_PASS; v <= NW_FAIL; v++) {

@@ -92,7 +92,7 @@ static int only_opt(void *opts, const char *arg, const char *name, char *err, si
 static const struct nw_opt doctor_options[] = {
 	NW_OPT_JSON(struct doctor_args, json, "\n(schema ncclwatch.doctor/1)"),
 	{ .kind = NW_OPTK_CALL, .lname = "only", .argh = "ID[,ID...]", .call = only_opt, .flags = NW_OPTF_LIST,
-	  .help = "run only these checks: ids (\"hw.nvlink\") or groups\n(\"version\", \"env\", \"os\", \"hw\", \"cpu\")" },
+	  .help = "run only these checks: ids (\"hw.nvlink\") or groups\n(\"version\", \"env\", \"os\", \"hw\", \"cpu\", \"node\")" },
 	{ .kind = NW_OPTK_FLAG, .lname = "problems", .off = NW_F_INT(struct doctor_args, problems),
 	  .help = "list only findings at info or above (text output)" },
 	{ .kind = NW_OPTK_DURATION, .lname = "interval", .off = NW_F_DBL(struct doctor_args, interval), .argh = "DUR",

@@ -43,6 +43,7 @@ static struct nw_verdict_item *add(struct nw_check_verdict *cv, enum nw_check_le
 	memset(it, 0, sizeof(*it));
 	it->v = v;
 	nw_strlcpy(it->what, what, sizeof(it->what));
+	it->pair_a = it->pair_b = -1;
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(it->reason, sizeof(it->reason), fmt, ap);
@@ -192,6 +193,8 @@ static void judge_op(struct nw_check_verdict *cv, const struct nw_run *run, cons
 	}
 	it->measured_gbs = m->busbw_gbs;
 	it->expected_gbs = x.gbs;
+	nw_strlcpy(it->op, op, sizeof(it->op));
+	it->size_bytes = size;
 }
 
 void nw_verdict_add_bench(struct nw_check_verdict *cv, const struct nw_run *run,
@@ -266,6 +269,7 @@ void nw_verdict_add_pairs(struct nw_check_verdict *cv, const json_t *pairs, cons
 	size_t i;
 	json_t *e;
 	double worst_ratio = 1e9, worst_bw = 0, worst_exp = 0;
+	int worst_a = -1, worst_b = -1;
 	char worst_what[64] = "", worst_basis[NW_ERRLEN + 64] = "";
 	int npairs = 0;
 	json_array_foreach(list, i, e) {
@@ -289,6 +293,8 @@ void nw_verdict_add_pairs(struct nw_check_verdict *cv, const json_t *pairs, cons
 			worst_ratio = ratio;
 			worst_bw = bw;
 			worst_exp = expect;
+			worst_a = a;
+			worst_b = b;
 			nw_strlcpy(worst_what, what, sizeof(worst_what));
 			nw_strlcpy(worst_basis, basis, sizeof(worst_basis));
 		}
@@ -298,6 +304,10 @@ void nw_verdict_add_pairs(struct nw_check_verdict *cv, const json_t *pairs, cons
 			                                 ratio * 100.0, expect, basis, cause[0] ? "; likely cause: " : "", cause);
 			it->measured_gbs = bw;
 			it->expected_gbs = expect;
+			nw_strlcpy(it->op, "sendrecv", sizeof(it->op));
+			it->size_bytes = size > 0 ? (uint64_t)size : 0;
+			it->pair_a = a;
+			it->pair_b = b;
 			/* mark it so the summary line below is not repeated for it */
 			if (!strcmp(what, worst_what))
 				worst_what[0] = '\0';
@@ -308,6 +318,10 @@ void nw_verdict_add_pairs(struct nw_check_verdict *cv, const json_t *pairs, cons
 		                                 npairs, worst_bw, worst_ratio * 100.0, worst_exp, worst_basis);
 		it->measured_gbs = worst_bw;
 		it->expected_gbs = worst_exp;
+		nw_strlcpy(it->op, "sendrecv", sizeof(it->op));
+		it->size_bytes = size > 0 ? (uint64_t)size : 0;
+		it->pair_a = worst_a;
+		it->pair_b = worst_b;
 	} else if (npairs && worst_ratio > 1e8)
 		add(cv, NW_PASS, "sendrecv pairs", "%d pairs measured; not compared (no expectation for these ranks)", npairs);
 }

@@ -20,6 +20,9 @@ enum nw_check_level { NW_PASS, NW_WARN, NW_FAIL };
 struct nw_verdict_item {
 	enum nw_check_level v;
 	char what[64];          /* "all_reduce 4G", "doctor env.workarounds", "bench" */
+	char op[24];            /* bandwidth items: the collective ("sendrecv" for a pair); else "" */
+	uint64_t size_bytes;    /* bandwidth items: the size judged */
+	int pair_a, pair_b;     /* a pair's ranks (op "sendrecv" from --pairs); else -1 */
 	double measured_gbs;    /* busbw; 0 for non-bandwidth items */
 	double expected_gbs;    /* 0 when there was nothing to compare with */
 	char reason[640];       /* one line */

@@ -1,9 +1,24 @@
 # Helpers for CLI tests: each check prints "ok - name" or "not ok - name".
-# Source it; $NW is the binary under test, $REFDIR the reference outputs.
+# Source it; $NW is the binary under test, $SRCDIR the source tree, $REFDIR
+# nccl-tests' own outputs that bench and import are compared with (in the
+# repository: tests/fixtures/reference/README.md says where they come from).
 set -u
+REFDIR=$SRCDIR/tests/fixtures/reference
 TMP=$(mktemp -d /tmp/nwcli.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-OUT=$TMP/out ERR=$TMP/err
+OUT=$TMP/out ERR=$TMP/err RC=0
+: >"$OUT"; : >"$ERR"
+
+# MPIRUN: mpirun as every test starts it, an array: "${MPIRUN[@]}" -np 2 "$NW" ...
+# (inside a string, "${MPIRUN[*]}"). Open MPI refuses to run as root unless
+# told on its command line, and refuses more ranks than cores (a test's
+# -np 4 on a 2-core machine) without --oversubscribe; so the tests say both
+# themselves and need nothing exported beforehand. MPICH needs neither.
+MPIRUN=(mpirun)
+if mpirun --version 2>/dev/null | grep -q 'Open MPI'; then
+	MPIRUN+=(--oversubscribe)
+	[ "$(id -u)" -ne 0 ] || MPIRUN+=(--allow-run-as-root)
+fi
 
 # run CMD...: runs it, keeps stdout in $OUT, stderr in $ERR, status in $RC.
 run() { "$@" >"$OUT" 2>"$ERR"; RC=$?; }
@@ -21,6 +36,13 @@ expect_true() { local n=$1; shift; if "$@"; then ok "$n"; else notok "$n" "faile
 # "# skip" for a user; where NW_TEST_ALL=1 (CI, which installs every tool) it fails.
 skip() {
 	if [ "${NW_TEST_ALL:-0}" = 1 ]; then RC=1; notok "$1" "skipped, but NW_TEST_ALL=1: $2"; else echo "ok - $1 # skip: $2"; fi
+}
+# skip_root NAME WHY: a check that needs root (chown to another user, a mount
+# or PID namespace, a cgroup, chroot). For an ordinary user it is a skip that
+# says "not root", NW_TEST_ALL=1 or not: the run as root checks it. As root,
+# WHY is something else missing, and it is a skip like any other.
+skip_root() {
+	if [ "$(id -u)" -ne 0 ]; then echo "ok - $1 # skip: not root: $2"; else skip "$1" "$2"; fi
 }
 # late_rank_files DIR: stats files from the real plugin driven through its ABI
 # by the harness, 4 rank processes, 10 ops each, rank 2 arriving 10 ms late.

@@ -2,7 +2,6 @@
 # bench as a user runs it: flags refused by name, no GPU named as such,
 # and the whole pipeline for real over MPI with 2 and 4 processes.
 . "$(dirname "$0")/lib.sh"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export NCCLWATCH_CUDA_LIB=/nonexistent/libcuda.so.1
 
 run "$NW" bench --no-history
@@ -26,7 +25,7 @@ expect_out "help lists -G" "cudagraph"
 
 # The MPI host backend: the same pipeline, for real, on CPUs.
 # Open MPI leaks at exit by design; leak checking covers our code in the other tests.
-mpi() { ASAN_OPTIONS=detect_leaks=0 mpirun -np "$1" "$NW" bench --backend mpi --no-history "${@:2}"; }
+mpi() { ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np "$1" "$NW" bench --backend mpi --no-history "${@:2}"; }
 run mpi 2 --op all -b 8 -e 256K -f 4 -c 1 --json="$TMP/r2.json"
 expect_rc "mpi np=2 all ops: exit 0" 0
 expect_out "mpi np=2: nccl-tests header" "^#       size         count      type   redop    root     time   algbw   busbw  #wrong"
@@ -70,11 +69,11 @@ expect_true "per-rank: JSON ranks arrays of 4" python3 -c "
 import json; d=json.load(open('$TMP/r4p.json'))
 assert all(len(r['ranks'])==4 and sorted(x['rank'] for x in r['ranks'])==[0,1,2,3] for r in d['results'])"
 
-run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi --no-history -d half
+run env ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 2 "$NW" bench --backend mpi --no-history -d half
 expect_rc "mpi: half refused (usage: exit 2)" 2
 expect_err "mpi: half named" "'half' is not supported by the mpi backend"
 
-run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi --no-history -t 2
+run env ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 2 "$NW" bench --backend mpi --no-history -t 2
 expect_rc "mpi: -t 2 refused (usage: exit 2)" 2
 expect_err "mpi: -t names the backend it needs" "-t 2 \(threads\) needs the NCCL backend"
 
@@ -92,12 +91,12 @@ expect_true "pairs: 6 pairs, all verified" python3 -c "
 import json; p=json.load(open('$TMP/pairs.json'))['run']['extra']['pairs']
 assert len(p['pairs'])==6 and all(e['wrong']==0 for e in p['pairs']), p
 assert len(p['busbw_gbs'])==4 and p['busbw_gbs'][1][0]==p['busbw_gbs'][0][1]"
-run env ASAN_OPTIONS=detect_leaks=0 mpirun -np 1 "$NW" bench --backend mpi --no-history --pairs
+run env ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 1 "$NW" bench --backend mpi --no-history --pairs
 expect_rc "pairs with one rank refused (a usage error)" 2
 expect_err "pairs: says why" "needs at least 2 ranks"
 
 # Every bench is recorded in history (rank 0 records the whole run once).
-run env NCCLWATCH_DB="$TMP/h.db" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi -b 1K -e 4K
+run env NCCLWATCH_DB="$TMP/h.db" ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 2 "$NW" bench --backend mpi -b 1K -e 4K
 expect_rc "recorded bench: exit 0" 0
 expect_err "recorded bench: says the run id" "recorded as run 1"
 run env NCCLWATCH_DB="$TMP/h.db" "$NW" history
@@ -115,20 +114,14 @@ assert d['run']['extra']['pairs']['pairs'] and {r['op'] for r in d['results']}==
 
 # -J: nccl-tests' own JSON, read by a reader written from nccl-tests' field list, shaped as the
 # reference file nccl-tests wrote; its rows are the table's, and import reads it back to the same rows.
-REF=${REFDIR:-}/h200x1-formats
+REF=$REFDIR/h200x1-formats
 run mpi 2 -b 8 -e 1M -f 4 -J "$TMP/nt.json" --json="$TMP/ours.json"
 expect_rc "-J: exit 0" 0
 expect_out "-J: says where, as nccl-tests does" "^# Writing JSON output to $TMP/nt.json$"
 cp "$OUT" "$TMP/nt_table.txt"
 expect_true "-J: every field as nccl-tests' field list says" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$TMP/nt.json"
 # like_ref NAME OURS REFFILE: OURS has the structure of the reference recording REFFILE, key for key.
-like_ref() {
-	if [ -n "${REFDIR:-}" ] && [ -f "$REF/$3" ]; then
-		expect_true "$1" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$2" --like "$REF/$3"
-	else
-		skip "$1" "no $REF/$3"
-	fi
-}
+like_ref() { expect_true "$1" python3 "$SRCDIR/tests/cli/ntjson_reader.py" "$2" --like "$REF/$3"; }
 like_ref "-J: the reference nt_ar.json's structure, key for key" "$TMP/nt.json" nt_ar.json
 expect_true "-J: two ranks listed, the table's rows and figures" python3 - "$TMP/nt.json" "$TMP/ours.json" <<'PY'
 import json, sys
@@ -166,13 +159,9 @@ expect_rc "-I 1 -K 2: exit 0" 0
 expect_out "-I 1: nccl-tests' report line" '^# Per-Iteration Report: host clock timing; i_\* uses max over process rows; summary skips first 2 iterations $'
 expect_true "-I 1: rows of 21 columns" sh -c "test \$(grep -E '^ +[0-9]' '$OUT' | awk '{print NF}' | sort -u) = 21"
 like_ref "-I 1 -J: the reference nt_ar_I.json's structure" "$TMP/nti.json" nt_ar_I.json
-if [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
-	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/nt_ar_I.txt" >"$TMP/want"
-	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
-	expect_true "-I 1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
-else
-	skip "-I 1 against the reference" "no $REF"
-fi
+sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/nt_ar_I.txt" >"$TMP/want"
+sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
+expect_true "-I 1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
 expect_true "-I 1: 20 times per row, summary of the last 18, in both JSONs" python3 - "$TMP/nti.json" "$TMP/oursi.json" <<'PY'
 import json, sys
 nt, ours = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
@@ -190,7 +179,7 @@ run "$NW" import --table --no-history "$TMP/nti.json"
 grep -E '^ +[0-9]' "$OUT" | cut -c1-80 >"$TMP/got"
 expect_true "-I 1 -J: import reads it back (per-iteration columns too)" \
 	sh -c "test \$(grep -E '^ +[0-9]' '$OUT' | awk '{print NF}' | sort -u) = 21 && test \$(wc -l <'$TMP/got') = 9"
-run env NCCLWATCH_DB="$TMP/hi.db" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi -b 1K -e 4K -n 10 -I 1
+run env NCCLWATCH_DB="$TMP/hi.db" ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 2 "$NW" bench --backend mpi -b 1K -e 4K -n 10 -I 1
 run "$NW" history show --db "$TMP/hi.db" 1
 expect_out "-I 1: history keeps the per-iteration times" 'i_min    i_max    i_p99    i_cv%'
 for bad in "-I 2" "-I 1 -G 2" "-n 5 -K 5" "-K x"; do
@@ -202,7 +191,6 @@ expect_err "-K >= -n named" '-K 5 skips every iteration of -n 5'
 
 # like_ref NAME FILE: $OUT's three header lines are the reference FILE's byte for byte, its 1024 row as long.
 like_ref() {
-	[ -n "${REFDIR:-}" ] && [ -d "$REF" ] || return 0
 	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$REF/$2" >"$TMP/want"
 	sed -n '/^#   *out-of-place/,/^#   *(B)/p' "$OUT" >"$TMP/got"
 	expect_true "$1: the reference's header lines, byte for byte" cmp -s "$TMP/want" "$TMP/got"
@@ -223,7 +211,7 @@ like_ref "-C 1" nt_sr_C.txt
 for z in 1 2 3; do
 	run mpi 2 -b 1K -e 64K -f 4 -z "$z" -c 1
 	expect_rc "-z $z: exit 0, verified" 0
-	if [ "$z" != 1 ] && [ -n "${REFDIR:-}" ] && [ -d "$REF" ]; then
+	if [ "$z" != 1 ]; then
 		expect_true "-z $z: nccl-tests' blocking line" grep -qxF "$(grep '^# Blocking' "$REF/nt_ar_z$z.txt")" "$OUT"
 	fi
 	[ "$z" != 1 ] || expect_out "-z 1: its line" '^# Blocking Enabled: wait and barrier after each inner iteration \(-m\) $'

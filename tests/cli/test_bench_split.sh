@@ -11,13 +11,12 @@
 # size x (n-1)/n / time, busbw = algbw; under a split, one
 # "#  Rank R Group G Pid P on HOST device D" line per rank and busbw per group.
 . "$(dirname "$0")/lib.sh"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export NCCLWATCH_CUDA_LIB=/nonexistent/libcuda.so.1
 unset NCCL_TESTS_SPLIT NCCL_TESTS_SPLIT_MASK
 
 # check_table FILE N (lib.sh): the rows' shape, zero wrong (N/A for alltoallv in place), nccl-tests' formulas.
 
-mpi() { ASAN_OPTIONS=detect_leaks=0 mpirun -np "$1" "$NW" bench --backend mpi --no-history "${@:2}"; }
+mpi() { ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np "$1" "$NW" bench --backend mpi --no-history "${@:2}"; }
 
 run mpi 4 --op alltoallv,hypercube -b 1K -e 256K -f 4 -n 3 -w 1 -c 1
 expect_rc "mpi np=4 alltoallv, hypercube: exit 0" 0
@@ -38,10 +37,10 @@ for form in "AND 0x1:0101" "&0x1:0101" "and 1:0101" "MOD 2:0101" "%2:0101" "DIV 
 	"|2:2323" "mask 1:0101" "mask 0x2:0022"; do
 	v=${form%:*} want=${form##*:}
 	if [ "${v%% *}" = mask ]; then
-		run env NCCL_TESTS_SPLIT_MASK="${v#mask }" ASAN_OPTIONS=detect_leaks=0 mpirun -np 4 "$NW" bench --backend mpi \
+		run env NCCL_TESTS_SPLIT_MASK="${v#mask }" ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 4 "$NW" bench --backend mpi \
 			--no-history --op all_reduce,alltoallv,hypercube -b 1K -e 16K -f 4 -n 2 -w 1
 	else
-		run env NCCL_TESTS_SPLIT="$v" ASAN_OPTIONS=detect_leaks=0 mpirun -np 4 "$NW" bench --backend mpi --no-history \
+		run env NCCL_TESTS_SPLIT="$v" ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 4 "$NW" bench --backend mpi --no-history \
 			--op all_reduce,alltoallv,hypercube -b 1K -e 16K -f 4 -n 2 -w 1
 	fi
 	expect_rc "split '$v': exit 0" 0
@@ -53,7 +52,7 @@ for form in "AND 0x1:0101" "&0x1:0101" "and 1:0101" "MOD 2:0101" "%2:0101" "DIV 
 done
 
 # -J keeps each rank's group, as nccl-tests' devices list does
-run env NCCL_TESTS_SPLIT="DIV 2" ASAN_OPTIONS=detect_leaks=0 mpirun -np 4 "$NW" bench --backend mpi --no-history \
+run env NCCL_TESTS_SPLIT="DIV 2" ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 4 "$NW" bench --backend mpi --no-history \
 	-b 1K -e 1K -n 2 -w 1 -J "$TMP/nt.json"
 expect_rc "split with -J: exit 0" 0
 expect_true "split with -J: devices[].group 0 0 1 1" python3 -c "import json, sys
@@ -91,19 +90,19 @@ run env FAKE_NCCL_CORRUPT=2 "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.s
 expect_rc "fake NCCL, a corrupted element: exit 1" 1
 expect_out "fake NCCL alltoallv: the planted wrong values counted" "^ +1008 +64 +float +none +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[1-9]"
 expect_out "fake NCCL hypercube: the planted wrong values counted" "^ +1024 +64 +float +none +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[1-9]"
-run env NCCL_TESTS_SPLIT="MOD 2" ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --no-history \
+run env NCCL_TESTS_SPLIT="MOD 2" ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 2 "$NW" bench --no-history \
 	--nccl-lib "$FAKE/libnccl.so.2" -g 2 --op all_reduce,alltoallv,hypercube -b 1K -e 8K -f 8 -n 2 -w 1
 expect_rc "fake NCCL split, 2 processes x 2 GPUs: exit 0" 0
 got=$(grep -E '^#  Rank +[0-3] Group' "$OUT" | head -4 | awk '{print $5}' | tr -d '\n')
 expect_true "fake NCCL split: a process's GPUs share its group (0011)" test "$got" = "0011"
 cp "$OUT" "$TMP/fs.txt"
 expect_true "fake NCCL split: verified, busbw per group of 2" check_table "$TMP/fs.txt" 2
-run env NCCL_TESTS_SPLIT="DIV 2" ASAN_OPTIONS=detect_leaks=0 mpirun -np 4 "$NW" bench --no-history \
+run env NCCL_TESTS_SPLIT="DIV 2" ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 4 "$NW" bench --no-history \
 	--nccl-lib "$FAKE/libnccl.so.2" --op all_reduce,alltoallv,hypercube -b 1K -e 8K -f 8 -n 2 -w 1
 expect_rc "fake NCCL split, 4 processes: exit 0" 0
 cp "$OUT" "$TMP/fs4.txt"
 expect_true "fake NCCL split across processes: verified, groups of 2" check_table "$TMP/fs4.txt" 2
-run env NCCL_TESTS_SPLIT="MOD 2" FAKE_NCCL_FAIL=ncclCommSplit ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench \
+run env NCCL_TESTS_SPLIT="MOD 2" FAKE_NCCL_FAIL=ncclCommSplit ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 2 "$NW" bench \
 	--no-history --nccl-lib "$FAKE/libnccl.so.2" -g 1 -b 1K -e 1K
 expect_true "fake NCCL: a failing ncclCommSplit ends the run (non-zero exit)" test "$RC" -ne 0
 expect_err "fake NCCL: the failing split is named" "ncclCommSplit \(NCCL_TESTS_SPLIT\)"

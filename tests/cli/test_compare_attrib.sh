@@ -18,7 +18,7 @@ newest() { "$NW" history --db "$DB" --csv | tail -1 | cut -d, -f1; }
 # ess and PMIx value differs, and none of them is a cause.
 if command -v mpirun >/dev/null; then
 	# -I 1: every iteration timed, so compare knows how far one launch's figures move by themselves
-	mb() { NCCLWATCH_DB=$DB ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "$NW" bench --backend mpi -b 1K -e 16K -n 20 -w 2 -I 1 >/dev/null 2>&1; }
+	mb() { NCCLWATCH_DB=$DB ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 2 "$NW" bench --backend mpi -b 1K -e 16K -n 20 -w 2 -I 1 >/dev/null 2>&1; }
 	mb; mb
 	m2=$(newest); m1=$((m2 - 1))
 	run "$NW" compare --db "$DB" "$m1" "$m2"

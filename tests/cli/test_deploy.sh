@@ -27,7 +27,7 @@ if [ "$(id -u)" = 0 ] && unshare --pid --fork --mount-proc true 2>/dev/null; the
 	run unshare --pid --fork --mount-proc sh -c "ls '$d'; NCCLWATCH_STALE_KEEP=1ms '$NW' top --once --dir '$d' >/dev/null; ls '$d'"
 	expect_true "another namespace's live files are never removed as gone" [ "$(sort "$OUT" | uniq -c | awk '$1 != 2' | wc -l)" = 0 ]
 else
-	skip "liveness under unshare --pid" "needs root and unshare (util-linux)"
+	skip_root "liveness under unshare --pid" "needs root and unshare (util-linux)"
 fi
 kill -9 $hp 2>/dev/null; wait $hp 2>/dev/null
 

@@ -3,7 +3,6 @@
 # with one meaning, suggestions, errors once per job, messages that say
 # what is true (issue 20), and the small refusals of the reliability issue.
 . "$(dirname "$0")/lib.sh"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export NCCLWATCH_CUDA_LIB=/nonexistent/libcuda.so.1
 unset NCCLWATCH_PROGRESS
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
@@ -96,12 +95,12 @@ for c in doctor topo check; do
 done
 run "$NW" help exporter
 expect_out "help exporter: :0 binds every address" ":0 is every address"
-run mpirun -np 1 "$NW" bench --backend mpi --no-history --pairs
+run "${MPIRUN[@]}" -np 1 "$NW" bench --backend mpi --no-history --pairs
 expect_rc "--pairs on one rank: exit 2 (usage)" 2
 expect_err "--pairs on one rank: says how" "needs at least 2 ranks .*mpirun -np 2"
 
 # Errors once per job: 4 ranks without a GPU say it once, from rank 0, with no MPI abort.
-run mpirun -np 4 "$NW" bench --no-history
+run "${MPIRUN[@]}" -np 4 "$NW" bench --no-history
 expect_rc "no GPU under mpirun: exit 3" 3
 expect_true "no GPU under mpirun: one message" test "$(grep -c 'no NVIDIA driver' "$ERR")" -eq 1
 expect_err "no GPU under mpirun: names every rank" "every rank \(4\): no NVIDIA driver"
@@ -154,7 +153,7 @@ if chown 65534:65534 "$SD" "$SD/pod.nws" 2>/dev/null && chmod 2770 "$SD" && chmo
 	run env NCCLWATCH_GROUP=65534 "$NW" top --once --dir "$SD"
 	expect_err "NCCLWATCH_GROUP: a file others can write is still skipped" "pod\.nws.*owned by uid 65534"
 else
-	skip "NCCLWATCH_GROUP" "cannot chown (not root)"
+	skip_root "NCCLWATCH_GROUP" "cannot chown a file to another user"
 fi
 
 # top: a SIZE column in human units, a reversible sort, '?' help, the
@@ -190,7 +189,7 @@ fi
 
 # README's first command on a machine without a GPU: the host backend's
 # default sweep stops at 32 MiB (seconds, not minutes); -e still goes further.
-run mpirun -np 2 "$NW" bench --backend mpi --no-history -n 1 -w 0 -c 0
+run "${MPIRUN[@]}" -np 2 "$NW" bench --backend mpi --no-history -n 1 -w 0 -c 0
 expect_rc "host backend default sweep: exit 0" 0
 expect_out "host backend default sweep: up to 32 MiB" "^ +33554432 +8388608 +float"
 expect_no_out "host backend default sweep: not to 1 GiB" "^ +67108864 "

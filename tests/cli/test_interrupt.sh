@@ -66,7 +66,7 @@ check_interrupted "fake NCCL" "$D" SIGINT
 # The MPI host backend under mpirun: mpirun turns SIGINT into SIGTERM for
 # the ranks (Open MPI kills them 1 s later; the test gives them 10 s).
 D=$TMP/mpi; mkdir -p "$D"
-ASAN_OPTIONS=detect_leaks=0 mpirun --mca odls_base_sigkill_timeout 10 -np 2 "$NW" bench --backend mpi --db "$D/h.db" \
+ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" --mca odls_base_sigkill_timeout 10 -np 2 "$NW" bench --backend mpi --db "$D/h.db" \
 	"${LONG[@]}" --json="$D/r.json" --csv="$D/r.csv" >"$D/out" 2>"$D/err" &
 pid=$!
 wait_rows "$D/out" 3

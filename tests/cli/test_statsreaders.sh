@@ -37,7 +37,7 @@ if chown 65534 "$D/theirs.nws" 2>/dev/null; then
 	run "$NW" exporter --once --dir "$D"
 	expect_err "exporter skips another user's file too" "theirs\.nws.*owned by uid 65534"
 else
-	skip "another user's file" "cannot chown (not root)"
+	skip_root "another user's file" "cannot chown a file to another user"
 fi
 D=$TMP/open; mkdir -p "$D"; chmod 777 "$D"
 cp "$ONE" "$D/"

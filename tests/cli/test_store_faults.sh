@@ -2,8 +2,8 @@
 # The history database when its place fails it: a read-only directory, a
 # full disk, a failed first open; and what a new history file looks like.
 . "$(dirname "$0")/lib.sh"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0
-record() { mpirun -np 1 "$NW" bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db "$1"; }
+export ASAN_OPTIONS=detect_leaks=0
+record() { "${MPIRUN[@]}" -np 1 "$NW" bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db "$1"; }
 
 mkdir -p "$TMP/ro" "$TMP/full"
 run record "$TMP/ro/h.db"
@@ -17,12 +17,12 @@ if unshare -m true 2>/dev/null; then
 	expect_out "read-only directory: the run is listed" "^ +1 +.* bench +all_reduce"
 	# Item 14: a full disk is called that, with the path, and leaves no empty file.
 	run unshare -m bash -c "mount -t tmpfs -o size=64k tmpfs '$TMP/full' && { dd if=/dev/zero of='$TMP/full/fill' bs=4k 2>/dev/null; true; } &&
-		mpirun -np 1 '$NW' bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db '$TMP/full/h.db'; rc=\$?; ls '$TMP/full'; exit \$rc"
+		${MPIRUN[*]} -np 1 '$NW' bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db '$TMP/full/h.db'; rc=\$?; ls '$TMP/full'; exit \$rc"
 	expect_rc "full disk: the run itself succeeds" 0
 	expect_err "full disk: said, with the path" "history database '$TMP/full/h.db': .*disk full"
 	expect_no_out "full disk: no empty database left behind" "^h\.db$"
 else
-	skip "read-only directory and full disk" "unshare -m is not permitted here"
+	skip_root "read-only directory and full disk" "unshare -m is not permitted here"
 fi
 
 # Item 9: a lock held by another process is waited for no longer than the
@@ -37,7 +37,7 @@ if python3 -c 'import sqlite3' 2>/dev/null; then
 	expect_true "locked database: the reader waits about the bound, not more (took ${took}s)" test "$took" -le 6
 	expect_err "locked database: says what it waited for" "another process held it locked for 2 s; try again, or wait longer with NCCLWATCH_LOCK_TIMEOUT"
 	start=$SECONDS
-	run env NCCLWATCH_LOCK_TIMEOUT=2 mpirun -np 1 "$NW" bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db "$TMP/ro/h.db"
+	run env NCCLWATCH_LOCK_TIMEOUT=2 "${MPIRUN[@]}" -np 1 "$NW" bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db "$TMP/ro/h.db"
 	took=$((SECONDS - start))
 	expect_err "locked database: the writer says the run was not recorded" "not recorded in history: .*another process held it locked for 2 s"
 	# the whole bench, MPI's start included: well under the default bound

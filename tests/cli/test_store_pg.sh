@@ -27,11 +27,11 @@ expect_out "the PostgreSQL round trip ran" "OK \] pg_round_trip"
 sql nw "DROP SCHEMA public CASCADE; CREATE SCHEMA public" >/dev/null 2>&1
 
 # Every command that records or reads history, unchanged on PostgreSQL.
-A=$REFDIR/h200x2/nt_all_reduce.txt
+A=$SRCDIR/tests/fixtures/nccltests/nt_all_reduce.txt
 run "$NW" import --db "$URI" "$A"
 expect_rc "import into PostgreSQL" 0
 run "$NW" import --db "$URI" "$A"
-run env ASAN_OPTIONS=detect_leaks=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 1 "$NW" bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db "$URI"
+run env ASAN_OPTIONS=detect_leaks=0 "${MPIRUN[@]}" -np 1 "$NW" bench --backend mpi -b 8 -e 64 --op all_reduce -n 2 -w 1 --db "$URI"
 expect_rc "bench records into PostgreSQL" 0
 run "$NW" history --db "$URI"
 expect_rc "history lists PostgreSQL" 0

@@ -230,9 +230,8 @@ expect_no_crash "no bench: no crash"
 
 # --- for real: the MPI host backend under mpirun, two ranks, a variable that changes nothing
 if command -v mpirun >/dev/null 2>&1 && "$NW" help bench | grep -q -- '--backend'; then
-	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 	# Open MPI's own allocations at exit are not ours to chase under LeakSanitizer.
-	ASAN_OPTIONS=detect_leaks=0 run "$NW" tune --launcher "mpirun -np 2 --oversubscribe" --backend mpi --op all_reduce,all_gather \
+	ASAN_OPTIONS=detect_leaks=0 run "$NW" tune --launcher "${MPIRUN[*]} -np 2" --backend mpi --op all_reduce,all_gather \
 		-b 8 -e 256K -f 8 -n 10 -w 2 --settings none --var NW_TUNE_HARMLESS=1,2 --repeats 3 --budget 40s \
 		--no-history --env-out "$TMP/mpi.env" --json="$TMP/mpi.json"
 	expect_rc "mpi: exit 0" 0

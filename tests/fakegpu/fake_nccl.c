@@ -1246,13 +1246,26 @@ static unsigned char *xp_msg_data(struct xp_hdr *h, int a, int b, uint64_t k)
 	return (unsigned char *)h + base + (((size_t)a * (size_t)h->n + (size_t)b) * XP_PSLOTS + k % XP_PSLOTS) * h->cap;
 }
 
+/*
+ * Whether the clique is aborted: 1 a rank called ncclCommAbort, 2 a process
+ * died holding the lock (read and set without the lock: see xp_lock_for).
+ */
+static int xp_aborted(struct xp_hdr *h)
+{
+	return __atomic_load_n(&h->aborted, __ATOMIC_ACQUIRE);
+}
+
+/* The lock was taken with EOWNERDEAD: a process died holding it, and nothing it was doing can be trusted. */
+static void xp_owner_died(struct xp_hdr *h)
+{
+	__atomic_store_n(&h->aborted, 2, __ATOMIC_RELEASE);
+	pthread_mutex_consistent(&h->mu);
+}
+
 static void xp_lock(struct xp_hdr *h)
 {
-	if (pthread_mutex_lock(&h->mu) == EOWNERDEAD) {
-		/* a process died holding it: nothing it was doing can be trusted */
-		h->aborted = 1;
-		pthread_mutex_consistent(&h->mu);
-	}
+	if (pthread_mutex_lock(&h->mu) == EOWNERDEAD)
+		xp_owner_died(h);
 }
 
 static uint64_t fnv(const unsigned char *p, size_t n, uint64_t seed)
@@ -1398,20 +1411,25 @@ fail:
 	return NULL;
 }
 
-/* Wait on the registry's condition for a while (to look at stop and abort again). */
 /*
- * Wait (lock held) up to 20 ms for a change, through a futex word in the
- * shared file rather than a process-shared condition variable: glibc's
- * condition variable makes a broadcaster wait for its waiters, so a peer
- * stopped (SIGSTOP) inside a wait would block every other process's
+ * Let the lock go and wait up to 20 ms for a change, through a futex word
+ * in the shared file rather than a process-shared condition variable:
+ * glibc's condition variable makes a broadcaster wait for its waiters, so a
+ * peer stopped (SIGSTOP) inside a wait would block every other process's
  * ncclCommAbort; a futex wake never waits for anyone.
  */
-static void xp_nap(struct xp_hdr *h)
+static void xp_sleep(struct xp_hdr *h)
 {
 	uint32_t seen = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&h->mu);
 	struct timespec ts = { 0, 20 * 1000000L };
 	syscall(SYS_futex, &h->wake, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+/* Wait (lock held) for a change, then hold the lock again (init: it has its own deadline). */
+static void xp_nap(struct xp_hdr *h)
+{
+	xp_sleep(h);
 	xp_lock(h);
 }
 
@@ -1424,7 +1442,52 @@ static void xp_wake(struct xp_hdr *h)
 
 static int xp_gone(struct comm *c)
 {
-	return c->xp->h->aborted || __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE);
+	return xp_aborted(c->xp->h) || __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Take the shared file's lock for rank c's worker: 0 when taken, 1 (not
+ * taken) once the clique is aborted or c is going away. It tries 20 ms at a
+ * time and looks at both in between: a peer stopped (SIGSTOP) while holding
+ * the lock never lets it go, and this rank's ncclCommAbort, which joins the
+ * worker, must still return (NCCL's own abort waits for no peer).
+ */
+static int xp_lock_for(struct comm *c)
+{
+	struct xp_hdr *h = c->xp->h;
+	for (;;) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		int e = pthread_mutex_timedlock(&h->mu, &ts);
+		if (e == EOWNERDEAD)
+			xp_owner_died(h);
+		if (e == 0 || e == EOWNERDEAD)
+			return 0;
+		if (xp_gone(c))
+			return 1;
+	}
+}
+
+/*
+ * One wait of xp_run's (lock held): 1 when the clique is gone, so stop
+ * waiting (*locked cleared when the lock could not be taken again); 0 to
+ * look again.
+ */
+static int xp_wait(struct comm *c, int *locked)
+{
+	if (xp_gone(c))
+		return 1;
+	xp_sleep(c->xp->h);
+	if (xp_lock_for(c)) {
+		*locked = 0;
+		return 1;
+	}
+	return 0;
 }
 
 static void xp_async(struct comm *c, int err, const char *text)
@@ -1468,13 +1531,14 @@ static int xp_run(struct comm *c, const struct call *call)
 		xp_async(c, ncclInvalidUsage, text);
 		return -1;
 	}
-	int rc = 0;
-	xp_lock(h);
-	if (call->kind == K_SEND) {
+	int rc = xp_lock_for(c), locked = !rc;
+	if (rc) {
+		/* gone before it started */
+	} else if (call->kind == K_SEND) {
 		uint64_t k = c->sent[call->peer]++;
 		struct xp_msg *m = xp_msg(h, rank, call->peer, k);
-		while ((m->seq != k || m->full) && !(rc = xp_gone(c)))
-			xp_nap(h);
+		while ((m->seq != k || m->full) && !(rc = xp_wait(c, &locked)))
+			continue;
 		if (!rc) {
 			if (bytes)
 				memcpy(xp_msg_data(h, rank, call->peer, k), call->send, bytes);
@@ -1485,8 +1549,8 @@ static int xp_run(struct comm *c, const struct call *call)
 	} else if (call->kind == K_RECV) {
 		uint64_t k = c->rcvd[call->peer]++;
 		struct xp_msg *m = xp_msg(h, call->peer, rank, k);
-		while ((m->seq != k || !m->full) && !(rc = xp_gone(c)))
-			xp_nap(h);
+		while ((m->seq != k || !m->full) && !(rc = xp_wait(c, &locked)))
+			continue;
 		if (!rc && (m->count != call->count || m->dtype != call->dtype)) {
 			xp_async(c, ncclInvalidUsage, "fake NCCL: a send and its receive disagree on count or type");
 			rc = -1;
@@ -1503,8 +1567,8 @@ static int xp_run(struct comm *c, const struct call *call)
 	} else {
 		uint64_t k = c->coll_seq++;
 		struct xp_slot *sl = &h->slots[k % XP_SLOTS];
-		while (sl->seq != k && !(rc = xp_gone(c)))
-			xp_nap(h);
+		while (sl->seq != k && !(rc = xp_wait(c, &locked)))
+			continue;
 		if (!rc) {
 			if (bytes)
 				memcpy(xp_slot_data(h, k, rank), call->send, bytes);
@@ -1512,8 +1576,8 @@ static int xp_run(struct comm *c, const struct call *call)
 			sl->arrived++;
 			xp_wake(h);
 		}
-		while (!rc && sl->arrived < n && !(rc = xp_gone(c)))
-			xp_nap(h);
+		while (!rc && sl->arrived < n && !(rc = xp_wait(c, &locked)))
+			continue;
 		for (int r = 0; r < n && !rc; r++)
 			if (memcmp(&sl->part[r], &sl->part[0], sizeof(sl->part[0])) != 0) {
 				xp_async(c, ncclInvalidUsage, "fake NCCL: ranks called different collectives at the same point");
@@ -1534,18 +1598,21 @@ static int xp_run(struct comm *c, const struct call *call)
 			}
 			free(tmp);
 		}
-		if (rc >= 0 && !xp_gone(c) && ++sl->consumed == n) {
+		if (locked && rc >= 0 && !xp_gone(c) && ++sl->consumed == n) {
 			sl->seq += XP_SLOTS;
 			sl->arrived = sl->consumed = 0;
 		}
 	}
-	if (rc > 0 || h->aborted) {
+	int aborted = xp_aborted(h);
+	if (rc > 0 || aborted) {
 		rc = CU_LAUNCH_FAILED;
-		if (h->aborted)
-			xp_async(c, ncclRemoteError, "fake NCCL: a peer's communicator was aborted");
+		if (aborted)
+			xp_async(c, ncclRemoteError, aborted == 2 ? "fake NCCL: a peer process died in the middle of an operation"
+			                                          : "fake NCCL: a peer's communicator was aborted");
 	}
 	xp_wake(h);
-	pthread_mutex_unlock(&h->mu);
+	if (locked)
+		pthread_mutex_unlock(&h->mu);
 	return rc;
 }
 
@@ -1618,10 +1685,9 @@ static void xp_leave(struct comm *c, int abort)
 {
 	struct xp_hdr *h = c->xp->h;
 	if (abort) {
-		xp_lock(h);
-		h->aborted = 1;
+		/* without the lock: a peer stopped while holding it must not hold up the abort */
+		__atomic_store_n(&h->aborted, 1, __ATOMIC_RELEASE);
 		xp_wake(h);
-		pthread_mutex_unlock(&h->mu);
 	}
 	pthread_mutex_lock(&c->qmu);
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);

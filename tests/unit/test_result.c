@@ -28,7 +28,7 @@ static struct nw_row mkrow(const char *op, uint64_t size, uint64_t count, const 
 	return r;
 }
 
-/* Rows copied from ../shared/reference/h200x2 (nccl-tests 2.19.6, 2 ranks). */
+/* Rows copied from tests/fixtures/nccltests/nt_*.txt (nccl-tests 2.19.6 on 2 x H200, 2 ranks). */
 static void row_all_reduce_small(void **state)
 {
 	(void)state;
