@@ -369,6 +369,19 @@ struct live {
 	double next;  /* when to refresh; 0: at once */
 };
 
+/* Why the terminal view cannot start: no TERM, or no description of it (terminfo), and what to do. */
+static void no_terminal(void)
+{
+	const char *term = getenv("TERM");
+	if (!term || !*term)
+		nw_error("'top' cannot draw: TERM is not set; set it to your terminal (e.g. TERM=xterm-256color), "
+		         "or use 'ncclwatch top --once' for a plain-text snapshot");
+	else
+		nw_error("'top' cannot draw: no description of terminal '%s' in the terminfo database (this image may "
+		         "have none: /usr/share/terminfo, /lib/terminfo); set TERM to a terminal it has, point "
+		         "TERMINFO at a directory holding '%s', or use 'ncclwatch top --once'", term, term);
+}
+
 /*
  * Checks before the terminal is taken (a terminal, something to watch),
  * then curses mode with the terminal restored on every way out. 0, or the
@@ -386,9 +399,10 @@ static int live_start(const struct top_opts *o)
 		have_tio = 1;
 	install_signals();
 	atexit(end_curses);
-	if (!initscr())
-		return nw_error("cannot start the terminal view (TERM='%s'); try --once",
-		                getenv("TERM") ? getenv("TERM") : ""), 1;
+	/* newterm, not initscr: initscr exits with curses' own words when the
+	   terminal has no description; we say what to do instead */
+	if (!newterm(NULL, stdout, stdin))
+		return no_terminal(), 1;
 	curses_on = 1;
 	cbreak();
 	noecho();
