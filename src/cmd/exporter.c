@@ -59,7 +59,7 @@ struct exporter_args {
 	int once, all;
 	double window, cache;
 	int hist;
-	unsigned drop;
+	unsigned detail;
 };
 
 /* --listen ADDR:PORT, checked before anything is served. */
@@ -81,10 +81,10 @@ static int hist_opt(void *opts, const char *arg, const char *name, char *err, si
 	return nw_metrics_parse_hist(arg, &((struct exporter_args *)opts)->hist, err, errlen) < 0 ? -1 : 0;
 }
 
-static int drop_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
+static int detail_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
 	(void)name;
-	return nw_metrics_parse_drop(arg, &((struct exporter_args *)opts)->drop, err, errlen) < 0 ? -1 : 0;
+	return nw_metrics_parse_detail(arg, &((struct exporter_args *)opts)->detail, err, errlen) < 0 ? -1 : 0;
 }
 
 static const char *const *hist_modes(void)
@@ -93,9 +93,9 @@ static const char *const *hist_modes(void)
 	return m;
 }
 
-static const char *const *drop_labels(void)
+static const char *const *detail_items(void)
 {
-	static const char *const m[] = { "size", "source", NULL };
+	static const char *const m[] = { "size", "source", "rank", "all", NULL };
 	return m;
 }
 
@@ -125,27 +125,31 @@ static const struct nw_opt exporter_options[] = {
 	          "ncclwatch_busbw_baseline_bytes_per_second, which the\n"
 	          "NcclwatchBusbwBelowBaseline alert prefers to its own" },
 	{ .kind = NW_OPTK_CALL, .lname = "histograms", .argh = "MODE", .call = hist_opt, .values = hist_modes,
-	  .help = "duration histograms per op (default), per op and size\nbucket (op,size: many series), or none" },
-	{ .kind = NW_OPTK_CALL, .lname = "drop-labels", .argh = "LIST", .call = drop_opt, .values = drop_labels,
-	  .flags = NW_OPTF_LIST, .help = "leave out the size and/or source label; their series are\n"
-	                                 "summed (size, source or size,source)" },
+	  .help = "duration histograms: none (default), per op, or per op\nand size bucket (op,size: many series)" },
+	{ .kind = NW_OPTK_CALL, .lname = "detail", .argh = "LIST", .call = detail_opt, .values = detail_items,
+	  .flags = NW_OPTF_LIST, .help = "more series (docs/metrics.md gives their cost): size\n"
+	                                 "(ops, bytes, busbw per size bucket), source (timings by\n"
+	                                 "kernel and proxy), rank (every per-rank family), all" },
 	{ 0 },
 };
 
 const struct nw_cmd_spec nw_spec_exporter = {
 	.name = "exporter",
 	.synopsis = "[--listen ADDR:PORT] [--dir DIR] [--once] [--all]\n[--window S] [--cache S] [--baseline FILE]\n"
-	            "[--histograms none|op|op,size] [--drop-labels size,source]",
+	            "[--histograms none|op|op,size] [--detail size,source,rank,all]",
 	.about = "Serve Prometheus metrics (text format 0.0.4) at http://ADDR:PORT/metrics for\n"
 	         "every rank on this host of every job run with NCCL_PROFILER_PLUGIN=ncclwatch:\n"
-	         "per communicator, rank, op and size bucket: operations, bytes, duration\n"
-	         "histograms, busbw; per rank: busy ratio, straggler lateness, plugin drop\n"
-	         "counters; stale-file counts and the exporter's own scrape errors.\n"
-	         "docs/metrics.md lists every metric; deploy/ has alert rules and a dashboard.\n",
+	         "per communicator, rank and op: operations, bytes and the busbw of its busiest\n"
+	         "size bucket; per rank: busy time, hang figures, straggler lateness, dropped\n"
+	         "operations; stale-file counts and the exporter's own scrape errors. Size\n"
+	         "buckets, time sources, duration histograms and every other per-rank figure\n"
+	         "are opt-in (--detail, --histograms). docs/metrics.md lists every metric and\n"
+	         "what each option costs; deploy/ has alert rules and a dashboard.\n",
 	.opts = exporter_options,
-	.footer = "Series carry host, comm, rank and, where the plugin recorded them, gpu, UUID,\n"
-	          "pod, namespace, container and hpc_job (dcgm-exporter's names). Replies are\n"
-	          "gzip-compressed when the scraper accepts gzip (zlib is opened at run time).\n"
+	.footer = "Series carry Hostname (the node: $NODE_NAME, else the host name), comm, rank\n"
+	          "and, where known, gpu, UUID, pod, namespace, container and hpc_job\n"
+	          "(dcgm-exporter's names). Replies are gzip-compressed when the scraper accepts\n"
+	          "gzip (zlib is opened at run time).\n"
 	          "\n"
 	          "exit status: 0 after SIGINT/SIGTERM (or after --once), 1 when the directory\n"
 	          "cannot be read with --once or the address cannot be bound, 2 on bad usage.\n",
@@ -207,7 +211,7 @@ static int serve(struct server *s, const struct exporter_args *a)
 /* Parse options; --once prints one scrape, else serve until SIGINT/SIGTERM. */
 int cmd_exporter(int argc, char **argv)
 {
-	struct exporter_args a = { .hist = NW_HIST_OP };
+	struct exporter_args a = { .hist = NW_HIST_NONE };
 	char err[NW_ERRLEN], dirbuf[512];
 	struct nw_opt_res res;
 	enum nw_opt_status st = nw_opt_parse(&nw_spec_exporter, &a, argc, argv, &res);
@@ -219,7 +223,7 @@ int cmd_exporter(int argc, char **argv)
 	int rc;
 	nw_metrics_init(&s->m, a.dir, a.all, a.window);
 	s->m.hist = a.hist;
-	s->m.drop = a.drop;
+	s->m.detail = a.detail;
 	if (a.baseline && nw_metrics_load_baseline(&s->m, a.baseline, err, sizeof(err)) < 0) {
 		nw_error("%s", err);
 		rc = 2;

@@ -28,13 +28,23 @@ struct nw_baseline {
 /* Duration histograms: none, per op (the default), per op and size bucket. */
 enum nw_hist_mode { NW_HIST_NONE, NW_HIST_OP, NW_HIST_OP_SIZE };
 
-/* Labels left out (their series summed): nw_metrics.drop bits. */
-enum { NW_DROP_SIZE = 1u << 0, NW_DROP_SOURCE = 1u << 1 };
+/*
+ * Detail beyond the default series (nw_metrics.detail bits, --detail):
+ * by default each rank gets a few series per communicator and one set per
+ * op (operations, bytes, busbw of its busiest size bucket); docs/metrics.md
+ * gives the cost of each.
+ */
+enum {
+	NW_DETAIL_SIZE = 1u << 0,   /* operations, bytes and busbw per size bucket */
+	NW_DETAIL_SOURCE = 1u << 1, /* timings by source (kernel, proxy) instead of summed */
+	NW_DETAIL_RANK = 1u << 2,   /* every per-rank family: busy ratios, plugin counters, lateness max... */
+};
 
 struct nw_metrics {
 	char dir[512];
-	int hist;            /* enum nw_hist_mode (nw_metrics_init: NW_HIST_OP) */
-	unsigned drop;       /* NW_DROP_* */
+	int hist;            /* enum nw_hist_mode (nw_metrics_init: NW_HIST_NONE) */
+	unsigned detail;     /* NW_DETAIL_* */
+	char node[256];      /* the Hostname label: $NODE_NAME, else this host's name */
 	int all;             /* also export stale files (dead processes) */
 	size_t late_window;  /* collectives compared for lateness (0: whole rings) */
 	double window_s;     /* busbw gauges cover at least this many seconds */
@@ -48,15 +58,15 @@ struct nw_metrics {
 	struct nw_sf_cache *cache; /* hidden files between scrapes; owned */
 };
 
-/* Set up m for dir (copied), histograms per op, no label dropped. */
+/* Set up m for dir (copied): the default series (no histograms, no detail). */
 void nw_metrics_init(struct nw_metrics *m, const char *dir, int all, double window_s);
 void nw_metrics_release(struct nw_metrics *m);
 
 /* --histograms TEXT ("none", "op", "op,size") into *mode; -1 with err naming the choices. */
 int nw_metrics_parse_hist(const char *s, int *mode, char *err, size_t errlen);
 
-/* --drop-labels TEXT ("size", "source", "size,source") into *drop (NW_DROP_*); -1 with err. */
-int nw_metrics_parse_drop(const char *s, unsigned *drop, char *err, size_t errlen);
+/* --detail TEXT (a comma list of size, source, rank, all) into *detail (NW_DETAIL_*); -1 with err. */
+int nw_metrics_parse_detail(const char *s, unsigned *detail, char *err, size_t errlen);
 
 /*
  * Read a bench result (ncclwatch JSON, docs/results.md) as the busbw

@@ -65,8 +65,8 @@ expect_no_crash "baseline that is not a results document: no crash"
 # --once on an empty directory: valid exposition text, our own series
 run "$NW" exporter --once --dir "$EMPTY"
 expect_rc "--once on an empty directory" 0
-expect_out "stats file counts" '^ncclwatch_stats_files\{host="[^"]+",state="live"\} 0$'
-expect_out "scrape error counter" '^ncclwatch_exporter_scrape_errors_total\{host="[^"]+"\} 0$'
+expect_out "stats file counts" '^ncclwatch_stats_files\{Hostname="[^"]+",state="live"\} 0$'
+expect_out "scrape error counter" '^ncclwatch_exporter_scrape_errors_total\{Hostname="[^"]+"\} 0$'
 cp "$OUT" "$TMP/empty.prom"
 promcheck "promtool check metrics accepts the empty scrape" "$TMP/empty.prom"
 
@@ -83,8 +83,8 @@ head -c 4096 /dev/urandom >"$BAD/junk.nws"
 run "$NW" exporter --once --dir "$BAD"
 expect_rc "a bad stats file does not fail the scrape" 0
 expect_err "the bad file is named" "junk\.nws"
-expect_out "the bad file is counted" '^ncclwatch_stats_files\{host="[^"]+",state="bad"\} 1$'
-expect_out "and is a scrape error" '^ncclwatch_exporter_scrape_errors_total\{host="[^"]+"\} 1$'
+expect_out "the bad file is counted" '^ncclwatch_stats_files\{Hostname="[^"]+",state="bad"\} 1$'
+expect_out "and is a scrape error" '^ncclwatch_exporter_scrape_errors_total\{Hostname="[^"]+"\} 1$'
 
 # the HTTP endpoint
 "$NW" exporter --dir "$EMPTY" --listen 127.0.0.1:0 2>"$TMP/exp.err" &
@@ -101,8 +101,8 @@ curl -s -m 5 -o "$TMP/m2" "$URL/metrics"
 expect_true "a scrape within the cache interval (--cache, 1 s) gets the same rendering" cmp -s "$TMP/m1" "$TMP/m2"
 sleep 1.1
 curl -s -m 5 -o "$TMP/m2" "$URL/metrics"
-expect_true "scrapes are counted" grep -q '^ncclwatch_exporter_scrapes_total{host="[^"]*"} 3$' "$TMP/m2"
-expect_true "renderings are counted" grep -q '^ncclwatch_exporter_renders_total{host="[^"]*"} 2$' "$TMP/m2"
+expect_true "scrapes are counted" grep -q '^ncclwatch_exporter_scrapes_total{Hostname="[^"]*"} 3$' "$TMP/m2"
+expect_true "renderings are counted" grep -q '^ncclwatch_exporter_renders_total{Hostname="[^"]*"} 2$' "$TMP/m2"
 expect_true "GET / is 200" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$URL/")" = 200 ]
 expect_true "unknown path is 404" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$URL/nope")" = 404 ]
 expect_true "POST is 405" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' -X POST "$URL/metrics")" = 405 ]
@@ -150,7 +150,7 @@ expect_true "slow-loris, 4,200 connections over eight addresses: every scrape an
 # rank and op equal what the harness fed; rank 2's lateness is about 10 ms
 H=$TMP/harness
 late_rank_files "$H"
-run "$NW" exporter --once --all --histograms op,size --dir "$H"
+run "$NW" exporter --once --all --histograms op,size --detail all --dir "$H"
 expect_rc "exporter --once on the harness' files" 0
 cp "$OUT" "$TMP/harness.prom"
 promcheck "promtool check metrics accepts it" "$TMP/harness.prom"

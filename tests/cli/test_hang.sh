@@ -117,8 +117,11 @@ expect_true "not arrived: top --once puts the hung communicator first" \
 	sh -c "sed -n 2p '$D.top' | grep -q '^HUNG: communicator 5eed000000c0ffee (world) at all_reduce seq 5.*not arrived: rank 3 (last all_reduce seq 4); inside: 0 1 2'"
 expect_true "not arrived: exporter says hung for every rank" \
 	test "$(grep -c '^ncclwatch_comm_hung{.*comm="5eed000000c0ffee".*} 1$' "$D.prom")" = 4
-expect_true "not arrived: exporter counts the waiting ranks' op in flight" \
-	test "$(grep -c '^ncclwatch_inflight_operations{.*} 1$' "$D.prom")" = 3
+expect_true "not arrived: exporter says the waiting ranks have an op in flight (the oldest one's age)" \
+	test "$(grep -Ec '^ncclwatch_oldest_inflight_seconds\{.*\} [0-9.e+-]*[1-9]' "$D.prom")" = 3
+"$NW" exporter --once --detail rank --dir "$D" >"$D.rank.prom" 2>&1
+expect_true "not arrived: with --detail rank, their count (1 each)" \
+	test "$(grep -c '^ncclwatch_inflight_operations{.*} 1$' "$D.rank.prom")" = 3
 expect_true "not arrived: exporter has the oldest in-flight age and last event age" \
 	grep -q '^ncclwatch_oldest_inflight_seconds{' "$D.prom"
 expect_true "not arrived: last NCCL event age" grep -q '^ncclwatch_last_nccl_event_age_seconds{' "$D.prom"
@@ -188,7 +191,7 @@ if ! command -v promtool >/dev/null; then
 	skip "NcclwatchCollectiveHung evaluated on the scenarios" "promtool is not installed (apt-get install prometheus)"
 	exit 0
 fi
-HOST=$(sed -n 's/^ncclwatch_comm_hung{host="\([^"]*\)".*/\1/p' "$TMP/hang-missing.prom" | head -1)
+HOST=$(sed -n 's/^ncclwatch_comm_hung{Hostname="\([^"]*\)".*/\1/p' "$TMP/hang-missing.prom" | head -1)
 {
 	echo "rule_files:"
 	echo "  - $SRCDIR/deploy/prometheus/ncclwatch-rules.yml"
@@ -208,7 +211,7 @@ HOST=$(sed -n 's/^ncclwatch_comm_hung{host="\([^"]*\)".*/\1/p' "$TMP/hang-missin
 		case $s in
 		hang-missing|hang-inside)
 			echo "        exp_alerts:"
-			echo "          - exp_labels: { severity: critical, host: \"$HOST\", comm: 5eed000000c0ffee }"
+			echo "          - exp_labels: { severity: critical, Hostname: \"$HOST\", comm: 5eed000000c0ffee }"
 			echo "            exp_annotations:"
 			echo "              summary: \"communicator 5eed000000c0ffee on $HOST is hung in NCCL\""
 			echo "              description: \"A rank of this communicator found no NCCL progress for NCCLWATCH_HANG_S while an operation was in flight or a peer was ahead. Run 'ncclwatch hang' on the node for the operation, its sequence number and the ranks that have not arrived; the trace dump is in the stats directory.\""
