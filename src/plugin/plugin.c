@@ -8,6 +8,7 @@
  * slot arena. Everything slower happens in the publisher thread.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -160,7 +161,10 @@ uint64_t nwp_mono_ns(void)
 /*
  * Disable the plugin for good: clear NCCL's activation mask so no more
  * events come, make every callback return at once, and log one line
- * through the logger NCCL gave to init (only the first call logs).
+ * through the logger NCCL gave to init (only the first call logs), and the
+ * same line on stderr: NCCL shows WARN lines only with NCCL_DEBUG set, and
+ * a job that publishes nothing must say so where its user looks. stderr is
+ * written only when that cannot block (never stall the job on a full pipe).
  */
 void nwp_disable(const char *fmt, ...)
 {
@@ -177,6 +181,13 @@ void nwp_disable(const char *fmt, ...)
 	if (!__atomic_exchange_n(&nwp_g.logged, 1, __ATOMIC_ACQ_REL) && nwp_g.logfn)
 		nwp_g.logfn(2 /* NCCL_LOG_WARN */, 1 /* NCCL_INIT */, __FILE__, __LINE__,
 		            "ncclwatch profiler disabled: %s", msg);
+	char line[sizeof(msg) + 48];
+	int n = snprintf(line, sizeof(line), "ncclwatch profiler disabled: %s\n", msg);
+	struct pollfd p = { .fd = STDERR_FILENO, .events = POLLOUT };
+	if (n > 0 && (size_t)n < sizeof(line) && poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) &&
+	    write(STDERR_FILENO, line, (size_t)n) < 0) {
+		/* nothing more to do: the reason is in the stats files too */
+	}
 }
 
 /*
