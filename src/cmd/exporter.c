@@ -55,8 +55,8 @@ static char *render(void *ctx, uint64_t served, size_t *len)
 
 /* What the command line asks for. */
 struct exporter_args {
-	const char *listen, *dir, *baseline;
-	int once, all;
+	const char *listen, *dir, *baseline, *pod_logs;
+	int once, all, procs;
 	double window, cache;
 	int hist;
 	unsigned detail;
@@ -106,6 +106,16 @@ static const struct nw_opt exporter_options[] = {
 	          "[::1]:9850 for IPv6; so :0 is every address, a free port;\n"
 	          "port 0 picks a free port and prints it)" },
 	NW_OPT_STATS_DIR(struct exporter_args, dir),
+	{ .kind = NW_OPTK_FLAG, .lname = "procs", .off = NW_F_INT(struct exporter_args, procs),
+	  .help = "find the stats of every training process of the node\n"
+	          "through /proc/PID/root (its NCCLWATCH_DIR, else\n"
+	          "/dev/shm/ncclwatch-UID in its own file system), instead\n"
+	          "of reading one directory (and --dir too when given);\n"
+	          "needs hostPID in a pod and CAP_SYS_PTRACE (docs/deploy.md)" },
+	{ .kind = NW_OPTK_STRING, .lname = "pod-logs", .off = NW_F_STR(struct exporter_args, pod_logs), .argh = "DIR",
+	  .help = "with --procs: the node's /var/log as mounted here\n"
+	          "(default /var/log); its containers/ and pods/ names give\n"
+	          "the pod, namespace and container of each process" },
 	{ .kind = NW_OPTK_FLAG, .lname = "once", .off = NW_F_INT(struct exporter_args, once),
 	  .help = "print the metrics of one scrape to stdout and exit\n"
 	          "(for node_exporter's textfile collector; write to a\n"
@@ -136,7 +146,7 @@ static const struct nw_opt exporter_options[] = {
 const struct nw_cmd_spec nw_spec_exporter = {
 	.name = "exporter",
 	.synopsis = "[--listen ADDR:PORT] [--dir DIR] [--once] [--all]\n[--window S] [--cache S] [--baseline FILE]\n"
-	            "[--histograms none|op|op,size] [--detail size,source,rank,all]",
+	            "[--histograms none|op|op,size] [--detail size,source,rank,all]\n[--procs [--pod-logs DIR]]",
 	.about = "Serve Prometheus metrics (text format 0.0.4) at http://ADDR:PORT/metrics for\n"
 	         "every rank on this host of every job run with NCCL_PROFILER_PLUGIN=ncclwatch:\n"
 	         "per communicator, rank and op: operations, bytes and the busbw of its busiest\n"
@@ -181,7 +191,7 @@ static int serve(struct server *s, const struct exporter_args *a)
 	char err[NW_ERRLEN];
 	/* a missing or unreadable directory is worth a word now, not a refusal:
 	   the job may start later (no file is read: that is the first scrape's work) */
-	if (nw_sf_check_dir(a->dir, err, sizeof(err)) < 0)
+	if ((!s->m.procs || s->m.read_dir) && nw_sf_check_dir(a->dir, err, sizeof(err)) < 0)
 		nw_warn("%s (serving anyway; metrics appear when it does)", err);
 
 	struct sigaction sa;
@@ -197,8 +207,13 @@ static int serve(struct server *s, const struct exporter_args *a)
 	if (!h)
 		return nw_error("%s", err), 1;
 	/* the bound port, so that port 0 is usable by scripts */
-	fprintf(stderr, "ncclwatch exporter: serving /metrics on %s (port %u) from '%s'\n", a->listen, nw_httpd_port(h),
-	        a->dir);
+	if (s->m.procs)
+		fprintf(stderr, "ncclwatch exporter: serving /metrics on %s (port %u) from the node's processes%s%s%s\n",
+		        a->listen, nw_httpd_port(h), s->m.read_dir ? " and '" : "", s->m.read_dir ? a->dir : "",
+		        s->m.read_dir ? "'" : "");
+	else
+		fprintf(stderr, "ncclwatch exporter: serving /metrics on %s (port %u) from '%s'\n", a->listen,
+		        nw_httpd_port(h), a->dir);
 	fflush(stderr);
 	while (!stop_flag) {
 		struct timespec ts = { 0, 100 * 1000 * 1000 };
@@ -217,11 +232,18 @@ int cmd_exporter(int argc, char **argv)
 	enum nw_opt_status st = nw_opt_parse(&nw_spec_exporter, &a, argc, argv, &res);
 	if (st != NW_OPT_OK)
 		return nw_opt_exit(&nw_spec_exporter, st);
+	int dir_given = a.dir != NULL;
 	if (!a.dir)
 		a.dir = nw_sf_default_dir(dirbuf, sizeof(dirbuf));
+	if (a.pod_logs && !a.procs) {
+		nw_error("exporter: --pod-logs goes with --procs");
+		return 2;
+	}
 	struct server *s = nw_calloc(1, sizeof(*s));
 	int rc;
 	nw_metrics_init(&s->m, a.dir, a.all, a.window);
+	if (a.procs)
+		nw_metrics_procs(&s->m, "/proc", a.pod_logs ? a.pod_logs : "/var/log", dir_given);
 	s->m.hist = a.hist;
 	s->m.detail = a.detail;
 	if (a.baseline && nw_metrics_load_baseline(&s->m, a.baseline, err, sizeof(err)) < 0) {

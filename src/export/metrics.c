@@ -69,12 +69,23 @@ int nw_metrics_parse_detail(const char *s, unsigned *detail, char *err, size_t e
 	return 0;
 }
 
+void nw_metrics_procs(struct nw_metrics *m, const char *proc, const char *logs, int read_dir)
+{
+	m->procs = 1;
+	m->read_dir = read_dir;
+	nw_strlcpy(m->proc, proc, sizeof(m->proc));
+	nw_strlcpy(m->logs, logs ? logs : "", sizeof(m->logs));
+	if (!m->ps_cache)
+		m->ps_cache = nw_ps_cache_new();
+}
+
 void nw_metrics_release(struct nw_metrics *m)
 {
 	nw_sample_release(&m->base);
 	nw_sample_release(&m->cand);
 	free(m->bl);
 	nw_sf_cache_free(m->cache);
+	nw_ps_cache_free(m->ps_cache);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -226,7 +237,8 @@ static void choose(const struct nw_metrics *m, const struct nw_sf_set *set, unsi
 		if (!keep[i])
 			continue;
 		const struct nws_header *b = &set->ranks[i].hdr;
-		if (last != SIZE_MAX && set->ranks[last].hdr.comm_hash == b->comm_hash && set->ranks[last].hdr.rank == b->rank) {
+		if (last != SIZE_MAX && set->ranks[last].hdr.comm_hash == b->comm_hash && set->ranks[last].hdr.rank == b->rank &&
+		    set->ranks[last].origin == set->ranks[i].origin) {
 			const struct nws_header *a = &set->ranks[last].hdr;
 			int a_live = set->ranks[last].live != NW_SF_STALE, b_live = set->ranks[i].live != NW_SF_STALE;
 			int take_b = b_live != a_live ? b_live : b->updated_ns > a->updated_ns;
@@ -373,6 +385,10 @@ static void info_labels(const struct nw_sf_rank *r, const struct rank_labels *lb
 	l[(*nl)++] = (struct nw_label){ "profiler_abi", abi };
 	l[(*nl)++] = (struct nw_label){ "kernel_timing", kmode };
 	l[(*nl)++] = (struct nw_label){ "plugin_version", h->plugin_version };
+	if (r->pod_uid[0])
+		l[(*nl)++] = (struct nw_label){ "uid", r->pod_uid };
+	if (r->container_id[0])
+		l[(*nl)++] = (struct nw_label){ "container_id", r->container_id };
 }
 
 /* The progress families (nws_progress); NAN where the plugin cannot see it. A finished communicator waits for nothing. */
@@ -465,7 +481,7 @@ static void write_rank_family(struct nw_prom *out, const struct nw_metrics *m, e
 		const struct nws_header *h = &r->hdr;
 		struct rank_labels lb;
 		rank_labels(m, r, &lb);
-		struct nw_label l[NW_BASE_LABELS + 7];
+		struct nw_label l[NW_BASE_LABELS + 9];
 		size_t nl = base_labels(r, &lb, which == RM_INFO, l);
 		char abi[16], kmode[16];
 		if (which == RM_INFO)
@@ -754,6 +770,14 @@ static void write_exporter(struct nw_prom *out, const struct nw_metrics *m, cons
 	nw_prom_family(out, "ncclwatch_exporter_scrape_errors_total", "counter",
 	               "scrapes that could not read the stats directory, plus stats files that could not be used");
 	nw_prom_sample(out, "ncclwatch_exporter_scrape_errors_total", hl, 1, (double)m->scrape_errors);
+	if (m->procs) {
+		nw_prom_family(out, "ncclwatch_exporter_plugin_processes", "gauge",
+		               "processes of the node whose environment names the plugin (exporter --procs)");
+		nw_prom_sample(out, "ncclwatch_exporter_plugin_processes", hl, 1, (double)m->ps.plugin);
+		nw_prom_family(out, "ncclwatch_exporter_unreadable_processes", "gauge",
+		               "processes whose environment the exporter could not read (it lacks CAP_SYS_PTRACE)");
+		nw_prom_sample(out, "ncclwatch_exporter_unreadable_processes", hl, 1, (double)m->ps.unreadable);
+	}
 	struct nw_label vl[2] = { { "Hostname", m->node }, { "version", NW_VERSION } };
 	nw_prom_family(out, "ncclwatch_exporter_build_info", "gauge", "1, with the exporter's version");
 	nw_prom_sample(out, "ncclwatch_exporter_build_info", vl, 2, 1);
@@ -793,12 +817,91 @@ void nw_metrics_write(const struct nw_metrics *m, const struct nw_sf_set *set,
 	free(keep);
 }
 
+/*
+ * The ranks of one process-scan job just added to set (from index first):
+ * who runs them, as the scan found it (it knows better than the files,
+ * whose pod names are only what the processes were told).
+ */
+static void attribute(struct nw_sf_set *set, size_t first, const struct nw_ps_job *j)
+{
+	for (size_t i = first; i < set->n; i++) {
+		struct nw_sf_rank *r = &set->ranks[i];
+		struct nws_ident *id = &r->hdr.ident;
+		nw_strlcpy(r->pod_uid, j->pod_uid, sizeof(r->pod_uid));
+		nw_strlcpy(r->container_id, j->container_id, sizeof(r->container_id));
+		if (j->pod[0]) {
+			nw_strlcpy(id->pod, j->pod, sizeof(id->pod));
+			nw_strlcpy(id->pod_namespace, j->ns, sizeof(id->pod_namespace));
+		}
+		if (j->container[0])
+			nw_strlcpy(id->container, j->container, sizeof(id->container));
+		nw_sf_sanitize(id->pod);
+		nw_sf_sanitize(id->pod_namespace);
+		nw_sf_sanitize(id->container);
+		nw_sf_sanitize(r->container_id);
+	}
+}
+
+/*
+ * The stats of every process of the node (procscan) into set: each
+ * directory read as its process's uid, never cleaned (not ours), its ranks
+ * attributed. A directory that cannot be read is named in err (the scrape
+ * goes on). -1 only when the processes cannot be listed.
+ */
+static int load_procs(struct nw_metrics *m, unsigned flags, struct nw_sf_set *set, char *err, size_t errlen)
+{
+	const struct nw_ps_opts po = { .proc = m->proc, .logs = m->logs[0] ? m->logs : NULL };
+	struct nw_ps_job *jobs;
+	size_t njobs;
+	if (nw_ps_scan(m->ps_cache, &po, &jobs, &njobs, &m->ps, err, errlen) < 0)
+		return -1;
+	for (size_t k = 0; k < njobs; k++) {
+		const struct nw_sf_opts o = { .flags = flags | NW_SF_NO_CLEAN, .cache = m->cache,
+		                              .owner = (long)jobs[k].uid, .origin = (unsigned)k + 1 };
+		size_t first = set->n;
+		char e2[NW_ERRLEN];
+		if (nw_sf_load_more(jobs[k].dir, &o, set, e2, sizeof(e2)) < 0) {
+			m->scrape_errors++;
+			nw_seterr(err, errlen, "%s", e2);
+			continue;
+		}
+		attribute(set, first, &jobs[k]);
+	}
+	if (!njobs && m->ps.unreadable && !m->ps.plugin)
+		nw_seterr(err, errlen, "no training process found, and the environment of %zu processes could not be "
+		          "read: the exporter needs to trace them (root with CAP_SYS_PTRACE, and hostPID in a pod)",
+		          m->ps.unreadable);
+	free(jobs);
+	return 0;
+}
+
+/*
+ * This scrape's files: the directory (unless only processes are scanned),
+ * then every process's. -1 with err when nothing could be listed.
+ */
+static int load_set(struct nw_metrics *m, struct nw_sf_set *set, char *err, size_t errlen)
+{
+	unsigned flags = m->all ? 0 : NW_SF_HIDE_STALE;
+	memset(set, 0, sizeof(*set));
+	nw_strlcpy(set->dir, m->dir, sizeof(set->dir));
+	if (!m->procs || m->read_dir) {
+		const struct nw_sf_opts o = { .flags = flags, .cache = m->cache, .owner = -1 };
+		if (nw_sf_load_more(m->dir, &o, set, err, errlen) < 0 && !m->procs)
+			return -1;
+	}
+	if (m->procs && load_procs(m, flags, set, err, errlen) < 0) {
+		nw_sf_set_release(set);
+		return -1;
+	}
+	nw_sf_set_sort(set);
+	return 0;
+}
+
 int nw_metrics_scrape(struct nw_metrics *m, double now, struct nw_prom *out, char *err,
                       size_t errlen)
 {
 	struct nw_sf_set set;
-	const struct nw_sf_opts o = { .flags = m->all ? 0 : NW_SF_HIDE_STALE, .cache = m->cache, .owner = -1 };
-	if (nw_sf_load_opts(m->dir, &o, &set, err, errlen) < 0) {
+	if (load_set(m, &set, err, errlen) < 0) {
 		m->scrape_errors++;
 		write_exporter(out, m, NULL);
 		return -1;

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export/procscan.h"
 #include "export/promtext.h"
 #include "export/sample.h"
 #include "export/statsfile.h"
@@ -56,11 +57,24 @@ struct nw_metrics {
 	struct nw_baseline *bl;  /* owned */
 	size_t nbl;
 	struct nw_sf_cache *cache; /* hidden files between scrapes; owned */
+	/* the node's processes instead of (or besides) dir: nw_metrics_procs */
+	int procs;               /* find stats directories through /proc (procscan.h) */
+	int read_dir;            /* read dir too (it was given) */
+	char proc[256], logs[256];
+	struct nw_ps_cache *ps_cache; /* owned */
+	struct nw_ps_stats ps;   /* what the last scan saw */
 };
 
 /* Set up m for dir (copied): the default series (no histograms, no detail). */
 void nw_metrics_init(struct nw_metrics *m, const char *dir, int all, double window_s);
 void nw_metrics_release(struct nw_metrics *m);
+
+/*
+ * Find the stats through the node's processes (procscan.h): proc is the
+ * proc file system ("/proc"), logs the node's /var/log as mounted here
+ * (NULL or "": no pod names, pod UIDs only); read_dir keeps m->dir read too.
+ */
+void nw_metrics_procs(struct nw_metrics *m, const char *proc, const char *logs, int read_dir);
 
 /* --histograms TEXT ("none", "op", "op,size") into *mode; -1 with err naming the choices. */
 int nw_metrics_parse_hist(const char *s, int *mode, char *err, size_t errlen);

@@ -159,6 +159,8 @@ static int cmp_rank(const void *a, const void *b)
 		return x->hdr.comm_hash < y->hdr.comm_hash ? -1 : 1;
 	if (x->hdr.rank != y->hdr.rank)
 		return x->hdr.rank < y->hdr.rank ? -1 : 1;
+	if (x->origin != y->origin)
+		return x->origin < y->origin ? -1 : 1;
 	if (x->live != y->live)
 		return (int)x->live - (int)y->live;
 	return strcmp(x->path, y->path);
@@ -296,6 +298,7 @@ static void scan_file(struct sf_scan *sc, int dfd, const char *name, const char 
 			cache_add(sc->o->cache, &st, &r->hdr, sc->now);
 		set->nhidden++;
 	} else {
+		r->origin = sc->o->origin;
 		set->n++;
 		return;
 	}

@@ -54,6 +54,10 @@ struct nw_sf_rank {
 	                                                   the header was read (NW_SF_HEADERS) */
 	struct nws_opent *ring;                         /* copy, oldest first; owned */
 	size_t nring;                                   /* valid entries in ring */
+	/* what the reader found out itself (the exporter's process scan), not in the file */
+	unsigned origin;                                /* the directory it came from (nw_sf_opts.origin) */
+	char pod_uid[40];                               /* the pod's UID from its cgroup; "" unknown */
+	char container_id[96];                          /* "containerd://<id>" ...; "" unknown */
 };
 
 /* A file that could not be used, and why ("bad magic", "version 7, need 1"...). */
@@ -123,6 +127,7 @@ struct nw_sf_opts {
 	unsigned flags;              /* NW_SF_* */
 	struct nw_sf_cache *cache;   /* NULL: none */
 	long owner;                  /* uid whose files are read; -1: this process's effective uid */
+	unsigned origin;             /* recorded in each rank read (several directories make one set) */
 };
 
 /*
