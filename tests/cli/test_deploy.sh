@@ -126,11 +126,20 @@ if python3 -c 'import yaml' 2>/dev/null; then
 	mkdir -p "$TMP/k8s"
 	cp "$SRCDIR"/deploy/kubernetes/*.yaml "$TMP/k8s/"
 	sed -i 's#value: /var/run/ncclwatch#value: /dev/shm/ncclwatch#; s#fieldPath: metadata.namespace#fieldPath: metadata.name#' \
-		"$TMP/k8s/training-example.yaml"
+		"$TMP/k8s/training-example-hostpath.yaml"
 	run python3 "$SRCDIR/tests/cli/check_manifests.py" "$TMP/k8s" "$TMP/k8s-scripts"
 	expect_rc "a training pod writing elsewhere than the exporter reads is caught" 1
 	expect_out "... named, with the Downward API mistake" "NCCLWATCH_DIR '/dev/shm/ncclwatch' is not the exporter's host directory"
 	expect_out "... and the namespace taken from the wrong field" "POD_NAMESPACE must come from the Downward API"
+	cp "$SRCDIR"/deploy/kubernetes/*.yaml "$TMP/k8s/"
+	sed -i 's#^      hostPID: true#      hostPID: false#; s#add: \["SYS_PTRACE", #add: [#' "$TMP/k8s/exporter-daemonset.yaml"
+	sed -i 's#            - name: NCCL_PROFILER_PLUGIN#            - name: POD_NAME\n              value: x\n            - name: NCCL_PROFILER_PLUGIN#' \
+		"$TMP/k8s/training-example.yaml"
+	run python3 "$SRCDIR/tests/cli/check_manifests.py" "$TMP/k8s" "$TMP/k8s-scripts"
+	expect_rc "an exporter that cannot see the node's processes is caught" 1
+	expect_out "... without hostPID" "does not share the node's \(hostPID\)"
+	expect_out "... without CAP_SYS_PTRACE" "needs CAP_SYS_PTRACE"
+	expect_out "... and a training pod asked for more than the plugin variable" "needs no POD_NAME"
 	if command -v shellcheck >/dev/null; then
 		for s in "$TMP"/scripts/*.sh; do
 			expect_true "shellcheck: $(basename "$s")" shellcheck -s sh "$s"
