@@ -3,6 +3,7 @@
 #   make test            every test that needs no GPU (unit, CLI, plugin harness);
 #                        T="test_a test_b" runs only those
 #   make SANITIZE=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer (build-san/)
+#   make TSAN=1 tsan     the plugin and its harness under ThreadSanitizer (clang, build-tsan/)
 #   make MPI=0           build without MPI even when mpicc is present
 #   make MPI=dl          no MPI at build or load time: Open MPI's libmpi.so.40 is
 #                        opened when an MPI launcher starts ncclwatch (as in make portable)
@@ -21,17 +22,25 @@
 
 CC       ?= cc
 SANITIZE ?= 0
-MPI      ?= auto
+TSAN     ?= 0
 V        ?= 0
 Q        := $(if $(filter 1,$(V)),,@)
 
-ifeq ($(SANITIZE),1)
+# TSAN=1: ThreadSanitizer (clang, no MPI) in build-tsan/, for the plugin and
+# the harness that drives it from several threads (make TSAN=1 tsan).
+ifeq ($(TSAN),1)
+BUILD    ?= build-tsan
+CC       := clang
+MPI      := 0
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+else ifeq ($(SANITIZE),1)
 BUILD    ?= build-san
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 else
 BUILD    ?= build
 SANFLAGS :=
 endif
+MPI      ?= auto
 
 VERSION  := $(shell cat VERSION)
 WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wvla \
@@ -108,7 +117,7 @@ FAKE_FLAGS := $(filter-out -MMD -MP $(MPI_CFLAGS),$(CFLAGS)) -fPIC -shared -fvis
 BIN    := $(BUILD)/ncclwatch
 PLUGIN := $(BUILD)/libnccl-profiler-ncclwatch.so
 
-.PHONY: all test clean fuzz mpi-state portable install deb image-root
+.PHONY: all test tsan clean fuzz mpi-state portable install deb image-root
 all: mpi-state $(BIN) $(PLUGIN)
 
 mpi-state:
@@ -161,10 +170,12 @@ $(FAKE_DIR)/libcuda.so.1: tests/fakegpu/fake_cuda.c tests/fakegpu/fakegpu.h
 	@echo "  FAKE    $@"
 	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 
-$(FAKE_DIR)/libnccl.so.2: tests/fakegpu/fake_nccl.c tests/fakegpu/fakegpu.h
+$(FAKE_DIR)/libnccl.so.2: tests/fakegpu/fake_nccl.c tests/fakegpu/fake_nccl_prof.c tests/fakegpu/fake_nccl_prof.h \
+                          tests/fakegpu/profiler_abi.h tests/fakegpu/fakegpu.h
 	@mkdir -p $(dir $@)
 	@echo "  FAKE    $@"
-	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< -lpthread -lm -ldl
+	$(Q)$(CC) $(FAKE_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ tests/fakegpu/fake_nccl.c tests/fakegpu/fake_nccl_prof.c \
+	  -lpthread -lm -ldl
 
 # The fake CUPTI (NCCLWATCH_CUPTI_LIB) for the plugin's exposed-communication window.
 $(FAKE_DIR)/libcupti.so.13: tests/fakegpu/fake_cupti.c src/plugin/cupti_abi.h
@@ -174,6 +185,13 @@ $(FAKE_DIR)/libcupti.so.13: tests/fakegpu/fake_cupti.c src/plugin/cupti_abi.h
 
 test: all $(UNIT_BIN) $(HELPER_BIN) $(FAKE_LIBS)
 	@BUILD=$(BUILD) tests/run.sh $(T)
+
+# The plugin and its harness under ThreadSanitizer, driven through every
+# profiler ABI from several threads as NCCL drives it (scripts/tsan-plugin).
+tsan:
+	@test "$(TSAN)" = 1 || { echo "run it as: make TSAN=1 tsan" >&2; exit 2; }
+	$(Q)$(MAKE) --no-print-directory TSAN=1 $(PLUGIN) $(BUILD)/tests/plugin_harness
+	scripts/tsan-plugin $(BUILD)
 
 # libFuzzer targets: tests/fuzz/fuzz_<name>.c, linked with every module
 # (compiled once, instrumented, without MPI).
@@ -245,6 +263,6 @@ deb: portable
 	packaging/mkdeb build-portable build-deb
 
 clean:
-	rm -rf build build-san build-fuzz build-dl build-deb build-image
+	rm -rf build build-san build-tsan build-fuzz build-dl build-deb build-image
 
 -include $(APP_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d)

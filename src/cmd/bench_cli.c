@@ -260,18 +260,6 @@ static int check_sweep(const struct nw_bench_opts *o, const char *cmd)
 	return 0;
 }
 
-/* Started by a launcher as a rank other than 0 (which writes no output files)? */
-static int other_rank(void)
-{
-	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK", "SLURM_PROCID" };
-	for (size_t i = 0; i < NW_ARRAY_LEN(vars); i++) {
-		const char *v = getenv(vars[i]);
-		if (v && *v && strcmp(v, "0") != 0)
-			return 1;
-	}
-	return 0;
-}
-
 /*
  * NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK into o->split, for bench alone
  * (nccl-tests' variables, read as its binaries read them). 0, or -1 after
@@ -825,7 +813,7 @@ static int stop_asked(void)
 static void catch_stop(struct nw_bench_opts *o)
 {
 	stop_flag = 0;
-	stop_quiet = other_rank();
+	stop_quiet = nw_cli_other_rank();
 	o->stop_asked = stop_asked;
 	signal(SIGINT, on_stop);
 }
@@ -892,7 +880,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 	nw_header_fill_local(&run.h, cmd, argc, argv);
 	cli->run = &run;
 	nw_nt_json_now(cli->nt_start, sizeof(cli->nt_start));
-	for (int i = 0; cli->nt_json_path && cli->table && !other_rank() && i < cli->o.nops; i++) {
+	for (int i = 0; cli->nt_json_path && cli->table && !nw_cli_other_rank() && i < cli->o.nops; i++) {
 		char path[4096];
 		nt_json_file(cli, nw_coll_get(cli->o.ops[i])->name, path, sizeof(path));
 		printf("# Writing JSON output to %s\n", path);
@@ -903,7 +891,7 @@ int bench_cli_run(struct bench_cli *cli, int argc, char **argv, const char *cmd)
 		cli->progress_mode = NW_PROGRESS_OFF;
 	progress_start(cli, 1);
 	sig_stop = 0;
-	catch_interrupt(1, other_rank() ? NULL : &cli->prog, cmd);
+	catch_interrupt(1, nw_cli_other_rank() ? NULL : &cli->prog, cmd);
 	cli->o.stop = &sig_stop;
 	job_cmd = cmd;
 	nw_bench_on_job_error(say_job_error);

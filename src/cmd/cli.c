@@ -105,43 +105,60 @@ int nw_cli_lock_timeout(void *opts, const char *arg, const char *name, char *err
 	return 0;
 }
 
+/* names[] filled once from name(0..n-1), then "all" and NULL (names has n + 2 entries). */
+static const char *const *name_list(const char **names, int n, const char *(*name)(int))
+{
+	if (!names[0]) {
+		for (int i = 0; i < n; i++)
+			names[i] = name(i);
+		names[n] = "all";
+		names[n + 1] = NULL;
+	}
+	return names;
+}
+
+static const char *op_name(int i)
+{
+	return nw_coll_get((enum nw_op)i)->name;
+}
+
+static const char *dtype_name(int i)
+{
+	return nw_dtype_name((enum nw_dtype)i);
+}
+
+static const char *redop_name(int i)
+{
+	return nw_redop_name((enum nw_redop)i);
+}
+
 const char *const *nw_cli_op_names(void)
 {
 	static const char *names[NW_NOPS + 2];
-	if (!names[0]) {
-		size_t n = 0;
-		for (int i = 0; i < NW_NOPS; i++)
-			names[n++] = nw_coll_get((enum nw_op)i)->name;
-		names[n++] = "all";
-		names[n] = NULL;
-	}
-	return names;
+	return name_list(names, NW_NOPS, op_name);
 }
 
 const char *const *nw_cli_dtype_names(void)
 {
 	static const char *names[NW_NDTYPES + 2];
-	if (!names[0]) {
-		size_t n = 0;
-		for (int i = 0; i < NW_NDTYPES; i++)
-			names[n++] = nw_dtype_name((enum nw_dtype)i);
-		names[n++] = "all";
-		names[n] = NULL;
-	}
-	return names;
+	return name_list(names, NW_NDTYPES, dtype_name);
 }
 
 const char *const *nw_cli_redop_names(void)
 {
 	static const char *names[NW_NREDOPS + 2];
-	if (!names[0]) {
-		size_t n = 0;
-		for (int i = 0; i < NW_NREDOPS; i++)
-			names[n++] = nw_redop_name((enum nw_redop)i);
-		names[n++] = "all";
-		names[n] = NULL;
+	return name_list(names, NW_NREDOPS, redop_name);
+}
+
+int nw_cli_other_rank(void)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK", "SLURM_PROCID" };
+	for (size_t i = 0; i < NW_ARRAY_LEN(vars); i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v && strcmp(v, "0") != 0)
+			return 1;
 	}
-	return names;
+	return 0;
 }
 
 FILE *nw_cli_out_open(const char *cmd, const char *opt, const struct nw_opt_out *o)

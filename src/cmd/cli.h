@@ -152,6 +152,13 @@ FILE *nw_cli_out_open(const char *cmd, const char *opt, const struct nw_opt_out 
 /* Closes f unless it is stdout; 0, or -1 after printing that writing failed. */
 int nw_cli_out_close(const char *cmd, const char *opt, const struct nw_opt_out *o, FILE *f);
 
+/*
+ * Whether a launcher started this process as a rank other than 0 (Open
+ * MPI, PMIx, PMI, torchrun, Slurm variables): such a rank writes no
+ * output files and checks none.
+ */
+int nw_cli_other_rank(void);
+
 /* The one line saying a run went into history: "ncclwatch: CMD: recorded as run N (ncclwatch history show N)". */
 void nw_cli_say_recorded(const char *cmd, long long id);
 

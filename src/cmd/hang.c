@@ -11,6 +11,7 @@
 #include "cmd/cmd.h"
 #include "export/hangsrc.h"
 #include "export/statsfile.h"
+#include "export/view.h"
 #include "model/progress.h"
 #include "probe/ras.h"
 #include "util/util.h"
@@ -37,6 +38,8 @@ struct hang_read {
 	int ras_asked, ras_ok;
 	size_t ras_comms;
 	char ras_addr[256], ras_version[32], ras_err[NW_ERRLEN];
+	size_t nabi[7];     /* stats files per profiler interface version (1 to 6) */
+	uint32_t blind[7];  /* what each cannot see (NWS_BLIND_*) */
 };
 
 /* The default --hang-s: NCCLWATCH_HANG_S as the plugin reads it, else 120. */
@@ -195,6 +198,13 @@ static int gather(const struct hang_args *a, struct nw_prog_set *set, struct han
 			return nw_error("%s (give --dump for trace dumps, or --dir)", err);
 		rd->nfiles = sf.n;
 		rd->nbad = nw_sf_nbad(&sf);
+		for (size_t i = 0; i < sf.n; i++) {
+			unsigned abi = sf.ranks[i].hdr.abi;
+			if (abi < NW_ARRAY_LEN(rd->nabi)) {
+				rd->nabi[abi]++;
+				rd->blind[abi] |= sf.ranks[i].hdr.mode.blind;
+			}
+		}
 		int rc = nw_hangsrc_stats(&sf, set, &rd->ndisabled, err, sizeof(err));
 		nw_sf_set_release(&sf);
 		if (rc != 0)
@@ -235,8 +245,11 @@ static void print_missing(const struct nw_prog_rank *r, uint64_t now)
 /* The one-screen text of one communicator. */
 static void print_comm(const struct nw_prog_comm *c, const struct nw_prog_diag *d, uint64_t now)
 {
-	printf("comm %016" PRIx64 "%s%s%s, %d rank%s: %s", c->comm_hash, c->name[0] ? " \"" : "", c->name,
-	       c->name[0] ? "\"" : "", c->nranks, c->nranks == 1 ? "" : "s", nw_prog_verdict_name(d->verdict));
+	char size[32] = "size unknown"; /* profiler v1 to v3 are not told it */
+	if (c->nranks > 0)
+		snprintf(size, sizeof(size), "%d rank%s", c->nranks, c->nranks == 1 ? "" : "s");
+	printf("comm %016" PRIx64 "%s%s%s, %s: %s", c->comm_hash, c->name[0] ? " \"" : "", c->name,
+	       c->name[0] ? "\"" : "", size, nw_prog_verdict_name(d->verdict));
 	if (d->op >= 0 && (d->nmissing || d->ninside))
 		printf(" at %s seq %" PRIu64, nws_op_name((unsigned)d->op), d->seq);
 	if (d->quiet_ns != NW_PROG_UNKNOWN)
@@ -270,7 +283,7 @@ static void print_comm(const struct nw_prog_comm *c, const struct nw_prog_diag *
 		printf("%s\n", d->nunseen_ranges > 32 ? " ..." : "");
 	}
 	if (d->done_blind && (d->nmissing || d->ninside || d->verdict == NW_PROG_IDLE))
-		printf("  note: some ranks cannot see completions (NCCLWATCH_KERNEL=off on one node): who is inside an operation is unknown there\n");
+		printf("  note: some ranks cannot see completions (NCCLWATCH_KERNEL=off on one node, or NCCL before 2.26: no kernel events): who is inside an operation is unknown there\n");
 }
 
 static json_t *rank_list(const struct nw_prog_comm *c, const size_t *idx, size_t n, int detail)
@@ -360,6 +373,10 @@ static void print_read(const struct hang_read *rd, size_t ncomms, double hang_s,
 	if (rd->ndisabled || rd->nbad)
 		printf("left out: %zu file%s of a disabled plugin, %zu unusable\n", rd->ndisabled,
 		       rd->ndisabled == 1 ? "" : "s", rd->nbad);
+	char note[1024];
+	for (unsigned abi = 1; abi < NW_ARRAY_LEN(rd->nabi); abi++)
+		if (nw_view_mode_note(note, sizeof(note), abi, rd->nabi[abi], rd->blind[abi]))
+			printf("note: %s\n", note);
 }
 
 static int report(const struct hang_args *a, const struct nw_prog_set *set, const struct hang_read *rd,

@@ -244,18 +244,6 @@ static int read_value(void *opts, const struct nw_opt *o, const char *arg, const
 	}
 }
 
-/* Started by a launcher as a rank other than 0, which writes no output files? */
-static int other_rank(void)
-{
-	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK", "SLURM_PROCID" };
-	for (size_t i = 0; i < NW_ARRAY_LEN(vars); i++) {
-		const char *v = getenv(vars[i]);
-		if (v && *v && strcmp(v, "0") != 0)
-			return 1;
-	}
-	return 0;
-}
-
 /* Every row's default, read as a given value would be. */
 static void apply_defaults(const struct nw_cmd_spec *spec, void *opts)
 {
@@ -346,7 +334,7 @@ static int check_exclusive(const struct nw_opt_res *res)
 static int check_outputs(const struct nw_opt_res *res, void *opts)
 {
 	const struct nw_cmd_spec *spec = res->spec;
-	if (other_rank())
+	if (nw_cli_other_rank())
 		return 0;
 	for (size_t i = 0; spec->opts[i].kind != NW_OPTK_END; i++) {
 		const struct nw_opt *o = &spec->opts[i];

@@ -218,6 +218,9 @@ static int print_once(const struct top_opts *o)
 		printf("note: %s\n", solo_note(line, sizeof(line), v.nsolo));
 	if (v.ngraph)
 		printf("note: %s\n", graph_note(line, sizeof(line), v.ngraph));
+	for (unsigned abi = 1; abi <= 6; abi++)
+		if (nw_view_mode_note(line, sizeof(line), abi, v.nabi[abi], v.blind[abi]))
+			printf("note: %s\n", line);
 	for (size_t i = 0; i < v.novl; i++) {
 		nw_view_format_ovl(line, sizeof(line), &v.ovl[i]);
 		printf("%s\n", line);
@@ -343,6 +346,9 @@ static void draw(const struct top_opts *o, const struct nw_view *v, const char *
 		mvaddnstr(ny++, 0, solo_note(line, sizeof(line), v->nsolo), COLS);
 	if (v->ngraph && ny < LINES - 2)
 		mvaddnstr(ny++, 0, graph_note(line, sizeof(line), v->ngraph), COLS);
+	for (unsigned abi = 1; abi <= 6; abi++)
+		if (ny < LINES - 2 && nw_view_mode_note(line, sizeof(line), abi, v->nabi[abi], v->blind[abi]))
+			mvaddnstr(ny++, 0, line, COLS);
 	for (size_t i = 0; i < v->novl && ny < LINES - 2; i++) {
 		nw_view_format_ovl(line, sizeof(line), &v->ovl[i]);
 		mvaddnstr(ny++, 0, line, COLS);

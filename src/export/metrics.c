@@ -370,12 +370,21 @@ static double ratio(uint64_t part, uint64_t whole)
 	return whole ? (double)part / (double)whole : NAN;
 }
 
-/* The info family's extra labels, appended to l[*nl..]; abi and kmode are the caller's buffers for two of them. */
+/*
+ * The info family's extra labels, appended to l[*nl..]; abi, kmode and
+ * blind are the caller's buffers for three of them (blind: what the
+ * profiler interface cannot give, NWS_BLIND_* names, "" when nothing).
+ */
 static void info_labels(const struct nw_sf_rank *r, const struct rank_labels *lb, struct nw_label *l, size_t *nl,
-                        char *abi, size_t abilen, char *kmode, size_t kmodelen)
+                        char *abi, size_t abilen, char *kmode, size_t kmodelen, char *blind, size_t blindlen)
 {
 	const struct nws_header *h = &r->hdr;
 	snprintf(abi, abilen, "%u", h->abi);
+	size_t n = 0;
+	blind[0] = '\0';
+	for (unsigned b = 0; b < NWS_NBLIND && n < blindlen; b++)
+		if (h->mode.blind & (1u << b))
+			n += (size_t)snprintf(blind + n, blindlen - n, "%s%s", n ? "," : "", nws_blind_name(b));
 	snprintf(kmode, kmodelen, "%s",
 	         h->kernel_mode == NWS_KMODE_ON ? "on" : h->kernel_mode == NWS_KMODE_OFF ? "off" : "auto");
 	l[(*nl)++] = (struct nw_label){ "comm_name", h->comm_name };
@@ -385,6 +394,7 @@ static void info_labels(const struct nw_sf_rank *r, const struct rank_labels *lb
 	l[(*nl)++] = (struct nw_label){ "profiler_abi", abi };
 	l[(*nl)++] = (struct nw_label){ "kernel_timing", kmode };
 	l[(*nl)++] = (struct nw_label){ "plugin_version", h->plugin_version };
+	l[(*nl)++] = (struct nw_label){ "cannot_see", blind };
 	if (r->pod_uid[0])
 		l[(*nl)++] = (struct nw_label){ "uid", r->pod_uid };
 	if (r->container_id[0])
@@ -481,11 +491,11 @@ static void write_rank_family(struct nw_prom *out, const struct nw_metrics *m, e
 		const struct nws_header *h = &r->hdr;
 		struct rank_labels lb;
 		rank_labels(m, r, &lb);
-		struct nw_label l[NW_BASE_LABELS + 9];
+		struct nw_label l[NW_BASE_LABELS + 10];
 		size_t nl = base_labels(r, &lb, which == RM_INFO, l);
-		char abi[16], kmode[16];
+		char abi[16], kmode[16], blind[160];
 		if (which == RM_INFO)
-			info_labels(r, &lb, l, &nl, abi, sizeof(abi), kmode, sizeof(kmode));
+			info_labels(r, &lb, l, &nl, abi, sizeof(abi), kmode, sizeof(kmode), blind, sizeof(blind));
 		double v = rank_value(which, h, now_real);
 		if (isnan(v))
 			continue; /* a figure the plugin does not have is absent, not 0 */
@@ -598,7 +608,8 @@ static void coll_samples(struct nw_prom *out, enum coll_metric which, const stru
 			break; /* nothing timed in the window: absent, not 0 */
 		l[nl] = (struct nw_label){ "nranks", c->lb->nranks };
 		double bw = (double)t->bytes / ((double)t->sum_ns / 1e9) * nws_busbw_factor(c->op, c->r->hdr.nranks);
-		nw_prom_sample(out, name, l, nl + 1, bw);
+		if (!isnan(bw)) /* NAN: the communicator's size is not known (profiler v1 to v3): absent */
+			nw_prom_sample(out, name, l, nl + 1, bw);
 		break;
 	}
 	}

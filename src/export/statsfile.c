@@ -236,10 +236,12 @@ static int validate(const struct nws_header *h, uint64_t fsize, char *err, size_
 {
 	if (h->magic != NWS_MAGIC)
 		return nw_seterr(err, errlen, "not a stats file (bad magic), or still being created");
-	if (h->version != NWS_VERSION && h->version != 2)
-		return nw_seterr(err, errlen, "stats layout version %u, this ncclwatch reads 2 and %u: use the ncclwatch that matches the plugin",
+	if (h->version < 2 || h->version > NWS_VERSION)
+		return nw_seterr(err, errlen, "stats layout version %u, this ncclwatch reads 2 to %u: use the ncclwatch that matches the plugin",
 		                 h->version, NWS_VERSION);
-	if (h->header_size != (h->version == 2 ? NWS_HEADER_V2_SIZE : sizeof(struct nws_header)) || h->nops != NWS_NOPS ||
+	uint32_t hsize = h->version == 2 ? NWS_HEADER_V2_SIZE : h->version == 3 ? NWS_HEADER_V3_SIZE
+	                 : (uint32_t)sizeof(struct nws_header);
+	if (h->header_size != hsize || h->nops != NWS_NOPS ||
 	    h->nbuckets != NWS_NBUCKETS || h->nhist != NWS_NHIST || h->nsrc != NWS_NSRC ||
 	    h->record_size != sizeof(struct nws_record) || h->opent_size != sizeof(struct nws_opent))
 		return nw_seterr(err, errlen, "stats layout sizes differ from version %u's", h->version);
@@ -249,10 +251,11 @@ static int validate(const struct nws_header *h, uint64_t fsize, char *err, size_
 	if (h->ring_len > NW_SF_MAX_RING)
 		return nw_seterr(err, errlen, "ring length %u is more than the %u the plugin can write", h->ring_len,
 		                 NW_SF_MAX_RING);
-	if (h->nranks < 1 || h->nranks > NW_PROG_MAX_RANKS)
+	/* nranks 0: not told (profiler v1 to v3) */
+	if (h->nranks < 0 || h->nranks > NW_PROG_MAX_RANKS)
 		return nw_seterr(err, errlen, "communicator of %d ranks: not between 1 and %d", h->nranks,
 		                 NW_PROG_MAX_RANKS);
-	if (h->rank < 0 || h->rank >= h->nranks)
+	if (h->rank < 0 || h->rank >= (h->nranks ? h->nranks : NW_PROG_MAX_RANKS))
 		return nw_seterr(err, errlen, "rank %d of a communicator of %d ranks", h->rank, h->nranks);
 	uint64_t rec_bytes = (uint64_t)NWS_NOPS * NWS_NBUCKETS * sizeof(struct nws_record);
 	uint64_t ring_bytes = (uint64_t)h->ring_len * sizeof(struct nws_opent);
@@ -355,10 +358,17 @@ static int copy_header(struct nw_sf_rank *r, int fd, uint64_t fsize, char *err, 
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (validate(&r->hdr, fsize, err, errlen) != 0)
 		return -1;
-	/* a version-2 header ends before the overlap part: it reads as zeros (NWS_OVL_UNKNOWN) */
-	memset(&r->hdr.ovl, 0, sizeof(r->hdr.ovl));
+	/* older headers end before the overlap part (2) or the mode part (3): those read as zeros */
+	memset((char *)&r->hdr + r->hdr.header_size, 0, sizeof(r->hdr) - r->hdr.header_size);
 	if (seq_read(fd, &r->hdr.live_gen, r->hdr.header_size - live, live) != 0)
 		return nw_seterr(err, errlen, "writer kept the header busy, or the file got shorter; try again");
+	if (r->hdr.nranks <= 0 && r->hdr.mode.nranks > 0) {
+		/* profiler v1, v2: the size learned from the ops, bounded as the header's is */
+		if (r->hdr.mode.nranks > NW_PROG_MAX_RANKS || r->hdr.rank >= r->hdr.mode.nranks)
+			return nw_seterr(err, errlen, "communicator of %d ranks (rank %d): not between 1 and %d",
+			                 r->hdr.mode.nranks, r->hdr.rank, NW_PROG_MAX_RANKS);
+		r->hdr.nranks = r->hdr.mode.nranks;
+	}
 	r->hdr.ovl.reason[sizeof(r->hdr.ovl.reason) - 1] = '\0';
 	nw_sf_sanitize(r->hdr.ovl.reason);
 	struct nws_ident *id = &r->hdr.ident;

@@ -337,6 +337,10 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
 		if (r->hdr.nranks == 1 && !r->hdr.ops_total)
 			v->nsolo++; /* NCCL sends no events for them: say so, do not look broken */
 		v->ngraph += r->hdr.graph_ops;
+		if (r->hdr.abi < NW_ARRAY_LEN(v->nabi)) {
+			v->nabi[r->hdr.abi]++;
+			v->blind[r->hdr.abi] |= r->hdr.mode.blind;
+		}
 		add_rank_rows(v, &cap, r, now, prev, dt, o, le);
 		add_ovl(v, &ocap, r);
 	}
@@ -377,6 +381,22 @@ void nw_view_format_ovl(char *buf, size_t len, const struct nw_view_ovl *p)
 		         pct(o->compute_ns, o->wall_ns), (double)o->wall_ns / 1e9, (unsigned long long)o->kernels,
 		         o->dropped ? ", records lost: " : "", o->dropped ? "figures low" : "",
 		         (unsigned long long)o->windows, o->windows == 1 ? "" : "s");
+}
+
+int nw_view_mode_note(char *buf, size_t len, unsigned abi, size_t nfiles, uint32_t blind)
+{
+	if (!nfiles || !blind)
+		return 0;
+	size_t n = (size_t)snprintf(buf, len, "profiler v%u (NCCL %s), %zu file%s, cannot see: ", abi, nws_abi_nccl(abi),
+	                            nfiles, nfiles == 1 ? "" : "s");
+	const char *sep = "";
+	for (unsigned b = 0; b < NWS_NBLIND && n < len; b++) {
+		if (!(blind & (1u << b)))
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", sep, nws_blind_text(b));
+		sep = "; ";
+	}
+	return 1;
 }
 
 int nw_view_alone_note(char *buf, size_t len, const struct nw_view_ovl *p)
@@ -447,7 +467,7 @@ static void row_text(const struct nw_view_row *r, struct row_text *t)
 		snprintf(t->rate, sizeof(t->rate), "-");
 	else
 		snprintf(t->rate, sizeof(t->rate), "%.1f", r->calls_per_s);
-	if (r->src >= 0)
+	if (r->src >= 0 && !isnan(r->busbw_gbs)) /* NAN: the communicator's size is not known */
 		snprintf(t->bw, sizeof(t->bw), "%.2f", r->busbw_gbs);
 	else
 		snprintf(t->bw, sizeof(t->bw), "-");

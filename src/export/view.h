@@ -66,6 +66,14 @@ struct nw_view_ovl {
 	struct nws_overlap o;     /* copy of the file's figures */
 };
 
+/*
+ * The note on what nfiles stats files of profiler interface abi cannot
+ * give (blind: NWS_BLIND_* over them): "profiler v3 (NCCL 2.26), 4 files,
+ * cannot see: ..."; 0 when they give everything (or there are none).
+ * top and hang print it.
+ */
+int nw_view_mode_note(char *buf, size_t len, unsigned abi, size_t nfiles, uint32_t blind);
+
 /* Windows in a row with over 90% of NCCL time exposed before top says "collectives run alone". */
 #define NW_VIEW_ALONE_WINDOWS 3
 
@@ -75,6 +83,8 @@ struct nw_view {
 	size_t nfiles, nlive, nfinished, ndisabled, nstale, nbad, nhidden;
 	size_t nsolo;             /* shown files of one-rank communicators with no ops */
 	uint64_t ngraph;          /* calls captured into CUDA graphs in the shown files (replays unseen) */
+	size_t nabi[7];           /* shown files per profiler interface version (1 to 6) */
+	uint32_t blind[7];        /* what each cannot give (NWS_BLIND_*, over its files) */
 	struct nw_view_hang *hangs; /* hung communicators among the shown ones; owned */
 	size_t nhangs;
 	struct nw_view_ovl *ovl;  /* processes that measure (or tried to measure) exposed communication; owned */

@@ -137,7 +137,9 @@ NWP_HOT void op_interval(const struct nwp_comm *c, struct nwp_slot *s, struct do
 /* Add the op to its (op, bucket) record under the seqlock; returns the record's mean kernel time (0: none). */
 NWP_HOT uint64_t record_add(struct nwp_comm *c, const struct done_op *d)
 {
-	struct nws_record *r = &c->rec[d->op * NWS_NBUCKETS + d->bucket];
+	unsigned i = d->op * NWS_NBUCKETS + d->bucket;
+	struct nws_record *r = &c->rec[i];
+	c->fs.rec_dirty[i / 64] |= 1ull << (i % 64);
 	nwp_w_begin(&r->gen);
 	r->count++;
 	r->bytes += d->bytes;
@@ -224,13 +226,26 @@ NWP_HOT void ring_add(struct nwp_comm *c, const struct nwp_slot *s, const struct
 	nwp_w_end(&e->gen);
 }
 
-/* The op, ncclDataType_t number and nccl-tests size of the operation in slot s of c. */
+/*
+ * The op, ncclDataType_t number and nccl-tests size of the operation in
+ * slot s of c. Before v4 the size of the communicator may be one the hot
+ * path learned after c->nranks was last updated (it is stored before the
+ * slot is published); with no size at all (v3), an all_gather's or
+ * reduce_scatter's bytes are one rank's part (NWS_BLIND_SPLIT_BYTES).
+ */
 unsigned nwp_slot_op(const struct nwp_comm *c, const struct nwp_slot *s, unsigned *dtype, uint64_t *bytes)
 {
 	unsigned tsize, op = op_of(s->func);
+	int n = c->nranks > 0 ? c->nranks : __atomic_load_n(&c->nranks_seen, __ATOMIC_RELAXED);
 	*dtype = dtype_of(s->dtype, &tsize);
-	*bytes = s->count * tsize * (op_is_split(op) && c->nranks > 0 ? (uint64_t)c->nranks : 1);
+	*bytes = s->count * tsize * (op_is_split(op) && n > 0 ? (uint64_t)n : 1);
 	return op;
+}
+
+void nwp_learned(struct nwp_comm *c)
+{
+	if (c->nranks <= 0)
+		c->nranks = __atomic_load_n(&c->nranks_seen, __ATOMIC_RELAXED);
 }
 
 /* Progress of an accounted op: a completion that was seen, or one given up on (kept as in flight). */
@@ -351,7 +366,10 @@ void nwp_drain(struct nwp_comm *c, uint64_t now, int final)
 	uint64_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
 	uint64_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
 	uint32_t mask = nwp_g.pool_size - 1;
-	struct drain_pass dp = { now, head, final, (nwp_g.base_mask & NWP_EV_PROXYOP) && c->nnodes > 1, 0, 0 };
+	/* proxy ops time an op only across nodes; before v4 the node count is not told, so: once one came */
+	int proxy_on = (nwp_g.base_mask & NWP_EV_PROXYOP) &&
+	               (c->nnodes > 1 || (c->nnodes <= 0 && __atomic_load_n(&c->proxy_seen, __ATOMIC_RELAXED)));
+	struct drain_pass dp = { now, head, final, proxy_on, 0, 0 };
 	nwp_note_enqueued(c, head);
 	for (uint64_t i = tail; i < head; i++) {
 		struct nwp_slot *s = &c->slots[i & mask];

@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,31 +105,39 @@ void nwp_note_inflight(struct nwp_comm *c, uint64_t tail, uint64_t head, int pro
 	}
 }
 
-/* The progress block of a peer's stats file (read-only map, seqlock copy); 0 when it is readable. */
+/*
+ * The progress block of a peer's stats file, read with pread (never
+ * mapped: the file may be truncated while it is read) and checked with its
+ * seqlock; 0 when it is readable.
+ */
 static int peer_progress(const char *path, struct nws_progress *out)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
 	struct stat st;
-	void *m = MAP_FAILED;
-	if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(struct nws_header))
-		m = mmap(NULL, sizeof(struct nws_header), PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
-		return -1;
-	const struct nws_header *h = m;
+	struct nws_header h;
 	int rc = -1;
-	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == NWS_MAGIC && h->version == NWS_VERSION &&
-	    h->header_size == sizeof(struct nws_header)) {
-		for (int tries = 0; tries < 100 && rc != 0; tries++) {
-			uint64_t g = nws_read_begin(&h->live_gen);
-			memcpy(out, &h->prog, sizeof(*out));
-			if (!nws_read_retry(&h->live_gen, g))
-				rc = 0;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof(h) ||
+	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != NWS_MAGIC || h.version != NWS_VERSION ||
+	    h.header_size != sizeof(h)) {
+		close(fd);
+		return -1;
+	}
+	const off_t gen_off = (off_t)offsetof(struct nws_header, live_gen);
+	for (int tries = 0; tries < 100 && rc != 0; tries++) {
+		uint64_t again;
+		if (tries && pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+			break;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (pread(fd, &again, sizeof(again), gen_off) != (ssize_t)sizeof(again))
+			break;
+		if (!(h.live_gen & 1) && h.live_gen == again) {
+			memcpy(out, &h.prog, sizeof(*out));
+			rc = 0;
 		}
 	}
-	munmap(m, sizeof(struct nws_header));
+	close(fd);
 	return rc;
 }
 
@@ -169,20 +176,17 @@ static void declare(struct nwp_comm *c, uint64_t now, uint32_t why)
 	p->hangs++;
 	c->hung_event_ns = p->last_event_ns;
 	nwp_g.hang_dump = 1;
-	if (!nwp_g.logfn)
-		return;
 	unsigned long long quiet = (unsigned long long)((now - p->last_event_ns) / SEC);
 	if (why == NWS_HANG_WHY_INFLIGHT)
-		nwp_g.logfn(2 /* WARN */, 1, __FILE__, __LINE__,
-		            "ncclwatch: comm %016llx rank %d/%d hung: no NCCL event for %llu s, %llu op(s) in flight, oldest %s seq %llu; trace dump in %s",
-		            (unsigned long long)c->comm_hash, c->rank, c->nranks, quiet,
-		            (unsigned long long)p->inflight, nws_op_name(p->oldest_op),
-		            (unsigned long long)p->oldest_seq, nwp_g.dir);
+		nwp_log(NWP_LOG_WARN,
+		        "ncclwatch: comm %016llx rank %d/%d hung: no NCCL event for %llu s, %llu op(s) in flight, oldest %s seq %llu; trace dump in %s",
+		        (unsigned long long)c->comm_hash, c->rank, c->nranks, quiet, (unsigned long long)p->inflight,
+		        nws_op_name(p->oldest_op), (unsigned long long)p->oldest_seq, nwp_g.dir);
 	else
-		nwp_g.logfn(2 /* WARN */, 1, __FILE__, __LINE__,
-		            "ncclwatch: comm %016llx rank %d/%d hung: no NCCL event for %llu s and peers have enqueued collectives this rank has not (last: %s seq %llu); trace dump in %s",
-		            (unsigned long long)c->comm_hash, c->rank, c->nranks, quiet, nws_op_name(p->enq_op),
-		            (unsigned long long)p->enq_seq, nwp_g.dir);
+		nwp_log(NWP_LOG_WARN,
+		        "ncclwatch: comm %016llx rank %d/%d hung: no NCCL event for %llu s and peers have enqueued collectives this rank has not (last: %s seq %llu); trace dump in %s",
+		        (unsigned long long)c->comm_hash, c->rank, c->nranks, quiet, nws_op_name(p->enq_op),
+		        (unsigned long long)p->enq_seq, nwp_g.dir);
 }
 
 /*

@@ -274,6 +274,8 @@ static void top_ops(const struct nwp_comm *c, const struct nwp_logsnap *cur, con
 		if (!ns || !by)
 			continue;
 		double gbs = (double)by / (double)ns * nws_busbw_factor(op, c->nranks);
+		if (isnan(gbs))
+			continue; /* the communicator's size is not known (profiler v1 to v3): no busbw */
 		int at = ns > best[0] ? 0 : ns > best[1] ? 1 : 2;
 		if (at == 2)
 			continue;
@@ -346,16 +348,20 @@ static void say_off(void)
 	if (!nwp_g.log.msg[0] || nwp_g.log.said)
 		return;
 	nwp_g.log.said = 1;
-	if (nwp_g.logfn)
-		nwp_g.logfn(LOG_WARN, SUBSYS_INIT, __FILE__, __LINE__, "ncclwatch: log lines off: %s", nwp_g.log.msg);
+	nwp_log(NWP_LOG_WARN, "ncclwatch: log lines off: %s", nwp_g.log.msg);
 }
 
-/* Send one finished line out (line has room for a newline after n): NCCL's logger, and stderr when asked. */
+/*
+ * Send one finished line out (line has room for a newline after n): NCCL's
+ * logger, and stderr when asked or when NCCL gave no logger (profiler v1
+ * to v3).
+ */
 static void emit(char *line, size_t n)
 {
-	if (nwp_g.logfn)
-		nwp_g.logfn(LOG_INFO, SUBSYS_INIT, __FILE__, __LINE__, "%s", line);
-	if (!nwp_g.log.to_stderr)
+	nwp_logfn_t fn = __atomic_load_n(&nwp_g.logfn, __ATOMIC_ACQUIRE);
+	if (fn)
+		fn(LOG_INFO, SUBSYS_INIT, __FILE__, __LINE__, "%s", line);
+	if (!nwp_g.log.to_stderr && fn)
 		return;
 	line[n] = '\n';
 	if (to_stderr(line, n + 1) != 0) {

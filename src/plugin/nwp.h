@@ -26,7 +26,7 @@
 
 #include "plugin/nwstats.h"
 
-/* NCCL's profiler ABI, declared from its documented layout (profiler_v4/v5/v6.h). */
+/* NCCL's profiler event types (every version; which exist in which: nccl_abi.h). */
 enum {
 	NWP_EV_GROUP = 1 << 0,
 	NWP_EV_COLL = 1 << 1,
@@ -47,6 +47,9 @@ enum {
 #define NWP_STATE_KERNELCH_STOP 22   /* ncclProfilerKernelChStop */
 
 typedef void (*nwp_logfn_t)(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
+
+/* nwp_comm.ident */
+enum { NWP_IDENT_NONE = 0, NWP_IDENT_WRITING = 1, NWP_IDENT_KNOWN = 2 };
 
 /* Slot states (in-flight operation pool). */
 enum { NWP_FREE = 0, NWP_ACTIVE = 1, NWP_STOPPED = 2, NWP_DONE = 3 };
@@ -101,8 +104,11 @@ struct nwp_logstate {
 struct nwp_comm {
 	int index;                 /* position in the process arena */
 	int alive;                 /* registered and not finalized */
-	uint64_t comm_hash;
-	int rank, nranks, nnodes;
+	int ident;                 /* atomic NWP_IDENT_*: v4+ known at init; v1 to v3 named by the first op (hot path) */
+	int nranks_seen;           /* atomic: v1, v2: the size an all_gather or reduce_scatter told (hot path); 0 none */
+	int proxy_seen;            /* atomic: a ProxyOp event came (v1 to v3, where the node count is not told) */
+	uint64_t comm_hash;        /* written once: at init, or (v1 to v3) by the op that names the communicator */
+	int rank, nranks, nnodes;  /* nranks, nnodes 0: not told (v1 to v3; nranks then from nranks_seen, publisher) */
 	char name[64];
 	struct nwp_slot *slots;    /* pool (arena part), pool_size entries */
 	uint64_t head;             /* atomic: next slot to hand out (launching thread) */
@@ -113,15 +119,31 @@ struct nwp_comm {
 	int64_t off_min;           /* atomic: min(realtime - GPU clock) seen in this window */
 	int64_t off_prev;          /* publisher: the same over the previous window */
 	uint64_t off_window;       /* publisher: index of the current 10 s window */
-	/* publisher-only state */
-	int fd;
-	void *map;
-	size_t map_len;
+	/*
+	 * publisher-only state. The stats file is never mapped: the figures
+	 * live in a private image of it (hdr, rec and ring point into img) and
+	 * nwp_sync copies what changed into the file with pwrite, so nothing
+	 * done to the file from outside can fault this process (statsfile.c).
+	 */
+	int fd;                    /* the stats file, -1 while there is none */
+	void *img;                 /* private image of the whole file, img_len bytes */
+	size_t img_len;
 	struct nws_header *hdr;
 	struct nws_record *rec;    /* [NWS_NOPS][NWS_NBUCKETS] */
 	struct nws_opent *ring;
 	uint32_t ring_len;
 	uint64_t ring_head;
+	struct nwp_filesync {      /* what the file holds of the image (statsfile.c) */
+		uint64_t rec_dirty[(NWS_NOPS * NWS_NBUCKETS + 63) / 64]; /* records changed since the last sync */
+		uint64_t ring_synced;  /* ring entries up to this idx are in the file */
+		uint64_t sync_ns;      /* monotonic time of the last sync */
+		uint64_t hdr_ns;       /* ... of the last header write */
+		uint64_t retry_ns;     /* no file, or writes failed: try again from then */
+		int64_t mtime_ns;      /* the file's mtime after our last write */
+		int rewrite;           /* the whole image must be written again */
+		uint64_t repairs;      /* times the file was found damaged from outside */
+		struct nws_header *pub;/* the header as last written */
+	} fs;
 	uint64_t last_end_ns;      /* busy-time union: end of the last busy interval */
 	uint64_t busy_sec_start;   /* second of busy_slot[0] */
 	uint64_t busy_k[64], busy_e[64];
@@ -183,13 +205,13 @@ struct nwp_global {
 	int disabled;              /* atomic */
 	int logged;                /* atomic: the one log line was written */
 	nwp_logfn_t logfn;
-	int *mask_ptr;             /* NCCL's activation mask (one int per process) */
+	int *mask_ptr;             /* atomic: NCCL's activation mask (one int per process); see nwp_mask_ptr */
 	int mask;                  /* last value stored (publisher) */
 	int base_mask;             /* Coll|P2p(|ProxyOp) */
 	int kernel_on;             /* policy state */
 	int burst_left;            /* atomic: KernelCh sample ops left */
-	int kmode;                 /* enum nws_kmode */
-	int abi;                   /* 4, 5 or 6 */
+	int kmode;                 /* enum nws_kmode (off before v3: no KernelCh events) */
+	int abi;                   /* profiler interface NCCL loaded: 1 to 6 */
 	int pid;
 	uint64_t proc_start;
 	char host[64];
@@ -230,6 +252,27 @@ struct nwp_global {
 };
 
 extern struct nwp_global nwp_g;
+extern struct nwp_comm *nwp_comm_table;  /* max_comms entries (register.c) */
+extern char nwp_unwatched_ctx;           /* the context of communicators not watched */
+
+/* Is ctx one of the contexts init handed out (alive or not)? */
+static inline int nwp_ctx_ours(const void *ctx)
+{
+	uintptr_t p = (uintptr_t)ctx, base = (uintptr_t)nwp_comm_table;
+	if (ctx == &nwp_unwatched_ctx)
+		return 1;
+	return base && p >= base && p < base + (uintptr_t)nwp_g.max_comms * sizeof(struct nwp_comm) &&
+	       (p - base) % sizeof(struct nwp_comm) == 0;
+}
+
+/* Our live communicator behind a context, or NULL (unwatched, finalized, or not ours). */
+static inline struct nwp_comm *nwp_ctx_comm(void *ctx)
+{
+	if (ctx == &nwp_unwatched_ctx || !nwp_ctx_ours(ctx))
+		return NULL;
+	struct nwp_comm *c = ctx;
+	return __atomic_load_n(&c->alive, __ATOMIC_ACQUIRE) ? c : NULL;
+}
 
 /* A step split out of a hot function (event callbacks, accounting): always inlined, so naming it adds no call. */
 #define NWP_HOT static inline __attribute__((always_inline))
@@ -240,6 +283,23 @@ uint64_t nwp_mono_ns(void);
 
 /* Disable the plugin for good: mask 0, one log line through NCCL's logger. */
 void nwp_disable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* NCCL's log levels as the plugin uses them. */
+#define NWP_LOG_WARN 2
+#define NWP_LOG_INFO 3
+/*
+ * One line through NCCL's logger (subsystem INIT); with no logger (profiler
+ * v1 to v3 give none) WARN lines go to stderr, and INFO lines too when
+ * NCCL_DEBUG is INFO or TRACE. Never blocks: a stderr that cannot take
+ * the line now loses it.
+ */
+void nwp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* NCCL's activation mask int (NULL before the first init): read and written with atomics only. */
+static inline int *nwp_mask_ptr(void)
+{
+	return __atomic_load_n(&nwp_g.mask_ptr, __ATOMIC_ACQUIRE);
+}
 
 /* Hot-path counters and tables kept in plugin.c, for the publisher. */
 uint64_t nwp_bad_events(void);
@@ -264,19 +324,43 @@ static inline void nwp_w_end(uint64_t *gen)
 	__atomic_store_n(gen, g + 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * Registration (register.c): init and finalize of every interface version
+ * (known: init named the communicator, v4+); the stats file of a
+ * communicator named since (v1 to v3; publisher, lock held: 0 when it has
+ * one); what interface abi cannot give (NWS_BLIND_*).
+ */
+int nwp_init(int abi, int known, void **context, uint64_t comm_hash, int *mask, const char *name, int nnodes,
+             int nranks, int rank, nwp_logfn_t logfn);
+int nwp_finalize(void *context);
+int nwp_comm_ready(struct nwp_comm *c);
+uint32_t nwp_blind(int abi, int nranks_known);
+
 /* Publisher thread and configuration (publish.c). */
 int nwp_config(char *err, size_t errlen);
 int nwp_thread_start(void);
 pthread_t nwp_thread_stop(void);
-/* Stats files (statsfile.c). */
+/*
+ * Stats files (statsfile.c; callers hold nwp_g.lock). nwp_comm_open makes
+ * c's private image and its file (-1 with err when it cannot); the figures
+ * go into the image, and nwp_sync copies what changed into the file under
+ * the seqlocks (at most every 50 ms, the header at least every second;
+ * force: now, as at finalize). nwp_sync never fails the plugin: a file
+ * damaged from outside (truncated, overwritten, removed) is written again
+ * whole, with one WARN line per process, and a file that cannot be written
+ * is tried again every second.
+ */
 int nwp_comm_open(struct nwp_comm *c, char *err, size_t errlen);
 void nwp_comm_close(struct nwp_comm *c);
 void nwp_publish_header(struct nwp_comm *c, uint64_t now_rt, uint32_t state);
+void nwp_sync(struct nwp_comm *c, int force);
 /* src into dst (room for len bytes), cut to fit, the rest of dst zeroed; src may be NULL. */
 void nwp_copy_str(char *dst, size_t len, const char *src);
 /* Accounting of finished slots (account.c). */
 void nwp_drain(struct nwp_comm *c, uint64_t now_rt, int final);
 unsigned nwp_slot_op(const struct nwp_comm *c, const struct nwp_slot *s, unsigned *dtype, uint64_t *bytes);
+/* v1, v2: take the communicator size the hot path learned, once (publisher). */
+void nwp_learned(struct nwp_comm *c);
 
 /* Periodic log lines (logline.c): configuration from the environment (never fails the plugin), the publisher's look at c, the line itself. */
 void nwp_logline_config(void);

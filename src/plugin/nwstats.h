@@ -16,7 +16,10 @@
  *   struct nws_opent  [header.ring_len]   at header.off_ring
  *
  * Writer: one thread per process (the plugin's publisher), never the
- * training job's threads. Readers never lock anything: every record, every
+ * training job's threads. It writes the file with pwrite from a private
+ * copy, never through a mapping (a file shortened from outside must not
+ * fault the job), each part odd, then its body, then even, in separate
+ * writes. Readers never lock anything: every record, every
  * ring entry and the header's live part carry a generation counter used as
  * a seqlock. The writer makes it odd, writes, then makes it even again
  * (release ordering); a reader copies the part, re-reads the counter and
@@ -45,11 +48,12 @@
 #ifndef NW_NWSTATS_H
 #define NW_NWSTATS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define NWS_MAGIC   UINT64_C(0x315354415457434e) /* "NCWTATS1" read as little-endian bytes */
-#define NWS_VERSION 3u  /* readers also take version 2 (no overlap part: overlap unknown) */
+#define NWS_VERSION 4u  /* readers also take versions 2 and 3 (parts missing at the end read as zero) */
 
 /* Operations, in this order everywhere (stats files, tools, metrics). */
 enum nws_op {
@@ -220,7 +224,7 @@ struct nws_header {
 	int32_t rank;
 	int32_t nranks;
 	int32_t nnodes;
-	uint32_t abi;              /* profiler interface NCCL loaded: 4, 5 or 6 */
+	uint32_t abi;              /* profiler interface NCCL loaded: 1 to 6 (mode.blind says what it cannot give) */
 	char hostname[64];
 	char comm_name[64];        /* user-given communicator name, may be "" */
 	char plugin_version[16];
@@ -291,7 +295,64 @@ struct nws_header {
 		uint32_t dropped;      /* last window: kernel records past the room kept, plus buffers CUPTI asked for and did not get */
 		char reason[96];       /* why it is off (state OFF or FAILED), "" otherwise */
 	} ovl;
+
+	/*
+	 * Version 4: what the profiler interface NCCL loaded cannot give (NCCL
+	 * 2.23 to 2.26 load v1 to v3, which give less than v4 to v6), what the
+	 * plugin learned instead, and repairs of the file. Under live_gen.
+	 * Older files read it as zero: nothing known missing, as their plugins
+	 * took v4 to v6 only.
+	 */
+	struct nws_mode {
+		uint32_t blind;        /* NWS_BLIND_*: what this interface cannot give */
+		int32_t nranks;        /* communicator size as known now: the header's, or learned from the ops (v1, v2); 0 unknown */
+		uint64_t repairs;      /* times the file was found damaged from outside (truncated, overwritten, removed) and written again */
+	} mode;
 };
+
+/*
+ * nws_mode.blind: what a profiler interface cannot give (docs/plugin.md,
+ * "NCCL versions"). Readers say so instead of showing a figure as 0.
+ */
+#define NWS_BLIND_KERNEL      0x01u /* no KernelCh events (v1, v2): no kernel execution times, busy time or kernel-start arrivals */
+#define NWS_BLIND_GPUCLOCK    0x02u /* KernelCh without GPU timestamps (v3): kernel times are when the proxy thread saw each channel start and end */
+#define NWS_BLIND_NRANKS      0x04u /* init gives no communicator size (v1-v3): header nranks 0; mode.nranks once an op told it (v1, v2) */
+#define NWS_BLIND_SPLIT_BYTES 0x08u /* size never told (v3): all_gather/reduce_scatter bytes are one rank's part, not nccl-tests' whole buffer */
+#define NWS_BLIND_NNODES      0x10u /* init gives no node count (v1-v3): header nnodes 0 */
+#define NWS_BLIND_GRAPH       0x20u /* no API events (v1-v4): calls captured into CUDA graphs are not seen (graph_ops stays 0) */
+#define NWS_BLIND_IDLE        0x40u /* init names no communicator (v1-v3): its file appears at its first operation */
+#define NWS_NBLIND 7
+
+/* Short name of blind bit i (0..NWS_NBLIND-1), as the exporter's label values and top's notes use it. */
+static inline const char *nws_blind_name(unsigned i)
+{
+	static const char *const names[NWS_NBLIND] = {
+		"kernel_times", "gpu_timestamps", "comm_size", "split_bytes", "node_count", "graph_captures", "idle_comms"
+	};
+	return i < NWS_NBLIND ? names[i] : "unknown";
+}
+
+/* What blind bit i means, in a few words for people ("no kernel execution times"). */
+static inline const char *nws_blind_text(unsigned i)
+{
+	static const char *const text[NWS_NBLIND] = {
+		"no kernel execution times (times only from network proxy ops), no busy time",
+		"kernel times are when NCCL's proxy thread saw each channel start and end, not GPU timestamps",
+		"no communicator size from NCCL, so no busbw (v1 and v2 learn it from the first all_gather or reduce_scatter)",
+		"all_gather and reduce_scatter bytes are one rank's part (communicator size unknown)",
+		"no node count",
+		"calls captured into CUDA graphs are not seen",
+		"communicators appear at their first operation"
+	};
+	return i < NWS_NBLIND ? text[i] : "unknown";
+}
+
+/* The NCCL versions that load profiler interface abi ("2.24-2.25"); "?" for another number. */
+static inline const char *nws_abi_nccl(unsigned abi)
+{
+	static const char *const v[7] = { "?", "2.23", "2.24-2.25", "2.26", "2.27", "2.28", "2.29+" };
+	return abi < 7 ? v[abi] : "?";
+}
 
 /* nws_overlap.state */
 enum nws_ovl_state {
@@ -312,10 +373,13 @@ _Static_assert(sizeof(struct nws_opent) == 9 * 8 + 8 + 8 + 24, "nws_opent layout
 _Static_assert(sizeof(struct nws_ident) == 8 + 8 + 48 + 128 + 64 + 64 + 32 + 64 + 128, "nws_ident layout");
 _Static_assert(sizeof(struct nws_progress) == 14 * 8 + 2 * NWS_NOPS * 8 + 6 * 4, "nws_progress layout");
 _Static_assert(sizeof(struct nws_overlap) == 11 * 8 + 2 * 4 + 96, "nws_overlap layout");
+_Static_assert(sizeof(struct nws_mode) == 2 * 4 + 8, "nws_mode layout");
+_Static_assert(offsetof(struct nws_header, mode) % 8 == 0, "nws_mode is 8-aligned");
 _Static_assert(sizeof(struct nws_header) % 8 == 0, "nws_header layout");
 _Static_assert(offsetof(struct nws_header, ovl) % 8 == 0, "nws_overlap is 8-aligned");
-/* What a version-2 header was: everything before the overlap part. */
+/* What a version-2 header was: everything before the overlap part; version 3: before the mode part. */
 #define NWS_HEADER_V2_SIZE ((uint32_t)offsetof(struct nws_header, ovl))
+#define NWS_HEADER_V3_SIZE ((uint32_t)offsetof(struct nws_header, mode))
 
 /* Lower-case op names as the tools print them ("all_reduce", ..., "send"). */
 static inline const char *nws_op_name(unsigned op)
@@ -372,10 +436,14 @@ static inline uint64_t nws_bin_hi_us(unsigned i)
 /*
  * busbw factor for nranks (nccl-tests' rules): all_reduce 2(n-1)/n;
  * all_gather, reduce_scatter, alltoall, gather, scatter (n-1)/n; the rest 1.
+ * NAN where it depends on a size that is not known (nranks 0: profiler v1
+ * to v3, mode.blind NWS_BLIND_NRANKS): such a busbw is absent, never 0.
  */
 static inline double nws_busbw_factor(unsigned op, int nranks)
 {
-	double n = nranks > 0 ? (double)nranks : 1.0;
+	double n = (double)nranks;
+	if (nranks <= 0)
+		return op == NWS_OP_BROADCAST || op == NWS_OP_REDUCE || op >= NWS_OP_SEND ? 1.0 : NAN;
 	switch (op) {
 	case NWS_OP_ALL_REDUCE:
 		return 2.0 * (n - 1.0) / n;

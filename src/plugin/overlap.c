@@ -152,9 +152,7 @@ static void stop(const char *fmt, ...)
 	va_end(ap);
 	snprintf(ov.pub.reason, sizeof(ov.pub.reason), "%s", msg); /* the file keeps its start */
 	ov.pub.state = NWS_OVL_STOPPED;
-	if (nwp_g.logfn)
-		nwp_g.logfn(2 /* NCCL_LOG_WARN */, 1 /* NCCL_INIT */, __FILE__, __LINE__,
-		            "ncclwatch: exposed communication off: %s", msg);
+	nwp_log(NWP_LOG_WARN, "ncclwatch: exposed communication off: %s", msg);
 }
 
 static const char *errstr(nwc_result r)
@@ -334,9 +332,8 @@ static int load(void)
 	for (int i = 0; i < NBUF; i++)
 		free_bufs[i] = bufs + (size_t)i * BUF_BYTES;
 	nfree = NBUF;
-	if (nwp_g.logfn)
-		nwp_g.logfn(3 /* INFO */, 1, __FILE__, __LINE__, "ncclwatch: exposed communication from CUPTI %s, "
-		            "a %.3g s window every %.3g s", ov.dl_path, (double)ov.window_ns / 1e9, (double)ov.period_ns / 1e9);
+	nwp_log(NWP_LOG_INFO, "ncclwatch: exposed communication from CUPTI %s, a %.3g s window every %.3g s", ov.dl_path,
+	        (double)ov.window_ns / 1e9, (double)ov.period_ns / 1e9);
 	return 0;
 }
 

@@ -150,12 +150,13 @@ int nwp_config(char *err, size_t errlen)
 
 static void set_mask(int m)
 {
-	if (!nwp_g.mask_ptr)
+	int *mp = nwp_mask_ptr();
+	if (!mp)
 		return;
-	int cur = __atomic_load_n(nwp_g.mask_ptr, __ATOMIC_RELAXED);
+	int cur = __atomic_load_n(mp, __ATOMIC_RELAXED);
 	if (cur == m)
 		return;
-	__atomic_store_n(nwp_g.mask_ptr, m, __ATOMIC_RELAXED);
+	__atomic_store_n(mp, m, __ATOMIC_RELAXED);
 	nwp_g.mask_switches++;
 }
 
@@ -238,8 +239,10 @@ static void dumps(uint64_t now)
 		nwp_dump_all("hang");
 		for (int i = 0; i < nwp_g.max_comms; i++) {
 			struct nwp_comm *c = nwp_comm_at(i);
-			if (c && __atomic_load_n(&c->alive, __ATOMIC_ACQUIRE))
+			if (c && __atomic_load_n(&c->alive, __ATOMIC_ACQUIRE)) {
 				nwp_publish_header(c, now, NWS_STATE_RUNNING);
+				nwp_sync(c, 1);
+			}
 		}
 	} else if (req) {
 		nwp_dump_all(req == 2 ? "slow operation" : "requested");
@@ -252,6 +255,7 @@ static void *thread_main(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL); /* the job's signals go to the job's threads */
+	pthread_setname_np(pthread_self(), "ncclwatch"); /* what top -H and /proc/PID/task/TID/comm show */
 	int disabled_seen = 0;
 	nwp_g.trigger_mtime = trigger_mtime();
 	while (__atomic_load_n(nwp_thread_gen(), __ATOMIC_ACQUIRE) == gen) {
@@ -264,9 +268,13 @@ static void *thread_main(void *arg)
 			struct nwp_comm *c = nwp_comm_at(i);
 			if (!c || !__atomic_load_n(&c->alive, __ATOMIC_ACQUIRE))
 				continue;
+			if (nwp_comm_ready(c) != 0)
+				continue; /* v1 to v3: no op has named it yet */
+			nwp_learned(c);
 			if (disabled) {
 				if (!disabled_seen)
 					nwp_publish_header(c, now, NWS_STATE_DISABLED);
+				nwp_sync(c, !disabled_seen);
 				continue;
 			}
 			nwp_drain(c, now, 0);
@@ -278,6 +286,7 @@ static void *thread_main(void *arg)
 				c->off_prev = __atomic_exchange_n(&c->off_min, INT64_MAX, __ATOMIC_RELAXED);
 			}
 			nwp_publish_header(c, now, NWS_STATE_RUNNING);
+			nwp_sync(c, 0);
 			nwp_logline_tick(c, now);
 		}
 		if (disabled) {

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # The profiler plugin, driven through its real ABI by tests/helpers/plugin_harness
-# (several rank processes, NCCL's v4/v5/v6 descriptor layouts, a late rank),
+# (several rank processes, NCCL's v1 to v6 descriptor layouts, a late rank),
 # with the stats files read back through the statsfile reader.
 source "$(dirname "$0")/lib.sh"
 H=$NW_TESTS/plugin_harness
 
-# Only the three profiler tables are exported, and nothing but libc/libpthread/libm is needed.
+# Only the six profiler tables are exported (NCCL 2.23 to 2.30 each find theirs), and nothing but libc/libpthread/libm is needed.
 syms=$(nm -D --defined-only "$NW_PLUGIN" | awk '{print $3}' | sort | tr '\n' ' ')
-if [ "$syms" = "ncclProfiler_v4 ncclProfiler_v5 ncclProfiler_v6 " ]; then ok "plugin exports only ncclProfiler_v4/v5/v6"
-else notok "plugin exports only ncclProfiler_v4/v5/v6" "exports: $syms"; fi
+if [ "$syms" = "ncclProfiler_v1 ncclProfiler_v2 ncclProfiler_v3 ncclProfiler_v4 ncclProfiler_v5 ncclProfiler_v6 " ]; then
+	ok "plugin exports only ncclProfiler_v1 to _v6"
+else RC=1; notok "plugin exports only ncclProfiler_v1 to _v6" "exports: $syms"; fi
 if readelf -d "$NW_PLUGIN" | grep NEEDED | grep -Eqv 'lib(c|pthread|m|dl)\.so|ld-linux|libasan|libubsan|libstdc|libgcc'; then
 	notok "plugin links nothing but libc" "$(readelf -d "$NW_PLUGIN" | grep NEEDED)"
 else ok "plugin links nothing but libc"; fi
 
-for abi in 4 5 6; do
+# Every interface NCCL 2.23 to 2.30 loads: v1 and v2 have no kernel events (the late rank is
+# found from enqueue times: a larger lateness, as with NCCLWATCH_KERNEL=off), v1 to v3 name
+# the communicator in each op, v3's kernel events carry no GPU timestamps.
+for abi in 1 2 3 4 5 6; do
 	d=$TMP/abi$abi; mkdir -p "$d"
-	run "$H" --plugin "$NW_PLUGIN" --dir "$d" --abi $abi --ranks 4 --late 2 --late-us 1500 --ops 15 --check
+	late=1500; [ $abi -le 2 ] && late=8000
+	run "$H" --plugin "$NW_PLUGIN" --dir "$d" --abi $abi --ranks 4 --late 2 --late-us $late --ops 15 --check
 	expect_rc "abi v$abi: 4 ranks, counts and bytes match what was fed" 0
 	expect_out "abi v$abi: check ok" "^check ok scenario=normal abi=$abi ranks=4 files=8"
 	expect_out "abi v$abi: late rank 2 found as the straggler" "^straggler comm=5eed000000c0ffee rank=2 "
@@ -30,9 +35,47 @@ for abi in 4 5 6; do
 	else
 		expect_no_out "abi v$abi: no copy-engine collectives before v6" "op=gather"
 	fi
+	case $abi in
+	1 | 2) expect_true "abi v$abi: the file says no kernel times, size learned" grep -Eq \
+		"^rank .* name=world rank=1 nranks=4 abi=$abi .* blind=kernel_times,comm_size,node_count,graph_captures,idle_comms " \
+		<("$NW_TESTS/nwstats_dump" "$d") ;;
+	3) expect_true "abi v3: the file says kernel times from the proxy, size unknown, split bytes per rank" grep -Eq \
+		"^rank .* name=world rank=1 nranks=0 abi=3 .* blind=gpu_timestamps,comm_size,split_bytes,node_count,graph_captures,idle_comms " \
+		<("$NW_TESTS/nwstats_dump" "$d")
+		expect_true "abi v3: all_gather bytes are one rank's part" grep -Eq \
+		"^rec comm=5eed000000c0ffee rank=1 op=all_gather bucket=[0-9]+ count=15 bytes=61440 kernel=15 " \
+		<("$NW_TESTS/nwstats_dump" "$d") ;;
+	esac
 done
 expect_out "harness prints what it fed, per comm/rank/op" \
 	"^fed comm=5eed000000c0ffee name=world rank=3 nranks=4 op=all_gather count=15 bytes=245760$"
+# What top, the exporter and hang say of files from interfaces that give less.
+run "$NW" top --once --dir "$TMP/abi3"
+expect_out "top: says what profiler v3 cannot see" \
+	"^note: profiler v3 \(NCCL 2.26\), 8 files, cannot see: kernel times are when NCCL's proxy thread saw each channel"
+expect_out "top: kernel-timed, but no busbw where the size is unknown (-, not 0)" \
+	"^5eed000000c0ffee world +finished +[0-3]\*? all_reduce +[^ ]+ +45 +[0-9]+ +[0-9.]+ MiB +[0-9.]+ +- +[0-9.]+[mun]?s .* kernel "
+run "$NW" top --once --dir "$TMP/abi2"
+expect_out "top: says what profiler v2 cannot see" "^note: profiler v2 \(NCCL 2.24-2.25\), 8 files, cannot see: no kernel execution times"
+run "$NW" exporter --once --dir "$TMP/abi3"
+expect_out "exporter: rank_info names what the interface cannot give" \
+	'^ncclwatch_rank_info\{.*profiler_abi="3".*cannot_see="gpu_timestamps,comm_size,split_bytes,node_count,graph_captures,idle_comms"\} 1$'
+expect_no_out "exporter: no all_reduce busbw without the size" '^ncclwatch_coll_busbw_bytes_per_second\{.*op="all_reduce"'
+expect_out "exporter: broadcast busbw needs no size" '^ncclwatch_coll_busbw_bytes_per_second\{.*op="broadcast"'
+run "$NW" exporter --once --dir "$TMP/abi5"
+expect_out "exporter: nothing missing with profiler v5" '^ncclwatch_rank_info\{.*profiler_abi="5".*cannot_see=""\} 1$'
+run "$NW" hang --dir "$TMP/abi3"
+expect_out "hang: a communicator of unknown size says so" '^comm 5eed000000c0ffee "world", size unknown: '
+expect_out "hang: says what profiler v3 cannot see" "^note: profiler v3 \(NCCL 2.26\), 8 files, cannot see: "
+
+# NCCL 2.23 to 2.26 give no logger: the plugin's lines go to stderr (INFO only with NCCL_DEBUG=INFO).
+d=$TMP/v2info; mkdir -p "$d"
+NCCL_DEBUG=INFO run "$H" --plugin "$NW_PLUGIN" --dir "$d" --abi 2 --ranks 1 --ops 2 --check
+expect_rc "abi v2: runs with NCCL_DEBUG=INFO" 0
+expect_err "abi v2: says on stderr what this interface cannot give" \
+	"ncclwatch INFO ncclwatch: NCCL loaded profiler interface v2 \(NCCL 2.24-2.25\), which cannot give: no kernel execution times"
+expect_err "abi v2: names the communicator once its first op did" \
+	"ncclwatch INFO ncclwatch: profiler v2 watching comm 5eed000000c0ffee rank 0/\?, stats in "
 
 # Files are 0600 in a 0700 directory when the plugin makes the directory.
 d=$TMP/fresh/stats
@@ -66,7 +109,7 @@ run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario trigger --check
 expect_rc "touching \$NCCLWATCH_DIR/dump writes a trace" 0
 
 for s in null-descr bad-type null-handle bad-handle misaligned-handle bad-context; do
-	for abi in 4 5; do
+	for abi in 1 2 3 4 5; do
 		d=$TMP/$s$abi; mkdir -p "$d"
 		run "$H" --plugin "$NW_PLUGIN" --dir "$d" --abi $abi --scenario $s --check
 		expect_rc "bad input ($s, v$abi): disabled with one log line, file says why" 0
@@ -134,3 +177,10 @@ run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario hotpath --kernel off --ops 
 expect_rc "hot path: every op accounted or counted as dropped" 0
 expect_out "hot path: prints ns per op" "^hotpath abi=5 ops=20000 plugin_ns_per_op=[0-9.]+ null_ns_per_op=[0-9.]+ added_ns_per_op="
 grep '^hotpath abi' "$OUT" | sed 's/^/# /'
+
+# NCCL's threads at once (launching, proxy, init/finalize): counts exact. Under
+# ThreadSanitizer this is what `make TSAN=1 tsan` runs (scripts/tsan-plugin).
+d=$TMP/threads; mkdir -p "$d"
+run "$H" --plugin "$NW_PLUGIN" --dir "$d" --scenario threads --kernel auto --ops 200 --check
+expect_rc "launching, proxy and init threads at once: counts exact" 0
+expect_out "threads: check ok" "^check ok scenario=threads"

@@ -40,8 +40,12 @@
  * work still pending drops that work the same way.
  *
  * Environment:
- *   FAKE_NCCL_VERSION=CODE   what ncclGetVersion says (default 22809); the
- *                            file's "NCCL version 2.28.9" string stays
+ *   FAKE_NCCL_VERSION=CODE   what ncclGetVersion says (default 22809, any of
+ *                            2.18.x to 2.30.x); the file's "NCCL version
+ *                            2.28.9" string stays. It also picks how a
+ *                            profiler plugin is loaded and driven
+ *                            (NCCL_PROFILER_PLUGIN; none below 2.23): see
+ *                            fake_nccl_prof.h
  *   FAKE_INIT_TIMEOUT_S=S    see above
  *   FAKE_XP_KIB=N            see above (every process of a clique must agree)
  *   FAKE_NCCL_FAIL=NAME[:N]  the Nth call (default the 1st) of nccl function
@@ -86,6 +90,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_nccl_prof.h"
 #include "fakegpu.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -156,6 +161,7 @@ struct call {
 	void *recv;
 	size_t count;
 	struct comm *comm;
+	uint64_t prof;      /* the profiler plugin's kernel events to raise when it runs (fake_nccl_prof.h); 0 none */
 };
 _Static_assert(sizeof(struct call) <= sizeof(((struct fakegpu_work *)0)->arg), "call fits in stream work");
 
@@ -183,6 +189,7 @@ struct comm {
 	size_t qh, qn, qcap;
 	int stop;
 	int nreg;           /* registrations and windows still open (under mu) */
+	struct fprof_comm prof; /* the profiler plugin's view of it (fake_nccl_prof.h) */
 };
 
 enum tag { TAG_COLL, TAG_P2P, TAG_HELD };
@@ -443,6 +450,7 @@ static void xp_leave(struct comm *c, int abort);
 static void comm_free(struct comm *c)
 {
 	if (c) {
+		fprof_comm_fini(&c->prof);
 		free(c->sent);
 		free(c->rcvd);
 		free(c);
@@ -1050,6 +1058,7 @@ static void post(const struct call *c, struct fakegpu_stream *s)
 	for (int i = 0; i < p->nparts; i++) {
 		struct comm *o = p->parts[i].c.comm;
 		o->done++;
+		fprof_ran(p->parts[i].c.prof);
 		p->parts[i].s->end(p->parts[i].s, 0);
 	}
 	free(p);
@@ -1066,12 +1075,18 @@ static void launch(const struct fakegpu_work *w, struct fakegpu_stream *s)
 	pthread_mutex_unlock(&mu);
 }
 
+/* Launch one call: its profiler events (NCCL raises them at launch, not when a graph replays it), then onto s. */
 static int submit(const struct call *c, struct fakegpu_stream *s)
 {
 	struct fakegpu_work w;
+	struct call pc = *c;
+	int rooted = c->kind == K_BROADCAST || c->kind == K_REDUCE || c->kind == K_GATHER || c->kind == K_SCATTER;
+	int p2p = c->kind == K_SEND || c->kind == K_RECV;
+	pc.prof = fprof_launch(&c->comm->prof, c->kind, kind_name[c->kind] + 4 /* "ncclAllReduce": "AllReduce" */, !p2p,
+	                       c->dtype, c->count, p2p ? c->peer : rooted ? c->root : -1);
 	memset(&w, 0, sizeof(w));
 	w.launch = launch;
-	memcpy(w.arg, c, sizeof(*c));
+	memcpy(w.arg, &pc, sizeof(pc));
 	return s->submit(s, &w);
 }
 
@@ -1647,6 +1662,7 @@ static void *xp_thread(void *arg)
 			pthread_mutex_lock(&mu);
 			c->done++;
 			pthread_mutex_unlock(&mu);
+			fprof_ran(it.c.prof);
 		}
 		it.s->end(it.s, rc);
 	}
@@ -1791,6 +1807,7 @@ static ncclResult_t init_all(struct comm **cs, size_t k)
 	for (i = 0; i < k; i++) {
 		struct xp_hdr *h = m[i]->h;
 		int here = 1;
+		fprof_comm_init(&cs[i]->prof, cs[i]->id, cs[i]->n, cs[i]->rank, cfg.version);
 		xp_lock(h);
 		for (int q = 0; q < h->n; q++)
 			here &= h->pids[q] == (int)getpid();

@@ -5,7 +5,8 @@
  *
  *   rank file=<path> state=<s> host=<h> pid=<p> comm=<16 hex> name=<n> rank=<r> nranks=<n>
  *        abi=<v> ops=<n> dropped=<n> bad=<n> late=<n> kernel_ops=<n> slow=<n> mask=0x<m>
- *        switches=<n> busy_exact=<f> busy_est=<f>
+ *        switches=<n> busy_exact=<f> busy_est=<f> graph_ops=<n> blind=<what the interface cannot give,...|->
+ *        repairs=<n>
  *   rec comm=<hex> rank=<r> op=<op> bucket=<lowest bytes> count=<n> bytes=<n>
  *        kernel=<n> proxy=<n> cpu=<n> src=<kernel|proxy|none> mean_us=<f> busbw=<f>
  *   straggler comm=<hex> rank=<r> mean_late_us=<f> nlast=<n> nseq=<n>
@@ -35,15 +36,21 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < set.n; i++) {
 		const struct nw_sf_rank *r = &set.ranks[i];
 		const struct nws_header *h = &r->hdr;
+		char blind[200] = "-";
+		size_t n = 0;
+		for (unsigned b = 0; b < NWS_NBLIND; b++)
+			if (h->mode.blind & (1u << b))
+				n += (size_t)snprintf(blind + n, sizeof(blind) - n, "%s%s", n ? "," : "", nws_blind_name(b));
 		printf("rank file=%s state=%s host=%s pid=%d comm=%016llx name=%s rank=%d nranks=%d abi=%u "
 		       "ops=%llu dropped=%llu bad=%llu late=%llu kernel_ops=%llu slow=%llu mask=0x%x switches=%llu "
-		       "busy_exact=%.4f busy_est=%.4f graph_ops=%u\n",
+		       "busy_exact=%.4f busy_est=%.4f graph_ops=%u blind=%s repairs=%llu\n",
 		       r->path, nw_sf_live_name(r->live), h->hostname, h->pid, (unsigned long long)h->comm_hash,
 		       h->comm_name[0] ? h->comm_name : "-", h->rank, h->nranks, h->abi,
 		       (unsigned long long)h->ops_total, (unsigned long long)h->ops_dropped,
 		       (unsigned long long)h->events_bad, (unsigned long long)h->events_late,
 		       (unsigned long long)h->kernel_ops, (unsigned long long)h->slow_ops, h->mask,
-		       (unsigned long long)h->mask_switches, nw_sf_busy_exact(r), nw_sf_busy_est(r), h->graph_ops);
+		       (unsigned long long)h->mask_switches, nw_sf_busy_exact(r), nw_sf_busy_est(r), h->graph_ops, blind,
+		       (unsigned long long)h->mode.repairs);
 		const struct nws_progress *p = &h->prog;
 		printf("prog comm=%016llx rank=%d completion=%u inflight=%llu oldest_seq=%llu enq_seq=%llu "
 		       "last_event_ns=%llu hung=%u why=%u hung_ns=%llu hangs=%llu\n",

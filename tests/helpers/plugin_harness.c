@@ -17,6 +17,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -31,69 +32,14 @@
 #include <unistd.h>
 
 #include "export/statsfile.h"
+#include "fakegpu/profiler_abi.h"
 #include "util/util.h"
 
-/* ---- NCCL's profiler ABI (profiler_v4.h / profiler_v5.h / profiler_v6.h) ---- */
+/* ---- NCCL's profiler ABI: tests/fakegpu/profiler_abi.h (v1 to v6, declared apart from the plugin's) ---- */
 
 enum {
-	ev_group = 1 << 0, ev_coll = 1 << 1, ev_p2p = 1 << 2, ev_proxyop = 1 << 3,
-	ev_kernelch = 1 << 6, ev_collapi = 1 << 9, ev_cecoll = 1 << 12
-};
-#define KERNELCH_STOP 22
-
-typedef void (*logfn_t)(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
-
-struct coll_v4 {
-	uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; size_t count;
-	int root; const char *datatype; uint8_t nChannels; uint8_t nWarps; const char *algo; const char *proto;
-};
-struct coll_v5 {
-	uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; size_t count;
-	int root; const char *datatype; uint8_t nChannels; uint8_t nWarps; const char *algo; const char *proto;
-	void *parentGroup;
-};
-struct p2p_v4 { const char *func; void *buff; const char *datatype; size_t count; int peer; uint8_t nChannels; };
-struct p2p_v5 {
-	const char *func; void *buff; const char *datatype; size_t count; int peer; uint8_t nChannels;
-	void *parentGroup;
-};
-struct kernelch { uint8_t channelId; uint64_t pTimer; };
-struct collapi_v5 { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; };
-struct cecoll_v6 {
-	uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff; size_t count; int root;
-	const char *datatype; const char *syncStrategy; bool intraBatchSync; uint32_t batchSize;
-	uint32_t numBatches; uint32_t ceSeqNum; void *stream;
-};
-
-struct descr_v4 {
-	uint8_t type; void *parentObj; int rank;
-	union { struct coll_v4 coll; struct p2p_v4 p2p; struct kernelch kernelCh; };
-};
-/* v6 extends v5's union with CE members (largest: ceColl, 13 words); same prefix. */
-struct descr_v5 {
-	uint64_t type; void *parentObj; int rank;
-	union { struct coll_v5 coll; struct p2p_v5 p2p; struct kernelch kernelCh; struct cecoll_v6 ceColl;
-		struct collapi_v5 collApi; uint64_t v6room[13]; };
-};
-union state_args { struct { size_t transSize; } proxyStep; struct { uint64_t pTimer; } kernelCh; };
-
-struct table_v4 {
-	const char *name;
-	int (*init)(void **ctx, int *mask, const char *commName, uint64_t commHash, int nNodes, int nranks,
-	            int rank, logfn_t logfn);
-	int (*startEvent)(void *ctx, void **h, void *d);
-	int (*stopEvent)(void *h);
-	int (*recordEventState)(void *h, int state, void *args);
-	int (*finalize)(void *ctx);
-};
-struct table_v5 {
-	const char *name;
-	int (*init)(void **ctx, uint64_t commId, int *mask, const char *commName, int nNodes, int nranks,
-	            int rank, logfn_t logfn);
-	int (*startEvent)(void *ctx, void **h, void *d);
-	int (*stopEvent)(void *h);
-	int (*recordEventState)(void *h, int state, void *args);
-	int (*finalize)(void *ctx);
+	ev_group = NP_GROUP, ev_coll = NP_COLL, ev_p2p = NP_P2P, ev_proxyop = NP_PROXYOP,
+	ev_kernelch = NP_KERNELCH, ev_collapi = NP_COLLAPI, ev_cecoll = NP_CECOLL
 };
 
 /* ---- what the harness feeds ---- */
@@ -136,6 +82,10 @@ struct shared {
 	int arrived;            /* barrier */
 	int sense;
 	uint64_t release_ns;    /* time the last rank reached the barrier */
+	uint64_t deadline_ns;   /* --seconds: feed rounds until then */
+	int go;                 /* --seconds: rank 0's word on another round */
+	uint64_t pub_cpu_ns;    /* hotpath --rate: CPU time of the plugin's publisher thread */
+	uint64_t paced_ns;      /* ... over this much wall time */
 	int warn_lines[MAXR];   /* WARN lines each rank's logger got */
 	int final_mask[MAXR];
 	int disabled_ok[MAXR];
@@ -153,6 +103,9 @@ struct opts {
 	int late;
 	long late_us;
 	int check;
+	long seconds;        /* normal scenario: feed rounds for this long instead of --ops rounds */
+	long rate;           /* hotpath: feed this many ops per second (0: as fast as possible) */
+	int expect_damage;   /* the files are damaged from outside meanwhile: one WARN line per rank expected */
 	long hold_ms;
 	const char *kernel;
 	const char *cuda;   /* a CUDA driver to load and make a context current in, as NCCL would */
@@ -200,6 +153,51 @@ static void fake_log(int level, unsigned long flags, const char *file, int line,
 		fprintf(stderr, "[rank %d logfn level %d %s:%d] %s\n", my_rank, level, file, line, msg);
 }
 
+/*
+ * v1 to v3 give the plugin no logger: its lines go to stderr. A rank's
+ * stderr is kept in a file meanwhile and read back at its end, so WARN
+ * lines count as the logger's do (and pass on to the real stderr).
+ */
+static int cap_fd = -1, cap_saved = -1;
+
+static void capture_begin(void)
+{
+	char path[] = "/tmp/nwharness.XXXXXX";
+	fflush(stderr);
+	cap_fd = mkstemp(path);
+	if (cap_fd < 0)
+		return;
+	unlink(path);
+	cap_saved = dup(2);
+	dup2(cap_fd, 2);
+}
+
+static void capture_end(void)
+{
+	if (cap_fd < 0)
+		return;
+	fflush(stderr);
+	dup2(cap_saved, 2);
+	lseek(cap_fd, 0, SEEK_SET);
+	FILE *f = fdopen(cap_fd, "r");
+	char line[700];
+	while (f && fgets(line, sizeof(line), f)) {
+		fputs(line, stderr);
+		line[strcspn(line, "\n")] = '\0';
+		const char *w = strstr(line, " ncclwatch WARN ");
+		const char *nl = strstr(line, "NCCLWATCH v=");
+		if (nl && !w) {
+			printf("logfn rank=%d %s\n", my_rank, nl);
+		} else if (w && !strstr(w, "exposed communication off:")) {
+			sh->warn_lines[my_rank]++;
+			snprintf(sh->last_warn[my_rank], sizeof(sh->last_warn[my_rank]), "%s", w + strlen(" ncclwatch WARN "));
+		}
+	}
+	if (f)
+		fclose(f);
+	cap_fd = -1;
+}
+
 /* Sense-reversing barrier across rank processes; -1 after 20 s (a rank died). */
 static int barrier(void)
 {
@@ -222,70 +220,69 @@ static int barrier(void)
 /* One rank's view of the loaded plugin, whatever its ABI. */
 struct drv {
 	int abi;
-	const struct table_v4 *t4;
-	const struct table_v5 *t5;
+	struct np_plugin p;
 	int *mask;
 };
 
+/*
+ * The communicators this process made, by context: v1 to v3 name the
+ * communicator in every op (init does not), so the descriptors need it.
+ * A context the plugin hands out again replaces its entry.
+ */
+static struct comm_reg { void *ctx; uint64_t hash; const char *name; int nranks; } comm_reg[512];
+
+static void reg_add(void *ctx, uint64_t hash, const char *name, int nranks)
+{
+	size_t i, n = NW_ARRAY_LEN(comm_reg);
+	for (i = 0; i < n && comm_reg[i].ctx && comm_reg[i].ctx != ctx; i++)
+		;
+	if (i < n)
+		comm_reg[i] = (struct comm_reg){ ctx, hash, name, nranks };
+}
+
+static const struct comm_reg *reg_find(const void *ctx)
+{
+	static const struct comm_reg none = { NULL, 0, NULL, 0 };
+	for (size_t i = 0; i < NW_ARRAY_LEN(comm_reg) && comm_reg[i].ctx; i++)
+		if (comm_reg[i].ctx == ctx)
+			return &comm_reg[i];
+	return &none;
+}
+
+static int drv_init_nodes(struct drv *d, void **ctx, uint64_t hash, int *mask, const char *name, int nnodes,
+                          int nranks, int rank)
+{
+	int rc = np_init(&d->p, ctx, mask, hash, name, nnodes, nranks, rank, fake_log);
+	reg_add(*ctx, hash, name, nranks);
+	return rc;
+}
+
 static int drv_init(struct drv *d, void **ctx, uint64_t hash, int *mask, const char *name, int nranks, int rank)
 {
-	if (d->abi == 4)
-		return d->t4->init(ctx, mask, name, hash, 1, nranks, rank, fake_log);
-	return d->t5->init(ctx, hash, mask, name, 1, nranks, rank, fake_log);
+	return drv_init_nodes(d, ctx, hash, mask, name, 1, nranks, rank);
 }
 
-static int drv_start(struct drv *d, void *ctx, void **h, void *descr)
+static int drv_start(struct drv *d, void *ctx, void **h, void *descr) { return np_start(&d->p, ctx, h, descr); }
+static int drv_stop(struct drv *d, void *h) { return np_stop(&d->p, h); }
+static int drv_record(struct drv *d, void *h, int st, void *a) { return np_record(&d->p, h, st, a); }
+static int drv_fini(struct drv *d, void *ctx) { return np_fini(&d->p, ctx); }
+
+/* A Group descriptor in d's layout, in buf. */
+static void *group_descr(struct drv *d, void *buf)
 {
-	return d->abi == 4 ? d->t4->startEvent(ctx, h, descr) : d->t5->startEvent(ctx, h, descr);
+	np_head(&d->p, buf, ev_group, NULL, 0);
+	return buf;
 }
 
-static int drv_stop(struct drv *d, void *h)
+/* Build the descriptor of one op of the communicator behind ctx in the layout of d->abi, in buf. */
+static void *make_descr(struct drv *d, void *ctx, void *buf, const struct opdef *o, uint64_t seq, int rank,
+                        int nranks, void *group)
 {
-	return d->abi == 4 ? d->t4->stopEvent(h) : d->t5->stopEvent(h);
-}
-
-static int drv_record(struct drv *d, void *h, int st, void *a)
-{
-	return d->abi == 4 ? d->t4->recordEventState(h, st, a) : d->t5->recordEventState(h, st, a);
-}
-
-static int drv_fini(struct drv *d, void *ctx)
-{
-	return d->abi == 4 ? d->t4->finalize(ctx) : d->t5->finalize(ctx);
-}
-
-/* Build the descriptor of one op in the layout of d->abi (buf is zeroed). */
-static void *make_descr(struct drv *d, void *buf, const struct opdef *o, uint64_t seq, int rank, int nranks,
-                        void *group)
-{
-	memset(buf, 0, 256);
-	if (d->abi == 4) {
-		struct descr_v4 *e = buf;
-		e->type = o->coll ? ev_coll : ev_p2p;
-		e->parentObj = group;
-		e->rank = rank;
-		if (o->coll) {
-			e->coll = (struct coll_v4){ seq, o->func, buf, buf, o->count, o->root, o->dtype, 2, 8, "Ring", "LL", };
-		} else {
-			int peer = o->op == NWS_OP_SEND ? (rank + 1) % nranks : (rank + nranks - 1) % nranks;
-			e->p2p = (struct p2p_v4){ o->func, buf, o->dtype, o->count, peer, 0xCC /* v4: never filled */ };
-		}
-		return e;
-	}
-	struct descr_v5 *e = buf;
-	e->type = o->ce ? ev_cecoll : o->coll ? ev_coll : ev_p2p;
-	e->parentObj = NULL; /* the CollApi event: not asked for */
-	e->rank = rank;
-	if (o->ce) {
-		e->ceColl = (struct cecoll_v6){ seq, o->func, buf, buf, o->count, o->root, o->dtype, "ucMemcpy", false,
-		                                1, 1, (uint32_t)seq, NULL };
-	} else if (o->coll) {
-		e->coll = (struct coll_v5){ seq, o->func, buf, buf, o->count, o->root, o->dtype, 2, 8, "Ring", "LL", group };
-	} else {
-		int peer = o->op == NWS_OP_SEND ? (rank + 1) % nranks : (rank + nranks - 1) % nranks;
-		e->p2p = (struct p2p_v5){ o->func, buf, o->dtype, o->count, peer, 1, group };
-	}
-	return e;
+	const struct comm_reg *c = reg_find(ctx);
+	struct np_op op = { o->coll, o->ce, o->func, o->dtype, "RING", "LL", 1, 0, seq, o->count, o->tsize,
+	                    o->coll ? o->root : o->op == NWS_OP_SEND ? (rank + 1) % nranks : (rank + nranks - 1) % nranks,
+	                    o->coll ? 2 : 1, o->coll ? 8 : 0, c->hash, c->name, nranks, buf };
+	return np_op_descr(&d->p, buf, &op, group, rank);
 }
 
 static uint64_t op_bytes(const struct opdef *o, int nranks)
@@ -297,34 +294,15 @@ static uint64_t op_bytes(const struct opdef *o, int nranks)
 	return b;
 }
 
-/* Kernel channel events of one op, as NCCL's proxy thread would send them. */
+/* Kernel channel events of one op, as NCCL's proxy thread would send them (none before v3). */
 static void feed_kernel(struct drv *d, void *h, int nch, uint64_t kstart, uint64_t kend)
 {
-	for (int ch = 0; ch < nch; ch++) {
-		unsigned char buf[256];
-		memset(buf, 0, sizeof(buf));
+	for (int ch = 0; d->abi >= 3 && ch < nch; ch++) {
+		union np_descr buf;
 		void *kh = NULL;
-		if (d->abi == 4) {
-			struct descr_v4 *e = (struct descr_v4 *)buf;
-			e->type = ev_kernelch;
-			e->parentObj = h;
-			e->kernelCh.channelId = (uint8_t)ch;
-			e->kernelCh.pTimer = kstart + (uint64_t)ch * 100;
-		} else {
-			struct descr_v5 *e = (struct descr_v5 *)buf;
-			e->type = ev_kernelch;
-			e->parentObj = h;
-			e->kernelCh.channelId = (uint8_t)ch;
-			e->kernelCh.pTimer = kstart + (uint64_t)ch * 100;
-		}
-		drv_start(d, NULL, &kh, buf);
-		if (!kh)
-			continue;
-		union state_args a;
-		memset(&a, 0, sizeof(a));
-		a.kernelCh.pTimer = kend - (uint64_t)ch * 100;
-		drv_record(d, kh, KERNELCH_STOP, &a);
-		drv_stop(d, kh);
+		drv_start(d, NULL, &kh, np_kernelch_descr(&d->p, &buf, h, ch, kstart + (uint64_t)ch * 100));
+		if (kh)
+			np_kernelch_end(&d->p, kh, kend - (uint64_t)ch * 100);
 	}
 }
 
@@ -342,6 +320,8 @@ static void feed_op(struct drv *d, void *ctx, const struct opdef *o, uint64_t se
 		return;
 	if (o->ce && (d->abi < 6 || !(mask & ev_cecoll)))
 		return; /* NCCL before 2.29 has no copy-engine collectives */
+	if (d->abi <= 4 && (o->op == NWS_OP_ALLTOALL || o->op == NWS_OP_GATHER || o->op == NWS_OP_SCATTER))
+		return; /* ... and before 2.28 no alltoall, gather or scatter collectives (v1 has no number for them) */
 	if (synced) {
 		if (barrier() != 0) {
 			fprintf(stderr, "rank %d: barrier timed out (another rank died?)\n", rank);
@@ -350,29 +330,21 @@ static void feed_op(struct drv *d, void *ctx, const struct opdef *o, uint64_t se
 		if (is_late)
 			sleep_us(late_us);
 	}
-	unsigned char gbuf[256], buf[256];
-	memset(gbuf, 0, sizeof(gbuf));
+	union np_descr gbuf, buf;
 	void *group = NULL, *h = NULL;
-	if (d->abi == 4)
-		((struct descr_v4 *)gbuf)->type = ev_group;
-	else
-		((struct descr_v5 *)gbuf)->type = ev_group;
 	if (d->abi >= 5 && comm == 1 && o->coll) {
 		/* v5+: NCCL sends the API call first; the solo comm's calls are "captured into a graph" */
-		unsigned char abuf[256];
-		memset(abuf, 0, sizeof(abuf));
-		struct descr_v5 *ae = (struct descr_v5 *)abuf;
-		ae->type = ev_collapi;
-		ae->collApi = (struct collapi_v5){ o->func, o->count, o->dtype, o->root, NULL, true };
+		union np_descr abuf;
+		struct np_op api = { .func = o->func, .dtype = o->dtype, .count = o->count, .root = o->root };
 		void *ah = NULL;
-		drv_start(d, ctx, &ah, abuf);
+		drv_start(d, ctx, &ah, np_collapi_descr(&d->p, &abuf, &api, true));
 		if (ah)
 			drv_stop(d, ah);
 		sh->fed[my_rank][comm][o->op].graph++;
 	}
 	if (!o->ce) /* a CeColl's parent is the CollApi event, not a Group */
-		drv_start(d, ctx, &group, gbuf);
-	void *descr = make_descr(d, buf, o, seq, rank, nranks, group);
+		drv_start(d, ctx, &group, group_descr(d, &gbuf));
+	void *descr = make_descr(d, ctx, &buf, o, seq, rank, nranks, group);
 	uint64_t enq = now_ns();
 	drv_start(d, ctx, &h, descr);
 	uint64_t kstart = enq + 5000;
@@ -409,20 +381,15 @@ static int load_plugin(const struct opts *o, struct drv *d, void **lib)
 		fprintf(stderr, "plugin_harness: cannot load '%s': %s\n", o->plugin, dlerror());
 		return -1;
 	}
-	d->abi = o->abi;
-	const char *sym = o->abi == 4 ? "ncclProfiler_v4" : o->abi == 5 ? "ncclProfiler_v5" : "ncclProfiler_v6";
-	void *t = dlsym(*lib, sym);
-	if (!t) {
-		fprintf(stderr, "plugin_harness: '%s' does not export %s\n", o->plugin, sym);
+	/* as NCCL would whose newest interface is --abi: the plugin exports every one, so it is that one */
+	if (np_take(&d->p, *lib, o->abi) != 0 || d->p.abi != o->abi) {
+		fprintf(stderr, "plugin_harness: '%s' does not export ncclProfiler_v%d\n", o->plugin, o->abi);
 		return -1;
 	}
-	if (o->abi == 4)
-		d->t4 = t;
-	else
-		d->t5 = t;
-	const char *name = o->abi == 4 ? d->t4->name : d->t5->name;
-	if (!name || strcmp(name, "ncclwatch") != 0) {
-		fprintf(stderr, "plugin_harness: %s.name is '%s', wanted 'ncclwatch'\n", sym, name ? name : "(null)");
+	d->abi = o->abi;
+	if (!d->p.name || strcmp(d->p.name, "ncclwatch") != 0) {
+		fprintf(stderr, "plugin_harness: ncclProfiler_v%d.name is '%s', wanted 'ncclwatch'\n", o->abi,
+		        d->p.name ? d->p.name : "(null)");
 		return -1;
 	}
 	return 0;
@@ -457,7 +424,25 @@ static int cuda_current(const char *path, int rank)
 	return 0;
 }
 
-/* The normal run of one rank: two communicators, every op kind, -o ops each. */
+/*
+ * With --seconds: whether every rank feeds one more round (rank 0 decides,
+ * so all ranks feed the same collectives), 1 ms apart.
+ */
+static int another_round(const struct opts *o, int rank)
+{
+	if (o->nranks == 1)
+		return now_ns() < sh->deadline_ns;
+	sleep_us(1000);
+	if (rank == 0)
+		__atomic_store_n(&sh->go, now_ns() < sh->deadline_ns, __ATOMIC_RELAXED);
+	if (barrier() != 0) {
+		fprintf(stderr, "rank %d: barrier timed out (another rank died?)\n", rank);
+		exit(3);
+	}
+	return __atomic_load_n(&sh->go, __ATOMIC_RELAXED);
+}
+
+/* The normal run of one rank: two communicators, every op kind, -o ops each (or rounds for --seconds). */
 static int rank_normal(const struct opts *o, int rank)
 {
 	void *lib;
@@ -478,7 +463,7 @@ static int rank_normal(const struct opts *o, int rank)
 	}
 	uint64_t seq[NWS_NOPS] = { 0 };
 	int k = 0;
-	for (int i = 0; i < o->ops; i++) {
+	for (int i = 0; o->seconds ? another_round(o, rank) : i < o->ops; i++) {
 		for (size_t j = 0; j < NW_ARRAY_LEN(comm0_ops); j++) {
 			const struct opdef *op = &comm0_ops[j];
 			uint64_t dur = 5000 + op_bytes(op, o->nranks) / 100;
@@ -550,6 +535,123 @@ static int rank_fsdp(const struct opts *o, int rank)
 	return 0;
 }
 
+/* ---- threads: NCCL's threads, as NCCL runs them (for ThreadSanitizer) ---- */
+
+/* Ops handed by the launching thread to the proxy thread, as NCCL's proxy gets them. */
+static struct {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	void *h[256];
+	unsigned head, tail;
+	int done;
+} tq = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { 0 }, 0, 0, 0 };
+
+struct thr_arg {
+	struct drv *d;
+	void *ctx;
+	int ops;
+};
+
+static void tq_push(void *h)
+{
+	pthread_mutex_lock(&tq.m);
+	while (tq.head - tq.tail == NW_ARRAY_LEN(tq.h))
+		pthread_cond_wait(&tq.c, &tq.m);
+	tq.h[tq.head++ % NW_ARRAY_LEN(tq.h)] = h;
+	pthread_cond_broadcast(&tq.c);
+	pthread_mutex_unlock(&tq.m);
+}
+
+/* NCCL's proxy thread: a ProxyOp and the kernel channels of every op it is handed. */
+static void *proxy_main(void *p)
+{
+	struct thr_arg *a = p;
+	for (;;) {
+		pthread_mutex_lock(&tq.m);
+		while (tq.head == tq.tail && !tq.done)
+			pthread_cond_wait(&tq.c, &tq.m);
+		if (tq.head == tq.tail) {
+			pthread_mutex_unlock(&tq.m);
+			return NULL;
+		}
+		void *h = tq.h[tq.tail++ % NW_ARRAY_LEN(tq.h)];
+		pthread_cond_broadcast(&tq.c);
+		pthread_mutex_unlock(&tq.m);
+		union np_descr buf;
+		void *ph = NULL;
+		np_proxyop_descr(&a->d->p, &buf, h, 0, getpid(), 0, 1, 1);
+		if (__atomic_load_n(a->d->mask, __ATOMIC_RELAXED) & ev_proxyop)
+			drv_start(a->d, a->ctx, &ph, &buf);
+		uint64_t t = now_ns();
+		feed_kernel(a->d, h, 2, t, t + 20000);
+		if (ph)
+			drv_stop(a->d, ph);
+	}
+}
+
+/* NCCL's launching thread: Group, Coll (handed to the proxy when KernelCh is on), stop, stop. */
+static void *launch_main(void *p)
+{
+	struct thr_arg *a = p;
+	for (int i = 0; i < a->ops; i++) {
+		const struct opdef *o = &comm0_ops[i % 3]; /* all_reduces of three sizes */
+		int mask = __atomic_load_n(a->d->mask, __ATOMIC_RELAXED);
+		union np_descr gbuf, buf;
+		void *group = NULL, *h = NULL;
+		drv_start(a->d, a->ctx, &group, group_descr(a->d, &gbuf));
+		drv_start(a->d, a->ctx, &h, make_descr(a->d, a->ctx, &buf, o, (uint64_t)i, 0, 2, group));
+		if (h && (mask & (ev_kernelch | ev_proxyop)))
+			tq_push(h);
+		if (h)
+			drv_stop(a->d, h);
+		if (group)
+			drv_stop(a->d, group);
+		sh->fed[0][0][o->op].count++;
+		sh->fed[0][0][o->op].bytes += op_bytes(o, 2);
+	}
+	return NULL;
+}
+
+/*
+ * The plugin driven from NCCL's threads at once: a launching thread runs
+ * ops on a two-node communicator while a proxy thread sends their ProxyOp
+ * and KernelCh events, and the main thread (another rank's init thread, a
+ * second launching thread) makes, uses and finalizes communicators all
+ * along; kernel timestamps on the auto policy with 1 s samples, so the
+ * mask changes under the launching thread. For ThreadSanitizer (make
+ * TSAN=1 tsan); the check is comm 0's counts.
+ */
+static int rank_threads(const struct opts *o, int rank)
+{
+	void *lib;
+	struct drv d;
+	if (drv_open(o, &d, &lib) != 0)
+		return 2;
+	void *ctx0 = NULL;
+	drv_init_nodes(&d, &ctx0, HASH0, d.mask, "threads", 2, 2, rank);
+	struct thr_arg a = { &d, ctx0, o->ops * 10 };
+	pthread_t launch, proxy;
+	if (pthread_create(&proxy, NULL, proxy_main, &a) != 0 || pthread_create(&launch, NULL, launch_main, &a) != 0) {
+		fprintf(stderr, "cannot start threads\n");
+		return 2;
+	}
+	for (int j = 0; j < o->ops; j++) {
+		void *ctx = NULL;
+		drv_init(&d, &ctx, HASH1 + 100 + (uint64_t)j, d.mask, "churn", 1, 0);
+		for (int i = 0; i < 3; i++)
+			feed_op(&d, ctx, &comm1_ops[0], (uint64_t)i, 0, 1, 20000, 0, 0, 0, 1, 0);
+		drv_fini(&d, ctx);
+	}
+	pthread_join(launch, NULL);
+	pthread_mutex_lock(&tq.m);
+	tq.done = 1;
+	pthread_cond_broadcast(&tq.c);
+	pthread_mutex_unlock(&tq.m);
+	pthread_join(proxy, NULL);
+	drv_fini(&d, ctx0);
+	return 0;
+}
+
 /* A bad-input scenario in one process: the plugin must disable itself, log once, not crash. */
 static int rank_bad(const struct opts *o, int rank)
 {
@@ -566,44 +668,42 @@ static int rank_bad(const struct opts *o, int rank)
 	/* a few good ops first */
 	for (int i = 0; i < 5; i++)
 		feed_op(&d, ctx, op, (uint64_t)i, rank, 1, 10000, 0, 0, 0, 0, 0);
-	unsigned char buf[256];
-	memset(buf, 0, sizeof(buf));
+	union np_descr buf;
+	memset(&buf, 0, sizeof(buf));
 	void *h = (void *)0x1;
 	if (!strcmp(o->scenario, "null-descr")) {
 		drv_start(&d, ctx, &h, NULL);
 	} else if (!strcmp(o->scenario, "bad-type")) {
-		if (d.abi == 4)
-			((struct descr_v4 *)buf)->type = 0x03; /* two kinds at once: no such event */
-		else
-			((struct descr_v5 *)buf)->type = 1ull << 40;
-		drv_start(&d, ctx, &h, buf);
+		/* up to v4 two kinds at once (no such event), from v5 a bit no version defines */
+		np_head(&d.p, &buf, d.abi <= 4 ? 0x03 : 1ull << 40, NULL, 0);
+		drv_start(&d, ctx, &h, &buf);
 	} else if (!strcmp(o->scenario, "null-handle")) {
-		make_descr(&d, buf, op, 99, 0, 1, NULL);
-		drv_start(&d, ctx, NULL, buf);
+		make_descr(&d, ctx, &buf, op, 99, 0, 1, NULL);
+		drv_start(&d, ctx, NULL, &buf);
 	} else if (!strcmp(o->scenario, "bad-handle")) {
 		static char junk[64];
 		drv_stop(&d, junk + 8);
 	} else if (!strcmp(o->scenario, "misaligned-handle")) {
 		/* inside the pool but not at a slot start, tagged as a kernel channel */
 		void *oh = NULL;
-		make_descr(&d, buf, op, 98, 0, 1, NULL);
-		drv_start(&d, ctx, &oh, buf);
-		union state_args a;
+		make_descr(&d, ctx, &buf, op, 98, 0, 1, NULL);
+		drv_start(&d, ctx, &oh, &buf);
+		union np_state_args a;
 		memset(&a, 0, sizeof(a));
 		if (oh)
-			drv_record(&d, (char *)oh + 64 + 1, KERNELCH_STOP, &a);
+			drv_record(&d, (char *)oh + 64 + 1, NP_KERNELCH_STOP, &a);
 	} else if (!strcmp(o->scenario, "bad-context")) {
 		static char junk[64];
-		make_descr(&d, buf, op, 99, 0, 1, NULL);
-		drv_start(&d, junk, &h, buf);
+		make_descr(&d, ctx, &buf, op, 99, 0, 1, NULL);
+		drv_start(&d, junk, &h, &buf);
 	}
 	int after_mask = nccl_mask;
 	/* more events after the bad one: all ignored, none may crash */
 	for (int i = 0; i < 5; i++)
 		feed_op(&d, ctx, op, (uint64_t)(10 + i), rank, 1, 10000, 0, 0, 0, 0, 0);
 	h = (void *)0x1;
-	make_descr(&d, buf, op, 50, 0, 1, NULL);
-	drv_start(&d, ctx, &h, buf);
+	make_descr(&d, ctx, &buf, op, 50, 0, 1, NULL);
+	drv_start(&d, ctx, &h, &buf);
 	sh->disabled_ok[rank] = after_mask == 0 && h == NULL;
 	drv_fini(&d, ctx);
 	sh->final_mask[rank] = nccl_mask;
@@ -623,11 +723,11 @@ static int rank_pool(const struct opts *o, int rank)
 	void *ctx = NULL;
 	drv_init(&d, &ctx, HASH0, &nccl_mask, "pool", 1, 0);
 	const struct opdef *op = &comm0_ops[0];
-	unsigned char buf[256];
+	union np_descr buf;
 	for (int i = 0; i < o->ops; i++) {
 		void *h = NULL;
-		make_descr(&d, buf, op, (uint64_t)i, 0, 1, NULL);
-		drv_start(&d, ctx, &h, buf);
+		make_descr(&d, ctx, &buf, op, (uint64_t)i, 0, 1, NULL);
+		drv_start(&d, ctx, &h, &buf);
 		if (h)
 			drv_stop(&d, h);
 		/* no KernelCh: as if the GPU never ran them */
@@ -679,27 +779,15 @@ static int rank_dump(const struct opts *o, int rank)
  */
 static void feed_stuck(struct drv *d, void *ctx, const struct opdef *o, uint64_t seq, int rank, int nranks)
 {
-	unsigned char buf[256], kbuf[256];
+	union np_descr buf, kbuf;
 	void *h = NULL;
-	drv_start(d, ctx, &h, make_descr(d, buf, o, seq, rank, nranks, NULL));
+	drv_start(d, ctx, &h, make_descr(d, ctx, &buf, o, seq, rank, nranks, NULL));
 	if (!h)
 		return;
 	drv_stop(d, h);
-	for (int ch = 0; ch < 2; ch++) {
-		memset(kbuf, 0, sizeof(kbuf));
+	for (int ch = 0; d->abi >= 3 && ch < 2; ch++) {
 		void *kh = NULL;
-		if (d->abi == 4) {
-			struct descr_v4 *e = (struct descr_v4 *)kbuf;
-			e->type = ev_kernelch;
-			e->parentObj = h;
-			e->kernelCh = (struct kernelch){ (uint8_t)ch, now_ns() };
-		} else {
-			struct descr_v5 *e = (struct descr_v5 *)kbuf;
-			e->type = ev_kernelch;
-			e->parentObj = h;
-			e->kernelCh = (struct kernelch){ (uint8_t)ch, now_ns() };
-		}
-		drv_start(d, NULL, &kh, kbuf);
+		drv_start(d, NULL, &kh, np_kernelch_descr(&d->p, &kbuf, h, ch, now_ns()));
 	}
 	sh->fed[my_rank][0][o->op].count++;
 	sh->fed[my_rank][0][o->op].bytes += op_bytes(o, nranks);
@@ -788,10 +876,57 @@ static int rank_logline(const struct opts *o, int rank)
 static int null_start(void *ctx, void **h, void *d) { (void)ctx; (void)d; *h = NULL; return 0; }
 static int null_stop(void *h) { (void)h; return 0; }
 
+/* CPU time of the calling thread, ns. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleep until op i of a run that started at t0 is due at rate ops per second. */
+static void pace(uint64_t t0, int i, long rate)
+{
+	uint64_t due = t0 + (uint64_t)i * 1000000000ull / (uint64_t)rate, now = now_ns();
+	if (due > now)
+		sleep_us((long)((due - now) / 1000));
+}
+
+/*
+ * CPU time (ns) of this process's other threads (the harness has one: what
+ * runs beside it is the plugin's publisher), from /proc's schedstat.
+ */
+static uint64_t publisher_cpu_ns(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	uint64_t ns = 0;
+	char self[32];
+	snprintf(self, sizeof(self), "%d", (int)gettid());
+	while (d && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, self))
+			continue;
+		char p[300];
+		snprintf(p, sizeof(p), "/proc/self/task/%s/schedstat", e->d_name);
+		FILE *f = fopen(p, "r");
+		unsigned long long v = 0;
+		if (f && fscanf(f, "%llu", &v) == 1)
+			ns += v;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return ns;
+}
+
 /*
  * Hot-path cost on this CPU: ops fed as NCCL feeds them with kernel
  * timestamps off (Group start, Coll start, Coll stop, Group stop), timed
- * against the same loop calling do-nothing functions. Prints figures only.
+ * (this thread's CPU time) against the same loop calling do-nothing
+ * functions. Prints figures only. Unpaced, the pool fills and most ops
+ * take the (cheaper) drop path; with --rate, paced so none is dropped, and
+ * the publisher's CPU time is kept for the check.
  */
 static int rank_hotpath(const struct opts *o, int rank)
 {
@@ -805,38 +940,45 @@ static int rank_hotpath(const struct opts *o, int rank)
 	void *ctx = NULL;
 	drv_init(&d, &ctx, HASH0, &nccl_mask, "hotpath", 1, 0);
 	const struct opdef *op = &comm0_ops[0];
-	unsigned char gbuf[256], buf[256];
-	struct table_v5 nulltab = { "null", NULL, null_start, null_stop, NULL, NULL };
-	struct drv nd = d;
-	nd.abi = 5;
-	nd.t5 = &nulltab;
+	union np_descr gbuf, buf;
+	struct np_table_v1 null1 = { "null", NULL, null_start, null_stop, NULL, NULL };
+	struct np_table_v4 null4 = { "null", NULL, null_start, null_stop, NULL, NULL };
+	struct np_table_v5 null5 = { "null", NULL, null_start, null_stop, NULL, NULL };
+	struct drv nd = d; /* the same layouts into do-nothing callbacks */
+	nd.p.t1 = &null1;
+	nd.p.t4 = &null4;
+	nd.p.t5 = &null5;
 	double ns[2];
+	uint64_t wall = 0;
 	for (int pass = 0; pass < 2; pass++) {
 		struct drv *dv = pass == 0 ? &nd : &d;
-		uint64_t t0 = now_ns();
+		uint64_t t0 = now_ns(), c0 = thread_cpu_ns();
 		for (int i = 0; i < o->ops; i++) {
+			if (o->rate && i % 64 == 0)
+				pace(t0, i, o->rate);
 			void *group = NULL, *h = NULL;
-			memset(gbuf, 0, 32);
-			if (dv->abi == 4)
-				((struct descr_v4 *)gbuf)->type = ev_group;
-			else
-				((struct descr_v5 *)gbuf)->type = ev_group;
-			drv_start(dv, ctx, &group, gbuf);
-			make_descr(dv, buf, op, (uint64_t)i, 0, 1, group);
-			drv_start(dv, ctx, &h, buf);
+			drv_start(dv, ctx, &group, group_descr(dv, &gbuf));
+			make_descr(dv, ctx, &buf, op, (uint64_t)i, 0, 1, group);
+			drv_start(dv, ctx, &h, &buf);
 			if (h)
 				drv_stop(dv, h);
 			if (group)
 				drv_stop(dv, group);
-			if (pass == 1) {
-				sh->fed[rank][0][op->op].count++;
-				sh->fed[rank][0][op->op].bytes += op_bytes(op, 1);
-			}
 		}
-		ns[pass] = (double)(now_ns() - t0) / o->ops;
+		/* CPU time of this thread: time the scheduler gave to others on a loaded machine is not counted */
+		ns[pass] = (double)(thread_cpu_ns() - c0) / o->ops;
+		wall = now_ns() - t0;
 	}
-	printf("hotpath abi=%d ops=%d plugin_ns_per_op=%.1f null_ns_per_op=%.1f added_ns_per_op=%.1f\n", o->abi,
-	       o->ops, ns[1], ns[0], ns[1] - ns[0]);
+	sh->fed[rank][0][op->op].count += (uint64_t)o->ops;
+	sh->fed[rank][0][op->op].bytes += (uint64_t)o->ops * op_bytes(op, 1);
+	if (o->rate) {
+		/* paced: what the plugin's own thread spent accounting and publishing those ops */
+		sleep_us(300000); /* the last ops are accounted and published */
+		sh->paced_ns = wall + 300000000ull;
+		sh->pub_cpu_ns = publisher_cpu_ns();
+	}
+	printf("%s abi=%d ops=%d plugin_ns_per_op=%.1f null_ns_per_op=%.1f added_ns_per_op=%.1f\n",
+	       o->rate ? "paced" : "hotpath", o->abi, o->ops, ns[1], ns[0], ns[1] - ns[0]);
 	drv_fini(&d, ctx);
 	return 0;
 }
@@ -865,20 +1007,26 @@ static const struct nw_sf_rank *find_rank(const struct nw_sf_set *set, uint64_t 
 	return NULL;
 }
 
-/* Compare one rank file's per-op counts and bytes with what was fed. */
-static void check_counts(const struct nw_sf_rank *r, const struct fed *fed, int want_kernel, const char *who)
+/*
+ * Compare one rank file's per-op counts and bytes with what was fed. split:
+ * what an all_gather's or reduce_scatter's bytes are divided by in the file
+ * (v3: the communicator size is never told, the file has one rank's part).
+ */
+static void check_counts(const struct nw_sf_rank *r, const struct fed *fed, int want_kernel, int split, const char *who)
 {
 	for (int op = 0; op < NWS_NOPS; op++) {
-		uint64_t c = 0, b = 0, k = 0;
+		uint64_t c = 0, b = 0, k = 0, want_b = fed[op].bytes;
+		if (op == NWS_OP_ALL_GATHER || op == NWS_OP_REDUCE_SCATTER)
+			want_b /= (uint64_t)split;
 		for (int bk = 0; bk < NWS_NBUCKETS; bk++) {
 			c += r->rec[op][bk].count;
 			b += r->rec[op][bk].bytes;
 			k += r->rec[op][bk].t[NWS_SRC_KERNEL].count;
 		}
-		if (c != fed[op].count || b != fed[op].bytes)
+		if (c != fed[op].count || b != want_b)
 			fail("%s op=%s count=%llu bytes=%llu, fed count=%llu bytes=%llu", who, nws_op_name((unsigned)op),
 			     (unsigned long long)c, (unsigned long long)b, (unsigned long long)fed[op].count,
-			     (unsigned long long)fed[op].bytes);
+			     (unsigned long long)want_b);
 		if (want_kernel && k != c - fed[op].ce)
 			fail("%s op=%s %llu of %llu ops timed by kernel timestamps", who, nws_op_name((unsigned)op),
 			     (unsigned long long)k, (unsigned long long)c);
@@ -925,6 +1073,30 @@ static int check_dumps(const char *dir)
 	return n;
 }
 
+/*
+ * What the file of a communicator of nranks must say under interface abi:
+ * its size (v1, v2 learn it from an all_gather or reduce_scatter when one
+ * ran: learns; v3 never) and what the interface cannot give (NWS_BLIND_*,
+ * written out here from docs/plugin.md, not taken from the plugin).
+ */
+static int want_nranks(int abi, int nranks, int learns)
+{
+	return abi >= 4 || (abi <= 2 && learns) ? nranks : 0;
+}
+
+static uint32_t want_blind(int abi)
+{
+	static const uint32_t b[7] = {
+		0,
+		NWS_BLIND_KERNEL | NWS_BLIND_NRANKS | NWS_BLIND_NNODES | NWS_BLIND_IDLE | NWS_BLIND_GRAPH,
+		NWS_BLIND_KERNEL | NWS_BLIND_NRANKS | NWS_BLIND_NNODES | NWS_BLIND_IDLE | NWS_BLIND_GRAPH,
+		NWS_BLIND_GPUCLOCK | NWS_BLIND_SPLIT_BYTES | NWS_BLIND_NRANKS | NWS_BLIND_NNODES | NWS_BLIND_IDLE |
+			NWS_BLIND_GRAPH,
+		NWS_BLIND_GRAPH, 0, 0
+	};
+	return abi >= 1 && abi <= 6 ? b[abi] : 0;
+}
+
 static int check_all(const struct opts *o)
 {
 	struct nw_sf_set set;
@@ -935,7 +1107,8 @@ static int check_all(const struct opts *o)
 	}
 	for (size_t i = 0; i < set.nbad; i++)
 		fail("bad stats file '%s': %s", set.bad[i].path, set.bad[i].why);
-	int want_kernel = o->kernel && !strcmp(o->kernel, "on");
+	int want_kernel = o->kernel && !strcmp(o->kernel, "on") && o->abi >= 3; /* no KernelCh before v3 */
+	int split = o->abi == 3 ? o->nranks : 1;
 	const char *sc = o->scenario;
 	if (!strcmp(sc, "normal")) {
 		for (int r = 0; r < o->nranks; r++) {
@@ -948,18 +1121,22 @@ static int check_all(const struct opts *o)
 			}
 			if (f->live != NW_SF_FINISHED)
 				fail("%s: state %s, wanted finished", who, nw_sf_live_name(f->live));
-			if (f->hdr.nranks != o->nranks || (int)f->hdr.abi != o->abi)
-				fail("%s: nranks %d abi %u, wanted %d and %d", who, f->hdr.nranks, f->hdr.abi, o->nranks, o->abi);
+			if (f->hdr.nranks != want_nranks(o->abi, o->nranks, 1) || (int)f->hdr.abi != o->abi)
+				fail("%s: nranks %d abi %u, wanted %d and %d", who, f->hdr.nranks, f->hdr.abi,
+				     want_nranks(o->abi, o->nranks, 1), o->abi);
+			if (f->hdr.mode.blind != want_blind(o->abi))
+				fail("%s: the file says profiler v%d cannot give 0x%x, wanted 0x%x", who, o->abi, f->hdr.mode.blind,
+				     want_blind(o->abi));
 			if (f->hdr.ops_dropped || f->hdr.events_bad)
 				fail("%s: %llu dropped, %llu bad events", who, (unsigned long long)f->hdr.ops_dropped,
 				     (unsigned long long)f->hdr.events_bad);
-			check_counts(f, sh->fed[r][0], want_kernel, who);
+			check_counts(f, sh->fed[r][0], want_kernel, split, who);
 			const struct nw_sf_rank *g = find_rank(&set, HASH1 + (uint64_t)r, 0);
 			snprintf(who, sizeof(who), "comm=solo(rank %d's)", r);
 			if (!g)
 				fail("%s: no stats file", who);
 			else {
-				check_counts(g, sh->fed[r][1], want_kernel, who);
+				check_counts(g, sh->fed[r][1], want_kernel, 1, who);
 				uint64_t gf = 0;
 				for (int op = 0; op < NWS_NOPS; op++)
 					gf += sh->fed[r][1][op].graph;
@@ -967,8 +1144,13 @@ static int check_all(const struct opts *o)
 					fail("%s: %u calls marked as captured into graphs, fed %llu", who, g->hdr.graph_ops,
 					     (unsigned long long)gf);
 			}
-			if (sh->warn_lines[r])
+			if (o->expect_damage && (sh->warn_lines[r] != 1 || !strstr(sh->last_warn[r], "from outside")))
+				fail("rank %d: %d warning lines from the plugin, wanted one saying its file was damaged (last: %s)",
+				     r, sh->warn_lines[r], sh->last_warn[r]);
+			else if (!o->expect_damage && sh->warn_lines[r])
 				fail("rank %d: %d warning lines from the plugin (last: %s)", r, sh->warn_lines[r], sh->last_warn[r]);
+			else if (o->expect_damage)
+				printf("damage rank=%d said: %s\n", r, sh->last_warn[r]);
 		}
 		if (o->nranks > 1 && o->late >= 0) {
 			struct nw_sf_late late[MAXR];
@@ -985,6 +1167,14 @@ static int check_all(const struct opts *o)
 					fail("late rank's mean lateness %.1f us, it was %ld us late", late[0].mean_late_us, o->late_us);
 			}
 		}
+	} else if (!strcmp(sc, "threads")) {
+		const struct nw_sf_rank *f = find_rank(&set, HASH0, 0);
+		if (!f)
+			fail("no stats file");
+		else
+			check_counts(f, sh->fed[0][0], 0, 1, "comm=threads");
+		if (sh->warn_lines[0])
+			fail("%d warning lines from the plugin (last: %s)", sh->warn_lines[0], sh->last_warn[0]);
 	} else if (!strcmp(sc, "pool")) {
 		const struct nw_sf_rank *f = find_rank(&set, HASH0, 0);
 		if (!f)
@@ -1011,6 +1201,11 @@ static int check_all(const struct opts *o)
 			fail("accounted %llu + dropped %llu != fed %llu", (unsigned long long)f->hdr.ops_total,
 			     (unsigned long long)f->hdr.ops_dropped,
 			     (unsigned long long)sh->fed[0][0][NWS_OP_ALL_REDUCE].count);
+		else if (o->rate && f->hdr.ops_total)
+			printf("paced accounted=%llu dropped=%llu publisher_cpu_ns_per_op=%.1f publisher_core_pct=%.3f\n",
+			       (unsigned long long)f->hdr.ops_total, (unsigned long long)f->hdr.ops_dropped,
+			       (double)sh->pub_cpu_ns / (double)f->hdr.ops_total,
+			       100.0 * (double)sh->pub_cpu_ns / (double)sh->paced_ns);
 		else
 			printf("hotpath accounted=%llu dropped=%llu\n", (unsigned long long)f->hdr.ops_total,
 			       (unsigned long long)f->hdr.ops_dropped);
@@ -1049,19 +1244,26 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: plugin_harness --plugin PATH --dir DIR [options]\n"
-	        "  --abi 4|5|6          profiler interface to drive (default 5)\n"
+	        "  --abi 1..6           profiler interface to drive, as NCCL 2.23, 2.24-2.25, 2.26, 2.27, 2.28\n"
+	        "                       and 2.29+ drive theirs (default 5)\n"
 	        "  --ranks N            rank processes (default 4, at most %d)\n"
 	        "  --ops N              rounds of every op kind per rank (default 20)\n"
 	        "  --late R             rank that arrives late at every collective (default -1: none)\n"
 	        "  --late-us U          how late, microseconds (default 2000)\n"
 	        "  --kernel on|off|auto NCCLWATCH_KERNEL for the plugin (default on)\n"
 	        "  --scenario S         normal, fsdp (4 comms x 6 ops x 12 sizes), pool, slow, trigger,\n"
+	        "                       threads (launching, proxy and init threads at once: for TSan),\n"
 	        "                       hotpath (prints ns per op), null-descr,\n"
 	        "                       hang-missing, hang-inside, hang-idle, hang-straggler (--late is the rank),\n"
 	        "                       logline (--ops all_reduces of 1 MiB, 100 us each, on one comm),\n"
 	        "                       bad-type, null-handle,\n"
 	        "                       bad-handle, misaligned-handle, bad-context (default normal)\n"
 	        "  --hold-ms MS         keep the communicators open MS ms after feeding (files live)\n"
+	        "  --seconds S          normal scenario: feed rounds for S seconds, 1 ms apart, instead of --ops\n"
+	        "  --rate N             hotpath: feed N ops per second and report (with --check) the CPU time\n"
+	        "                       the plugin's publisher thread spent per op\n"
+	        "  --expect-damage      the files are damaged from outside meanwhile: --check wants one WARN\n"
+	        "                       line per rank saying so (and the counts still exact)\n"
 	        "  --cuda LIB           load this CUDA driver and make device (rank %% 2) current first\n"
 	        "  --check              read the stats files back and compare (exit 1 on mismatch)\n"
 	        "  -v                   show the plugin's INFO log lines\n",
@@ -1075,7 +1277,8 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "plugin", 1, 0, 'p' }, { "dir", 1, 0, 'd' }, { "abi", 1, 0, 'a' }, { "ranks", 1, 0, 'r' },
 		{ "ops", 1, 0, 'n' }, { "late", 1, 0, 'l' }, { "late-us", 1, 0, 'u' }, { "kernel", 1, 0, 'k' },
-		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "cuda", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "scenario", 1, 0, 's' }, { "check", 0, 0, 'c' }, { "hold-ms", 1, 0, 'H' }, { "seconds", 1, 0, 'S' },
+		{ "expect-damage", 0, 0, 'D' }, { "rate", 1, 0, 'R' }, { "cuda", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	char err[NW_ERRLEN];
 	long v;
@@ -1085,7 +1288,7 @@ int main(int argc, char **argv)
 		case 'p': o.plugin = optarg; break;
 		case 'd': o.dir = optarg; break;
 		case 'a':
-			if (nw_parse_long(optarg, 4, 6, &v, "--abi", err, sizeof(err)))
+			if (nw_parse_long(optarg, 1, 6, &v, "--abi", err, sizeof(err)))
 				goto bad;
 			o.abi = (int)v;
 			break;
@@ -1114,6 +1317,17 @@ int main(int argc, char **argv)
 				goto bad;
 			o.hold_ms = v;
 			break;
+		case 'S':
+			if (nw_parse_long(optarg, 0, 86400, &v, "--seconds", err, sizeof(err)))
+				goto bad;
+			o.seconds = v;
+			break;
+		case 'D': o.expect_damage = 1; break;
+		case 'R':
+			if (nw_parse_long(optarg, 0, 100000000, &v, "--rate", err, sizeof(err)))
+				goto bad;
+			o.rate = v;
+			break;
 		case 'k': o.kernel = optarg; break;
 		case 'C': o.cuda = optarg; break;
 		case 's': o.scenario = optarg; break;
@@ -1131,7 +1345,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "plugin_harness: --late %d is not a rank of %d\n", o.late, o.nranks);
 		return 2;
 	}
-	static const char *const scen[] = { "normal", "fsdp", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
+	static const char *const scen[] = { "normal", "fsdp", "threads", "pool", "slow", "trigger", "hotpath", "null-descr", "bad-type",
 	                                    "null-handle", "bad-handle", "misaligned-handle",
 	                                    "bad-context", "hang-missing", "hang-inside", "hang-idle",
 	                                    "hang-straggler", "logline" };
@@ -1142,7 +1356,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "plugin_harness: unknown --scenario '%s'\n", o.scenario);
 		return 2;
 	}
-	int normal = !strcmp(o.scenario, "normal"), fsdp = !strcmp(o.scenario, "fsdp");
+	int normal = !strcmp(o.scenario, "normal"), fsdp = !strcmp(o.scenario, "fsdp"), threads = !strcmp(o.scenario, "threads");
 	int hang = !strncmp(o.scenario, "hang-", 5), logline = !strcmp(o.scenario, "logline");
 	if (!normal && !fsdp && !hang && !logline)
 		o.nranks = 1;
@@ -1157,6 +1371,10 @@ int main(int argc, char **argv)
 		setenv("NCCLWATCH_POOL", "64", 1);
 	if (!strcmp(o.scenario, "slow") || !strcmp(o.scenario, "trigger"))
 		setenv("NCCLWATCH_DUMP_MIN_S", "0", 1);
+	if (threads) {
+		setenv("NCCLWATCH_SAMPLE_S", "1", 1);
+		setenv("NCCLWATCH_PERIOD_MS", "1", 1);
+	}
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED) {
@@ -1165,6 +1383,7 @@ int main(int argc, char **argv)
 	}
 	memset(sh, 0, sizeof(*sh));
 	sh->nranks = o.nranks;
+	sh->deadline_ns = now_ns() + (uint64_t)o.seconds * 1000000000ull;
 	fflush(NULL);
 	pid_t pids[MAXR];
 	for (int r = 0; r < o.nranks; r++) {
@@ -1176,10 +1395,14 @@ int main(int argc, char **argv)
 		if (pids[r] == 0) {
 			my_rank = r;
 			int rc;
+			if (o.abi <= 3)
+				capture_begin();
 			if (normal)
 				rc = rank_normal(&o, r);
 			else if (fsdp)
 				rc = rank_fsdp(&o, r);
+			else if (threads)
+				rc = rank_threads(&o, r);
 			else if (!strcmp(o.scenario, "pool"))
 				rc = rank_pool(&o, r);
 			else if (!strcmp(o.scenario, "slow") || !strcmp(o.scenario, "trigger"))
@@ -1192,6 +1415,7 @@ int main(int argc, char **argv)
 				rc = rank_logline(&o, r);
 			else
 				rc = rank_bad(&o, r);
+			capture_end();
 			fflush(NULL);
 			_exit(rc);
 		}

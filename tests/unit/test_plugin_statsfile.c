@@ -240,7 +240,10 @@ static void test_bad_files(void **state)
 	}
 }
 
-/* Version 3 carries the overlap part; a version-2 file (shorter header) still reads, overlap unknown. */
+/*
+ * Version 4 carries the mode part, version 3 the overlap part; files of
+ * versions 3 and 2 (shorter headers) still read, the missing parts zero.
+ */
 static void test_versions(void **state)
 {
 	(void)state;
@@ -249,6 +252,33 @@ static void test_versions(void **state)
 	struct nw_sf_rank r;
 	snprintf(path, sizeof(path), "%s/v.nws", tmpdir);
 	img_make(&m, 16, 3, 0, 1);
+
+	/* profiler v2 (NCCL 2.24): no size at init, learned from the ops; what it cannot give */
+	m.h->nranks = 0;
+	m.h->abi = 2;
+	m.h->mode.nranks = 16;
+	m.h->mode.blind = NWS_BLIND_KERNEL | NWS_BLIND_NRANKS;
+	m.h->mode.repairs = 3;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.hdr.nranks, 16);
+	assert_int_equal(r.hdr.mode.blind, NWS_BLIND_KERNEL | NWS_BLIND_NRANKS);
+	assert_int_equal(r.hdr.mode.repairs, 3);
+	nw_sf_rank_release(&r);
+
+	/* what a version-3 plugin wrote: the bytes after its header are not mode figures */
+	m.h->version = 3;
+	m.h->header_size = NWS_HEADER_V3_SIZE;
+	m.h->nranks = 16;
+	m.h->abi = 5;
+	memset(&m.h->mode, 0x5a, sizeof(m.h->mode));
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.hdr.mode.blind, 0);
+	assert_int_equal(r.hdr.mode.nranks, 0);
+	assert_int_equal(r.hdr.nranks, 16);
+	nw_sf_rank_release(&r);
+
 	m.h->ovl.state = NWS_OVL_ON;
 	m.h->ovl.windows = 4;
 	m.h->ovl.wall_ns = 2000000000ull;
@@ -272,7 +302,7 @@ static void test_versions(void **state)
 	assert_int_equal(r.hdr.comm_hash, 3);
 	nw_sf_rank_release(&r);
 
-	/* a version-2 file claiming version 3's header size is refused */
+	/* a version-2 file claiming version 4's header size is refused */
 	m.h->header_size = sizeof(struct nws_header);
 	img_write(&m, path, m.len);
 	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
