@@ -15,11 +15,14 @@ COPY Makefile VERSION LICENSE NOTICE /src/
 COPY src /src/src
 COPY tests/helpers /src/tests/helpers
 COPY packaging /src/packaging
-COPY scripts/image-root /src/scripts/image-root
-# As make portable builds (scripts/portable): static Jansson, SQLite and
-# ncurses; MPI, libpq and the rest opened at run time; hardened.
+COPY scripts/image-root scripts/build-mhd /src/scripts/
+# libmicrohttpd (the exporter's HTTP server) as a static library without
+# TLS, from Debian's source package, as make portable builds it.
+RUN /src/scripts/build-mhd /opt/libmicrohttpd && rm -rf /var/lib/apt/lists/*
+# As make portable builds (scripts/portable): static Jansson, SQLite,
+# ncurses and libmicrohttpd; MPI, libpq and the rest opened at run time; hardened.
 RUN CFLAGS="-O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong" LDFLAGS="-Wl,-z,relro -Wl,-z,now" \
-    make -C /src -j"$(nproc)" BUILD=out MPI=dl MHD=dl PQ=dl STATIC=1 all \
+    make -C /src -j"$(nproc)" BUILD=out MPI=dl PQ=dl STATIC=1 MHD_STATIC=/opt/libmicrohttpd all \
  && strip --strip-unneeded --remove-section=.comment /src/out/ncclwatch /src/out/libnccl-profiler-ncclwatch.so \
       /src/out/libncclwatch-interpose.so \
  && /src/scripts/image-root /src/out / /rootfs

@@ -8,7 +8,8 @@
 #   make MPI=0           build without MPI even when mpicc is present
 #   make MPI=dl          no MPI at build or load time: Open MPI's libmpi.so.40 is
 #                        opened when an MPI launcher starts ncclwatch (as in make portable)
-#   make MHD=dl          libmicrohttpd opened when the exporter serves HTTP (as in make portable)
+#   make MHD_STATIC=DIR  libmicrohttpd linked from DIR/lib/libmicrohttpd.a (DIR/include), as
+#                        make portable does with one built without TLS (scripts/portable)
 #   make PQ=dl           libpq opened when --db names a PostgreSQL server (as in make portable)
 #   make STATIC=1        jansson, SQLite and ncursesw linked statically
 #   make portable        build-portable/: the three files built in a Debian 11 root, needing only
@@ -50,19 +51,20 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -MMD -MP -Isrc \
             -DNW_VERSION='"$(VERSION)"'
 LDLIBS   := -ljansson -lsqlite3 -lmicrohttpd -lncursesw -ldl -lpthread -lm
-MHD      ?= link
 STATIC   ?= 0
 ifeq ($(STATIC),1)
-LDLIBS := -Wl,-Bstatic -ljansson -lsqlite3 $(if $(filter dl,$(MHD)),,-lmicrohttpd) -lncursesw -ltinfo \
-          -Wl,-Bdynamic -ldl -lpthread -lm
+LDLIBS := -Wl,-Bstatic -ljansson -lsqlite3 -lncursesw -ltinfo -Wl,-Bdynamic -ldl -lpthread -lm
 endif
 
-# libmicrohttpd: linked, or with MHD=dl opened at run time (src/export/mhd_abi.h).
-ifeq ($(MHD),dl)
-CFLAGS += -DNW_MHD_DL=1
-LDLIBS := $(filter-out -lmicrohttpd,$(LDLIBS))
-else
-CFLAGS += -DNW_MHD_DL=0
+# libmicrohttpd (the exporter's HTTP server): Debian's shared library, or
+# with MHD_STATIC=DIR a static one built without TLS (scripts/portable builds
+# it from Debian's source package), so the binary needs it at no point.
+MHD_STATIC ?=
+ifneq ($(MHD_STATIC),)
+CFLAGS += -isystem $(MHD_STATIC)/include
+LDLIBS := $(filter-out -lmicrohttpd,$(LDLIBS)) $(MHD_STATIC)/lib/libmicrohttpd.a
+else ifeq ($(STATIC),1)
+LDLIBS += -lmicrohttpd
 endif
 
 # libpq (PostgreSQL history): linked, or with PQ=dl opened at run time (src/store/pq_abi.h).
@@ -220,7 +222,7 @@ FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_OBJ   := $(filter-out src/main.c,$(APP_SRC))
 FUZZ_OBJ   := $(FUZZ_OBJ:%.c=build-fuzz/obj/%.o) build-fuzz/obj/src/gpu/verify_ptx.o
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 -DNW_MPI_DL=0 -DNW_MHD_DL=0 -DNW_PQ_DL=0 -I/usr/include/postgresql
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DNW_VERSION='"$(VERSION)"' -DNW_HAVE_MPI=0 -DNW_MPI_DL=0 -DNW_PQ_DL=0 -I/usr/include/postgresql
 fuzz: $(FUZZ_BIN)
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -32,13 +32,19 @@ struct server {
 	char last_err[NW_ERRLEN];
 };
 
-/* Called by the HTTP thread for each GET /metrics; returns malloc'd text. */
-static char *render(void *ctx, size_t *len)
+/*
+ * Called by the server's rendering thread once per cache interval (every
+ * scrape in it shares the text); returns malloc'd text. served counts the
+ * scrapes answered with this rendering included.
+ */
+static char *render(void *ctx, uint64_t served, size_t *len)
 {
 	struct server *s = ctx;
 	struct nw_prom p;
 	char err[NW_ERRLEN] = "";
 	nw_prom_init(&p);
+	s->m.scrapes = served;
+	s->m.renders++;
 	nw_metrics_scrape(&s->m, nw_now(), &p, err, sizeof(err));
 	/* say each new problem once, not at every scrape */
 	if (*err && strcmp(err, s->last_err))
@@ -49,11 +55,11 @@ static char *render(void *ctx, size_t *len)
 
 /* What the command line asks for. */
 struct exporter_args {
-	const char *listen, *dir, *baseline;
-	int once, all;
-	double window;
+	const char *listen, *dir, *baseline, *pod_logs;
+	int once, all, procs;
+	double window, cache;
 	int hist;
-	unsigned drop;
+	unsigned detail;
 };
 
 /* --listen ADDR:PORT, checked before anything is served. */
@@ -75,10 +81,10 @@ static int hist_opt(void *opts, const char *arg, const char *name, char *err, si
 	return nw_metrics_parse_hist(arg, &((struct exporter_args *)opts)->hist, err, errlen) < 0 ? -1 : 0;
 }
 
-static int drop_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
+static int detail_opt(void *opts, const char *arg, const char *name, char *err, size_t errlen)
 {
 	(void)name;
-	return nw_metrics_parse_drop(arg, &((struct exporter_args *)opts)->drop, err, errlen) < 0 ? -1 : 0;
+	return nw_metrics_parse_detail(arg, &((struct exporter_args *)opts)->detail, err, errlen) < 0 ? -1 : 0;
 }
 
 static const char *const *hist_modes(void)
@@ -87,9 +93,9 @@ static const char *const *hist_modes(void)
 	return m;
 }
 
-static const char *const *drop_labels(void)
+static const char *const *detail_items(void)
 {
-	static const char *const m[] = { "size", "source", NULL };
+	static const char *const m[] = { "size", "source", "rank", "all", NULL };
 	return m;
 }
 
@@ -100,6 +106,16 @@ static const struct nw_opt exporter_options[] = {
 	          "[::1]:9850 for IPv6; so :0 is every address, a free port;\n"
 	          "port 0 picks a free port and prints it)" },
 	NW_OPT_STATS_DIR(struct exporter_args, dir),
+	{ .kind = NW_OPTK_FLAG, .lname = "procs", .off = NW_F_INT(struct exporter_args, procs),
+	  .help = "find the stats of every training process of the node\n"
+	          "through /proc/PID/root (its NCCLWATCH_DIR, else\n"
+	          "/dev/shm/ncclwatch-UID in its own file system), instead\n"
+	          "of reading one directory (and --dir too when given);\n"
+	          "needs hostPID in a pod and CAP_SYS_PTRACE (docs/deploy.md)" },
+	{ .kind = NW_OPTK_STRING, .lname = "pod-logs", .off = NW_F_STR(struct exporter_args, pod_logs), .argh = "DIR",
+	  .help = "with --procs: the node's /var/log as mounted here\n"
+	          "(default /var/log); its containers/ and pods/ names give\n"
+	          "the pod, namespace and container of each process" },
 	{ .kind = NW_OPTK_FLAG, .lname = "once", .off = NW_F_INT(struct exporter_args, once),
 	  .help = "print the metrics of one scrape to stdout and exit\n"
 	          "(for node_exporter's textfile collector; write to a\n"
@@ -109,33 +125,41 @@ static const struct nw_opt exporter_options[] = {
 	{ .kind = NW_OPTK_DURATION, .lname = "window", .off = NW_F_DBL(struct exporter_args, window), .argh = "S",
 	  .dmin = 0.001, .dmax = 3600, .def = "10", .help = "busbw gauges cover at least the last S seconds\n"
 	                                                    "(e.g. 500ms, 30s, 1m)" },
+	{ .kind = NW_OPTK_DURATION, .lname = "cache", .off = NW_F_DBL(struct exporter_args, cache), .argh = "S",
+	  .dmin = 0, .dmax = 3600, .def = "1", .help = "serve one rendering to every scrape for S seconds; scrapes\n"
+	                                               "that come while it renders share it (0: render for\n"
+	                                               "every scrape not sharing one)" },
 	{ .kind = NW_OPTK_FILE, .lname = "baseline", .off = NW_F_STR(struct exporter_args, baseline), .argh = "FILE",
 	  .help = "a bench result ('ncclwatch bench --json'): its best\n"
 	          "busbw per op and size becomes\n"
 	          "ncclwatch_busbw_baseline_bytes_per_second, which the\n"
 	          "NcclwatchBusbwBelowBaseline alert prefers to its own" },
 	{ .kind = NW_OPTK_CALL, .lname = "histograms", .argh = "MODE", .call = hist_opt, .values = hist_modes,
-	  .help = "duration histograms per op (default), per op and size\nbucket (op,size: many series), or none" },
-	{ .kind = NW_OPTK_CALL, .lname = "drop-labels", .argh = "LIST", .call = drop_opt, .values = drop_labels,
-	  .flags = NW_OPTF_LIST, .help = "leave out the size and/or source label; their series are\n"
-	                                 "summed (size, source or size,source)" },
+	  .help = "duration histograms: none (default), per op, or per op\nand size bucket (op,size: many series)" },
+	{ .kind = NW_OPTK_CALL, .lname = "detail", .argh = "LIST", .call = detail_opt, .values = detail_items,
+	  .flags = NW_OPTF_LIST, .help = "more series (docs/metrics.md gives their cost): size\n"
+	                                 "(ops, bytes, busbw per size bucket), source (timings by\n"
+	                                 "kernel and proxy), rank (every per-rank family), all" },
 	{ 0 },
 };
 
 const struct nw_cmd_spec nw_spec_exporter = {
 	.name = "exporter",
-	.synopsis = "[--listen ADDR:PORT] [--dir DIR] [--once] [--all]\n[--window S] [--baseline FILE]\n"
-	            "[--histograms none|op|op,size] [--drop-labels size,source]",
+	.synopsis = "[--listen ADDR:PORT] [--dir DIR] [--once] [--all]\n[--window S] [--cache S] [--baseline FILE]\n"
+	            "[--histograms none|op|op,size] [--detail size,source,rank,all]\n[--procs [--pod-logs DIR]]",
 	.about = "Serve Prometheus metrics (text format 0.0.4) at http://ADDR:PORT/metrics for\n"
 	         "every rank on this host of every job run with NCCL_PROFILER_PLUGIN=ncclwatch:\n"
-	         "per communicator, rank, op and size bucket: operations, bytes, duration\n"
-	         "histograms, busbw; per rank: busy ratio, straggler lateness, plugin drop\n"
-	         "counters; stale-file counts and the exporter's own scrape errors.\n"
-	         "docs/metrics.md lists every metric; deploy/ has alert rules and a dashboard.\n",
+	         "per communicator, rank and op: operations, bytes and the busbw of its busiest\n"
+	         "size bucket; per rank: busy time, hang figures, straggler lateness, dropped\n"
+	         "operations; stale-file counts and the exporter's own scrape errors. Size\n"
+	         "buckets, time sources, duration histograms and every other per-rank figure\n"
+	         "are opt-in (--detail, --histograms). docs/metrics.md lists every metric and\n"
+	         "what each option costs; deploy/ has alert rules and a dashboard.\n",
 	.opts = exporter_options,
-	.footer = "Series carry host, comm, rank and, where the plugin recorded them, gpu, UUID,\n"
-	          "pod, namespace, container and hpc_job (dcgm-exporter's names). Replies are\n"
-	          "gzip-compressed when the scraper accepts gzip (zlib is opened at run time).\n"
+	.footer = "Series carry Hostname (the node: $NODE_NAME, else the host name), comm, rank\n"
+	          "and, where known, gpu, UUID, pod, namespace, container and hpc_job\n"
+	          "(dcgm-exporter's names). Replies are gzip-compressed when the scraper accepts\n"
+	          "gzip (zlib is opened at run time).\n"
 	          "\n"
 	          "exit status: 0 after SIGINT/SIGTERM (or after --once), 1 when the directory\n"
 	          "cannot be read with --once or the address cannot be bound, 2 on bad usage.\n",
@@ -148,6 +172,7 @@ static int scrape_once(struct server *s)
 	struct nw_prom p;
 	char err[NW_ERRLEN] = "";
 	nw_prom_init(&p);
+	s->m.scrapes = s->m.renders = 1;
 	if (nw_metrics_scrape(&s->m, nw_now(), &p, err, sizeof(err)) < 0) {
 		nw_error("%s", err);
 		nw_prom_release(&p);
@@ -161,16 +186,13 @@ static int scrape_once(struct server *s)
 }
 
 /* Serve /metrics on listen until SIGINT or SIGTERM; the exit status (1 when it cannot listen). */
-static int serve(struct server *s, const char *listen, const char *dir)
+static int serve(struct server *s, const struct exporter_args *a)
 {
 	char err[NW_ERRLEN];
 	/* a missing or unreadable directory is worth a word now, not a refusal:
-	   the job may start later */
-	struct nw_sf_set probe;
-	if (nw_sf_load_flags(dir, NW_SF_HIDE_STALE, &probe, err, sizeof(err)) < 0)
+	   the job may start later (no file is read: that is the first scrape's work) */
+	if ((!s->m.procs || s->m.read_dir) && nw_sf_check_dir(a->dir, err, sizeof(err)) < 0)
 		nw_warn("%s (serving anyway; metrics appear when it does)", err);
-	else
-		nw_sf_set_release(&probe);
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -180,12 +202,18 @@ static int serve(struct server *s, const char *listen, const char *dir)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	struct nw_httpd *h = nw_httpd_start(listen, render, s, err, sizeof(err));
+	const struct nw_httpd_opts ho = { .listen = a->listen, .cache_s = a->cache, .render = render, .ctx = s };
+	struct nw_httpd *h = nw_httpd_start(&ho, err, sizeof(err));
 	if (!h)
 		return nw_error("%s", err), 1;
 	/* the bound port, so that port 0 is usable by scripts */
-	fprintf(stderr, "ncclwatch exporter: serving /metrics on %s (port %u) from '%s'\n", listen, nw_httpd_port(h),
-	        dir);
+	if (s->m.procs)
+		fprintf(stderr, "ncclwatch exporter: serving /metrics on %s (port %u) from the node's processes%s%s%s\n",
+		        a->listen, nw_httpd_port(h), s->m.read_dir ? " and '" : "", s->m.read_dir ? a->dir : "",
+		        s->m.read_dir ? "'" : "");
+	else
+		fprintf(stderr, "ncclwatch exporter: serving /metrics on %s (port %u) from '%s'\n", a->listen,
+		        nw_httpd_port(h), a->dir);
 	fflush(stderr);
 	while (!stop_flag) {
 		struct timespec ts = { 0, 100 * 1000 * 1000 };
@@ -198,24 +226,31 @@ static int serve(struct server *s, const char *listen, const char *dir)
 /* Parse options; --once prints one scrape, else serve until SIGINT/SIGTERM. */
 int cmd_exporter(int argc, char **argv)
 {
-	struct exporter_args a = { .hist = NW_HIST_OP };
+	struct exporter_args a = { .hist = NW_HIST_NONE };
 	char err[NW_ERRLEN], dirbuf[512];
 	struct nw_opt_res res;
 	enum nw_opt_status st = nw_opt_parse(&nw_spec_exporter, &a, argc, argv, &res);
 	if (st != NW_OPT_OK)
 		return nw_opt_exit(&nw_spec_exporter, st);
+	int dir_given = a.dir != NULL;
 	if (!a.dir)
 		a.dir = nw_sf_default_dir(dirbuf, sizeof(dirbuf));
+	if (a.pod_logs && !a.procs) {
+		nw_error("exporter: --pod-logs goes with --procs");
+		return 2;
+	}
 	struct server *s = nw_calloc(1, sizeof(*s));
 	int rc;
 	nw_metrics_init(&s->m, a.dir, a.all, a.window);
+	if (a.procs)
+		nw_metrics_procs(&s->m, "/proc", a.pod_logs ? a.pod_logs : "/var/log", dir_given);
 	s->m.hist = a.hist;
-	s->m.drop = a.drop;
+	s->m.detail = a.detail;
 	if (a.baseline && nw_metrics_load_baseline(&s->m, a.baseline, err, sizeof(err)) < 0) {
 		nw_error("%s", err);
 		rc = 2;
 	} else {
-		rc = a.once ? scrape_once(s) : serve(s, a.listen, a.dir);
+		rc = a.once ? scrape_once(s) : serve(s, &a);
 	}
 	nw_metrics_release(&s->m);
 	free(s);

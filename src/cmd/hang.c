@@ -193,10 +193,10 @@ static int gather(const struct hang_args *a, struct nw_prog_set *set, struct han
 			nw_strlcpy(rd->dir, a->dir, sizeof(rd->dir));
 		else
 			nw_sf_default_dir(rd->dir, sizeof(rd->dir));
-		if (nw_sf_load(rd->dir, &sf, err, sizeof(err)) < 0)
+		if (nw_sf_load_flags(rd->dir, NW_SF_HEADERS, &sf, err, sizeof(err)) < 0)
 			return nw_error("%s (give --dump for trace dumps, or --dir)", err);
 		rd->nfiles = sf.n;
-		rd->nbad = sf.nbad;
+		rd->nbad = nw_sf_nbad(&sf);
 		for (size_t i = 0; i < sf.n; i++)
 			nw_view_modes_add(&rd->modes, &sf.ranks[i].hdr);
 		int rc = nw_hangsrc_stats(&sf, set, &rd->ndisabled, err, sizeof(err));
@@ -267,9 +267,14 @@ static void print_comm(const struct nw_prog_comm *c, const struct nw_prog_diag *
 		       d->narrived - d->ninside == 1 ? "" : "s");
 	if (d->nunseen) {
 		printf("  not reported (%zu, other nodes? give their dumps with --dump):", d->nunseen);
-		for (size_t k = 0; k < d->nunseen && k < 32; k++)
-			printf(" %d", d->unseen[k]);
-		printf("%s\n", d->nunseen > 32 ? " ..." : "");
+		for (size_t k = 0; k < d->nunseen_ranges && k < 32; k++) {
+			const struct nw_prog_range *u = &d->unseen[k];
+			if (u->lo == u->hi)
+				printf(" %d", u->lo);
+			else
+				printf(" %d-%d", u->lo, u->hi);
+		}
+		printf("%s\n", d->nunseen_ranges > 32 ? " ..." : "");
 	}
 	if (d->done_blind && (d->nmissing || d->ninside || d->verdict == NW_PROG_IDLE))
 		printf("  note: some ranks cannot see completions (NCCLWATCH_KERNEL=off on one node, or NCCL before 2.26: no kernel events): who is inside an operation is unknown there\n");
@@ -296,6 +301,23 @@ static json_t *rank_list(const struct nw_prog_comm *c, const size_t *idx, size_t
 	return a;
 }
 
+/*
+ * The first HANG_JSON_UNSEEN ranks no source reported, one by one
+ * (not_reported_count and not_reported_ranges say all of them): a
+ * communicator of a million ranks seen from one node is not a million
+ * numbers.
+ */
+#define HANG_JSON_UNSEEN 1024
+static json_t *unseen_json(const struct nw_prog_diag *d)
+{
+	json_t *un = json_array();
+	size_t n = 0;
+	for (size_t k = 0; k < d->nunseen_ranges && n < HANG_JSON_UNSEEN; k++)
+		for (int r = d->unseen[k].lo; r <= d->unseen[k].hi && n < HANG_JSON_UNSEEN; r++, n++)
+			json_array_append_new(un, json_integer(r));
+	return un;
+}
+
 static json_t *comm_json(const struct nw_prog_comm *c, const struct nw_prog_diag *d)
 {
 	char hex[17];
@@ -311,10 +333,12 @@ static json_t *comm_json(const struct nw_prog_comm *c, const struct nw_prog_diag
 	json_object_set_new(o, "wait_s", json_real(secs(d->wait_ns)));
 	json_object_set_new(o, "not_arrived", rank_list(c, d->missing, d->nmissing, 1));
 	json_object_set_new(o, "inside", rank_list(c, d->inside, d->ninside, 0));
-	json_t *un = json_array();
-	for (size_t k = 0; k < d->nunseen; k++)
-		json_array_append_new(un, json_integer(d->unseen[k]));
-	json_object_set_new(o, "not_reported", un);
+	json_object_set_new(o, "not_reported", unseen_json(d));
+	json_object_set_new(o, "not_reported_count", json_integer((json_int_t)d->nunseen));
+	json_t *ranges = json_array();
+	for (size_t k = 0; k < d->nunseen_ranges; k++)
+		json_array_append_new(ranges, json_pack("[i, i]", d->unseen[k].lo, d->unseen[k].hi));
+	json_object_set_new(o, "not_reported_ranges", ranges);
 	json_object_set_new(o, "completion_blind", json_boolean(d->done_blind));
 	return o;
 }

@@ -194,6 +194,8 @@ static int print_once(const struct top_opts *o)
 		return nw_error("%s", NW_TT_MSG(err)), 1;
 	for (size_t i = 0; i < set.nbad; i++)
 		nw_warn("skipping '%s': %s", NW_TT(set.bad[i].path), NW_TT(set.bad[i].why));
+	if (set.nbad_more)
+		nw_warn("skipping %zu more unusable files", set.nbad_more);
 	if (set.nremoved)
 		nw_warn("removed %zu old stats file%s of processes that are gone (NCCLWATCH_STALE_KEEP)", set.nremoved,
 		        set.nremoved == 1 ? "" : "s");
@@ -366,12 +368,26 @@ static void draw(const struct top_opts *o, const struct nw_view *v, const char *
 struct live {
 	struct nw_sample prev, now;
 	struct nw_sf_set set;
+	struct nw_sf_cache *cache; /* hidden files between refreshes */
 	struct nw_view v;
 	char err[NW_ERRLEN];
 	int have_prev, paused;
 	size_t first; /* first table row on screen */
 	double next;  /* when to refresh; 0: at once */
 };
+
+/* Why the terminal view cannot start: no TERM, or no description of it (terminfo), and what to do. */
+static void no_terminal(void)
+{
+	const char *term = getenv("TERM");
+	if (!term || !*term)
+		nw_error("'top' cannot draw: TERM is not set; set it to your terminal (e.g. TERM=xterm-256color), "
+		         "or use 'ncclwatch top --once' for a plain-text snapshot");
+	else
+		nw_error("'top' cannot draw: no description of terminal '%s' in the terminfo database (this image may "
+		         "have none: /usr/share/terminfo, /lib/terminfo); set TERM to a terminal it has, point "
+		         "TERMINFO at a directory holding '%s', or use 'ncclwatch top --once'", term, term);
+}
 
 /*
  * Checks before the terminal is taken (a terminal, something to watch),
@@ -380,21 +396,20 @@ struct live {
  */
 static int live_start(const struct top_opts *o)
 {
-	struct nw_sf_set set;
 	char err[NW_ERRLEN];
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
 		return nw_error("'top' needs a terminal; use 'ncclwatch top --once' for a plain-text snapshot"), 2;
 	/* fail early and plainly when there is nothing to watch */
-	if (nw_sf_load_flags(o->dir, NW_SF_HIDE_STALE, &set, err, sizeof(err)) < 0)
+	if (nw_sf_check_dir(o->dir, err, sizeof(err)) < 0)
 		return nw_error("%s", NW_TT_MSG(err)), 1;
-	nw_sf_set_release(&set);
 	if (tcgetattr(STDIN_FILENO, &saved_tio) == 0)
 		have_tio = 1;
 	install_signals();
 	atexit(end_curses);
-	if (!initscr())
-		return nw_error("cannot start the terminal view (TERM='%s'); try --once",
-		                getenv("TERM") ? getenv("TERM") : ""), 1;
+	/* newterm, not initscr: initscr exits with curses' own words when the
+	   terminal has no description; we say what to do instead */
+	if (!newterm(NULL, stdout, stdin))
+		return no_terminal(), 1;
 	curses_on = 1;
 	cbreak();
 	noecho();
@@ -416,11 +431,12 @@ static void live_reload(const struct top_opts *o, struct live *l, double t)
 	nw_view_release(&l->v);
 	nw_sf_set_release(&l->set);
 	l->err[0] = '\0';
-	if (nw_sf_load_flags(o->dir, o->view.all ? 0 : NW_SF_HIDE_STALE, &l->set, l->err, sizeof(l->err)) < 0)
+	const struct nw_sf_opts so = { .flags = o->view.all ? 0 : NW_SF_HIDE_STALE, .cache = l->cache, .owner = -1 };
+	if (nw_sf_load_opts(o->dir, &so, &l->set, l->err, sizeof(l->err)) < 0)
 		memset(&l->set, 0, sizeof(l->set));
 	else if (l->set.nbad)
-		snprintf(l->err, sizeof(l->err), "%zu unusable file%s, e.g. '%.200s': %.150s", l->set.nbad,
-		         l->set.nbad == 1 ? "" : "s", NW_TT(l->set.bad[0].path), NW_TT(l->set.bad[0].why));
+		snprintf(l->err, sizeof(l->err), "%zu unusable file%s, e.g. '%.200s': %.150s", nw_sf_nbad(&l->set),
+		         nw_sf_nbad(&l->set) == 1 ? "" : "s", NW_TT(l->set.bad[0].path), NW_TT(l->set.bad[0].why));
 	nw_sample_take(&l->set, t, &l->now);
 	nw_view_build(&l->set, &l->now, l->have_prev ? &l->prev : NULL, &o->view, &l->v);
 	nw_sample_move(&l->prev, &l->now);
@@ -504,6 +520,7 @@ static int run_live(struct top_opts *o)
 		return rc;
 	struct live l;
 	memset(&l, 0, sizeof(l));
+	l.cache = nw_sf_cache_new();
 	while (!quit_flag) {
 		double t = nw_now();
 		if (t >= l.next && !l.paused)
@@ -522,6 +539,7 @@ static int run_live(struct top_opts *o)
 	nw_sf_set_release(&l.set);
 	nw_sample_release(&l.prev);
 	nw_sample_release(&l.now);
+	nw_sf_cache_free(l.cache);
 	return 0;
 }
 

@@ -1,17 +1,24 @@
 /* hangsrc: progress from stats files and trace dumps into model/progress (see hangsrc.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "export/hangsrc.h"
 #include "util/util.h"
 
-#define DUMP_MAX ((size_t)1 << 30)
+/*
+ * The largest trace dump read (the plugin writes a few MB at most: 1024
+ * ring entries of some 300 bytes per communicator), the bound NCCL RAS
+ * answers have too: a larger file is refused, not parsed.
+ */
+#define DUMP_MAX ((size_t)64 << 20)
 
 /* One stats file's rank, as the model sees it. */
 static void rank_from_stats(const struct nw_sf_rank *f, struct nw_prog_rank *r)
@@ -131,7 +138,10 @@ static int entry_numbers(const json_t *o, struct nw_prog_rank *r, uint64_t *nran
 	    get_u64(o, "now_ns", &r->seen_ns, path, idx, err, errlen) ||
 	    get_counts(o, "enq", enq, path, idx, err, errlen) || get_counts(o, "done", done, path, idx, err, errlen))
 		return -1;
-	if (rank >= (uint64_t)*nranks || *nranks > INT32_MAX)
+	if (*nranks > NW_PROG_MAX_RANKS)
+		return nw_seterr(err, errlen, "'%s': progress entry %zu: %" PRIu64 " ranks is more than the %d a "
+		                 "communicator may have here", path, idx, *nranks, NW_PROG_MAX_RANKS);
+	if (rank >= (uint64_t)*nranks)
 		return nw_seterr(err, errlen, "'%s': progress entry %zu: rank %" PRIu64 " of %" PRIu64 " ranks", path,
 		                 idx, rank, *nranks);
 	r->rank = (int)rank;
@@ -203,13 +213,54 @@ int nw_hangsrc_dump_text(const char *text, size_t len, const char *path, struct 
 	return rc;
 }
 
+/*
+ * The text of one dump (malloc'd, NUL-terminated, its length in *len): a
+ * regular file of at most DUMP_MAX bytes, opened without blocking (a FIFO
+ * named *.json is refused at once, never waited on). NULL with err.
+ */
+static char *dump_read(const char *path, size_t *len, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	char *text = NULL;
+	if (fd < 0 || fstat(fd, &st) != 0)
+		nw_seterr(err, errlen, "cannot read trace dump '%s': %s", path, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		nw_seterr(err, errlen, "trace dump '%s' is not a regular file (%s): give the dump files or their directory",
+		          path, S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+	else if ((uint64_t)st.st_size > DUMP_MAX)
+		nw_seterr(err, errlen, "trace dump '%s' is %lld bytes, more than the %zu MiB a dump of the plugin can be: "
+		          "not a trace dump", path, (long long)st.st_size, DUMP_MAX >> 20);
+	else {
+		text = nw_malloc((size_t)st.st_size + 1);
+		*len = 0;
+		for (;;) {
+			ssize_t n = read(fd, text + *len, (size_t)st.st_size - *len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				nw_seterr(err, errlen, "cannot read trace dump '%s': %s", path, strerror(errno));
+				free(text);
+				text = NULL;
+			}
+			if (n <= 0 || (*len += (size_t)n) == (size_t)st.st_size)
+				break;
+		}
+		if (text)
+			text[*len] = '\0';
+	}
+	if (fd >= 0)
+		close(fd);
+	return text;
+}
+
 /* One dump file into s. */
 static int dump_file(const char *path, struct nw_prog_set *s, char *err, size_t errlen)
 {
-	size_t len;
-	char *text = nw_read_file(path, DUMP_MAX, &len);
+	size_t len = 0;
+	char *text = dump_read(path, &len, err, errlen);
 	if (!text)
-		return nw_seterr(err, errlen, "cannot read trace dump '%s': %s", path, strerror(errno));
+		return -1;
 	int rc = nw_hangsrc_dump_text(text, len, path, s, err, errlen);
 	free(text);
 	return rc;

@@ -19,7 +19,14 @@ void nw_metrics_init(struct nw_metrics *m, const char *dir, int all, double wind
 	m->all = all;
 	m->window_s = window_s;
 	m->late_window = 256;
-	m->hist = NW_HIST_OP;
+	m->hist = NW_HIST_NONE;
+	m->cache = nw_sf_cache_new();
+	const char *node = getenv("NODE_NAME");
+	if (node && *node)
+		nw_strlcpy(m->node, node, sizeof(m->node));
+	else
+		nw_hostname(m->node, sizeof(m->node));
+	nw_sf_sanitize(m->node);
 }
 
 int nw_metrics_parse_hist(const char *s, int *mode, char *err, size_t errlen)
@@ -34,26 +41,42 @@ int nw_metrics_parse_hist(const char *s, int *mode, char *err, size_t errlen)
 	return nw_seterr(err, errlen, "--histograms '%s' is not none, op or op,size", s);
 }
 
-int nw_metrics_parse_drop(const char *s, unsigned *drop, char *err, size_t errlen)
+int nw_metrics_parse_detail(const char *s, unsigned *detail, char *err, size_t errlen)
 {
-	*drop = 0;
+	static const struct {
+		const char *name;
+		unsigned bits;
+	} items[] = {
+		{ "size", NW_DETAIL_SIZE }, { "source", NW_DETAIL_SOURCE }, { "rank", NW_DETAIL_RANK },
+		{ "all", NW_DETAIL_SIZE | NW_DETAIL_SOURCE | NW_DETAIL_RANK },
+	};
+	*detail = 0;
 	const char *p = s;
 	while (*p) {
-		size_t n = strcspn(p, ",");
-		if (n == 4 && !strncmp(p, "size", 4))
-			*drop |= NW_DROP_SIZE;
-		else if (n == 6 && !strncmp(p, "source", 6))
-			*drop |= NW_DROP_SOURCE;
-		else
-			return nw_seterr(err, errlen, "--drop-labels '%s': '%.*s' is not size or source (give size, source "
-			                 "or size,source)", s, (int)n, p);
+		size_t n = strcspn(p, ","), k;
+		for (k = 0; k < NW_ARRAY_LEN(items); k++)
+			if (n == strlen(items[k].name) && !strncmp(p, items[k].name, n))
+				break;
+		if (k == NW_ARRAY_LEN(items))
+			return nw_seterr(err, errlen, "--detail '%s': '%.*s' is not size, source, rank or all", s, (int)n, p);
+		*detail |= items[k].bits;
 		p += n;
 		if (*p == ',' && *++p == '\0')
-			return nw_seterr(err, errlen, "--drop-labels '%s' ends with a comma", s);
+			return nw_seterr(err, errlen, "--detail '%s' ends with a comma", s);
 	}
-	if (!*drop)
-		return nw_seterr(err, errlen, "--drop-labels needs size, source or size,source");
+	if (!*detail)
+		return nw_seterr(err, errlen, "--detail needs size, source, rank or all (a comma list)");
 	return 0;
+}
+
+void nw_metrics_procs(struct nw_metrics *m, const char *proc, const char *logs, int read_dir)
+{
+	m->procs = 1;
+	m->read_dir = read_dir;
+	nw_strlcpy(m->proc, proc, sizeof(m->proc));
+	nw_strlcpy(m->logs, logs ? logs : "", sizeof(m->logs));
+	if (!m->ps_cache)
+		m->ps_cache = nw_ps_cache_new();
 }
 
 void nw_metrics_release(struct nw_metrics *m)
@@ -61,6 +84,8 @@ void nw_metrics_release(struct nw_metrics *m)
 	nw_sample_release(&m->base);
 	nw_sample_release(&m->cand);
 	free(m->bl);
+	nw_sf_cache_free(m->cache);
+	nw_ps_cache_free(m->ps_cache);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -127,6 +152,7 @@ out:
 
 /* Label values of one rank (strings kept here for the labels that point at them). */
 struct rank_labels {
+	const char *node;	/* Hostname: the node this exporter runs on */
 	char comm[17];
 	char rank[16];
 	char pid[16];
@@ -134,9 +160,10 @@ struct rank_labels {
 	char gpu[16];
 };
 
-/* Fill lb with the comm, rank, pid, nranks and gpu label values of r. */
-static void rank_labels(const struct nw_sf_rank *r, struct rank_labels *lb)
+/* Fill lb with the Hostname, comm, rank, pid, nranks and gpu label values of r. */
+static void rank_labels(const struct nw_metrics *m, const struct nw_sf_rank *r, struct rank_labels *lb)
 {
+	lb->node = m->node;
 	snprintf(lb->comm, sizeof(lb->comm), "%016llx", (unsigned long long)r->hdr.comm_hash);
 	snprintf(lb->rank, sizeof(lb->rank), "%d", r->hdr.rank);
 	snprintf(lb->pid, sizeof(lb->pid), "%d", r->hdr.pid);
@@ -148,22 +175,25 @@ static void rank_labels(const struct nw_sf_rank *r, struct rank_labels *lb)
 
 /*
  * The labels every per-rank series starts with, into l[0..NW_BASE_LABELS):
- * host, comm, rank, then the rank's identity under dcgm-exporter's names
- * where the plugin recorded it (gpu, UUID, pod, namespace, container,
- * hpc_job: NCCLWATCH_JOB, else SLURM_JOB_ID, else TORCHELASTIC_RUN_ID).
- * Returns how many were set.
+ * Hostname (the node, as dcgm-exporter names it), comm, rank, then the
+ * workload that runs the rank under dcgm-exporter's names where known (pod,
+ * namespace, container, hpc_job: NCCLWATCH_JOB, else SLURM_JOB_ID, else
+ * TORCHELASTIC_RUN_ID), so that every series can be filtered and every
+ * alert routed by them. With device, the GPU too (gpu, UUID): only
+ * ncclwatch_rank_info carries it (the join with dcgm-exporter's series), so
+ * that a scrape stays small. Returns how many were set.
  */
 #define NW_BASE_LABELS 9
-static size_t base_labels(const struct nw_sf_rank *r, const struct rank_labels *lb, struct nw_label *l)
+static size_t base_labels(const struct nw_sf_rank *r, const struct rank_labels *lb, int device, struct nw_label *l)
 {
 	const struct nws_ident *id = &r->hdr.ident;
 	const char *job = *id->job ? id->job : *id->slurm_job ? id->slurm_job : id->torchelastic;
 	const struct nw_label opt[] = {
-		{ "gpu", lb->gpu }, { "UUID", id->uuid }, { "pod", id->pod }, { "namespace", id->pod_namespace },
-		{ "container", id->container }, { "hpc_job", job },
+		{ "pod", id->pod }, { "namespace", id->pod_namespace }, { "container", id->container }, { "hpc_job", job },
+		{ "gpu", device ? lb->gpu : "" }, { "UUID", device ? id->uuid : "" },
 	};
 	size_t n = 0;
-	l[n++] = (struct nw_label){ "host", r->hdr.hostname };
+	l[n++] = (struct nw_label){ "Hostname", lb->node };
 	l[n++] = (struct nw_label){ "comm", lb->comm };
 	l[n++] = (struct nw_label){ "rank", lb->rank };
 	for (size_t k = 0; k < NW_ARRAY_LEN(opt); k++)
@@ -172,32 +202,63 @@ static size_t base_labels(const struct nw_sf_rank *r, const struct rank_labels *
 	return n;
 }
 
+/* keep[] bits. */
+enum { KEEP = 1u << 0, KEEP_PROC = 1u << 1 };
+
+/* Files of one process together (host, pid), its largest communicator first, then set order. */
+static int cmp_proc(const void *a, const void *b, void *arg)
+{
+	const struct nw_sf_set *set = arg;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct nws_header *x = &set->ranks[i].hdr, *y = &set->ranks[j].hdr;
+	int c = strcmp(x->hostname, y->hostname);
+	if (c)
+		return c;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->nranks != y->nranks)
+		return x->nranks > y->nranks ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
 /*
  * Which files of the set to export: not stale unless asked, and one file
  * per (comm, rank) (a stale leftover never doubles a live series: the
- * live one, else the most recently updated, wins). keep[i] is 1 or 0.
+ * live one, else the most recently updated, wins); the set is sorted by
+ * (comm, rank), so duplicates are neighbours. keep[i] gets KEEP, and
+ * KEEP_PROC on the one file of each process that carries its per-process
+ * figures (the file of its largest communicator).
  */
 static void choose(const struct nw_metrics *m, const struct nw_sf_set *set, unsigned char *keep)
 {
-	for (size_t i = 0; i < set->n; i++)
-		keep[i] = m->all || set->ranks[i].live != NW_SF_STALE;
+	size_t last = SIZE_MAX, nk = 0;
 	for (size_t i = 0; i < set->n; i++) {
+		keep[i] = m->all || set->ranks[i].live != NW_SF_STALE ? KEEP : 0;
 		if (!keep[i])
 			continue;
-		const struct nws_header *a = &set->ranks[i].hdr;
-		for (size_t j = i + 1; j < set->n; j++) {
-			const struct nws_header *b = &set->ranks[j].hdr;
-			if (!keep[j] || a->comm_hash != b->comm_hash || a->rank != b->rank)
-				continue;
-			int a_live = set->ranks[i].live != NW_SF_STALE, b_live = set->ranks[j].live != NW_SF_STALE;
+		const struct nws_header *b = &set->ranks[i].hdr;
+		if (last != SIZE_MAX && set->ranks[last].hdr.comm_hash == b->comm_hash && set->ranks[last].hdr.rank == b->rank &&
+		    set->ranks[last].origin == set->ranks[i].origin) {
+			const struct nws_header *a = &set->ranks[last].hdr;
+			int a_live = set->ranks[last].live != NW_SF_STALE, b_live = set->ranks[i].live != NW_SF_STALE;
 			int take_b = b_live != a_live ? b_live : b->updated_ns > a->updated_ns;
-			if (take_b) {
-				keep[i] = 0;
-				break;
-			}
-			keep[j] = 0;
+			keep[take_b ? last : i] = 0;
+			if (!take_b)
+				continue;
 		}
+		last = i;
 	}
+	size_t *idx = nw_calloc(set->n ? set->n : 1, sizeof(*idx));
+	for (size_t i = 0; i < set->n; i++)
+		if (keep[i])
+			idx[nk++] = i;
+	qsort_r(idx, nk, sizeof(*idx), cmp_proc, (void *)set);
+	for (size_t k = 0; k < nk; k++) {
+		const struct nws_header *h = &set->ranks[idx[k]].hdr, *p = k ? &set->ranks[idx[k - 1]].hdr : NULL;
+		if (!p || p->pid != h->pid || strcmp(p->hostname, h->hostname))
+			keep[idx[k]] |= KEEP_PROC;
+	}
+	free(idx);
 }
 
 /* Per-rank gauges and counters taken from the header. */
@@ -205,7 +266,7 @@ enum rank_metric {
 	RM_INFO, RM_AGE, RM_BUSY_RATIO, RM_BUSY_EXACT_RATIO, RM_BUSY_TOTAL, RM_WALL_TOTAL,
 	RM_OPS_DROPPED, RM_EVENTS_BAD, RM_EVENTS_LATE, RM_SLOW_OPS, RM_MASK_SWITCHES, RM_DUMPS,
 	RM_GRAPH_CALLS, RM_INFLIGHT, RM_OLDEST_INFLIGHT, RM_EVENT_AGE, RM_HUNG,
-	/* exposed communication (per process: from the file of its largest communicator, see ovl_shown) */
+	/* exposed communication (per process: from the file of its largest communicator, see choose) */
 	RM_OVL_ON, RM_OVL_WINDOWS, RM_OVL_WALL, RM_OVL_COMPUTE, RM_OVL_NCCL, RM_OVL_EXPOSED, RM_OVL_RATIO,
 	RM_OVL_ALONE, RM_OVL_COST, RM_OVL_KERNELS, RM_OVL_DROPPED, RM_N
 };
@@ -271,6 +332,38 @@ static const struct {
 	                     "losses in the last window (records over the room kept, buffers refused): its figures are low" },
 };
 
+/*
+ * Which files a per-rank family is written for: every rank of every
+ * communicator; one file per process (the figure is the process's, the same
+ * in each of its files: its largest communicator's file carries it); or
+ * only with --detail rank (then for every file).
+ */
+enum rank_class { RC_RANK, RC_PROCESS, RC_DETAIL, RC_OVERLAP };
+
+static enum rank_class rank_class_of(enum rank_metric which)
+{
+	switch (which) {
+	case RM_INFO: case RM_BUSY_TOTAL: case RM_OPS_DROPPED: case RM_OLDEST_INFLIGHT: case RM_EVENT_AGE: case RM_HUNG:
+		return RC_RANK;
+	case RM_AGE: case RM_EVENTS_BAD: case RM_EVENTS_LATE:
+		return RC_PROCESS;
+	default:
+		return which >= RM_OVL_ON ? RC_OVERLAP : RC_DETAIL;
+	}
+}
+
+/* Is family `which` written for kept file i (keep bits ki)? */
+static int rank_family_wanted(const struct nw_metrics *m, enum rank_metric which, unsigned ki)
+{
+	int detail = !!(m->detail & NW_DETAIL_RANK);
+	switch (rank_class_of(which)) {
+	case RC_RANK: return 1;
+	case RC_PROCESS: return detail || (ki & KEEP_PROC);
+	case RC_OVERLAP: return !!(ki & KEEP_PROC);
+	default: return detail;
+	}
+}
+
 /* part / whole, NAN when whole is 0 (the figure is then left out). */
 static double ratio(uint64_t part, uint64_t whole)
 {
@@ -302,6 +395,10 @@ static void info_labels(const struct nw_sf_rank *r, const struct rank_labels *lb
 	l[(*nl)++] = (struct nw_label){ "kernel_timing", kmode };
 	l[(*nl)++] = (struct nw_label){ "plugin_version", h->plugin_version };
 	l[(*nl)++] = (struct nw_label){ "cannot_see", blind };
+	if (r->pod_uid[0])
+		l[(*nl)++] = (struct nw_label){ "uid", r->pod_uid };
+	if (r->container_id[0])
+		l[(*nl)++] = (struct nw_label){ "container_id", r->container_id };
 }
 
 /* The progress families (nws_progress); NAN where the plugin cannot see it. A finished communicator waits for nothing. */
@@ -350,27 +447,6 @@ static double ovl_value(enum rank_metric which, const struct nws_overlap *o)
 	}
 }
 
-/*
- * Whether kept file i carries its process's exposed communication: the
- * process asked for it, and i is its file of the largest communicator
- * (the first of those), so each process is one series, not one per
- * communicator.
- */
-static int ovl_shown(const struct nw_sf_set *set, const unsigned char *keep, size_t i)
-{
-	const struct nws_header *h = &set->ranks[i].hdr;
-	if (h->ovl.state != NWS_OVL_ON && h->ovl.state != NWS_OVL_STOPPED)
-		return 0;
-	for (size_t j = 0; j < set->n; j++) {
-		const struct nws_header *o = &set->ranks[j].hdr;
-		if (j == i || !keep[j] || o->pid != h->pid || strcmp(o->hostname, h->hostname))
-			continue;
-		if (o->nranks > h->nranks || (o->nranks == h->nranks && j < i))
-			return 0;
-	}
-	return 1;
-}
-
 /* The value of a per-rank family for header h; NAN when the plugin does not have it. */
 static double rank_value(enum rank_metric which, const struct nws_header *h, double now_real)
 {
@@ -400,20 +476,23 @@ static double rank_value(enum rank_metric which, const struct nws_header *h, dou
 	}
 }
 
-/* One per-rank family (header fields of each kept file); nothing when no rank has a value. */
-static void write_rank_family(struct nw_prom *out, enum rank_metric which, const struct nw_sf_set *set,
-                              const unsigned char *keep, double now_real)
+/* One per-rank family (header fields of each kept file it is wanted for); nothing when no rank has a value. */
+static void write_rank_family(struct nw_prom *out, const struct nw_metrics *m, enum rank_metric which,
+                              const struct nw_sf_set *set, const unsigned char *keep, double now_real)
 {
 	int started = 0;
 	for (size_t i = 0; i < set->n; i++) {
-		if (!keep[i] || (which >= RM_OVL_ON && !ovl_shown(set, keep, i)))
+		if (!keep[i] || !rank_family_wanted(m, which, keep[i]))
+			continue;
+		if (which >= RM_OVL_ON && set->ranks[i].hdr.ovl.state != NWS_OVL_ON &&
+		    set->ranks[i].hdr.ovl.state != NWS_OVL_STOPPED)
 			continue;
 		const struct nw_sf_rank *r = &set->ranks[i];
 		const struct nws_header *h = &r->hdr;
 		struct rank_labels lb;
-		rank_labels(r, &lb);
-		struct nw_label l[NW_BASE_LABELS + 8];
-		size_t nl = base_labels(r, &lb, l);
+		rank_labels(m, r, &lb);
+		struct nw_label l[NW_BASE_LABELS + 10];
+		size_t nl = base_labels(r, &lb, which == RM_INFO, l);
 		char abi[16], kmode[16], blind[160];
 		if (which == RM_INFO)
 			info_labels(r, &lb, l, &nl, abi, sizeof(abi), kmode, sizeof(kmode), blind, sizeof(blind));
@@ -498,7 +577,7 @@ static void coll_samples(struct nw_prom *out, enum coll_metric which, const stru
                          const struct nw_sample_ent *e, struct nw_label *l, size_t nl)
 {
 	const char *name = coll_fam[which].name;
-	int merge = !!(c->m->drop & NW_DROP_SOURCE);
+	int merge = !(c->m->detail & NW_DETAIL_SOURCE);
 	switch (which) {
 	case CM_OPS:
 		nw_prom_sample(out, name, l, nl, (double)e->count);
@@ -537,38 +616,79 @@ static void coll_samples(struct nw_prom *out, enum coll_metric which, const stru
 }
 
 /*
- * One per (rank, op, size bucket) family from the sample now; the busbw
+ * The size bucket of rank c->r's op c->op that moved the most timed bytes
+ * in the window (now minus prev), whose busbw the default gauge shows; -1
+ * when the window timed nothing.
+ */
+static int busiest_bucket(const struct coll_ctx *c, const struct nw_sample *now)
+{
+	int best = -1;
+	uint64_t most = 0;
+	for (int b = 0; b < NWS_NBUCKETS; b++) {
+		struct nw_sample_ent e, before, d;
+		if (!entry_of(now, c->r, c->op, b, 1, &e))
+			continue;
+		int have = entry_of(c->prev, c->r, c->op, b, 1, &before);
+		nw_sample_delta(&e, have ? &before : NULL, &d);
+		const struct nw_sample_timing *t;
+		if (nw_sample_best(&d, &t) >= 0 && t->bytes >= most) {
+			most = t->bytes;
+			best = b;
+		}
+	}
+	return best;
+}
+
+/*
+ * Whether family `which` is written, and with the size label: the duration
+ * histogram and the timed bytes (its partner for busbw over any range) only
+ * with --histograms, by size with op,size; the others by size with
+ * --detail size. 0 when not written.
+ */
+static int coll_family_shape(const struct nw_metrics *m, enum coll_metric which, int *sized)
+{
+	if ((which == CM_DURATION || which == CM_TIMED_BYTES) && m->hist == NW_HIST_NONE)
+		return 0;
+	*sized = which == CM_DURATION ? m->hist == NW_HIST_OP_SIZE : !!(m->detail & NW_DETAIL_SIZE);
+	return 1;
+}
+
+/*
+ * One per (rank, op[, size bucket]) family from the sample now; the busbw
  * gauge subtracts prev (NULL: the whole life) and is left out when the
- * window timed nothing. The size label goes (sums over every size) with
- * --drop-labels size, and for the histogram unless --histograms op,size;
- * no histogram at all with --histograms none.
+ * window timed nothing. Without the size label, counters are summed over
+ * every size, and the busbw gauge is that of the op's busiest size bucket
+ * in the window, labelled with it (so it compares with a baseline of the
+ * same size).
  */
 static void write_coll_family(struct nw_prom *out, const struct nw_metrics *m, enum coll_metric which,
                               const struct nw_sf_set *set, const unsigned char *keep,
                               const struct nw_sample *now, const struct nw_sample *prev)
 {
-	if (which == CM_DURATION && m->hist == NW_HIST_NONE)
+	int sized, started = 0, merge = !(m->detail & NW_DETAIL_SOURCE);
+	if (!coll_family_shape(m, which, &sized))
 		return;
-	int sized = !(m->drop & NW_DROP_SIZE) && (which != CM_DURATION || m->hist == NW_HIST_OP_SIZE);
-	int started = 0;
 	double le[NW_SAMPLE_NBOUNDS];
 	nw_sample_bounds(le);
 	for (size_t i = 0; i < set->n; i++) {
 		if (!keep[i])
 			continue;
 		struct rank_labels lb;
-		rank_labels(&set->ranks[i], &lb);
+		rank_labels(m, &set->ranks[i], &lb);
 		struct coll_ctx c = { m, &set->ranks[i], &lb, prev, 0, -1, le };
 		for (c.op = 0; c.op < NWS_NOPS; c.op++) {
-			for (c.bucket = sized ? 0 : -1; c.bucket < (sized ? NWS_NBUCKETS : 0); c.bucket++) {
+			int one = which == CM_BUSBW && !sized ? busiest_bucket(&c, now) : -2;
+			if (one == -1)
+				continue;
+			for (c.bucket = sized ? 0 : one; c.bucket < (sized ? NWS_NBUCKETS : one + 1); c.bucket++) {
 				struct nw_sample_ent e;
-				if (!entry_of(now, c.r, c.op, c.bucket, !!(m->drop & NW_DROP_SOURCE), &e))
+				if (!entry_of(now, c.r, c.op, c.bucket < 0 ? -1 : c.bucket, merge, &e))
 					continue;
 				struct nw_label l[NW_BASE_LABELS + 3];
-				size_t nl = base_labels(c.r, &lb, l);
+				size_t nl = base_labels(c.r, &lb, 0, l);
 				char size[32];
 				l[nl++] = (struct nw_label){ "op", nws_op_name(c.op) };
-				if (sized) {
+				if (c.bucket >= 0) {
 					nw_metrics_size_label((unsigned)c.bucket, size, sizeof(size));
 					l[nl++] = (struct nw_label){ "size", size };
 				}
@@ -582,7 +702,7 @@ static void write_coll_family(struct nw_prom *out, const struct nw_metrics *m, e
 	}
 }
 
-/* The three lateness families, from one straggler analysis per communicator. */
+/* The lateness families, from one straggler analysis per communicator. */
 static void write_lateness(struct nw_prom *out, const struct nw_metrics *m, const struct nw_sf_set *set,
                            const unsigned char *keep)
 {
@@ -605,16 +725,17 @@ static void write_lateness(struct nw_prom *out, const struct nw_metrics *m, cons
 		"largest such lateness over the same collectives",
 		"share of those collectives this rank reached last (0..1)",
 	};
-	for (int f = 0; f < 3; f++) {
+	/* the mean always; the largest and the share of last arrivals with --detail rank */
+	for (int f = 0; f < ((m->detail & NW_DETAIL_RANK) ? 3 : 1); f++) {
 		int started = 0;
 		for (size_t i = 0; i < nl; i++) {
 			const struct nw_sf_rank *r = late[i].r;
 			if (!late[i].nseq || !r || !keep[r - set->ranks])
 				continue;
 			struct rank_labels lb;
-			rank_labels(r, &lb);
+			rank_labels(m, r, &lb);
 			struct nw_label l[NW_BASE_LABELS + 1];
-			size_t n = base_labels(r, &lb, l);
+			size_t n = base_labels(r, &lb, 0, l);
 			l[n++] = (struct nw_label){ "basis", late[i].kernel_based ? "kernel" : "enqueue" };
 			double v = f == 0 ? late[i].mean_late_us / 1e6
 			         : f == 1 ? late[i].max_late_us / 1e6
@@ -631,8 +752,7 @@ static void write_lateness(struct nw_prom *out, const struct nw_metrics *m, cons
 }
 
 /* The exporter's own figures and the file counts (always written). */
-static void write_exporter(struct nw_prom *out, const struct nw_metrics *m, const struct nw_sf_set *set,
-                           const char *host)
+static void write_exporter(struct nw_prom *out, const struct nw_metrics *m, const struct nw_sf_set *set)
 {
 	size_t count[5] = { 0 };
 	static const char *const state[5] = { "live", "finished", "disabled", "stale", "bad" };
@@ -644,20 +764,32 @@ static void write_exporter(struct nw_prom *out, const struct nw_metrics *m, cons
 		default: count[3]++; break;
 		}
 	}
-	count[4] = set ? set->nbad : 0;
+	count[3] += set ? set->nhidden : 0;
+	count[4] = set ? nw_sf_nbad(set) : 0;
 	nw_prom_family(out, "ncclwatch_stats_files", "gauge",
 	               "stats files in the exporter's directory, by state (stale: the process is gone; bad: unreadable)");
 	for (int s = 0; s < 5; s++) {
-		struct nw_label l[2] = { { "host", host }, { "state", state[s] } };
+		struct nw_label l[2] = { { "Hostname", m->node }, { "state", state[s] } };
 		nw_prom_sample(out, "ncclwatch_stats_files", l, 2, (double)count[s]);
 	}
-	struct nw_label hl[1] = { { "host", host } };
+	struct nw_label hl[1] = { { "Hostname", m->node } };
 	nw_prom_family(out, "ncclwatch_exporter_scrapes_total", "counter", "scrapes the exporter answered");
 	nw_prom_sample(out, "ncclwatch_exporter_scrapes_total", hl, 1, (double)m->scrapes);
+	nw_prom_family(out, "ncclwatch_exporter_renders_total", "counter",
+	               "renderings of the metrics: one serves every scrape within the exporter's --cache interval");
+	nw_prom_sample(out, "ncclwatch_exporter_renders_total", hl, 1, (double)m->renders);
 	nw_prom_family(out, "ncclwatch_exporter_scrape_errors_total", "counter",
 	               "scrapes that could not read the stats directory, plus stats files that could not be used");
 	nw_prom_sample(out, "ncclwatch_exporter_scrape_errors_total", hl, 1, (double)m->scrape_errors);
-	struct nw_label vl[2] = { { "host", host }, { "version", NW_VERSION } };
+	if (m->procs) {
+		nw_prom_family(out, "ncclwatch_exporter_plugin_processes", "gauge",
+		               "processes of the node whose environment names the plugin (exporter --procs)");
+		nw_prom_sample(out, "ncclwatch_exporter_plugin_processes", hl, 1, (double)m->ps.plugin);
+		nw_prom_family(out, "ncclwatch_exporter_unreadable_processes", "gauge",
+		               "processes whose environment the exporter could not read (it lacks CAP_SYS_PTRACE)");
+		nw_prom_sample(out, "ncclwatch_exporter_unreadable_processes", hl, 1, (double)m->ps.unreadable);
+	}
+	struct nw_label vl[2] = { { "Hostname", m->node }, { "version", NW_VERSION } };
 	nw_prom_family(out, "ncclwatch_exporter_build_info", "gauge", "1, with the exporter's version");
 	nw_prom_sample(out, "ncclwatch_exporter_build_info", vl, 2, 1);
 	if (m->nbl) {
@@ -689,34 +821,111 @@ void nw_metrics_write(const struct nw_metrics *m, const struct nw_sf_set *set,
 	choose(m, set, keep);
 	double t = realtime_now();
 	for (int k = 0; k < RM_N; k++)
-		write_rank_family(out, (enum rank_metric)k, set, keep, t);
+		write_rank_family(out, m, (enum rank_metric)k, set, keep, t);
 	for (int k = 0; k < CM_N; k++)
 		write_coll_family(out, m, (enum coll_metric)k, set, keep, now, prev);
 	write_lateness(out, m, set, keep);
 	free(keep);
 }
 
+/*
+ * The ranks of one process-scan job just added to set (from index first):
+ * who runs them, as the scan found it (it knows better than the files,
+ * whose pod names are only what the processes were told).
+ */
+static void attribute(struct nw_sf_set *set, size_t first, const struct nw_ps_job *j)
+{
+	for (size_t i = first; i < set->n; i++) {
+		struct nw_sf_rank *r = &set->ranks[i];
+		struct nws_ident *id = &r->hdr.ident;
+		nw_strlcpy(r->pod_uid, j->pod_uid, sizeof(r->pod_uid));
+		nw_strlcpy(r->container_id, j->container_id, sizeof(r->container_id));
+		if (j->pod[0]) {
+			nw_strlcpy(id->pod, j->pod, sizeof(id->pod));
+			nw_strlcpy(id->pod_namespace, j->ns, sizeof(id->pod_namespace));
+		}
+		if (j->container[0])
+			nw_strlcpy(id->container, j->container, sizeof(id->container));
+		nw_sf_sanitize(id->pod);
+		nw_sf_sanitize(id->pod_namespace);
+		nw_sf_sanitize(id->container);
+		nw_sf_sanitize(r->container_id);
+	}
+}
+
+/*
+ * The stats of every process of the node (procscan) into set: each
+ * directory read as its process's uid, never cleaned (not ours), its ranks
+ * attributed. A directory that cannot be read is named in err (the scrape
+ * goes on). -1 only when the processes cannot be listed.
+ */
+static int load_procs(struct nw_metrics *m, unsigned flags, struct nw_sf_set *set, char *err, size_t errlen)
+{
+	const struct nw_ps_opts po = { .proc = m->proc, .logs = m->logs[0] ? m->logs : NULL };
+	struct nw_ps_job *jobs;
+	size_t njobs;
+	if (nw_ps_scan(m->ps_cache, &po, &jobs, &njobs, &m->ps, err, errlen) < 0)
+		return -1;
+	for (size_t k = 0; k < njobs; k++) {
+		const struct nw_sf_opts o = { .flags = flags | NW_SF_NO_CLEAN, .cache = m->cache,
+		                              .owner = (long)jobs[k].uid, .origin = (unsigned)k + 1 };
+		size_t first = set->n;
+		char e2[NW_ERRLEN];
+		if (nw_sf_load_more(jobs[k].dir, &o, set, e2, sizeof(e2)) < 0) {
+			m->scrape_errors++;
+			nw_seterr(err, errlen, "%s", e2);
+			continue;
+		}
+		attribute(set, first, &jobs[k]);
+	}
+	if (!njobs && m->ps.unreadable && !m->ps.plugin)
+		nw_seterr(err, errlen, "no training process found, and the environment of %zu processes could not be "
+		          "read: the exporter needs to trace them (root with CAP_SYS_PTRACE, and hostPID in a pod)",
+		          m->ps.unreadable);
+	free(jobs);
+	return 0;
+}
+
+/*
+ * This scrape's files: the directory (unless only processes are scanned),
+ * then every process's. -1 with err when nothing could be listed.
+ */
+static int load_set(struct nw_metrics *m, struct nw_sf_set *set, char *err, size_t errlen)
+{
+	unsigned flags = m->all ? 0 : NW_SF_HIDE_STALE;
+	memset(set, 0, sizeof(*set));
+	nw_strlcpy(set->dir, m->dir, sizeof(set->dir));
+	if (!m->procs || m->read_dir) {
+		const struct nw_sf_opts o = { .flags = flags, .cache = m->cache, .owner = -1 };
+		if (nw_sf_load_more(m->dir, &o, set, err, errlen) < 0 && !m->procs)
+			return -1;
+	}
+	if (m->procs && load_procs(m, flags, set, err, errlen) < 0) {
+		nw_sf_set_release(set);
+		return -1;
+	}
+	nw_sf_set_sort(set);
+	return 0;
+}
+
 int nw_metrics_scrape(struct nw_metrics *m, double now, struct nw_prom *out, char *err,
                       size_t errlen)
 {
 	struct nw_sf_set set;
-	char host[256];
-	nw_hostname(host, sizeof(host));
-	m->scrapes++;
-	if (nw_sf_load_flags(m->dir, m->all ? 0 : NW_SF_HIDE_STALE, &set, err, errlen) < 0) {
+	if (load_set(m, &set, err, errlen) < 0) {
 		m->scrape_errors++;
-		write_exporter(out, m, NULL, host);
+		write_exporter(out, m, NULL);
 		return -1;
 	}
-	if (set.nbad) {
-		m->scrape_errors += set.nbad;
+	if (nw_sf_nbad(&set)) {
+		m->scrape_errors += nw_sf_nbad(&set);
 		nw_seterr(err, errlen, "cannot use '%s': %s", set.bad[0].path, set.bad[0].why);
 	}
 	struct nw_sample cur;
 	nw_sample_take(&set, now, &cur);
 	const struct nw_sample *prev = m->have_base ? &m->base : NULL;
 	nw_metrics_write(m, &set, &cur, prev, out);
-	write_exporter(out, m, &set, host);
+	write_exporter(out, m, &set);
 	/* keep a sample about one window old for the next scrapes' busbw */
 	if (!m->have_cand) {
 		nw_sample_move(&m->cand, &cur);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export/procscan.h"
 #include "export/promtext.h"
 #include "export/sample.h"
 #include "export/statsfile.h"
@@ -28,32 +29,58 @@ struct nw_baseline {
 /* Duration histograms: none, per op (the default), per op and size bucket. */
 enum nw_hist_mode { NW_HIST_NONE, NW_HIST_OP, NW_HIST_OP_SIZE };
 
-/* Labels left out (their series summed): nw_metrics.drop bits. */
-enum { NW_DROP_SIZE = 1u << 0, NW_DROP_SOURCE = 1u << 1 };
+/*
+ * Detail beyond the default series (nw_metrics.detail bits, --detail):
+ * by default each rank gets a few series per communicator and one set per
+ * op (operations, bytes, busbw of its busiest size bucket); docs/metrics.md
+ * gives the cost of each.
+ */
+enum {
+	NW_DETAIL_SIZE = 1u << 0,   /* operations, bytes and busbw per size bucket */
+	NW_DETAIL_SOURCE = 1u << 1, /* timings by source (kernel, proxy) instead of summed */
+	NW_DETAIL_RANK = 1u << 2,   /* every per-rank family: busy ratios, plugin counters, lateness max... */
+};
 
 struct nw_metrics {
 	char dir[512];
-	int hist;            /* enum nw_hist_mode (nw_metrics_init: NW_HIST_OP) */
-	unsigned drop;       /* NW_DROP_* */
+	int hist;            /* enum nw_hist_mode (nw_metrics_init: NW_HIST_NONE) */
+	unsigned detail;     /* NW_DETAIL_* */
+	char node[256];      /* the Hostname label: $NODE_NAME, else this host's name */
 	int all;             /* also export stale files (dead processes) */
 	size_t late_window;  /* collectives compared for lateness (0: whole rings) */
 	double window_s;     /* busbw gauges cover at least this many seconds */
 	struct nw_sample base, cand;
 	int have_base, have_cand;
-	uint64_t scrapes, scrape_errors;
+	uint64_t scrapes;        /* scrapes answered, this one included: the caller's count */
+	uint64_t renders;        /* renderings (one serves every scrape of a cache interval): the caller's count */
+	uint64_t scrape_errors;
 	struct nw_baseline *bl;  /* owned */
 	size_t nbl;
+	struct nw_sf_cache *cache; /* hidden files between scrapes; owned */
+	/* the node's processes instead of (or besides) dir: nw_metrics_procs */
+	int procs;               /* find stats directories through /proc (procscan.h) */
+	int read_dir;            /* read dir too (it was given) */
+	char proc[256], logs[256];
+	struct nw_ps_cache *ps_cache; /* owned */
+	struct nw_ps_stats ps;   /* what the last scan saw */
 };
 
-/* Set up m for dir (copied), histograms per op, no label dropped. */
+/* Set up m for dir (copied): the default series (no histograms, no detail). */
 void nw_metrics_init(struct nw_metrics *m, const char *dir, int all, double window_s);
 void nw_metrics_release(struct nw_metrics *m);
+
+/*
+ * Find the stats through the node's processes (procscan.h): proc is the
+ * proc file system ("/proc"), logs the node's /var/log as mounted here
+ * (NULL or "": no pod names, pod UIDs only); read_dir keeps m->dir read too.
+ */
+void nw_metrics_procs(struct nw_metrics *m, const char *proc, const char *logs, int read_dir);
 
 /* --histograms TEXT ("none", "op", "op,size") into *mode; -1 with err naming the choices. */
 int nw_metrics_parse_hist(const char *s, int *mode, char *err, size_t errlen);
 
-/* --drop-labels TEXT ("size", "source", "size,source") into *drop (NW_DROP_*); -1 with err. */
-int nw_metrics_parse_drop(const char *s, unsigned *drop, char *err, size_t errlen);
+/* --detail TEXT (a comma list of size, source, rank, all) into *detail (NW_DETAIL_*); -1 with err. */
+int nw_metrics_parse_detail(const char *s, unsigned *detail, char *err, size_t errlen);
 
 /*
  * Read a bench result (ncclwatch JSON, docs/results.md) as the busbw

@@ -43,7 +43,7 @@ void nw_sample_take(const struct nw_sf_set *set, double t, struct nw_sample *s)
 	size_t cap = 0;
 	for (size_t i = 0; i < set->n; i++) {
 		const struct nw_sf_rank *r = &set->ranks[i];
-		for (unsigned op = 0; op < NWS_NOPS; op++) {
+		for (unsigned op = 0; r->rec && op < NWS_NOPS; op++) {
 			for (unsigned b = 0; b < NWS_NBUCKETS; b++) {
 				const struct nws_record *rec = &r->rec[op][b];
 				if (!rec->count)

@@ -3,6 +3,7 @@
  * (src/plugin/nwstats.h) without ever blocking their writer.
  */
 #include "export/statsfile.h"
+#include "export/statsfile_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,12 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model/progress.h"
 #include "util/util.h"
 
 #define SF_RETRIES 2000          /* seqlock attempts per part before giving up */
-#define SF_MAX_RING (1u << 20)   /* sanity bound on ring_len */
 #define SF_FRESH_NS (30ull * 1000000000ull) /* a heartbeat older than this: the writer is gone */
-#define SF_STALE_KEEP_S (24.0 * 3600) /* files of gone processes are removed after this */
 
 const char *nw_sf_default_dir(char *buf, size_t len)
 {
@@ -73,7 +73,7 @@ static uint64_t proc_start_time(int pid)
 	return v;
 }
 
-static uint64_t realtime_ns(void)
+uint64_t sf_realtime_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -101,7 +101,7 @@ static int same_host(const struct nws_header *h)
  * namespaces (a pod, `unshare --pid`) the number means another process or
  * none, so only the heartbeat tells.
  */
-static int pid_visible(const struct nws_header *h)
+int sf_pid_visible(const struct nws_header *h)
 {
 	if (!same_host(h))
 		return 0;
@@ -112,7 +112,7 @@ static int pid_visible(const struct nws_header *h)
 /* Did the writer publish within SF_FRESH_NS? (It publishes every few ms while alive.) */
 static int heartbeat_fresh(const struct nws_header *h)
 {
-	uint64_t now = realtime_ns();
+	uint64_t now = sf_realtime_ns();
 	return h->updated_ns && (now < h->updated_ns || now - h->updated_ns < SF_FRESH_NS);
 }
 
@@ -123,7 +123,7 @@ static enum nw_sf_live judge_live(const struct nws_header *h)
 		return NW_SF_FINISHED;
 	if (h->state == NWS_STATE_DISABLED)
 		return NW_SF_DISABLED;
-	if (!pid_visible(h))
+	if (!sf_pid_visible(h))
 		return heartbeat_fresh(h) ? NW_SF_LIVE : NW_SF_STALE;
 	if (h->pid <= 0)
 		return NW_SF_STALE;
@@ -140,11 +140,11 @@ static enum nw_sf_live judge_live(const struct nws_header *h)
  * was reused)? Another host's file: never (only that host can tell); one
  * from another PID namespace of this host: when its heartbeat stopped.
  */
-static int writer_gone(const struct nws_header *h)
+int sf_writer_gone(const struct nws_header *h)
 {
 	if (!same_host(h))
 		return 0;
-	if (!pid_visible(h))
+	if (!sf_pid_visible(h))
 		return !heartbeat_fresh(h);
 	if (h->pid <= 0 || (kill(h->pid, 0) != 0 && errno == ESRCH))
 		return 1;
@@ -248,8 +248,15 @@ static int validate(const struct nws_header *h, uint64_t fsize, char *err, size_
 	if (h->file_size > fsize)
 		return nw_seterr(err, errlen, "file is %llu bytes, header says %llu (truncated)",
 		                 (unsigned long long)fsize, (unsigned long long)h->file_size);
-	if (h->ring_len > SF_MAX_RING)
-		return nw_seterr(err, errlen, "ring length %u is out of range", h->ring_len);
+	if (h->ring_len > NW_SF_MAX_RING)
+		return nw_seterr(err, errlen, "ring length %u is more than the %u the plugin can write", h->ring_len,
+		                 NW_SF_MAX_RING);
+	/* nranks 0: not told (profiler v1 to v3) */
+	if (h->nranks < 0 || h->nranks > NW_PROG_MAX_RANKS)
+		return nw_seterr(err, errlen, "communicator of %d ranks: not between 1 and %d", h->nranks,
+		                 NW_PROG_MAX_RANKS);
+	if (h->rank < 0 || h->rank >= (h->nranks ? h->nranks : NW_PROG_MAX_RANKS))
+		return nw_seterr(err, errlen, "rank %d of a communicator of %d ranks", h->rank, h->nranks);
 	uint64_t rec_bytes = (uint64_t)NWS_NOPS * NWS_NBUCKETS * sizeof(struct nws_record);
 	uint64_t ring_bytes = (uint64_t)h->ring_len * sizeof(struct nws_opent);
 	if (h->off_records % 8 || h->off_ring % 8 || h->off_records < h->header_size ||
@@ -271,7 +278,7 @@ static int cmp_opent(const void *a, const void *b)
  * a node exporter reading a directory that training pods of another uid
  * write may trust that group's files. Unset: no group is trusted.
  */
-static int trusted_group(gid_t gid)
+int sf_trusted_group(gid_t gid)
 {
 	const char *g = getenv("NCCLWATCH_GROUP");
 	if (!g || !*g)
@@ -287,10 +294,13 @@ static int trusted_group(gid_t gid)
 
 /*
  * Open path without following a link or blocking (a FIFO would), and check
- * that it is a regular file of this user large enough for a header. -1
- * with err; *fd is set to what the caller must close either way (-1 when none).
+ * that it is a regular file of owner (or of the group NCCLWATCH_GROUP
+ * names) large enough for a header; with expect, that it is still that
+ * file (device and inode). -1 with err; *fd is set to what the caller must
+ * close either way (-1 when none).
  */
-static int open_file(const char *path, int *fd, uint64_t *size, char *err, size_t errlen)
+static int open_file(const char *path, uid_t owner, const struct stat *expect, int *fd, uint64_t *size, char *err,
+                     size_t errlen)
 {
 	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (*fd < 0)
@@ -302,10 +312,12 @@ static int open_file(const char *path, int *fd, uint64_t *size, char *err, size_
 	if (!S_ISREG(st.st_mode))
 		return nw_seterr(err, errlen, "not a regular file (%s): skipped", S_ISFIFO(st.st_mode) ? "a FIFO"
 		                 : S_ISDIR(st.st_mode) ? "a directory" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
-	if (st.st_uid != geteuid() && !(trusted_group(st.st_gid) && !(st.st_mode & S_IWOTH)))
-		return nw_seterr(err, errlen, "owned by uid %u, not by uid %u (this user): skipped, only your own "
-		                 "stats files are read, or those of the group NCCLWATCH_GROUP names",
-		                 (unsigned)st.st_uid, (unsigned)geteuid());
+	if (expect && (st.st_dev != expect->st_dev || st.st_ino != expect->st_ino))
+		return nw_seterr(err, errlen, "replaced while being read; try again");
+	if (st.st_uid != owner && !(sf_trusted_group(st.st_gid) && !(st.st_mode & S_IWOTH)))
+		return nw_seterr(err, errlen, "owned by uid %u, not by uid %u (%s): skipped, only the stats files of "
+		                 "that user are read, or those of the group NCCLWATCH_GROUP names",
+		                 (unsigned)st.st_uid, (unsigned)owner, owner == geteuid() ? "this user" : "the directory's");
 	if ((uint64_t)st.st_size < sizeof(struct nws_header))
 		return nw_seterr(err, errlen, "too small for a stats file (%lld bytes)", (long long)st.st_size);
 	*size = (uint64_t)st.st_size;
@@ -350,8 +362,13 @@ static int copy_header(struct nw_sf_rank *r, int fd, uint64_t fsize, char *err, 
 	memset((char *)&r->hdr + r->hdr.header_size, 0, sizeof(r->hdr) - r->hdr.header_size);
 	if (seq_read(fd, &r->hdr.live_gen, r->hdr.header_size - live, live) != 0)
 		return nw_seterr(err, errlen, "writer kept the header busy, or the file got shorter; try again");
-	if (r->hdr.nranks <= 0 && r->hdr.mode.nranks > 0)
-		r->hdr.nranks = r->hdr.mode.nranks; /* profiler v1, v2: the size learned from the ops */
+	if (r->hdr.nranks <= 0 && r->hdr.mode.nranks > 0) {
+		/* profiler v1, v2: the size learned from the ops, bounded as the header's is */
+		if (r->hdr.mode.nranks > NW_PROG_MAX_RANKS || r->hdr.rank >= r->hdr.mode.nranks)
+			return nw_seterr(err, errlen, "communicator of %d ranks (rank %d): not between 1 and %d",
+			                 r->hdr.mode.nranks, r->hdr.rank, NW_PROG_MAX_RANKS);
+		r->hdr.nranks = r->hdr.mode.nranks;
+	}
 	r->hdr.ovl.reason[sizeof(r->hdr.ovl.reason) - 1] = '\0';
 	nw_sf_sanitize(r->hdr.ovl.reason);
 	struct nws_ident *id = &r->hdr.ident;
@@ -373,6 +390,7 @@ static int copy_header(struct nw_sf_rank *r, int fd, uint64_t fsize, char *err, 
 static int copy_records(struct nw_sf_rank *r, int fd, char *err, size_t errlen)
 {
 	unsigned char ok[NWS_NOPS * NWS_NBUCKETS];
+	r->rec = nw_calloc(NWS_NOPS, sizeof(*r->rec));
 	if (seq_read_array(fd, r->rec, NWS_NOPS * NWS_NBUCKETS, sizeof(struct nws_record), r->hdr.off_records,
 	                   ok) != 0)
 		return nw_seterr(err, errlen, "file got shorter while being read (truncated)");
@@ -406,33 +424,22 @@ static int copy_ring(struct nw_sf_rank *r, int fd)
 }
 
 /*
- * Remove path when its writer, a process of this host, is gone and its
- * last publish is more than keep_s seconds old (keep_s 0: never). 1 when
- * it was removed.
+ * Everything of one file that want asks for into r: the file is read with
+ * pread into private copies and never mapped, so a writer that truncates or
+ * replaces it under us makes this read fail, never the process. The header
+ * comes first; the records and ring only when want asks for them (a file
+ * whose writer is gone, with SF_WANT_SHOWN, keeps only its header).
  */
-static int clean_old(const char *path, const struct nws_header *h, double keep_s)
-{
-	uint64_t now = realtime_ns();
-	if (keep_s <= 0 || now < h->updated_ns || (double)(now - h->updated_ns) / 1e9 < keep_s || !writer_gone(h))
-		return 0;
-	return unlink(path) == 0;
-}
-
-/*
- * Everything of one file into r: the file is read with pread into private
- * copies and never mapped, so a writer that truncates or replaces it under
- * us makes this read fail, never the process. With header_only, a file
- * whose writer is gone keeps only its header (hidden rows need no more).
- */
-static int read_rank(const char *path, int header_only, struct nw_sf_rank *r, char *err, size_t errlen)
+int sf_read_rank(const char *path, uid_t owner, const struct stat *expect, enum sf_want want, struct nw_sf_rank *r,
+                 char *err, size_t errlen)
 {
 	int ret = -1, fd = -1;
 	uint64_t size = 0;
 	memset(r, 0, sizeof(*r));
 	nw_strlcpy(r->path, path, sizeof(r->path));
-	if (open_file(path, &fd, &size, err, errlen) == 0 && copy_header(r, fd, size, err, errlen) == 0) {
+	if (open_file(path, owner, expect, &fd, &size, err, errlen) == 0 && copy_header(r, fd, size, err, errlen) == 0) {
 		r->live = judge_live(&r->hdr);
-		if (header_only && r->live == NW_SF_STALE)
+		if (want == SF_WANT_HEADER || (want == SF_WANT_SHOWN && r->live == NW_SF_STALE))
 			ret = 0;
 		else if (copy_records(r, fd, err, errlen) == 0)
 			ret = copy_ring(r, fd) == 0 ? 0 : nw_seterr(err, errlen, "file got shorter while being read (truncated)");
@@ -446,146 +453,16 @@ static int read_rank(const char *path, int header_only, struct nw_sf_rank *r, ch
 
 int nw_sf_read(const char *path, struct nw_sf_rank *r, char *err, size_t errlen)
 {
-	return read_rank(path, 0, r, err, errlen);
+	return sf_read_rank(path, geteuid(), NULL, SF_WANT_ALL, r, err, errlen);
 }
 
 void nw_sf_rank_release(struct nw_sf_rank *r)
 {
+	free(r->rec);
+	r->rec = NULL;
 	free(r->ring);
 	r->ring = NULL;
 	r->nring = 0;
-}
-
-static int cmp_rank(const void *a, const void *b)
-{
-	const struct nw_sf_rank *x = a, *y = b;
-	if (x->hdr.comm_hash != y->hdr.comm_hash)
-		return x->hdr.comm_hash < y->hdr.comm_hash ? -1 : 1;
-	if (x->hdr.rank != y->hdr.rank)
-		return x->hdr.rank < y->hdr.rank ? -1 : 1;
-	if (x->live != y->live)
-		return (int)x->live - (int)y->live;
-	return strcmp(x->path, y->path);
-}
-
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t n = strlen(s), m = strlen(suf);
-	return n > m && strcmp(s + n - m, suf) == 0;
-}
-
-/*
- * Open dir for listing once it is known to be safe to read: owned by this
- * user or root and not writable by anyone else (who could plant files in
- * it). NULL with err.
- */
-static DIR *open_dir(const char *dir, char *err, size_t errlen)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			nw_seterr(err, errlen, "no stats directory '%s': is a job running with "
-			          "NCCL_PROFILER_PLUGIN=ncclwatch (or set NCCLWATCH_DIR)?", dir);
-		else
-			nw_seterr(err, errlen, "cannot read stats directory '%s': %s", dir, strerror(errno));
-		return NULL;
-	}
-	struct stat st;
-	const char *why = NULL;
-	if (fstat(fd, &st) != 0)
-		why = strerror(errno);
-	else if (st.st_uid != geteuid() && st.st_uid != 0 && !trusted_group(st.st_gid))
-		why = "it belongs to another user, who could put any file in it (set NCCLWATCH_GROUP to its group "
-		      "to trust that group)";
-	else if ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && !trusted_group(st.st_gid)))
-		why = "other users can write in it and put any file there; chmod go-w it (or set NCCLWATCH_GROUP "
-		      "to trust its group)";
-	DIR *d = why ? NULL : fdopendir(fd);
-	if (!d) {
-		nw_seterr(err, errlen, "refusing to read stats directory '%s': %s", dir, why ? why : strerror(errno));
-		close(fd);
-	}
-	return d;
-}
-
-/* Append (path, why) to set->bad, growing it (*cap entries allocated); the path is made printable. */
-static void add_bad(struct nw_sf_set *set, size_t *cap, const char *path, const char *why)
-{
-	if (set->nbad == *cap) {
-		*cap = *cap ? *cap * 2 : 4;
-		set->bad = nw_realloc(set->bad, *cap * sizeof(*set->bad));
-	}
-	struct nw_sf_bad *b = &set->bad[set->nbad++];
-	nw_strlcpy(b->path, path, sizeof(b->path));
-	nw_sf_sanitize(b->path);
-	nw_strlcpy(b->why, why, sizeof(b->why));
-}
-
-/* How long files of gone processes are kept: $NCCLWATCH_STALE_KEEP, default 24 h; 0 keeps them. */
-static int stale_keep(double *keep_s, char *err, size_t errlen)
-{
-	const char *e = getenv("NCCLWATCH_STALE_KEEP");
-	char why[NW_ERRLEN];
-	*keep_s = SF_STALE_KEEP_S;
-	if (!e || !*e)
-		return 0;
-	if (nw_parse_duration(e, keep_s, why, sizeof(why)) != 0 || *keep_s < 0)
-		return nw_seterr(err, errlen, "NCCLWATCH_STALE_KEEP='%s' is not a duration (e.g. 24h, 30m, 0 to keep "
-		                 "every file)", e);
-	return 0;
-}
-
-int nw_sf_load_flags(const char *dir, unsigned flags, struct nw_sf_set *set, char *err, size_t errlen)
-{
-	memset(set, 0, sizeof(*set));
-	nw_strlcpy(set->dir, dir, sizeof(set->dir));
-	double keep_s;
-	if (stale_keep(&keep_s, err, errlen) != 0)
-		return -1;
-	DIR *d = open_dir(dir, err, errlen);
-	if (!d)
-		return -1;
-	size_t cap = 0, capbad = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		if (!has_suffix(de->d_name, ".nws"))
-			continue;
-		char path[512];
-		int pn = snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (pn < 0 || (size_t)pn >= sizeof(path))
-			continue;
-		if (set->n == cap) {
-			cap = cap ? cap * 2 : 8;
-			set->ranks = nw_realloc(set->ranks, cap * sizeof(*set->ranks));
-		}
-		char why[160];
-		struct nw_sf_rank *r = &set->ranks[set->n];
-		if (read_rank(path, !!(flags & NW_SF_HIDE_STALE), r, why, sizeof(why)) != 0)
-			add_bad(set, &capbad, path, why);
-		else if (clean_old(path, &r->hdr, keep_s)) {
-			nw_sf_rank_release(r);
-			set->nremoved++;
-		} else
-			set->n++;
-	}
-	closedir(d);
-	if (set->n > 1)
-		qsort(set->ranks, set->n, sizeof(*set->ranks), cmp_rank);
-	return 0;
-}
-
-int nw_sf_load(const char *dir, struct nw_sf_set *set, char *err, size_t errlen)
-{
-	return nw_sf_load_flags(dir, 0, set, err, errlen);
-}
-
-void nw_sf_set_release(struct nw_sf_set *set)
-{
-	for (size_t i = 0; i < set->n; i++)
-		nw_sf_rank_release(&set->ranks[i]);
-	free(set->ranks);
-	free(set->bad);
-	memset(set, 0, sizeof(*set));
 }
 
 /* Value (us) at quantile q of a histogram; max_us caps the open last bin. */
@@ -612,7 +489,7 @@ void nw_sf_aggregate(const struct nw_sf_rank *r, int op, int bucket, struct nw_s
 {
 	memset(out, 0, sizeof(*out));
 	out->src = -1;
-	if (op < 0 || op >= NWS_NOPS || bucket >= NWS_NBUCKETS)
+	if (op < 0 || op >= NWS_NOPS || bucket >= NWS_NBUCKETS || !r->rec)
 		return;
 	int b0 = bucket < 0 ? 0 : bucket, b1 = bucket < 0 ? NWS_NBUCKETS - 1 : bucket;
 	struct nws_timing t[NWS_NSRC];

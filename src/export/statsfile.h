@@ -11,7 +11,8 @@
  * elsewhere (another host, a pod, `unshare --pid`) its heartbeat
  * (updated_ns, published every few ms) is less than 30 s old.
  * Files are read with pread, never mapped: one truncated or replaced while
- * it is read is reported bad, never a crash. Only regular files owned by
+ * it is read is reported bad, never a crash. Headers are read first; the
+ * records and ring only of the files a reader shows. Only regular files owned by
  * this user are read (a FIFO, link, device or another user's file is
  * skipped with the reason), and only from a directory that nobody else can
  * write. Every string taken from a file is made printable (nw_sf_sanitize).
@@ -27,6 +28,15 @@
 
 #include "plugin/nwstats.h"
 
+/*
+ * Bounds on what a file or a directory may make a reader hold. Every count
+ * read from a file is checked against what the file's size can hold and
+ * against these; a file past them is bad, with the reason.
+ */
+#define NW_SF_MAX_RING (1u << 16)    /* ring entries: the plugin's NCCLWATCH_RING maximum */
+#define NW_SF_MAX_FILES 65536u       /* *.nws files looked at in one directory; the rest are bad */
+#define NW_SF_MAX_BAD 64u            /* bad files named in a set (all are counted) */
+
 /* Liveness of one file's writer. */
 enum nw_sf_live {
 	NW_SF_LIVE,     /* process alive, state running */
@@ -40,9 +50,14 @@ struct nw_sf_rank {
 	char path[512];
 	enum nw_sf_live live;
 	struct nws_header hdr;                          /* copy; strings NUL-terminated */
-	struct nws_record rec[NWS_NOPS][NWS_NBUCKETS];  /* copy */
+	struct nws_record (*rec)[NWS_NBUCKETS];         /* [NWS_NOPS][NWS_NBUCKETS] copy; owned; NULL when only
+	                                                   the header was read (NW_SF_HEADERS) */
 	struct nws_opent *ring;                         /* copy, oldest first; owned */
 	size_t nring;                                   /* valid entries in ring */
+	/* what the reader found out itself (the exporter's process scan), not in the file */
+	unsigned origin;                                /* the directory it came from (nw_sf_opts.origin) */
+	char pod_uid[40];                               /* the pod's UID from its cgroup; "" unknown */
+	char container_id[96];                          /* "containerd://<id>" ...; "" unknown */
 };
 
 /* A file that could not be used, and why ("bad magic", "version 7, need 1"...). */
@@ -51,21 +66,69 @@ struct nw_sf_bad {
 	char why[160];
 };
 
-/* Everything in one directory. */
+/*
+ * Everything in one directory (or, for the exporter's process scan, in
+ * several). Only the files a reader shows are held; hidden and bad ones are
+ * counted, so a set's memory never grows with files it does not show.
+ */
 struct nw_sf_set {
 	char dir[512];
 	struct nw_sf_rank *ranks;   /* sorted by comm_hash, then rank */
 	size_t n;
-	struct nw_sf_bad *bad;
-	size_t nbad;
+	struct nw_sf_bad *bad;      /* the first NW_SF_MAX_BAD bad files */
+	size_t nbad;                /* entries in bad */
+	size_t nbad_more;           /* bad files past those (counted, not named) */
+	size_t nhidden;             /* stale files left out (NW_SF_HIDE_STALE): read no further than their header */
 	size_t nremoved;            /* old files of gone processes removed by this load */
 };
+
+/* Bad files in all: named and counted. */
+static inline size_t nw_sf_nbad(const struct nw_sf_set *set)
+{
+	return set->nbad + set->nbad_more;
+}
 
 /*
  * The stats directory: $NCCLWATCH_DIR when set and not empty, else
  * /dev/shm/ncclwatch-<uid>. Writes into buf; returns buf.
  */
 const char *nw_sf_default_dir(char *buf, size_t len);
+
+/* nw_sf_load_flags flags. */
+enum {
+	/* files whose process is gone are counted in set->nhidden and not
+	   kept: for readers that hide stale ranks */
+	NW_SF_HIDE_STALE = 1u << 0,
+	/* read only the headers (rec NULL, no ring): for readers of progress (hang) */
+	NW_SF_HEADERS = 1u << 1,
+	/* never remove old files of gone processes (a directory seen through
+	   another process's root: not ours to clean) */
+	NW_SF_NO_CLEAN = 1u << 2,
+};
+
+/*
+ * What a long-running reader (the exporter, top's live view) remembers of
+ * files between loads: for each file it hides or finds bad, its identity
+ * (device, inode, size, modification and change times) and the verdict, so
+ * that an unchanged one is neither opened nor read again. About 100 bytes a
+ * file, at most NW_SF_MAX_FILES files per directory; entries of files not
+ * seen for a minute are dropped. A file whose writer was judged gone by its
+ * heartbeat (another PID namespace) is looked at again every 10 s, since a
+ * shared mapping's writes need not change its times.
+ */
+struct nw_sf_cache;
+struct nw_sf_cache *nw_sf_cache_new(void);
+void nw_sf_cache_free(struct nw_sf_cache *c);
+/* Files the cache answered for without opening them, since it was made. */
+uint64_t nw_sf_cache_hits(const struct nw_sf_cache *c);
+
+/* How to read a directory. */
+struct nw_sf_opts {
+	unsigned flags;              /* NW_SF_* */
+	struct nw_sf_cache *cache;   /* NULL: none */
+	long owner;                  /* uid whose files are read; -1: this process's effective uid */
+	unsigned origin;             /* recorded in each rank read (several directories make one set) */
+};
 
 /*
  * Load every *.nws file in dir into set (zeroed by the call). Files that
@@ -77,15 +140,27 @@ const char *nw_sf_default_dir(char *buf, size_t len);
  */
 int nw_sf_load(const char *dir, struct nw_sf_set *set, char *err, size_t errlen);
 
-/* nw_sf_load_flags flags. */
-enum {
-	/* files whose process is gone keep only their header (rec zero, no
-	   ring): for readers that hide stale ranks and only count them */
-	NW_SF_HIDE_STALE = 1u << 0,
-};
-
 /* nw_sf_load with flags (NW_SF_*). */
 int nw_sf_load_flags(const char *dir, unsigned flags, struct nw_sf_set *set, char *err, size_t errlen);
+
+/* nw_sf_load with options: flags, a cache, whose files. */
+int nw_sf_load_opts(const char *dir, const struct nw_sf_opts *o, struct nw_sf_set *set, char *err, size_t errlen);
+
+/*
+ * Add the files of dir to set (which holds others already: several
+ * directories make one set), unsorted: nw_sf_set_sort once all are in.
+ * 0, or -1 with err when the directory cannot be read (set unchanged).
+ */
+int nw_sf_load_more(const char *dir, const struct nw_sf_opts *o, struct nw_sf_set *set, char *err,
+                    size_t errlen);
+void nw_sf_set_sort(struct nw_sf_set *set);
+
+/*
+ * Whether dir can be read as a stats directory (exists, ours, nobody else
+ * can write it) without reading any file: 0, or -1 with err as nw_sf_load
+ * would say it.
+ */
+int nw_sf_check_dir(const char *dir, char *err, size_t errlen);
 
 /*
  * Make s printable in place: control bytes, C1 controls and bytes that are
@@ -94,7 +169,7 @@ int nw_sf_load_flags(const char *dir, unsigned flags, struct nw_sf_set *set, cha
 void nw_sf_sanitize(char *s);
 
 /*
- * Read and validate one file into r (ring allocated; free with
+ * Read and validate one file into r (records and ring allocated; free with
  * nw_sf_rank_release). Returns 0, or -1 with the reason in err.
  */
 int nw_sf_read(const char *path, struct nw_sf_rank *r, char *err, size_t errlen);

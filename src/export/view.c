@@ -318,8 +318,9 @@ void nw_view_build(const struct nw_sf_set *set, const struct nw_sample *now,
                    const struct nw_sample *prev, const struct nw_view_opts *o, struct nw_view *v)
 {
 	memset(v, 0, sizeof(*v));
-	v->nfiles = set->n;
-	v->nbad = set->nbad;
+	v->nfiles = set->n + set->nhidden;
+	v->nbad = nw_sf_nbad(set);
+	v->nstale = v->nhidden = set->nhidden;
 	double le[NW_SAMPLE_NBOUNDS];
 	nw_sample_bounds(le);
 	size_t cap = 0, ocap = 0;

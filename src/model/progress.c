@@ -243,21 +243,31 @@ static int diverging_op(const struct nw_prog_comm *c, uint64_t *seq)
 	return op;
 }
 
-/* Ranks 0..nranks-1 that no source reported, into d->unseen. */
+/*
+ * Ranks 0..nranks-1 that no source reported, into d->unseen as ranges: their
+ * memory grows with the ranks reported (c->n), never with the size a source
+ * claims for the communicator.
+ */
 static int find_unseen(const struct nw_prog_comm *c, struct nw_prog_diag *d)
 {
 	if (c->nranks <= 0)
 		return 0;
-	d->unseen = calloc((size_t)c->nranks, sizeof(int));
+	d->unseen = calloc(c->n + 1, sizeof(*d->unseen));
 	if (!d->unseen)
 		return -1;
-	size_t j = 0;
-	for (int r = 0; r < c->nranks; r++) {
-		while (j < c->n && c->ranks[j].rank < r)
-			j++;
-		if (j >= c->n || c->ranks[j].rank != r || !counted(&c->ranks[j]))
-			d->unseen[d->nunseen++] = r;
+	int next = 0; /* lowest rank not yet placed */
+	for (size_t j = 0; j < c->n && next < c->nranks; j++) {
+		const struct nw_prog_rank *r = &c->ranks[j];
+		if (r->rank < next || !counted(r))
+			continue;
+		if (r->rank > next)
+			d->unseen[d->nunseen_ranges++] = (struct nw_prog_range){ next, r->rank - 1 };
+		next = r->rank + 1;
 	}
+	if (next < c->nranks)
+		d->unseen[d->nunseen_ranges++] = (struct nw_prog_range){ next, c->nranks - 1 };
+	for (size_t k = 0; k < d->nunseen_ranges; k++)
+		d->nunseen += (size_t)(d->unseen[k].hi - d->unseen[k].lo) + 1;
 	return 0;
 }
 

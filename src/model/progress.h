@@ -28,6 +28,13 @@
 /* A count or time that the source cannot observe (not zero: unknown). */
 #define NW_PROG_UNKNOWN UINT64_MAX
 
+/*
+ * The largest communicator any source may claim (ranks 0..NW_PROG_MAX_RANKS-1),
+ * the same bound as NCCL RAS answers get (parse/ras.h): a stats file, dump or
+ * answer that claims more is refused as bad input, never allocated for.
+ */
+#define NW_PROG_MAX_RANKS (1 << 20)
+
 /* Which sources reported a rank (bit mask in nw_prog_rank.src). */
 enum nw_prog_src {
 	NW_PROG_SRC_STATS = 1u << 0, /* a live stats file on this node */
@@ -75,6 +82,11 @@ struct nw_prog_set {
 	size_t n;
 };
 
+/* Ranks lo..hi (both included). */
+struct nw_prog_range {
+	int lo, hi;
+};
+
 /* The diagnosis of one communicator. */
 enum nw_prog_verdict {
 	NW_PROG_NONE,      /* working: ops in flight, no rank behind, events flowing */
@@ -92,8 +104,9 @@ struct nw_prog_diag {
 	size_t *inside;         /* indices: started it, completion not seen; owned */
 	size_t ninside;
 	size_t narrived;        /* ranks that enqueued it (inside or not; completion unknown or seen) */
-	int *unseen;            /* ranks of 0..nranks-1 that no source reported; owned */
-	size_t nunseen;
+	struct nw_prog_range *unseen; /* ranks of 0..nranks-1 that no source reported, as ranges in order; owned */
+	size_t nunseen_ranges;  /* entries of unseen: at most one more than the ranks reported */
+	size_t nunseen;         /* ranks in those ranges */
 	uint64_t quiet_ns;      /* least time without an event over the ranks; NW_PROG_UNKNOWN unknown */
 	uint64_t wait_ns;       /* since the op was first enqueued (or the oldest in-flight op began); 0 unknown */
 	int done_blind;         /* some rank could not see completions (inside may be incomplete) */

@@ -40,7 +40,10 @@ static const char *who(void)
 /*
  * Disable recording for good: clear the activation mask (NCCL's, or the
  * interposer's own) so no more events come, make every callback and
- * wrapper pass at once, and log one line (only the first call logs).
+ * wrapper pass at once, and log one line (only the first call logs), also
+ * on stderr when NCCL gave a logger: NCCL shows WARN lines only with
+ * NCCL_DEBUG set, and a job that publishes nothing must say so where its
+ * user looks. stderr is written only when that cannot block.
  */
 void nwp_disable(const char *fmt, ...)
 {
@@ -55,8 +58,16 @@ void nwp_disable(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	memcpy(nwp_g.disabled_reason, msg, sizeof(msg));
-	if (!__atomic_exchange_n(&nwp_g.logged, 1, __ATOMIC_ACQ_REL))
-		nwp_log(NWP_LOG_WARN, "%s disabled: %s", who(), msg);
+	if (__atomic_exchange_n(&nwp_g.logged, 1, __ATOMIC_ACQ_REL))
+		return;
+	nwp_log(NWP_LOG_WARN, "%s disabled: %s", who(), msg);
+	if (!__atomic_load_n(&nwp_g.logfn, __ATOMIC_ACQUIRE))
+		return; /* nwp_log wrote stderr itself */
+	char line[sizeof(msg) + 48];
+	int n = snprintf(line, sizeof(line), "%s disabled: %s\n", who(), msg);
+	struct pollfd p = { .fd = STDERR_FILENO, .events = POLLOUT };
+	if (n > 0 && (size_t)n < sizeof(line) && poll(&p, 1, 0) == 1 && (p.revents & POLLOUT))
+		(void)!write(STDERR_FILENO, line, (size_t)n);
 }
 
 /* NCCL_DEBUG asks for INFO lines (INFO or TRACE)? */

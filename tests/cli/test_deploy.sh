@@ -16,11 +16,11 @@ for _ in $(seq 40); do
 	[ "$("$NW" exporter --once --dir "$d" 2>/dev/null | grep -c 'ncclwatch_rank_info{.*state="live"')" = 4 ] && break
 done
 run "$NW" exporter --once --dir "$d"
-expect_out "same namespace: 4 live ranks" '^ncclwatch_stats_files\{host="[^"]*",state="live"\} 4$'
+expect_out "same namespace: 4 live ranks" '^ncclwatch_stats_files\{Hostname="[^"]*",state="live"\} 4$'
 if [ "$(id -u)" = 0 ] && unshare --pid --fork --mount-proc true 2>/dev/null; then
 	run unshare --pid --fork --mount-proc "$NW" exporter --once --dir "$d"
 	expect_out "exporter --once in another PID namespace: the ranks stay live" \
-		'^ncclwatch_stats_files\{host="[^"]*",state="live"\} 4$'
+		'^ncclwatch_stats_files\{Hostname="[^"]*",state="live"\} 4$'
 	expect_out "... and their metrics are exported" '^ncclwatch_coll_ops_total\{.*op="all_reduce"'
 	run unshare --pid --fork --mount-proc "$NW" top --once --dir "$d"
 	expect_out "top --once in another PID namespace: the ranks stay live" '4 files \(4 live, 0 finished, 0 disabled, 0 stale'
@@ -39,11 +39,17 @@ run env POD_NAME=train-llm-0 POD_NAMESPACE=ml CONTAINER_NAME=train NCCLWATCH_JOB
 expect_rc "harness with the fake CUDA driver current" 0
 run "$NW" exporter --once --dir "$d"
 cp "$OUT" "$TMP/ident.prom"
-id1='gpu="3",UUID="GPU-fa1e0000-0000-4000-8000-000000000001",pod="train-llm-0",namespace="ml",container="train",hpc_job="llm-7"'
-expect_out "rank 1 names its GPU (CUDA_VISIBLE_DEVICES applied), UUID, pod, namespace, container, job" \
-	"^ncclwatch_coll_ops_total\{host=\"[^\"]*\",comm=\"5eed000000c0ffee\",rank=\"1\",$id1,op=\"all_reduce\",size=\"8\"\} "
-expect_out "rank 0 drives GPU 2" '^ncclwatch_rank_info\{.*rank="0",gpu="2",UUID="GPU-fa1e0000-0000-4000-8000-000000000000",'
-expect_out "lateness carries the labels too" "^ncclwatch_rank_lateness_seconds\{.*rank=\"1\",$id1,basis="
+wl='pod="train-llm-0",namespace="ml",container="train",hpc_job="llm-7"'
+expect_out "every series names the node and the workload: pod, namespace, container, job" \
+	"^ncclwatch_coll_ops_total\{Hostname=\"[^\"]*\",comm=\"5eed000000c0ffee\",rank=\"1\",$wl,op=\"all_reduce\"\} "
+expect_out "rank_info adds the GPU (CUDA_VISIBLE_DEVICES applied) and its UUID: the join with dcgm-exporter" \
+	"^ncclwatch_rank_info\{.*rank=\"1\",$wl,gpu=\"3\",UUID=\"GPU-fa1e0000-0000-4000-8000-000000000001\","
+expect_out "rank 0 drives GPU 2" '^ncclwatch_rank_info\{.*rank="0",.*gpu="2",UUID="GPU-fa1e0000-0000-4000-8000-000000000000",'
+expect_out "lateness carries the workload too" "^ncclwatch_rank_lateness_seconds\{.*rank=\"1\",$wl,basis="
+expect_no_out "other series leave the GPU to rank_info (a scrape stays small)" '^ncclwatch_coll.*UUID='
+NODE_NAME=gpu-node-17 run "$NW" exporter --once --dir "$d"
+expect_out "Hostname is NODE_NAME when set (the Kubernetes node, as dcgm-exporter names it)" '^ncclwatch_rank_info\{Hostname="gpu-node-17",'
+expect_out "... on the exporter's own series too" '^ncclwatch_exporter_build_info\{Hostname="gpu-node-17",'
 run env SLURM_JOB_ID=991 TORCHELASTIC_RUN_ID=te1 "$H" --plugin "$NW_PLUGIN" --dir "$TMP/slurm" --ranks 1 --ops 1
 run "$NW" exporter --once --dir "$TMP/slurm"
 expect_out "without NCCLWATCH_JOB the Slurm job id is the job label" '^ncclwatch_rank_info\{.*hpc_job="991"'
@@ -61,25 +67,37 @@ promcheck() {
 	else skip "$1" "promtool is not installed (Debian package prometheus)"; fi
 }
 declare -A n
-for mode in "op,size" "op" "none" "op --drop-labels=size" "op --drop-labels=source" "none --drop-labels=size,source"; do
+for mode in "" "--detail size" "--detail source" "--detail rank" "--histograms op" "--histograms op,size --detail all"; do
 	# shellcheck disable=SC2086
-	"$NW" exporter --once --dir "$d" --histograms $mode >"$TMP/m.prom" 2>"$ERR"
-	n[$mode]=$(grep -vc '^#' "$TMP/m.prom")
-	echo "# --histograms $mode: $(( ${n[$mode]} / 2 )) series per rank"
-	promcheck "promtool check metrics is clean with --histograms $mode" "$TMP/m.prom"
+	"$NW" exporter --once --dir "$d" $mode >"$TMP/m.prom" 2>"$ERR"
+	n[${mode:-default}]=$(grep -vc '^#' "$TMP/m.prom")
+	echo "# ${mode:-default}: $(( ${n[${mode:-default}]} / 2 )) series per rank"
+	promcheck "promtool check metrics is clean with ${mode:-the default}" "$TMP/m.prom"
 done
-"$NW" exporter --once --dir "$d" >"$TMP/default.prom"
-expect_true "the default is --histograms op" [ "$(grep -vc '^#' "$TMP/default.prom")" = "${n[op]}" ]
-expect_true "the default has at least 5x fewer series than per-size histograms" [ $(( ${n[op]} * 5 )) -le "${n[op,size]}" ]
-expect_true "series budget of the default: at most 2100 per rank for this job (docs/metrics.md)" [ $(( ${n[op]} / 2 )) -le 2100 ]
-expect_true "--drop-labels=size leaves no size label on coll series" sh -c "! '$NW' exporter --once --dir '$d' --drop-labels size | grep -q '^ncclwatch_coll.*size='"
-expect_true "--drop-labels=size keeps the op counts (sum over sizes)" sh -c \
-	"'$NW' exporter --once --dir '$d' --drop-labels size | grep -Eq '^ncclwatch_coll_ops_total\{.*comm=\"5eed000000c0ffee\",rank=\"0\"(,[^}]*)?,op=\"all_reduce\"\} 24$'"
-expect_true "--drop-labels=source leaves no source label" sh -c "! '$NW' exporter --once --dir '$d' --drop-labels source | grep -q 'source='"
-for bad in "--histograms=size" "--histograms=" "--drop-labels=rank" "--drop-labels=size," "--drop-labels="; do
+expect_true "series budget of the default: at most 150 per rank for this job (docs/metrics.md)" [ $(( ${n[default]} / 2 )) -le 150 ]
+expect_true "the default has no size bucket on counters, no source, no histogram" sh -c \
+	"! '$NW' exporter --once --dir '$d' | grep -Eq '^ncclwatch_coll_(ops|bytes)_total\{.*size=|source=|_bucket\{'"
+expect_true "the default keeps the op counts (sum over sizes)" sh -c \
+	"'$NW' exporter --once --dir '$d' | grep -Eq '^ncclwatch_coll_ops_total\{.*comm=\"5eed000000c0ffee\",rank=\"0\"(,[^}]*)?,op=\"all_reduce\"\} 24$'"
+expect_true "the default busbw gauge names its size bucket (the busiest one)" sh -c \
+	"'$NW' exporter --once --dir '$d' | grep -Eq '^ncclwatch_coll_busbw_bytes_per_second\{.*,op=\"all_reduce\",size=\"[0-9]+[KMG]?\",nranks=\"2\"\} '"
+expect_true "--detail size: counters per size bucket" sh -c \
+	"'$NW' exporter --once --dir '$d' --detail size | grep -q '^ncclwatch_coll_ops_total{.*size='"
+expect_true "--detail source: timings by source" sh -c \
+	"'$NW' exporter --once --dir '$d' --detail source --histograms op | grep -q 'source=\"kernel\"'"
+expect_true "--detail rank: every per-rank family" sh -c \
+	"'$NW' exporter --once --dir '$d' --detail rank | grep -q '^ncclwatch_comm_busy_ratio{'"
+# an 8-rank node, its pods named as a cluster names them: one scrape under 200 kB by default
+d8=$TMP/fsdp8; mkdir -p "$d8"
+env POD_NAME=llm-pretrain-7b-worker-3 POD_NAMESPACE=ml-research CONTAINER_NAME=pytorch NCCLWATCH_JOB=llm-pretrain-7b \
+	CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 "$H" --plugin "$NW_PLUGIN" --dir "$d8" --scenario fsdp --ranks 8 --ops 2 \
+	--cuda "$FAKECUDA" >/dev/null
+bytes8=$(NODE_NAME=gpu-node-017.cluster.example "$NW" exporter --once --dir "$d8" | wc -c)
+expect_true "a scrape of an 8-rank node, 4 communicators each: $bytes8 bytes, under 200 kB" [ "$bytes8" -lt 200000 ]
+for bad in "--histograms=size" "--histograms=" "--detail=rank2" "--detail=size," "--detail=" "--drop-labels=size"; do
 	run "$NW" exporter --once --dir "$d" "$bad"
 	expect_rc "exporter $bad is bad usage" 2
-	expect_err "exporter $bad: the error names the choices" "(none, op or op,size|size, source|ends with a comma)"
+	expect_err "exporter $bad: the error names the choices" "(none, op or op,size|size, source, rank or all|ends with a comma|needs size|unknown option)"
 done
 
 # --- gzip when the scraper asks for it ---
@@ -108,11 +126,20 @@ if python3 -c 'import yaml' 2>/dev/null; then
 	mkdir -p "$TMP/k8s"
 	cp "$SRCDIR"/deploy/kubernetes/*.yaml "$TMP/k8s/"
 	sed -i 's#value: /var/run/ncclwatch#value: /dev/shm/ncclwatch#; s#fieldPath: metadata.namespace#fieldPath: metadata.name#' \
-		"$TMP/k8s/training-example.yaml"
+		"$TMP/k8s/training-example-hostpath.yaml"
 	run python3 "$SRCDIR/tests/cli/check_manifests.py" "$TMP/k8s" "$TMP/k8s-scripts"
 	expect_rc "a training pod writing elsewhere than the exporter reads is caught" 1
 	expect_out "... named, with the Downward API mistake" "NCCLWATCH_DIR '/dev/shm/ncclwatch' is not the exporter's host directory"
 	expect_out "... and the namespace taken from the wrong field" "POD_NAMESPACE must come from the Downward API"
+	cp "$SRCDIR"/deploy/kubernetes/*.yaml "$TMP/k8s/"
+	sed -i 's#^      hostPID: true#      hostPID: false#; s#add: \["SYS_PTRACE", #add: [#' "$TMP/k8s/exporter-daemonset.yaml"
+	sed -i 's#            - name: NCCL_PROFILER_PLUGIN#            - name: POD_NAME\n              value: x\n            - name: NCCL_PROFILER_PLUGIN#' \
+		"$TMP/k8s/training-example.yaml"
+	run python3 "$SRCDIR/tests/cli/check_manifests.py" "$TMP/k8s" "$TMP/k8s-scripts"
+	expect_rc "an exporter that cannot see the node's processes is caught" 1
+	expect_out "... without hostPID" "does not share the node's \(hostPID\)"
+	expect_out "... without CAP_SYS_PTRACE" "needs CAP_SYS_PTRACE"
+	expect_out "... and a training pod asked for more than the plugin variable" "needs no POD_NAME"
 	if command -v shellcheck >/dev/null; then
 		for s in "$TMP"/scripts/*.sh; do
 			expect_true "shellcheck: $(basename "$s")" shellcheck -s sh "$s"

@@ -65,8 +65,8 @@ expect_no_crash "baseline that is not a results document: no crash"
 # --once on an empty directory: valid exposition text, our own series
 run "$NW" exporter --once --dir "$EMPTY"
 expect_rc "--once on an empty directory" 0
-expect_out "stats file counts" '^ncclwatch_stats_files\{host="[^"]+",state="live"\} 0$'
-expect_out "scrape error counter" '^ncclwatch_exporter_scrape_errors_total\{host="[^"]+"\} 0$'
+expect_out "stats file counts" '^ncclwatch_stats_files\{Hostname="[^"]+",state="live"\} 0$'
+expect_out "scrape error counter" '^ncclwatch_exporter_scrape_errors_total\{Hostname="[^"]+"\} 0$'
 cp "$OUT" "$TMP/empty.prom"
 promcheck "promtool check metrics accepts the empty scrape" "$TMP/empty.prom"
 
@@ -83,8 +83,8 @@ head -c 4096 /dev/urandom >"$BAD/junk.nws"
 run "$NW" exporter --once --dir "$BAD"
 expect_rc "a bad stats file does not fail the scrape" 0
 expect_err "the bad file is named" "junk\.nws"
-expect_out "the bad file is counted" '^ncclwatch_stats_files\{host="[^"]+",state="bad"\} 1$'
-expect_out "and is a scrape error" '^ncclwatch_exporter_scrape_errors_total\{host="[^"]+"\} 1$'
+expect_out "the bad file is counted" '^ncclwatch_stats_files\{Hostname="[^"]+",state="bad"\} 1$'
+expect_out "and is a scrape error" '^ncclwatch_exporter_scrape_errors_total\{Hostname="[^"]+"\} 1$'
 
 # the HTTP endpoint
 "$NW" exporter --dir "$EMPTY" --listen 127.0.0.1:0 2>"$TMP/exp.err" &
@@ -98,7 +98,11 @@ expect_true "GET /metrics is 200" [ "$code" = 200 ]
 expect_true "content type is the 0.0.4 text format" grep -qi '^content-type: text/plain; version=0.0.4; charset=utf-8' "$TMP/h1"
 promcheck "promtool check metrics accepts /metrics" "$TMP/m1"
 curl -s -m 5 -o "$TMP/m2" "$URL/metrics"
-expect_true "scrapes are counted" grep -q '^ncclwatch_exporter_scrapes_total{host="[^"]*"} 2$' "$TMP/m2"
+expect_true "a scrape within the cache interval (--cache, 1 s) gets the same rendering" cmp -s "$TMP/m1" "$TMP/m2"
+sleep 1.1
+curl -s -m 5 -o "$TMP/m2" "$URL/metrics"
+expect_true "scrapes are counted" grep -q '^ncclwatch_exporter_scrapes_total{Hostname="[^"]*"} 3$' "$TMP/m2"
+expect_true "renderings are counted" grep -q '^ncclwatch_exporter_renders_total{Hostname="[^"]*"} 2$' "$TMP/m2"
 expect_true "GET / is 200" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$URL/")" = 200 ]
 expect_true "unknown path is 404" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$URL/nope")" = 404 ]
 expect_true "POST is 405" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' -X POST "$URL/metrics")" = 405 ]
@@ -114,12 +118,39 @@ wait "$EXP_PID"; RC=$?
 EXP_PID=
 expect_rc "exporter exits 0 on SIGINT" 0
 
+# Under load (scripts/exporter-load, the real plugin's files of an 8-rank job):
+# 50 scrapers in a closed loop share one rendering per --cache interval (each
+# scrape used to render: p99 301 ms); and slow-loris crowds (1,024
+# connections from one address, 4,200 over eight) sending a byte every 5 s
+# never keep a scraper out (no scrape was answered at all).
+L=$TMP/load; mkdir -p "$L"; chmod 700 "$L"
+"$NW_TESTS/plugin_harness" --plugin "$NW_PLUGIN" --dir "$L" --scenario fsdp --ranks 8 --ops 2 >/dev/null
+"$NW" exporter --dir "$L" --listen 127.0.0.1:0 2>"$TMP/exp.err" &
+EXP_PID=$!
+PORT=$(exporter_port "$TMP/exp.err")
+run python3 "$SRCDIR/scripts/exporter-load" --port "$PORT" --pid "$EXP_PID" --seconds 4 closed
+expect_rc "50 scrapers in a closed loop for 4 s" 0
+sed 's/^/# /' "$OUT"
+expect_out "... none failed" "failed 0,"
+curl -s -m 5 -o "$TMP/m3" "http://127.0.0.1:$PORT/metrics"
+expect_true "... one rendering served many scrapes (about one a second: at most 12 in 5 s, 20x fewer than scrapes)" awk '
+	/^ncclwatch_exporter_scrapes_total/ { s = $2 } /^ncclwatch_exporter_renders_total/ { r = $2 }
+	END { print "# " s " scrapes, " r " renderings"; exit !(r >= 1 && r <= 12 && s >= 20 * r) }' "$TMP/m3"
+kill -TERM "$EXP_PID"; wait "$EXP_PID"; EXP_PID=
+run python3 "$SRCDIR/scripts/exporter-load" --ncclwatch "$NW" --harness "$NW_TESTS/plugin_harness" \
+	--plugin "$NW_PLUGIN" --seconds 8 loris
+sed 's/^/# /' "$OUT"
+expect_true "slow-loris, 1,024 connections from one address: every scrape answered within 5 s" \
+	grep -Eq '^loris   1024 from one address: .* answered ([0-9]+)/\1 within' "$OUT"
+expect_true "slow-loris, 4,200 connections over eight addresses: every scrape answered within 5 s" \
+	grep -Eq '^loris   4200 over 8 addresses: .* answered ([0-9]+)/\1 within' "$OUT"
+
 # with the plugin harness (the real plugin driven through its ABI by 4 rank
 # processes, rank 2 arriving 10 ms late): ops and bytes per communicator,
 # rank and op equal what the harness fed; rank 2's lateness is about 10 ms
 H=$TMP/harness
 late_rank_files "$H"
-run "$NW" exporter --once --all --histograms op,size --dir "$H"
+run "$NW" exporter --once --all --histograms op,size --detail all --dir "$H"
 expect_rc "exporter --once on the harness' files" 0
 cp "$OUT" "$TMP/harness.prom"
 promcheck "promtool check metrics accepts it" "$TMP/harness.prom"

@@ -56,6 +56,22 @@ run "$NW" hang --no-local --dump "$TMP/badr.json"
 expect_rc "dump with missing fields" 2
 expect_err "missing field is named" "progress entry 0"
 
+# a FIFO named like a dump, in a dump directory: refused at once with its name, never waited on
+mkdir -p "$TMP/fifodumps"
+mkfifo "$TMP/fifodumps/x.json"
+run timeout 10 "$NW" hang --no-local --dump "$TMP/fifodumps"
+expect_rc "a FIFO in a dump directory does not hang: bad input" 2
+expect_err "the FIFO is named" "x\.json.*not a regular file \(a FIFO\)"
+run timeout 10 "$NW" hang --no-local --dump "$TMP/fifodumps/x.json"
+expect_rc "a FIFO given as a dump: bad input too" 2
+# a dump over 64 MiB is refused before it is parsed (one of 300 MB took 31 s and 5.6 GB)
+printf '{"otherData":{"progress":[' >"$TMP/big.json"
+truncate -s 100M "$TMP/big.json"
+run timeout 10 "$NW" hang --no-local --dump "$TMP/big.json"
+expect_rc "a 100 MB dump is refused" 2
+expect_err "... saying why" "big\.json' is 104857600 bytes, more than the 64 MiB"
+rm -f "$TMP/big.json"
+
 # scenario NAME WANT ARGS: the harness scenario with files live for $HOLD ms (7 s) in $TMP/NAME;
 # poll `hang` until it exits WANT (at most 10 s), then keep top --once,
 # exporter --once and hang --json of that moment in $TMP/NAME.*
@@ -101,8 +117,11 @@ expect_true "not arrived: top --once puts the hung communicator first" \
 	sh -c "sed -n 2p '$D.top' | grep -q '^HUNG: communicator 5eed000000c0ffee (world) at all_reduce seq 5.*not arrived: rank 3 (last all_reduce seq 4); inside: 0 1 2'"
 expect_true "not arrived: exporter says hung for every rank" \
 	test "$(grep -c '^ncclwatch_comm_hung{.*comm="5eed000000c0ffee".*} 1$' "$D.prom")" = 4
-expect_true "not arrived: exporter counts the waiting ranks' op in flight" \
-	test "$(grep -c '^ncclwatch_inflight_operations{.*} 1$' "$D.prom")" = 3
+expect_true "not arrived: exporter says the waiting ranks have an op in flight (the oldest one's age)" \
+	test "$(grep -Ec '^ncclwatch_oldest_inflight_seconds\{.*\} [0-9.e+-]*[1-9]' "$D.prom")" = 3
+"$NW" exporter --once --detail rank --dir "$D" >"$D.rank.prom" 2>&1
+expect_true "not arrived: with --detail rank, their count (1 each)" \
+	test "$(grep -c '^ncclwatch_inflight_operations{.*} 1$' "$D.rank.prom")" = 3
 expect_true "not arrived: exporter has the oldest in-flight age and last event age" \
 	grep -q '^ncclwatch_oldest_inflight_seconds{' "$D.prom"
 expect_true "not arrived: last NCCL event age" grep -q '^ncclwatch_last_nccl_event_age_seconds{' "$D.prom"
@@ -172,7 +191,7 @@ if ! command -v promtool >/dev/null; then
 	skip "NcclwatchCollectiveHung evaluated on the scenarios" "promtool is not installed (apt-get install prometheus)"
 	exit 0
 fi
-HOST=$(sed -n 's/^ncclwatch_comm_hung{host="\([^"]*\)".*/\1/p' "$TMP/hang-missing.prom" | head -1)
+HOST=$(sed -n 's/^ncclwatch_comm_hung{Hostname="\([^"]*\)".*/\1/p' "$TMP/hang-missing.prom" | head -1)
 {
 	echo "rule_files:"
 	echo "  - $SRCDIR/deploy/prometheus/ncclwatch-rules.yml"
@@ -192,7 +211,7 @@ HOST=$(sed -n 's/^ncclwatch_comm_hung{host="\([^"]*\)".*/\1/p' "$TMP/hang-missin
 		case $s in
 		hang-missing|hang-inside)
 			echo "        exp_alerts:"
-			echo "          - exp_labels: { severity: critical, host: \"$HOST\", comm: 5eed000000c0ffee }"
+			echo "          - exp_labels: { severity: critical, Hostname: \"$HOST\", comm: 5eed000000c0ffee }"
 			echo "            exp_annotations:"
 			echo "              summary: \"communicator 5eed000000c0ffee on $HOST is hung in NCCL\""
 			echo "              description: \"A rank of this communicator found no NCCL progress for NCCLWATCH_HANG_S while an operation was in flight or a peer was ahead. Run 'ncclwatch hang' on the node for the operation, its sequence number and the ranks that have not arrived; the trace dump is in the stats directory.\""

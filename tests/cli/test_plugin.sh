@@ -123,6 +123,17 @@ d=$TMP/conf; mkdir -p "$d"
 NCCLWATCH_POOL=1000 run "$H" --plugin "$NW_PLUGIN" --dir "$d" --ranks 1 --ops 2
 expect_no_crash "bad NCCLWATCH_POOL: no crash"
 expect_err "bad NCCLWATCH_POOL: one line naming the variable" "disabled: NCCLWATCH_POOL=1000 is not a power of two"
+# a non-root rank given a stats directory root made (as kubelet makes a hostPath): it says so on
+# stderr itself, once per process, not only through NCCL's logger (shown with NCCL_DEBUG alone)
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	d=$TMP/rootsdir; mkdir -p "$d"; chmod 755 "$d"; chmod 755 "$TMP"
+	run setpriv --reuid=65534 --regid=65534 --clear-groups "$H" --plugin "$NW_PLUGIN" --dir "$d" --ranks 2 --ops 2
+	expect_no_crash "a directory of another user: no crash"
+	expect_true "... one line per process on stderr of its own, naming the directory" \
+		test "$(grep -c "^ncclwatch profiler disabled: stats directory '$d' belongs to another user" "$ERR")" = 2
+else
+	skip "a directory of another user" "needs root and setpriv (util-linux) to run a rank as another user"
+fi
 
 run "$H" --plugin "$NW_PLUGIN" --dir "$TMP/none" --scenario nosuch
 expect_rc "harness rejects an unknown scenario" 2

@@ -83,6 +83,15 @@ every_command() {
 	in_root "$r" ncclwatch exporter --once
 	expect_rc "$label: exporter --once exits 0" 0
 	expect_out "$label: exporter --once shows the harness's collectives" '^ncclwatch_[a-z_]+\{.*rank="1"'
+	# the HTTP endpoint from the binary alone (libmicrohttpd is linked in)
+	chroot "$r" /usr/bin/env -i PATH=/nw:/usr/bin:/bin NCCLWATCH_DIR=/tmp/stats \
+		ncclwatch exporter --listen 127.0.0.1:0 2>"$TMP/pexp.err" &
+	local ep=$! port
+	port=$(exporter_port "$TMP/pexp.err")
+	RC=0
+	expect_true "$label: exporter --listen serves /metrics with nothing beside the binary" \
+		sh -c "[ -n '$port' ] && curl -s -m 5 http://127.0.0.1:$port/metrics | grep -q '^ncclwatch_coll_ops_total{'"
+	kill "$ep" 2>/dev/null; wait "$ep" 2>/dev/null
 }
 
 # A root with this machine's glibc libraries and nothing else.
@@ -95,6 +104,12 @@ done
 mkdir -p "$G/usr/bin"
 cp -L /usr/bin/env "$G/usr/bin/env"
 every_command "$G" "glibc only"
+# top's live view in a root without terminfo: says what to do
+if command -v script >/dev/null; then
+	TERM=xterm timeout 20 script -qfec "chroot $G /usr/bin/env -i PATH=/nw TERM=xterm ncclwatch top --dir /tmp" /dev/null >"$TMP/top.tty" 2>&1
+	expect_true "glibc only: top without terminfo says to set TERM or TERMINFO, or use --once" \
+		grep -q "no description of terminal 'xterm'.*TERMINFO.*--once" "$TMP/top.tty"
+fi
 
 # The Debian 11 root (glibc 2.31) that make portable built in.
 D=$P/rootfs

@@ -127,7 +127,8 @@ d = json.load(open(sys.argv[1]))
 for p in d["panels"]:
     for t in p.get("targets", []):
         e = t["expr"]
-        for k, v in (("$__rate_interval", "1m"), ("$host", ".*"), ("$comm", ".*"), ("$op", ".*")):
+        for k, v in (("$__rate_interval", "1m"), ("$Hostname", ".*"), ("$namespace", ".*"), ("$pod", ".*"),
+                     ("$comm", ".*"), ("$op", ".*")):
             e = e.replace(k, v)
         print(e.replace("\n", " "))
 PY

@@ -119,3 +119,61 @@ expect_true "files of gone processes older than NCCLWATCH_STALE_KEEP are removed
 cp -p "$TMP/good"/*.nws "$D/"
 NCCLWATCH_STALE_KEEP=1s run "$NW" exporter --once --dir "$D"
 expect_true "the exporter removes them too" [ "$(ls "$D" | wc -l)" -eq 0 ]
+
+# maxrss OUTFILE CMD...: runs CMD (stdout to OUTFILE, stderr to $ERR), its exit status in RC and
+# its peak resident memory in KiB in MAXRSS
+maxrss() {
+	local o=$1; shift
+	MAXRSS=$(python3 - "$o" "$ERR" "$@" <<'PY'
+import resource, subprocess, sys
+with open(sys.argv[1], "wb") as out, open(sys.argv[2], "wb") as err:
+    rc = subprocess.call(sys.argv[3:], stdout=out, stderr=err)
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+PY
+)
+	RC=${MAXRSS% *}; MAXRSS=${MAXRSS#* }
+}
+
+# A count in a file claiming more than any job has (2^31-1 ranks): the file is
+# bad, with the reason; no reader allocates for it (this used to take 8 to 24 GB).
+D=$TMP/huge; mkdir -p "$D"; chmod 700 "$D"
+cp "$ONE" "$D/huge.nws"
+python3 - "$D/huge.nws" <<'PY'
+import struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+assert struct.unpack_from("<i", b, 100)[0] == 4, "nranks is not at offset 100"
+struct.pack_into("<i", b, 100, 2147483647)
+open(p, "wb").write(bytes(b))
+PY
+for cmd in "hang --json" "hang" "top --once"; do
+	# shellcheck disable=SC2086
+	maxrss "$OUT" timeout 20 "$NW" $cmd --dir "$D"
+	expect_true "$cmd with nranks = 2^31-1 in a file: done in bounded memory (${MAXRSS} KiB)" [ "$RC" -lt 124 -a "$MAXRSS" -lt 65536 ]
+done
+maxrss "$OUT" "$NW" top --once --dir "$D"
+expect_err "top names the file and the bound" "huge\.nws.*2147483647 ranks: not between 1 and 1048576"
+maxrss "$OUT" "$NW" hang --json --dir "$D"
+expect_out "hang counts it as unusable" '"stats_files": 0'
+
+# Stale files cost a reader nothing but their header: 1000 files of a killed
+# job, hidden by default (they used to cost 465-581 MB per top --once or scrape).
+D=$TMP/dead; mkdir -p "$D"; chmod 700 "$D"
+"$NW_TESTS/plugin_harness" --plugin "$NW_PLUGIN" --dir "$D/src" --ranks 1 --ops 5 --hold-ms 60000 >/dev/null 2>&1 &
+HP=$!
+for _ in $(seq 100); do ls "$D/src"/*.nws >/dev/null 2>&1 && break; sleep 0.1; done
+sleep 0.3
+DEADF=$(ls "$D/src"/*.nws | head -1)
+RP=$(basename "$DEADF" | awk -F. '{ print $(NF - 3) }')   # <host>.<pid>.<comm>.r<rank>.nws: the rank process
+kill -9 "$RP" $HP; wait $HP 2>/dev/null
+for _ in $(seq 50); do kill -0 "$RP" 2>/dev/null || break; sleep 0.1; done
+for i in $(seq 1000); do cp --sparse=always "$DEADF" "$D/dead.$i.nws"; done
+rm -rf "$D/src"
+maxrss "$OUT" "$NW" top --once --dir "$D"
+expect_true "top --once over 1000 stale files: ${MAXRSS} KiB at most (under 40 MiB)" [ "$RC" = 0 -a "$MAXRSS" -lt 40960 ]
+expect_out "... and they are counted as hidden" '1000 files \(0 live, 0 finished, 0 disabled, 1000 stale hidden'
+maxrss "$OUT" "$NW" exporter --once --dir "$D"
+expect_true "exporter --once over 1000 stale files: ${MAXRSS} KiB at most (under 40 MiB)" [ "$RC" = 0 -a "$MAXRSS" -lt 40960 ]
+expect_out "... counted as stale" '^ncclwatch_stats_files\{.*state="stale"\} 1000$'
+maxrss "$OUT" "$NW" hang --dir "$D"
+expect_true "hang over 1000 stale files reads their headers only: ${MAXRSS} KiB (under 64 MiB)" [ "$RC" -lt 2 -a "$MAXRSS" -lt 65536 ]

@@ -89,6 +89,17 @@ if command -v script >/dev/null; then
 	expect_true "pause is shown" grep -q 'PAUSED' "$TMP/tty3"
 	expect_true "sort key is shown" grep -q 'busbw' "$TMP/tty3"
 	expect_true "op filter is shown" grep -q 'op~all_reduce' "$TMP/tty3"
+	# a terminal whose type has no description (an image without terminfo), or no TERM
+	# at all: what to do, not curses' raw "Error opening terminal"
+	TERM=nosuchterm timeout 20 script -qfec "exec $NW top --dir $EMPTY" /dev/null >"$TMP/tty4" 2>&1
+	RC=$?
+	expect_rc "an unknown TERM: the live view refuses" 1
+	expect_true "... saying to set TERM or TERMINFO, or use --once" grep -q "no description of terminal 'nosuchterm'.*TERMINFO.*--once" "$TMP/tty4"
+	expect_true "... not with curses' own words" sh -c "! grep -q 'Error opening terminal' '$TMP/tty4'"
+	env -u TERM timeout 20 script -qfec "exec env -u TERM $NW top --dir $EMPTY" /dev/null >"$TMP/tty5" 2>&1
+	RC=$?
+	expect_rc "TERM unset: the live view refuses" 1
+	expect_true "... saying TERM is not set and --once" grep -q "TERM is not set.*--once" "$TMP/tty5"
 fi
 
 # with the plugin harness (the real plugin driven through its ABI by 4 rank

@@ -2,7 +2,9 @@
  * libFuzzer target: the exporter's outside text. The input is split at the
  * first NUL: before it, a --listen address (parsed, never bound); after it,
  * a label value and HELP text written through the Prometheus text writer,
- * whose output must keep every sample on one line.
+ * whose output must keep every sample on one line. The whole input is also
+ * read as a process's /proc/PID/cgroup and as a container log name (the
+ * process scan, exporter --procs).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "export/httpd.h"
+#include "export/procscan.h"
 #include "export/promtext.h"
 #include "util/util.h"
 
@@ -44,6 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (lines != 3)
 		abort();
 	nw_prom_release(&p);
+
+	char uid[40], cid[96], pod[128], ns[64], ctr[64], lcid[80];
+	if (nw_ps_parse_cgroup(s, uid, sizeof(uid), cid, sizeof(cid)) && strlen(uid) != 36)
+		abort();
+	if (nw_ps_parse_logname(s, pod, sizeof(pod), ns, sizeof(ns), ctr, sizeof(ctr), lcid, sizeof(lcid)) &&
+	    (!*pod || !*ns || !*ctr || strlen(lcid) != 64))
+		abort();
 	free(s);
 	return 0;
 }

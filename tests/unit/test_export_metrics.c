@@ -48,6 +48,7 @@ static void mkrank(struct nw_sf_rank *r, int rank, int nranks, uint64_t n, uint6
 	h->busy_est_total_ns = 500000000;
 	h->wall_total_ns = 2000000000;
 	h->ops_dropped = 5;
+	r->rec = nw_calloc(NWS_NOPS, sizeof(*r->rec));
 	struct nws_record *rec = &r->rec[NWS_OP_ALL_REDUCE][nws_size_bucket(MB64)];
 	rec->count = n;
 	rec->bytes = n * MB64;
@@ -102,16 +103,18 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 	for (int i = 0; i < 3; i++)
-		free(f->ranks[i].ring);
+		nw_sf_rank_release(&f->ranks[i]);
 	free(f);
 	return 0;
 }
 
-static char *render(struct fx *f, int all)
+static char *render_with(struct fx *f, int all, int hist, unsigned detail)
 {
 	struct nw_metrics m;
 	nw_metrics_init(&m, "/x", all, 10);
-	m.hist = NW_HIST_OP_SIZE; /* the checks below read histograms per size */
+	nw_strlcpy(m.node, "node\"1", sizeof(m.node)); /* a label value to escape */
+	m.hist = hist;
+	m.detail = detail;
 	struct nw_sample now;
 	nw_sample_take(&f->set, 100, &now);
 	struct nw_prom p;
@@ -122,7 +125,13 @@ static char *render(struct fx *f, int all)
 	return nw_prom_take(&p, NULL);
 }
 
-#define LBL "host=\"node\\\"1\",comm=\"0000000000000abc\""
+/* Everything: the checks below read histograms, sizes and sources. */
+static char *render(struct fx *f, int all)
+{
+	return render_with(f, all, NW_HIST_OP_SIZE, NW_DETAIL_SIZE | NW_DETAIL_SOURCE | NW_DETAIL_RANK);
+}
+
+#define LBL "Hostname=\"node\\\"1\",comm=\"0000000000000abc\""
 
 static void counts_bytes_and_labels(void **state)
 {
@@ -280,6 +289,7 @@ static void live_rates_from_two_samples(void **state)
 	/* the exporter's gauge over the same window */
 	struct nw_metrics m;
 	nw_metrics_init(&m, "/x", 0, 1);
+	nw_strlcpy(m.node, "node\"1", sizeof(m.node));
 	struct nw_prom p;
 	nw_prom_init(&p);
 	nw_metrics_write(&m, &f->set, &now, &before, &p);
@@ -290,6 +300,37 @@ static void live_rates_from_two_samples(void **state)
 	nw_metrics_release(&m);
 	nw_sample_release(&before);
 	nw_sample_release(&now);
+}
+
+/*
+ * The default series: per op without size (the busbw gauge of the busiest
+ * bucket, labelled with it), no histogram or source, the per-process
+ * figures once per process, no detail families.
+ */
+static void default_series(void **state)
+{
+	struct fx *f = *state;
+	char *s = render_with(f, 0, NW_HIST_NONE, 0);
+	assert_non_null(strstr(s, "ncclwatch_coll_ops_total{" LBL ",rank=\"0\",op=\"all_reduce\"} 10\n"));
+	assert_non_null(strstr(s, "ncclwatch_coll_busbw_bytes_per_second{" LBL ",rank=\"0\",op=\"all_reduce\",size=\"64M\",nranks=\"2\"} "));
+	assert_non_null(strstr(s, "ncclwatch_coll_busbw_bytes_per_second{" LBL ",rank=\"0\",op=\"send\",size=\"1K\",nranks=\"2\"} "));
+	assert_null(strstr(s, "ncclwatch_coll_duration_seconds"));
+	assert_null(strstr(s, "ncclwatch_coll_timed_bytes_total"));
+	assert_null(strstr(s, "source="));
+	assert_null(strstr(s, "ncclwatch_comm_busy_ratio"));
+	assert_null(strstr(s, "ncclwatch_rank_lateness_max_seconds"));
+	assert_non_null(strstr(s, "ncclwatch_rank_lateness_seconds{"));
+	assert_non_null(strstr(s, "ncclwatch_comm_busy_seconds_total{" LBL ",rank=\"1\"} 0.5\n"));
+	/* one process per rank here: each is its own process, so each carries its heartbeat */
+	assert_non_null(strstr(s, "ncclwatch_stats_age_seconds{" LBL ",rank=\"0\"}"));
+	free(s);
+	/* two files of one process: its heartbeat once, from its larger communicator */
+	f->ranks[1].hdr.pid = f->ranks[0].hdr.pid;
+	f->ranks[1].hdr.nranks = 4;
+	s = render_with(f, 0, NW_HIST_NONE, 0);
+	assert_null(strstr(s, "ncclwatch_stats_age_seconds{" LBL ",rank=\"0\"}"));
+	assert_non_null(strstr(s, "ncclwatch_stats_age_seconds{" LBL ",rank=\"1\"}"));
+	free(s);
 }
 
 static void size_labels(void **state)
@@ -333,6 +374,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(each_family_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(view_rows_and_straggler, setup, teardown),
 		cmocka_unit_test_setup_teardown(live_rates_from_two_samples, setup, teardown),
+		cmocka_unit_test_setup_teardown(default_series, setup, teardown),
 		cmocka_unit_test(size_labels),
 		cmocka_unit_test(sample_delta_restart),
 	};

@@ -188,6 +188,30 @@ static void test_bad_files(void **state)
 	img_write(&m, path, m.len);
 	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "outside the file"));
+	m.h->off_records = (sizeof(struct nws_header) + 63) & ~63ull;
+
+	/* counts that would make a reader allocate: bounded by the documented maxima */
+	m.h->nranks = 2147483647;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "2147483647 ranks"));
+	m.h->nranks = 4;
+	m.h->rank = 4;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "rank 4 of"));
+	m.h->rank = 0;
+	m.h->nranks = 1;
+	m.h->ring_len = NW_SF_MAX_RING + 1;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "ring length"));
+	m.h->ring_len = 16;
+	img_write(&m, path, m.len);
+	assert_int_equal(nw_sf_read(path, &r, err, sizeof(err)), 0);
+	nw_sf_rank_release(&r);
+	m.h->off_records = 12;
+	img_write(&m, path, m.len); /* x.nws stays broken for what follows */
 	free(m.buf);
 
 	/* a directory with one good and two bad files: the good one is read */
@@ -367,7 +391,8 @@ static void test_sanitize(void **state)
  * What the reader refuses or cleans: a FIFO (at once, never blocking), a
  * directory others can write, a truncated copy; files of a gone process
  * older than NCCLWATCH_STALE_KEEP are removed, another host's are not;
- * hidden stale files keep only their header.
+ * hidden stale files are counted, not kept, and a cache answers for them
+ * at the next load without opening them.
  */
 static void test_reader_hygiene(void **state)
 {
@@ -397,8 +422,27 @@ static void test_reader_hygiene(void **state)
 	snprintf(path, sizeof(path), "%s/old.nws", dir);
 	img_write(&m, path, m.len);
 	assert_int_equal(nw_sf_load_flags(dir, NW_SF_HIDE_STALE, &set, err, sizeof(err)), 0);
+	assert_int_equal(set.n, 0);
+	assert_int_equal(set.nhidden, 1);
+	nw_sf_set_release(&set);
+	struct nw_sf_cache *cache = nw_sf_cache_new();
+	const struct nw_sf_opts co = { .flags = NW_SF_HIDE_STALE, .cache = cache, .owner = -1 };
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(nw_sf_load_opts(dir, &co, &set, err, sizeof(err)), 0);
+		assert_int_equal(set.nhidden, 1);
+		nw_sf_set_release(&set);
+	}
+	assert_int_equal(nw_sf_cache_hits(cache), 1);
+	assert_int_equal(chmod(path, 0644), 0); /* a changed file is read again */
+	assert_int_equal(nw_sf_load_opts(dir, &co, &set, err, sizeof(err)), 0);
+	assert_int_equal(set.nhidden, 1);
+	nw_sf_set_release(&set);
+	assert_int_equal(nw_sf_cache_hits(cache), 1);
+	nw_sf_cache_free(cache);
+	assert_int_equal(nw_sf_load_flags(dir, NW_SF_HEADERS, &set, err, sizeof(err)), 0);
 	assert_int_equal(set.n, 1);
 	assert_int_equal(set.ranks[0].live, NW_SF_STALE);
+	assert_null(set.ranks[0].rec);
 	assert_null(set.ranks[0].ring);
 	nw_sf_set_release(&set);
 	setenv("NCCLWATCH_STALE_KEEP", "1h", 1);

@@ -146,9 +146,37 @@ static void unseen_ranks_and_blind_completion(void **state)
 	c.ranks[1].completion = NWS_DONE_NONE;
 	assert_int_equal(nw_prog_diagnose(&c, NOW, HANG, &d, err, sizeof(err)), 0);
 	assert_int_equal(d.nunseen, 4);
-	assert_int_equal(d.unseen[0], 4);
-	assert_int_equal(d.unseen[3], 7);
+	assert_int_equal(d.nunseen_ranges, 1);
+	assert_int_equal(d.unseen[0].lo, 4);
+	assert_int_equal(d.unseen[0].hi, 7);
 	assert_true(d.done_blind);
+	nw_prog_diag_release(&d);
+	nw_prog_comm_release(&c);
+}
+
+/*
+ * A communicator claiming 2^31-1 ranks with ranks 0, 2 and 3 seen: the
+ * unseen ones come as three ranges, whatever the claimed size (this used to
+ * allocate one int per claimed rank: 8 GB).
+ */
+static void unseen_ranks_are_ranges_of_any_size(void **state)
+{
+	(void)state;
+	struct nw_prog_comm c;
+	struct nw_prog_diag d;
+	char err[128];
+	comm4(&c, 5, 1 * S);
+	c.nranks = 2147483647;
+	c.ranks[1].src = 0; /* rank 1 seen by no source */
+	c.ranks[1].last_event_ns = 0;
+	c.ranks[1].last_op = -1;
+	assert_int_equal(nw_prog_diagnose(&c, NOW, HANG, &d, err, sizeof(err)), 0);
+	assert_int_equal(d.nunseen_ranges, 2);
+	assert_int_equal(d.unseen[0].lo, 1);
+	assert_int_equal(d.unseen[0].hi, 1);
+	assert_int_equal(d.unseen[1].lo, 4);
+	assert_int_equal(d.unseen[1].hi, 2147483646);
+	assert_true(d.nunseen == (size_t)2147483647 - 3);
 	nw_prog_diag_release(&d);
 	nw_prog_comm_release(&c);
 }
@@ -364,6 +392,7 @@ int main(void)
 		cmocka_unit_test(inside_without_completion_is_a_hang),
 		cmocka_unit_test(idle_is_not_hung),
 		cmocka_unit_test(unseen_ranks_and_blind_completion),
+		cmocka_unit_test(unseen_ranks_are_ranges_of_any_size),
 		cmocka_unit_test(merge_takes_the_newest_view),
 		cmocka_unit_test(rank_get_keeps_order),
 		cmocka_unit_test(eta_gpu_sweep_is_within_a_factor),
