@@ -53,7 +53,7 @@ done
 # each end the job within -T + 5 s, named (the stopped one by the ranks' roll
 # call, the killed one by mpirun, which ends the job as soon as a rank dies).
 # scripts/bench-mpi32 does the same with 32 ranks and prints the figures.
-run mpirun -np 8 "$NW" bench --backend mpi --no-history --op all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,sendrecv,gather,scatter,alltoallv,hypercube \
+run "${MPIRUN[@]}" -np 8 "$NW" bench --backend mpi --no-history --op all_reduce,all_gather,reduce_scatter,broadcast,reduce,alltoall,sendrecv,gather,scatter,alltoallv,hypercube \
 	-r all -b 8 -e 4K -f 8 -n 2 -w 1 \
 	--json="$TMP/np8.json"
 expect_rc "mpi np=8: every op and root" 0
