@@ -25,7 +25,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 ok = d["schema"] == "ncclwatch.env/1" and d["mode"] == "plugin" and d["profiler_interface"] == 5 \
     and 5 in d["plugin"]["profiler_tables"] and d["env"]["NCCL_PROFILER_PLUGIN"] == d["file"] \
-    and not d["interposer"]["found"] and d["nccl"]["version"] == "2.28.9"
+    and d["interposer"]["found"] and d["nccl"]["version"] == "2.28.9"
 sys.exit(0 if ok else 1)' "$TMP/env.json"
 expect_rc "--json: mode, interface, the plugin's tables, the variable" 0
 
@@ -36,9 +36,13 @@ run "$NW" env --nccl-lib "$TMP/libnccl-2.17.1.so.2"
 expect_rc "NCCL 2.17: nothing to add" 1
 expect_out "... and why" "older than 2.18: it has no profiler interface"
 expect_no_out "... no export line" "^export"
-run "$NW" env --nccl-lib "$TMP/libnccl-2.21.5.so.2"
+# a binary with the plugin beside it but no interposer
+mkdir -p "$TMP/bare/bin" "$TMP/bare/lib"
+cp "$NW" "$TMP/bare/bin/"
+cp "$NW_PLUGIN" "$TMP/bare/lib/"
+run "$TMP/bare/bin/ncclwatch" env --nccl-lib "$TMP/libnccl-2.21.5.so.2"
 expect_rc "NCCL 2.21 without the interposer installed" 1
-expect_out "... says it is missing, and where it looked" "libncclwatch-interpose.so is not installed \(looked in $(dirname "$NW")"
+expect_out "... says it is missing, and where it looked" "libncclwatch-interpose.so is not installed \(looked in $TMP/bare/bin"
 run "$NW" env --nccl-lib "$TMP/libnccl-unknown.so.2"
 expect_rc "an NCCL that does not say its version: the plugin anyway" 0
 expect_out "... said" "does not say its version"
@@ -54,7 +58,7 @@ fi
 mkdir -p "$TMP/inst/bin" "$TMP/inst/lib"
 cp "$NW" "$TMP/inst/bin/"
 cp "$NW_PLUGIN" "$TMP/inst/lib/"
-cp "$NW_PLUGIN" "$TMP/inst/lib/libncclwatch-interpose.so"
+cp "$(dirname "$NW_PLUGIN")/libncclwatch-interpose.so" "$TMP/inst/lib/"
 run "$TMP/inst/bin/ncclwatch" env --nccl-lib "$FAKE/libnccl.so.2"
 expect_out "installed: the plugin from bin/../lib" "^export NCCL_PROFILER_PLUGIN=$TMP/inst/lib/libnccl-profiler-ncclwatch.so$"
 run "$TMP/inst/bin/ncclwatch" env --nccl-lib "$TMP/libnccl-2.21.5.so.2"
