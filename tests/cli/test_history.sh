@@ -158,12 +158,12 @@ expect_true "report: never 0 ranks" test "$(grep -c '<td class="num">0</td><td c
 CUT=$TMP/cut.txt
 awk 'NR == 20 { n = 0; for (i = 1; i <= length($0); i++) { c = substr($0, i, 1)
 	if (c != " " && (i == 1 || substr($0, i - 1, 1) == " ")) n++
-	if (n == 10) { print substr($0, 1, i - 1); next } } } { print }' "$REFDIR/h200x2/nt_all_reduce.txt" >"$CUT"
+	if (n == 10) { print substr($0, 1, i - 1); next } } } { print }' "$SRCDIR/tests/fixtures/nccltests/nt_all_reduce.txt" >"$CUT"
 expect_true "the cut row ends after its #wrong" grep -Eq '^ +2048 +512 +float +sum +-1 +12\.57 +0\.16 +0\.16 +0 *$' "$CUT"
 ID=$TMP/inc.db
 run "$NW" import --db "$ID" "$CUT"
 expect_err "import: warns of the cut row" "incomplete run imported \(1 row has only its out-of-place half \(cut short\)"
-run "$NW" import --db "$ID" "$REFDIR/h200x2/nt_all_reduce.txt"
+run "$NW" import --db "$ID" "$SRCDIR/tests/fixtures/nccltests/nt_all_reduce.txt"
 run "$NW" history --db "$ID"
 expect_out "history list: the cut run noted incomplete" "^ +1 .* import +all_reduce .* incomplete$"
 expect_no_out "history list: the whole run not" "^ +2 .*incomplete"
