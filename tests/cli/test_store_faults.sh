@@ -24,7 +24,7 @@ if unshare -m true 2>/dev/null; then
 	# Issue 28 item 8: with room for a page or two, a failed first open left a
 	# 4 KB file and its -wal and -shm; now it leaves nothing.
 	run unshare -m bash -c "mount -t tmpfs -o size=64k tmpfs '$TMP/full' && dd if=/dev/zero of='$TMP/full/fill' bs=1k count=52 2>/dev/null &&
-		'$NW' import --db '$TMP/full/h.db' '$REFDIR/h200x2/nt_all_reduce.txt'; rc=\$?; ls '$TMP/full'; exit \$rc"
+		'$NW' import --db '$TMP/full/h.db' '$SRCDIR/tests/fixtures/nccltests/nt_all_reduce.txt'; rc=\$?; ls '$TMP/full'; exit \$rc"
 	expect_err "almost full disk: said, with the path" "history database '$TMP/full/h.db': .*disk full"
 	expect_no_out "almost full disk: no file of the failed first open left (h.db, -wal, -shm, temporary)" "^h\.db"
 	# Issue 28 item 7: a reader in a read-only place sees the runs still in
