@@ -52,7 +52,8 @@ expect_out "version: NCCL's calls go through the interposer" "^NCCL 2\.28\.9 .*,
 
 # The same bench, recorded by the profiler plugin at 2.28 (the reference) and by the interposer at
 # 2.18 to 2.22: op by op, rank by rank, the same calls and bytes.
-OPS="-g 2 --op all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv -b 1K -e 16K -n 4 -w 1 -c 1"
+# -I 1: no noise batches, whose launch count follows the measured time, so that both runs issue the same calls
+OPS="-g 2 --op all_reduce,all_gather,reduce_scatter,broadcast,reduce,sendrecv -b 1K -e 16K -n 4 -w 1 -c 1 -I 1"
 mkdir -p "$TMP/ref"
 NCCLWATCH_DIR=$TMP/ref NCCL_PROFILER_PLUGIN=$NW_PLUGIN run bench $OPS
 expect_rc "reference: bench with the profiler plugin at NCCL 2.28" 0
@@ -165,10 +166,10 @@ expect_true "4 processes: the world's 4 files and each half's 2 share a name, pi
 # Threads: bench -t 2 against the plugin's reference.
 d=$TMP/threads; mkdir -p "$d"
 NCCLWATCH_DIR=$d FAKE_NCCL_VERSION=22203 run ipo "$NW" bench --no-history --nccl-lib "$FAKE/libnccl.so.2" \
-	-t 2 -g 2 --op all_reduce,sendrecv -b 1K -e 8K -n 4 -w 1 -c 1
+	-t 2 -g 2 --op all_reduce,sendrecv -b 1K -e 8K -n 4 -w 1 -c 1 -I 1
 expect_rc "bench -t 2 -g 2 under the interposer runs" 0
 mkdir -p "$TMP/tref"
-NCCLWATCH_DIR=$TMP/tref NCCL_PROFILER_PLUGIN=$NW_PLUGIN run bench -t 2 -g 2 --op all_reduce,sendrecv -b 1K -e 8K -n 4 -w 1 -c 1
+NCCLWATCH_DIR=$TMP/tref NCCL_PROFILER_PLUGIN=$NW_PLUGIN run bench -t 2 -g 2 --op all_reduce,sendrecv -b 1K -e 8K -n 4 -w 1 -c 1 -I 1
 expect_true "bench -t 2 -g 2: the same calls as the plugin's at 2.28" same <(stats "$TMP/tref") <(stats "$d")
 
 # A hung rank: the verdict comes, the watchdog's abort neither crashes nor touches the events again.
