@@ -51,7 +51,7 @@ expect_true "--comm picks one job's 8 ranks" test "$(awk '$2 == "world" { print 
 
 run "$NW" exporter --once --dir "$D"
 expect_rc "exporter --once over 128 stats files" 0
-expect_out "the exporter counts every file" '^ncclwatch_stats_files\{host="[^"]*",state="finished"\} 128$'
+expect_out "the exporter counts every file" '^ncclwatch_stats_files\{Hostname="[^"]*",state="finished"\} 128$'
 prom_table "$OUT" >"$TMP/prom"
 expect_true "the exporter has every rank's every op, with the calls and bytes it was fed" cmp -s "$TMP/want" "$TMP/prom"
 n=$(grep -c '^ncclwatch_rank_info{.*comm_name="world"' "$OUT")

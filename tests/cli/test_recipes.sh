@@ -138,7 +138,7 @@ recipe_logscan_rule() {
 	expect_true "recipe 'A logscan rule' names its table" grep -qF 'rules[]' "$TMP/recipe"
 	put src/parse/ncclog_rules.c '^struct rule \{' '^struct rule \{' 'static int r_recipe_demo(const struct rule_ctx *x, char *msg, size_t len)
 {
-	const struct lg_env *e = lg_env_find(x->lg, "NCCL_RECIPE_DEMO");
+	const struct lg_env *e = ev_env(x, "NCCL_RECIPE_DEMO");
 	if (!e)
 		return 0;
 	snprintf(msg, len, "NCCL_RECIPE_DEMO is set");
