@@ -1042,15 +1042,6 @@ CUresult cuStreamGetCtx(CUstream pub, CUcontext *ctx)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuCtxGetCurrent(CUcontext *ctx)
-{
-	FAIL_POINT(CUDA_ERROR_UNKNOWN);
-	if (!ctx)
-		return CUDA_ERROR_INVALID_VALUE;
-	*ctx = current;
-	return CUDA_SUCCESS;
-}
-
 /* The calling thread's stream-capture mode, swapped (GLOBAL 0, THREAD_LOCAL 1, RELAXED 2). */
 CUresult cuThreadExchangeStreamCaptureMode(int *mode)
 {
