@@ -159,14 +159,19 @@ if command -v promtool >/dev/null; then
 else
 	skip "promtool rule tests" "promtool is not installed (Debian package prometheus)"
 fi
+# runbook_url: absolute (an alert leaves the cluster: a relative address
+# means nothing in a notification), a section of docs/runbook.md
+RB=https://github.com/ncclwatch/ncclwatch/blob/main/docs/runbook.md
 missing=
-for a in $(sed -n 's/.*runbook_url: "docs\/runbook.md#\([a-z0-9-]*\)".*/\1/p' "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml"); do
+for a in $(sed -n "s#.*runbook_url: \"$RB\#\([a-z0-9-]*\)\".*#\1#p" "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml"); do
 	grep -qi "^## $a\$" "$SRCDIR/docs/runbook.md" || missing="$missing $a"
 done
 RC=0
 nalert=$(grep -c '^  *- alert:' "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml")
-nrun=$(grep -c 'runbook_url: "docs/runbook.md#' "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml")
-expect_true "every alert has a runbook_url with a docs/runbook.md section" [ -z "$missing" -a "$nalert" = "$nrun" ]
+nrun=$(grep -c "runbook_url: \"$RB#" "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml")
+expect_true "every alert has a runbook_url with a docs/runbook.md section${missing:+ (not:$missing)}" [ -z "$missing" -a "$nalert" = "$nrun" ]
+expect_true "no runbook_url is relative, in the rules, their tests or the PrometheusRule" sh -c \
+	"! grep -h '^ *runbook_url:' '$SRCDIR'/deploy/prometheus/*.yml '$SRCDIR'/deploy/kubernetes/*.yaml | grep -v 'runbook_url: \"https://'"
 expect_true "no window shorter than 5m in the rules" sh -c "! grep -Eq '\[(1|2|3|4)?[0-9]?s\]|\[[1-4]m\]' '$SRCDIR/deploy/prometheus/ncclwatch-rules.yml'"
 
 # --- the dashboard's queries use documented metrics, and the DCGM join is there ---
