@@ -200,8 +200,25 @@ print("%d queries" % len(exprs))
 if bad:
     print("undocumented: " + " ".join(sorted(bad)))
     sys.exit(1)
+# the workload variables, from an ncclwatch metric, and every selector of a
+# series that carries the workload labels filters by them
+var = {v["name"]: v for v in dash["templating"]["list"]}
+for name, label in (("namespace", "namespace"), ("pod", "pod"), ("job", "hpc_job")):
+    if name not in var or not re.match(r"label_values\(ncclwatch_\w+\{.*\}, %s\)$" % label, var[name]["definition"]):
+        print("no variable %s: label_values of an ncclwatch metric's %s" % (name, label))
+        sys.exit(1)
+node_only = ("ncclwatch_stats_files", "ncclwatch_exporter_scrape_errors_total")
+fleet = ("ncclwatch:coll_busbw_bytes_per_second:baseline",)
+for e in exprs:
+    for m, sel in re.findall(r'\b(ncclwatch[A-Za-z0-9_:]*)\{([^}]*)\}', e):
+        want = [] if m in fleet else ['Hostname=~"$Hostname"'] + ([] if m in node_only else
+               ['namespace=~"$namespace"', 'hpc_job=~"$job"', 'pod=~"$pod"'])
+        lack = [w for w in want if w not in sel]
+        if lack:
+            print("%s in %r is not filtered by %s" % (m, e, ", ".join(lack)))
+            sys.exit(1)
 if not any("DCGM_FI_PROF_NVLINK_TX_BYTES" in e and "UUID" in e for e in exprs):
     print("no busbw next to DCGM_FI_PROF_NVLINK_TX_BYTES joined on UUID")
     sys.exit(1)
 PY
-expect_rc "every metric in the dashboard's queries is in docs/metrics.md; busbw is joined with DCGM NVLink bytes" 0
+expect_rc "every metric in the dashboard's queries is in docs/metrics.md, each query filtered by the node and workload variables; busbw is joined with DCGM NVLink bytes" 0
