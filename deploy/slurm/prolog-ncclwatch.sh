@@ -13,7 +13,10 @@
 #   WARN             logged; the job runs (NCCLWATCH_PROLOG_STRICT=1: drained like FAIL).
 #   FAIL             the node is drained with the first failing item as reason,
 #                    `scontrol update nodename=NODE state=drain reason="ncclwatch: ..."`,
-#                    then the prolog exits 1 so Slurm requeues the job.
+#                    then the prolog exits 1: Slurm requeues the job held
+#                    (`scontrol release JOBID` lets it run again) unless
+#                    SchedulerParameters has nohold_on_prolog_fail, when it
+#                    is requeued without a hold to run elsewhere.
 #   CANNOT CHECK     no GPU, no NCCL on the host (it often lives only in the
 #                    containers), a usage error: nothing about the node was
 #                    judged. Logged; the job runs; the node is NOT drained.
@@ -57,7 +60,7 @@ NODE=${SLURMD_NODENAME:-$(hostname -s)}
 say() { logger -t ncclwatch-prolog -- "$*" 2>/dev/null; echo "ncclwatch-prolog: $*" >&2; }
 
 # drain REASON: take this node out with REASON (never empty), then fail the
-# prolog so Slurm requeues the job.
+# prolog: Slurm requeues the job held (not held with nohold_on_prolog_fail).
 drain() {
 	local reason
 	reason=$(printf '%s' "ncclwatch: ${1:-check gave no reason}" | tr -d '"\n' | cut -c1-200)

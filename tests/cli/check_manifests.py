@@ -8,12 +8,19 @@ must share the node's processes, with CAP_SYS_PTRACE and nothing else it
 can drop; a training pod found that way must need nothing more (no
 NCCLWATCH_DIR, no node directory, not root); one that uses a node directory
 must mount an exporter's as NCCLWATCH_DIR and set the Downward API variables
-the plugin records. Scripts given to
-`sh -c` are written to SCRIPTDIR for shellcheck. Prints each problem; exit 1
-when there is any.
+the plugin records. The Prometheus Operator's objects (PrometheusRule,
+PodMonitor, ServiceMonitor) and ConfigMaps are read key by key against the
+fields their API has (a misspelt key is a problem, not a field the API
+server drops); the monitors must select the exporter pods or Service and
+name their port, and carry the same selector label as the PrometheusRule;
+the dashboard ConfigMap must hold a dashboard for Grafana's sidecar.
+Scripts given to `sh -c` are written to SCRIPTDIR for shellcheck. Prints
+each problem; exit 1 when there is any.
 """
 import glob
+import json
 import os
+import re
 import sys
 
 import yaml
@@ -24,6 +31,154 @@ problems = []
 def bad(msg):
     problems.append(msg)
     print("problem: " + msg)
+
+
+# --- the fields of the objects ncclwatch ships, by kind (the API's names) ---
+# A dict: an object of those keys; [x]: a list of x; "str", "int", "bool",
+# "duration" (Prometheus': 30s, 5m, 1h30m), "map" (string to string).
+METADATA = {"name": "str", "namespace": "str", "labels": "map", "annotations": "map"}
+LABEL_SELECTOR = {"matchLabels": "map",
+                  "matchExpressions": [{"key": "str", "operator": "str", "values": ["str"]}]}
+NS_SELECTOR = {"any": "bool", "matchNames": ["str"]}
+RELABEL = {"sourceLabels": ["str"], "separator": "str", "targetLabel": "str", "regex": "str",
+           "modulus": "int", "replacement": "str", "action": "str"}
+SCRAPE = {"path": "str", "scheme": "str", "params": "any", "interval": "duration", "scrapeTimeout": "duration",
+          "honorLabels": "bool", "honorTimestamps": "bool", "relabelings": [RELABEL],
+          "metricRelabelings": [RELABEL], "tlsConfig": "any", "basicAuth": "any", "authorization": "any",
+          "oauth2": "any", "bearerTokenSecret": "any", "proxyUrl": "str", "followRedirects": "bool",
+          "enableHttp2": "bool", "filterRunning": "bool"}
+LIMITS = {"sampleLimit": "int", "targetLimit": "int", "labelLimit": "int", "labelNameLengthLimit": "int",
+          "labelValueLengthLimit": "int", "keepDroppedTargets": "int", "attachMetadata": {"node": "bool"}}
+RULE = {"record": "str", "alert": "str", "expr": "str", "for": "duration", "keep_firing_for": "duration",
+        "labels": "map", "annotations": "map"}
+SCHEMAS = {
+    "PrometheusRule": {"spec": {"groups": [{"name": "str", "interval": "duration", "limit": "int",
+                                            "partial_response_strategy": "str", "rules": [RULE]}]}},
+    "PodMonitor": {"spec": dict(LIMITS, jobLabel="str", podTargetLabels=["str"], selector=LABEL_SELECTOR,
+                                namespaceSelector=NS_SELECTOR,
+                                podMetricsEndpoints=[dict(SCRAPE, port="str", portNumber="int")])},
+    "ServiceMonitor": {"spec": dict(LIMITS, jobLabel="str", targetLabels=["str"], podTargetLabels=["str"],
+                                    selector=LABEL_SELECTOR, namespaceSelector=NS_SELECTOR,
+                                    endpoints=[dict(SCRAPE, port="str", targetPort="any",
+                                                    bearerTokenFile="str", trackTimestampsStaleness="bool")])},
+    "ConfigMap": {"data": "map", "binaryData": "map", "immutable": "bool"},
+}
+API = {"PrometheusRule": "monitoring.coreos.com/v1", "PodMonitor": "monitoring.coreos.com/v1",
+       "ServiceMonitor": "monitoring.coreos.com/v1", "ConfigMap": "v1"}
+DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+
+
+def check_fields(where, obj, sch):
+    """Every key of obj is one sch has, each value of its type."""
+    if sch == "any":
+        return
+    if isinstance(sch, dict):
+        if not isinstance(obj, dict):
+            bad("%s: want an object, not %r" % (where, obj))
+            return
+        for k, v in obj.items():
+            if k not in sch:
+                bad("%s: unknown field %r (the API has %s)" % (where, k, ", ".join(sorted(sch))))
+            else:
+                check_fields("%s.%s" % (where, k), v, sch[k])
+    elif isinstance(sch, list):
+        if not isinstance(obj, list):
+            bad("%s: want a list, not %r" % (where, obj))
+            return
+        for i, v in enumerate(obj):
+            check_fields("%s[%d]" % (where, i), v, sch[0])
+    elif sch == "map":
+        if not isinstance(obj, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in obj.items()):
+            bad("%s: want strings to strings (quote numbers and booleans), not %r" % (where, obj))
+    elif sch == "duration":
+        if not isinstance(obj, str) or not DURATION.match(obj):
+            bad("%s: %r is not a duration (30s, 5m, 1h)" % (where, obj))
+    else:
+        want = {"str": str, "int": int, "bool": bool}[sch]
+        if not isinstance(obj, want) or (want is int and isinstance(obj, bool)):
+            bad("%s: want %s, not %r" % (where, sch, obj))
+
+
+def check_kind(f, d):
+    """One PrometheusRule, PodMonitor, ServiceMonitor or ConfigMap, field by field."""
+    kind = d["kind"]
+    where = "%s: %s %s" % (f, kind, d.get("metadata", {}).get("name"))
+    if d.get("apiVersion") != API[kind]:
+        bad("%s: apiVersion %r, want %s" % (where, d.get("apiVersion"), API[kind]))
+    check_fields(where, {k: v for k, v in d.items() if k not in ("apiVersion", "kind", "metadata")}, SCHEMAS[kind])
+    check_fields(where + " metadata", d.get("metadata"), METADATA)
+    if not d.get("metadata", {}).get("name"):
+        bad("%s: no metadata.name" % where)
+    if kind == "PrometheusRule":
+        names = [g.get("name") for g in d.get("spec", {}).get("groups", [])]
+        if len(set(names)) != len(names):
+            bad("%s: group names repeat: %s" % (where, names))
+        for g in d.get("spec", {}).get("groups", []):
+            for r in g.get("rules", []):
+                if ("record" in r) == ("alert" in r) or not r.get("expr"):
+                    bad("%s: a rule of group %s needs expr and one of record or alert: %s" % (where, g.get("name"), r))
+                if "record" in r and ("for" in r or "annotations" in r):
+                    bad("%s: recording rule %s has for or annotations" % (where, r["record"]))
+                url = r.get("annotations", {}).get("runbook_url", "")
+                if "alert" in r and not re.match(r"^https?://[^#]+#%s$" % r["alert"].lower(), url):
+                    bad("%s: alert %s: runbook_url %r is not an absolute address of its section" % (where, r["alert"], url))
+    if kind == "ConfigMap" and "grafana_dashboard" in d.get("metadata", {}).get("labels", {}):
+        if d["metadata"]["labels"]["grafana_dashboard"] != "1":
+            bad("%s: Grafana's sidecar looks for grafana_dashboard: \"1\"" % where)
+        for k, v in d.get("data", {}).items():
+            try:
+                dash = json.loads(v)
+                if not (k.endswith(".json") and dash.get("uid") and dash.get("panels")):
+                    bad("%s: %s is not a dashboard file (NAME.json with a uid and panels)" % (where, k))
+            except ValueError as e:
+                bad("%s: %s is not JSON: %s" % (where, k, e))
+
+
+def check_monitors(docs, exporters):
+    """Each PodMonitor selects every exporter DaemonSet's pods and names its
+    port; each ServiceMonitor selects the exporter's Service and names its
+    port; the monitors and the PrometheusRule carry the same selector label."""
+    mons = [(f, d) for f, d in docs if d["kind"] in ("PodMonitor", "ServiceMonitor")]
+    rules = [(f, d) for f, d in docs if d["kind"] == "PrometheusRule"]
+    for f, m in mons:
+        ns = m["metadata"].get("namespace")
+        sel = m.get("spec", {}).get("selector", {}).get("matchLabels", {})
+        eps = m.get("spec", {}).get("podMetricsEndpoints" if m["kind"] == "PodMonitor" else "endpoints", [])
+        if not eps:
+            bad("%s: %s has no endpoints" % (f, m["kind"]))
+        for ep in eps:
+            if not ep.get("honorLabels"):
+                bad("%s: the %s must honor labels: the series' pod/namespace/container are the training pod's" % (f, m["kind"]))
+            if not any(r.get("targetLabel") == "Hostname" and r.get("sourceLabels") == ["__meta_kubernetes_pod_node_name"]
+                       for r in ep.get("relabelings", [])):
+                bad("%s: the %s must name the node on the target (Hostname from __meta_kubernetes_pod_node_name): "
+                    "NcclwatchExporterAbsent joins up on it" % (f, m["kind"]))
+        for g, ds in exporters:
+            _, spec, plabels, _ = pod_specs(ds)[0]
+            cports = {p.get("name") for p in spec["containers"][0].get("ports", [])}
+            if ds["metadata"].get("namespace") != ns:
+                bad("%s: the %s is not in the exporter's namespace (%s)" % (f, m["kind"], g))
+            if m["kind"] == "PodMonitor":
+                targets, ports = [plabels], cports
+            else:
+                svcs = [d for h, d in docs if h == g and d["kind"] == "Service"]
+                targets = [s["metadata"].get("labels", {}) for s in svcs]
+                ports = {p.get("name") for s in svcs for p in s["spec"]["ports"]}
+            if not sel or not any(all(t.get(k) == v for k, v in sel.items()) for t in targets):
+                bad("%s: the %s selects %s, which matches nothing of %s" % (f, m["kind"], sel, g))
+            for ep in eps:
+                if ep.get("port") not in ports:
+                    bad("%s: the %s scrapes port %r, not a port name of %s (%s)" % (f, m["kind"], ep.get("port"), g,
+                                                                                  ", ".join(sorted(p for p in ports if p))))
+    own = {"app.kubernetes.io/name"}
+    sels = {(f, d["kind"]): {k: v for k, v in d["metadata"].get("labels", {}).items() if k not in own}
+            for f, d in mons + rules}
+    if len({json.dumps(v, sort_keys=True) for v in sels.values()}) > 1:
+        bad("the PrometheusRule and the monitors must carry the same selector label: %s" %
+            "; ".join("%s %s %s" % (f, k, v) for (f, k), v in sorted(sels.items())))
+    if any(not v for v in sels.values()):
+        bad("a PrometheusRule or monitor has no selector label (Prometheus' ruleSelector or monitor selectors): %s" %
+            ", ".join("%s %s" % fk for fk, v in sorted(sels.items()) if not v))
 
 
 def pod_specs(doc):
@@ -78,19 +233,8 @@ def check_scraping(f, ds, plabels, annot, cports, same_file):
             tp = p.get("targetPort", p["port"])
             if (tp not in cports) if isinstance(tp, str) else (tp not in cports.values()):
                 bad("%s: Service %s targets port %r, which the exporter does not have" % (f, s["metadata"]["name"], tp))
-    pms = [d for d in same_file if d["kind"] == "PodMonitor"]
-    if not svcs or not (pms or annot.get("prometheus.io/scrape") == "true"):
-        bad("%s: the exporter needs a Service and a PodMonitor or prometheus.io/scrape annotations" % f)
-    for pm in pms:
-        if pm["metadata"].get("namespace") != ns:
-            bad("%s: the PodMonitor is not in the exporter's namespace %s" % (f, ns))
-        if any(plabels.get(k) != v for k, v in pm["spec"]["selector"]["matchLabels"].items()):
-            bad("%s: the PodMonitor does not select the exporter pods" % f)
-        for ep in pm["spec"]["podMetricsEndpoints"]:
-            if ep.get("port") not in cports:
-                bad("%s: the PodMonitor scrapes port %r, which the exporter does not name" % (f, ep.get("port")))
-            if not ep.get("honorLabels"):
-                bad("%s: the PodMonitor must honor labels: the series' pod/namespace/container are the training pod's" % f)
+    if not svcs or annot.get("prometheus.io/scrape") != "true":
+        bad("%s: the exporter needs a Service and prometheus.io/scrape annotations (the monitors are in files of their own)" % f)
 
 
 def check_exporter(f, ds, same_file):
@@ -171,6 +315,13 @@ def main():
             bad("%s does not parse: %s" % (f, e))
     if problems:
         return 1
+    for f, d in docs:
+        if d["kind"] in SCHEMAS:
+            check_kind(f, d)
+    if not all(any(d["kind"] == k for _, d in docs) for k in ("PrometheusRule", "PodMonitor", "ServiceMonitor")):
+        bad("want a PrometheusRule, a PodMonitor and a ServiceMonitor (scripts/gen-operator)")
+    if not any(d["kind"] == "ConfigMap" and "grafana_dashboard" in d["metadata"].get("labels", {}) for _, d in docs):
+        bad("want the dashboard as a ConfigMap labelled grafana_dashboard (scripts/gen-operator)")
 
     nscript = 0
     for f, d in docs:
@@ -192,6 +343,7 @@ def main():
     if not exporters:
         bad("want an ncclwatch exporter DaemonSet, found none")
         return 1
+    check_monitors(docs, exporters)
     hostdirs, procs = set(), 0
     for f, ds in exporters:
         kind, host = check_exporter(f, ds, [d for g, d in docs if g == f])

@@ -140,6 +140,64 @@ if python3 -c 'import yaml' 2>/dev/null; then
 	expect_out "... without hostPID" "does not share the node's \(hostPID\)"
 	expect_out "... without CAP_SYS_PTRACE" "needs CAP_SYS_PTRACE"
 	expect_out "... and a training pod asked for more than the plugin variable" "needs no POD_NAME"
+	# the Prometheus Operator's objects: generated, equal to what is committed
+	run "$SRCDIR/scripts/gen-operator" --check
+	expect_rc "deploy/kubernetes' PrometheusRule, monitors and dashboard ConfigMap are what scripts/gen-operator writes from the rules and dashboard" 0
+	[ "$RC" = 0 ] || cat "$OUT" "$ERR" | sed 's/^/# /'
+	mkdir -p "$TMP/gen"
+	run "$SRCDIR/scripts/gen-operator" --out "$TMP/gen"
+	expect_true "... and a fresh run writes the same four files" sh -c "for f in '$TMP'/gen/*; do cmp -s \"\$f\" '$SRCDIR'/deploy/kubernetes/\$(basename \"\$f\") || exit 1; done; [ \$(ls '$TMP/gen' | wc -l) = 4 ]"
+	sed -i 's/NcclwatchStragglerRank/NcclwatchStraggler/' "$TMP/gen/prometheusrule.yaml"
+	run "$SRCDIR/scripts/gen-operator" --out "$TMP/gen" --check
+	expect_rc "a PrometheusRule edited by hand is caught" 1
+	expect_out "... by name" "prometheusrule.yaml differs"
+	mkdir -p "$TMP/sel"
+	cp "$SRCDIR"/deploy/kubernetes/exporter-daemonset.yaml "$SRCDIR"/deploy/kubernetes/training-example.yaml "$TMP/sel/"
+	run "$SRCDIR/scripts/gen-operator" --out "$TMP/sel" --selector prometheus=ml-fleet --runbook-base https://docs.example.com/ncclwatch/runbook
+	expect_rc "gen-operator --selector --runbook-base" 0
+	expect_true "... every object Prometheus selects carries the chosen label, none the default" sh -c \
+		"[ \$(grep -l '^    prometheus: \"ml-fleet\"' '$TMP'/sel/*monitor.yaml '$TMP'/sel/prometheusrule.yaml | wc -l) = 3 ] && ! grep -q 'release:' '$TMP'/sel/*.yaml"
+	expect_true "... every runbook_url has the chosen base" sh -c \
+		"[ \$(grep -c 'runbook_url: \"https://docs.example.com/ncclwatch/runbook#' '$TMP/sel/prometheusrule.yaml') = $(grep -c '^  *- alert:' "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml") ]"
+	run python3 "$SRCDIR/tests/cli/check_manifests.py" "$TMP/sel" "$TMP/sel-scripts"
+	expect_rc "... and the objects check out" 0
+	for bad in "release" "=x" "release=a b" "app.kubernetes.io/name=x"; do
+		run "$SRCDIR/scripts/gen-operator" --out "$TMP/sel" --selector "$bad"
+		expect_rc "gen-operator --selector '$bad' is refused" 2
+	done
+	run "$SRCDIR/scripts/gen-operator" --out "$TMP/sel" --runbook-base docs/runbook.md
+	expect_rc "gen-operator --runbook-base with a relative address is refused" 2
+	# a mistake planted in each kind is caught, by name
+	plant() { # NAME FILE SED-SCRIPT REGEX
+		cp "$SRCDIR"/deploy/kubernetes/*.yaml "$TMP/k8s/"
+		sed -i "$3" "$TMP/k8s/$2"
+		run python3 "$SRCDIR/tests/cli/check_manifests.py" "$TMP/k8s" "$TMP/k8s-scripts"
+		if [ "$RC" = 1 ] && grep -Eq -- "$4" "$OUT"; then ok "$1"; else notok "$1" "wanted exit 1 and /$4/"; fi
+	}
+	plant "PrometheusRule: a misspelt key of a rule (fro: for for)" prometheusrule.yaml \
+		'0,/^          for: /s//          fro: /' "PrometheusRule ncclwatch.spec.groups\[1\].rules\[0\]: unknown field 'fro'"
+	plant "PrometheusRule: a relative runbook_url" prometheusrule.yaml \
+		's#runbook_url: "https://[^"]*\##runbook_url: "docs/runbook.md\##' "runbook_url 'docs/runbook.md#.*' is not an absolute address"
+	plant "PrometheusRule: a selector label of its own" prometheusrule.yaml \
+		's/^    release: .*/    release: "prom-other"/' "must carry the same selector label"
+	plant "PodMonitor: honorlabels (lower case) is no field" podmonitor.yaml \
+		's/honorLabels:/honorlabels:/' "PodMonitor ncclwatch-exporter.spec.podMetricsEndpoints\[0\]: unknown field 'honorlabels'"
+	plant "PodMonitor: a port the exporter does not name" podmonitor.yaml \
+		's/- port: metrics/- port: http-metrics/' "PodMonitor scrapes port 'http-metrics'"
+	plant "PodMonitor: no Hostname on the target" podmonitor.yaml \
+		's/targetLabel: Hostname/targetLabel: node/' "must name the node on the target"
+	plant "ServiceMonitor: endpoint (singular) is no field" servicemonitor.yaml \
+		's/^  endpoints:/  endpoint:/' "ServiceMonitor ncclwatch-exporter.spec: unknown field 'endpoint'"
+	plant "ServiceMonitor: a selector that matches no Service" servicemonitor.yaml \
+		's/^      app.kubernetes.io\/name: ncclwatch-exporter/      app: ncclwatch/' "the ServiceMonitor selects .* which matches nothing"
+	plant "ServiceMonitor: an interval that is no duration" servicemonitor.yaml \
+		's/interval: 15s/interval: 15/' "interval: 15 is not a duration"
+	plant "ConfigMap: grafana_dashboard: 1 unquoted" grafana-dashboard-configmap.yaml \
+		's/grafana_dashboard: "1"/grafana_dashboard: 1/' "metadata.labels: want strings to strings"
+	plant "ConfigMap: a misspelt data key" grafana-dashboard-configmap.yaml \
+		's/^data:/datas:/' "ConfigMap ncclwatch-dashboard: unknown field 'datas'"
+	plant "ConfigMap: a dashboard that is not JSON" grafana-dashboard-configmap.yaml \
+		's/^    {$/    {,/' "ncclwatch.json is not JSON"
 	if command -v shellcheck >/dev/null; then
 		for s in "$TMP"/scripts/*.sh; do
 			expect_true "shellcheck: $(basename "$s")" shellcheck -s sh "$s"
@@ -159,14 +217,19 @@ if command -v promtool >/dev/null; then
 else
 	skip "promtool rule tests" "promtool is not installed (Debian package prometheus)"
 fi
+# runbook_url: absolute (an alert leaves the cluster: a relative address
+# means nothing in a notification), a section of docs/runbook.md
+RB=https://github.com/ncclwatch/ncclwatch/blob/main/docs/runbook.md
 missing=
-for a in $(sed -n 's/.*runbook_url: "docs\/runbook.md#\([a-z0-9-]*\)".*/\1/p' "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml"); do
+for a in $(sed -n "s#.*runbook_url: \"$RB\#\([a-z0-9-]*\)\".*#\1#p" "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml"); do
 	grep -qi "^## $a\$" "$SRCDIR/docs/runbook.md" || missing="$missing $a"
 done
 RC=0
 nalert=$(grep -c '^  *- alert:' "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml")
-nrun=$(grep -c 'runbook_url: "docs/runbook.md#' "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml")
-expect_true "every alert has a runbook_url with a docs/runbook.md section" [ -z "$missing" -a "$nalert" = "$nrun" ]
+nrun=$(grep -c "runbook_url: \"$RB#" "$SRCDIR/deploy/prometheus/ncclwatch-rules.yml")
+expect_true "every alert has a runbook_url with a docs/runbook.md section${missing:+ (not:$missing)}" [ -z "$missing" -a "$nalert" = "$nrun" ]
+expect_true "no runbook_url is relative, in the rules, their tests or the PrometheusRule" sh -c \
+	"! grep -h '^ *runbook_url:' '$SRCDIR'/deploy/prometheus/*.yml '$SRCDIR'/deploy/kubernetes/*.yaml | grep -v 'runbook_url: \"https://'"
 expect_true "no window shorter than 5m in the rules" sh -c "! grep -Eq '\[(1|2|3|4)?[0-9]?s\]|\[[1-4]m\]' '$SRCDIR/deploy/prometheus/ncclwatch-rules.yml'"
 
 # --- the dashboard's queries use documented metrics, and the DCGM join is there ---
@@ -195,8 +258,25 @@ print("%d queries" % len(exprs))
 if bad:
     print("undocumented: " + " ".join(sorted(bad)))
     sys.exit(1)
+# the workload variables, from an ncclwatch metric, and every selector of a
+# series that carries the workload labels filters by them
+var = {v["name"]: v for v in dash["templating"]["list"]}
+for name, label in (("namespace", "namespace"), ("pod", "pod"), ("job", "hpc_job")):
+    if name not in var or not re.match(r"label_values\(ncclwatch_\w+\{.*\}, %s\)$" % label, var[name]["definition"]):
+        print("no variable %s: label_values of an ncclwatch metric's %s" % (name, label))
+        sys.exit(1)
+node_only = ("ncclwatch_stats_files", "ncclwatch_exporter_scrape_errors_total")
+fleet = ("ncclwatch:coll_busbw_bytes_per_second:baseline",)
+for e in exprs:
+    for m, sel in re.findall(r'\b(ncclwatch[A-Za-z0-9_:]*)\{([^}]*)\}', e):
+        want = [] if m in fleet else ['Hostname=~"$Hostname"'] + ([] if m in node_only else
+               ['namespace=~"$namespace"', 'hpc_job=~"$job"', 'pod=~"$pod"'])
+        lack = [w for w in want if w not in sel]
+        if lack:
+            print("%s in %r is not filtered by %s" % (m, e, ", ".join(lack)))
+            sys.exit(1)
 if not any("DCGM_FI_PROF_NVLINK_TX_BYTES" in e and "UUID" in e for e in exprs):
     print("no busbw next to DCGM_FI_PROF_NVLINK_TX_BYTES joined on UUID")
     sys.exit(1)
 PY
-expect_rc "every metric in the dashboard's queries is in docs/metrics.md; busbw is joined with DCGM NVLink bytes" 0
+expect_rc "every metric in the dashboard's queries is in docs/metrics.md, each query filtered by the node and workload variables; busbw is joined with DCGM NVLink bytes" 0

@@ -80,7 +80,8 @@ expect_true "stats file counts are there" grep -q '"state":"live"' "$TMP/q.json"
 
 # the rules loaded, and a recording rule evaluates on scraped data
 curl -s -m 5 "$API/rules" >"$TMP/rules.json"
-for a in NcclwatchCommunicationShareHigh NcclwatchBusbwBelowBaseline NcclwatchStragglerRank; do
+for a in NcclwatchCommunicationShareHigh NcclwatchBusbwBelowBaseline NcclwatchStragglerRank \
+	NcclwatchExporterDown NcclwatchExporterAbsent; do
 	expect_true "alert rule $a loaded" grep -q "\"name\":\"$a\"" "$TMP/rules.json"
 done
 expect_true "no rule failed to evaluate" python3 -c '
@@ -127,7 +128,7 @@ d = json.load(open(sys.argv[1]))
 for p in d["panels"]:
     for t in p.get("targets", []):
         e = t["expr"]
-        for k, v in (("$__rate_interval", "1m"), ("$Hostname", ".*"), ("$namespace", ".*"), ("$pod", ".*"),
+        for k, v in (("$__rate_interval", "1m"), ("$Hostname", ".*"), ("$namespace", ".*"), ("$job", ".*"), ("$pod", ".*"),
                      ("$comm", ".*"), ("$op", ".*")):
             e = e.replace(k, v)
         print(e.replace("\n", " "))

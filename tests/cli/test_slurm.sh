@@ -77,7 +77,7 @@ expect_true "prolog, PASS: logged" grep -q 'job 4242 on gpu-node-7: PASS (exit 0
 
 fresh
 run "${P[@]}" NCCLWATCH_CHECK_ARGS="$H200 --results $FX/results/h200x2-check-slow16x.json" bash "$PROLOG"
-expect_rc "prolog, FAIL: exits 1 (Slurm requeues the job)" 1
+expect_rc "prolog, FAIL: exits 1 (Slurm drains the node and requeues the job held)" 1
 expect_true "prolog, FAIL: drains this node with the failing item as reason" \
 	test "$(calls)" = "update
 nodename=gpu-node-7
