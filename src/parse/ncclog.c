@@ -395,10 +395,11 @@ void nw_log_feed_buf(struct nw_log *lg, const char *buf, size_t len)
 }
 
 /* How the bytes of a file are turned into lines of text. */
-enum { DEC_UNKNOWN, DEC_PLAIN, DEC_UTF16LE, DEC_UTF16BE, DEC_CR };
+enum { DEC_UNKNOWN, DEC_PLAIN, DEC_UTF16LE, DEC_UTF16BE };
 
 struct decoder {
 	int mode;
+	int cr;               /* CR-only line ends (decided on the first block's text, after UTF-16 decoding) */
 	int has_odd;          /* UTF-16: a byte of a code unit left from the last block */
 	unsigned char odd;
 };
@@ -412,7 +413,7 @@ static int utf16_guess(const unsigned char *s, size_t n, int hi)
 	return pairs >= 4 && nul * 10 >= pairs * 9;
 }
 
-/* Choose the decoding from the first block of a file (a BOM, NUL patterns, CR-only line ends); returns bytes to skip. */
+/* Choose the decoding from the first block of a file (a BOM, NUL patterns); returns bytes to skip. */
 static size_t decoder_pick(struct nw_log *lg, struct decoder *d, const unsigned char *s, size_t n)
 {
 	d->mode = DEC_PLAIN;
@@ -426,8 +427,6 @@ static size_t decoder_pick(struct nw_log *lg, struct decoder *d, const unsigned 
 		return d->mode = DEC_UTF16BE, 0;
 	if (n >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf)
 		return 3;
-	if (!memchr(s, '\n', n) && memchr(s, '\r', n))
-		d->mode = DEC_CR;
 	(void)lg;
 	return 0;
 }
@@ -499,7 +498,8 @@ static size_t read_text(struct nw_log *lg, struct decoder *d, FILE *f, char *dst
 		if (!got)
 			return 0;
 		unsigned char *u = (unsigned char *)dst;
-		if (d->mode == DEC_UNKNOWN) {
+		int first = d->mode == DEC_UNKNOWN;
+		if (first) {
 			size_t skip = decoder_pick(lg, d, u, got);
 			memmove(dst, dst + skip, got - skip);
 			got -= skip;
@@ -508,7 +508,10 @@ static size_t read_text(struct nw_log *lg, struct decoder *d, FILE *f, char *dst
 		}
 		if (d->mode == DEC_UTF16LE || d->mode == DEC_UTF16BE)
 			got = utf16_decode(d, u, got);
-		else if (d->mode == DEC_CR)
+		/* old Mac line ends, in either encoding: judged on the decoded text */
+		if (first && !memchr(dst, '\n', got) && memchr(dst, '\r', got))
+			d->cr = 1;
+		if (d->cr)
 			for (char *p = memchr(dst, '\r', got); p; p = memchr(p, '\r', got - (size_t)(p - dst)))
 				*p = '\n';
 		if (lg->bytes == 0 && lg->lines == 0 && looks_binary(u, got))
@@ -520,7 +523,7 @@ static size_t read_text(struct nw_log *lg, struct decoder *d, FILE *f, char *dst
 
 int nw_log_feed_file(struct nw_log *lg, FILE *f, const char *name, char *err, size_t errlen)
 {
-	struct decoder dec = { DEC_UNKNOWN, 0, 0 };
+	struct decoder dec = { DEC_UNKNOWN, 0, 0, 0 };
 	enum { BLOCK = 1 << 20 };
 	char *buf = nw_malloc(BLOCK + LG_MAX_LINE + 2);
 	size_t have = 0;

@@ -99,7 +99,10 @@ iconv -f UTF-8 -t UTF-16 "$WD" >"$TMP/wd16.log"
 iconv -f UTF-8 -t UTF-16LE "$WD" >"$TMP/wd16le.log"
 iconv -f UTF-8 -t UTF-16BE "$WD" >"$TMP/wd16be.log"
 tr '\n' '\r' <"$WD" >"$TMP/wdcr.log"
-for v in wd16 wd16le wd16be wdcr; do
+# and both at once: UTF-16 (with BOM, and big-endian without) of the CR-only copy
+iconv -f UTF-8 -t UTF-16 "$TMP/wdcr.log" >"$TMP/wd16cr.log"
+iconv -f UTF-8 -t UTF-16BE "$TMP/wdcr.log" >"$TMP/wd16becr.log"
+for v in wd16 wd16le wd16be wdcr wd16cr wd16becr; do
 	run "$NW" logscan --json "$TMP/$v.log"
 	expect_rc "$v copy of a watchdog log: exit 1" 1
 	expect_out "$v copy: the watchdog timeout is found" '"watchdog-timeout"'
