@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The ncclwatch image: the portable binary, plugin and interposer (glibc 2.31, nothing
 # else at load time), their glibc, a non-root user, no shell.
 #   docker build -t ncclwatch:0.1.0 .

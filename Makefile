@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch: plain make.
 #   make                 build/ncclwatch, build/libnccl-profiler-ncclwatch.so and
 #                        build/libncclwatch-interpose.so (LD_PRELOAD, for NCCL 2.18 to 2.22)

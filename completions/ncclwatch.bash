@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bash completion for ncclwatch. The candidates come from the program itself
 # (`ncclwatch __complete WORDS...`, made from each command's option table),
 # so they are always those of the installed version: commands, sub-commands,

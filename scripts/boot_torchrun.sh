@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks the env-rendezvous bootstrap under a real torchrun (no GPU needed):
 #   1. torchrun --no-python, static rendezvous on --master-port P: 4 ranks meet
 #      on P+1 and finish;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclwatch: how fast do bytes move between my GPUs, and if slow, why.
  * Dispatch over the command table (NW_COMMANDS in src/cmd/cmd.h); help,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every test that needs no GPU: cmocka unit binaries in $BUILD/tests,
 # then tests/cli/test_*.sh (which print "ok - name" / "not ok - name").
 # A check printed as "ok - name # skip: why" (lib.sh's skip) counts as

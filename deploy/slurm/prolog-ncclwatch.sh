@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Slurm prolog: run `ncclwatch check` on each node before a GPU job starts,
 # and keep a node that fails out of the job, with a reason people can read.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On the GPU machine: what topo shows, what check says on the healthy
 # machine and with the two classic workarounds left set, and how long each
 # check takes. Everything lands under $OUT (default ./out).

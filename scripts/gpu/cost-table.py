@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Median out-of-place all_reduce time per size of bench outputs OUT/cost.off.*.txt
 against OUT/cost.on.*.txt, and the difference in %.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On a GPU machine: bench's checks on the GPU (src/gpu/verify.ptx) for
 # real. The kernels compile and count exactly what the host check counts
 # (every op, type, reduction and root, with planted wrong elements), and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On a one-GPU machine, with the machine's own (PyTorch's) NCCL: bench's
 # nccl-tests flags -R 1|2, -M 1, -N 2 -S 1, -u, -p 1, -z 3, -C 1 on the GPU,
 # and alltoallv, hypercube and NCCL_TESTS_SPLIT on two ranks made two

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Real NCCL_DEBUG=INFO logs of known situations, for logscan's fixtures.
 #
 #   OUT=/some/dir scripts/gpu/gen-logs.sh        (OUT defaults to ./out)

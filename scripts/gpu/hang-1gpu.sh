@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On a one-GPU machine: the hang checks with real NCCL and PyTorch, two ranks
 # made two "nodes" on the one GPU with NCCL_HOSTID (as portable-1gpu.sh does;
 # time-sliced over a socket: the paths, never a speed).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On a one-GPU machine: live monitoring with the NCCL releases PyTorch
 # images carry, not only 2.27+. Two ranks of a PyTorch job are made two
 # "nodes" on the one GPU with NCCL_HOSTID (as hang-1gpu.sh does: the paths

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On a GPU machine (two GPUs or more: -g 2; one: one rank), bench's last
 # nccl-tests 2.19.6 flags for real, with the machine's own (PyTorch's) NCCL:
 #   - -o mulsum: NCCL's pre-multiplied sum, every op with a reduction, every

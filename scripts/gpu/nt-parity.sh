@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On the GPU machine: bench's nccl-tests parity formats next to nccl-tests
 # itself (-J, -I 1 -K 2, -S 1, -z 1..3), for the GPU issue. Everything
 # lands under $OUT (default ./out); nothing is claimed until it has run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The profiler plugin's cost on small collectives, measured tightly enough to
 # judge a sub-microsecond target.
 #

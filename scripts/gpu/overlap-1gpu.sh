@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On a one-GPU machine: exposed communication (NCCLWATCH_OVERLAP=1) with real
 # CUPTI, NCCL and PyTorch. Two ranks are made two "nodes" on the one GPU with
 # NCCL_HOSTID (as hang-1gpu.sh does): their kernels time-share the GPU and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What the ncclwatch profiler plugin costs a running job, measured on GPUs.
 #
 #   make && make build/tests/nwstats_dump

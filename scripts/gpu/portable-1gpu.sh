@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On a one-GPU machine: the portable files (make portable), carried with no
 # library beside them, against the machine's own PyTorch NCCL.
 #   1. what they need at load time (ldd), and version, topo, doctor, check,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Record what topo and doctor read on this machine, as test fixtures.
 #
 #   OUT=./out scripts/gpu/record-fixtures.sh        (root gives the PCIe config

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On a machine with 2 or more GPUs: the figures the issues ask for on the
 # 2xH200 reference machine, in one pass of about 6 minutes, a table last.
 #

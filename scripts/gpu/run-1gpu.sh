@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On a one-GPU machine: `ncclwatch run` around a small DDP job of two ranks
 # made two "nodes" on the one GPU with NCCL_HOSTID (time-sliced over a
 # socket: the paths, the agreement of figures and the relative cost, never

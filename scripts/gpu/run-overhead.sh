@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What `ncclwatch run` costs a training job with its defaults, measured on GPUs.
 #
 #   make

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Eight ranks as eight "nodes" on one GPU: each rank its own NCCL_HOSTID, so
 # NCCL connects them over NET/Socket (rings and trees across 8 nodes) while
 # their kernels time-share the GPU. What differs from a real 8-node job:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `ncclwatch top` and `ncclwatch exporter` on a real training-like job.
 #
 #   make

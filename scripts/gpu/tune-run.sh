@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch tune on a GPU machine: all_reduce, all_gather, reduce_scatter and
 # sendrecv, NCCL's defaults against every built-in variant, in about 6 minutes.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The sweep: every (op, dtype, redop, root, size, placement) the options
  * ask for, timed the way nccl-tests times it (a batch of -n launches on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench: the size sweep over collectives, shared by the bench, check and
  * tune commands. One call runs every (op, dtype, redop, root, size,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_check: verification (-c). Each rank's input pattern is written
  * into its send buffer and its output compared element by element: on the

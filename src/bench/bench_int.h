@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_int: internal to the sweep, shared by its files and by nothing
  * else: bench.c (the sweep itself and its entry point), bench_time.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_pairs: --pairs, every pair of ranks sending to each other while
  * the others wait, for a matrix of busbw that shows a slow link.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_time: how a size is timed, as nccl-tests times it: a batch of -n
  * launches on a host clock (or captured once as CUDA graphs, -G), each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hostmem: the host memory this process may still take, from
  * /proc/meminfo and the limits of its cgroup (v1 or v2) and their parents,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hostmem: how much host memory this process may still take, and how much
  * a host backend's sweep will take, so that it refuses a size before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pattern: each rank's input values and the output each rank must see,
  * per collective, type and reduction op; conversion to and from every data

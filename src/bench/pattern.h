@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pattern: the data every rank sends, and the result every rank must see,
  * computed independently of the collective under test.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * split: NCCL_TESTS_SPLIT and NCCL_TESTS_SPLIT_MASK read into a rule, the
  * color of a rank, and the job split into its groups (hypercube's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * split: nccl-tests' NCCL_TESTS_SPLIT and NCCL_TESTS_SPLIT_MASK, which cut
  * the job's processes into groups that each run the collectives among

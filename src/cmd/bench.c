@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench: every collective over a size sweep, with nccl-tests' flags and
  * its text table (byte-identical rows), plus JSON/CSV and per-rank detail.

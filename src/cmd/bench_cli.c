@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_cli: bench's option table (nccl-tests' flags and ours), its
  * checks of the options together, and the run: the nccl-tests text table

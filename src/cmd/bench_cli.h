@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_cli: bench's command line (nccl-tests' flags and ours) and its
  * outputs (the nccl-tests table on stdout, JSON, CSV), for bench and the

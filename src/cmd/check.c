@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclwatch check: a pass/fail pre-flight in seconds. Runs doctor, then a
  * short bench (all_reduce and all_gather near peak, optionally send/recv

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What every command shares besides its option table (see cli.h). */
 #include <stdio.h>
 #include <stdlib.h>

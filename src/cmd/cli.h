@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli: what every command shares besides its option table (cmd/opt.h):
  * the option rows that mean the same in every command that takes them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd: one function per command, each in src/cmd/<name>.c with its option
  * table (cmd/opt.h). A command parses its options, calls modules, prints,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclwatch compare A B: what got slower, where, by how much, and what changed. */
 #include <inttypes.h>
 #include <limits.h>

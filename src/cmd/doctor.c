@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclwatch doctor: run the table of checks (src/probe/doctor_checks.c)
  * over this machine, container and environment, print one table of

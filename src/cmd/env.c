@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * env: the lines to add to a training job so that it is watched live: the
  * profiler plugin or the interposer, whichever the job's NCCL allows

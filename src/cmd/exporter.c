@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclwatch exporter: Prometheus /metrics from the profiler plugin's stats
  * files of this host (docs/metrics.md). --once prints one scrape to stdout

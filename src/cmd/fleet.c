@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclwatch fleet: which host's latest check is slow against its peers, and what differs on it. */
 #include <limits.h>
 #include <stdio.h>

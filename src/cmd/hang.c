@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclwatch hang: which collective a job is stuck in, which ranks have not arrived, who waits. */
 #include <inttypes.h>
 #include <jansson.h>

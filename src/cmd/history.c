@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclwatch history: list, show, export, delete and name recorded runs. */
 #include <errno.h>
 #include <inttypes.h>

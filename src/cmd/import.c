@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * import: nccl-tests outputs (text of any version, or -J JSON) into the
  * result model, printed as CSV (default), JSON, or nccl-tests' own table.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jobout: a job's report, timeline and results written from its parts
  * (cmd/jobout.h), for run and report --job.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jobout: the files made from a job's parts, shared by `run` (at the end
  * of a job) and `report --job`: the HTML report, the merged timeline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * logscan: read NCCL_DEBUG=INFO logs as an expert would: what NCCL did
  * (versions, communicators, transports, rings and trees, algorithms, the

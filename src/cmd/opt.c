@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The option tables of opt.h: parsing through getopt_long, value checks by
  * kind, help text, man page, completion and the listing the tests walk.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opt: one declarative option table per command, in the spirit of git's
  * parse-options.h. A command declares a `struct nw_cmd_spec`: its name,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One line of progress on stderr, redrawn in place, and the time left in a sweep (see progress.h). */
 #include <stdio.h>
 #include <stdlib.h>

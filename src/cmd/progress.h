@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * progress: one line of progress on stderr for long work (bench, check,
  * tune): what is running, done/total, time left once it can be told,

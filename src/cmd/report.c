@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclwatch report: one self-contained HTML page (or one SVG chart) of runs. */
 #include <errno.h>
 #include <limits.h>

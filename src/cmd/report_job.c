@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_job: `report --job ID` (cmd/jobout.h): a job's parts found in its
  * directory or in the history (each node records its part as a run of

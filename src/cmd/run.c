@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * run: `ncclwatch run [options] -- CMD ARGS...` runs any launch command
  * with monitoring set up for every rank it starts (the plugin or the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * run: what the files of `ncclwatch run` share (run.c: options, setting
  * the job up and starting it; run_wait.c: the wait for it, with signals,

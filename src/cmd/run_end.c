@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * run_end: `ncclwatch run` after the job ended (cmd/run.h): the last
  * figures, the node's part (with the stats files, dumps and NCCL logs kept

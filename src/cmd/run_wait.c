@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * run_wait: `ncclwatch run` while the job runs (cmd/run.h). Signals are
  * waited for, never handled (sigtimedwait): the job's end (SIGCHLD), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclwatch top: a live terminal view of every local rank's collectives,
  * read from the profiler plugin's stats files (docs/top.md). --once prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclwatch topo: GPUs, the path between every pair (nvidia-smi's
  * classes), NVLink, peer-to-peer, NICs, and the busbw each collective

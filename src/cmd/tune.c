@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tune: measure NCCL's defaults against variants of the settings that
  * matter, one fresh `ncclwatch bench` process per run, and say what (if

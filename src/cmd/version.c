@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * version: the tool's version, the NCCL that would be loaded (and why),
  * the driver when there is one, and every other libnccl on the machine.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backend: what moves the bytes. The sweep (src/bench/bench.c) drives one
  * backend the same way whether it is NCCL on GPUs or MPI on hosts: buffers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The MPI host backend: the same collectives over host memory through MPI
  * collectives, one rank per process. It runs the whole bench pipeline for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The NCCL backend: one communicator rank per local GPU, one non-blocking
  * stream each, NCCL and the driver loaded at run time. The local ranks are

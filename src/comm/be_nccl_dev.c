@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * be_nccl_dev: bench's -c on the GPUs. The check kernels (gpu/kern.h,
  * src/gpu/verify.ptx) are compiled by the driver once per GPU the first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * be_nccl_int: internal to the NCCL backend, shared by its files and by
  * nothing else: be_nccl.c (opening, the ops table, split, destroy),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * be_nccl_mem: the NCCL backend's memory: the send and receive buffers of
  * each local GPU (cuMemAlloc, or ncclMemAlloc registered with the

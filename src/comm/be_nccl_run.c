@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * be_nccl_run: the NCCL backend's calls: one call per collective (grouped
  * send/recv where NCCL lacks one), the -t launch threads that share the

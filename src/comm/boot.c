@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * boot: env rendezvous and a small TCP bootstrap (see boot.h, docs/launch.md).
  *

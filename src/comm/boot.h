@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * boot: the env-rendezvous launcher. One ncclwatch process per GPU,
  * started by torchrun --no-python, a Kubernetes PyTorchJob or srun, finds

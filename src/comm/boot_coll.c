@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* boot_coll: the collectives (allgather, barrier, broadcast): rank 0 collects and answers, the others wait. */
 #include <errno.h>
 #include <poll.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* boot_env: what the environment says about this process (torchrun, Slurm, the bootstrap port). */
 #include <errno.h>
 #include <stdlib.h>

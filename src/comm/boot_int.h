@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * boot_int: internals shared by the bootstrap's files (boot*.c), not an
  * API: everything outside src/comm/boot*.c uses comm/boot.h alone.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* boot_peer: another rank's startup: connect to rank 0 (retrying until it listens), hello, its answer. */
 #include <errno.h>
 #include <netdb.h>

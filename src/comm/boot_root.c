@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* boot_root: rank 0's startup: listen, take and check every hello, refuse by name, send the table of hosts. */
 #include <errno.h>
 #include <netdb.h>

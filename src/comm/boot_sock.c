@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* boot_sock: the connections: non-blocking reads of whole messages, sends and waits bounded by a deadline. */
 #include <errno.h>
 #include <fcntl.h>

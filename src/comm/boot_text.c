@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* boot_text: the text of messages: rank lists, fingerprint differences, names of ranks and calls. */
 #include <stdarg.h>
 #include <stdio.h>

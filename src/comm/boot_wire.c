@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* boot_wire: the wire format: the 16-byte header, the hello and rank 0's answer, packed and checked. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * group: the processes of one run, over MPI when an MPI launcher started
  * them (or --backend mpi), else over the env rendezvous bootstrap

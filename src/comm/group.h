@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * group: the processes of one run and the small host-side exchanges they
  * need (the NCCL unique id, per-rank times, hostnames). Launched by MPI

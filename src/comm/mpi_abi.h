@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The part of MPI that comm/ uses, for code built under NW_HAVE_MPI.
  *

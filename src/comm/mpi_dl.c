@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Open MPI opened at run time (see mpi_abi.h): the portable build needs no
  * MPI to start, and opens libmpi.so.40 only when an MPI launcher started it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Bounded waits on MPI's nonblocking operations, for comm/ only: MPI's
  * blocking calls never return while a peer is stopped, so every exchange

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gzip through zlib opened at run time (see gzip.h). Only three entry
  * points with plain arguments are used (compress2, compressBound, crc32),

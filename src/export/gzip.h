@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gzip: compress a /metrics reply for scrapers that send
  * "Accept-Encoding: gzip". zlib (libz.so.1, present on every Linux

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hangsrc: progress from stats files and trace dumps into model/progress (see hangsrc.h). */
 #include <dirent.h>
 #include <errno.h>

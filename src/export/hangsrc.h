@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hangsrc: the sources of progress this node can read (the plugin's live
  * stats files, and trace dumps gathered from any node), each turned into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Percentiles from bucketed histograms (see hist.h). */
 #include <math.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hist: percentiles from bucketed duration histograms, as top shows them
  * and as Prometheus' histogram_quantile() computes them, so the p50/p99 in

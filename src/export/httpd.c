@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The exporter's HTTP endpoint (see httpd.h): our own epoll loop accepts
  * connections, enforces the caps and deadlines, and drives libmicrohttpd

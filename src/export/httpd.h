@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * httpd: the exporter's HTTP endpoint (libmicrohttpd driven from our own
  * epoll loop, one thread, plus one thread that renders).

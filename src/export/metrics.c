@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus metrics from the plugin's stats files (see metrics.h, docs/metrics.md). */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics: the exporter's Prometheus metrics (docs/metrics.md) from the
  * plugin's stats files of one host.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* procscan: training processes' stats directories through /proc (see procscan.h). */
 #include "export/procscan.h"
 

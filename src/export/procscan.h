@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * procscan: the stats directories of a node's training processes, found
  * through /proc (docs/deploy.md, "Without hostPath").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus text exposition format 0.0.4 writer (see promtext.h). */
 #include <math.h>
 #include <stdarg.h>

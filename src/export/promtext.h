@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * promtext: a writer for Prometheus' text exposition format 0.0.4.
  *

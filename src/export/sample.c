@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Samples of the stats files for live rates (see sample.h). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sample: what top and the exporter remember of the stats files between two
  * looks, so they can show live rates (calls/s, busbw, percentiles over the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sfdir: the stats directories (see statsfile.h): listing one safely, each
  * file's header read before anything else, only the files a reader shows

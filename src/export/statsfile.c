@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * statsfile: read, validate and snapshot the plugin's per-rank stats files
  * (src/plugin/nwstats.h) without ever blocking their writer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * statsfile: the reader side of the plugin's per-rank stats files
  * (src/plugin/nwstats.h), for `ncclwatch top` and `ncclwatch exporter`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * statsfile_int.h: what statsfile.c (one file: open, validate, copy) shares
  * with sfdir.c (directories: listing, the cache, cleaning old files). Both

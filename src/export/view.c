@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The table of `ncclwatch top` (see view.h). */
 #include <inttypes.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * view: the table `ncclwatch top` shows, built from the loaded stats files
  * and two samples (rates over the last interval), then filtered and sorted.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda: the CUDA driver API (libcuda.so.1) opened at run time, its table resolved once (see cuda.h, util/dl.h). */
 #include "gpu/cuda.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuda: the CUDA driver API (libcuda.so.1) opened at run time. Only the
  * symbols ncclwatch uses are declared, from the documented ABI; they are

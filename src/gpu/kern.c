@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kern: loading src/gpu/verify.ptx through the driver's JIT and launching
  * its kernels (see kern.h). Launches are asynchronous on the stream given;

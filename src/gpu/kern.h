@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kern: bench's fill and check kernels (src/gpu/verify.ptx) on one GPU:
  * the PTX text compiled by the driver at run time (cuModuleLoadDataEx; the

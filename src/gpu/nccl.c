@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl: which NCCL to load, and the NCCL table opened at run time and resolved once (see nccl.h, util/dl.h). */
 #include "gpu/nccl.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nccl: NCCL opened at run time (dlopen), never linked, no nccl.h needed.
  * Which NCCL is loaded, in order: --nccl-lib PATH, $NCCLWATCH_NCCL_LIB,

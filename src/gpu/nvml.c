@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * NVML through dlopen (see nvml.h). Only the entry points used are
  * declared, from NVML's documented ABI, and resolved once into static

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nvml: what topo and doctor need from NVML (libnvidia-ml.so.1, opened with
  * dlopen, never linked), gathered into one snapshot. The snapshot is also

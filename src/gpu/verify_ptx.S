@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The check kernels' PTX text (src/gpu/verify.ptx) as one NUL-terminated string, nw_verify_ptx. */
 	.section .rodata
 	.global nw_verify_ptx

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * job: a training job run under `ncclwatch run`, from its start to its
  * report. One header for the module, implemented by several files:

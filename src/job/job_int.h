@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * job_int: what the files of src/job share inside the module (the
  * watcher's state, read by part.c to build a node's part). Internal: other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclinfo: NCCL's debug output captured per process by run
  * (NCCL_DEBUG_FILE=DIR/nccl.%h.%p.log), read by logscan (parse/ncclog.h)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * part: a node's part of a job as one JSON document (ncclwatch.jobpart/1,
  * docs/run.md): what run knew (command, times, exit, mode, settings) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proc: the job's process. run waits for signals with sigtimedwait (no
  * handlers), so they are blocked in run; the job gets its signal mask and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * record: a job as a result run (source "job"), so that history keeps it
  * and compare diffs two jobs (job.h). A row per op and size bucket over

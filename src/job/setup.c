@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * setup: the variables run sets in a job's environment, and what of the
  * user's own it keeps (job.h). A user's setting wins over run's wherever

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * trace: the merged timeline of a job as Chrome/Perfetto trace JSON
  * (job.h): one process track per rank (its rank in its largest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * view: every node's part of a job merged into one view (job.h): the
  * ranks with their figures and timelines, the clock offset of each node

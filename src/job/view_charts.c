@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * view_charts: the merged view's charts over common time bins (bandwidth
  * per op and size bucket, lateness per communicator, exposed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watch: the live watcher of a job's stats directory (job.h). Every tick
  * reads the directory once (export/statsfile), and adds: the bandwidth

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coll: the table of collectives (name, reduction op, root, split buffer,
  * in-place verification), element counts for a size, algbw and busbw

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coll: the collectives ncclwatch measures, their size rules and the
  * bus-bandwidth factors nccl-tests uses (DESIGN.md, "busbw").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ntjson: a run written as nccl-tests' own -J JSON document (file version
  * 3, byte for byte as nccl-tests 2.19 writes it), and the NCCL version

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ntjson: nccl-tests' own -J JSON (file version 3, as nccl-tests 2.19
  * writes it: key order, "true"/"false" strings, %lf numbers, "root" as a

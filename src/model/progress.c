@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * progress: merging views of a communicator's progress and the
  * cross-rank diagnosis over them (see progress.h and docs/hang.md).

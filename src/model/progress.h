@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * progress: how far each rank of a communicator has got, whatever told us.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * result: runs and rows of the result model (adding, releasing,
  * bandwidths, per-iteration statistics, the peak and the average) and

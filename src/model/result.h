@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * result: the one result model shared by bench, check, import, history,
  * compare, report and tune; and its three renderings (nccl-tests' text

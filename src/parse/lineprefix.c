@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lineprefix: the prefixes launchers, loggers and terminals put in front
  * of a line, recognised one by one and taken off (see lineprefix.h for

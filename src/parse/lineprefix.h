@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lineprefix: strip what launchers and terminals add in front of a line of
  * program output, so the NCCL log and nccl-tests parsers see the program's

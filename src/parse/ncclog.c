@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The log analyser's front: its state's lifetime, and feeding lines (launcher and NCCL prefixes) to the readers. */
 #include "parse/ncclog.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclog: one-pass, bounded-memory reading of NCCL_DEBUG=INFO logs (NCCL
  * 2.4 to 2.28+), interleaved from many ranks and nodes, mixed with other

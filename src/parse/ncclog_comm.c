@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NCCL INFO lines about communicators: init lines and ranks, channels, rings, and the transport of each peer pair. */
 #include <stdint.h>
 #include <string.h>

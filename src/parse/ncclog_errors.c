@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* WARN and error lines of the log analyser: grouped by cause, and the facts their text gives the diagnosis rules. */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Facts the log analyser derives once from its tables, for the diagnosis rules and the report. */
 #include <stdint.h>
 #include <string.h>

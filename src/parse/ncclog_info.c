@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NCCL INFO lines: versions, networks, graphs, algorithms, the environment and error traces; communicators are ncclog_comm.c's. */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclog_int: internal to the NCCL log analyser (src/parse/ncclog*.c);
  * nothing else includes it, the public API is parse/ncclog.h. It holds the

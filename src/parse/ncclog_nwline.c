@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The ncclwatch plugin's periodic lines in a training log ("NCCLWATCH v=1
  * t=... comm=... rank=... ops=... top=all_reduce:412.30,..."; the format is

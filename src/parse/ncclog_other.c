@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Lines of the log that are not NCCL's: PyTorch errors and watchdog timeouts, nccl-tests, crashes. */
 #include <stdio.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The log analyser's JSON report (schema ncclwatch.logscan/1, docs/logscan.md). */
 #include <inttypes.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The log analyser's diagnosis rules: one table of small pure functions over the tables and the derived facts. */
 #include <inttypes.h>
 #include <stdint.h>

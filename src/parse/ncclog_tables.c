@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The log analyser's storage: a capped two-key hash map, growable arrays, and a string hash. */
 #include <stdint.h>
 #include <stdlib.h>

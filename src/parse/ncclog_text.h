@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclog_text: small text helpers of the NCCL log analyser (s, n: not
  * NUL-terminated), internal to src/parse/ncclog*.c. No ncclog_text.c: they

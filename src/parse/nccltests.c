@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nccltests: the entry points of the nccl-tests reader (nccltests.h). They
  * read a file, a stream or a buffer, choose between the -J JSON reader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nccltests: read nccl-tests outputs into the result model (bench/result.h).
  *

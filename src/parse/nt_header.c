@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nt_header: the header and footer lines of nccl-tests' text output (the
  * '#' lines, or the same lines with their '#' lost in pasting, and RCCL's

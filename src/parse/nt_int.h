@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nt_int: internal to the nccl-tests reader, shared by its files and by
  * nothing else: nccltests.c (entry points), nt_stream.c (streams and their

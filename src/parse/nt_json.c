@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nt_json: nccl-tests' -J JSON documents (one or several one after the
  * other) into runs, and the input of rccl-tests' JSON records, which it

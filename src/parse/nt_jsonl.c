@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nt_jsonl: rccl-tests' JSON output ("--output_file F", JSON by default).
  * One object per size and placement, one per line (a JSON list of them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nt_stream: the streams of the nccl-tests reader and the tables on them.
  * A stream collects what a header said (hosts, GPUs, ranks, versions) and

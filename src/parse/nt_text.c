@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nt_text: nccl-tests' text output, line by line. Launcher prefixes are
  * taken off, NCCL log lines (whole, or cutting a row in two) are skipped,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ras: NCCL RAS answers, common parts, the JSON format and the progress model. */
 #include <ctype.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ras: read an answer of NCCL's RAS port (docs/ras.md) into one struct,
  * and turn it into the progress model (model/progress.h).

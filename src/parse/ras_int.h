@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ras_int: what ras.c (common parts, JSON, model) and ras_text.c share. */
 #ifndef NW_PARSE_RAS_INT_H
 #define NW_PARSE_RAS_INT_H

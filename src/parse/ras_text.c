@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ras_text: the text answer of NCCL's RAS port (every version since 2.24),
  * as NCCL's src/ras/client_support.cc writes it: version lines, "Job

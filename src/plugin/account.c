@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * account: turning finished in-flight slots into aggregates (publisher
  * thread). A drain pass decides for each stopped slot how it was timed

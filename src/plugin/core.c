@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core: what both front ends of the recording code share (the profiler
  * plugin's event callbacks, plugin.c, and the interposer's wrappers of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The part of CUPTI's activity API that the overlap window (overlap.c)
  * uses, declared from CUDA 13's cupti_result.h, cupti_activity.h and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hang: the progress part of each stats file (nws_progress) and the
  * plugin's own hang verdict, kept by the publisher thread from the slots

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ident: who runs a rank, for its stats file (struct nws_ident): the GPU it
  * drives, read from the CUDA driver the process already loaded (never

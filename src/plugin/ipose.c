@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ipose: the interposer's exported functions, under NCCL's own names
  * (the only symbols the library exports: src/plugin/interpose.map), and

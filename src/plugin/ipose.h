@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ipose: internals of the interposer (libncclwatch-interpose.so), the
  * second front end of the recording code: LD_PRELOADed into a training

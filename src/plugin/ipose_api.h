@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ipose_api: the NCCL functions the interposer exports, with NCCL's own
  * names and signatures (declared here from nccl.h, 2.18 to 2.30, never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ipose_comm: the interposer's communicators and settings. The first
  * communicator made decides, once per process, whether the interposer

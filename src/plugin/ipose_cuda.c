@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ipose_cuda: timing ops with CUDA events on the job's own streams, through
  * the driver API of the libcuda.so.1 the process already loaded (never

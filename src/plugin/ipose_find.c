@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ipose_find: the real NCCL behind a wrapped call. An LD_PRELOADed
  * ncclAllReduce receives the calls of every library that binds the name

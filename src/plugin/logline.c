@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * logline: the periodic one-line summary of each communicator that the
  * publisher thread writes into the job's own log (docs/plugin.md, "Log

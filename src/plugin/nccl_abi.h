@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nccl_abi: NCCL's profiler plugin interface, versions 1 to 6, as the
  * plugin reads it: the event descriptors, the state arguments and the

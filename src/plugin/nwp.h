@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nwp: internals of the ncclwatch profiler plugin (not installed anywhere).
  *

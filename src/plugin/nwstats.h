@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nwstats: the fixed layout of the per-rank stats file that the profiler
  * plugin publishes and `ncclwatch top` / `ncclwatch exporter` read.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * overlap: exposed communication, measured with CUPTI (NCCLWATCH_OVERLAP=1;
  * docs/plugin.md, "Exposed communication").

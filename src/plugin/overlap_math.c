@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * overlap_math: union and intersection of kernel intervals (see
  * overlap_math.h). Everything happens in the caller's array: clip, split by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * overlap_math: exposed communication from kernel intervals, pure
  * arithmetic (no clocks, no allocation, no CUPTI) so that it can be tested

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin: the NCCL profiler entry points (ncclProfiler_v1 to _v6) and the
  * event hot paths. See docs/plugin.md for the design, nccl_abi.h for what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * publish: the plugin's one background thread. Each period it drains every
  * communicator's finished slots into its stats file (account.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * register: communicators coming and going, for every profiler interface
  * version: the process-wide setup at the first init (configuration, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slot: taking and filling a slot of a communicator's in-flight pool, the
  * hot path both front ends share: the profiler plugin's Coll, P2p and

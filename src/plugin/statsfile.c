@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * statsfile: the stats file of each communicator (the layout of nwstats.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * trace: the flight recorder of every communicator of the process as one
  * Chrome/Perfetto trace file, written on request (a trigger file,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* doctor: findings, the check runner, and gathering facts under a root (see doctor.h). */
 #include "probe/doctor.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * doctor: one table of checks of what in this machine, container or
  * environment will hurt NCCL. Each check is a small function over a

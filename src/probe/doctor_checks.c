@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The doctor's table of checks, in report order, and the helpers the
  * checks share. Every check reads only the context (struct nw_doc_ctx)

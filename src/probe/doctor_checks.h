@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * doctor_checks: what the doctor's check files share, inside src/probe
  * only (callers use doctor.h). doctor_checks.c holds the one table of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The doctor's environment-variable checks: NCCL_* names and settings, CUDA_VISIBLE_DEVICES, MASTER_ADDR. */
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The doctor's GPU checks: driver and NCCL versions, NVLink, PCIe, P2P, ECC, GPUDirect RDMA, fabric manager. */
 #include <stdio.h>
 #include <stdlib.h>

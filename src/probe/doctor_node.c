@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * doctor's node health checks, the ones a pre-flight needs beyond NCCL's
  * own setup: the GPU count a node should have, GPU Xid errors in the

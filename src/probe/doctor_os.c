@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The doctor's container, OS and CPU-binding checks: /dev/shm, memlock, RemoveIPC, ACS, IOMMU, VMs, affinity. */
 #include <ctype.h>
 #include <stdio.h>

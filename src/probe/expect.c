@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Expected busbw at large sizes (see expect.h, docs/expectations.md). */
 #include "probe/expect.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * expect: the busbw a healthy machine should reach at large sizes. The
  * model (docs/expectations.md): expected busbw = bottleneck link bandwidth

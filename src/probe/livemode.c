@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * livemode: which way a job on this node is watched live (the profiler
  * plugin, the interposer, or nothing) and the file that does it; one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * livemode: how a training job on this node can be watched live, decided
  * once for `ncclwatch env`, `ncclwatch run` and the doctor's check.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The NCCL environment variable names NCCL 2.28 reads or documents, for
  * doctor's typo check. Built from NCCL 2.28.9's source (every NCCL_PARAM

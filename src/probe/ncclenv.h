@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclenv: the NCCL_* environment variable names NCCL knows, for spotting
  * typos (NCCL_IBHCA for NCCL_IB_HCA) that NCCL itself silently ignores.

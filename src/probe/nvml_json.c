@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvml_json: NVML snapshots as JSON ("ncclwatch.nvml/1"), for topo and doctor and their recordings. */
 #include "probe/nvml_json.h"
 

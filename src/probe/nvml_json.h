@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nvml_json: an NVML snapshot (gpu/nvml.h) as JSON, "schema":
  * "ncclwatch.nvml/1": what topo --json and doctor show, and the

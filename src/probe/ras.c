@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ras (probe): a client of NCCL's RAS port with one deadline over connect and answer. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ras (probe): ask a running job's NCCL RAS port for its status
  * (docs/ras.md). NCCL 2.24 and newer listen on NCCL_RAS_ADDR, by default

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Root-prefixed reads of /sys, /proc and /etc (see sysfs.h). */
 #include "probe/sysfs.h"
 

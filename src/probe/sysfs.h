@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sysfs: every read of /sys, /proc and /etc made by topo and doctor goes
  * through a root prefix, so tests (and users) can point the probes at a

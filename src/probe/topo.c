@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Topology from NVML answers and the PCI tree under a root (see topo.h). */
 #include "probe/topo.h"
 

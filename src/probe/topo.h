@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * topo: what is connected to what. GPUs (from NVML when it answers, else
  * from the PCI tree), the path class of every GPU pair with nvidia-smi's

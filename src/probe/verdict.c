@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check's verdict (see verdict.h). */
 #include "probe/verdict.h"
 

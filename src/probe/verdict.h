@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * verdict: check's PASS/WARN/FAIL from doctor's findings and a short
  * bench run, each bandwidth compared against the expectation from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fleet page: a heatmap of hosts x (op, size), each cell a host's busbw against its peers' median. */
 #include <stdlib.h>
 #include <string.h>

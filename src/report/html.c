@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The self-contained HTML report: charts, comparison, fingerprints. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jobpage: the report of one training job run under `ncclwatch run`
  * (report.h): one self-contained HTML page (inline CSS and SVG, no script,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jobpage_int: the sections of a job's page that jobpage_nccl.c writes for
  * jobpage.c. Internal to src/report.

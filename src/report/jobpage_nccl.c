@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jobpage_nccl: the parts of a job's page that come from NCCL itself and
  * from the job's files (report/jobpage_int.h): per node, what logscan read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report: busbw-against-size charts as inline SVG, and one self-contained
  * HTML page (inline CSS and SVG, no script, no network) with a chart per op,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* busbw against size, log2 x axis, one line per run: an inline SVG chart. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* compare --by: the best busbw of the history's runs, grouped by one field. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compare: two runs side by side (rows matched by op, dtype, redop, size
  * and placement, repeats pooled), a verdict per size against a noise

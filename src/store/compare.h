@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compare: two runs side by side, per op, size, dtype, redop and placement;
  * a verdict per size that respects noise; the size bands that got slower or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * db: the two database drivers under the history store (store.c).
  *

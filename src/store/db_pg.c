@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * db_pg: the PostgreSQL driver of the history store (db.h), through libpq
  * (pq_abi.h). Ownership and schema version live in the meta table the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * db_sqlite: the embedded driver of the history store (db.h). One file,
  * WAL mode, writers waiting for each other with short random pauses up to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fingerprint of a run: what it ran on, kept with its results. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleet: every host's latest check against the median of its peers. */
 #include <stdlib.h>
 #include <string.h>

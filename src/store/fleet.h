@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet: every host's latest check against its peers. Hosts are grouped by
  * GPU model and count (the fingerprint's "gpus"); in each group, every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a user may name as a run: an id, a file, or a baseline name. */
 #include <errno.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * input: a run from anything a user may name on the command line (a run
  * id, a baseline name, ncclwatch's JSON, nccl-tests' text or -J JSON).

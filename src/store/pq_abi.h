@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The part of libpq that store/db_pg.c uses, as one table of pointers
  * (nw_pq) that nw_pq_load() fills.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libpq for the PostgreSQL store driver (see pq_abi.h): linked, or opened at
  * run time in the portable build.

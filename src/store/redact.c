@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redact: passwords of PostgreSQL connection strings taken out of any text
  * (a --db value, a whole command line) before it is shown or stored.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spool: runs kept as files while their PostgreSQL history is away, and
  * sending them once it answers again (a file is claimed by renaming it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spool: runs that could not reach their history (a PostgreSQL server away
  * or not answering, or any database while a stop cut the recording off),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store: opening the history database (SQLite file or PostgreSQL server),
  * checking whose it is and migrating its schema forward, the messages of

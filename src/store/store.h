@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store: the run history in SQLite or PostgreSQL (store.c: opening and the
  * schema; store_run.c: recording and loading a run; store_query.c: listing,

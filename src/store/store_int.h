@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_int: internal to the history store, shared by store.c,
  * store_run.c and store_query.c and by nothing else: the store handle and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_query: what the history answers and how it is changed besides
  * recording: listing runs, deleting one, baselines, content keys of old

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_run: one run into the history (its header and rows in one
  * transaction, retried on a busy PostgreSQL server, kept in the spool when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tune analysis: band scores, the op x band table, the recommendation, the env file. */
 #include "tune/tune.h"
 

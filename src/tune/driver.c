@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tune driver: measure, replan, prune, confirm and analyze (see driver.h, docs/tune.md). */
 #include "tune/driver.h"
 

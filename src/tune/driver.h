@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tune driver: one tune invocation from the variants to the verdict.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tune output: the JSON document and the env file of a finished search (see driver.h). */
 #include "tune/driver.h"
 

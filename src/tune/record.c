@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tune record: every successful run of a search into history (see driver.h). */
 #include "tune/driver.h"
 

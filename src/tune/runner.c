@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tune runner: one bench child per run, in a fresh environment, with a timeout. */
 #include "tune/tune.h"
 

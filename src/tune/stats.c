@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tune statistics: size bands, medians, spreads, bootstrap, the win/lose rule. */
 #include "tune/tune.h"
 

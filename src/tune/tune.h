@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tune: find the NCCL settings that are fastest on this machine, by
  * measurement. The pieces, each usable alone (and unit-tested alone):

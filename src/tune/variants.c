@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tune variants: which settings to try, and for which collectives. */
 #include "tune/tune.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dl: opening a library at run time, resolving its table of symbols, and loading once (see dl.h). */
 #include "util/dl.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dl: a library opened at run time and the symbols used from it resolved
  * from one table, for every loader of the program: gpu/cuda.c, gpu/nccl.c,

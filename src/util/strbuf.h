@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * strbuf: a growable string (as git's strbuf, redis's sds), so that
  * messages and lists are built with nw_strbuf_addf instead of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* termtext: outside text made safe for a terminal (see termtext.h). */
 #include "util/termtext.h"
 

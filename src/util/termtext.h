@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * termtext: text from outside (host names, paths, arguments, what a file,
  * a log or a database says) made safe to print on a terminal: a host name

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util: messages and error buffers, allocation that aborts on failure,
  * bounded string copies, parsing of numbers, sizes, percentages and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util: errors, checked allocation, number and size parsing, clocks.
  *

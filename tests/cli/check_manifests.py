@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Offline checks of deploy/kubernetes/*.yaml (tests/cli/test_deploy.sh).
 
 Usage: check_manifests.py DIR SCRIPTDIR. Every file must parse; each exporter

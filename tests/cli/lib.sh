@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers for CLI tests: each check prints "ok - name" or "not ok - name".
 # Source it; $NW is the binary under test, $SRCDIR the source tree, $REFDIR
 # nccl-tests' own outputs that bench and import are compared with (in the

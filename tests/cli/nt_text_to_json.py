@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """An nccl-tests -J document from the rows of an nccl-tests text table, for tests.
 
   nt_text_to_json.py TEXT HOST [NAME=value...]

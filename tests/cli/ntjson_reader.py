@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A reader of nccl-tests' -J JSON (file version 3), written from the field
 list nccl-tests 2.19 publishes (its writer's keys and their kinds), not from
 ncclwatch's code.

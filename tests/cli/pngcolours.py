@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """pngcolours.py [--rows N] SHOT.png COLOUR...: for each COLOUR, 'COLOUR yes'
 when some pixel of the 8-bit RGB(A) PNG (its first N rows with --rows) has
 it, else 'COLOUR no'. COLOUR is RRGGBB (exactly) or RRGGBB~T (each channel

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench as a user runs it: flags refused by name, no GPU named as such,
 # and the whole pipeline for real over MPI with 2 and 4 processes.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # -c on the device: the check kernels (src/gpu/verify.ptx) through the fake
 # driver, which accepts the PTX and runs each kernel's equivalent on host
 # memory. The device and the host checks must count exactly the same wrong

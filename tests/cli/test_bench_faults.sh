@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench when a peer, the memory or an output path fails it: a stopped or
 # killed rank (MPI host backend, NCCL under mpirun, NCCL with torchrun-style
 # variables) ends the job within -T + 5 s naming it, memory is checked before

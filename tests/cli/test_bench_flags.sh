@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench's -N (run cycles), -M (memory report), -u (unaligned buffers),
 # -p (parallel init), -R (buffer registration), -y (the NULL stream), -x
 # (CTA policy), -o mulsum and the -w default: on the fake CUDA and NCCL

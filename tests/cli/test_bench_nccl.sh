@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench with the NCCL backend, for real, on CPUs: the fake CUDA driver and
 # the fake NCCL (tests/fakegpu/) stand in for libcuda.so.1 and libnccl.so.2.
 # Every op, type and reduction verified element by element, graphs,

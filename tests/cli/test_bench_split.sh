@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # nccl-tests 2.19's alltoallv and hypercube, and NCCL_TESTS_SPLIT /
 # NCCL_TESTS_SPLIT_MASK, on the MPI host backend with 4 ranks (for real, on
 # CPUs, every element verified) and on the fake NCCL.

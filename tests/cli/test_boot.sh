@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The env-rendezvous bootstrap with real processes on loopback: four ranks
 # agree; a rank that dies, stops, differs, never starts or cannot reach
 # rank 0 makes every other rank fail, by name, within the timeout; bad

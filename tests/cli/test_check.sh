@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch check as a user runs it: on this GPU-less machine (cannot check,
 # exit 3, naming the missing driver), judging recorded results against the 2xH200 model,
 # with the doctor's findings, and with bad input.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # compare on real nccl-tests outputs (2 x H200): a planted 20% drop in one
 # size band is found, exactly there, and nothing else is flagged.
 source "$(dirname "$0")/lib.sh"

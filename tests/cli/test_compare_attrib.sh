@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # compare's attribution: the change that matters is named first, per-launch
 # identifiers of real mpirun launches are never a cause, noise at tiny sizes
 # is "within noise", and runs that measure different things are refused.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The public corpus (tests/fixtures/corpus): every row of scripts/corpus-score
 # pinned in agreed.txt must still agree with what the expert concluded.
 . tests/cli/lib.sh

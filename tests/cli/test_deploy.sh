@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Running where clusters run: liveness across PID namespaces (unshare --pid),
 # GPU and job labels that join with dcgm-exporter, the series budget of each
 # --histograms mode, gzip, the Kubernetes manifests checked offline, the

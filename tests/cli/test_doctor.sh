@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch doctor as a user runs it: the issue's own example, exit codes,
 # JSON, the GPU-less machine, recorded trees.
 source "$(dirname "$0")/lib.sh"

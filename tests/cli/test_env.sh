@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch env: what to add to a job for the NCCL it will load (the
 # plugin for 2.23+, the interposer for 2.18-2.22, nothing before), found
 # beside the binary and in the install layout around it; shell, KEY=VALUE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch exporter as a user runs it: options, --once output checked by
 # promtool, the HTTP endpoint, stopping on signals, bad inputs; and, with the
 # plugin harness, counts and bytes equal to what the harness fed the plugin.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The first ten minutes of a new user: progress on a terminal only, flags
 # with one meaning, suggestions, errors once per job, messages that say
 # what is true (issue 20), and the small refusals of the reliability issue.

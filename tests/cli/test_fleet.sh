@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fleet: every host's latest check against its peers (a planted slow host
 # among 200 is the one listed, its different driver named); report --fleet
 # (rendered in headless Chromium); history merge without duplicates.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch hang, top and exporter on hangs: the real plugin driven through
 # its ABI by tests/helpers/plugin_harness (4 rank processes): one rank never
 # arrives (hung), one rank's op never completes (hung), every op completed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # history: recording from many processes at once, listing, filters, show,
 # export, delete, baselines, and refusal of files that are not ours.
 source "$(dirname "$0")/lib.sh"

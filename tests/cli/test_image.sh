@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The container image's root file system (make image-root; the Dockerfile
 # copies the same into an empty image): the portable files, their glibc, a
 # non-root user, the licenses, and nothing else: no shell. Run under chroot

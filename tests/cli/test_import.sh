@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch import: nccl-tests outputs into the result model, as a user runs it.
 . tests/cli/lib.sh
 FX=$SRCDIR/tests/fixtures/nccltests

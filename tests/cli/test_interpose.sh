@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The interposer (libncclwatch-interpose.so, LD_PRELOAD) on the fake NCCL of
 # versions without a profiler interface (2.18 to 2.22): bench, which
 # dlopen()s NCCL RTLD_LOCAL as PyTorch loads it, and tests/helpers/ipose_job,

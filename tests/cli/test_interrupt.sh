@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Ctrl-C during bench keeps what was measured: the sweep ends after the size
 # running, one line says where, the files are written with what was
 # measured (marked interrupted), the run is recorded marked interrupted,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The house rules that a script can check (docs/hacking.md): every include
 # edge between folders of src/ allowed by scripts/include-graph.allow (and
 # docs/hacking.md's table is that list), no cycle, no function over 100

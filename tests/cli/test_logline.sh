@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The plugin's periodic log lines (NCCLWATCH_LOG_S), driven through its real
 # ABI by tests/helpers/plugin_harness: figures exact for fed events (100
 # all_reduces of 1 MiB, 100 us each, on 2 ranks), one line per interval,

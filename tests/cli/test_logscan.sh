@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch logscan: every fixture log against its .expect, then bad input.
 . tests/cli/lib.sh
 FX=$SRCDIR/tests/fixtures/logs

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One option table per command (src/cmd/opt.h) and everything made from it:
 # every option of every command is in `help CMD`, in the command's docs page
 # (scripts/docs-options keeps the block there equal to the help) and in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One option convention for every command (tune aside, for now): --opt value
 # and --opt=value (and -ovalue for short options) are the same, options and
 # operands mix, and a bad option exits 2 with one message naming it as typed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Text from outside reaches the terminal safe: host names holding an escape
 # sequence or a newline (from a database another node filled), a --dir of
 # top's, and a 120 KB argument echoed in a message. Control characters are

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Exposed communication (NCCLWATCH_OVERLAP=1): the real plugin, driven
 # through its ABI by tests/helpers/plugin_harness, opens the fake CUPTI
 # (tests/fakegpu/fake_cupti.c) through NCCLWATCH_CUPTI_LIB, as a user would

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What a host install gets (make install, the Debian package): the binary,
 # the plugin, man pages, completions, docs, the license and notices, and
 # the exporter's systemd unit with its /etc/default file; the unit checked

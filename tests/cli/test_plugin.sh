@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The profiler plugin, driven through its real ABI by tests/helpers/plugin_harness
 # (several rank processes, NCCL's v1 to v6 descriptor layouts, a late rank),
 # with the stats files read back through the statsfile reader.

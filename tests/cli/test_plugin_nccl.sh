@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The plugin loaded by the fake NCCL as each NCCL version from 2.18 to 2.30
 # loads a profiler plugin (tests/fakegpu/fake_nccl_prof.c): no plugin
 # before 2.23, then the newest interface that version knows (v1 to v6),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The plugin's writer under attack: while a job (the plugin harness, 2 rank
 # processes) runs, another process empties, truncates, rewrites, overwrites,
 # replaces and removes its stats files in a loop. No rank may die (before

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The portable build (make portable): both files load with glibc 2.31 alone.
 # Checks their ELF headers, then runs them under chroot in two roots: one
 # holding nothing but this machine's glibc libraries and the files, and the

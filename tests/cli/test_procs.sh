@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The exporter finds training processes through /proc (exporter --procs,
 # docs/deploy.md "Without hostPath"), as a DaemonSet with hostPID finds a
 # node's pods, without Kubernetes: each "job" is the plugin harness run as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A real Prometheus server scrapes `ncclwatch exporter` on loopback, loads
 # deploy/prometheus/ncclwatch-rules.yml and answers queries for our series;
 # every expression of the Grafana dashboard must parse and run there.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # NCCL RAS client (probe/ras) against a fake RAS port in every mode, through tests/helpers/ras_probe.
 . tests/cli/lib.sh
 FX=$SRCDIR/tests/fixtures/ras

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The readers at a node's scale: 8 jobs x 8 ranks (the real plugin driven
 # through its ABI by tests/helpers/plugin_harness, one process per rank,
 # every job a communicator of its own and a rank that arrives late) in one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # docs/hacking.md's "How to add ..." recipes, followed in a copy of the
 # tree: each recipe_X makes the change its recipe describes, in the files the
 # recipe names, then the copy is built once and each check_X looks for the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # report: a self-contained HTML page (no script, nothing fetched) and SVG
 # charts from real nccl-tests outputs; rendered by headless Chromium.
 source "$(dirname "$0")/lib.sh"

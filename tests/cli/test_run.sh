@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch run: a job's whole communication story from one prefix.
 # The job is the real plugin driven through its ABI by the harness (4 rank
 # processes, started directly or by a torchrun-style launcher) and bench

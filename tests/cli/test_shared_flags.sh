@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The flags that mean the same in every command (docs/cli.md), run against
 # every command whose option table declares them (read from the binary:
 # `ncclwatch help --options CMD`), so a new command is covered by itself:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Node health in a cluster: the Slurm prolog (deploy/slurm) and the NHC
 # check file (deploy/nhc) run the real ncclwatch check on recorded inputs,
 # with fake `scontrol` and `nhc` on PATH that record their arguments. The

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What a stats file or the stats directory can do to its readers (top,
 # exporter): a file truncated while it is read, a FIFO, another user's file,
 # a directory others can write, escape sequences in a communicator name.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The history database when its place fails it: a read-only directory, a
 # full disk, a failed first open; and what a new history file looks like.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The history in PostgreSQL: a throwaway server of the test's own
 # (tests/helpers/pg-server), the store unit tests against it, every history
 # command on it, 64 writers at once, a restart in the middle of writing

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch top as a user runs it: options, --once snapshots, the terminal
 # view in a pseudo-terminal (quit key, Ctrl-C, terminal restored), bad
 # inputs; and, with the plugin harness, counts and bytes equal to what the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ncclwatch topo as a user runs it: on this GPU-less machine, on the recorded
 # 2xH200 tree and NVML answers, and with bad input.
 source "$(dirname "$0")/lib.sh"

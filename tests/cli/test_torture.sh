@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The two long torture tests of the stats readers and the exporter's HTTP
 # layer, NW_TORTURE_S seconds each (default 60):
 #  - readers: one process rewrites, truncates, replaces and deletes stats

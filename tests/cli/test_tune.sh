@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tune, end to end, with the fake bench (tests/helpers/fake_bench.c) standing
 # in for `ncclwatch bench`: statistics, pruning, budget, failures (exit,
 # wrong results, hang, unreadable output), environment handling, env file,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A fake CUDA driver (libcuda.so.1) for tests on machines without a GPU:
  * every cu* function ncclwatch resolves (src/gpu/cuda.c), with the real

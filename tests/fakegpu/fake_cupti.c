@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A fake CUPTI (libcupti.so.13) for the plugin's exposed-communication
  * window on machines without a GPU. Chosen the way a user would choose a

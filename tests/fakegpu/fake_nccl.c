@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A fake NCCL (libnccl.so.2, "NCCL version 2.28.9") for tests on machines
  * without a GPU, to go with the fake CUDA driver (fake_cuda.c): the nccl*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_nccl_prof: the fake NCCL loads and drives a profiler plugin as NCCL
  * 2.23 to 2.30 do (fake_nccl_prof.h says what it raises and when).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_nccl_prof: the fake NCCL's profiler plugin support, as NCCL 2.23 to
  * 2.30 load and drive a plugin (fake_nccl_prof.c; the layouts come from

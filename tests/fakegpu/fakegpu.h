@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fakegpu: what the fake CUDA driver (fake_cuda.c, libcuda.so.1) and the
  * fake NCCL (fake_nccl.c, libnccl.so.2) share. The two libraries are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * profiler_abi: NCCL's side of the profiler plugin interface, versions 1
  * to 6, for the test programs that stand in for NCCL (the plugin harness,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fuzz the bootstrap's parsers of outside input: message headers and hello
  * payloads as they arrive from the network, Slurm host lists and

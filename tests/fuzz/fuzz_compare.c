@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * compare and report on whatever the nccl-tests parser makes of arbitrary
  * text: the input is split at its first NUL (or in half) into A and B, each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: the exporter's outside text. The input is split at the
  * first NUL: before it, a --listen address (parsed, never bound); after it,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: trace dumps gathered from other nodes (outside text),
  * read by `ncclwatch hang`: their progress entries into the model, then

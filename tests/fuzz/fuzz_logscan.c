@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: the NCCL log reader and its report, on any bytes: fed
  * as lines (prefixes, banners, hostless lines) and as a file (the UTF-16,

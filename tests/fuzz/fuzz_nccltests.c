@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the nccl-tests parser (text and -J JSON, from a buffer or streamed), then every rendering of what it found. */
 #include <stddef.h>
 #include <stdint.h>

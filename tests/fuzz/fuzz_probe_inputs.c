@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target for the outside text topo and doctor parse: an NVML
  * recording (JSON), CPU lists, and the doctor's view of /proc and /etc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the NCCL RAS answer parser (text and JSON), then the progress model of what it found. */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * boot_probe: runs the env-rendezvous bootstrap the way ncclwatch bench
  * does, for the CLI tests. Joins the ranks (RANK, WORLD_SIZE ... from the

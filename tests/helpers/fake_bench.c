@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_bench: a stand-in for `ncclwatch bench` that tune's tests run with
  * --bench-cmd. It takes bench's arguments (bench --op LIST -b -e -f -n -w

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_ras: a stand-in for NCCL's RAS port, for tests/cli/test_ras.sh.
  * Listens on 127.0.0.1 (--v6: ::1), port 0 unless --port, prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fakegpu_threads: drive one NCCL clique from several threads, as
  * nccl-tests' -t does (each thread: ncclGroupStart, its own ranks' calls,

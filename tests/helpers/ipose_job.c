@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ipose_job: a training job's NCCL calls, made the way PyTorch makes them,
  * for the interposer's tests (tests/cli/test_interpose.sh) and its

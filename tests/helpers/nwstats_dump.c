@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nwstats_dump: print every stats file of a directory as plain lines, for
  * tests and for scripts/gpu/plugin-overhead.sh. Not a user command (that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_harness: load the ncclwatch profiler plugin with dlopen and drive
  * it through its real ABI exactly as NCCL would (profiler v4, v5 or v6

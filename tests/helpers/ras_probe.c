@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ras_probe: query a RAS port with ncclwatch's client (probe/ras.h) and
  * print what came back as the progress model, for tests/cli/test_ras.sh:

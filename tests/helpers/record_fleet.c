@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * record_fleet DB HOSTS DAYS [SLOW] [--part K/N] [--from-day D] [--each]:
  * a simulated fleet's history. Writes HOSTS x DAYS check runs (one a day

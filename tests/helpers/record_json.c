@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * record_json DB FILE...: records each ncclwatch results JSON file into the
  * history database DB as a command would (fingerprint from the header and

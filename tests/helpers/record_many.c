@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * record_many DB N TAG: records N small runs into the history database DB,
  * each through nw_store_record (open, one transaction, close), as every rank

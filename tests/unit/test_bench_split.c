@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NCCL_TESTS_SPLIT / _MASK: nccl-tests 2.19's grammar (src/common.cu, read not copied) and the colors it gives. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Env-rendezvous parsing, Slurm host lists, message framing and the text of
  * the bootstrap's messages. */
 #include <setjmp.h>

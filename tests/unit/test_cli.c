@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opt and cli: one option table per command. --opt value, --opt=value and
  * -ovalue are the same; values are checked by kind and range; errors name

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* compare: verdicts that respect noise, size bands, and fingerprint attribution. */
 #include <math.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Every doctor check on recorded inputs, the healthy case and the broken
  * one: the 2xH200 tree and NVML answers (tests/fixtures/README.md says

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Gathering facts from a root-prefixed tree: PCIe config space (ACS),
  * /proc/mounts, limits, logind drop-ins, CPU affinity, a libnccl's CUDA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Percentiles from bucketed histograms, matching Prometheus' histogram_quantile. */
 #include <math.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Exporter metrics and the top table from stats snapshots built in memory
  * (the layout of src/plugin/nwstats.h): counts, bytes, histograms, busbw,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the exporter's process scan reads: cgroup paths and container log names (export/procscan). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus text writer: escaping, number forms, histogram cumulativity, +Inf bucket. */
 #include <math.h>
 #include <setjmp.h>

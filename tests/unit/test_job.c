@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * job: what run sets in a job's environment and what of the user's it
  * keeps; the job's id; two nodes' parts merged (figures, clock offset

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * livemode: NCCL version -> profiler interface, the decision between the
  * plugin, the interposer and nothing on recorded facts, the libraries

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * NCCL log reader on the classes of public logs it used to misread (libfabric
  * and NET/OFI errors, CloudWatch and Ray pastes, sockets between nodes,

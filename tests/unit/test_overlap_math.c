@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Exposed communication arithmetic (src/plugin/overlap_math.c): exact
  * figures for timelines drawn by hand, and NCCL kernel names as CUPTI and
  * Nsight report them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * NCCL log reader: each diagnosis rule on short logs. The lines follow the
  * formats NCCL, PyTorch and nccl-tests print (the real fixture logs are

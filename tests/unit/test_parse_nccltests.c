@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-tests output parser: real outputs, launcher transformations, old layouts, garbage. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-tests reader: rccl-tests' JSON records, and the op from a command line pasted above a table. */
 #include <setjmp.h>
 #include <stdarg.h>

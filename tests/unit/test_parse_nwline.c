@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The ncclwatch plugin's periodic log lines as logscan reads them: the
  * key=value tokeniser and the line reader on good and odd input (cut lines,

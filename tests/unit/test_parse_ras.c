@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NCCL RAS answers: real samples (tests/fixtures/ras/README.md), both formats, into the progress model; garbage. */
 #include <setjmp.h>
 #include <stdarg.h>

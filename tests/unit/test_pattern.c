@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Patterns: exact where promised, and a wrong offset or rank order is caught. */
 #include <math.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for the stats-file layout helpers (plugin/nwstats.h) and the
  * reader (export/statsfile.c): validation of bad files, liveness,

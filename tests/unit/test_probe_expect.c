@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The expectation model against the 2xH200 nccl-tests figures it is calibrated on. */
 #include <setjmp.h>
 #include <stdarg.h>

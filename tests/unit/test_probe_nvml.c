@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NVML: recorded answers replayed, JSON round trip, a library that is missing or not NVML. */
 #include <setjmp.h>
 #include <stdarg.h>

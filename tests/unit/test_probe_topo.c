@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Topology from recorded trees: path classes, NVLink pairs, NICs, visibility. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check's verdict from synthetic bench results (rows built from the 2xH200
  * nccl-tests figures, and the same slowed down) and recorded doctor findings.

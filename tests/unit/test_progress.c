@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The cross-rank diagnosis and merging of progress views (model/progress),
  * and the progress line's time left in a sweep (cmd/progress: nw_eta).

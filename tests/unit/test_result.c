@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Formulas, number rendering and table rows against nccl-tests' own rows. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * History database: round trip, options, refusal of foreign files, forward
  * migration, files opened to read left as they were, passwords kept out,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleet: medians per GPU group, outliers by the lowest share, what differs from the majority. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The growable string buffer (util/strbuf.h): appending, growing, resetting, detaching. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Outside text made safe for a terminal (util/termtext.h). */
 #include <setjmp.h>
 #include <stdarg.h>

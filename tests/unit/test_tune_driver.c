@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tune driver: the policy (replan, prune, confirm, failures) with a fake
  * runner that returns planted timings and a fake clock that each run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tune variants, band scores, the recommendation and the env file. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tune planner: repeats and variants that fit a budget. */
 #include <setjmp.h>
 #include <stdarg.h>

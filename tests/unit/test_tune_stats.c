@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tune statistics: medians, the win/lose rule, pruning, size bands. */
 #include <setjmp.h>
 #include <stdarg.h>
