@@ -86,8 +86,9 @@ print(len(p), sum(x.get('wrong', 0) for x in p))" 2>&1)"
 # 3. check with 8 ranks
 envrun "$N" "$W/check" "$NW" check --no-history -b 1M -e 16M -n 5 -w 1
 cp "$W/check.0.txt" "$OUT/check.txt"
-row "check with $N ranks: verdict" "$(grep -m1 '^ncclwatch check:' "$W/check.0.txt")"
-row "  all_reduce item" "$(grep -m1 'all_reduce' "$W/check.0.txt" | cut -c1-110)"
+row "check with $N ranks: verdict" "$(grep -m1 -E '^ncclwatch check: (PASS|WARN|FAIL)' "$W/check.0.txt")"
+row "  all_reduce item" "$(grep -m1 -E '^  (PASS|WARN|FAIL) all_reduce' "$W/check.0.txt" | cut -c1-150)"
+row "  items that are not PASS" "$(grep -E '^  (WARN|FAIL) ' "$W/check.0.txt" | awk '{print $2}' | tr '\n' ' ')"
 
 # 4. the plugin in an 8-rank PyTorch job
 cat >"$W/job.py" <<'PY'
@@ -128,10 +129,10 @@ row "job: rank 0 says" "$(grep -m1 '^job ' "$W/job.0.txt")"
 row "stats files after the job" "$(find "$NCCLWATCH_DIR" -maxdepth 1 -type f | wc -l)"
 row "top --once: ranks shown" "$(grep -cE '^ *[0-9a-f]{4,}.* all_reduce' "$OUT/top-once.txt")"
 row "exporter --once: series" "$(grep -vc '^#' "$OUT/exporter-once.txt")"
-row "exporter --once: time sources" "$(grep -o 'source="[a-z]*"' "$OUT/exporter-once.txt" | sort | uniq -c | tr '\n' ' ')"
+row "top --once: time source per rank (SRC)" "$(awk '$5 == "all_reduce" {print $15}' "$OUT/top-once.txt" | sort | uniq -c | tr '\n' ' ')"
 envrun "$N" "$W/b4m" "$NW" bench --no-history -b 4M -e 4M -n 50 -w 5 -c 0
 row "bench all_reduce 4 MiB busbw, rank 0 (GB/s)" "$(awk '$1==4194304{print $8; exit}' "$W/b4m.0.txt")"
-row "top's all_reduce 4 MiB busbw (GB/s)" "$(grep -m1 'all_reduce' "$OUT/top-once.txt" | cut -c1-120)"
+row "top's all_reduce busbw per rank, over its life (GB/s)" "$(awk '$5 == "all_reduce" {print $11}' "$OUT/top-once.txt" | tr '\n' ' ')"
 
 # 5. one rank sleeps before an all_reduce: hang names it among N
 rm -rf "${NCCLWATCH_DIR:?}"/*

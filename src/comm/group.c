@@ -157,6 +157,13 @@ static int mpi_open(struct nw_group *g, const char *fingerprint, char *err, size
 	MPI_Comm_size(MPI_COMM_WORLD, &g->size);
 	MPI_Comm node;
 	if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g->rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+		/* NCCL counts ranks with different NCCL_HOSTID as different nodes: so do the GPUs' local ranks */
+		const char *hid = getenv("NCCL_HOSTID");
+		MPI_Comm same;
+		if (hid && *hid && MPI_Comm_split(node, (int)(fnv(hid) & 0x7fffffff), g->rank, &same) == MPI_SUCCESS) {
+			MPI_Comm_free(&node);
+			node = same;
+		}
 		MPI_Comm_rank(node, &g->local_rank);
 		MPI_Comm_size(node, &g->local_size);
 		MPI_Comm_free(&node);

@@ -216,7 +216,7 @@ HOST=$(sed -n 's/^ncclwatch_comm_hung{Hostname="\([^"]*\)".*/\1/p' "$TMP/hang-mi
 			echo "            exp_annotations:"
 			echo "              summary: \"communicator 5eed000000c0ffee on $HOST is hung in NCCL\""
 			echo "              description: \"A rank of this communicator found no NCCL progress for NCCLWATCH_HANG_S while an operation was in flight or a peer was ahead. Run 'ncclwatch hang' on the node for the operation, its sequence number and the ranks that have not arrived; the trace dump is in the stats directory.\""
-			echo "              runbook_url: \"docs/runbook.md#ncclwatchcollectivehung\""
+			echo "              runbook_url: \"https://github.com/ncclwatch/ncclwatch/blob/main/docs/runbook.md#ncclwatchcollectivehung\""
 			;;
 		*)
 			echo "        exp_alerts: []"
