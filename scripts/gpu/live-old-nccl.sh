@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # On a one-GPU machine: live monitoring with the NCCL releases PyTorch
-# images carry, not only 2.27+. Two ranks of a PyTorch job are made two
-# "nodes" on the one GPU with NCCL_HOSTID (as hang-1gpu.sh does: the paths
-# and the counts, never a speed). For each NCCL and way of watching:
+# images carry, not only 2.27+. Two ranks of a job are made two "nodes" on
+# the one GPU with NCCL_HOSTID (as hang-1gpu.sh does: the paths and the
+# counts, never a speed). For each NCCL and way of watching:
 #   2.21.5  the interposer (LD_PRELOAD; 2.21 has no profiler interface)
 #   2.26.2  the profiler plugin through interface v3
 #   the machine's own NCCL (PyTorch's): the plugin, and the interposer
+# The machine's PyTorch (2.11) will not load an NCCL older than the one it
+# was built for (it binds ncclCommWindowDeregister), so with 2.21.5 and
+# 2.26.2 the job is the same loop in Python over ctypes: NCCL's names bound
+# through the process's global scope as PyTorch's extension binds them
+# (the interposer's first), CUDA's runtime from PyTorch's wheel. Each way,
 # the job makes N1 all_reduces of 4 MiB and N1/5 of 64 MiB per rank, then
 # waits; exporter --once (--detail all) is read while it waits (ops and
 # bytes against what the job issued), NCCLWATCH_LOG_S lines are counted;
 # then rank 1 sleeps SLEEP s before one more all_reduce and 'hang --json'
 # is polled until it names rank 1 (target NCCLWATCH_HANG_S + 2 s).
+# 2.21.5 also under `ncclwatch run --nccl-lib` (it picks the interposer):
+# the report is written and counts the calls.
 # Then the interposer's cost per op on one rank (bench all_reduce, NCCL
 # 2.21.5, interleaved runs with and without it: the median difference and
 # its 95% interval at 8 B, 256 KB, 1 MB, 64 MB), and the interposer against
@@ -79,18 +86,86 @@ print("rank", r, "done", flush=True)
 dist.destroy_process_group()
 PY
 
-# job NAME NCCLLIB(or '') MODE(plugin|interposer)
+cat >"$W/cjob.py" <<'PY'
+# the torch job's loop over ctypes: NCCL from the global scope, CUDA's runtime from PyTorch's wheel
+import ctypes, glob, os, sys, time
+w, r = os.environ["W"], int(os.environ["RANK"])
+def mark(name):
+    open(os.path.join(w, name), "w").close()
+def wait_for(name, limit=120):
+    t = time.time()
+    while not os.path.exists(os.path.join(w, name)):
+        if time.time() - t > limit:
+            sys.exit("timed out waiting for " + name)
+        time.sleep(0.05)
+rt = None
+for d in sys.path:
+    for f in sorted(glob.glob(os.path.join(d, "nvidia", "**", "libcudart.so.*"), recursive=True)):
+        rt = rt or f
+cuda = ctypes.CDLL(rt)
+g = ctypes.CDLL(None)
+class UID(ctypes.Structure):
+    _fields_ = [("internal", ctypes.c_char * 128)]
+vp, sz = ctypes.c_void_p, ctypes.c_size_t
+g.ncclGetUniqueId.argtypes = [ctypes.POINTER(UID)]
+g.ncclCommInitRank.argtypes = [ctypes.POINTER(vp), ctypes.c_int, UID, ctypes.c_int]
+g.ncclAllReduce.argtypes = [vp, vp, sz, ctypes.c_int, ctypes.c_int, vp, vp]
+g.ncclCommDestroy.argtypes = [vp]
+def ck(rc, what):
+    if rc:
+        sys.exit("%s failed: %d" % (what, rc))
+ck(cuda.cudaSetDevice(0), "cudaSetDevice")
+ver = ctypes.c_int()
+ck(g.ncclGetVersion(ctypes.byref(ver)), "ncclGetVersion")
+uid = UID()
+idf = os.path.join(w, "uid")
+if r == 0:
+    ck(g.ncclGetUniqueId(ctypes.byref(uid)), "ncclGetUniqueId")
+    open(idf + ".tmp", "wb").write(ctypes.string_at(ctypes.byref(uid), 128))
+    os.rename(idf + ".tmp", idf)
+else:
+    wait_for("uid")
+    ctypes.memmove(ctypes.byref(uid), open(idf, "rb").read(), 128)
+comm, stream = vp(), vp()
+ck(g.ncclCommInitRank(ctypes.byref(comm), 2, uid, r), "ncclCommInitRank")
+ck(cuda.cudaStreamCreate(ctypes.byref(stream)), "cudaStreamCreate")
+bufs = []
+for n in (1 << 20, 1 << 24):
+    p = vp()
+    ck(cuda.cudaMalloc(ctypes.byref(p), sz(4 * n)), "cudaMalloc")
+    bufs.append((p, n))
+n1 = int(os.environ["N1"])
+def allreduce(p, n):
+    ck(g.ncclAllReduce(p, p, n, 7, 0, comm, stream), "ncclAllReduce")  # float32, sum, in place
+for i in range(n1):
+    allreduce(*bufs[0])
+for i in range(n1 // 5):
+    allreduce(*bufs[1])
+ck(cuda.cudaStreamSynchronize(stream), "cudaStreamSynchronize")
+v = ver.value
+print("nccl (%d, %d, %d)" % (v // 10000, v // 100 % 100, v % 100), flush=True)
+mark("issued.%d" % r)
+wait_for("go")
+if r == 1:
+    time.sleep(float(os.environ["SLEEP"]))
+allreduce(*bufs[0])
+ck(cuda.cudaStreamSynchronize(stream), "cudaStreamSynchronize")
+print("rank", r, "done", flush=True)
+g.ncclCommDestroy(comm)
+PY
+
+# job NAME NCCLLIB(or '') MODE(plugin|interposer) [SCRIPT: job.py]
 job() {
-	local name=$1 lib=$2 mode=$3 r port=$((20000 + RANDOM % 9000)) pre="" plug="" stats=$W/$1.stats
-	rm -f "$W"/issued.* "$W/go"
+	local name=$1 lib=$2 mode=$3 py=${4:-job.py} r port=$((20000 + RANDOM % 9000)) pre="" plug="" stats=$W/$1.stats
+	rm -f "$W"/issued.* "$W/go" "$W/uid"
 	mkdir -p "$stats"
 	[ -n "$lib" ] && pre=$lib
-	if [ "$mode" = interposer ]; then pre=${pre:+$pre:}$IPOSE; else plug=$PLUGIN; fi
+	if [ "$mode" = interposer ]; then pre=$IPOSE${pre:+:$pre}; else plug=$PLUGIN; fi
 	for r in 0 1; do
 		env RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
 			NCCL_HOSTID=node$r ${pre:+LD_PRELOAD=$pre} ${plug:+NCCL_PROFILER_PLUGIN=$plug} NCCL_DEBUG=WARN \
 			NCCLWATCH_DIR="$stats" NCCLWATCH_HANG_S="$HANG_S" NCCLWATCH_LOG_S=1 NCCLWATCH_LOG=stderr \
-			W="$W" N1="$N1" SLEEP="$SLEEP" timeout $((SLEEP + 180)) python3 "$W/job.py" >"$OUT/$name.job.$r.txt" 2>&1 &
+			W="$W" N1="$N1" SLEEP="$SLEEP" timeout $((SLEEP + 180)) python3 "$W/$py" >"$OUT/$name.job.$r.txt" 2>&1 &
 	done
 	local ok=0
 	for _ in $(seq 1200); do
@@ -140,14 +215,34 @@ for l in open(sys.argv[1]):
 print(" ".join("r%s %d %d" % (k, ops[k], byt[k]) for k in sorted(ops)) or "none")
 PY
 )"
-	row "$name: stats files' writer (top)" "$(grep -o 'interposer\|profiler v[0-9]' "$OUT/$name.top.txt" | sort | uniq -c | tr '\n' ' ' | tr -s ' ')"
+	row "$name: stats files' writer (exporter's profiler_abi label)" "$(grep -o 'profiler_abi="[^"]*"' "$OUT/$name.exporter.txt" | sort | uniq -c | tr '\n' ' ' | tr -s ' ')"
 	row "$name: NCCLWATCH log lines (rank 0, rank 1)" "$(grep -c '^NCCLWATCH v=1' "$OUT/$name.job.0.txt") $(grep -c '^NCCLWATCH v=1' "$OUT/$name.job.1.txt")"
 	row "$name: s from rank 1's sleep to 'hung, rank 1 not arrived'" "${found:-never} (target <= $((HANG_S + 2)))"
 	cp -r "$stats" "$OUT/$name.stats" 2>/dev/null
 }
 
-[ -f "$W/libnccl.so.2.21.5" ] && job nccl2.21.5-interposer "$W/libnccl.so.2.21.5" interposer
-[ -f "$W/libnccl.so.2.26.2" ] && job nccl2.26.2-plugin "$W/libnccl.so.2.26.2" plugin
+[ -f "$W/libnccl.so.2.21.5" ] && job nccl2.21.5-interposer "$W/libnccl.so.2.21.5" interposer cjob.py
+[ -f "$W/libnccl.so.2.26.2" ] && job nccl2.26.2-plugin "$W/libnccl.so.2.26.2" plugin cjob.py
+# 2.21.5 under ncclwatch run: it decides the interposer for that NCCL and sets it up
+if [ -f "$W/libnccl.so.2.21.5" ]; then
+	cat >"$W/launch2.sh" <<'SH'
+#!/usr/bin/env bash
+port=$((20000 + RANDOM % 9000))
+for r in 0 1; do
+	RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port NCCL_HOSTID=node$r \
+		LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$PRE" python3 "$W/cjob.py" &
+done
+sleep 1; touch "$W/go"
+rc=0; wait -n || rc=$?; wait -n || rc=$?; exit $rc
+SH
+	chmod +x "$W/launch2.sh"
+	rm -f "$W"/issued.* "$W/go" "$W/uid"
+	env W="$W" N1="$N1" SLEEP=0 PRE="$W/libnccl.so.2.21.5" timeout 240 "$NW" run --no-history --job old221 --out "$W/job.old221" \
+		--nccl-lib "$W/libnccl.so.2.21.5" -- "$W/launch2.sh" >"$OUT/run-2.21.5.out" 2>"$OUT/run-2.21.5.err"
+	row "run --nccl-lib 2.21.5: exit, report written" "$? $([ -f "$W/job.old221/report.html" ] && echo yes || echo no)"
+	row "  its summary" "$(grep -m1 'watched by' "$OUT/run-2.21.5.err" | cut -c1-150)"
+	cp "$W/job.old221/report.html" "$OUT/report-2.21.5.html" 2>/dev/null
+fi
 job own-plugin "" plugin
 job own-interposer "" interposer
 

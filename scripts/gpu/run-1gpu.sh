@@ -12,18 +12,16 @@
 #   2. in one of those runs, while the job waits after its steps, an
 #      exporter --once --detail size of the job's stats directory: its
 #      all_reduce busbw per size against the report's results.json;
-#   3. the interposer over NCCL 2.21.5 (NCCLS/libnccl.so.2.21.5.xz, made by
-#      scripts/build-old-nccl): run --nccl-lib picks the interposer, the
-#      report is written and counts every step's all_reduces;
-#   4. rank 1 sleeps SLEEP s before one step: seconds until run says HUNG
+#   3. rank 1 sleeps SLEEP s before one step: seconds until run says HUNG
 #      naming rank 1 (with --hang-s HANG_S; PyTorch's watchdog would act
 #      after 600 s).
-#   P=.gpu NCCLS=.gpu/nccl OUT=/tmp/r1 [ROUNDS=5 STEPS=60 SLEEP=30 HANG_S=10] scripts/gpu/run-1gpu.sh
+# (run over NCCL 2.21.5 and the interposer: scripts/gpu/live-old-nccl.sh; this
+# machine's PyTorch does not load an NCCL that old.)
+#   P=.gpu OUT=/tmp/r1 [ROUNDS=5 STEPS=60 SLEEP=30 HANG_S=10] scripts/gpu/run-1gpu.sh
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 P=${P:-build-portable}
 OUT=${OUT:-./out}
-NCCLS=${NCCLS:-.gpu/nccl}
 ROUNDS=${ROUNDS:-5}
 STEPS=${STEPS:-60}
 SLEEP=${SLEEP:-30}
@@ -37,7 +35,6 @@ T=$OUT/table.txt
 : >"$T"
 row() { printf '%-62s %s\n' "$1" "$2" | tee -a "$T"; }
 { date -u; nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'; } >"$OUT/env.txt" 2>&1
-[ -f "$NCCLS/libnccl.so.2.21.5.xz" ] && xz -dc "$NCCLS/libnccl.so.2.21.5.xz" >"$W/libnccl.so.2.21.5"
 
 cat >"$W/job.py" <<'PY'
 import os, sys, time, statistics, torch, torch.distributed as dist
@@ -105,7 +102,7 @@ for k in $(seq "$ROUNDS"); do
 			for _ in $(seq 2400); do [ -f "$W/held.0" ] && [ -f "$W/held.1" ] && break; sleep 0.1; done
 			sleep 1.5
 			d=/dev/shm/ncclwatch-$(id -u)/run-cost1
-			"$NW" exporter --once --detail size --dir "$d" >"$OUT/exporter.cost1.txt" 2>&1
+			"$NW" exporter --once --detail size,source --histograms op,size --dir "$d" >"$OUT/exporter.cost1.txt" 2>&1
 			touch "$W/go"
 			wait
 			on+=("$(sed -n 's/^step_ms //p' "$W/on.$k.txt")")
@@ -129,21 +126,25 @@ else:
                         "%.3f %.3f (%+.2f%%)" % (a, b, 100 * (b - a) / a)))
     print("%-62s %s" % ("  each run without / with", " ".join("%.2f" % v for v in off) + " / " + " ".join("%.2f" % v for v in on)))
 PY
+# the report's busbw of a size: every rank's timed bytes over their kernel time (busbw factor 1 at 2
+# ranks); the exporter's from its counters the same way (timed bytes, duration _sum, source kernel)
 python3 - "$OUT/exporter.cost1.txt" "$OUT/results.json" <<'PY' | tee -a "$T"
-import json, re, sys
+import json, re, sys, collections
 units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-exp = {}
+tb, ns = collections.Counter(), collections.Counter()
 try:
     for l in open(sys.argv[1]):
-        m = re.match(r'ncclwatch_coll_busbw_bytes_per_second\{(.*)\} (\S+)$', l)
-        if m and 'op="all_reduce"' in m.group(1) and 'rank="0"' in m.group(1):
-            s = re.search(r'size="(\d+)([KMG]?)"', m.group(1))
-            exp[int(s.group(1)) * units[s.group(2)]] = float(m.group(2)) / 1e9
+        m = re.match(r'(ncclwatch_coll_timed_bytes_total|ncclwatch_coll_duration_seconds_sum)\{(.*)\} (\S+)$', l)
+        if not m or 'op="all_reduce"' not in m.group(2) or 'source="kernel"' not in m.group(2):
+            continue
+        s = re.search(r'size="(\d+)([KMG]?)"', m.group(2))
+        b = int(s.group(1)) * units[s.group(2)]
+        (tb if m.group(1).endswith("bytes_total") else ns)[b] += float(m.group(3))
+    exp = {b: tb[b] / ns[b] / 1e9 for b in tb if ns[b] > 0}
     res = {}
     for r in json.load(open(sys.argv[2]))["results"]:
         if r["op"] == "all_reduce" and r["size_bytes"] >= (1 << 20):
-            b = 1 << (r["size_bytes"].bit_length() - 1)
-            res[b] = r["busbw_gbs"]
+            res[1 << (r["size_bytes"].bit_length() - 1)] = r["busbw_gbs"]
 except Exception as e:
     print("%-62s %s" % ("exporter against the report", "could not compare: %s" % e)); sys.exit(0)
 worst = 0
@@ -151,22 +152,12 @@ for b in sorted(res):
     if b in exp and exp[b] > 0:
         d = 100 * (res[b] - exp[b]) / exp[b]
         worst = max(worst, abs(d))
-        print("%-62s %s" % ("  all_reduce busbw, size bucket %d MiB (report, exporter GB/s)" % (b >> 20), "%.2f %.2f %+.1f%%" % (res[b], exp[b], d)))
+        print("%-62s %s" % ("  all_reduce busbw, size bucket %d MiB (report, exporter GB/s)" % (b >> 20), "%.3f %.3f %+.1f%%" % (res[b], exp[b], d)))
 print("%-62s %s" % ("exporter against the report: sizes compared, worst difference", "%d, %.1f%% (target <= 5%%)" % (len([b for b in res if b in exp]), worst)))
 PY
 row "run's summary (cost1)" "$(grep -m1 'watched by' "$OUT/run.cost1.err" | cut -c1-160)"
 
-# 3: the interposer over NCCL 2.21.5
-if [ -f "$W/libnccl.so.2.21.5" ]; then
-	PRE=$W/libnccl.so.2.21.5 timeout 300 "$NW" run --no-history --job ipose --nccl-lib "$W/libnccl.so.2.21.5" \
-		--out "$W/job.ipose" -- env PRE="$W/libnccl.so.2.21.5" "$W/launch2.sh" >"$OUT/run.ipose.out" 2>"$OUT/run.ipose.err"
-	row "interposer, NCCL 2.21.5: run's exit, report written" "$? $([ -f "$W/job.ipose/report.html" ] && echo yes || echo no)"
-	row "  watched by / calls" "$(grep -m1 'watched by' "$OUT/run.ipose.err" | cut -c1-160)"
-	row "  the job's NCCL (its log)" "$(grep -h -m1 -o 'NCCL version [0-9.]*' "$W"/job.ipose/nodes/*/nccl.*.log 2>/dev/null | head -1)"
-	cp "$W/job.ipose/report.html" "$OUT/report.ipose.html" 2>/dev/null
-fi
-
-# 4: a sleeping rank named as hung
+# 3: a sleeping rank named as hung
 rm -f "$W/sleep.mark"
 SLEEP_AT=30 timeout $((SLEEP + 300)) "$NW" run --no-history --job hang --hang-s "$HANG_S" --sample-s 0.5 \
 	--out "$W/job.hang" -- "$W/launch2.sh" >"$OUT/run.hang.out" 2> >(while IFS= read -r l; do
