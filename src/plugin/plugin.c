@@ -26,6 +26,15 @@
 enum { TAG_OP = 0, TAG_KCH = 1, TAG_PROXY = 2, TAG_MASK = 63 };
 
 /*
+ * The handle of every Group event. NCCL 2.23 to 2.27 raise a collective's
+ * or a p2p's events only under a group whose handle is not NULL
+ * (plan->groupEventHandle), so a group is given this one; it holds
+ * nothing, and stopping it does nothing.
+ */
+static const char group_token;
+#define GROUP_HANDLE ((void *)&group_token)
+
+/*
  * The slot a handle points at (any tag), or NULL when it is not ours: it
  * must lie in the pool and, once the tag is taken off, start a slot (a
  * handle into the middle of one would reach past the pool's end).
@@ -250,6 +259,8 @@ static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
 		count_graph_call(ctx, type, u, v4);
 		return 0;
 	case NWP_EV_GROUP:
+		*eHandle = GROUP_HANDLE;
+		return 0;
 	case NWP_EV_PROXYSTEP:
 	case NWP_EV_PROXYCTRL:
 	case NWP_EV_NETPLUGIN:
@@ -268,7 +279,7 @@ static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
 
 static int stop_event(void *eHandle)
 {
-	if (!eHandle || __atomic_load_n(&nwp_g.disabled, __ATOMIC_RELAXED))
+	if (!eHandle || eHandle == GROUP_HANDLE || __atomic_load_n(&nwp_g.disabled, __ATOMIC_RELAXED))
 		return 0;
 	unsigned tag;
 	struct nwp_slot *s = handle_slot(eHandle, &tag);
@@ -309,7 +320,7 @@ static int stop_event(void *eHandle)
 
 static int record_state(void *eHandle, int eState, const union state_args *args)
 {
-	if (!eHandle || __atomic_load_n(&nwp_g.disabled, __ATOMIC_RELAXED))
+	if (!eHandle || eHandle == GROUP_HANDLE || __atomic_load_n(&nwp_g.disabled, __ATOMIC_RELAXED))
 		return 0;
 	unsigned tag;
 	struct nwp_slot *s = handle_slot(eHandle, &tag);
@@ -461,6 +472,8 @@ static int start_event_old(void *ctx, void **eHandle, const void *descr, int abi
 			start_kernelch(eHandle, d->parentObj, 0);
 		return 0;
 	case NWP_EV_GROUP:
+		*eHandle = GROUP_HANDLE;
+		return 0;
 	case NWP_EV_PROXYSTEP:
 	case NWP_EV_PROXYCTRL:
 		return 0; /* known, not asked for: nothing to do */

@@ -165,6 +165,9 @@ uint64_t fprof_launch(struct fprof_comm *p, int kind, const char *func, int coll
 	void *group = NULL, *h = NULL;
 	np_head(&plugin, &gd, NP_GROUP, NULL, 0);
 	np_start(&plugin, p->ctx, &group, &gd);
+	/* NCCL 2.23 to 2.27 (v1 to v4) raise an op's events only under a group handle that is not NULL */
+	if (!group && plugin.abi <= 4)
+		return 0;
 	np_start(&plugin, p->ctx, &h, np_op_descr(&plugin, &d, &op, group, p->rank));
 	if (h)
 		np_stop(&plugin, h); /* enqueued */
