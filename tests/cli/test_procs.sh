@@ -15,7 +15,7 @@
 # of its own, found (not attributed: no pod cgroup without root).
 source tests/cli/lib.sh
 H=$NW_TESTS/plugin_harness
-JOBS=() CGS=() EXP_PID=
+JOBS=() CGS=() EXP_PID='' STAGE=''
 # kill_cgroup DIR: every process in the cgroup DIR (a job: its PID namespace's init first drops the
 # rest; the harness ran under setpriv, which clears the parent-death signal of unshare --kill-child)
 kill_cgroup() {
@@ -37,7 +37,7 @@ cleanup() {
 		d=$c
 		while [ "$d" != "$CGROOT" ] && [ -n "$d" ]; do rmdir "$d" 2>/dev/null; d=$(dirname "$d"); done
 	done
-	rm -rf "$TMP"
+	rm -rf "$TMP" ${STAGE:+"$STAGE"}
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -113,6 +113,13 @@ ln -s "/var/log/pods/research_train-b-0_$UIDB/worker/0.log" "$LOGS/containers/tr
 # CGROUP, its stats in a tmpfs of its own: job A in its /tmp (NCCLWATCH_DIR=/tmp/nwstats in its
 # environment), job B where the plugin writes by default, /dev/shm/ncclwatch-<uid> (nothing set:
 # the pod of docs/deploy.md, which sets NCCL_PROFILER_PLUGIN alone)
+# Job A mounts a tmpfs of its own over /tmp: the harness and the plugin must
+# not be under it (a clone in /tmp), so they run from a copy in /var/tmp.
+STAGE=$(mktemp -d /var/tmp/nwprocs.XXXXXX)
+cp "$H" "$NW_PLUGIN" "$STAGE/"
+chmod 755 "$STAGE" "$STAGE"/*
+H=$STAGE/${H##*/}
+PLUGIN=$STAGE/${NW_PLUGIN##*/}
 job() {
 	local env=
 	[ "$3" = /tmp/nwstats ] && env="NCCLWATCH_DIR=$3"
@@ -120,7 +127,7 @@ job() {
 		'mount -t tmpfs -o mode=1777 tmpfs "${4%/*}" && echo $$ >"$0/cgroup.procs" &&
 		 exec setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH=/usr/bin:/bin NCCL_PROFILER_PLUGIN=ncclwatch $5 \
 		 "$1" --plugin "$2" --dir "$4" --ranks 2 --ops 5 --hold-ms 60000 --scenario "$3"' \
-		"$1" "$H" "$NW_PLUGIN" "$2" "$3" "$env" >"$TMP/job.$2.out" 2>&1 &
+		"$1" "$H" "$PLUGIN" "$2" "$3" "$env" >"$TMP/job.$2.out" 2>&1 &
 	JOBS+=($!)
 }
 job "$CGA" normal /tmp/nwstats
