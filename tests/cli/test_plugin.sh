@@ -133,7 +133,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	expect_true "... one line per process on stderr of its own, naming the directory" \
 		test "$(grep -c "^ncclwatch profiler disabled: stats directory '$d' belongs to another user" "$ERR")" = 2
 else
-	skip "a directory of another user" "needs root and setpriv (util-linux) to run a rank as another user"
+	skip_root "a directory of another user" "needs root and setpriv (util-linux) to run a rank as another user"
 fi
 
 run "$H" --plugin "$NW_PLUGIN" --dir "$TMP/none" --scenario nosuch
