@@ -21,6 +21,11 @@ if mpirun --version 2>/dev/null | grep -q 'Open MPI'; then
 	[ "$(id -u)" -ne 0 ] || MPIRUN+=(--allow-run-as-root)
 fi
 
+# ASAN_ANY_ORDER: ASAN_OPTIONS for a command whose LD_PRELOAD puts another
+# library before the sanitizer's runtime (a job's own preload before the
+# sanitizer build's ncclwatch or interposer); the options of the run kept.
+ASAN_ANY_ORDER="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+
 # run CMD...: runs it, keeps stdout in $OUT, stderr in $ERR, status in $RC.
 run() { "$@" >"$OUT" 2>"$ERR"; RC=$?; }
 ok() { echo "ok - $1"; }

@@ -65,9 +65,9 @@ expect_out "installed: the plugin from bin/../lib" "^export NCCL_PROFILER_PLUGIN
 run "$TMP/inst/bin/ncclwatch" env --nccl-lib "$TMP/libnccl-2.21.5.so.2"
 expect_rc "NCCL 2.21 with the interposer installed" 0
 expect_out "... LD_PRELOAD, before the job's own" "^export LD_PRELOAD=$TMP/inst/lib/libncclwatch-interpose.so\"\\$\\{LD_PRELOAD:\+:\\\$LD_PRELOAD\}\"$"
-run env LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 bash -c "eval \"\$('$TMP/inst/bin/ncclwatch' env --nccl-lib '$TMP/libnccl-2.21.5.so.2')\" && echo \"got=\$LD_PRELOAD\""
+run env LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 ASAN_OPTIONS="$ASAN_ANY_ORDER" bash -c "eval \"\$('$TMP/inst/bin/ncclwatch' env --nccl-lib '$TMP/libnccl-2.21.5.so.2')\" && echo \"got=\$LD_PRELOAD\""
 expect_out "eval: the interposer first, the job's preload kept" "^got=$TMP/inst/lib/libncclwatch-interpose.so:/lib/x86_64-linux-gnu/libm.so.6$"
-run env LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 "$TMP/inst/bin/ncclwatch" env --nccl-lib "$TMP/libnccl-2.21.5.so.2" --format env
+run env LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 ASAN_OPTIONS="$ASAN_ANY_ORDER" "$TMP/inst/bin/ncclwatch" env --nccl-lib "$TMP/libnccl-2.21.5.so.2" --format env
 expect_out "--format env: the whole value" "^LD_PRELOAD=$TMP/inst/lib/libncclwatch-interpose.so:/lib/x86_64-linux-gnu/libm.so.6$"
 
 # bad input

@@ -85,6 +85,8 @@ static struct {
 	int (*end_capture)(stream_t, void **);
 	int (*instantiate)(void **, void *, unsigned long long);
 	int (*graph_launch)(void *, stream_t);
+	int (*graph_exec_destroy)(void *);
+	int (*graph_destroy)(void *);
 } f;
 
 struct rank {
@@ -177,6 +179,10 @@ static void *graph_rank(void *arg)
 	for (int i = 0; i < 3 && exec; i++)
 		k->failed |= f.graph_launch(exec, k->st) != 0;
 	k->failed |= f.stream_sync(k->st) != 0;
+	if (exec && f.graph_exec_destroy)
+		f.graph_exec_destroy(exec);
+	if (g && f.graph_destroy)
+		f.graph_destroy(g);
 	return NULL;
 }
 
@@ -250,6 +256,8 @@ static int setup(const char *lib)
 	*(void **)(void *)&f.end_capture = dlsym(hc, "cuStreamEndCapture");
 	*(void **)(void *)&f.instantiate = dlsym(hc, "cuGraphInstantiateWithFlags");
 	*(void **)(void *)&f.graph_launch = dlsym(hc, "cuGraphLaunch");
+	*(void **)(void *)&f.graph_exec_destroy = dlsym(hc, "cuGraphExecDestroy");
+	*(void **)(void *)&f.graph_destroy = dlsym(hc, "cuGraphDestroy");
 	printf("nccl %s, %s\n", ncclAllReduce ? "bound to an interposer" : "called through dlsym",
 	       dlsym(RTLD_DEFAULT, "pncclAllReduce") ? "in the global scope" : "not in the global scope");
 	return f.cu_init(0);
