@@ -201,13 +201,13 @@ static size_t search_dirs(const char *exe, char (*dirs)[PATH_MAX], size_t max)
 	if (self[0]) {
 		char bin[PATH_MAX], d[PATH_MAX + 32];
 		nw_path_dir(self, bin, sizeof(bin));
-		static const char *const rel[] = { "", "/../lib", "/../lib64", "/../lib/" MULTIARCH };
+		static const char *const rel[] = { "", "/../lib", "/../lib64", ("/../lib/" MULTIARCH) };
 		for (size_t i = 0; i < NW_ARRAY_LEN(rel); i++) {
 			snprintf(d, sizeof(d), "%s%s", bin, rel[i]);
 			add_dir(dirs, &n, max, d);
 		}
 	}
-	static const char *const usual[] = { "/usr/local/lib", "/usr/local/lib64", "/usr/lib/" MULTIARCH, "/usr/lib64",
+	static const char *const usual[] = { "/usr/local/lib", "/usr/local/lib64", ("/usr/lib/" MULTIARCH), "/usr/lib64",
 	                                     "/usr/lib" };
 	for (size_t i = 0; i < NW_ARRAY_LEN(usual); i++)
 		add_dir(dirs, &n, max, usual[i]);
