@@ -409,7 +409,13 @@ static size_t drop_repeat(const char *s, size_t len)
 static size_t ray_tail(const char *s, size_t len, long *count)
 {
 	size_t from = len > 400 ? len - 400 : 0;
-	const char *p = memmem(s + from, len - from, "[repeated ", 10);
+	const char *p = NULL;
+	/* every '[' of the tail (memchr: far cheaper than memmem on every line) */
+	for (const char *b = memchr(s + from, '[', len - from); b; b = memchr(b + 1, '[', len - (size_t)(b + 1 - s)))
+		if (len - (size_t)(b - s) >= 10 && !memcmp(b, "[repeated ", 10)) {
+			p = b;
+			break;
+		}
 	*count = 0;
 	if (!p)
 		return len;
@@ -503,6 +509,15 @@ static size_t host_tag(const char *s, size_t len, struct nw_lp *lp)
 	return i;
 }
 
+/* Whether a colour code pasted as text is in s: "ESC[" or a console's arrow and '[' (memchr for '[', not memmem twice). */
+static int has_text_ansi(const char *s, size_t n)
+{
+	for (const char *b = memchr(s, '[', n); b; b = memchr(b + 1, '[', n - (size_t)(b + 1 - s)))
+		if (b - s >= 3 && (!memcmp(b - 3, "ESC", 3) || !memcmp(b - 3, "\xe2\x86\x90", 3)))
+			return 1;
+	return 0;
+}
+
 size_t nw_lp_strip(char *line, size_t len, size_t *newlen, struct nw_lp *lp)
 {
 	if (lp) {
@@ -513,7 +528,7 @@ size_t nw_lp_strip(char *line, size_t len, size_t *newlen, struct nw_lp *lp)
 	}
 	if (memchr(line, '\x1b', len))
 		len = strip_ansi(line, len);
-	if (memmem(line, len, "ESC[", 4) || memmem(line, len, "\xe2\x86\x90[", 4))
+	if (has_text_ansi(line, len))
 		len = strip_text_ansi(line, len);
 	size_t off = 0;
 	int after_stamp = 0, glued = 0;
