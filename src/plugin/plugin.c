@@ -219,7 +219,11 @@ NWP_HOT void count_graph_call(void *ctx, uint64_t type, const union d_body *u, i
 		__atomic_fetch_add(&c->graph_ops, 1, __ATOMIC_RELAXED);
 }
 
-static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
+/*
+ * What every startEvent checks first: a handle pointer (cleared) and a
+ * descriptor, and the plugin still on. 1 when the event is to be read.
+ */
+static inline int start_usable(void **eHandle, const void *descr)
 {
 	if (!eHandle) {
 		nwp_disable("startEvent called without a handle pointer");
@@ -232,6 +236,13 @@ static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
 		nwp_disable("startEvent called with a NULL event descriptor");
 		return 0;
 	}
+	return 1;
+}
+
+static int start_event(void *ctx, void **eHandle, const void *descr, int v4)
+{
+	if (!start_usable(eHandle, descr))
+		return 0;
 	uint64_t type;
 	void *parent;
 	const union d_body *u = descr_read(descr, v4, &type, &parent);
@@ -444,17 +455,8 @@ NWP_HOT void op_in_old(struct nwp_comm *c, int abi, int kind, const union d_body
 /* startEvent of v1 to v3 (abi): the same work as start_event from the older layouts; KernelCh and NetPlugin from v3. */
 static int start_event_old(void *ctx, void **eHandle, const void *descr, int abi)
 {
-	if (!eHandle) {
-		nwp_disable("startEvent called without a handle pointer");
+	if (!start_usable(eHandle, descr))
 		return 0;
-	}
-	*eHandle = NULL;
-	if (__atomic_load_n(&nwp_g.disabled, __ATOMIC_RELAXED))
-		return 0;
-	if (!descr) {
-		nwp_disable("startEvent called with a NULL event descriptor");
-		return 0;
-	}
 	const struct descr_old *d = descr;
 	int kind = d->type == NWP_EV_COLL ? NWP_KIND_COLL : NWP_KIND_P2P;
 	switch (d->type) {
