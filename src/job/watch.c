@@ -287,6 +287,22 @@ static void halve_intervals(struct nw_jobw *w)
 }
 
 /* What every file did since the last sample, into the open interval. */
+/* What entry e of the newest sample added since the previous one (all of it without one). */
+static void ent_delta(const struct nw_jobw *w, const struct nw_sample_ent *e, struct nw_sample_ent *d)
+{
+	const struct nw_sample_ent *b = NULL;
+	if (w->have_prev) {
+		struct nw_sf_rank key;
+		memset(&key, 0, sizeof(key));
+		key.hdr.comm_hash = e->comm_hash;
+		key.hdr.proc_start = e->proc_start;
+		key.hdr.pid = e->pid;
+		key.hdr.rank = e->rank;
+		b = nw_sample_find(&w->prev, &key, e->op, e->bucket);
+	}
+	nw_sample_delta(e, b, d);
+}
+
 static void series_add(struct nw_jobw *w, const struct nw_sample *now, uint64_t now_ns)
 {
 	struct jw_interval *iv = &w->iv[w->niv];
@@ -297,18 +313,9 @@ static void series_add(struct nw_jobw *w, const struct nw_sample *now, uint64_t 
 		w->in_open = 0;
 	}
 	for (size_t i = 0; i < now->n; i++) {
-		const struct nw_sample_ent *e = &now->e[i], *b = NULL;
-		if (w->have_prev) {
-			struct nw_sf_rank key;
-			memset(&key, 0, sizeof(key));
-			key.hdr.comm_hash = e->comm_hash;
-			key.hdr.proc_start = e->proc_start;
-			key.hdr.pid = e->pid;
-			key.hdr.rank = e->rank;
-			b = nw_sample_find(&w->prev, &key, e->op, e->bucket);
-		}
+		const struct nw_sample_ent *e = &now->e[i];
 		struct nw_sample_ent d;
-		nw_sample_delta(e, b, &d);
+		ent_delta(w, e, &d);
 		if (!d.count && !d.t[0].count && !d.t[1].count)
 			continue;
 		struct jw_cell x = { .count = d.count, .bytes = d.bytes };
@@ -508,18 +515,9 @@ static void status_fill(const struct nw_jobw *w, const struct nw_sf_set *set, co
 	uint64_t calls = 0, bytes[NWS_NOPS] = { 0 }, tb[NWS_NOPS] = { 0 }, tns[NWS_NOPS] = { 0 };
 	double fb[NWS_NOPS] = { 0 };
 	for (size_t i = 0; i < now->n; i++) {
-		const struct nw_sample_ent *e = &now->e[i], *b = NULL;
-		if (w->have_prev) {
-			struct nw_sf_rank key;
-			memset(&key, 0, sizeof(key));
-			key.hdr.comm_hash = e->comm_hash;
-			key.hdr.proc_start = e->proc_start;
-			key.hdr.pid = e->pid;
-			key.hdr.rank = e->rank;
-			b = nw_sample_find(&w->prev, &key, e->op, e->bucket);
-		}
+		const struct nw_sample_ent *e = &now->e[i];
 		struct nw_sample_ent d;
-		nw_sample_delta(e, b, &d);
+		ent_delta(w, e, &d);
 		calls += d.count;
 		unsigned op = e->op < NWS_NOPS ? e->op : NWS_OP_OTHER;
 		bytes[op] += d.bytes;
