@@ -25,7 +25,14 @@
 # the plugin on the machine's NCCL for the same two-rank bench (op counts,
 # busbw per size from the stats). A table is printed last.
 #
-#   P=.gpu NCCLS=.gpu/nccl OUT=/tmp/lo [N1=100 SLEEP=20 HANG_S=10 PAIRS=20] scripts/gpu/live-old-nccl.sh
+#   P=.gpu NCCLS=.gpu/nccl OUT=/tmp/lo [N1=100 SLEEP=20 HANG_S=10 PAIRS=20 PARTS=...] scripts/gpu/live-old-nccl.sh
+#
+# PARTS picks sections (default all): ipo221 plug226 run221 own two cost.
+# The cost section runs three ways, interleaved and rotated each pair: no
+# interposer, the interposer as it is, and the interposer with timing off
+# (NCCLWATCH_TIMED_PER_S=0: no capture check, no events), and times the
+# steps the interposer adds to each op with cuprim (scripts/gpu/cuprim.c,
+# built here with cc, or carried as $P/cuprim).
 #
 # NCCLS holds libnccl.so.2.21.5.xz and libnccl.so.2.26.2.xz, built by
 # scripts/build-old-nccl (sm_90 only); a missing one skips its rows.
@@ -38,6 +45,8 @@ N1=${N1:-100}
 SLEEP=${SLEEP:-20}
 HANG_S=${HANG_S:-10}
 PAIRS=${PAIRS:-20}
+PARTS=" ${PARTS:-ipo221 plug226 run221 own two cost} "
+part() { case "$PARTS" in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
 NW=$PWD/$P/ncclwatch
 PLUGIN=$PWD/$P/libnccl-profiler-ncclwatch.so
@@ -221,10 +230,10 @@ PY
 	cp -r "$stats" "$OUT/$name.stats" 2>/dev/null
 }
 
-[ -f "$W/libnccl.so.2.21.5" ] && job nccl2.21.5-interposer "$W/libnccl.so.2.21.5" interposer cjob.py
-[ -f "$W/libnccl.so.2.26.2" ] && job nccl2.26.2-plugin "$W/libnccl.so.2.26.2" plugin cjob.py
+[ -f "$W/libnccl.so.2.21.5" ] && part ipo221 && job nccl2.21.5-interposer "$W/libnccl.so.2.21.5" interposer cjob.py
+[ -f "$W/libnccl.so.2.26.2" ] && part plug226 && job nccl2.26.2-plugin "$W/libnccl.so.2.26.2" plugin cjob.py
 # 2.21.5 under ncclwatch run: it decides the interposer for that NCCL and sets it up
-if [ -f "$W/libnccl.so.2.21.5" ]; then
+if [ -f "$W/libnccl.so.2.21.5" ] && part run221; then
 	cat >"$W/launch2.sh" <<'SH'
 #!/usr/bin/env bash
 port=$((20000 + RANDOM % 9000))
@@ -243,8 +252,8 @@ SH
 	row "  its summary" "$(grep -m1 'watched by' "$OUT/run-2.21.5.err" | cut -c1-150)"
 	cp "$W/job.old221/report.html" "$OUT/report-2.21.5.html" 2>/dev/null
 fi
-job own-plugin "" plugin
-job own-interposer "" interposer
+part own && job own-plugin "" plugin
+part own && job own-interposer "" interposer
 
 # The interposer against the plugin on the machine's NCCL, the same two-rank bench.
 two() {
@@ -260,7 +269,7 @@ two() {
 	wait
 	NCCLWATCH_DIR=$W/$name "$NW" exporter --once --detail all --all >"$OUT/$name.exporter.txt" 2>&1
 }
-if [ -n "$SYSNCCL" ]; then
+if [ -n "$SYSNCCL" ] && part two; then
 	two bench-plugin NCCL_PROFILER_PLUGIN="$PLUGIN"
 	two bench-interposer LD_PRELOAD="$IPOSE"
 	python3 - "$OUT/bench-plugin.exporter.txt" "$OUT/bench-interposer.exporter.txt" <<'PY' | tee -a "$T"
@@ -288,44 +297,54 @@ for s in sorted(set(pb) | set(ib), key=lambda k: (len(k), k)):
 PY
 fi
 
-# The interposer's cost on one rank, NCCL 2.21.5: interleaved pairs, order swapped every pair.
-if [ -f "$W/libnccl.so.2.21.5" ]; then
+# The interposer's cost on one rank, NCCL 2.21.5: three ways per pair (none, on, on with timing off),
+# interleaved, the order rotated every pair; then its steps one by one (cuprim).
+if [ -f "$W/libnccl.so.2.21.5" ] && part cost; then
+	CUPRIM=$P/cuprim
+	[ -x "$CUPRIM" ] || { command -v cc >/dev/null && cc -O2 -o "$W/cuprim" scripts/gpu/cuprim.c -ldl && CUPRIM=$W/cuprim; }
+	[ -x "$CUPRIM" ] && "$CUPRIM" 2000000 >"$OUT/cuprim.txt" 2>&1
+	ways=(off on on0)
 	for k in $(seq "$PAIRS"); do
-		for m in off on; do
-			[ $((k % 2)) = 0 ] && { [ "$m" = off ] && m=on || m=off; }
+		for j in 0 1 2; do
+			m=${ways[$(((j + k) % 3))]}
 			pre=()
-			[ "$m" = on ] && pre=(LD_PRELOAD="$IPOSE")
+			[ "$m" != off ] && pre=(LD_PRELOAD="$IPOSE")
+			[ "$m" = on0 ] && pre+=(NCCLWATCH_TIMED_PER_S=0)
 			env "${pre[@]}" NCCLWATCH_DIR="$W/cost" "$NW" bench --no-history \
-				--nccl-lib "$W/libnccl.so.2.21.5" --op all_reduce -b 8 -e 64M -f 2 -n 500 -w 50 -c 0 -o sum \
+				--nccl-lib "$W/libnccl.so.2.21.5" --op all_reduce -b 8 -e 64M -f 2 -n 1000 -w 50 -c 0 -o sum \
 				--json="$W/cost.$m.$k.json" >/dev/null 2>"$W/cost.$m.$k.err"
 		done
 	done
+	mkdir -p "$OUT/cost" && cp "$W"/cost.*.json "$OUT/cost/" 2>/dev/null
 	python3 - "$W" "$PAIRS" <<'PY' | tee -a "$T"
 import json, sys, statistics, math
 w, n = sys.argv[1], int(sys.argv[2])
 def times(p):
     d = json.load(open(p))
     return {r["size_bytes"]: r["time_us"] for r in d["results"] if not r.get("inplace")}
-diffs = {}
-for k in range(1, n + 1):
-    try:
-        a, b = times("%s/cost.off.%d.json" % (w, k)), times("%s/cost.on.%d.json" % (w, k))
-    except Exception as e:
-        continue
-    for s in a:
-        if s in b:
-            diffs.setdefault(s, []).append((b[s] - a[s], a[s]))
-print("%-60s %s" % ("interposer cost, 1 rank, NCCL 2.21.5 (%d pairs)" % len(next(iter(diffs.values()), [])), "median diff us [95% CI], % of time"))
-for s in (8, 262144, 1048576, 67108864):
-    v = sorted(d for d, _ in diffs.get(s, []))
-    if len(v) < 4:
-        print("  %-58s %s" % (s, "no data")); continue
-    base = statistics.median(t for _, t in diffs[s])
-    # distribution-free interval for the median: order statistics around n/2
-    m = len(v); half = 1.96 * math.sqrt(m) / 2
-    lo, hi = v[max(0, int(math.floor(m / 2 - half)))], v[min(m - 1, int(math.ceil(m / 2 + half)) - 1)]
-    med = statistics.median(v)
-    print("  %-58s %+.3f [%+.3f, %+.3f]  %+.2f%% (base %.2f us)" % ("%d B" % s, med, lo, hi, 100 * med / base, base))
+for way, what in (("on", "interposer"), ("on0", "interposer, NCCLWATCH_TIMED_PER_S=0")):
+    diffs = {}
+    for k in range(1, n + 1):
+        try:
+            a, b = times("%s/cost.off.%d.json" % (w, k)), times("%s/cost.%s.%d.json" % (w, way, k))
+        except Exception:
+            continue
+        for s in a:
+            if s in b:
+                diffs.setdefault(s, []).append((b[s] - a[s], a[s]))
+    print("%-60s %s" % ("cost of the %s, 1 rank, NCCL 2.21.5 (%d pairs)" % (what, len(next(iter(diffs.values()), []))),
+                        "median diff us [95% CI], % of time"))
+    for s in (8, 262144, 1048576, 67108864):
+        v = sorted(d for d, _ in diffs.get(s, []))
+        if len(v) < 4:
+            print("  %-58s %s" % (s, "no data")); continue
+        base = statistics.median(t for _, t in diffs[s])
+        # distribution-free interval for the median: order statistics around n/2
+        m = len(v); half = 1.96 * math.sqrt(m) / 2
+        lo, hi = v[max(0, int(math.floor(m / 2 - half)))], v[min(m - 1, int(math.ceil(m / 2 + half)) - 1)]
+        med = statistics.median(v)
+        print("  %-58s %+.3f [%+.3f, %+.3f]  %+.2f%% (base %.2f us)" % ("%d B" % s, med, lo, hi, 100 * med / base, base))
 PY
+	[ -s "$OUT/cuprim.txt" ] && sed 's/^/  cuprim: /' "$OUT/cuprim.txt" | tee -a "$T"
 fi
 rm -rf "$W"

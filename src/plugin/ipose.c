@@ -161,7 +161,10 @@ static int want_time(struct ipo_entry *e)
 		return 0;
 	if (!ipo_g.every_ns)
 		return 1;
-	uint64_t now = nwp_mono_ns(), last = __atomic_load_n(&e->last_timed_ns, __ATOMIC_RELAXED);
+	struct timespec ts; /* the coarse clock: a few ns, not a TSC read, and a rate needs no better */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * NWP_SEC + (uint64_t)ts.tv_nsec + 1;
+	uint64_t last = __atomic_load_n(&e->last_timed_ns, __ATOMIC_RELAXED);
 	return (!last || now - last >= ipo_g.every_ns) &&
 	       __atomic_compare_exchange_n(&e->last_timed_ns, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }

@@ -81,7 +81,7 @@ struct ipo_entry {
 	struct nwp_comm *c;        /* the recording's communicator; NULL: counted nowhere (not watched) */
 	const struct ipo_nccl *nc; /* the NCCL that made it */
 	uint64_t hash;             /* the stats files' comm hash (ipose_comm.c says how it is made) */
-	uint64_t last_timed_ns;    /* atomic: realtime of the last op (or group) timed */
+	uint64_t last_timed_ns;    /* atomic: coarse monotonic clock (+1) at the last op (or group) timed */
 	uint64_t seq[NWS_NOPS];    /* atomic: per-op sequence numbers handed out */
 	uint32_t splits;           /* atomic: communicators split from it so far */
 	int rank, nranks;
