@@ -374,8 +374,8 @@ static void ctx_init(struct bs_ctx *x, const struct nw_bench_opts *o, struct nw_
 
 /*
  * Every (dtype, redop, root) of one op; *wrong grows by the wrong elements
- * found. avg on fp8 is skipped with NCCL (which refuses it), or refused
- * when it is all the options ask for; a reduction the backend cannot do
+ * found. avg and mulsum on fp8 are skipped with NCCL (which refuses them),
+ * or refused when that is all the options ask for; a reduction the backend cannot do
  * at all (mulsum on MPI) is left out of -o all (backend_fits refused it
  * asked by name). NW_BENCH_OK, or NW_BENCH_FAILED or NW_BENCH_USAGE with
  * err.
@@ -397,11 +397,13 @@ static enum nw_bench_status sweep_op(struct bs_ctx *x, const struct nw_coll *col
 				if (!x->be->redop_ok[redop])
 					continue;
 				int fp8 = o->dtypes[d] == NW_FP8E4M3 || o->dtypes[d] == NW_FP8E5M2;
-				if (coll->has_redop && redop == NW_AVG && fp8 && !strcmp(x->be->name, "nccl")) {
-					/* NCCL refuses avg on fp8 (ncclInvalidArgument, 2.28.9 on an H200) */
+				if (coll->has_redop && (redop == NW_AVG || redop == NW_MULSUM) && fp8 &&
+				    !strcmp(x->be->name, "nccl")) {
+					/* NCCL refuses avg and pre-multiplied sums on fp8 in the collective itself
+					   (ncclInvalidArgument, 2.28.9 on an H200) */
 					if (o->ndtypes == 1 && o->nredops == 1) {
-						nw_seterr(x->err, x->errlen, "NCCL does not support -o avg on %s; choose sum, prod, min "
-						          "or max", nw_dtype_name(o->dtypes[d]));
+						nw_seterr(x->err, x->errlen, "NCCL does not support -o %s on %s; choose sum, prod, "
+						          "min or max", nw_redop_name(redop), nw_dtype_name(o->dtypes[d]));
 						return NW_BENCH_FAILED;
 					}
 					continue;

@@ -169,12 +169,16 @@ run env FAKE_NCCL_REPORT_OPS=1 "$NW" bench --no-history --nccl-lib "$FAKE/libncc
 expect_rc "-o mulsum, every type and root: exit 0" 0
 cp "$OUT" "$TMP/ms.txt"
 expect_true "-o mulsum: zero wrong, busbw formulas" check_table "$TMP/ms.txt" 4
-expect_out "-o mulsum: rows say mulsum, as nccl-tests" "^ +[0-9]+ +[0-9]+ +f8e5m2 +mulsum +3 "
-expect_true "-o mulsum: one op per communicator and type (3 collectives share it): scalar 1 on ranks 0 and 2, 2 on 1 and 3" \
-	test "$(grep -c 'rank [02]: ncclRedOpCreatePreMulSum type [0-9]* scalar 1 ' "$ERR") $(grep -c 'rank [13]: ncclRedOpCreatePreMulSum type [0-9]* scalar 2 ' "$ERR")" = "$((12 * 2)) $((12 * 2))"
+expect_out "-o mulsum: rows say mulsum, as nccl-tests" "^ +[0-9]+ +[0-9]+ +bfloat16 +mulsum +3 "
+expect_no_out "-o mulsum: none on fp8, which NCCL refuses" " f8e(4m3|5m2) +mulsum "
+expect_true "-o mulsum: one op per communicator and type but fp8 (3 collectives share it): scalar 1 on ranks 0 and 2, 2 on 1 and 3" \
+	test "$(grep -c 'rank [02]: ncclRedOpCreatePreMulSum type [0-9]* scalar 1 ' "$ERR") $(grep -c 'rank [13]: ncclRedOpCreatePreMulSum type [0-9]* scalar 2 ' "$ERR")" = "$((10 * 2)) $((10 * 2))"
 expect_true "-o mulsum: every op made is destroyed" test \
 	"$(grep -c 'ncclRedOpCreatePreMulSum' "$ERR")" = "$(grep -c 'ncclRedOpDestroy' "$ERR")"
 expect_no_err "-o mulsum: no communicator destroyed with an op still made" "still made"
+run bench -g 2 -o mulsum -d f8e4m3
+expect_rc "-o mulsum -d f8e4m3: refused, exit 3 (as -o avg on fp8)" 3
+expect_err "-o mulsum -d f8e4m3: says NCCL does not support it, and what does" "NCCL does not support -o mulsum on f8e4m3; choose sum, prod, min or max"
 run bench -g 2 -o mulsum -d float,int8 -b 8 -e 64K -f 8 -G 3
 expect_rc "-o mulsum -G 3: exit 0" 0
 cp "$OUT" "$TMP/msg.txt"

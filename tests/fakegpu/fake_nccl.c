@@ -23,10 +23,10 @@
  * runs when its ranks arrive). Every API function is exported under its
  * name and, as NCCL does, under the same name with a leading 'p'
  * (pncclAllReduce), which interposers call to reach NCCL itself. Every NCCL data type (fp8 and half/bfloat16
- * rounded to nearest even) and sum, prod, max, min, avg (avg refused on fp8,
- * as NCCL 2.28 does), and the pre-multiplied sums of
- * ncclRedOpCreatePreMulSum (each rank's input times its own scalar,
- * rounded to the type, then summed). Reductions of floating types are
+ * rounded to nearest even) and sum, prod, max, min, avg, and the
+ * pre-multiplied sums of ncclRedOpCreatePreMulSum (each rank's input times
+ * its own scalar, rounded to the type, then summed); a collective with avg
+ * or a pre-multiplied sum on fp8 is refused, as NCCL 2.28 does. Reductions of floating types are
  * computed in double and rounded once; integers wrap as the type does;
  * integer avg is the wrapped sum divided by the rank count, truncating.
  * Stream 0 is the NULL stream of the context that was current when the
@@ -1342,14 +1342,18 @@ static ncclResult_t enqueue(const struct call *call, struct fakegpu_stream *s)
 		            name);
 	if (c->dtype < 0 || c->dtype >= NTYPES)
 		return fail(ncclInvalidArgument, "fake NCCL: %s: invalid data type %d", name, c->dtype);
+	int fp8 = c->dtype == T_E4M3 || c->dtype == T_E5M2;
 	if (c->redop >= NREDOPS && (c->kind == K_ALLREDUCE || c->kind == K_REDUCE || c->kind == K_REDUCESCATTER)) {
+		if (fp8) /* as NCCL 2.28.9 on an H200: the op is made, the collective refused */
+			return fail(ncclInvalidArgument, "fake NCCL: %s: a pre-multiplied sum is not supported on fp8 types",
+			            name);
 		ncclResult_t r = use_uop(c, name);
 		if (r)
 			return r;
 	} else if (c->redop < 0 || c->redop >= NREDOPS) {
 		return fail(ncclInvalidArgument, "fake NCCL: %s: invalid reduction op %d", name, c->redop);
 	}
-	if (c->redop == R_AVG && (c->dtype == T_E4M3 || c->dtype == T_E5M2))
+	if (c->redop == R_AVG && fp8)
 		return fail(ncclInvalidArgument, "fake NCCL: %s: ncclAvg is not supported on fp8 types", name);
 	if (c->root < 0 || c->root >= cm->n || c->peer < 0 || c->peer >= cm->n)
 		return fail(ncclInvalidArgument, "fake NCCL: %s: root or peer %d out of range", name,
