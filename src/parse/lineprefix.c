@@ -28,7 +28,10 @@ static int is_host_char(char c)
  */
 static int is_nccl_host_char(char c)
 {
-	return is_host_char(c) || c == '<' || c == '>' || c == '@' || c == '[' || c == ']';
+	/* a bitmap of [A-Za-z0-9._<>@\[\]-] by byte (bytes 0x80 and up: none): read on every line, so no branches */
+	static const uint64_t map[2] = { 0x53ff600000000000ull, 0x07fffffeafffffffull };
+	unsigned char u = (unsigned char)c;
+	return u < 128 && (map[u >> 6] >> (u & 63)) & 1;
 }
 
 /*

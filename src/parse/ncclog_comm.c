@@ -346,7 +346,7 @@ static int connection_ranks(const char *s, const char *via, long long *src, long
 	*src = parse_ll(p, (size_t)(e - p), &used);
 	if (!used)
 		return 0;
-	const char *arrow = memmem(p, (size_t)(e - p), "->", 2);
+	const char *arrow = find_n(p, (size_t)(e - p), "->", 2);
 	if (!arrow)
 		return 0;
 	p = arrow + 2;
@@ -379,7 +379,7 @@ static uint64_t transport_nic(const char *t, size_t n)
 static uint32_t connection_transport(struct nw_log *lg, const char *s, size_t n, const char *via, uint64_t *nic)
 {
 	const char *t = via + 5, *te = s + n;
-	const char *cut = memmem(t, (size_t)(te - t), " comm ", 6);
+	const char *cut = find_n(t, (size_t)(te - t), " comm ", 6);
 	if (cut)
 		te = cut;
 	while (te > t && (te[-1] == ' ' || te[-1] == '\r'))

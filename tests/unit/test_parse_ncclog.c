@@ -15,6 +15,7 @@
 
 #include "parse/lineprefix.h"
 #include "parse/ncclog.h"
+#include "parse/ncclog_text.h"
 #include "util/util.h"
 
 static json_t *scan(const char *text, int *nerrors)
@@ -484,6 +485,34 @@ static void ranks_missing_and_old_formats(void **state)
 	json_decref(doc);
 }
 
+/* find_n, the readers' substring search, against a plain scan: every place, spaces first, none, the edges. */
+static void substring_search(void **state)
+{
+	(void)state;
+	static const char *const hay[] = { "", "a", " via ", "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM comm 0x1 nRanks 2",
+	                                   "  via  via", "vi", "x via", "via x", "   ", "->->", "[receive]" };
+	static const char *const needles[] = { " via ", "via", " ", "   ", "->", "nRanks", " comm ", "[receive]", "x",
+	                                       "", "a", " x", "x " };
+	for (size_t h = 0; h < sizeof(hay) / sizeof(hay[0]); h++)
+		for (size_t k = 0; k < sizeof(needles) / sizeof(needles[0]); k++) {
+			const char *s = hay[h], *w = needles[k];
+			size_t n = strlen(s), m = strlen(w);
+			const char *want = NULL;
+			for (size_t i = 0; i + m <= n && !want; i++)
+				if (!memcmp(s + i, w, m))
+					want = s + i;
+			assert_ptr_equal(find_n(s, n, w, m), want);
+			/* a haystack cut short: no match past its end */
+			if (n) {
+				want = NULL;
+				for (size_t i = 0; i + m <= n - 1 && !want; i++)
+					if (!memcmp(s + i, w, m))
+						want = s + i;
+				assert_ptr_equal(find_n(s, n - 1, w, m), want);
+			}
+		}
+}
+
 static void prefixes(void **state)
 {
 	(void)state;
@@ -697,6 +726,7 @@ int main(void)
 		cmocka_unit_test(transports_between_nodes),
 		cmocka_unit_test(forced_algo_proto),
 		cmocka_unit_test(ranks_missing_and_old_formats),
+		cmocka_unit_test(substring_search),
 		cmocka_unit_test(prefixes),
 		cmocka_unit_test(job_size),
 		cmocka_unit_test(placement_without_init),
