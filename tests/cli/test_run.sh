@@ -182,7 +182,11 @@ expect_rc "the kept dumps still say hung to 'ncclwatch hang'" 1
 # ---- Ctrl-C and kill -TERM mid-job, under a torchrun-style launcher ----
 cat >"$TMP/launch.py" <<'PY'
 # A launcher as torchrun is one: the ranks in a group of their own, a signal passed to all of them.
+# The ranks get SIGINT's and SIGTERM's default actions, whatever this test inherited (a shell without
+# job control starts its background commands with SIGINT ignored, and ignoring is inherited).
 import os, signal, subprocess, sys
+for s in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(s, signal.SIG_DFL)
 p = subprocess.Popen(sys.argv[1:], start_new_session=True)
 def stop(sig, frame):
     os.killpg(p.pid, sig)
