@@ -286,7 +286,6 @@ static void halve_intervals(struct nw_jobw *w)
 	w->stride *= 2;
 }
 
-/* What every file did since the last sample, into the open interval. */
 /* What entry e of the newest sample added since the previous one (all of it without one). */
 static void ent_delta(const struct nw_jobw *w, const struct nw_sample_ent *e, struct nw_sample_ent *d)
 {
@@ -303,6 +302,7 @@ static void ent_delta(const struct nw_jobw *w, const struct nw_sample_ent *e, st
 	nw_sample_delta(e, b, d);
 }
 
+/* What every file did since the last sample, into the open interval. */
 static void series_add(struct nw_jobw *w, const struct nw_sample *now, uint64_t now_ns)
 {
 	struct jw_interval *iv = &w->iv[w->niv];

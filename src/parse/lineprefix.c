@@ -8,12 +8,8 @@
 
 #include <string.h>
 
+#include "parse/ncclog_text.h"
 #include "util/util.h"
-
-static int is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
 
 static int is_host_char(char c)
 {
@@ -412,13 +408,7 @@ static size_t drop_repeat(const char *s, size_t len)
 static size_t ray_tail(const char *s, size_t len, long *count)
 {
 	size_t from = len > 400 ? len - 400 : 0;
-	const char *p = NULL;
-	/* every '[' of the tail (memchr: far cheaper than memmem on every line) */
-	for (const char *b = memchr(s + from, '[', len - from); b; b = memchr(b + 1, '[', len - (size_t)(b + 1 - s)))
-		if (len - (size_t)(b - s) >= 10 && !memcmp(b, "[repeated ", 10)) {
-			p = b;
-			break;
-		}
+	const char *p = find_n(s + from, len - from, "[repeated ", 10);
 	*count = 0;
 	if (!p)
 		return len;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ncclog_text: small text helpers of the NCCL log analyser (s, n: not
- * NUL-terminated), internal to src/parse/ncclog*.c. No ncclog_text.c: they
+ * NUL-terminated), internal to src/parse/ncclog*.c and the line-prefix
+ * reader (lineprefix.c). No ncclog_text.c: they
  * are static inline so that the per-line hot path keeps them inlined in
  * every file that reads lines.
  */
