@@ -180,11 +180,11 @@ static size_t glued_nccl_line(struct nw_log *lg, const char *s, size_t n)
  * other output found. Sets *n to its length and *pl to the length of
  * NCCL's prefix (0 when it is no NCCL line); NULL when nothing is left.
  */
-static const char *line_text(struct nw_log *lg, char *line, size_t len, size_t *n, size_t *pl)
+static const char *line_text(struct nw_log *lg, char *line, size_t len, int may_esc, size_t *n, size_t *pl)
 {
 	*n = len;
 	*pl = 0;
-	if (!memchr(line, '\x1b', len))
+	if (!may_esc || !memchr(line, '\x1b', len))
 		*pl = nw_lp_nccl_prefix(line, len);
 	if (*pl) {
 		lg->tag[0] = '\0';
@@ -346,9 +346,10 @@ static void level_line(struct nw_log *lg, const struct lg_from *from, const char
 /*
  * Lines starting with NCCL's prefix go straight to their level's reader;
  * others lose their launcher prefixes first (and may turn out to hold an
- * NCCL line glued after other output).
+ * NCCL line glued after other output). may_esc 0: the caller knows the
+ * line holds no ESC (no colour code to strip).
  */
-void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
+static void feed_line(struct nw_log *lg, char *line, size_t len, int may_esc)
 {
 	lg->lines++;
 	lg->bytes += len + 1;
@@ -359,7 +360,7 @@ void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 	while (len && (line[len - 1] == '\r' || line[len - 1] == '\n'))
 		len--;
 	size_t n, pl;
-	const char *s = line_text(lg, line, len, &n, &pl);
+	const char *s = line_text(lg, line, len, may_esc, &n, &pl);
 	if (!s) {
 		lg->blank_lines++;
 		return;
@@ -376,6 +377,11 @@ void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
 		return;
 	}
 	lg_other_line(lg, s, n);
+}
+
+void nw_log_feed_line(struct nw_log *lg, char *line, size_t len)
+{
+	feed_line(lg, line, len, 1);
 }
 
 void nw_log_feed_buf(struct nw_log *lg, const char *buf, size_t len)
@@ -539,16 +545,20 @@ int nw_log_feed_file(struct nw_log *lg, FILE *f, const char *name, char *err, si
 			break;
 		}
 		size_t end = have + got, start = 0;
+		/* the block's next ESC, looked for once: lines before it need no colour-code search of their own */
+		const char *esc = memchr(buf, '\x1b', end);
 		for (;;) {
 			char *nl = memchr(buf + start, '\n', end - start);
 			if (!nl)
 				break;
 			size_t n = (size_t)(nl - (buf + start));
+			if (esc && esc < buf + start)
+				esc = memchr(buf + start, '\x1b', end - start);
 			if (skipping) {
 				lg->bytes += n + 1;
 				skipping = 0;
 			} else {
-				nw_log_feed_line(lg, buf + start, n);
+				feed_line(lg, buf + start, n, esc && esc < nl);
 			}
 			start += n + 1;
 		}
